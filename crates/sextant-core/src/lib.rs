@@ -1,0 +1,23 @@
+//! The pure decision core of Sextant.
+//!
+//! Nothing in this crate opens a socket, reads a clock or touches a global
+//! random number generator. The edges (DNS server, monitors, metric exchange)
+//! feed it immutable [`Snapshot`]s and [`Query`]s; it returns a [`Decision`]
+//! and, when asked, a trace that explains the decision. This keeps every
+//! answer reproducible, unit-testable and benchmarkable.
+
+pub mod decide;
+pub mod health;
+pub mod model;
+pub mod select;
+pub mod snapshot;
+pub mod trace;
+
+pub use decide::{
+    AnswerBuf, ClientSubnet, Cursor, Decision, NoSessions, Outcome, Query, QueryType, Reason,
+    Sessions, Stick, decide,
+};
+pub use health::{HealthTally, Transition};
+pub use model::*;
+pub use snapshot::{ServiceState, Snapshot};
+pub use trace::{FallbackWhy, NoTrace, SkipWhy, TraceEvent, Tracer, VecTrace};

@@ -1,0 +1,549 @@
+//! The validated configuration model shared by every part of Sextant.
+//!
+//! `sextant-config` builds a [`Model`] from either configuration syntax; the
+//! rest of the system only ever sees this one shape. Cross references are
+//! indices (`SiteId`, `ServiceId`, ...) into the model's vectors, so a model is
+//! cheap to share behind an `Arc` and needs no lookups by name at query time.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// Index of a [`Site`] in [`Model::sites`].
+pub type SiteId = u32;
+/// Index of a [`Service`] in [`Model::services`].
+pub type ServiceId = u32;
+/// Index of a [`VServer`] in [`Model::vservers`].
+pub type VServerId = u32;
+/// Index of a [`Domain`] in [`Model::domains`].
+pub type DomainId = u32;
+/// Index of a [`Zone`] in [`Model::zones`].
+pub type ZoneId = u32;
+/// Index of a [`Monitor`] in [`Model::monitors`].
+pub type MonitorId = u32;
+
+/// The whole validated configuration of one Sextant node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Model {
+    pub sites: Vec<Site>,
+    pub services: Vec<Service>,
+    pub vservers: Vec<VServer>,
+    /// GSLB domain names, each bound to exactly one vserver.
+    pub domains: Vec<Domain>,
+    /// Zones this node is authoritative for (from SOA/NS records).
+    pub zones: Vec<Zone>,
+    pub monitors: Vec<Monitor>,
+    /// Addresses the DNS server listens on (`add service NAME IP ADNS PORT`).
+    pub dns_listen: Vec<std::net::SocketAddr>,
+    /// Address of the REST API, if configured in the file.
+    pub api_listen: Option<std::net::SocketAddr>,
+    pub params: GslbParams,
+    /// The site this node runs as. `sextant-config` sets it from the single
+    /// `LOCAL` site; `--local-site` overrides it.
+    pub local_site: Option<SiteId>,
+}
+
+impl Model {
+    pub fn site_by_name(&self, name: &str) -> Option<SiteId> {
+        self.sites
+            .iter()
+            .position(|s| s.name.eq_ignore_ascii_case(name))
+            .map(|i| i as SiteId)
+    }
+
+    pub fn service_by_name(&self, name: &str) -> Option<ServiceId> {
+        self.services
+            .iter()
+            .position(|s| s.name.eq_ignore_ascii_case(name))
+            .map(|i| i as ServiceId)
+    }
+
+    pub fn vserver_by_name(&self, name: &str) -> Option<VServerId> {
+        self.vservers
+            .iter()
+            .position(|s| s.name.eq_ignore_ascii_case(name))
+            .map(|i| i as VServerId)
+    }
+
+    pub fn monitor_by_name(&self, name: &str) -> Option<MonitorId> {
+        self.monitors
+            .iter()
+            .position(|s| s.name.eq_ignore_ascii_case(name))
+            .map(|i| i as MonitorId)
+    }
+
+    pub fn site(&self, id: SiteId) -> &Site {
+        &self.sites[id as usize]
+    }
+
+    pub fn service(&self, id: ServiceId) -> &Service {
+        &self.services[id as usize]
+    }
+
+    pub fn vserver(&self, id: VServerId) -> &VServer {
+        &self.vservers[id as usize]
+    }
+
+    pub fn domain(&self, id: DomainId) -> &Domain {
+        &self.domains[id as usize]
+    }
+
+    pub fn zone(&self, id: ZoneId) -> &Zone {
+        &self.zones[id as usize]
+    }
+
+    pub fn monitor(&self, id: MonitorId) -> &Monitor {
+        &self.monitors[id as usize]
+    }
+
+    /// Makes `name` the local site and every other site remote.
+    pub fn set_local_site(&mut self, id: SiteId) {
+        self.local_site = Some(id);
+        for (i, site) in self.sites.iter_mut().enumerate() {
+            site.kind = if i as SiteId == id {
+                SiteKind::Local
+            } else {
+                SiteKind::Remote
+            };
+        }
+    }
+}
+
+/// Whether a site is this node or another datacenter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SiteKind {
+    #[default]
+    Remote,
+    Local,
+}
+
+/// When local monitors probe the services of a remote site (`-triggerMonitor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TriggerMonitor {
+    /// Probe always, whatever metric exchange says.
+    #[default]
+    Always,
+    /// Probe only while metric exchange with the site is down.
+    MepDown,
+    /// Probe while metric exchange is down or reports the service down.
+    MepDownSvcDown,
+}
+
+/// One datacenter running Sextant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Site {
+    pub name: String,
+    /// The address the site's Sextant uses for metric exchange.
+    pub ip: IpAddr,
+    pub public_ip: Option<IpAddr>,
+    pub kind: SiteKind,
+    /// Set for a child site: its parent.
+    pub parent: Option<SiteId>,
+    /// Ordered backup parents (at most 5), for parent sites.
+    pub backup_parents: Vec<SiteId>,
+    pub metric_exchange: bool,
+    pub nw_metric_exchange: bool,
+    pub session_exchange: bool,
+    pub trigger_monitor: TriggerMonitor,
+}
+
+impl Site {
+    /// A site with the appliance's defaults.
+    pub fn new(name: impl Into<String>, ip: IpAddr) -> Self {
+        Site {
+            name: name.into(),
+            ip,
+            public_ip: None,
+            kind: SiteKind::Remote,
+            parent: None,
+            backup_parents: Vec::new(),
+            metric_exchange: true,
+            nw_metric_exchange: true,
+            session_exchange: true,
+            trigger_monitor: TriggerMonitor::Always,
+        }
+    }
+}
+
+/// The protocol of a GSLB service or vserver, as the appliance names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceProtocol {
+    Http,
+    Ssl,
+    Tcp,
+    Udp,
+    Dns,
+    Any,
+    SslBridge,
+    SslTcp,
+    Ftp,
+    Rtsp,
+    Nntp,
+    Mysql,
+    Mssql,
+    Radius,
+    Rdp,
+    Sip,
+}
+
+impl ServiceProtocol {
+    pub const ALL: &'static [(&'static str, ServiceProtocol)] = &[
+        ("HTTP", ServiceProtocol::Http),
+        ("SSL", ServiceProtocol::Ssl),
+        ("TCP", ServiceProtocol::Tcp),
+        ("UDP", ServiceProtocol::Udp),
+        ("DNS", ServiceProtocol::Dns),
+        ("ANY", ServiceProtocol::Any),
+        ("SSL_BRIDGE", ServiceProtocol::SslBridge),
+        ("SSL_TCP", ServiceProtocol::SslTcp),
+        ("FTP", ServiceProtocol::Ftp),
+        ("RTSP", ServiceProtocol::Rtsp),
+        ("NNTP", ServiceProtocol::Nntp),
+        ("MYSQL", ServiceProtocol::Mysql),
+        ("MSSQL", ServiceProtocol::Mssql),
+        ("RADIUS", ServiceProtocol::Radius),
+        ("RDP", ServiceProtocol::Rdp),
+        ("SIP_UDP", ServiceProtocol::Sip),
+    ];
+
+    /// Parses the appliance's protocol keyword, case-insensitively.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, p)| *p)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, p)| *p == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("ANY")
+    }
+}
+
+/// One load-balanced address:port at a site.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Service {
+    pub name: String,
+    pub ip: IpAddr,
+    pub port: u16,
+    pub protocol: ServiceProtocol,
+    pub site: SiteId,
+    /// The address handed out in DNS answers when the service is behind NAT.
+    pub public_ip: Option<IpAddr>,
+    pub public_port: Option<u16>,
+    /// 0 means unlimited.
+    pub max_clients: u32,
+    /// Monitors bound to this service; all must be UP for the service to be UP.
+    pub monitors: Vec<MonitorId>,
+}
+
+impl Service {
+    /// The address DNS answers carry for this service.
+    pub fn answer_ip(&self) -> IpAddr {
+        self.public_ip.unwrap_or(self.ip)
+    }
+}
+
+/// A selection method (`-lbMethod` / `-backupLBMethod`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LbMethod {
+    RoundRobin,
+    LeastConnection,
+    LeastResponseTime,
+    LeastBandwidth,
+    LeastPackets,
+    SourceIpHash,
+    CustomLoad,
+    StaticProximity,
+    Rtt,
+}
+
+impl LbMethod {
+    pub const ALL: &'static [(&'static str, LbMethod)] = &[
+        ("ROUNDROBIN", LbMethod::RoundRobin),
+        ("LEASTCONNECTION", LbMethod::LeastConnection),
+        ("LEASTRESPONSETIME", LbMethod::LeastResponseTime),
+        ("LEASTBANDWIDTH", LbMethod::LeastBandwidth),
+        ("LEASTPACKETS", LbMethod::LeastPackets),
+        ("SOURCEIPHASH", LbMethod::SourceIpHash),
+        ("CUSTOMLOAD", LbMethod::CustomLoad),
+        ("STATICPROXIMITY", LbMethod::StaticProximity),
+        ("RTT", LbMethod::Rtt),
+    ];
+
+    /// Parses the appliance's method keyword, case-insensitively.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, m)| *m)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("ROUNDROBIN")
+    }
+}
+
+impl std::fmt::Display for LbMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A service bound to a vserver, with its weight for weighted round robin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Binding {
+    pub service: ServiceId,
+    /// 1..=100 on the appliance; default 1.
+    pub weight: u32,
+}
+
+/// Source-IP persistence settings of a vserver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Persistence {
+    /// How long a client stays with its service after its last query.
+    pub timeout: Duration,
+    /// Prefix lengths that group clients into one persistence entry.
+    pub v4_mask: u8,
+    pub v6_mask: u8,
+}
+
+/// A GSLB virtual server: a group of services and how to choose among them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VServer {
+    pub name: String,
+    pub protocol: ServiceProtocol,
+    pub method: LbMethod,
+    /// Used when `method` cannot decide; `None` means round robin.
+    pub backup_method: Option<LbMethod>,
+    pub persistence: Option<Persistence>,
+    /// Empty down response: NODATA instead of a last-resort address.
+    pub empty_down_response: bool,
+    /// Multi-IP response: every UP service in one answer.
+    pub multi_ip_response: bool,
+    /// Use the EDNS Client Subnet address as the client's address.
+    pub ecs: bool,
+    pub backup_vserver: Option<VServerId>,
+    pub bindings: Vec<Binding>,
+    /// Prefix lengths for SOURCEIPHASH (`-netmask`, `-v6netmasklen`).
+    pub hash_v4_mask: u8,
+    pub hash_v6_mask: u8,
+}
+
+impl VServer {
+    pub fn new(name: impl Into<String>, protocol: ServiceProtocol) -> Self {
+        VServer {
+            name: name.into(),
+            protocol,
+            method: LbMethod::LeastConnection,
+            backup_method: None,
+            persistence: None,
+            empty_down_response: false,
+            multi_ip_response: false,
+            ecs: false,
+            backup_vserver: None,
+            bindings: Vec::new(),
+            hash_v4_mask: 32,
+            hash_v6_mask: 128,
+        }
+    }
+}
+
+/// A DNS name answered by a vserver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Domain {
+    /// Lower case, no trailing dot.
+    pub name: String,
+    pub vserver: VServerId,
+    pub ttl: u32,
+    /// Answered when the vserver and its backup chain have no UP service.
+    pub backup_ip: Option<IpAddr>,
+}
+
+/// Start-of-authority data of a zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Soa {
+    /// Lower case, no trailing dot.
+    pub origin_server: String,
+    /// The contact mailbox in domain-name form (`hostmaster.example.com`).
+    pub contact: String,
+    pub serial: u32,
+    pub refresh: u32,
+    pub retry: u32,
+    pub expire: u32,
+    pub minimum: u32,
+    pub ttl: u32,
+}
+
+/// A zone this node is authoritative for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Zone {
+    /// Lower case, no trailing dot.
+    pub apex: String,
+    pub soa: Soa,
+    /// Name servers of the zone, lower case, no trailing dot.
+    pub ns: Vec<String>,
+    pub ns_ttl: u32,
+}
+
+/// What a monitor checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MonitorKind {
+    /// ICMP echo.
+    Ping,
+    /// A TCP connection is accepted.
+    Tcp,
+    /// An HTTP request gets one of the expected status codes.
+    Http(HttpCheck),
+    /// The same over TLS.
+    Https(HttpCheck),
+    /// A DNS query gets the expected answer or response code.
+    Dns(DnsCheck),
+    /// A UDP datagram is not refused (and, if `receive` is set, answered).
+    Udp(UdpCheck),
+}
+
+impl MonitorKind {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            MonitorKind::Ping => "PING",
+            MonitorKind::Tcp => "TCP",
+            MonitorKind::Http(_) => "HTTP",
+            MonitorKind::Https(_) => "HTTPS",
+            MonitorKind::Dns(_) => "DNS",
+            MonitorKind::Udp(_) => "UDP",
+        }
+    }
+}
+
+/// Settings of an HTTP(S) monitor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpCheck {
+    /// The request line, e.g. `GET /health` (the appliance's `-httpRequest`).
+    pub request: String,
+    /// Accepted status codes as inclusive ranges; default `200`.
+    pub status_codes: Vec<(u16, u16)>,
+    /// If set, the body must contain this text.
+    pub body_contains: Option<String>,
+}
+
+/// Settings of a DNS monitor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsCheck {
+    /// The name to query, without trailing dot.
+    pub query: String,
+    /// `A` or `AAAA`.
+    pub query_type: DnsQueryType,
+    /// If non-empty, one of these addresses must be in the answer.
+    pub expect_addresses: Vec<IpAddr>,
+    /// Accepted response codes (numeric); empty means NOERROR only.
+    pub expect_rcodes: Vec<u8>,
+}
+
+/// Query types a DNS monitor can send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DnsQueryType {
+    A,
+    Aaaa,
+}
+
+/// Settings of a UDP monitor.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UdpCheck {
+    /// Payload to send.
+    pub send: String,
+    /// If set, a reply must arrive and contain this text.
+    pub receive: Option<String>,
+}
+
+/// A health monitor (`add lb monitor`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Monitor {
+    pub name: String,
+    pub kind: MonitorKind,
+    /// Time between probes; default 5 s.
+    pub interval: Duration,
+    /// How long one probe may take; default 2 s.
+    pub response_timeout: Duration,
+    /// Consecutive failures before DOWN; default 3.
+    pub retries: u32,
+    /// Consecutive successes before UP; default 1.
+    pub success_retries: u32,
+    /// Destination port override; `None` probes the service's port.
+    pub dest_port: Option<u16>,
+}
+
+impl Monitor {
+    /// A monitor with the appliance's defaults.
+    pub fn new(name: impl Into<String>, kind: MonitorKind) -> Self {
+        Monitor {
+            name: name.into(),
+            kind,
+            interval: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(2),
+            retries: 3,
+            success_retries: 1,
+            dest_port: None,
+        }
+    }
+}
+
+/// GSLB-wide parameters (`set gslb parameter`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GslbParams {
+    /// Metric exchange keepalive timeout (`-MEPKeepAliveTimeout`); default 10 s.
+    pub mep_keepalive_timeout: Duration,
+    /// RTT change that is worth sending to other sites (`-RTTTolerance`); default 5 ms.
+    pub rtt_tolerance: Duration,
+    /// LDNS grouping masks (`-ldnsMask`, `-v6ldnsMaskLen`).
+    pub ldns_v4_mask: u8,
+    pub ldns_v6_mask: u8,
+    /// LDNS entry lifetime (`-ldnsEntryTimeout`); default 180 s.
+    pub ldns_entry_timeout: Duration,
+    /// LDNS probe order (`-ldnsProbeOrder`).
+    pub ldns_probe_order: Vec<LdnsProbe>,
+    /// Drop LDNS requests when metrics are missing (`-dropLdnsReq`).
+    pub drop_ldns_requests: bool,
+    /// Parents keep their configuration in sync (`-automaticConfigSync`).
+    pub automatic_config_sync: bool,
+    /// Metric exchange port; default 3011 (3009 for the secure variant).
+    pub mep_port: u16,
+    pub mep_secure_port: u16,
+    /// How often RTT probes are sent to each LDNS; default 5 s.
+    pub ldns_probe_interval: Duration,
+    /// RTT probe timeout; default 2 s.
+    pub ldns_probe_timeout: Duration,
+}
+
+impl Default for GslbParams {
+    fn default() -> Self {
+        GslbParams {
+            mep_keepalive_timeout: Duration::from_secs(10),
+            rtt_tolerance: Duration::from_millis(5),
+            ldns_v4_mask: 32,
+            ldns_v6_mask: 128,
+            ldns_entry_timeout: Duration::from_secs(180),
+            ldns_probe_order: vec![LdnsProbe::Ping, LdnsProbe::DnsUdp, LdnsProbe::DnsTcp],
+            drop_ldns_requests: false,
+            automatic_config_sync: false,
+            mep_port: 3011,
+            mep_secure_port: 3009,
+            ldns_probe_interval: Duration::from_secs(5),
+            ldns_probe_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// One kind of LDNS round-trip probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LdnsProbe {
+    Ping,
+    DnsUdp,
+    DnsTcp,
+}

@@ -1,0 +1,214 @@
+//! The immutable view the decision core answers from.
+//!
+//! The edges publish a new `Snapshot` whenever configuration or health
+//! changes (one `Arc` swapped atomically), so a query always sees one
+//! consistent state. Lookup tables derived from the configuration are built
+//! once per configuration and shared between snapshots that differ only in
+//! health.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use crate::model::{DomainId, Model, ServiceId, VServerId, ZoneId};
+
+/// The health the core sees for one service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServiceState {
+    pub up: bool,
+}
+
+impl Default for ServiceState {
+    /// A service nobody has said anything about is UP.
+    fn default() -> Self {
+        ServiceState { up: true }
+    }
+}
+
+/// FNV-1a: fast for short DNS names and needs no random seed.
+#[derive(Default)]
+pub struct FnvHasher(u64);
+
+impl Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<FnvHasher>>;
+
+/// Per-configuration tables, shared by every snapshot of one configuration.
+#[derive(Debug)]
+struct Compiled {
+    model: Arc<Model>,
+    domains: FnvMap<Box<str>, DomainId>,
+    zones: FnvMap<Box<str>, ZoneId>,
+    /// Per vserver: binding indices in smooth weighted round-robin order.
+    schedules: Vec<Box<[u32]>>,
+}
+
+/// Configuration plus health at one instant.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    compiled: Arc<Compiled>,
+    states: Arc<[ServiceState]>,
+    generation: u64,
+}
+
+/// The longest weighted round-robin schedule kept; heavier vservers fall back
+/// to a proportional walk that needs no table.
+const MAX_SCHEDULE: u64 = 1 << 16;
+
+impl Snapshot {
+    /// Builds the lookup tables for `model`; every service starts UP.
+    pub fn new(model: Arc<Model>, generation: u64) -> Self {
+        let domains = model
+            .domains
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.name.clone().into_boxed_str(), i as DomainId))
+            .collect();
+        let zones = model
+            .zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| (z.apex.clone().into_boxed_str(), i as ZoneId))
+            .collect();
+        let schedules = model
+            .vservers
+            .iter()
+            .map(|v| smooth_wrr_schedule(&v.bindings.iter().map(|b| b.weight).collect::<Vec<_>>()))
+            .collect();
+        let states = vec![ServiceState::default(); model.services.len()].into();
+        Snapshot {
+            compiled: Arc::new(Compiled {
+                model,
+                domains,
+                zones,
+                schedules,
+            }),
+            states,
+            generation,
+        }
+    }
+
+    /// The same configuration with other service states.
+    ///
+    /// `states` must have one entry per service of the model.
+    pub fn with_states(&self, states: Arc<[ServiceState]>) -> Self {
+        debug_assert_eq!(states.len(), self.compiled.model.services.len());
+        Snapshot {
+            compiled: Arc::clone(&self.compiled),
+            states,
+            generation: self.generation,
+        }
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.compiled.model
+    }
+
+    pub fn model_arc(&self) -> &Arc<Model> {
+        &self.compiled.model
+    }
+
+    /// Configuration generation: bumps on every successful (re)load.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn states(&self) -> &Arc<[ServiceState]> {
+        &self.states
+    }
+
+    pub fn is_up(&self, service: ServiceId) -> bool {
+        self.states
+            .get(service as usize)
+            .map(|s| s.up)
+            .unwrap_or(false)
+    }
+
+    /// Finds a GSLB domain by lower-case name without trailing dot.
+    pub fn find_domain(&self, name: &str) -> Option<DomainId> {
+        self.compiled.domains.get(name).copied()
+    }
+
+    /// Finds the closest enclosing zone of a lower-case name.
+    pub fn find_zone(&self, name: &str) -> Option<ZoneId> {
+        let mut rest = name;
+        loop {
+            if let Some(z) = self.compiled.zones.get(rest) {
+                return Some(*z);
+            }
+            match rest.find('.') {
+                Some(dot) => rest = &rest[dot + 1..],
+                None => return self.compiled.zones.get("").copied(),
+            }
+        }
+    }
+
+    /// The weighted round-robin order of a vserver's bindings.
+    pub fn schedule(&self, vserver: VServerId) -> &[u32] {
+        self.compiled
+            .schedules
+            .get(vserver as usize)
+            .map(|s| &s[..])
+            .unwrap_or(&[])
+    }
+}
+
+/// The smooth weighted round-robin order (as in nginx): each binding appears
+/// `weight` times, spread out rather than in bursts. Empty when the total
+/// weight is too large to tabulate.
+fn smooth_wrr_schedule(weights: &[u32]) -> Box<[u32]> {
+    let total: u64 = weights.iter().map(|w| u64::from((*w).max(1))).sum();
+    if total == 0 || total > MAX_SCHEDULE {
+        return Box::new([]);
+    }
+    let mut current = vec![0i64; weights.len()];
+    let mut order = Vec::with_capacity(total as usize);
+    for _ in 0..total {
+        let mut best = 0;
+        for (i, w) in weights.iter().enumerate() {
+            current[i] += i64::from((*w).max(1));
+            if current[i] > current[best] {
+                best = i;
+            }
+        }
+        current[best] -= total as i64;
+        order.push(best as u32);
+    }
+    order.into_boxed_slice()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_is_proportional_and_spread() {
+        let s = smooth_wrr_schedule(&[5, 1, 1]);
+        assert_eq!(s.len(), 7);
+        assert_eq!(s.iter().filter(|i| **i == 0).count(), 5);
+        // never three of the heavy one... in a row at the wrap either
+        assert_eq!(&s[..], &[0, 0, 1, 0, 2, 0, 0]);
+    }
+
+    #[test]
+    fn equal_weights_alternate() {
+        assert_eq!(&smooth_wrr_schedule(&[1, 1, 1])[..], &[0, 1, 2]);
+    }
+}
