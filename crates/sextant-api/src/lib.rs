@@ -1,1 +1,115 @@
-//! placeholder
+//! The JSON shapes of Sextant's REST API.
+//!
+//! The daemon serialises these and clients (the CLI, tests, dashboards)
+//! deserialise them, so both sides agree on one definition. Fields are only
+//! ever added, never renamed, so older clients keep working.
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /v1/status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub version: String,
+    /// The site this node runs as, if the configuration names one.
+    pub local_site: Option<String>,
+    /// Bumps on every successful configuration (re)load.
+    pub generation: u64,
+    /// The configuration file in use.
+    pub config_file: String,
+    /// Seconds since the process started.
+    pub uptime_seconds: u64,
+    /// The last reload attempt that failed, if the most recent one did.
+    pub last_reload_error: Option<String>,
+    pub dns: DnsCounters,
+}
+
+/// Totals since start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DnsCounters {
+    pub queries_udp: u64,
+    pub queries_tcp: u64,
+    pub noerror: u64,
+    pub nxdomain: u64,
+    pub refused: u64,
+    pub formerr: u64,
+    pub servfail: u64,
+    pub notimp: u64,
+    pub truncated: u64,
+    pub dropped: u64,
+}
+
+/// Health of a service as this node sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum State {
+    Up,
+    Down,
+}
+
+/// One entry of `GET /v1/services`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Service {
+    pub name: String,
+    pub site: String,
+    pub ip: String,
+    pub port: u16,
+    pub public_ip: Option<String>,
+    pub state: State,
+    /// RFC 3339 time of the last state change; null if it never changed.
+    pub last_change: Option<String>,
+    /// Why the service has its state (last monitor verdict, or "no monitor bound").
+    pub reason: String,
+    pub monitors: Vec<MonitorState>,
+}
+
+/// The state of one monitor bound to a service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonitorState {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// UP, DOWN, or UNKNOWN before the first probe result.
+    pub state: String,
+    pub last_detail: Option<String>,
+    pub last_response_ms: Option<f64>,
+}
+
+/// One entry of `GET /v1/sites`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Site {
+    pub name: String,
+    pub ip: String,
+    pub public_ip: Option<String>,
+    /// "local" or "remote".
+    pub role: String,
+    /// "parent", "child" or "flat".
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub parent: Option<String>,
+    /// "UP", "DOWN" or "n/a" (this node, or metric exchange not running).
+    pub mep: String,
+}
+
+/// `GET /v1/explain`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explain {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub qtype: String,
+    pub client: String,
+    pub ecs: Option<String>,
+    pub rcode: String,
+    pub answers: Vec<String>,
+    pub ttl: Option<u32>,
+    /// Short reason of the decision.
+    pub reason: String,
+    /// Every step the decision took, in order.
+    pub trace: Vec<String>,
+    pub ecs_scope: u8,
+}
+
+/// The body of every API error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiError {
+    pub error: String,
+}

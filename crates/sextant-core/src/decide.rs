@@ -230,7 +230,8 @@ pub fn decide<T: Tracer, S: Sessions>(
             domain,
             vserver: d.vserver,
         });
-        let mut decision = answer_domain(snap, query, family, d.vserver, cursor, sessions, out, trace);
+        let mut decision =
+            answer_domain(snap, query, family, d.vserver, cursor, sessions, out, trace);
         if out.addrs.is_empty() && decision.reason != Reason::NoAddressOfFamily {
             if let Some(ip) = d.backup_ip.filter(|ip| family.matches(*ip)) {
                 trace.record(TraceEvent::BackupIp { addr: ip });
@@ -535,5 +536,37 @@ fn usable(method: LbMethod) -> Result<LbMethod, FallbackWhy> {
         | LbMethod::CustomLoad => Err(FallbackWhy::NoLoadMetrics),
         LbMethod::StaticProximity => Err(FallbackWhy::NoLocation),
         LbMethod::Rtt => Err(FallbackWhy::NoRtt),
+    }
+}
+
+impl Reason {
+    /// One line for an operator.
+    pub fn describe(&self) -> String {
+        match self {
+            Reason::Method(m) => format!("chosen by {m}"),
+            Reason::Fallback {
+                method,
+                backup,
+                why,
+            } => format!(
+                "{method} could not decide ({}); chosen by backup method {backup}",
+                why.describe()
+            ),
+            Reason::Persistence => "kept by source-IP persistence".to_string(),
+            Reason::MultiIp => "multi-IP response: every UP service".to_string(),
+            Reason::BackupVServer => "no service UP; answered by the backup vserver".to_string(),
+            Reason::BackupIp => "no service UP; answered the domain's backup IP".to_string(),
+            Reason::EmptyDownResponse => "no service UP; empty down response (NODATA)".to_string(),
+            Reason::LastResort => {
+                "no service UP and no backup configured; last-resort answer".to_string()
+            }
+            Reason::NoAddressOfFamily => {
+                "no bound service has an address of this family (NODATA)".to_string()
+            }
+            Reason::Zone => "zone apex record".to_string(),
+            Reason::NxDomain => "name does not exist in the zone (NXDOMAIN)".to_string(),
+            Reason::NoData => "no records of this type (NODATA)".to_string(),
+            Reason::NotAuthoritative => "not authoritative for this name (REFUSED)".to_string(),
+        }
     }
 }

@@ -40,6 +40,11 @@ impl HealthTally {
         self.state
     }
 
+    /// Failures in a row so far (0 after a success).
+    pub fn consecutive_failures(&self) -> u32 {
+        self.consecutive_failures
+    }
+
     /// Feeds one probe result; returns the new state when it changes.
     pub fn observe(&mut self, success: bool) -> Option<Transition> {
         if success {

@@ -83,7 +83,11 @@ pub fn mask_ip(addr: IpAddr, v4_prefix: u8, v6_prefix: u8) -> IpAddr {
         IpAddr::V4(a) => {
             let p = u32::from(v4_prefix.min(32));
             let bits = u32::from(a);
-            let masked = if p == 0 { 0 } else { bits & (u32::MAX << (32 - p)) };
+            let masked = if p == 0 {
+                0
+            } else {
+                bits & (u32::MAX << (32 - p))
+            };
             IpAddr::V4(masked.into())
         }
         IpAddr::V6(a) => {

@@ -166,7 +166,10 @@ impl TraceEvent {
             TraceEvent::Skipped { service, why } => match why {
                 SkipWhy::Down => format!("skipped {}: DOWN", svc(service)),
                 SkipWhy::WrongFamily => {
-                    format!("skipped {}: address family does not match the query type", svc(service))
+                    format!(
+                        "skipped {}: address family does not match the query type",
+                        svc(service)
+                    )
                 }
             },
             TraceEvent::MethodFallback {
@@ -192,7 +195,11 @@ impl TraceEvent {
                 format!("vserver {}: no service is UP", vs(vserver))
             }
             TraceEvent::BackupVServer { from, to } => {
-                format!("vserver {} falls back to backup vserver {}", vs(from), vs(to))
+                format!(
+                    "vserver {} falls back to backup vserver {}",
+                    vs(from),
+                    vs(to)
+                )
             }
             TraceEvent::BackupIp { addr } => format!("answered the domain's backup IP {addr}"),
             TraceEvent::EmptyDownResponse => {
@@ -206,7 +213,10 @@ impl TraceEvent {
                 "no bound service has an address of the queried family: NODATA".to_string()
             }
             TraceEvent::NxDomain { zone: z } => {
-                format!("name is inside zone {} but not configured: NXDOMAIN", zone(z))
+                format!(
+                    "name is inside zone {} but not configured: NXDOMAIN",
+                    zone(z)
+                )
             }
             TraceEvent::NoData => "the name has no records of this type: NODATA".to_string(),
             TraceEvent::ZoneApex { zone: z } => format!("zone apex records of {}", zone(z)),

@@ -1,1 +1,159 @@
-fn main() {}
+//! `sextant`: the global server load balancer daemon and its tools.
+
+mod api;
+mod demo;
+mod explain;
+mod health_book;
+mod logging;
+mod serve;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Sextant answers DNS for load-balanced names with the best healthy site.
+///
+/// Start with `sextant demo` to see it answer real queries on 127.0.0.1:5353,
+/// then write your own configuration (docs/config.md), check it with
+/// `sextant check FILE` and run it with `sextant serve --config FILE`.
+#[derive(Debug, Parser)]
+#[command(name = "sextant", version, about, long_about)]
+struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = logging::Format::Text)]
+    log_format: logging::Format,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server: authoritative GSLB DNS, health monitors and the REST API.
+    ///
+    /// SIGHUP re-reads the configuration file; an invalid file is reported and
+    /// the running configuration stays in force.
+    Serve(ServeArgs),
+
+    /// Validate a configuration file (.conf appliance syntax or .toml).
+    ///
+    /// Exits 0 when the file is valid; otherwise prints `FILE:LINE: reason`
+    /// for every error and exits 1.
+    Check {
+        /// The configuration file.
+        file: PathBuf,
+    },
+
+    /// Run a self-contained demo on loopback: three sites, real backends,
+    /// DNS on 127.0.0.1:5353 and the API on 127.0.0.1:8053.
+    Demo {
+        /// Where the demo's DNS server listens.
+        #[arg(long, default_value = "127.0.0.1:5353")]
+        dns_listen: SocketAddr,
+        /// Where the demo's REST API listens.
+        #[arg(long, default_value = "127.0.0.1:8053")]
+        api_listen: SocketAddr,
+    },
+
+    /// Explain offline how a query would be answered, with every service UP.
+    ///
+    /// Runs the same decision code as the server. For the live answer, with
+    /// real health, ask the running server: `GET /v1/explain?name=..&client=..`.
+    Explain {
+        /// The configuration file.
+        #[arg(long)]
+        config: PathBuf,
+        /// The address the query comes from (the client's LDNS).
+        #[arg(long)]
+        client: IpAddr,
+        /// An EDNS Client Subnet, e.g. 198.51.100.0/24.
+        #[arg(long)]
+        ecs: Option<String>,
+        /// The site to run as (as `serve --local-site`).
+        #[arg(long)]
+        local_site: Option<String>,
+        /// The name to ask for.
+        name: String,
+        /// The query type: A, AAAA, SOA, NS, ANY.
+        #[arg(default_value = "A")]
+        qtype: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The configuration file: `.conf` (appliance command syntax) or `.toml`.
+    #[arg(long)]
+    config: PathBuf,
+    /// The site this node runs as; needed when the file has no `-siteType
+    /// LOCAL` site, or when several sites share one host.
+    #[arg(long)]
+    local_site: Option<String>,
+    /// DNS listen address (UDP and TCP); overrides the file's ADNS services.
+    #[arg(long)]
+    dns_listen: Option<SocketAddr>,
+    /// REST API listen address; overrides the file (default 127.0.0.1:8053).
+    #[arg(long)]
+    api_listen: Option<SocketAddr>,
+    /// UDP worker threads (default: one per core).
+    #[arg(long)]
+    udp_workers: Option<usize>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init(cli.log_format);
+    let result = match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Check { file } => return check(&file),
+        Command::Demo {
+            dns_listen,
+            api_listen,
+        } => demo::run(dns_listen, api_listen),
+        Command::Explain {
+            config,
+            client,
+            ecs,
+            local_site,
+            name,
+            qtype,
+        } => explain::offline(&config, local_site.as_deref(), client, ecs.as_deref(), &name, &qtype),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sextant: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check(file: &std::path::Path) -> ExitCode {
+    match sextant_config::load_file(file) {
+        Ok(model) => {
+            println!(
+                "{}: OK ({} sites, {} services, {} vservers, {} domains, {} monitors)",
+                file.display(),
+                model.sites.len(),
+                model.services.len(),
+                model.vservers.len(),
+                model.domains.len(),
+                model.monitors.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            for e in &errors.errors {
+                println!("{e}");
+            }
+            eprintln!(
+                "sextant: {} error(s) in {}",
+                errors.errors.len(),
+                file.display()
+            );
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Explaining answers: the same `decide` as the DNS path, with a trace.
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use sextant_core::decide::ClientSubnet;
+use sextant_core::select::mask_ip;
+use sextant_core::{
+    AnswerBuf, Cursor, NoSessions, Outcome, Query, QueryType, Sessions, Snapshot, VecTrace, decide,
+};
+
+/// Decides `name`/`qtype` for `client` on `snap` and records every step.
+pub fn explain(
+    snap: &Snapshot,
+    sessions: &impl Sessions,
+    name: &str,
+    qtype: &str,
+    client: IpAddr,
+    ecs: Option<&str>,
+) -> anyhow::Result<sextant_api::Explain> {
+    let qtype_parsed = QueryType::parse(qtype)
+        .with_context(|| format!("unknown query type {qtype:?}; use A, AAAA, SOA, NS or ANY"))?;
+    let ecs_parsed = ecs.map(parse_subnet).transpose()?;
+    let lower = name.trim_end_matches('.').to_ascii_lowercase();
+    let query = Query {
+        name: &lower,
+        qtype: qtype_parsed,
+        source: client,
+        ecs: ecs_parsed,
+    };
+    let mut out = AnswerBuf::default();
+    let mut trace = VecTrace::default();
+    // A fresh cursor: round robin starts at its first position, so the
+    // answer shown is the one a new worker would give.
+    let decision = decide(snap, &query, &mut Cursor::new(0), sessions, &mut out, &mut trace);
+    let model = snap.model();
+    let (rcode, ttl) = match decision.outcome {
+        Outcome::Addresses { ttl, .. } => ("NOERROR", Some(ttl)),
+        Outcome::NoData { .. } | Outcome::ZoneSoa { .. } | Outcome::ZoneNs { .. } => {
+            ("NOERROR", None)
+        }
+        Outcome::NxDomain { .. } => ("NXDOMAIN", None),
+        Outcome::Refused => ("REFUSED", None),
+    };
+    let answers = match decision.outcome {
+        Outcome::ZoneSoa { zone } => {
+            let soa = &model.zone(zone).soa;
+            vec![format!(
+                "SOA {} {} {} {} {} {} {}",
+                soa.origin_server,
+                soa.contact,
+                soa.serial,
+                soa.refresh,
+                soa.retry,
+                soa.expire,
+                soa.minimum
+            )]
+        }
+        Outcome::ZoneNs { zone } => model
+            .zone(zone)
+            .ns
+            .iter()
+            .map(|n| format!("NS {n}"))
+            .collect(),
+        _ => out.addrs.iter().map(|a| a.to_string()).collect(),
+    };
+    Ok(sextant_api::Explain {
+        name: lower.clone(),
+        qtype: qtype.to_ascii_uppercase(),
+        client: client.to_string(),
+        ecs: ecs.map(str::to_string),
+        rcode: rcode.to_string(),
+        answers,
+        ttl,
+        reason: decision.reason.describe(),
+        trace: trace.0.iter().map(|e| e.describe(model)).collect(),
+        ecs_scope: decision.ecs_scope,
+    })
+}
+
+/// Parses `ADDRESS/PREFIX` as an EDNS Client Subnet.
+fn parse_subnet(s: &str) -> anyhow::Result<ClientSubnet> {
+    let (addr, prefix) = s.split_once('/').unwrap_or((s, ""));
+    let addr: IpAddr = addr
+        .parse()
+        .with_context(|| format!("ECS {s:?}: expected ADDRESS/PREFIX, e.g. 198.51.100.0/24"))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let prefix: u8 = if prefix.is_empty() {
+        max
+    } else {
+        prefix
+            .parse()
+            .ok()
+            .filter(|p| *p <= max)
+            .with_context(|| format!("ECS {s:?}: prefix must be 0..={max}"))?
+    };
+    Ok(ClientSubnet {
+        addr: mask_ip(addr, prefix, prefix),
+        source_prefix: prefix,
+    })
+}
+
+/// `sextant explain`: loads the file and explains one query, every service UP.
+pub fn offline(
+    config: &Path,
+    local_site: Option<&str>,
+    client: IpAddr,
+    ecs: Option<&str>,
+    name: &str,
+    qtype: &str,
+) -> anyhow::Result<()> {
+    let mut model = sextant_config::load_file(config).map_err(|errors| {
+        anyhow::anyhow!("{} error(s) in the configuration:\n{errors}", errors.errors.len())
+    })?;
+    crate::serve::apply_local_site(&mut model, local_site)?;
+    let snap = Snapshot::new(Arc::new(model), 1);
+    let e = explain(&snap, &NoSessions, name, qtype, client, ecs)?;
+    println!("query:   {} {} from {}{}", e.name, e.qtype, e.client,
+        e.ecs.as_deref().map(|s| format!(" (ECS {s})")).unwrap_or_default());
+    println!("health:  every service assumed UP (offline; ask the server's /v1/explain for live health)");
+    println!("rcode:   {}", e.rcode);
+    if e.answers.is_empty() {
+        println!("answer:  (none)");
+    }
+    for a in &e.answers {
+        println!("answer:  {a}{}", e.ttl.map(|t| format!("  ttl {t}")).unwrap_or_default());
+    }
+    println!("reason:  {}", e.reason);
+    if e.ecs.is_some() {
+        println!("scope:   /{}", e.ecs_scope);
+    }
+    println!("steps:");
+    for (i, step) in e.trace.iter().enumerate() {
+        println!("  {}. {step}", i + 1);
+    }
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! `sextant serve`: wires the edges to the core.
+//!
+//! DNS runs on plain threads (one blocking UDP socket each, no await on the
+//! hot path) and on tokio for TCP. Health monitors, reloads and the API run
+//! on a small tokio runtime. One task owns the health book and is the only
+//! writer of the published snapshot, so state changes never interleave.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Instant, SystemTime};
+
+use anyhow::{Context, bail};
+use sextant_core::{Model, Snapshot};
+use sextant_dns::DnsShared;
+use tokio::sync::mpsc;
+use tracing::{error, info, warn};
+
+use crate::ServeArgs;
+use crate::health_book::HealthBook;
+
+/// Where the API listens when neither the file nor the flag says.
+pub const DEFAULT_API_LISTEN: &str = "127.0.0.1:8053";
+
+/// What the API reads: everything else it gets from the snapshot.
+pub struct Daemon {
+    pub dns: Arc<DnsShared>,
+    pub config_file: PathBuf,
+    pub started: Instant,
+    /// Written only by the state task; the API reads it.
+    pub book: RwLock<HealthBook>,
+    pub last_reload_error: RwLock<Option<String>>,
+}
+
+/// The settings of a serve run that come from the command line.
+#[derive(Debug, Clone)]
+pub struct Overrides {
+    pub config: PathBuf,
+    pub local_site: Option<String>,
+    pub dns_listen: Option<SocketAddr>,
+    pub api_listen: Option<SocketAddr>,
+}
+
+impl From<&ServeArgs> for Overrides {
+    fn from(a: &ServeArgs) -> Self {
+        Overrides {
+            config: a.config.clone(),
+            local_site: a.local_site.clone(),
+            dns_listen: a.dns_listen,
+            api_listen: a.api_listen,
+        }
+    }
+}
+
+/// Loads and validates the configuration and applies the command line.
+pub fn load(overrides: &Overrides) -> anyhow::Result<Model> {
+    let mut model = sextant_config::load_file(&overrides.config).map_err(|errors| {
+        anyhow::anyhow!(
+            "{} error(s) in the configuration:\n{errors}",
+            errors.errors.len()
+        )
+    })?;
+    apply_local_site(&mut model, overrides.local_site.as_deref())?;
+    if let Some(dns) = overrides.dns_listen {
+        model.dns_listen = vec![dns];
+    }
+    if let Some(api) = overrides.api_listen {
+        model.api_listen = Some(api);
+    }
+    Ok(model)
+}
+
+/// Makes the named site local, or checks that the file names one.
+pub fn apply_local_site(model: &mut Model, name: Option<&str>) -> anyhow::Result<()> {
+    match name {
+        Some(name) => {
+            let Some(id) = model.site_by_name(name) else {
+                let known: Vec<_> = model.sites.iter().map(|s| s.name.as_str()).collect();
+                bail!(
+                    "--local-site {name}: no such site in the configuration (sites: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                );
+            };
+            model.set_local_site(id);
+        }
+        None if model.local_site.is_none() && model.sites.len() == 1 => model.set_local_site(0),
+        None if model.local_site.is_none() && !model.sites.is_empty() => bail!(
+            "no local site: mark this node's site with `-siteType LOCAL` in the file, or pass --local-site NAME"
+        ),
+        None => {}
+    }
+    Ok(())
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let overrides = Overrides::from(&args);
+    let model = load(&overrides)?;
+    if model.dns_listen.is_empty() {
+        bail!(
+            "no DNS listener: add `add service dns1 IP ADNS 53` to the file or pass --dns-listen IP:PORT"
+        );
+    }
+    let workers = args.udp_workers.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("sextant-rt")
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(overrides, model, workers.max(1)))
+}
+
+/// Runs the server until SIGTERM or SIGINT.
+pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow::Result<()> {
+    let api_listen: SocketAddr = match model.api_listen {
+        Some(a) => a,
+        None => DEFAULT_API_LISTEN.parse()?,
+    };
+    let dns_listen = model.dns_listen.clone();
+    let model = Arc::new(model);
+    let generation = 1;
+    let book = HealthBook::new(Arc::clone(&model));
+    let snapshot = Snapshot::new(Arc::clone(&model), generation).with_states(book.states());
+    let dns = Arc::new(DnsShared::new(snapshot));
+
+    for addr in &dns_listen {
+        sextant_dns::spawn_udp(*addr, workers, Arc::clone(&dns))
+            .with_context(|| format!("cannot listen for DNS on udp/{addr}"))?;
+        let listener = sextant_dns::bind_tcp(*addr)
+            .with_context(|| format!("cannot listen for DNS on tcp/{addr}"))?;
+        tokio::spawn(sextant_dns::serve_tcp(listener, Arc::clone(&dns)));
+        info!(%addr, udp_workers = workers, "DNS listening on UDP and TCP");
+    }
+
+    let daemon = Arc::new(Daemon {
+        dns,
+        config_file: overrides.config.clone(),
+        started: Instant::now(),
+        book: RwLock::new(book),
+        last_reload_error: RwLock::new(None),
+    });
+
+    let listener = tokio::net::TcpListener::bind(api_listen)
+        .await
+        .with_context(|| format!("cannot listen for the REST API on {api_listen}"))?;
+    info!(addr = %api_listen, "REST API listening");
+    let app = crate::api::router(Arc::clone(&daemon));
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            error!(error = %e, "REST API stopped");
+        }
+    });
+
+    log_start(&model, &overrides.config);
+    let (reload_tx, reload_rx) = mpsc::channel(4);
+    tokio::spawn(state_task(Arc::clone(&daemon), overrides, generation, reload_rx));
+    wait_for_signals(reload_tx).await
+}
+
+fn log_start(model: &Model, file: &Path) {
+    info!(
+        config = %file.display(),
+        local_site = model.local_site.map(|s| model.site(s).name.as_str()).unwrap_or("-"),
+        sites = model.sites.len(),
+        services = model.services.len(),
+        vservers = model.vservers.len(),
+        domains = model.domains.len(),
+        "sextant started"
+    );
+}
+
+/// SIGHUP asks for a reload; SIGTERM and SIGINT end the process.
+async fn wait_for_signals(reload: mpsc::Sender<()>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    loop {
+        tokio::select! {
+            _ = hup.recv() => {
+                info!("SIGHUP: reloading the configuration");
+                let _ = reload.try_send(());
+            }
+            _ = term.recv() => { info!("SIGTERM: stopping"); return Ok(()); }
+            _ = int.recv() => { info!("SIGINT: stopping"); return Ok(()); }
+        }
+    }
+}
+
+/// The only writer of the health book and the published snapshot: applies
+/// probe results and reloads, and publishes every change as one snapshot.
+async fn state_task(
+    daemon: Arc<Daemon>,
+    overrides: Overrides,
+    mut generation: u64,
+    mut reload: mpsc::Receiver<()>,
+) {
+    let (obs_tx, mut obs_rx) = mpsc::channel(1024);
+    let first_model = match daemon.book.read() {
+        Ok(book) => Arc::clone(book.model()),
+        Err(_) => return,
+    };
+    let mut monitors = sextant_health::start(first_model, generation, obs_tx.clone());
+    loop {
+        tokio::select! {
+            Some(obs) = obs_rx.recv() => {
+                if obs.generation != generation {
+                    continue;
+                }
+                let Ok(mut book) = daemon.book.write() else { break };
+                let Some(change) = book.observe(&obs, SystemTime::now()) else {
+                    continue;
+                };
+                let service = book.model().service(change.service);
+                if change.up {
+                    info!(service = %service.name, ip = %service.ip, port = service.port,
+                          reason = %change.reason, "service UP");
+                } else {
+                    warn!(service = %service.name, ip = %service.ip, port = service.port,
+                          reason = %change.reason, "service DOWN");
+                }
+                let current = daemon.dns.snapshot.load_full();
+                daemon.dns.snapshot.store(Arc::new(current.with_states(book.states())));
+            }
+            Some(()) = reload.recv() => {
+                match load(&overrides) {
+                    Ok(model) => {
+                        warn_fixed_listeners(&daemon, &model);
+                        generation += 1;
+                        let model = Arc::new(model);
+                        monitors.stop();
+                        {
+                            let Ok(mut book) = daemon.book.write() else { break };
+                            *book = HealthBook::carry_over(Arc::clone(&model), &book);
+                            let snapshot = Snapshot::new(Arc::clone(&model), generation)
+                                .with_states(book.states());
+                            daemon.dns.snapshot.store(Arc::new(snapshot));
+                        }
+                        monitors = sextant_health::start(Arc::clone(&model), generation, obs_tx.clone());
+                        if let Ok(mut last) = daemon.last_reload_error.write() {
+                            *last = None;
+                        }
+                        info!(generation, "configuration reloaded");
+                        log_start(&model, &overrides.config);
+                    }
+                    Err(e) => {
+                        error!("reload failed; the running configuration stays in force: {e:#}");
+                        if let Ok(mut last) = daemon.last_reload_error.write() {
+                            *last = Some(format!("{e:#}"));
+                        }
+                    }
+                }
+            }
+            else => break,
+        }
+    }
+}
+
+fn warn_fixed_listeners(daemon: &Daemon, model: &Model) {
+    let running = daemon.dns.snapshot.load();
+    if running.model().dns_listen != model.dns_listen {
+        warn!("DNS listen addresses changed in the file; they take effect at the next restart");
+    }
+    if running.model().api_listen != model.api_listen {
+        warn!("the API listen address changed in the file; it takes effect at the next restart");
+    }
+}
