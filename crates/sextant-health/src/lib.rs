@@ -1,1 +1,152 @@
-//! placeholder
+//! Health probes for Sextant: PING, TCP, HTTP, HTTPS, DNS and UDP.
+//!
+//! This crate is an *edge*: it opens sockets and reads clocks so that the
+//! pure core does not have to. It only reports raw probe results
+//! ([`Observation`]s); the binary feeds them to
+//! [`sextant_core::HealthTally`], which owns the retries / success-retries
+//! hysteresis, and publishes the resulting state. Keeping hysteresis out of
+//! here means a probe result is never "interpreted" twice.
+//!
+//! Monitors probe the service's *real* address (`Service::ip` and
+//! `Monitor::dest_port` or `Service::port`), never its public (NAT) address,
+//! because the public address is usually not reachable from inside the site.
+//!
+//! Every probe is bounded by the monitor's `response_timeout`; a probe that
+//! runs out of time fails with the detail `no response within …` (except the
+//! plain UDP probe, for which silence is success, see [`udp`]).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use sextant_core::{Monitor, MonitorId, MonitorKind, ServiceId};
+use tokio::time::Instant;
+
+pub mod dns;
+mod error;
+pub mod http;
+pub mod ping;
+mod schedule;
+pub mod tcp;
+pub mod tls;
+pub mod udp;
+
+pub use error::ProbeError;
+pub use schedule::{Monitors, start};
+
+/// One probe result.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    pub service: ServiceId,
+    pub monitor: MonitorId,
+    pub success: bool,
+    /// Operator-readable reason, e.g. `TCP connect to 127.0.0.1:8081
+    /// refused`, `HTTP 503 not in 200`, `no response within 2s`,
+    /// `HTTP 200 in 1.2ms`.
+    pub detail: String,
+    /// Time the probe took, for successful probes that got a response.
+    pub response_time: Option<Duration>,
+    /// The configuration generation the probe belongs to, so the binary can
+    /// drop results that arrive after a reload.
+    pub generation: u64,
+}
+
+/// The outcome of one probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeResult {
+    pub success: bool,
+    /// Operator-readable reason (see [`Observation::detail`]).
+    pub detail: String,
+    /// Time from the start of the probe to the response that decided it;
+    /// `None` for failures and for a UDP probe that succeeded by silence.
+    pub response_time: Option<Duration>,
+}
+
+/// What a successful probe tells: a short description and whether a
+/// response was actually timed.
+#[derive(Debug)]
+pub(crate) struct Success {
+    /// e.g. `HTTP 200`, `TCP connect to 127.0.0.1:80`.
+    pub what: String,
+    /// `false` when success was inferred from silence (plain UDP).
+    pub timed: bool,
+}
+
+impl Success {
+    pub(crate) fn timed(what: impl Into<String>) -> Self {
+        Success {
+            what: what.into(),
+            timed: true,
+        }
+    }
+}
+
+/// Runs a single probe of `monitor` against `target` (for tests and for an
+/// operator's one-off check). Never panics on network input; every failure
+/// becomes `success: false` with a readable detail.
+pub async fn probe(monitor: &Monitor, target: SocketAddr) -> ProbeResult {
+    let timeout = monitor.response_timeout;
+    let start = Instant::now();
+    let outcome = match &monitor.kind {
+        // The plain UDP probe succeeds on silence, so it owns its deadline.
+        MonitorKind::Udp(check) => udp::probe(check, target, timeout).await,
+        kind => match tokio::time::timeout(timeout, run(kind, target, timeout)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(ProbeError::Timeout(timeout)),
+        },
+    };
+    let elapsed = start.elapsed();
+    match outcome {
+        Ok(ok) if ok.timed => ProbeResult {
+            success: true,
+            detail: format!("{} in {}", ok.what, fmt_duration(elapsed)),
+            response_time: Some(elapsed),
+        },
+        Ok(ok) => ProbeResult {
+            success: true,
+            detail: ok.what,
+            response_time: None,
+        },
+        Err(e) => ProbeResult {
+            success: false,
+            detail: e.to_string(),
+            response_time: None,
+        },
+    }
+}
+
+/// Dispatches to the probe of one monitor kind; the caller bounds it by
+/// `timeout` (only UDP needs to know it).
+async fn run(
+    kind: &MonitorKind,
+    target: SocketAddr,
+    timeout: Duration,
+) -> Result<Success, ProbeError> {
+    match kind {
+        MonitorKind::Ping => ping::probe(target.ip()).await,
+        MonitorKind::Tcp => tcp::probe(target).await,
+        MonitorKind::Http(check) => http::probe(check, target).await,
+        MonitorKind::Https(check) => tls::probe(check, target).await,
+        MonitorKind::Dns(check) => dns::probe(check, target).await,
+        MonitorKind::Udp(check) => udp::probe(check, target, timeout).await,
+    }
+}
+
+/// Formats a response time for operators: `0.3ms`, `12.5ms`, `1.25s`.
+pub(crate) fn fmt_duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{:.1}ms", d.as_secs_f64() * 1000.0)
+    } else {
+        format!("{:.2}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(fmt_duration(Duration::from_micros(1234)), "1.2ms");
+        assert_eq!(fmt_duration(Duration::from_millis(1250)), "1.25s");
+    }
+}

@@ -1,0 +1,399 @@
+//! HTTP monitor: one request, an accepted status and optionally a body text.
+//!
+//! The request is written by hand (HTTP/1.1 with `Connection: close`) rather
+//! than with an HTTP client library: a monitor needs a single request line,
+//! the status code and at most a bounded piece of the body, and a small,
+//! fully bounded reader is easier to trust with untrusted backends. The same
+//! exchange runs over TLS for HTTPS (see [`crate::tls`]).
+
+use std::net::{IpAddr, SocketAddr};
+
+use sextant_core::HttpCheck;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::{ProbeError, Success, tcp};
+
+/// How much of a response is read at most (status line, headers and body).
+/// Backends that put the expected text further down are misconfigured for
+/// monitoring; reading on would let a backend make us buffer without bound.
+pub const MAX_RESPONSE: usize = 64 * 1024;
+
+/// The status line must fit in this many bytes.
+const MAX_STATUS_LINE: usize = 8 * 1024;
+
+/// The request line used when the monitor has none.
+const DEFAULT_REQUEST: &str = "HEAD /";
+
+/// Connects to `target` and runs the HTTP exchange; the caller bounds time.
+pub(crate) async fn probe(check: &HttpCheck, target: SocketAddr) -> Result<Success, ProbeError> {
+    let mut stream = tcp::connect(target).await?;
+    exchange(&mut stream, check, target).await
+}
+
+/// The bytes sent for `check` to a backend at `ip`.
+///
+/// `request` is the request line without version (`GET /health`); a string
+/// that already names `HTTP/1.x` is kept as the request line, and one that
+/// already ends its headers (`\r\n\r\n`) is sent verbatim.
+pub fn request_bytes(check: &HttpCheck, ip: IpAddr) -> Vec<u8> {
+    let line = check.request.trim_start();
+    if line.contains("\r\n\r\n") {
+        return line.as_bytes().to_vec();
+    }
+    let line = line.trim_end();
+    let line = if line.is_empty() {
+        DEFAULT_REQUEST
+    } else {
+        line
+    };
+    let version = if line.contains("HTTP/1.") {
+        ""
+    } else {
+        " HTTP/1.1"
+    };
+    let host = match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    };
+    format!(
+        "{line}{version}\r\nHost: {host}\r\nConnection: close\r\nUser-Agent: sextant-monitor\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// Sends the request on an open stream and judges the response.
+pub(crate) async fn exchange<S>(
+    stream: &mut S,
+    check: &HttpCheck,
+    target: SocketAddr,
+) -> Result<Success, ProbeError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let io_err = |source| ProbeError::Io {
+        what: "HTTP exchange with",
+        addr: target,
+        source,
+    };
+    stream
+        .write_all(&request_bytes(check, target.ip()))
+        .await
+        .map_err(io_err)?;
+    stream.flush().await.map_err(io_err)?;
+
+    let mut reader = Reader::new(stream);
+
+    // Status line first: most monitors need nothing more.
+    let line_end = loop {
+        if let Some(i) = find(&reader.buf, b"\n") {
+            break i;
+        }
+        if reader.buf.len() >= MAX_STATUS_LINE {
+            return Err(ProbeError::HttpMalformed("status line too long".into()));
+        }
+        if !reader.fill().await.map_err(io_err)? {
+            return Err(ProbeError::HttpMalformed(if reader.buf.is_empty() {
+                "connection closed without a response".into()
+            } else {
+                "connection closed inside the status line".into()
+            }));
+        }
+    };
+    let status = parse_status_line(&reader.buf[..line_end])?;
+    if !status_accepted(&check.status_codes, status) {
+        return Err(ProbeError::HttpStatus {
+            status,
+            expected: fmt_ranges(&check.status_codes),
+        });
+    }
+    let Some(needle) = check.body_contains.as_deref() else {
+        return Ok(Success::timed(format!("HTTP {status}")));
+    };
+
+    // Then the headers, for the body's framing.
+    let body_start = loop {
+        if let Some(end) = header_end(&reader.buf) {
+            break end;
+        }
+        if reader.buf.len() >= MAX_RESPONSE || !reader.fill().await.map_err(io_err)? {
+            return Err(ProbeError::HttpBody {
+                status,
+                needle: needle.to_string(),
+            });
+        }
+    };
+    let framing = Framing::from_headers(&reader.buf[..body_start]);
+
+    // Then the body, until the text shows up or the body or our cap ends.
+    loop {
+        let raw = reader.buf.get(body_start..).unwrap_or_default();
+        let (body, complete) = framing.body(raw);
+        if contains(&body, needle.as_bytes()) {
+            return Ok(Success::timed(format!("HTTP {status}")));
+        }
+        if complete || reader.buf.len() >= MAX_RESPONSE || !reader.fill().await.map_err(io_err)? {
+            return Err(ProbeError::HttpBody {
+                status,
+                needle: needle.to_string(),
+            });
+        }
+    }
+}
+
+/// A bounded response buffer over a stream.
+struct Reader<'a, S> {
+    stream: &'a mut S,
+    buf: Vec<u8>,
+}
+
+impl<'a, S: AsyncRead + Unpin> Reader<'a, S> {
+    fn new(stream: &'a mut S) -> Self {
+        Reader {
+            stream,
+            buf: Vec::with_capacity(1024),
+        }
+    }
+
+    /// Reads more; `Ok(false)` at end of stream. A TLS peer that closes
+    /// without `close_notify` is treated as a plain end of stream (many
+    /// servers do, and `Connection: close` made us expect the close).
+    async fn fill(&mut self) -> std::io::Result<bool> {
+        let room = MAX_RESPONSE.saturating_sub(self.buf.len());
+        if room == 0 {
+            return Ok(false);
+        }
+        let mut chunk = [0u8; 4096];
+        let want = room.min(chunk.len());
+        match self.stream.read(&mut chunk[..want]).await {
+            Ok(0) => Ok(false),
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Parses `HTTP/1.x SSS reason` and returns the status code.
+pub fn parse_status_line(line: &[u8]) -> Result<u16, ProbeError> {
+    let bad = || {
+        let shown: String = String::from_utf8_lossy(line).chars().take(60).collect();
+        ProbeError::HttpMalformed(format!("bad status line {:?}", shown.trim_end()))
+    };
+    let rest = line.strip_prefix(b"HTTP/1.").ok_or_else(bad)?;
+    // One version digit, a space, three status digits, then a space or end.
+    match rest {
+        [v, b' ', a, b, c, tail @ ..]
+            if v.is_ascii_digit()
+                && [a, b, c].iter().all(|d| d.is_ascii_digit())
+                && matches!(tail.first(), None | Some(b' ' | b'\r')) =>
+        {
+            Ok(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// Whether `status` is in one of the inclusive `ranges` (default `200`).
+pub fn status_accepted(ranges: &[(u16, u16)], status: u16) -> bool {
+    if ranges.is_empty() {
+        return status == 200;
+    }
+    ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&status))
+}
+
+/// `200`, `200,300-399`: the accepted ranges as operators wrote them.
+fn fmt_ranges(ranges: &[(u16, u16)]) -> String {
+    if ranges.is_empty() {
+        return "200".into();
+    }
+    ranges
+        .iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Offset just past the blank line that ends the headers.
+fn header_end(buf: &[u8]) -> Option<usize> {
+    let crlf = find(buf, b"\r\n\r\n").map(|i| i + 4);
+    let lf = find(buf, b"\n\n").map(|i| i + 2);
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// How the body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Chunked,
+    Length(usize),
+    /// Until the connection closes.
+    Close,
+}
+
+impl Framing {
+    fn from_headers(head: &[u8]) -> Self {
+        let mut framing = Framing::Close;
+        for line in head.split(|&b| b == b'\n').skip(1) {
+            let line = String::from_utf8_lossy(line);
+            let Some((name, value)) = line.split_once(':') else {
+                continue;
+            };
+            let value = value.trim();
+            if name.trim().eq_ignore_ascii_case("transfer-encoding")
+                && value.to_ascii_lowercase().contains("chunked")
+            {
+                // Chunked wins over Content-Length (RFC 9112 §6.3).
+                return Framing::Chunked;
+            }
+            if name.trim().eq_ignore_ascii_case("content-length")
+                && let Ok(n) = value.parse::<usize>()
+            {
+                framing = Framing::Length(n);
+            }
+        }
+        framing
+    }
+
+    /// The body decoded so far from `raw`, and whether it is complete.
+    fn body<'b>(self, raw: &'b [u8]) -> (std::borrow::Cow<'b, [u8]>, bool) {
+        match self {
+            Framing::Close => (raw.into(), false),
+            Framing::Length(n) => {
+                let end = n.min(raw.len());
+                (raw.get(..end).unwrap_or_default().into(), raw.len() >= n)
+            }
+            Framing::Chunked => {
+                let (body, complete) = dechunk(raw);
+                (body.into(), complete)
+            }
+        }
+    }
+}
+
+/// Decodes as much of a chunked body as is present. Best effort: on a
+/// malformed size line it returns what it decoded and says "complete", so
+/// the caller stops reading and judges what it has.
+fn dechunk(mut raw: &[u8]) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = find(raw, b"\n") else {
+            return (out, false);
+        };
+        let size_line = String::from_utf8_lossy(raw.get(..eol).unwrap_or_default());
+        let size_hex = size_line.split(';').next().unwrap_or_default().trim();
+        let Ok(size) = usize::from_str_radix(size_hex, 16) else {
+            return (out, true);
+        };
+        if size == 0 {
+            return (out, true);
+        }
+        let data = raw.get(eol + 1..).unwrap_or_default();
+        let take = size.min(data.len());
+        out.extend_from_slice(data.get(..take).unwrap_or_default());
+        if data.len() < size {
+            return (out, false);
+        }
+        // Skip the chunk's trailing CRLF (or bare LF).
+        let after = data.get(size..).unwrap_or_default();
+        raw = after
+            .strip_prefix(b"\r\n")
+            .or_else(|| after.strip_prefix(b"\n"))
+            .unwrap_or(after);
+        if after.len() < 2 && !after.starts_with(b"\n") {
+            return (out, false);
+        }
+    }
+}
+
+/// First index of `needle` in `hay`.
+pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    find(hay, needle).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(request: &str) -> HttpCheck {
+        HttpCheck {
+            request: request.into(),
+            status_codes: vec![],
+            body_contains: None,
+        }
+    }
+
+    #[test]
+    fn request_line_defaults_and_versions() {
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let req = String::from_utf8(request_bytes(&check(""), ip)).unwrap();
+        assert_eq!(
+            req,
+            "HEAD / HTTP/1.1\r\nHost: 10.0.0.1\r\nConnection: close\r\nUser-Agent: sextant-monitor\r\n\r\n"
+        );
+        let req = String::from_utf8(request_bytes(&check("GET /health"), ip)).unwrap();
+        assert!(req.starts_with("GET /health HTTP/1.1\r\nHost: 10.0.0.1\r\n"));
+        let req = String::from_utf8(request_bytes(&check("GET / HTTP/1.0"), ip)).unwrap();
+        assert!(req.starts_with("GET / HTTP/1.0\r\nHost:"));
+        let v6: IpAddr = "::1".parse().unwrap();
+        let req = String::from_utf8(request_bytes(&check("GET /"), v6)).unwrap();
+        assert!(req.contains("Host: [::1]\r\n"));
+        let full = "GET / HTTP/1.0\r\nX: y\r\n\r\n";
+        assert_eq!(request_bytes(&check(full), ip), full.as_bytes());
+    }
+
+    #[test]
+    fn status_lines() {
+        assert_eq!(parse_status_line(b"HTTP/1.1 200 OK\r").unwrap(), 200);
+        assert_eq!(parse_status_line(b"HTTP/1.0 503").unwrap(), 503);
+        assert_eq!(parse_status_line(b"HTTP/1.1 204\r").unwrap(), 204);
+        assert!(parse_status_line(b"HTTP/2 200").is_err());
+        assert!(parse_status_line(b"HTTP/1.1 20 OK").is_err());
+        assert!(parse_status_line(b"HTTP/1.1 2000 OK").is_err());
+        assert!(parse_status_line(b"").is_err());
+        assert!(parse_status_line(b"SSH-2.0-OpenSSH").is_err());
+    }
+
+    #[test]
+    fn ranges() {
+        assert!(status_accepted(&[], 200));
+        assert!(!status_accepted(&[], 204));
+        assert!(status_accepted(&[(300, 399)], 302));
+        assert!(!status_accepted(&[(300, 399), (200, 200)], 404));
+        assert_eq!(fmt_ranges(&[(200, 200), (300, 399)]), "200,300-399");
+    }
+
+    #[test]
+    fn framing_and_dechunk() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
+        assert_eq!(Framing::from_headers(head), Framing::Length(5));
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n";
+        assert_eq!(Framing::from_headers(head), Framing::Chunked);
+        let (body, done) = dechunk(b"3\r\nabc\r\n4;x=y\r\ndefg\r\n0\r\n\r\n");
+        assert_eq!((body.as_slice(), done), (&b"abcdefg"[..], true));
+        let (body, done) = dechunk(b"3\r\nabc\r\n4\r\nde");
+        assert_eq!((body.as_slice(), done), (&b"abcde"[..], false));
+        let (body, done) = dechunk(b"zz\r\n");
+        assert_eq!((body.as_slice(), done), (&b""[..], true));
+        let (_, done) = dechunk(b"ffffffffffffffffffffffff\r\nab");
+        assert!(done);
+        assert_eq!(header_end(b"HTTP/1.1 200 OK\n\nbody"), Some(17));
+    }
+}

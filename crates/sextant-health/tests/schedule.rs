@@ -1,0 +1,133 @@
+//! `start`: every binding is probed on schedule, and stopping stops it.
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol};
+use sextant_health::{Observation, start};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::time::timeout;
+
+fn service(name: &str, ip: IpAddr, port: u16, monitors: Vec<u32>) -> Service {
+    Service {
+        name: name.into(),
+        ip,
+        port,
+        protocol: ServiceProtocol::Tcp,
+        site: 0,
+        public_ip: Some("203.0.113.1".parse().unwrap()),
+        public_port: Some(1),
+        max_clients: 0,
+        monitors,
+    }
+}
+
+fn tcp_monitor(dest_port: Option<u16>) -> Monitor {
+    let mut m = Monitor::new("tcp", MonitorKind::Tcp);
+    m.interval = Duration::from_millis(100);
+    m.response_timeout = Duration::from_millis(200);
+    m.dest_port = dest_port;
+    m
+}
+
+#[tokio::test]
+async fn probes_every_binding_and_stops() {
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_port = up.local_addr().unwrap().port();
+    let down_port = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+
+    let model = Model {
+        // Monitor 1 overrides the port, so it probes the live listener even
+        // for the service whose own port is closed.
+        monitors: vec![tcp_monitor(None), tcp_monitor(Some(up_port))],
+        services: vec![
+            service("a", lo, up_port, vec![0]),
+            service("b", lo, down_port, vec![0, 1]),
+            service("c", lo, down_port, vec![]),
+            service("dangling", lo, down_port, vec![7]),
+        ],
+        ..Model::default()
+    };
+
+    let (tx, mut rx) = mpsc::channel::<Observation>(64);
+    let monitors = start(Arc::new(model), 42, tx);
+    assert_eq!(monitors.len(), 3);
+
+    let mut counts: HashMap<(u32, u32), (usize, bool)> = HashMap::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
+    while counts.len() < 3 || counts.values().any(|(n, _)| *n < 3) {
+        let obs = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("every pair observed 3 times within 1.5s")
+            .unwrap();
+        assert_eq!(obs.generation, 42);
+        let e = counts.entry((obs.service, obs.monitor)).or_default();
+        e.0 += 1;
+        e.1 = obs.success;
+        if obs.success {
+            assert!(obs.response_time.is_some());
+        } else {
+            assert!(obs.detail.ends_with("refused"), "{}", obs.detail);
+        }
+    }
+    assert!(counts[&(0, 0)].1, "a: live port");
+    assert!(!counts[&(1, 0)].1, "b: closed service port");
+    assert!(counts[&(1, 1)].1, "b: dest_port override");
+
+    monitors.stop();
+    // All senders are gone once the tasks are aborted: the channel drains
+    // and closes instead of delivering more probes.
+    let closed = timeout(Duration::from_millis(500), async {
+        let mut late = 0;
+        while rx.recv().await.is_some() {
+            late += 1;
+        }
+        late
+    })
+    .await
+    .expect("channel closes promptly after stop()");
+    assert!(closed <= 3, "at most the in-flight observations: {closed}");
+    drop(up);
+}
+
+#[tokio::test]
+async fn dropping_the_handle_stops_and_closed_receiver_ends_tasks() {
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let model = Arc::new(Model {
+        monitors: vec![tcp_monitor(None)],
+        services: vec![service("a", lo, 9, vec![0])],
+        ..Model::default()
+    });
+    let (tx, mut rx) = mpsc::channel(8);
+    let monitors = start(model.clone(), 1, tx);
+    assert!(
+        timeout(Duration::from_secs(1), rx.recv())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    drop(monitors);
+    let rest = timeout(Duration::from_millis(500), async {
+        while rx.recv().await.is_some() {}
+    })
+    .await;
+    assert!(rest.is_ok(), "channel closes after drop");
+
+    // A dropped receiver ends the tasks on their next send.
+    let (tx, rx) = mpsc::channel(1);
+    let monitors = start(model, 2, tx);
+    drop(rx);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(monitors);
+}
