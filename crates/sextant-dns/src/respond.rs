@@ -1,0 +1,287 @@
+//! One query in, one response out: parse → snapshot load → decide → build.
+//!
+//! This is the hot path shared by the UDP and TCP loops. It takes no lock
+//! (except the persistence table, and only for vservers with persistence),
+//! awaits nothing and allocates nothing once the worker's buffers have
+//! grown to their working size.
+
+use std::net::IpAddr;
+
+use sextant_core::{NoTrace, Outcome, Query, Snapshot, decide};
+
+use crate::stats::Counter;
+use crate::wire::Rcode;
+use crate::wire::build::{BadName, OptOut, ResponseWriter, Section};
+use crate::wire::parse::{
+    Edns, FLAG_AA, FLAG_CD, FLAG_QR, FLAG_RD, HEADER_LEN, Header, ParseError, ParseErrorKind,
+    ParsedQuery, parse_query,
+};
+use crate::{DnsShared, Transport, Worker};
+
+/// The largest DNS message (TCP's two-octet length prefix).
+pub const MAX_MESSAGE: usize = 65535;
+/// UDP size without EDNS (RFC 1035 §4.2.1), and the floor with it.
+const CLASSIC_UDP: usize = 512;
+/// We never send UDP responses larger than this, whatever the client offers.
+const MAX_UDP: usize = 4096;
+
+const CLASS_IN: u16 = 1;
+const CLASS_ANY: u16 = 255;
+const TYPE_IXFR: u16 = 251;
+const TYPE_AXFR: u16 = 252;
+
+/// Parses `request`, decides with the current snapshot and writes the
+/// response into `out` (cleared first).
+///
+/// Returns false when the packet must be dropped: shorter than a header, or
+/// itself a response (QR=1). `out` is then empty.
+pub fn respond(
+    shared: &DnsShared,
+    worker: &mut Worker,
+    request: &[u8],
+    source: IpAddr,
+    transport: Transport,
+    out: &mut Vec<u8>,
+) -> bool {
+    let stats = &shared.stats;
+    let shard = worker.shard;
+    stats.incr(
+        shard,
+        match transport {
+            Transport::Udp => Counter::QueriesUdp,
+            Transport::Tcp => Counter::QueriesTcp,
+        },
+    );
+    let (rcode, truncated) = match parse_query(request, &mut worker.name_buf) {
+        Ok(q) => {
+            let snapshot = shared.snapshot.load();
+            let mut ctx = Answering {
+                shared,
+                snapshot: &snapshot,
+                worker_cursor: &mut worker.cursor,
+                worker_answers: &mut worker.answers,
+            };
+            ctx.answer(&q, source, transport, out)
+        }
+        Err(e) if e.is_drop() => {
+            out.clear();
+            stats.incr(shard, Counter::Dropped);
+            return false;
+        }
+        Err(e) => error_response(&e, request, out),
+    };
+    stats.incr(
+        shard,
+        match rcode {
+            Rcode::NoError => Counter::NoError,
+            Rcode::NxDomain => Counter::NxDomain,
+            Rcode::Refused => Counter::Refused,
+            Rcode::FormErr => Counter::FormErr,
+            Rcode::ServFail => Counter::ServFail,
+            Rcode::NotImp => Counter::NotImp,
+            Rcode::BadVers => Counter::BadVers,
+        },
+    );
+    if truncated {
+        stats.incr(shard, Counter::Truncated);
+    }
+    true
+}
+
+/// The UDP response size a query allows (RFC 6891 §6.2.5).
+pub fn udp_limit(edns: Option<&Edns>) -> usize {
+    match edns {
+        Some(e) => usize::from(e.udp_payload).clamp(CLASSIC_UDP, MAX_UDP),
+        None => CLASSIC_UDP,
+    }
+}
+
+/// Header flags of a response: QR, the request's opcode, RD and CD.
+fn response_flags(request: &Header, authoritative: bool) -> u16 {
+    let mut flags = FLAG_QR | (request.flags & (0x7800 | FLAG_RD | FLAG_CD));
+    if authoritative {
+        flags |= FLAG_AA;
+    }
+    flags
+}
+
+/// What answering a well-formed query borrows.
+struct Answering<'a> {
+    shared: &'a DnsShared,
+    snapshot: &'a Snapshot,
+    worker_cursor: &'a mut sextant_core::Cursor,
+    worker_answers: &'a mut sextant_core::AnswerBuf,
+}
+
+impl Answering<'_> {
+    /// Returns the RCODE sent and whether the response was truncated.
+    fn answer(
+        &mut self,
+        q: &ParsedQuery<'_>,
+        source: IpAddr,
+        transport: Transport,
+        out: &mut Vec<u8>,
+    ) -> (Rcode, bool) {
+        let limit = match transport {
+            Transport::Udp => udp_limit(q.edns.as_ref()),
+            Transport::Tcp => MAX_MESSAGE,
+        };
+        let mut opt = q.edns.map(|e| OptOut {
+            dnssec_ok: e.dnssec_ok,
+            ecs: e.ecs.map(|ecs| (ecs, 0)),
+        });
+        let refuse = |out: &mut Vec<u8>, opt| {
+            let w = ResponseWriter::start(
+                out,
+                q.id(),
+                response_flags(&q.header, false),
+                q.question,
+                limit,
+                0,
+            );
+            (Rcode::Refused, w.finish(Rcode::Refused, opt))
+        };
+        // CHAOS and the like are not ours; zone transfers are not offered.
+        if !matches!(q.qclass, CLASS_IN | CLASS_ANY) || matches!(q.qtype, TYPE_AXFR | TYPE_IXFR) {
+            return refuse(out, opt);
+        }
+
+        let query = Query {
+            name: q.qname,
+            qtype: q.query_type(),
+            source,
+            ecs: q.client_subnet(),
+        };
+        let decision = decide(
+            self.snapshot,
+            &query,
+            self.worker_cursor,
+            &self.shared.sessions,
+            self.worker_answers,
+            &mut NoTrace,
+        );
+        let model = self.snapshot.model();
+        if let Some(stick) = decision.stick {
+            let persistence = model
+                .vservers
+                .get(stick.vserver as usize)
+                .and_then(|v| v.persistence);
+            if let Some(p) = persistence {
+                self.shared
+                    .sessions
+                    .record(stick.vserver, stick.key, stick.service, p.timeout);
+            }
+        }
+        if let Some(o) = opt.as_mut() {
+            o.ecs = o.ecs.map(|(ecs, _)| (ecs, decision.ecs_scope));
+        }
+        if decision.outcome == Outcome::Refused {
+            return refuse(out, opt);
+        }
+
+        let opt_len = opt.map(|o| o.len()).unwrap_or(0);
+        let mut w = ResponseWriter::start(
+            out,
+            q.id(),
+            response_flags(&q.header, true),
+            q.question,
+            limit,
+            opt_len,
+        );
+        match self.write_records(&mut w, q.qname, decision.outcome) {
+            Ok(rcode) => {
+                let truncated = w.finish(rcode, opt);
+                (rcode, truncated)
+            }
+            Err(_) => {
+                // A configured name that cannot be encoded: say so rather
+                // than send a half-built answer.
+                drop(w);
+                let w = ResponseWriter::start(
+                    out,
+                    q.id(),
+                    response_flags(&q.header, false),
+                    q.question,
+                    limit,
+                    0,
+                );
+                (Rcode::ServFail, w.finish(Rcode::ServFail, opt))
+            }
+        }
+    }
+
+    fn write_records(
+        &self,
+        w: &mut ResponseWriter<'_>,
+        qname: &str,
+        outcome: Outcome,
+    ) -> Result<Rcode, BadName> {
+        let model = self.snapshot.model();
+        let zone = |id: u32| model.zones.get(id as usize).ok_or(BadName("unknown zone"));
+        // RFC 2308 §3: the negative-caching TTL is the lesser of the two.
+        let negative_soa = |w: &mut ResponseWriter<'_>, id: u32| {
+            let z = zone(id)?;
+            let ttl = z.soa.ttl.min(z.soa.minimum);
+            w.soa(Section::Authority, &z.apex, qname, ttl, &z.soa)
+        };
+        match outcome {
+            Outcome::Addresses { ttl, .. } => {
+                for addr in &self.worker_answers.addrs {
+                    w.address(Section::Answer, ttl, *addr);
+                }
+                Ok(Rcode::NoError)
+            }
+            Outcome::NoData { zone: Some(z) } => {
+                negative_soa(w, z)?;
+                Ok(Rcode::NoError)
+            }
+            Outcome::NoData { zone: None } => Ok(Rcode::NoError),
+            Outcome::NxDomain { zone: z } => {
+                negative_soa(w, z)?;
+                Ok(Rcode::NxDomain)
+            }
+            Outcome::ZoneSoa { zone: z } => {
+                let zn = zone(z)?;
+                w.soa(Section::Answer, &zn.apex, qname, zn.soa.ttl, &zn.soa)?;
+                Ok(Rcode::NoError)
+            }
+            Outcome::ZoneNs { zone: z } => {
+                let zn = zone(z)?;
+                for target in &zn.ns {
+                    w.ns(Section::Answer, &zn.apex, qname, zn.ns_ttl, target)?;
+                }
+                if zn.ns.is_empty() {
+                    negative_soa(w, z)?;
+                }
+                Ok(Rcode::NoError)
+            }
+            Outcome::Refused => Ok(Rcode::Refused),
+        }
+    }
+}
+
+/// FORMERR, NOTIMP or BADVERS: ID, opcode, RD and, when it parsed, the
+/// question echoed; OPT included when the query had one (RFC 6891 §7).
+fn error_response(e: &ParseError, request: &[u8], out: &mut Vec<u8>) -> (Rcode, bool) {
+    let rcode = match e.kind {
+        ParseErrorKind::NotImplemented(_) => Rcode::NotImp,
+        ParseErrorKind::BadVersion(_) => Rcode::BadVers,
+        _ => Rcode::FormErr,
+    };
+    let question = request
+        .get(HEADER_LEN..HEADER_LEN + e.question_len)
+        .unwrap_or(&[]);
+    let opt = e.edns.map(|edns| OptOut {
+        dnssec_ok: edns.dnssec_ok,
+        ecs: None,
+    });
+    let w = ResponseWriter::start(
+        out,
+        e.header.id,
+        response_flags(&e.header, false),
+        question,
+        MAX_MESSAGE,
+        0,
+    );
+    (rcode, w.finish(rcode, opt))
+}

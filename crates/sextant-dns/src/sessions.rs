@@ -1,0 +1,257 @@
+//! Source-IP persistence entries (`-persistenceType SOURCEIP`).
+//!
+//! Only vservers with persistence touch this table, so sharded mutexes are
+//! an acceptable cost there while every other query stays lock-free. The
+//! table keeps its own coarse monotonic clock (whole seconds since it was
+//! created): the edge may read the clock, the decision core may not.
+//! Expired entries are ignored by lookups and purged opportunistically as
+//! the table grows; a size cap keeps a flood of distinct (possibly ECS-
+//! spoofed) client addresses from growing memory without bound.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::net::IpAddr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use sextant_core::{ServiceId, Sessions, VServerId};
+
+/// Number of independently locked shards.
+const SHARDS: usize = 64;
+/// Default cap on live entries across the table.
+pub const DEFAULT_MAX_ENTRIES: usize = 1 << 20;
+/// New entries a shard takes between sweeps, at least.
+const MIN_SWEEP_INTERVAL: usize = 1024;
+
+type Key = (VServerId, IpAddr);
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    service: ServiceId,
+    /// Seconds since the table's epoch after which the entry is dead.
+    expires: u32,
+}
+
+#[derive(Debug, Default)]
+struct Shard {
+    map: HashMap<Key, Entry>,
+    new_since_sweep: usize,
+}
+
+/// One live persistence entry, as exported for session exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionEntry {
+    pub vserver: VServerId,
+    /// The client address masked with the vserver's persistence mask.
+    pub key: IpAddr,
+    pub service: ServiceId,
+    /// Time left before the entry expires (whole seconds).
+    pub remaining: Duration,
+}
+
+/// Client → service persistence, keyed by vserver and masked client address.
+#[derive(Debug)]
+pub struct SessionTable {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
+    epoch: Instant,
+    max_per_shard: usize,
+}
+
+impl Default for SessionTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SessionTable {
+    pub fn new() -> Self {
+        Self::with_max_entries(DEFAULT_MAX_ENTRIES)
+    }
+
+    /// A table holding at most about `max_entries` live entries; past that,
+    /// new clients are simply not made persistent until entries expire.
+    pub fn with_max_entries(max_entries: usize) -> Self {
+        SessionTable {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hasher: RandomState::new(),
+            epoch: Instant::now(),
+            max_per_shard: max_entries.div_ceil(SHARDS).max(1),
+        }
+    }
+
+    /// Seconds since the table was created (the table's clock).
+    fn now(&self) -> u32 {
+        u32::try_from(self.epoch.elapsed().as_secs()).unwrap_or(u32::MAX)
+    }
+
+    fn shard(&self, key: &Key) -> MutexGuard<'_, Shard> {
+        let i = (self.hasher.hash_one(key) as usize) % SHARDS;
+        // A panic while holding a shard cannot leave an entry half-written;
+        // keep serving from a poisoned lock.
+        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Creates or refreshes the entry, to expire `timeout` from now.
+    pub fn record(&self, vserver: VServerId, key: IpAddr, service: ServiceId, timeout: Duration) {
+        self.record_at(self.now(), vserver, key, service, timeout);
+    }
+
+    fn record_at(
+        &self,
+        now: u32,
+        vserver: VServerId,
+        key: IpAddr,
+        service: ServiceId,
+        timeout: Duration,
+    ) {
+        let secs = timeout
+            .as_secs()
+            .saturating_add(u64::from(timeout.subsec_nanos() > 0));
+        let expires = now.saturating_add(u32::try_from(secs).unwrap_or(u32::MAX));
+        let k = (vserver, key);
+        let mut shard = self.shard(&k);
+        if let Some(e) = shard.map.get_mut(&k) {
+            *e = Entry { service, expires };
+            return;
+        }
+        let sweep_due = shard.new_since_sweep >= MIN_SWEEP_INTERVAL.max(shard.map.len() / 2);
+        if sweep_due || shard.map.len() >= self.max_per_shard {
+            shard.map.retain(|_, e| e.expires > now);
+            shard.new_since_sweep = 0;
+        }
+        if shard.map.len() >= self.max_per_shard {
+            return;
+        }
+        shard.map.insert(k, Entry { service, expires });
+        shard.new_since_sweep += 1;
+    }
+
+    /// The live entry's service, if any.
+    pub fn get(&self, vserver: VServerId, key: IpAddr) -> Option<ServiceId> {
+        self.get_at(self.now(), vserver, key)
+    }
+
+    fn get_at(&self, now: u32, vserver: VServerId, key: IpAddr) -> Option<ServiceId> {
+        let k = (vserver, key);
+        let shard = self.shard(&k);
+        shard
+            .map
+            .get(&k)
+            .filter(|e| e.expires > now)
+            .map(|e| e.service)
+    }
+
+    /// Removes every expired entry (for a periodic housekeeping task).
+    pub fn purge_expired(&self) {
+        let now = self.now();
+        for s in self.shards.iter() {
+            let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
+            shard.map.retain(|_, e| e.expires > now);
+            shard.new_since_sweep = 0;
+        }
+    }
+
+    /// Drops every entry (e.g. when a reload renumbers vservers).
+    pub fn clear(&self) {
+        for s in self.shards.iter() {
+            let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
+            shard.map.clear();
+            shard.new_since_sweep = 0;
+        }
+    }
+
+    /// Entries stored, expired ones not yet purged included.
+    pub fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).map.len())
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A copy of the live entries (for session exchange and the API).
+    pub fn entries(&self) -> Vec<SessionEntry> {
+        let now = self.now();
+        let mut all = Vec::new();
+        for s in self.shards.iter() {
+            let shard = s.lock().unwrap_or_else(|p| p.into_inner());
+            all.extend(shard.map.iter().filter(|(_, e)| e.expires > now).map(
+                |((vserver, key), e)| SessionEntry {
+                    vserver: *vserver,
+                    key: *key,
+                    service: e.service,
+                    remaining: Duration::from_secs(u64::from(e.expires - now)),
+                },
+            ));
+        }
+        all
+    }
+}
+
+impl Sessions for SessionTable {
+    fn lookup(&self, vserver: VServerId, key: IpAddr) -> Option<ServiceId> {
+        self.get(vserver, key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([192, 0, 2, last])
+    }
+
+    #[test]
+    fn entries_expire_and_refresh() {
+        let t = SessionTable::new();
+        let ttl = Duration::from_secs(10);
+        t.record_at(100, 0, ip(1), 7, ttl);
+        assert_eq!(t.get_at(105, 0, ip(1)), Some(7));
+        assert_eq!(t.get_at(110, 0, ip(1)), None);
+        assert_eq!(t.get_at(105, 1, ip(1)), None, "keyed by vserver too");
+        // Refreshing moves the expiry and may change the service.
+        t.record_at(108, 0, ip(1), 8, ttl);
+        assert_eq!(t.get_at(115, 0, ip(1)), Some(8));
+    }
+
+    #[test]
+    fn sub_second_timeouts_round_up() {
+        let t = SessionTable::new();
+        t.record_at(5, 0, ip(1), 1, Duration::from_millis(1));
+        assert_eq!(t.get_at(5, 0, ip(1)), Some(1));
+        assert_eq!(t.get_at(6, 0, ip(1)), None);
+    }
+
+    #[test]
+    fn cap_holds_and_expired_entries_make_room() {
+        let t = SessionTable::with_max_entries(SHARDS);
+        let ttl = Duration::from_secs(1);
+        for i in 0..=255u8 {
+            t.record_at(0, 0, ip(i), 1, ttl);
+        }
+        assert!(t.len() <= SHARDS);
+        // Once those expire, new clients get in again.
+        for i in 0..=255u8 {
+            t.record_at(10, 1, ip(i), 2, ttl);
+        }
+        assert!(t.len() <= SHARDS);
+        assert!((0..=255u8).any(|i| t.get_at(10, 1, ip(i)) == Some(2)));
+    }
+
+    #[test]
+    fn entries_lists_live_ones() {
+        let t = SessionTable::new();
+        t.record(3, ip(9), 4, Duration::from_secs(60));
+        let e = t.entries();
+        assert_eq!(e.len(), 1);
+        assert_eq!((e[0].vserver, e[0].key, e[0].service), (3, ip(9), 4));
+        assert!(e[0].remaining <= Duration::from_secs(60));
+        t.clear();
+        assert!(t.is_empty());
+    }
+}

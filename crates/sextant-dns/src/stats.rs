@@ -1,0 +1,140 @@
+//! Query and response counters.
+//!
+//! Every query bumps two counters, from every worker thread. One shared
+//! atomic per counter would bounce its cache line between cores at
+//! hundreds of thousands of queries per second, so the counters are split
+//! into cache-line-aligned shards; each [`crate::Worker`] writes to its own
+//! shard with Relaxed adds and readers sum the shards.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// What is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Counter {
+    QueriesUdp,
+    QueriesTcp,
+    NoError,
+    NxDomain,
+    Refused,
+    FormErr,
+    ServFail,
+    NotImp,
+    BadVers,
+    /// UDP responses sent with TC=1.
+    Truncated,
+    /// Packets not answered (shorter than a header, or a response).
+    Dropped,
+    /// TCP connections closed at once because the connection cap was hit.
+    TcpRejected,
+}
+
+const COUNTERS: usize = 12;
+/// A power of two; more shards than cores keeps collisions rare.
+const SHARDS: usize = 16;
+
+/// One shard on its own pair of cache lines (128 bytes covers the adjacent
+/// line prefetcher too).
+#[repr(align(128))]
+#[derive(Default)]
+struct Shard {
+    counters: [AtomicU64; COUNTERS],
+}
+
+/// Atomic DNS counters shared by all workers.
+pub struct DnsStats {
+    shards: [Shard; SHARDS],
+}
+
+impl Default for DnsStats {
+    fn default() -> Self {
+        DnsStats {
+            shards: std::array::from_fn(|_| Shard::default()),
+        }
+    }
+}
+
+impl std::fmt::Debug for DnsStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.snapshot().fmt(f)
+    }
+}
+
+/// A point-in-time copy of the counters (each total is exact; the totals
+/// are not read atomically together).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub queries_udp: u64,
+    pub queries_tcp: u64,
+    pub noerror: u64,
+    pub nxdomain: u64,
+    pub refused: u64,
+    pub formerr: u64,
+    pub servfail: u64,
+    pub notimp: u64,
+    pub badvers: u64,
+    pub truncated: u64,
+    pub dropped: u64,
+    pub tcp_rejected: u64,
+}
+
+impl DnsStats {
+    /// Adds one to `counter` in shard `shard` (any number; it is reduced).
+    #[inline]
+    pub fn incr(&self, shard: usize, counter: Counter) {
+        if let Some(c) = self.shards[shard % SHARDS].counters.get(counter as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The total of one counter.
+    pub fn get(&self, counter: Counter) -> u64 {
+        self.shards
+            .iter()
+            .filter_map(|s| s.counters.get(counter as usize))
+            .map(|c| c.load(Ordering::Relaxed))
+            .fold(0u64, u64::wrapping_add)
+    }
+
+    pub fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            queries_udp: self.get(Counter::QueriesUdp),
+            queries_tcp: self.get(Counter::QueriesTcp),
+            noerror: self.get(Counter::NoError),
+            nxdomain: self.get(Counter::NxDomain),
+            refused: self.get(Counter::Refused),
+            formerr: self.get(Counter::FormErr),
+            servfail: self.get(Counter::ServFail),
+            notimp: self.get(Counter::NotImp),
+            badvers: self.get(Counter::BadVers),
+            truncated: self.get(Counter::Truncated),
+            dropped: self.get(Counter::Dropped),
+            tcp_rejected: self.get(Counter::TcpRejected),
+        }
+    }
+}
+
+/// Hands each new worker the next shard, round robin.
+pub(crate) fn next_shard() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_sum() {
+        let s = DnsStats::default();
+        for shard in 0..40 {
+            s.incr(shard, Counter::NoError);
+        }
+        s.incr(3, Counter::TcpRejected);
+        let snap = s.snapshot();
+        assert_eq!(snap.noerror, 40);
+        assert_eq!(snap.tcp_rejected, 1);
+        assert_eq!(snap.queries_udp, 0);
+        assert!(std::mem::align_of::<Shard>() >= 128);
+    }
+}

@@ -1,0 +1,128 @@
+//! The UDP server: one blocking thread per `SO_REUSEPORT` socket.
+//!
+//! Plain threads rather than tokio: a blocking `recv_from` → `respond` →
+//! `send_to` loop has no wakeups, no task scheduling and no await, and the
+//! kernel's reuseport hashing spreads clients over the sockets (one per
+//! core) with no queue shared between threads.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::{DnsShared, MAX_MESSAGE, Transport, Worker, random_seed, respond};
+
+/// Kernel buffer sizes asked for (best effort; the kernel may cap them).
+const SOCKET_BUFFER: usize = 4 << 20;
+
+/// Binds `workers` UDP sockets on `addr`.
+///
+/// With more than one worker every socket gets `SO_REUSEPORT` so they share
+/// the port; with one, the socket is bound plainly (no reuseport group for
+/// a stray process to join). Port 0 picks a free port for the first socket
+/// and binds the others to the same one.
+pub fn bind_udp(addr: SocketAddr, workers: usize) -> io::Result<Vec<UdpSocket>> {
+    let n = workers.max(1);
+    let mut sockets: Vec<UdpSocket> = Vec::with_capacity(n);
+    let mut bind_addr = addr;
+    for _ in 0..n {
+        let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+        if n > 1 {
+            socket.set_reuse_port(true)?;
+        }
+        if addr.is_ipv6() {
+            // Keep v4 and v6 listeners independent, as configured.
+            socket.set_only_v6(true)?;
+        }
+        let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+        let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+        socket.bind(&bind_addr.into())?;
+        let socket: UdpSocket = socket.into();
+        if bind_addr.port() == 0 {
+            bind_addr = socket.local_addr()?;
+        }
+        sockets.push(socket);
+    }
+    Ok(sockets)
+}
+
+/// Binds `workers` sockets on `addr` (see [`bind_udp`]) and serves each
+/// from its own thread. `workers == 0` is treated as 1.
+pub fn spawn_udp(
+    addr: SocketAddr,
+    workers: usize,
+    shared: Arc<DnsShared>,
+) -> io::Result<Vec<JoinHandle<()>>> {
+    spawn_udp_sockets(bind_udp(addr, workers)?, shared)
+}
+
+/// Serves already bound sockets, one thread each.
+pub fn spawn_udp_sockets(
+    sockets: Vec<UdpSocket>,
+    shared: Arc<DnsShared>,
+) -> io::Result<Vec<JoinHandle<()>>> {
+    sockets
+        .into_iter()
+        .enumerate()
+        .map(|(i, socket)| {
+            let shared = Arc::clone(&shared);
+            let seed = random_seed();
+            std::thread::Builder::new()
+                .name(format!("dns-udp-{i}"))
+                .spawn(move || serve_udp(socket, &shared, seed))
+        })
+        .collect()
+}
+
+/// The worker loop; runs until the process exits.
+fn serve_udp(socket: UdpSocket, shared: &DnsShared, seed: u64) {
+    let mut worker = Worker::new(seed);
+    // Allocated once: the hot loop only reuses them.
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let mut out = Vec::with_capacity(MAX_MESSAGE);
+    loop {
+        let (len, peer) = match socket.recv_from(&mut buf) {
+            Ok(r) => r,
+            Err(e) if transient(&e) => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "dns udp receive failed");
+                // Do not spin on a persistent error.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        if peer.port() == 0 {
+            // Nothing can be sent back to port 0; ignore the datagram.
+            continue;
+        }
+        let request = buf.get(..len).unwrap_or(&[]);
+        let source = peer.ip().to_canonical();
+        if respond(
+            shared,
+            &mut worker,
+            request,
+            source,
+            Transport::Udp,
+            &mut out,
+        ) {
+            if let Err(e) = socket.send_to(&out, peer) {
+                tracing::debug!(error = %e, %peer, "dns udp send failed");
+            }
+        }
+    }
+}
+
+/// Errors after which the next receive may simply succeed.
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::Interrupted
+            | io::ErrorKind::WouldBlock
+            | io::ErrorKind::TimedOut
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+    )
+}
