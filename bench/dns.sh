@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Whole-server DNS benchmark: sextant pinned to CPU 0, dnsperf pinned to CPU 1,
+# everything on loopback, bounded in time.
+#
+#   bench/dns.sh                 # 20 s at full load, then 10 s at 1000 qps
+#   DURATION=5 LAT_DURATION=5 bench/dns.sh
+#
+# Prints queries per second under full load, and latency at a fixed 1000 qps:
+# dnsperf's own average/stddev, and p50/p90/p99/max computed from the
+# per-query latencies that `dnsperf -v` reports. Raw output goes to bench/out/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION="${DURATION:-20}"          # seconds of full-load dnsperf
+LAT_DURATION="${LAT_DURATION:-10}"  # seconds of the fixed-rate latency run
+LAT_QPS="${LAT_QPS:-1000}"
+CLIENTS="${CLIENTS:-20}"            # dnsperf -c
+OUTSTANDING="${OUTSTANDING:-500}"   # dnsperf -q
+ADDR="${ADDR:-127.0.0.1}"
+PORT="${PORT:-5399}"
+API_PORT="${API_PORT:-8099}"
+SERVER_CPU="${SERVER_CPU:-0}"
+CLIENT_CPU="${CLIENT_CPU:-1}"
+
+command -v dnsperf >/dev/null 2>&1 && command -v dig >/dev/null 2>&1 \
+    && command -v taskset >/dev/null 2>&1 || scripts/setup.sh
+for tool in dnsperf dig taskset; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "bench: $tool is missing (scripts/setup.sh)" >&2; exit 1; }
+done
+
+echo "== building the release binary" >&2
+cargo build --release -p sextant
+BIN="$PWD/target/release/sextant"
+
+OUT="$PWD/bench/out"
+mkdir -p "$OUT"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/sextant-bench.XXXXXX")"
+SERVER_PID=""
+cleanup() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+cat > "$WORK/bench.conf" <<CONF
+# One vserver, round robin over 4 unmonitored services, one zone.
+add service bench-dns $ADDR ADNS $PORT
+add gslb site bench $ADDR -siteType LOCAL
+add gslb service b1 127.0.50.1 HTTP 80 -siteName bench
+add gslb service b2 127.0.50.2 HTTP 80 -siteName bench
+add gslb service b3 127.0.50.3 HTTP 80 -siteName bench
+add gslb service b4 127.0.50.4 HTTP 80 -siteName bench
+add gslb vserver gv-bench HTTP -lbMethod ROUNDROBIN
+bind gslb vserver gv-bench -serviceName b1
+bind gslb vserver gv-bench -serviceName b2
+bind gslb vserver gv-bench -serviceName b3
+bind gslb vserver gv-bench -serviceName b4
+bind gslb vserver gv-bench -domainName www.bench.example -TTL 30
+add dns soaRec bench.example -originServer ns1.bench.example -contact hostmaster.bench.example
+add dns nsRec bench.example ns1.bench.example
+CONF
+
+# 80% GSLB A answers, 10% NODATA (AAAA on an IPv4-only name), 10% NXDOMAIN.
+: > "$WORK/queries.txt"
+for _ in $(seq 8); do echo "www.bench.example A" >> "$WORK/queries.txt"; done
+echo "www.bench.example AAAA" >> "$WORK/queries.txt"
+echo "nothing.bench.example A" >> "$WORK/queries.txt"
+
+echo "== starting sextant on $ADDR:$PORT (CPU $SERVER_CPU)" >&2
+RUST_LOG="${RUST_LOG:-warn}" taskset -c "$SERVER_CPU" "$BIN" serve --config "$WORK/bench.conf" \
+    --dns-listen "$ADDR:$PORT" --api-listen "$ADDR:$API_PORT" 2> "$OUT/server.log" &
+SERVER_PID=$!
+
+ready=""
+for _ in $(seq 100); do
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
+    if dig @"$ADDR" -p "$PORT" +short +time=1 +tries=1 www.bench.example A 2>/dev/null | grep -q '^127\.0\.50\.'; then
+        ready=1; break
+    fi
+    sleep 0.2
+done
+if [ -z "$ready" ]; then
+    echo "bench: sextant did not answer www.bench.example on $ADDR:$PORT; its log:" >&2
+    cat "$OUT/server.log" >&2
+    exit 1
+fi
+
+echo "== full load: dnsperf -c $CLIENTS -q $OUTSTANDING -l $DURATION (CPU $CLIENT_CPU)" >&2
+taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$PORT" -d "$WORK/queries.txt" \
+    -c "$CLIENTS" -T 1 -q "$OUTSTANDING" -l "$DURATION" > "$OUT/dnsperf-load.txt" 2>&1 || true
+
+echo "== latency: dnsperf -Q $LAT_QPS -l $LAT_DURATION -v" >&2
+taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$PORT" -d "$WORK/queries.txt" \
+    -c 1 -T 1 -Q "$LAT_QPS" -l "$LAT_DURATION" -v > "$OUT/dnsperf-latency.txt" 2>&1 || true
+
+field() { # field FILE LABEL -> first number after the label
+    grep -m1 "$2" "$1" | sed -E "s/.*$2[^0-9]*([0-9.]+).*/\1/"
+}
+qps="$(field "$OUT/dnsperf-load.txt" 'Queries per second:')"
+lost="$(grep -m1 'Queries lost:' "$OUT/dnsperf-load.txt" | sed -E 's/.*Queries lost: *//')"
+avg="$(field "$OUT/dnsperf-latency.txt" 'Average Latency \(s\):')"
+sd="$(field "$OUT/dnsperf-latency.txt" 'Latency StdDev \(s\):')"
+lat_qps="$(field "$OUT/dnsperf-latency.txt" 'Queries per second:')"
+# dnsperf -v prints one line per answered query ending in its latency in s:
+#   > NOERROR www.bench.example A 0.000034
+grep -E '^> [A-Z]+ ' "$OUT/dnsperf-latency.txt" | awk '{print $NF}' | sort -g > "$WORK/lat.txt" || true
+n="$(wc -l < "$WORK/lat.txt")"
+pct() { # pct P -> latency in µs at percentile P of the sorted list
+    awk -v p="$1" -v n="$n" 'NR == (int(n * p / 100) > 0 ? int(n * p / 100) : 1) { printf "%.0f", $1 * 1e6 }' "$WORK/lat.txt"
+}
+us() { awk -v s="$1" 'BEGIN { printf "%.0f", s * 1e6 }'; }
+
+if [ -z "$qps" ]; then
+    echo "bench: dnsperf gave no result; see $OUT/dnsperf-load.txt" >&2
+    cat "$OUT/dnsperf-load.txt" >&2
+    exit 1
+fi
+
+{
+    echo "sextant $("$BIN" --version 2>/dev/null || echo '(version unknown)') on $(nproc) cores; server on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU"
+    echo "queries: 80% GSLB A (ROUNDROBIN over 4), 10% AAAA NODATA, 10% NXDOMAIN"
+    echo "full load (${DURATION}s, -c $CLIENTS -q $OUTSTANDING): ${qps} queries/s, lost: ${lost:-?}"
+    if [ -n "$avg" ]; then
+        echo "at ${LAT_QPS} qps (${LAT_DURATION}s, achieved ${lat_qps:-?}): average $(us "$avg") µs, stddev $(us "${sd:-0}") µs (dnsperf)"
+    fi
+    if [ "$n" -gt 0 ]; then
+        echo "at ${LAT_QPS} qps, from $n per-query latencies: p50 $(pct 50) µs, p90 $(pct 90) µs, p99 $(pct 99) µs, max $(pct 100) µs"
+    else
+        echo "no per-query latencies in dnsperf -v output"
+    fi
+} | tee "$OUT/summary.txt"

@@ -1,0 +1,429 @@
+//! The command line and operations: `sextant check`, SIGHUP reload (good and
+//! bad), the REST API fields, `--local-site`, `sextant demo`, SIGTERM.
+
+mod common;
+
+use common::*;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// A config exercising most commands of the appliance syntax.
+fn full_config(net: &Net) -> String {
+    let mut c = net.conf_preamble();
+    let dead = Net::closed_port(net.svc_ip(2));
+    write!(
+        c,
+        r#"
+# monitors, quoted strings and units
+add lb monitor mon_http HTTP -interval 500 MSEC -resptimeout 200 MSEC -retries 2 -successRetries 1 -httpRequest "GET /health" -respCode 200
+add lb monitor mon_tcp TCP -interval 1 SEC -resptimeout 500 MSEC -retries 3
+add gslb service s0 {s0} HTTP 80 -siteName site1 -publicIP {s0} -publicPort 80
+add gslb service s1 {s1} HTTP 80 -siteName site1
+add gslb service s2 {s2} TCP {dead} -siteName site1
+bind gslb service s2 -monitorName mon_tcp
+add gslb vserver vs_backup HTTP -lbMethod ROUNDROBIN
+bind gslb vserver vs_backup -serviceName s1
+add gslb vserver vs_app HTTP -lbMethod ROUNDROBIN -backupLBMethod ROUNDROBIN -persistenceType SOURCEIP -timeout 2 -backupVServer vs_backup
+bind gslb vserver vs_app -serviceName s0 -weight 2
+bind gslb vserver vs_app -serviceName s2 -weight 1
+bind gslb vserver vs_app -domainName app.example.com -TTL 30 -backupIP {bk}
+"#,
+        s0 = net.svc_ip(0),
+        s1 = net.svc_ip(1),
+        s2 = net.svc_ip(2),
+        bk = net.svc_ip(9),
+    )
+    .unwrap();
+    c
+}
+
+fn write_temp(net: &Net, name: &str, text: &str) -> String {
+    let dir = net.tempdir();
+    let p = dir.join(name);
+    fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn check_accepts_a_valid_config() {
+    let net = Net::new("cli_check_valid");
+    let path = write_temp(&net, "ok.conf", &full_config(&net));
+    let out = run_bin(&["check", &path]);
+    assert!(
+        out.status.success(),
+        "check of a valid file failed ({}):\n{}",
+        out.status,
+        output_text(&out)
+    );
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn check_reports_every_error_with_file_and_line() {
+    let net = Net::new("cli_check_invalid");
+    let ip = net.server_ip();
+    let text = format!(
+        "# line 1: comment\n\
+         add gslb site site1 {ip} -siteType LOCAL\n\
+         add gslb frobnicate thing\n\
+         add gslb service s1 127.100.0.1 HTTP 80 -siteName site1 -bogusOption 7\n\
+         \n\
+         add gslb vserver vs1 HTTP -lbMethod NOSUCHMETHOD\n"
+    );
+    let path = write_temp(&net, "bad.conf", &text);
+    let out = run_bin(&["check", &path]);
+    let all = output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "exit code 1 expected:\n{all}");
+    for line in [3, 4, 6] {
+        let want = format!("{path}:{line}:");
+        assert!(
+            all.lines().any(|l| l.contains(&want)),
+            "no error reported as {want}; output:\n{all}"
+        );
+    }
+    for ok_line in [1, 2, 5] {
+        let not = format!("{path}:{ok_line}:");
+        assert!(
+            !all.contains(&not),
+            "line {ok_line} is valid but reported; output:\n{all}"
+        );
+    }
+}
+
+#[test]
+fn check_reports_undefined_references_with_line() {
+    let net = Net::new("cli_check_refs");
+    let text = format!(
+        "{}add gslb service s1 {} HTTP 80 -siteName nosuchsite\n\
+         bind gslb vserver nosuchvs -serviceName s1\n",
+        net.conf_preamble(),
+        net.svc_ip(0)
+    );
+    let path = write_temp(&net, "refs.conf", &text);
+    let out = run_bin(&["check", &path]);
+    let all = output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let pre = net.conf_preamble().lines().count();
+    for line in [pre + 1, pre + 2] {
+        let want = format!("{path}:{line}:");
+        assert!(all.contains(&want), "missing {want} in:\n{all}");
+    }
+}
+
+#[test]
+fn check_of_missing_file_fails() {
+    let out = run_bin(&["check", "/nonexistent/sextant-e2e/none.conf"]);
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
+}
+
+#[test]
+fn serve_refuses_an_invalid_config() {
+    let net = Net::new("cli_serve_invalid");
+    let cfg = format!("{}add gslb nonsense here\n", net.conf_preamble());
+    match Server::try_start(&net, Syntax::Conf, &cfg, &[]) {
+        Ok(mut s) => {
+            let st = s.stop();
+            panic!("serve started on an invalid config (stopped: {st:?})");
+        }
+        Err(e) => assert!(e.contains("exited before it was ready"), "{e}"),
+    }
+}
+
+#[test]
+fn api_reports_status_services_and_sites() {
+    let net = Net::new("cli_api");
+    let s = Server::start(&net, Syntax::Conf, &full_config(&net));
+    let st = s.api_ok("/v1/status");
+    assert!(st["version"].is_string(), "version: {st}");
+    assert_eq!(st["local_site"], "site1", "{st}");
+    assert!(st["generation"].is_u64(), "generation: {st}");
+
+    s.wait_state("s2", "DOWN");
+    let svcs = s.api_ok("/v1/services");
+    let arr = svcs.as_array().expect("array");
+    assert_eq!(arr.len(), 3, "{svcs}");
+    for svc in arr {
+        for f in ["name", "site", "ip", "port", "state", "last_change"] {
+            assert!(svc.get(f).is_some(), "service lacks {f}: {svc}");
+        }
+        assert_eq!(svc["site"], "site1");
+        assert!(svc["port"].is_u64(), "{svc}");
+    }
+    let s0 = s.service("s0").unwrap();
+    assert_eq!(s0["ip"], net.svc_ip(0).to_string());
+    assert_eq!(s0["port"], 80);
+    assert_eq!(s0["state"], "UP", "an unmonitored service is UP: {s0}");
+    let s2 = s.service("s2").unwrap();
+    assert!(
+        !s2["last_change"].is_null(),
+        "a service that went DOWN has a last_change: {s2}"
+    );
+
+    let sites = s.api_ok("/v1/sites");
+    let arr = sites.as_array().expect("array");
+    assert_eq!(arr.len(), 1, "{sites}");
+    let site = &arr[0];
+    assert_eq!(site["name"], "site1");
+    assert_eq!(site["ip"], net.server_ip().to_string());
+    assert_eq!(site["role"], "local");
+    assert_eq!(site["type"], "flat");
+    assert!(site["parent"].is_null(), "{site}");
+    assert!(
+        ["UP", "DOWN", "n/a"].contains(&site["mep"].as_str().unwrap_or("")),
+        "{site}"
+    );
+
+    let (code, _) = s.api("/v1/nosuchthing");
+    assert_eq!(code, 404);
+}
+
+#[test]
+fn local_site_flag_picks_the_local_site() {
+    let net = Net::new("cli_local_site");
+    let ip = net.server_ip();
+    let other = Ipv4Addr::new(127, 78, net.x, net.y);
+    let cfg = format!(
+        "add service adns1 {ip} ADNS {DNS_PORT}\n\
+         add gslb site east {other}\n\
+         add gslb site west {ip}\n\
+         add gslb service w1 {} HTTP 80 -siteName west\n\
+         add gslb service e1 {} HTTP 80 -siteName east\n\
+         add gslb vserver vs HTTP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs -serviceName w1\n\
+         bind gslb vserver vs -serviceName e1\n\
+         bind gslb vserver vs -domainName app.example.com -TTL 5\n\
+         add dns soaRec example.com -originServer ns1.example.com -contact hostmaster.example.com\n\
+         add dns nsRec example.com ns1.example.com\n",
+        net.svc_ip(0),
+        net.svc_ip(1)
+    );
+    let s = Server::start_with(&net, Syntax::Conf, &cfg, &["--local-site", "west"]);
+    assert_eq!(s.api_ok("/v1/status")["local_site"], "west");
+    let sites = s.api_ok("/v1/sites");
+    let role = |n: &str| {
+        sites
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == n)
+            .map(|x| x["role"].clone())
+            .unwrap_or_else(|| panic!("site {n} missing: {sites}"))
+    };
+    assert_eq!(role("west"), "local");
+    assert_eq!(role("east"), "remote");
+    assert_eq!(s.dns.sample_a("app.example.com", 10).len(), 10);
+}
+
+#[test]
+fn sighup_reload_adds_a_domain_and_bumps_generation() {
+    let net = Net::new("cli_reload");
+    let base = full_config(&net);
+    let s = Server::start(&net, Syntax::Conf, &base);
+    let g0 = s.generation();
+    let r = s.dns.query("new.example.com", RecordType::A);
+    assert_eq!(r.metadata.response_code, ResponseCode::NXDomain);
+
+    let mut next = base.clone();
+    writeln!(
+        next,
+        "add gslb service sNew {} HTTP 80 -siteName site1\n\
+         add gslb vserver vs_new HTTP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs_new -serviceName sNew\n\
+         bind gslb vserver vs_new -domainName new.example.com -TTL 5",
+        net.svc_ip(7)
+    )
+    .unwrap();
+    s.reload(&next);
+    eventually(EVENTUALLY, "new.example.com answered after SIGHUP", || {
+        let r = s.dns.query("new.example.com", RecordType::A);
+        a_records(&r) == vec![net.svc_ip(7)]
+    });
+    assert!(s.generation() > g0, "generation did not move on reload");
+    assert!(s.service("sNew").is_some(), "new service in /v1/services");
+    // Old names keep answering.
+    assert_eq!(s.dns.query_a("app.example.com").len(), 1);
+}
+
+#[test]
+fn invalid_reload_keeps_config_generation_and_health() {
+    let net = Net::new("cli_bad_reload");
+    let base = full_config(&net);
+    let s = Server::start(&net, Syntax::Conf, &base);
+    s.wait_state("s2", "DOWN");
+    let g0 = s.generation();
+    let before = s.service("s2").unwrap();
+
+    let pre = base.lines().count();
+    let broken = format!("{base}add gslb frobnicate everything\n");
+    s.reload(&broken);
+    // The server says why (api.md: last_reload_error holds FILE:LINE: reason).
+    let want = format!("{}:{}:", s.config.display(), pre + 1);
+    let mut st = Value::Null;
+    let said = wait_until(EVENTUALLY, || {
+        st = s.api_ok("/v1/status");
+        !st["last_reload_error"].is_null()
+    });
+    assert!(said, "failed reload not reported in /v1/status: {st}");
+    assert!(
+        st["last_reload_error"].to_string().contains(&want),
+        "last_reload_error does not name {want}: {st}"
+    );
+    assert_eq!(s.generation(), g0, "generation moved on a failed reload");
+    assert_eq!(
+        s.dns.query_a("app.example.com").len(),
+        1,
+        "old config serves"
+    );
+    let after = s.service("s2").unwrap();
+    assert_eq!(after["state"], before["state"], "health state kept");
+    assert_eq!(
+        after["last_change"], before["last_change"],
+        "health state untouched by a failed reload"
+    );
+
+    // A good file afterwards loads.
+    let mut fixed = base.clone();
+    writeln!(
+        fixed,
+        "add gslb service sNew {} HTTP 80 -siteName site1\n\
+         add gslb vserver vs_new HTTP\n\
+         bind gslb vserver vs_new -serviceName sNew\n\
+         bind gslb vserver vs_new -domainName new.example.com -TTL 5",
+        net.svc_ip(7)
+    )
+    .unwrap();
+    s.reload(&fixed);
+    eventually(EVENTUALLY, "generation moves after a good reload", || {
+        s.generation() > g0
+    });
+    assert_eq!(s.dns.query_a("new.example.com"), vec![net.svc_ip(7)]);
+}
+
+#[test]
+fn sigterm_stops_the_server() {
+    let net = Net::new("cli_sigterm");
+    let mut s = Server::start(&net, Syntax::Conf, &full_config(&net));
+    s.signal(libc::SIGTERM);
+    let end = Instant::now() + EVENTUALLY;
+    while s.is_running() && Instant::now() < end {
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!s.is_running(), "still running after SIGTERM");
+}
+
+/// `sextant demo` serves on 127.0.0.1:5353 and prints dig commands that work.
+#[test]
+fn demo_serves_what_it_prints() {
+    let demo_addr: SocketAddr = "127.0.0.1:5353".parse().unwrap();
+    if UdpSocket::bind(demo_addr).is_err() || TcpListener::bind(demo_addr).is_err() {
+        eprintln!("SKIPPED demo test: 127.0.0.1:5353 is in use on this machine");
+        return;
+    }
+    let net = Net::new("cli_demo");
+    let dir = net.tempdir();
+    let out_path = dir.join("demo.out");
+    let err_path = dir.join("demo.err");
+    let child = Command::new(bin())
+        .arg("demo")
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out_path).unwrap())
+        .stderr(fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("spawn demo");
+    let mut guard = ChildGuard(child);
+    let read = |p: &std::path::Path| {
+        let mut s = String::new();
+        if let Ok(mut f) = fs::File::open(p) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    };
+    let dns = Dns::new(demo_addr);
+    let mut name = None;
+    let ok = wait_until(READY, || {
+        let out = read(&out_path);
+        // The first dig command that asks for an A record.
+        name = out
+            .lines()
+            .filter(|l| l.trim_start().starts_with("dig ") && l.contains(" A"))
+            .find_map(|l| {
+                l.split_whitespace()
+                    .skip(1)
+                    .find(|t| {
+                        !t.starts_with('@')
+                            && !t.starts_with('-')
+                            && !t.starts_with('+')
+                            && t.contains('.')
+                            && t.parse::<IpAddr>().is_err()
+                    })
+                    .map(str::to_string)
+            });
+        name.is_some()
+            && dns
+                .try_udp_from(
+                    None,
+                    &build_query(name.as_ref().unwrap(), RecordType::A, None),
+                )
+                .is_ok()
+    });
+    assert!(
+        ok,
+        "demo printed no usable dig command or did not answer on {demo_addr}\nstdout:\n{}\nstderr:\n{}",
+        read(&out_path),
+        read(&err_path)
+    );
+    let name = name.unwrap();
+    let mut last = None;
+    let answered = wait_until(EVENTUALLY, || {
+        let r = dns.udp(&build_query(&name, RecordType::A, None));
+        let good = r.metadata.response_code == ResponseCode::NoError && !r.answers.is_empty();
+        last = Some(r);
+        good
+    });
+    assert!(answered, "demo: no A answer for {name}: {last:?}");
+    guard.stop();
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Kills a child by PID (SIGTERM, then SIGKILL) when dropped.
+struct ChildGuard(std::process::Child);
+
+impl ChildGuard {
+    fn stop(&mut self) {
+        if let Ok(Some(_)) = self.0.try_wait() {
+            return;
+        }
+        // SAFETY: kill(2) on our own, not yet reaped child.
+        unsafe {
+            libc::kill(self.0.id() as i32, libc::SIGTERM);
+        }
+        let end = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

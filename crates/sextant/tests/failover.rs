@@ -1,0 +1,323 @@
+//! Health-driven failover against real backends: a backend dies and leaves
+//! the answers, comes back and returns; the fallback chain when everything is
+//! down (backup vserver, backup IP, EDR/NODATA, last resort).
+
+mod common;
+
+use common::*;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+/// Fast monitors: a dead backend is DOWN after 2 failures 200 ms apart.
+const MONITORS: &str = "\
+add lb monitor mon_tcp TCP -interval 200 MSEC -resptimeout 100 MSEC -retries 2 -successRetries 1
+add lb monitor mon_http HTTP -interval 200 MSEC -resptimeout 150 MSEC -retries 2 -successRetries 2 -httpRequest \"GET /health\" -respCode 200
+";
+
+/// Distinct addresses seen over `n` queries.
+fn seen(s: &Server, name: &str, n: usize) -> BTreeSet<Ipv4Addr> {
+    s.dns.sample_a(name, n).into_iter().collect()
+}
+
+/// Waits until `n` consecutive answers all lie in `allowed` (and at least
+/// one is `must` if given).
+fn eventually_answers(s: &Server, name: &str, allowed: &[Ipv4Addr], what: &str) {
+    let mut last = BTreeSet::new();
+    let ok = wait_until(EVENTUALLY, || {
+        last = seen(s, name, 12);
+        !last.is_empty() && last.iter().all(|ip| allowed.contains(ip))
+    });
+    assert!(
+        ok,
+        "{what}: answers for {name} never settled within {allowed:?} (last seen {last:?})"
+    );
+}
+
+/// Two TCP-monitored services behind one ROUNDROBIN vserver.
+fn two_tcp_services(net: &Net, a: &Backend, b: &Backend) -> String {
+    let mut c = net.conf_preamble();
+    c.push_str(MONITORS);
+    for (n, be) in [("sA", a), ("sB", b)] {
+        writeln!(
+            c,
+            "add gslb service {n} {} TCP {} -siteName site1\nbind gslb service {n} -monitorName mon_tcp",
+            be.ip(),
+            be.port()
+        )
+        .unwrap();
+    }
+    c.push_str(
+        "add gslb vserver vs_app TCP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs_app -serviceName sA\n\
+         bind gslb vserver vs_app -serviceName sB\n\
+         bind gslb vserver vs_app -domainName app.example.com -TTL 5\n",
+    );
+    c
+}
+
+#[test]
+fn dead_tcp_backend_leaves_answers_and_returns() {
+    let net = Net::new("failover_tcp");
+    let a = Backend::tcp(net.svc_ip(0));
+    let b = Backend::tcp(net.svc_ip(1));
+    let s = Server::start(&net, Syntax::Conf, &two_tcp_services(&net, &a, &b));
+    s.wait_state("sA", "UP");
+    s.wait_state("sB", "UP");
+    let both = [a.ip(), b.ip()];
+    eventually_answers(&s, "app.example.com", &both, "both up");
+    eventually(EVENTUALLY, "both services answered", || {
+        seen(&s, "app.example.com", 8).len() == 2
+    });
+    let up_since = s.service("sA").unwrap()["last_change"].clone();
+
+    // Kill A: it goes DOWN and leaves the answers.
+    let addr_a = a.kill();
+    s.wait_state("sA", "DOWN");
+    assert_eq!(s.service_state("sB").as_deref(), Some("UP"));
+    eventually_answers(&s, "app.example.com", &[b.ip()], "A dead");
+    for _ in 0..20 {
+        assert_eq!(
+            s.dns.query_a("app.example.com"),
+            vec![b.ip()],
+            "only B while A is down"
+        );
+    }
+    let down = s.service("sA").unwrap();
+    assert_ne!(
+        down["last_change"], up_since,
+        "last_change moves on a state change: {down}"
+    );
+
+    // Bring A back on the same address: UP again and answered again.
+    let a2 = Backend::tcp_at(addr_a);
+    s.wait_state("sA", "UP");
+    eventually(EVENTUALLY, "A answered again", || {
+        seen(&s, "app.example.com", 8).contains(&a2.ip())
+    });
+}
+
+#[test]
+fn service_without_backend_is_down_and_never_answered() {
+    let net = Net::new("failover_never_up");
+    let b = Backend::tcp(net.svc_ip(1));
+    let dead_port = Net::closed_port(net.svc_ip(0));
+    let mut c = net.conf_preamble();
+    c.push_str(MONITORS);
+    writeln!(
+        c,
+        "add gslb service sA {} TCP {dead_port} -siteName site1\nbind gslb service sA -monitorName mon_tcp",
+        net.svc_ip(0)
+    )
+    .unwrap();
+    writeln!(
+        c,
+        "add gslb service sB {} TCP {} -siteName site1\nbind gslb service sB -monitorName mon_tcp",
+        b.ip(),
+        b.port()
+    )
+    .unwrap();
+    c.push_str(
+        "add gslb vserver vs_app TCP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs_app -serviceName sA\n\
+         bind gslb vserver vs_app -serviceName sB\n\
+         bind gslb vserver vs_app -domainName app.example.com -TTL 5\n",
+    );
+    let s = Server::start(&net, Syntax::Conf, &c);
+    s.wait_state("sA", "DOWN");
+    s.wait_state("sB", "UP");
+    eventually_answers(&s, "app.example.com", &[b.ip()], "A never up");
+}
+
+#[test]
+fn http_monitor_follows_status_code() {
+    let net = Net::new("failover_http");
+    let a = Backend::http(net.svc_ip(0));
+    let b = Backend::http(net.svc_ip(1));
+    let mut c = net.conf_preamble();
+    c.push_str(MONITORS);
+    for (n, be) in [("hA", &a), ("hB", &b)] {
+        writeln!(
+            c,
+            "add gslb service {n} {} HTTP {} -siteName site1\nbind gslb service {n} -monitorName mon_http",
+            be.ip(),
+            be.port()
+        )
+        .unwrap();
+    }
+    c.push_str(
+        "add gslb vserver vs_web HTTP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs_web -serviceName hA\n\
+         bind gslb vserver vs_web -serviceName hB\n\
+         bind gslb vserver vs_web -domainName web.example.com -TTL 5\n",
+    );
+    let s = Server::start(&net, Syntax::Conf, &c);
+    s.wait_state("hA", "UP");
+    s.wait_state("hB", "UP");
+
+    a.set_status(503);
+    s.wait_state("hA", "DOWN");
+    eventually_answers(&s, "web.example.com", &[b.ip()], "A answers 503");
+
+    a.set_status(200);
+    s.wait_state("hA", "UP");
+    eventually(EVENTUALLY, "A answered again after 200", || {
+        seen(&s, "web.example.com", 8).contains(&a.ip())
+    });
+
+    // A closed port is DOWN too.
+    drop(b);
+    s.wait_state("hB", "DOWN");
+    eventually_answers(&s, "web.example.com", &[a.ip()], "B closed");
+}
+
+/// One monitored service; `vs_opts` and `dom_opts` add the fallback.
+fn one_service(net: &Net, a: &Backend, vs_opts: &str, dom_opts: &str, extra: &str) -> String {
+    let mut c = net.conf_preamble();
+    c.push_str(MONITORS);
+    writeln!(
+        c,
+        "add gslb service sA {} TCP {} -siteName site1\nbind gslb service sA -monitorName mon_tcp",
+        a.ip(),
+        a.port()
+    )
+    .unwrap();
+    c.push_str(extra);
+    writeln!(
+        c,
+        "add gslb vserver vs_app TCP -lbMethod ROUNDROBIN {vs_opts}\n\
+         bind gslb vserver vs_app -serviceName sA\n\
+         bind gslb vserver vs_app -domainName app.example.com -TTL 5 {dom_opts}"
+    )
+    .unwrap();
+    c
+}
+
+#[test]
+fn backup_vserver_takes_over_when_all_down() {
+    let net = Net::new("failover_backup_vs");
+    let a = Backend::tcp(net.svc_ip(0));
+    let backup_ip = net.svc_ip(5);
+    let extra = format!(
+        "add gslb service sBackup {backup_ip} TCP 80 -siteName site1\n\
+         add gslb vserver vs_backup TCP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs_backup -serviceName sBackup\n"
+    );
+    // The backup vserver must exist before the vserver that names it.
+    let s = Server::start(
+        &net,
+        Syntax::Conf,
+        &one_service(&net, &a, "-backupVServer vs_backup", "", &extra),
+    );
+    s.wait_state("sA", "UP");
+    eventually_answers(&s, "app.example.com", &[a.ip()], "primary up");
+
+    let addr = a.kill();
+    s.wait_state("sA", "DOWN");
+    eventually_answers(&s, "app.example.com", &[backup_ip], "primary down");
+
+    let a2 = Backend::tcp_at(addr);
+    s.wait_state("sA", "UP");
+    eventually_answers(&s, "app.example.com", &[a2.ip()], "primary back");
+}
+
+#[test]
+fn backup_ip_when_all_down() {
+    let net = Net::new("failover_backup_ip");
+    let a = Backend::tcp(net.svc_ip(0));
+    let backup = net.svc_ip(9);
+    let s = Server::start(
+        &net,
+        Syntax::Conf,
+        &one_service(&net, &a, "", &format!("-backupIP {backup}"), ""),
+    );
+    s.wait_state("sA", "UP");
+    eventually_answers(&s, "app.example.com", &[a.ip()], "primary up");
+    drop(a);
+    s.wait_state("sA", "DOWN");
+    eventually_answers(&s, "app.example.com", &[backup], "backup IP");
+}
+
+#[test]
+fn edr_answers_nodata_when_all_down() {
+    let net = Net::new("failover_edr");
+    let a = Backend::tcp(net.svc_ip(0));
+    let s = Server::start(
+        &net,
+        Syntax::Conf,
+        &one_service(&net, &a, "-EDR ENABLED", "", ""),
+    );
+    s.wait_state("sA", "UP");
+    eventually_answers(&s, "app.example.com", &[a.ip()], "up");
+    drop(a);
+    s.wait_state("sA", "DOWN");
+    let mut last = None;
+    let ok = wait_until(EVENTUALLY, || {
+        let r = s.dns.query("app.example.com", RecordType::A);
+        let nodata = r.metadata.response_code == ResponseCode::NoError
+            && r.answers.is_empty()
+            && has_soa_authority(&r)
+            && r.metadata.authoritative;
+        last = Some(r);
+        nodata
+    });
+    assert!(ok, "EDR: expected NODATA with SOA, got {last:?}");
+}
+
+#[test]
+fn last_resort_answer_when_all_down_without_fallback() {
+    let net = Net::new("failover_last_resort");
+    let a = Backend::tcp(net.svc_ip(0));
+    let ip = a.ip();
+    let s = Server::start(&net, Syntax::Conf, &one_service(&net, &a, "", "", ""));
+    s.wait_state("sA", "UP");
+    drop(a);
+    s.wait_state("sA", "DOWN");
+    for _ in 0..10 {
+        let r = s.dns.query("app.example.com", RecordType::A);
+        assert_eq!(r.metadata.response_code, ResponseCode::NoError, "{r:?}");
+        assert_eq!(
+            a_records(&r),
+            vec![ip],
+            "without backup or EDR the last-resort answer is a service address"
+        );
+    }
+}
+
+/// The backup vserver, when its own services are down too, gives way to the
+/// domain's backup IP.
+#[test]
+fn backup_chain_vserver_then_backup_ip() {
+    let net = Net::new("failover_chain");
+    let a = Backend::tcp(net.svc_ip(0));
+    let bk = Backend::tcp(net.svc_ip(1));
+    let backup_ip = net.svc_ip(9);
+    let extra = format!(
+        "add gslb service sBackup {} TCP {} -siteName site1\n\
+         bind gslb service sBackup -monitorName mon_tcp\n\
+         add gslb vserver vs_backup TCP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs_backup -serviceName sBackup\n",
+        bk.ip(),
+        bk.port()
+    );
+    let s = Server::start(
+        &net,
+        Syntax::Conf,
+        &one_service(
+            &net,
+            &a,
+            "-backupVServer vs_backup",
+            &format!("-backupIP {backup_ip}"),
+            &extra,
+        ),
+    );
+    s.wait_state("sA", "UP");
+    s.wait_state("sBackup", "UP");
+    eventually_answers(&s, "app.example.com", &[a.ip()], "primary");
+    drop(a);
+    s.wait_state("sA", "DOWN");
+    eventually_answers(&s, "app.example.com", &[bk.ip()], "backup vserver");
+    drop(bk);
+    s.wait_state("sBackup", "DOWN");
+    eventually_answers(&s, "app.example.com", &[backup_ip], "backup IP");
+}
