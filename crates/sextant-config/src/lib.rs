@@ -1,1 +1,77 @@
-//! placeholder
+//! Sextant's configuration: reads either the appliance's command syntax
+//! (`.conf`, NetScaler-style `add gslb ...` lines, so existing
+//! configurations import as they are) or Sextant's native TOML (`.toml`),
+//! and produces one validated [`sextant_core::Model`].
+//!
+//! Both syntaxes are read into the same intermediate form and checked by the
+//! same code, so they accept the same configurations and build equal models.
+//! Every error is reported with `FILE:LINE: reason`, all of them at once.
+//! docs/config.md describes both syntaxes.
+
+mod appliance;
+mod draft;
+mod duration;
+mod error;
+mod lexer;
+mod native;
+mod scalar;
+mod validate;
+
+use std::path::Path;
+
+use sextant_core::Model;
+
+pub use error::{ConfigError, ConfigErrors};
+
+use draft::Syntax;
+use error::Diag;
+
+/// Reads and validates a configuration file. The extension picks the
+/// syntax: `.conf` is the appliance's command syntax, `.toml` the native one.
+pub fn load_file(path: &Path) -> Result<Model, ConfigErrors> {
+    let file = path.display().to_string();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let parse: fn(&str, &str) -> Result<Model, ConfigErrors> = match ext.as_deref() {
+        Some("conf") => parse_appliance,
+        Some("toml") => parse_toml,
+        _ => {
+            return Err(ConfigErrors::whole_file(
+                &file,
+                "unknown configuration file type; name the file *.conf for the appliance command syntax or *.toml for the native TOML syntax",
+            ));
+        }
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+            std::io::ErrorKind::InvalidData => "the file is not valid UTF-8 text".to_string(),
+            _ => e.to_string(),
+        };
+        ConfigErrors::whole_file(&file, format!("cannot read the configuration file: {why}"))
+    })?;
+    parse(&text, &file)
+}
+
+/// Reads configuration in the appliance's command syntax. `file` is only
+/// used in error messages.
+pub fn parse_appliance(text: &str, file: &str) -> Result<Model, ConfigErrors> {
+    let mut diag = Diag::new(file);
+    let draft = appliance::read(text, &mut diag);
+    let model = validate::build(draft, Syntax::Appliance, &mut diag);
+    diag.finish(model)
+}
+
+/// Reads configuration in Sextant's native TOML syntax. `file` is only used
+/// in error messages.
+pub fn parse_toml(text: &str, file: &str) -> Result<Model, ConfigErrors> {
+    let mut diag = Diag::new(file);
+    let Some(draft) = native::read(text, &mut diag) else {
+        return diag.finish(Model::default());
+    };
+    let model = validate::build(draft, Syntax::Toml, &mut diag);
+    diag.finish(model)
+}

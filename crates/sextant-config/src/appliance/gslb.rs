@@ -1,0 +1,628 @@
+//! `add/set/unset gslb site`, `add gslb service`, `add/set gslb vserver`
+//! and `bind gslb vserver`.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use sextant_core::{Persistence, ServiceProtocol, TriggerMonitor, VServer};
+
+use super::args::Args;
+use super::{Arity, OptSpec, Reader, context, opt};
+use crate::draft::{
+    DEFAULT_DOMAIN_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, DraftService, DraftSite,
+    DraftVServer, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, Ref, ServiceBinding,
+};
+use crate::duration::{self, Unit};
+use crate::lexer::Token;
+use crate::scalar;
+
+const SITE_SET_OPTS: &[OptSpec] = &[
+    opt("publicIP", Arity::One),
+    opt("metricExchange", Arity::One),
+    opt("nwMetricExchange", Arity::One),
+    opt("sessionExchange", Arity::One),
+    opt("triggerMonitor", Arity::One),
+    opt("backupParentlist", Arity::Many),
+];
+
+const SITE_ADD_OPTS: &[OptSpec] = &[
+    opt("publicIP", Arity::One),
+    opt("siteType", Arity::One),
+    opt("parentSite", Arity::One),
+    opt("metricExchange", Arity::One),
+    opt("nwMetricExchange", Arity::One),
+    opt("sessionExchange", Arity::One),
+    opt("triggerMonitor", Arity::One),
+    opt("backupParentlist", Arity::Many),
+];
+
+/// `LOCAL` → true, `REMOTE` → false.
+fn site_type(text: &str) -> Result<bool, String> {
+    if text.eq_ignore_ascii_case("LOCAL") {
+        Ok(true)
+    } else if text.eq_ignore_ascii_case("REMOTE") {
+        Ok(false)
+    } else {
+        Err(format!("expected LOCAL or REMOTE, found \"{text}\""))
+    }
+}
+
+fn trigger_monitor(text: &str) -> Result<TriggerMonitor, String> {
+    [
+        ("ALWAYS", TriggerMonitor::Always),
+        ("MEPDOWN", TriggerMonitor::MepDown),
+        ("MEPDOWN_SVCDOWN", TriggerMonitor::MepDownSvcDown),
+    ]
+    .iter()
+    .find(|(w, _)| w.eq_ignore_ascii_case(text))
+    .map(|(_, t)| *t)
+    .ok_or_else(|| format!("expected ALWAYS, MEPDOWN or MEPDOWN_SVCDOWN, found \"{text}\""))
+}
+
+/// `add gslb site NAME [LOCAL|REMOTE] IP [options]`.
+///
+/// The optional type word before the IP is the older positional form of
+/// `-siteType`.
+pub(super) fn add_site(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = context("add gslb site", tokens);
+    let args = r.args(line, &ctx, tokens, SITE_ADD_OPTS);
+    let pos: Vec<String> = args.positional.iter().map(|t| t.text.clone()).collect();
+    let mut positional_type = None;
+    let (name, ip_text) = match pos.as_slice() {
+        [name, ip] => (name.clone(), ip.clone()),
+        [name, ty, ip] if site_type(ty).is_ok() => {
+            positional_type = site_type(ty).ok();
+            (name.clone(), ip.clone())
+        }
+        _ => {
+            // Let the generic check produce the message.
+            if r.positional(line, &ctx, &args, &["NAME", "IP"]).is_none() {
+                return;
+            }
+            (pos[0].clone(), pos[1].clone())
+        }
+    };
+    let ip = match scalar::ip(&ip_text) {
+        Ok(ip) => ip,
+        Err(e) => {
+            r.error(line, &ctx, format!("site IP: {e}"));
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        }
+    };
+    let mut local = positional_type;
+    if let Some(o) = args.get("siteType")
+        && let Some(t) = r.value(line, &ctx, o, site_type)
+    {
+        if positional_type.is_some_and(|p| p != t) {
+            r.error(line, &ctx, "the site type is given twice, differently");
+        }
+        local = Some(t);
+    }
+    let parent = args.get("parentSite").map(|o| Ref {
+        name: o.value().to_string(),
+        line,
+        context: ctx.clone(),
+    });
+    r.draft.sites.push(DraftSite {
+        name,
+        line,
+        ip,
+        public_ip: None,
+        local_line: (local == Some(true)).then_some(line),
+        parent,
+        backup_parents: Vec::new(),
+        metric_exchange: true,
+        nw_metric_exchange: None,
+        session_exchange: None,
+        trigger_monitor: TriggerMonitor::Always,
+    });
+    let idx = r.draft.sites.len() - 1;
+    apply_site_opts(r, line, &ctx, idx, &args);
+}
+
+/// `set gslb site NAME [options]`.
+pub(super) fn set_site(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = context("set gslb site", tokens);
+    let args = r.args(line, &ctx, tokens, SITE_SET_OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["NAME"]) else {
+        return;
+    };
+    let Some(idx) = find_site(r, line, &ctx, pos[0]) else {
+        return;
+    };
+    if !args.any {
+        r.error(
+            line,
+            &ctx,
+            format!(
+                "nothing to set; give one of {}",
+                super::args::list(SITE_SET_OPTS)
+            ),
+        );
+    }
+    apply_site_opts(r, line, &ctx, idx, &args);
+}
+
+/// `unset gslb site NAME -backupParentlist`.
+pub(super) fn unset_site(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    const OPTS: &[OptSpec] = &[opt("backupParentlist", Arity::Flag)];
+    let ctx = context("unset gslb site", tokens);
+    let args = r.args(line, &ctx, tokens, OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["NAME"]) else {
+        return;
+    };
+    let Some(idx) = find_site(r, line, &ctx, pos[0]) else {
+        return;
+    };
+    if args.has("backupParentlist") {
+        r.draft.sites[idx].backup_parents.clear();
+    } else if !args.any {
+        r.error(line, &ctx, "nothing to unset; give -backupParentlist");
+    }
+}
+
+/// A site defined on an earlier line, by name (case-insensitive).
+fn find_site(r: &mut Reader<'_>, line: usize, ctx: &str, name: &str) -> Option<usize> {
+    let found = r
+        .draft
+        .sites
+        .iter()
+        .position(|s| s.name.eq_ignore_ascii_case(name));
+    if found.is_none() {
+        r.error(
+            line,
+            ctx,
+            format!(
+                "site \"{name}\" is not defined on an earlier line (add it with \"add gslb site\" first)"
+            ),
+        );
+    }
+    found
+}
+
+fn apply_site_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args: &Args) {
+    for o in &args.opts {
+        match o.name {
+            "publicIP" => {
+                if let Some(ip) = r.value(line, ctx, o, scalar::ip) {
+                    r.draft.sites[idx].public_ip = Some(ip);
+                }
+            }
+            "metricExchange" => {
+                if let Some(v) = r.value(line, ctx, o, scalar::enabled) {
+                    r.draft.sites[idx].metric_exchange = v;
+                }
+            }
+            "nwMetricExchange" => {
+                if let Some(v) = r.value(line, ctx, o, scalar::enabled) {
+                    r.draft.sites[idx].nw_metric_exchange = Some((v, line));
+                }
+            }
+            "sessionExchange" => {
+                if let Some(v) = r.value(line, ctx, o, scalar::enabled) {
+                    r.draft.sites[idx].session_exchange = Some((v, line));
+                }
+            }
+            "triggerMonitor" => {
+                if let Some(v) = r.value(line, ctx, o, trigger_monitor) {
+                    r.draft.sites[idx].trigger_monitor = v;
+                }
+            }
+            "backupParentlist" => {
+                r.draft.sites[idx].backup_parents = o
+                    .values
+                    .iter()
+                    .map(|name| Ref {
+                        name: name.clone(),
+                        line,
+                        context: ctx.to_string(),
+                    })
+                    .collect();
+            }
+            // siteType and parentSite are handled by add_site.
+            _ => {}
+        }
+    }
+}
+
+const SERVICE_OPTS: &[OptSpec] = &[
+    opt("siteName", Arity::One),
+    opt("publicIP", Arity::One),
+    opt("publicPort", Arity::One),
+    opt("maxClient", Arity::One),
+    opt("cip", Arity::One),
+    opt("cipHeader", Arity::One),
+    opt("cltTimeout", Arity::One),
+    opt("svrTimeout", Arity::One),
+    opt("downStateFlush", Arity::One),
+];
+
+/// `add gslb service NAME IP PROTOCOL PORT -siteName SITE [options]`.
+pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = context("add gslb service", tokens);
+    let args = r.args(line, &ctx, tokens, SERVICE_OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["NAME", "IP", "PROTOCOL", "PORT"]) else {
+        return;
+    };
+    let name = pos[0].to_string();
+    let ip = scalar::ip(pos[1]).unwrap_or_else(|e| {
+        r.error(line, &ctx, format!("IP: {e}"));
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+    });
+    let protocol = scalar::protocol(pos[2]).unwrap_or_else(|e| {
+        r.error(line, &ctx, e);
+        ServiceProtocol::Any
+    });
+    let port = scalar::port(pos[3]).unwrap_or_else(|e| {
+        r.error(line, &ctx, format!("PORT: {e}"));
+        1
+    });
+    let mut service = DraftService {
+        name,
+        line,
+        ip,
+        port,
+        protocol,
+        site: None,
+        public_ip: None,
+        public_port: None,
+        max_clients: 0,
+    };
+    for o in &args.opts {
+        match o.name {
+            "siteName" => {
+                service.site = Some(Ref {
+                    name: o.value().to_string(),
+                    line,
+                    context: ctx.clone(),
+                })
+            }
+            "publicIP" => service.public_ip = r.value(line, &ctx, o, scalar::ip),
+            "publicPort" => service.public_port = r.value(line, &ctx, o, scalar::port),
+            "maxClient" => {
+                if let Some(n) = r.value(line, &ctx, o, |v| scalar::int_in(v, 0, 4_294_967_294)) {
+                    service.max_clients = n as u32;
+                }
+            }
+            // Client-IP insertion and LB timeouts belong to the load balancer
+            // behind the service, not to DNS: accepted (so appliance exports
+            // load) and checked, with no effect.
+            "cip" | "downStateFlush" => {
+                r.value(line, &ctx, o, scalar::enabled);
+            }
+            "cltTimeout" | "svrTimeout" => {
+                r.value(line, &ctx, o, |v| scalar::int_in(v, 0, 31_536_000));
+            }
+            "cipHeader" if o.value().is_empty() => {
+                r.error(line, &ctx, "-cipHeader: the header name is empty");
+            }
+            _ => {}
+        }
+    }
+    if service.site.is_none() && args.lacks("siteName") {
+        r.error(
+            line,
+            &ctx,
+            "-siteName is required (the site the service belongs to)",
+        );
+    }
+    r.draft.services.push(service);
+}
+
+const VSERVER_OPTS: &[OptSpec] = &[
+    opt("lbMethod", Arity::One),
+    opt("backupLBMethod", Arity::One),
+    opt("persistenceType", Arity::One),
+    opt("persistenceId", Arity::One),
+    opt("timeout", Arity::Duration),
+    opt("persistMask", Arity::One),
+    opt("v6persistmasklen", Arity::One),
+    opt("EDR", Arity::One),
+    opt("MIR", Arity::One),
+    opt("ECS", Arity::One),
+    opt("backupVServer", Arity::One),
+    opt("netmask", Arity::One),
+    opt("v6netmasklen", Arity::One),
+    opt("tolerance", Arity::One),
+    opt("dnsRecordType", Arity::One),
+    opt("appflowLog", Arity::One),
+];
+
+/// `add gslb vserver NAME PROTOCOL [options]`.
+pub(super) fn add_vserver(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = context("add gslb vserver", tokens);
+    let args = r.args(line, &ctx, tokens, VSERVER_OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["NAME", "PROTOCOL"]) else {
+        return;
+    };
+    let protocol = scalar::protocol(pos[1]).unwrap_or_else(|e| {
+        r.error(line, &ctx, e);
+        ServiceProtocol::Any
+    });
+    r.draft.vservers.push(DraftVServer {
+        line,
+        vserver: VServer::new(pos[0], protocol),
+        backup_vserver: None,
+    });
+    let idx = r.draft.vservers.len() - 1;
+    apply_vserver_opts(r, line, &ctx, idx, &args);
+}
+
+/// `set gslb vserver NAME [options]`.
+pub(super) fn set_vserver(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = context("set gslb vserver", tokens);
+    let args = r.args(line, &ctx, tokens, VSERVER_OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["NAME"]) else {
+        return;
+    };
+    let name = pos[0];
+    let Some(idx) = r
+        .draft
+        .vservers
+        .iter()
+        .position(|v| v.vserver.name.eq_ignore_ascii_case(name))
+    else {
+        r.error(
+            line,
+            &ctx,
+            format!(
+                "vserver \"{name}\" is not defined on an earlier line (add it with \"add gslb vserver\" first)"
+            ),
+        );
+        return;
+    };
+    if !args.any {
+        r.error(
+            line,
+            &ctx,
+            format!(
+                "nothing to set; give one of {}",
+                super::args::list(VSERVER_OPTS)
+            ),
+        );
+    }
+    apply_vserver_opts(r, line, &ctx, idx, &args);
+}
+
+fn apply_vserver_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args: &Args) {
+    // The persistence type first, so that `-timeout 5 -persistenceType
+    // SOURCEIP` works in either order.
+    if let Some(o) = args.get("persistenceType") {
+        let kind = r.value(line, ctx, o, |v| {
+            if v.eq_ignore_ascii_case("SOURCEIP") {
+                Ok(true)
+            } else if v.eq_ignore_ascii_case("NONE") {
+                Ok(false)
+            } else {
+                Err(format!(
+                    "expected SOURCEIP or NONE (GSLB persistence is by source IP), found \"{v}\""
+                ))
+            }
+        });
+        let vs = &mut r.draft.vservers[idx].vserver;
+        match kind {
+            Some(true) if vs.persistence.is_none() => {
+                vs.persistence = Some(Persistence {
+                    timeout: DEFAULT_PERSISTENCE_TIMEOUT,
+                    v4_mask: 32,
+                    v6_mask: 128,
+                })
+            }
+            Some(false) => vs.persistence = None,
+            _ => {}
+        }
+    }
+    for o in &args.opts {
+        match o.name {
+            "persistenceType" => {}
+            "lbMethod" => {
+                if let Some(m) = r.value(line, ctx, o, scalar::lb_method) {
+                    r.draft.vservers[idx].vserver.method = m;
+                }
+            }
+            "backupLBMethod" => {
+                if let Some(m) = r.value(line, ctx, o, scalar::lb_method) {
+                    r.draft.vservers[idx].vserver.backup_method = Some(m);
+                }
+            }
+            "timeout" | "persistMask" | "v6persistmasklen" => {
+                persistence_opt(r, line, ctx, idx, o);
+            }
+            "persistenceId" => {
+                // Accepted and checked; the model has no persistence id yet.
+                r.value(line, ctx, o, |v| scalar::int_in(v, 0, 65535));
+            }
+            "EDR" => {
+                if let Some(v) = r.value(line, ctx, o, scalar::enabled) {
+                    r.draft.vservers[idx].vserver.empty_down_response = v;
+                }
+            }
+            "MIR" => {
+                if let Some(v) = r.value(line, ctx, o, scalar::enabled) {
+                    r.draft.vservers[idx].vserver.multi_ip_response = v;
+                }
+            }
+            "ECS" => {
+                if let Some(v) = r.value(line, ctx, o, scalar::enabled) {
+                    r.draft.vservers[idx].vserver.ecs = v;
+                }
+            }
+            "backupVServer" => {
+                r.draft.vservers[idx].backup_vserver = Some(Ref {
+                    name: o.value().to_string(),
+                    line,
+                    context: ctx.to_string(),
+                });
+            }
+            "netmask" => {
+                if let Some(m) = r.value(line, ctx, o, scalar::v4_mask) {
+                    r.draft.vservers[idx].vserver.hash_v4_mask = m;
+                }
+            }
+            "v6netmasklen" => {
+                if let Some(m) = r.value(line, ctx, o, |v| scalar::int_in(v, 1, 128)) {
+                    r.draft.vservers[idx].vserver.hash_v6_mask = m as u8;
+                }
+            }
+            "tolerance" => {
+                // The RTT tolerance of this vserver, in ms. Checked; the model
+                // has no per-vserver tolerance yet (see docs/config.md).
+                r.value(line, ctx, o, |v| scalar::int_in(v, 0, 100));
+            }
+            "dnsRecordType" => {
+                r.value(line, ctx, o, |v| {
+                    if v.eq_ignore_ascii_case("A") || v.eq_ignore_ascii_case("AAAA") {
+                        Ok(())
+                    } else if v.eq_ignore_ascii_case("CNAME") || v.eq_ignore_ascii_case("NAPTR") {
+                        Err(format!(
+                            "{} GSLB is not supported yet; use A or AAAA (Sextant answers both A and AAAA queries from the services' addresses)",
+                            v.to_ascii_uppercase()
+                        ))
+                    } else {
+                        Err(format!("expected A or AAAA, found \"{v}\""))
+                    }
+                });
+            }
+            "appflowLog" => {
+                r.value(line, ctx, o, scalar::enabled);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn persistence_opt(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, o: &super::args::Opt) {
+    let value: Option<Persist> = match o.name {
+        "timeout" => r.duration(line, ctx, o, Unit::Minutes).and_then(|d| {
+            if d.is_zero() || d > MAX_PERSISTENCE_TIMEOUT {
+                r.error(
+                    line,
+                    ctx,
+                    format!(
+                        "-timeout: {} is out of range; expected more than 0 and at most 1440 minutes",
+                        duration::format(d)
+                    ),
+                );
+                None
+            } else {
+                Some(Persist::Timeout(d))
+            }
+        }),
+        "persistMask" => r.value(line, ctx, o, scalar::v4_mask).map(Persist::V4),
+        _ => r
+            .value(line, ctx, o, |v| scalar::int_in(v, 1, 128))
+            .map(|m| Persist::V6(m as u8)),
+    };
+    let Some(value) = value else { return };
+    let Some(p) = r.draft.vservers[idx].vserver.persistence.as_mut() else {
+        r.error(
+            line,
+            ctx,
+            format!(
+                "-{} needs -persistenceType SOURCEIP (persistence is off for this vserver)",
+                o.name
+            ),
+        );
+        return;
+    };
+    match value {
+        Persist::Timeout(d) => p.timeout = d,
+        Persist::V4(m) => p.v4_mask = m,
+        Persist::V6(m) => p.v6_mask = m,
+    }
+}
+
+enum Persist {
+    Timeout(std::time::Duration),
+    V4(u8),
+    V6(u8),
+}
+
+const BIND_VSERVER_OPTS: &[OptSpec] = &[
+    opt("serviceName", Arity::One),
+    opt("weight", Arity::One),
+    opt("domainName", Arity::One),
+    opt("TTL", Arity::One),
+    opt("backupIP", Arity::One),
+];
+
+/// `bind gslb vserver NAME -serviceName SVC [-weight N]` or
+/// `bind gslb vserver NAME -domainName FQDN [-TTL N] [-backupIP IP]`.
+pub(super) fn bind_vserver(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = context("bind gslb vserver", tokens);
+    let args = r.args(line, &ctx, tokens, BIND_VSERVER_OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["NAME"]) else {
+        return;
+    };
+    let vserver = Ref {
+        name: pos[0].to_string(),
+        line,
+        context: ctx.clone(),
+    };
+    match (args.get("serviceName"), args.get("domainName")) {
+        (Some(_), Some(_)) => r.error(
+            line,
+            &ctx,
+            "give either -serviceName or -domainName, not both (use one bind line for each)",
+        ),
+        (None, None) => {
+            if args.lacks("serviceName") && args.lacks("domainName") {
+                r.error(
+                    line,
+                    &ctx,
+                    "nothing to bind; give -serviceName SERVICE [-weight N] or -domainName NAME [-TTL N] [-backupIP IP]",
+                );
+            }
+        }
+        (Some(svc), None) => {
+            for other in ["TTL", "backupIP"] {
+                if args.has(other) {
+                    r.error(
+                        line,
+                        &ctx,
+                        format!("-{other} belongs to -domainName bindings, not -serviceName"),
+                    );
+                }
+            }
+            let weight = match args.get("weight") {
+                Some(o) => r
+                    .value(line, &ctx, o, |v| scalar::int_in(v, 1, 100))
+                    .unwrap_or(1),
+                None => 1,
+            } as u32;
+            r.draft.service_bindings.push(ServiceBinding {
+                vserver,
+                service: Ref {
+                    name: svc.value().to_string(),
+                    line,
+                    context: ctx.clone(),
+                },
+                weight,
+            });
+        }
+        (None, Some(dom)) => {
+            if args.has("weight") {
+                r.error(
+                    line,
+                    &ctx,
+                    "-weight belongs to -serviceName bindings, not -domainName",
+                );
+            }
+            let ttl = match args.get("TTL") {
+                Some(o) => r
+                    .value(line, &ctx, o, |v| scalar::int_in(v, 1, MAX_TTL))
+                    .unwrap_or(u64::from(DEFAULT_DOMAIN_TTL)),
+                None => u64::from(DEFAULT_DOMAIN_TTL),
+            } as u32;
+            let backup_ip = args
+                .get("backupIP")
+                .and_then(|o| r.value(line, &ctx, o, scalar::ip));
+            r.draft.domain_bindings.push(DomainBinding {
+                vserver,
+                name: dom.value().to_string(),
+                line,
+                ttl,
+                backup_ip,
+            });
+        }
+    }
+}

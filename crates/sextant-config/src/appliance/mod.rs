@@ -1,0 +1,276 @@
+//! The appliance's command syntax (NetScaler-style `add gslb ...` lines),
+//! read into a [`Draft`].
+//!
+//! Each line is tokenized ([`crate::lexer`]), matched against the command
+//! table below, and handed to the command's reader, which checks its
+//! arguments and records the objects. References between objects are kept
+//! as names and resolved by `validate` after the whole file has been read, so
+//! an object may be referred to before the line that defines it.
+//! `set ...` commands change an object and therefore need it defined on an
+//! earlier line, as on the appliance.
+
+mod args;
+mod dns;
+mod gslb;
+mod monitor;
+mod system;
+
+use std::collections::HashMap;
+
+use crate::draft::Draft;
+use crate::error::Diag;
+use crate::lexer::{self, Token};
+
+pub(crate) use args::{Arity, OptSpec, opt};
+
+/// Reads a whole file into a draft, recording every problem in `diag`.
+pub(crate) fn read(text: &str, diag: &mut Diag) -> Draft {
+    let mut r = Reader {
+        diag,
+        draft: Draft::default(),
+        adns: HashMap::new(),
+        monitor_types: Vec::new(),
+        ns_ttl_lines: HashMap::new(),
+    };
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        match lexer::tokenize(raw) {
+            Ok(tokens) if tokens.is_empty() => {}
+            Ok(tokens) => r.command(line, &tokens),
+            Err(e) => r.diag.error(line, e),
+        }
+    }
+    r.draft
+}
+
+/// State while reading one file.
+pub(crate) struct Reader<'d> {
+    pub diag: &'d mut Diag,
+    pub draft: Draft,
+    /// Names of `add service ... ADNS` listeners and their lines.
+    pub adns: HashMap<String, usize>,
+    /// The monitor type of each entry of `draft.monitors` (for `set lb monitor`).
+    pub monitor_types: Vec<monitor::MonType>,
+    /// Per zone apex: the NS TTL given explicitly, and on which line.
+    pub ns_ttl_lines: HashMap<String, (u32, usize)>,
+}
+
+type Handler = fn(&mut Reader<'_>, usize, &[Token]);
+
+/// What to do with a command.
+enum Action {
+    Read(Handler),
+    /// Recognised, but not implemented yet: the message says why.
+    NotYet(&'static str),
+}
+
+struct Command {
+    words: &'static [&'static str],
+    action: Action,
+}
+
+const NO_LOCATIONS: &str = "static proximity locations are not supported yet; remove this line (and use another -lbMethod than STATICPROXIMITY)";
+const NO_POLICIES: &str =
+    "DNS policies and actions (preferred locations) are not supported yet; remove this line";
+const NO_RECORDS: &str = "static DNS records are not supported yet: Sextant answers its GSLB domains and the SOA/NS of its zones only; remove this line";
+
+/// Every command the reader knows, longest word sequence first within a verb.
+const COMMANDS: &[Command] = &[
+    cmd(&["add", "gslb", "site"], Action::Read(gslb::add_site)),
+    cmd(&["set", "gslb", "site"], Action::Read(gslb::set_site)),
+    cmd(&["unset", "gslb", "site"], Action::Read(gslb::unset_site)),
+    cmd(&["add", "gslb", "service"], Action::Read(gslb::add_service)),
+    cmd(
+        &["bind", "gslb", "service"],
+        Action::Read(monitor::bind_gslb_service),
+    ),
+    cmd(&["add", "gslb", "vserver"], Action::Read(gslb::add_vserver)),
+    cmd(&["set", "gslb", "vserver"], Action::Read(gslb::set_vserver)),
+    cmd(
+        &["bind", "gslb", "vserver"],
+        Action::Read(gslb::bind_vserver),
+    ),
+    cmd(
+        &["set", "gslb", "parameter"],
+        Action::Read(system::set_parameter),
+    ),
+    cmd(
+        &["add", "lb", "monitor"],
+        Action::Read(monitor::add_monitor),
+    ),
+    cmd(
+        &["set", "lb", "monitor"],
+        Action::Read(monitor::set_monitor),
+    ),
+    cmd(
+        &["bind", "lb", "monitor"],
+        Action::Read(monitor::bind_lb_monitor),
+    ),
+    cmd(&["add", "service"], Action::Read(dns::add_service)),
+    cmd(&["add", "dns", "soaRec"], Action::Read(dns::add_soa)),
+    cmd(&["add", "dns", "nsRec"], Action::Read(dns::add_ns)),
+    cmd(
+        &["set", "ns", "rpcNode"],
+        Action::Read(system::set_rpc_node),
+    ),
+    cmd(
+        &["enable", "ns", "feature"],
+        Action::Read(system::enable_feature),
+    ),
+    cmd(&["enable", "ns", "mode"], Action::Read(system::enable_mode)),
+    cmd(&["add", "location"], Action::NotYet(NO_LOCATIONS)),
+    cmd(&["add", "locationFile"], Action::NotYet(NO_LOCATIONS)),
+    cmd(&["add", "dns", "action"], Action::NotYet(NO_POLICIES)),
+    cmd(&["add", "dns", "policy"], Action::NotYet(NO_POLICIES)),
+    cmd(&["bind", "dns", "global"], Action::NotYet(NO_POLICIES)),
+    cmd(&["add", "dns", "addRec"], Action::NotYet(NO_RECORDS)),
+    cmd(&["add", "dns", "aaaaRec"], Action::NotYet(NO_RECORDS)),
+    cmd(&["add", "dns", "cnameRec"], Action::NotYet(NO_RECORDS)),
+    cmd(&["add", "dns", "mxRec"], Action::NotYet(NO_RECORDS)),
+    cmd(&["add", "dns", "txtRec"], Action::NotYet(NO_RECORDS)),
+];
+
+const fn cmd(words: &'static [&'static str], action: Action) -> Command {
+    Command { words, action }
+}
+
+/// The supported commands, for the "unknown command" message.
+fn supported_list() -> String {
+    COMMANDS
+        .iter()
+        .filter(|c| matches!(c.action, Action::Read(_)))
+        .map(|c| c.words.join(" "))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Reader<'_> {
+    fn command(&mut self, line: usize, tokens: &[Token]) {
+        let found = COMMANDS.iter().find(|c| {
+            tokens.len() >= c.words.len()
+                && c.words
+                    .iter()
+                    .zip(tokens)
+                    .all(|(w, t)| !t.quoted && w.eq_ignore_ascii_case(&t.text))
+        });
+        match found {
+            Some(Command {
+                words,
+                action: Action::Read(handler),
+            }) => handler(self, line, &tokens[words.len()..]),
+            Some(Command {
+                words,
+                action: Action::NotYet(why),
+            }) => self.diag.error(line, format!("{}: {why}", words.join(" "))),
+            None => {
+                let shown: Vec<&str> = tokens
+                    .iter()
+                    .take_while(|t| !t.is_option())
+                    .take(3)
+                    .map(|t| t.text.as_str())
+                    .collect();
+                self.diag.error(
+                    line,
+                    format!(
+                        "unknown command \"{}\"; supported commands: {}",
+                        shown.join(" "),
+                        supported_list()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Parses the options of a command (see [`args::parse`]).
+    pub(crate) fn args(
+        &mut self,
+        line: usize,
+        ctx: &str,
+        tokens: &[Token],
+        specs: &[OptSpec],
+    ) -> args::Args {
+        args::parse(tokens, specs, ctx, line, self.diag)
+    }
+
+    /// Checks the positional arguments against `usage` (their names, e.g.
+    /// `["NAME", "IP"]`) and returns them when the count is right.
+    pub(crate) fn positional<'a>(
+        &mut self,
+        line: usize,
+        ctx: &str,
+        args: &'a args::Args,
+        usage: &[&str],
+    ) -> Option<Vec<&'a str>> {
+        let given: Vec<&str> = args.positional.iter().map(|t| t.text.as_str()).collect();
+        if given.len() < usage.len() {
+            self.diag.error(
+                line,
+                format!(
+                    "{ctx}: missing {}; expected {}",
+                    usage[given.len()..].join(" "),
+                    usage.join(" ")
+                ),
+            );
+            return None;
+        }
+        if given.len() > usage.len() {
+            self.diag.error(
+                line,
+                format!(
+                    "{ctx}: unexpected argument \"{}\"; expected {} and then options",
+                    given[usage.len()],
+                    usage.join(" ")
+                ),
+            );
+        }
+        Some(given[..usage.len()].to_vec())
+    }
+
+    /// Converts an option's value with `f`, reporting `ctx: -opt: error`.
+    pub(crate) fn value<T>(
+        &mut self,
+        line: usize,
+        ctx: &str,
+        o: &args::Opt,
+        f: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Option<T> {
+        match f(o.value()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.diag.error(line, format!("{ctx}: -{}: {e}", o.name));
+                None
+            }
+        }
+    }
+
+    /// An option's duration value, in `default` units unless a unit word follows.
+    pub(crate) fn duration(
+        &mut self,
+        line: usize,
+        ctx: &str,
+        o: &args::Opt,
+        default: crate::duration::Unit,
+    ) -> Option<std::time::Duration> {
+        match o.duration(default) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.diag.error(line, format!("{ctx}: -{}: {e}", o.name));
+                None
+            }
+        }
+    }
+
+    /// Reports `ctx: message` on `line`.
+    pub(crate) fn error(&mut self, line: usize, ctx: &str, message: impl AsRef<str>) {
+        self.diag
+            .error(line, format!("{ctx}: {}", message.as_ref()));
+    }
+}
+
+/// `verb object NAME` for messages, or just `verb object` without a name.
+pub(crate) fn context(command: &str, tokens: &[Token]) -> String {
+    match tokens.first() {
+        Some(t) if !t.is_option() => format!("{command} {}", t.text),
+        _ => command.to_string(),
+    }
+}

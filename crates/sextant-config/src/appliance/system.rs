@@ -1,0 +1,249 @@
+//! `set gslb parameter`, `set ns rpcNode`, `enable ns feature` and
+//! `enable ns mode`.
+
+use std::time::Duration;
+
+use sextant_core::LdnsProbe;
+
+use super::{Arity, OptSpec, Reader, context, opt};
+use crate::duration::{self, Unit};
+use crate::lexer::Token;
+use crate::scalar;
+
+/// Exactly the parameters that map to `GslbParams`; `-mepPort` and
+/// `-mepSecurePort` are Sextant's own (the appliance's ports are fixed).
+const PARAM_OPTS: &[OptSpec] = &[
+    opt("ldnsEntryTimeout", Arity::Duration),
+    opt("RTTTolerance", Arity::Duration),
+    opt("ldnsMask", Arity::One),
+    opt("v6ldnsMaskLen", Arity::One),
+    opt("ldnsProbeOrder", Arity::Many),
+    opt("dropLdnsReq", Arity::One),
+    opt("MEPKeepAliveTimeout", Arity::Duration),
+    opt("automaticConfigSync", Arity::One),
+    opt("ldnsProbeInterval", Arity::Duration),
+    opt("ldnsProbeTimeout", Arity::Duration),
+    opt("mepPort", Arity::One),
+    opt("mepSecurePort", Arity::One),
+];
+
+/// A duration option's value if it lies in `(0, max]`.
+fn bounded(
+    r: &mut Reader<'_>,
+    line: usize,
+    ctx: &str,
+    o: &super::args::Opt,
+    default: Unit,
+    min: Duration,
+    max: Duration,
+) -> Option<Duration> {
+    let d = r.duration(line, ctx, o, default)?;
+    if d < min || d > max || d.is_zero() {
+        r.error(
+            line,
+            ctx,
+            format!(
+                "-{}: {} is out of range; expected {} to {}",
+                o.name,
+                duration::format(d),
+                duration::format(min.max(Duration::from_nanos(1))),
+                duration::format(max)
+            ),
+        );
+        return None;
+    }
+    Some(d)
+}
+
+fn probe(text: &str) -> Result<LdnsProbe, String> {
+    if text.eq_ignore_ascii_case("PING") {
+        Ok(LdnsProbe::Ping)
+    } else if text.eq_ignore_ascii_case("DNS") {
+        Ok(LdnsProbe::DnsUdp)
+    } else if text.eq_ignore_ascii_case("TCP") {
+        Ok(LdnsProbe::DnsTcp)
+    } else {
+        Err(format!("expected PING, DNS or TCP, found \"{text}\""))
+    }
+}
+
+/// `set gslb parameter [options]`.
+pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = "set gslb parameter".to_string();
+    let args = r.args(line, &ctx, tokens, PARAM_OPTS);
+    if let Some(t) = args.positional.first() {
+        r.error(
+            line,
+            &ctx,
+            format!(
+                "unexpected argument \"{}\"; this command takes only options",
+                t.text
+            ),
+        );
+    }
+    if !args.any {
+        r.error(
+            line,
+            &ctx,
+            format!(
+                "nothing to set; give one of {}",
+                super::args::list(PARAM_OPTS)
+            ),
+        );
+        return;
+    }
+    r.draft.params_line = line;
+    let ms = Duration::from_millis;
+    let s = Duration::from_secs;
+    for o in &args.opts {
+        match o.name {
+            "ldnsEntryTimeout" => {
+                if let Some(d) = bounded(r, line, &ctx, o, Unit::Seconds, ms(1), s(65534)) {
+                    r.draft.params.ldns_entry_timeout = d;
+                }
+            }
+            "RTTTolerance" => {
+                if let Some(d) = bounded(r, line, &ctx, o, Unit::Millis, ms(1), ms(100)) {
+                    r.draft.params.rtt_tolerance = d;
+                }
+            }
+            "MEPKeepAliveTimeout" => {
+                if let Some(d) = bounded(r, line, &ctx, o, Unit::Seconds, ms(1), s(3600)) {
+                    r.draft.params.mep_keepalive_timeout = d;
+                }
+            }
+            "ldnsProbeInterval" => {
+                if let Some(d) = bounded(r, line, &ctx, o, Unit::Seconds, ms(1), s(3600)) {
+                    r.draft.params.ldns_probe_interval = d;
+                }
+            }
+            "ldnsProbeTimeout" => {
+                if let Some(d) = bounded(r, line, &ctx, o, Unit::Seconds, ms(1), s(3600)) {
+                    r.draft.params.ldns_probe_timeout = d;
+                }
+            }
+            "ldnsMask" => {
+                if let Some(m) = r.value(line, &ctx, o, scalar::v4_mask) {
+                    r.draft.params.ldns_v4_mask = m;
+                }
+            }
+            "v6ldnsMaskLen" => {
+                if let Some(m) = r.value(line, &ctx, o, |v| scalar::int_in(v, 1, 128)) {
+                    r.draft.params.ldns_v6_mask = m as u8;
+                }
+            }
+            "ldnsProbeOrder" => {
+                let mut order = Vec::new();
+                let mut ok = true;
+                for v in &o.values {
+                    match probe(v) {
+                        Ok(pr) if order.contains(&pr) => {
+                            r.error(line, &ctx, format!("-ldnsProbeOrder: {v} is listed twice"));
+                            ok = false;
+                        }
+                        Ok(pr) => order.push(pr),
+                        Err(e) => {
+                            r.error(line, &ctx, format!("-ldnsProbeOrder: {e}"));
+                            ok = false;
+                        }
+                    }
+                }
+                if ok && !order.is_empty() {
+                    r.draft.params.ldns_probe_order = order;
+                }
+            }
+            "dropLdnsReq" => {
+                if let Some(v) = r.value(line, &ctx, o, scalar::enabled) {
+                    r.draft.params.drop_ldns_requests = v;
+                }
+            }
+            "automaticConfigSync" => {
+                if let Some(v) = r.value(line, &ctx, o, scalar::enabled) {
+                    r.draft.params.automatic_config_sync = v;
+                }
+            }
+            "mepPort" => {
+                if let Some(v) = r.value(line, &ctx, o, scalar::port) {
+                    r.draft.params.mep_port = v;
+                }
+            }
+            "mepSecurePort" => {
+                if let Some(v) = r.value(line, &ctx, o, scalar::port) {
+                    r.draft.params.mep_secure_port = v;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `set ns rpcNode IP -password SECRET [-secure YES|NO]`: checked, but not
+/// stored yet (the model has no metric exchange authentication; see
+/// docs/config.md).
+pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    const OPTS: &[OptSpec] = &[opt("password", Arity::One), opt("secure", Arity::One)];
+    let ctx = context("set ns rpcNode", tokens);
+    let args = r.args(line, &ctx, tokens, OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["IP"]) else {
+        return;
+    };
+    if let Err(e) = scalar::ip(pos[0]) {
+        r.error(line, &ctx, format!("IP: {e}"));
+    }
+    if let Some(o) = args.get("password")
+        && o.value().is_empty()
+    {
+        r.error(line, &ctx, "-password is empty");
+    }
+    if let Some(o) = args.get("secure") {
+        r.value(line, &ctx, o, scalar::yes_no);
+    }
+    if !args.any {
+        r.error(line, &ctx, "nothing to set; give -password and/or -secure");
+    }
+}
+
+/// The feature words that are accepted, with no effect: Sextant is always a
+/// GSLB with an authoritative DNS server.
+const FEATURES: &[&str] = &["GSLB", "LB", "ADNS"];
+
+/// `enable ns feature WORD ...`.
+pub(super) fn enable_feature(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = "enable ns feature";
+    let args = r.args(line, ctx, tokens, &[]);
+    if args.positional.is_empty() {
+        r.error(line, ctx, "missing feature names, e.g. GSLB LB");
+    }
+    for t in &args.positional {
+        if !FEATURES.iter().any(|f| f.eq_ignore_ascii_case(&t.text)) {
+            r.error(
+                line,
+                ctx,
+                format!(
+                    "feature \"{}\" has no meaning in Sextant; only {} are accepted here (with no effect: they are always on); remove the others",
+                    t.text,
+                    FEATURES.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+/// `enable ns mode WORD ...`: no appliance mode applies to Sextant.
+pub(super) fn enable_mode(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = "enable ns mode";
+    let args = r.args(line, ctx, tokens, &[]);
+    let words: Vec<&str> = args.positional.iter().map(|t| t.text.as_str()).collect();
+    r.error(
+        line,
+        ctx,
+        format!(
+            "appliance modes ({}) have no meaning in Sextant; remove this line",
+            if words.is_empty() {
+                "none given".to_string()
+            } else {
+                words.join(" ")
+            }
+        ),
+    );
+}

@@ -1,0 +1,89 @@
+//! Error types: every problem in a file becomes one [`ConfigError`] with the
+//! file and line, and a whole load reports all of them at once as
+//! [`ConfigErrors`], so an operator can fix a file in one pass.
+
+use std::fmt;
+
+/// One problem in a configuration file, displayed as `FILE:LINE: reason`.
+///
+/// `line` is 1-based; 0 means the problem concerns the whole file (for
+/// example, the file could not be read).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct ConfigError {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// Every problem found in a configuration file, in line order.
+///
+/// Displayed as one `FILE:LINE: reason` per error, separated by newlines.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct ConfigErrors {
+    pub errors: Vec<ConfigError>,
+}
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.errors.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ConfigErrors {
+    /// A single error concerning the whole file (line 0), e.g. an I/O error.
+    pub fn whole_file(file: &str, message: impl Into<String>) -> Self {
+        ConfigErrors {
+            errors: vec![ConfigError {
+                file: file.to_string(),
+                line: 0,
+                message: message.into(),
+            }],
+        }
+    }
+}
+
+/// Collects errors while a file is read, so that reading can go on after an
+/// error and report everything at the end.
+#[derive(Debug)]
+pub(crate) struct Diag {
+    file: String,
+    errors: Vec<ConfigError>,
+}
+
+impl Diag {
+    pub(crate) fn new(file: &str) -> Self {
+        Diag {
+            file: file.to_string(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Records one error at `line`.
+    pub(crate) fn error(&mut self, line: usize, message: impl Into<String>) {
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            line,
+            message: message.into(),
+        });
+    }
+
+    /// `Ok(value)` if nothing was recorded, else every error sorted by line
+    /// (stable, so errors on one line keep the order they were found in).
+    pub(crate) fn finish<T>(mut self, value: T) -> Result<T, ConfigErrors> {
+        if self.errors.is_empty() {
+            Ok(value)
+        } else {
+            self.errors.sort_by_key(|e| e.line);
+            Err(ConfigErrors {
+                errors: self.errors,
+            })
+        }
+    }
+}

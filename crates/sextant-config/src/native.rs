@@ -1,0 +1,1179 @@
+//! Sextant's native TOML syntax, read into a [`Draft`].
+//!
+//! The schema is versioned (`version = 1` is required) and strict: every
+//! table denies unknown keys, so a typo is an error with its line instead of
+//! a silently ignored setting. Each top-level table and each element of an
+//! array of tables is deserialized on its own, so one bad `[[service]]` does
+//! not hide the errors in the next one. Values that need checking beyond
+//! their TOML type (addresses, durations, keywords, ranges) are read as
+//! [`Spanned`] so that every message carries the line of the offending key.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::ops::Range;
+use std::time::Duration;
+
+use serde::de::{self, DeserializeOwned, Visitor};
+use serde::{Deserialize, Deserializer};
+use sextant_core::{
+    DnsCheck, DnsQueryType, HttpCheck, LdnsProbe, Monitor, MonitorKind, Persistence,
+    ServiceProtocol, TriggerMonitor, UdpCheck, VServer,
+};
+use toml::Spanned;
+use toml::de::{DeTable, DeValue, ValueDeserializer};
+
+use crate::draft::{
+    DEFAULT_DOMAIN_TTL, DEFAULT_NS_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, Draft,
+    DraftMonitor, DraftService, DraftSite, DraftVServer, DraftZone, MAX_PERSISTENCE_TIMEOUT,
+    MAX_TTL, MonitorBinding, Ref, ServiceBinding, default_soa,
+};
+use crate::duration;
+use crate::error::Diag;
+use crate::scalar;
+
+/// The schema version this reader understands.
+const VERSION: i64 = 1;
+
+/// The top-level keys, for the "unknown key" message.
+const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone";
+
+// ---------------------------------------------------------------------------
+// The schema. Field names are the TOML keys; docs/config.md documents them.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerT {
+    #[serde(default)]
+    dns_listen: Vec<Spanned<String>>,
+    api_listen: Option<Spanned<String>>,
+    local_site: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GslbT {
+    mep_keepalive_timeout: Option<Spanned<String>>,
+    rtt_tolerance: Option<Spanned<String>>,
+    ldns_v4_mask: Option<Spanned<i64>>,
+    ldns_v6_mask: Option<Spanned<i64>>,
+    ldns_entry_timeout: Option<Spanned<String>>,
+    ldns_probe_order: Option<Spanned<Vec<Spanned<String>>>>,
+    drop_ldns_requests: Option<bool>,
+    automatic_config_sync: Option<bool>,
+    mep_port: Option<Spanned<i64>>,
+    mep_secure_port: Option<Spanned<i64>>,
+    ldns_probe_interval: Option<Spanned<String>>,
+    ldns_probe_timeout: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SiteT {
+    name: Spanned<String>,
+    ip: Spanned<String>,
+    public_ip: Option<Spanned<String>>,
+    parent: Option<Spanned<String>>,
+    #[serde(default)]
+    backup_parents: Vec<Spanned<String>>,
+    metric_exchange: Option<bool>,
+    nw_metric_exchange: Option<Spanned<bool>>,
+    session_exchange: Option<Spanned<bool>>,
+    trigger_monitor: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MonitorT {
+    name: Spanned<String>,
+    #[serde(rename = "type")]
+    kind: Spanned<String>,
+    interval: Option<Spanned<String>>,
+    response_timeout: Option<Spanned<String>>,
+    retries: Option<Spanned<i64>>,
+    success_retries: Option<Spanned<i64>>,
+    dest_port: Option<Spanned<i64>>,
+    // http / https
+    request: Option<Spanned<String>>,
+    status_codes: Option<Spanned<Vec<Spanned<IntOrText>>>>,
+    body_contains: Option<Spanned<String>>,
+    // dns
+    query: Option<Spanned<String>>,
+    query_type: Option<Spanned<String>>,
+    expect_addresses: Option<Spanned<Vec<Spanned<String>>>>,
+    expect_rcodes: Option<Spanned<Vec<Spanned<IntOrText>>>>,
+    // udp
+    send: Option<Spanned<String>>,
+    receive: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServiceT {
+    name: Spanned<String>,
+    ip: Spanned<String>,
+    port: Spanned<i64>,
+    protocol: Spanned<String>,
+    site: Spanned<String>,
+    public_ip: Option<Spanned<String>>,
+    public_port: Option<Spanned<i64>>,
+    max_clients: Option<Spanned<i64>>,
+    #[serde(default)]
+    monitors: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VServerT {
+    name: Spanned<String>,
+    protocol: Spanned<String>,
+    lb_method: Option<Spanned<String>>,
+    backup_lb_method: Option<Spanned<String>>,
+    persistence: Option<Spanned<PersistenceT>>,
+    empty_down_response: Option<bool>,
+    multi_ip_response: Option<bool>,
+    ecs: Option<bool>,
+    backup_vserver: Option<Spanned<String>>,
+    hash_v4_mask: Option<Spanned<i64>>,
+    hash_v6_mask: Option<Spanned<i64>>,
+    #[serde(default)]
+    services: Vec<Spanned<BindingT>>,
+    #[serde(default)]
+    domains: Vec<Spanned<DomainT>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PersistenceT {
+    #[serde(rename = "type")]
+    kind: Spanned<String>,
+    timeout: Option<Spanned<String>>,
+    v4_mask: Option<Spanned<i64>>,
+    v6_mask: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BindingT {
+    name: Spanned<String>,
+    weight: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DomainT {
+    name: Spanned<String>,
+    ttl: Option<Spanned<i64>>,
+    backup_ip: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ZoneT {
+    apex: Spanned<String>,
+    #[serde(default)]
+    ns: Vec<Spanned<String>>,
+    ns_ttl: Option<Spanned<i64>>,
+    soa: Option<Spanned<SoaT>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SoaT {
+    origin_server: Spanned<String>,
+    contact: Spanned<String>,
+    serial: Option<Spanned<i64>>,
+    refresh: Option<Spanned<i64>>,
+    retry: Option<Spanned<i64>>,
+    expire: Option<Spanned<i64>>,
+    minimum: Option<Spanned<i64>>,
+    ttl: Option<Spanned<i64>>,
+}
+
+/// A value written either as a number or as a string: status codes (`200`
+/// or `"300-399"`) and DNS response codes (`3` or `"NXDOMAIN"`).
+#[derive(Debug, Clone)]
+enum IntOrText {
+    Int(i64),
+    Text(String),
+}
+
+impl IntOrText {
+    fn as_text(&self) -> String {
+        match self {
+            IntOrText::Int(n) => n.to_string(),
+            IntOrText::Text(t) => t.clone(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for IntOrText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = IntOrText;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number or a string")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<IntOrText, E> {
+                Ok(IntOrText::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<IntOrText, E> {
+                i64::try_from(v)
+                    .map(IntOrText::Int)
+                    .map_err(|_| E::custom("number too large"))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<IntOrText, E> {
+                Ok(IntOrText::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+/// Maps byte offsets to 1-based line numbers.
+struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Lines { starts }
+    }
+
+    fn of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset).max(1)
+    }
+}
+
+/// Reads a whole TOML file into a draft. `None` when the file is not TOML at
+/// all or declares another schema version: then nothing else is checked.
+pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
+    let lines = Lines::new(text);
+    let (root, errors) = DeTable::parse_recoverable(text);
+    if !errors.is_empty() {
+        for e in errors {
+            let line = e.span().map(|s| lines.of(s.start)).unwrap_or(0);
+            diag.error(line, format!("TOML syntax: {}", e.message().trim()));
+        }
+        return None;
+    }
+    let root = root.into_inner();
+    let mut n = Native {
+        lines,
+        diag,
+        draft: Draft::default(),
+    };
+    match root.get("version") {
+        None => n.diag.error(
+            1,
+            format!("missing `version = {VERSION}` (the schema version) at the top of the file"),
+        ),
+        Some(v) => {
+            let line = n.line(&v.span());
+            let found = match i64::deserialize(ValueDeserializer::from(v.clone())) {
+                Ok(VERSION) => None,
+                Ok(other) => Some(other.to_string()),
+                Err(_) => Some(format!("a {}", v.get_ref().type_str())),
+            };
+            if let Some(found) = found {
+                n.diag.error(
+                    line,
+                    format!("version: this Sextant reads schema version {VERSION}, found {found}"),
+                );
+                return None;
+            }
+        }
+    }
+    for (key, value) in root {
+        let key_line = n.line(&key.span());
+        let k: &str = key.get_ref();
+        match k {
+            "version" => {}
+            "server" => n.server(value),
+            "gslb" => n.gslb(value),
+            "site" => n.each(key_line, "site", value, Native::site),
+            "monitor" => n.each(key_line, "monitor", value, Native::monitor),
+            "service" => n.each(key_line, "service", value, Native::service),
+            "vserver" => n.each(key_line, "vserver", value, Native::vserver),
+            "zone" => n.each(key_line, "zone", value, Native::zone),
+            other => n.diag.error(
+                key_line,
+                format!("unknown top-level key `{other}`; expected one of {TOP_LEVEL}"),
+            ),
+        }
+    }
+    Some(n.draft)
+}
+
+struct Native<'d> {
+    lines: Lines,
+    diag: &'d mut Diag,
+    draft: Draft,
+}
+
+type Element<'i> = Spanned<DeValue<'i>>;
+
+impl Native<'_> {
+    fn line(&self, span: &Range<usize>) -> usize {
+        self.lines.of(span.start)
+    }
+
+    fn at<T>(&self, s: &Spanned<T>) -> usize {
+        self.lines.of(s.span().start)
+    }
+
+    /// Deserializes one table, reporting a failure at its line.
+    fn de<T: DeserializeOwned>(&mut self, what: &str, value: Element<'_>) -> Option<T> {
+        let span = value.span();
+        match T::deserialize(ValueDeserializer::from(value)) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let line = self.line(&e.span().unwrap_or(span));
+                self.diag
+                    .error(line, format!("{what}: {}", e.message().trim()));
+                None
+            }
+        }
+    }
+
+    /// Reads each element of an array of tables (`[[site]]`).
+    fn each(
+        &mut self,
+        key_line: usize,
+        key: &str,
+        value: Element<'_>,
+        f: fn(&mut Self, Element<'_>),
+    ) {
+        match value.get_ref() {
+            DeValue::Array(items) => {
+                for item in items.iter() {
+                    f(self, item.clone());
+                }
+            }
+            other => self.diag.error(
+                key_line,
+                format!(
+                    "`{key}` must be an array of tables (write [[{key}]] above each one), found a {}",
+                    other.type_str()
+                ),
+            ),
+        }
+    }
+
+    /// The `name` of a table that failed to deserialize, so that a
+    /// placeholder can stand in for it and references to it do not cause
+    /// errors of their own.
+    fn name_of(value: &Element<'_>) -> Option<String> {
+        match value.get_ref() {
+            DeValue::Table(t) => t
+                .get("name")
+                .and_then(|v| v.get_ref().as_str())
+                .map(String::from),
+            _ => None,
+        }
+    }
+
+    fn error(&mut self, line: usize, ctx: &str, message: impl AsRef<str>) {
+        self.diag
+            .error(line, format!("{ctx}: {}", message.as_ref()));
+    }
+
+    // -- checked conversions; each reports `ctx: key: problem` at the key's line
+
+    fn ip(&mut self, ctx: &str, key: &str, v: &Spanned<String>) -> Option<IpAddr> {
+        match scalar::ip(v.get_ref()) {
+            Ok(ip) => Some(ip),
+            Err(e) => {
+                self.error(self.at(v), ctx, format!("{key}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn int(&mut self, ctx: &str, key: &str, v: &Spanned<i64>, lo: u64, hi: u64) -> Option<u64> {
+        match scalar::int_value_in(*v.get_ref(), lo, hi) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                self.error(self.at(v), ctx, format!("{key}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn port(&mut self, ctx: &str, key: &str, v: &Spanned<i64>) -> Option<u16> {
+        self.int(ctx, key, v, 1, 65535).map(|p| p as u16)
+    }
+
+    fn duration(
+        &mut self,
+        ctx: &str,
+        key: &str,
+        v: &Spanned<String>,
+        min: Duration,
+        max: Duration,
+    ) -> Option<Duration> {
+        let result = duration::parse_suffixed(v.get_ref()).and_then(|d| {
+            if d < min || d > max || d.is_zero() {
+                Err(format!(
+                    "{} is out of range; expected {} to {}",
+                    duration::format(d),
+                    duration::format(min.max(Duration::from_nanos(1))),
+                    duration::format(max)
+                ))
+            } else {
+                Ok(d)
+            }
+        });
+        match result {
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.error(self.at(v), ctx, format!("{key}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn with<T>(
+        &mut self,
+        ctx: &str,
+        key: &str,
+        v: &Spanned<String>,
+        f: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Option<T> {
+        match f(v.get_ref()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.error(self.at(v), ctx, format!("{key}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn reference(&self, ctx: &str, v: &Spanned<String>) -> Ref {
+        Ref {
+            name: v.get_ref().clone(),
+            line: self.at(v),
+            context: ctx.to_string(),
+        }
+    }
+
+    // -- tables
+
+    fn server(&mut self, value: Element<'_>) {
+        let Some(s) = self.de::<ServerT>("[server]", value) else {
+            return;
+        };
+        let ctx = "[server]";
+        for a in &s.dns_listen {
+            if let Some(addr) = self.with(ctx, "dns_listen", a, socket_addr)
+                && !self.draft.dns_listen.contains(&addr)
+            {
+                self.draft.dns_listen.push(addr);
+            }
+        }
+        if let Some(a) = &s.api_listen {
+            self.draft.api_listen = self.with(ctx, "api_listen", a, socket_addr);
+        }
+        if let Some(l) = &s.local_site {
+            self.draft.local_site = Some(self.reference("[server] local_site", l));
+        }
+    }
+
+    fn gslb(&mut self, value: Element<'_>) {
+        let line = self.line(&value.span());
+        let Some(g) = self.de::<GslbT>("[gslb]", value) else {
+            return;
+        };
+        let ctx = "[gslb]";
+        self.draft.params_line = line;
+        let (ms, s) = (Duration::from_millis, Duration::from_secs);
+        let mut p = self.draft.params.clone();
+        if let Some(v) = &g.mep_keepalive_timeout
+            && let Some(d) = self.duration(ctx, "mep_keepalive_timeout", v, ms(1), s(3600))
+        {
+            p.mep_keepalive_timeout = d;
+        }
+        if let Some(v) = &g.rtt_tolerance
+            && let Some(d) = self.duration(ctx, "rtt_tolerance", v, ms(1), ms(100))
+        {
+            p.rtt_tolerance = d;
+        }
+        if let Some(v) = &g.ldns_entry_timeout
+            && let Some(d) = self.duration(ctx, "ldns_entry_timeout", v, ms(1), s(65534))
+        {
+            p.ldns_entry_timeout = d;
+        }
+        if let Some(v) = &g.ldns_probe_interval
+            && let Some(d) = self.duration(ctx, "ldns_probe_interval", v, ms(1), s(3600))
+        {
+            p.ldns_probe_interval = d;
+        }
+        if let Some(v) = &g.ldns_probe_timeout
+            && let Some(d) = self.duration(ctx, "ldns_probe_timeout", v, ms(1), s(3600))
+        {
+            p.ldns_probe_timeout = d;
+        }
+        if let Some(v) = &g.ldns_v4_mask
+            && let Some(m) = self.int(ctx, "ldns_v4_mask", v, 1, 32)
+        {
+            p.ldns_v4_mask = m as u8;
+        }
+        if let Some(v) = &g.ldns_v6_mask
+            && let Some(m) = self.int(ctx, "ldns_v6_mask", v, 1, 128)
+        {
+            p.ldns_v6_mask = m as u8;
+        }
+        if let Some(order) = &g.ldns_probe_order {
+            let mut probes = Vec::new();
+            for v in order.get_ref() {
+                if let Some(pr) = self.with(ctx, "ldns_probe_order", v, probe) {
+                    if probes.contains(&pr) {
+                        self.error(
+                            self.at(v),
+                            ctx,
+                            format!("ldns_probe_order: \"{}\" is listed twice", v.get_ref()),
+                        );
+                    } else {
+                        probes.push(pr);
+                    }
+                }
+            }
+            if probes.is_empty() {
+                self.error(
+                    self.at(order),
+                    ctx,
+                    "ldns_probe_order is empty; list one or more of \"ping\", \"dns\", \"tcp\"",
+                );
+            } else {
+                p.ldns_probe_order = probes;
+            }
+        }
+        if let Some(v) = g.drop_ldns_requests {
+            p.drop_ldns_requests = v;
+        }
+        if let Some(v) = g.automatic_config_sync {
+            p.automatic_config_sync = v;
+        }
+        if let Some(v) = &g.mep_port
+            && let Some(port) = self.port(ctx, "mep_port", v)
+        {
+            p.mep_port = port;
+        }
+        if let Some(v) = &g.mep_secure_port
+            && let Some(port) = self.port(ctx, "mep_secure_port", v)
+        {
+            p.mep_secure_port = port;
+        }
+        self.draft.params = p;
+    }
+
+    fn site(&mut self, value: Element<'_>) {
+        let line = self.line(&value.span());
+        let name = Self::name_of(&value);
+        let Some(s) = self.de::<SiteT>("[[site]]", value) else {
+            if let Some(name) = name {
+                self.draft.sites.push(placeholder_site(name, line));
+            }
+            return;
+        };
+        let ctx = format!("[[site]] {}", s.name.get_ref());
+        let line = self.at(&s.name);
+        let ip = self
+            .ip(&ctx, "ip", &s.ip)
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let public_ip = s
+            .public_ip
+            .as_ref()
+            .and_then(|v| self.ip(&ctx, "public_ip", v));
+        let trigger_monitor = s
+            .trigger_monitor
+            .as_ref()
+            .and_then(|v| self.with(&ctx, "trigger_monitor", v, trigger_monitor))
+            .unwrap_or(TriggerMonitor::Always);
+        let backup_parents = s
+            .backup_parents
+            .iter()
+            .map(|b| self.reference(&ctx, b))
+            .collect();
+        let parent = s.parent.as_ref().map(|p| self.reference(&ctx, p));
+        self.draft.sites.push(DraftSite {
+            name: s.name.get_ref().clone(),
+            line,
+            ip,
+            public_ip,
+            local_line: None,
+            parent,
+            backup_parents,
+            metric_exchange: s.metric_exchange.unwrap_or(true),
+            nw_metric_exchange: s
+                .nw_metric_exchange
+                .as_ref()
+                .map(|v| (*v.get_ref(), self.at(v))),
+            session_exchange: s
+                .session_exchange
+                .as_ref()
+                .map(|v| (*v.get_ref(), self.at(v))),
+            trigger_monitor,
+        });
+    }
+
+    fn monitor(&mut self, value: Element<'_>) {
+        let line = self.line(&value.span());
+        let name = Self::name_of(&value);
+        let Some(m) = self.de::<MonitorT>("[[monitor]]", value) else {
+            if let Some(name) = name {
+                self.draft.monitors.push(DraftMonitor {
+                    line,
+                    timing_line: line,
+                    monitor: Monitor::new(name, MonitorKind::Tcp),
+                });
+            }
+            return;
+        };
+        let ctx = format!("[[monitor]] {}", m.name.get_ref());
+        let line = self.at(&m.name);
+        let kind = self.monitor_kind(&ctx, &m);
+        let mut monitor = Monitor::new(m.name.get_ref().clone(), kind);
+        let mut timing_line = line;
+        if let Some(v) = &m.interval {
+            timing_line = self.at(v);
+            if let Some(d) = self.duration(&ctx, "interval", v, Duration::ZERO, MAX_MONITOR_TIME) {
+                monitor.interval = d;
+            }
+        }
+        if let Some(v) = &m.response_timeout {
+            timing_line = timing_line.max(self.at(v));
+            if let Some(d) = self.duration(
+                &ctx,
+                "response_timeout",
+                v,
+                Duration::ZERO,
+                MAX_MONITOR_TIME,
+            ) {
+                monitor.response_timeout = d;
+            }
+        }
+        if let Some(v) = &m.retries
+            && let Some(n) = self.int(&ctx, "retries", v, 1, 127)
+        {
+            monitor.retries = n as u32;
+        }
+        if let Some(v) = &m.success_retries
+            && let Some(n) = self.int(&ctx, "success_retries", v, 1, 32)
+        {
+            monitor.success_retries = n as u32;
+        }
+        if let Some(v) = &m.dest_port {
+            monitor.dest_port = self.port(&ctx, "dest_port", v);
+        }
+        self.draft.monitors.push(DraftMonitor {
+            line,
+            timing_line,
+            monitor,
+        });
+    }
+
+    /// The monitor's check, from its type and the keys that belong to it.
+    fn monitor_kind(&mut self, ctx: &str, m: &MonitorT) -> MonitorKind {
+        let ty = m.kind.get_ref().to_ascii_lowercase();
+        let keys: [(&str, Option<usize>); 9] = [
+            ("request", m.request.as_ref().map(|v| self.at(v))),
+            ("status_codes", m.status_codes.as_ref().map(|v| self.at(v))),
+            (
+                "body_contains",
+                m.body_contains.as_ref().map(|v| self.at(v)),
+            ),
+            ("query", m.query.as_ref().map(|v| self.at(v))),
+            ("query_type", m.query_type.as_ref().map(|v| self.at(v))),
+            (
+                "expect_addresses",
+                m.expect_addresses.as_ref().map(|v| self.at(v)),
+            ),
+            (
+                "expect_rcodes",
+                m.expect_rcodes.as_ref().map(|v| self.at(v)),
+            ),
+            ("send", m.send.as_ref().map(|v| self.at(v))),
+            ("receive", m.receive.as_ref().map(|v| self.at(v))),
+        ];
+        let allowed: &[&str] = match ty.as_str() {
+            "ping" | "tcp" => &[],
+            "http" | "https" => &["request", "status_codes", "body_contains"],
+            "dns" => &["query", "query_type", "expect_addresses", "expect_rcodes"],
+            "udp" => &["send", "receive"],
+            _ => {
+                self.error(
+                    self.at(&m.kind),
+                    ctx,
+                    format!(
+                        "type: unknown monitor type \"{}\"; expected one of ping, tcp, http, https, dns, udp",
+                        m.kind.get_ref()
+                    ),
+                );
+                return MonitorKind::Tcp;
+            }
+        };
+        for (key, line) in keys {
+            if let Some(line) = line
+                && !allowed.contains(&key)
+            {
+                let which = if allowed.is_empty() {
+                    "it takes none of the type-specific keys".to_string()
+                } else {
+                    format!("its keys are {}", allowed.join(", "))
+                };
+                self.error(
+                    line,
+                    ctx,
+                    format!("key `{key}` does not apply to monitors of type {ty} ({which})"),
+                );
+            }
+        }
+        match ty.as_str() {
+            "ping" => MonitorKind::Ping,
+            "tcp" => MonitorKind::Tcp,
+            "http" | "https" => {
+                let mut check = HttpCheck {
+                    request: "HEAD /".to_string(),
+                    status_codes: vec![(200, 200)],
+                    body_contains: m.body_contains.as_ref().map(|v| v.get_ref().clone()),
+                };
+                if let Some(v) = &m.request {
+                    if v.get_ref().trim().is_empty() {
+                        self.error(
+                            self.at(v),
+                            ctx,
+                            "request is empty; write e.g. \"GET /health\"",
+                        );
+                    } else {
+                        check.request = v.get_ref().clone();
+                    }
+                }
+                if let Some(codes) = &m.status_codes {
+                    let mut ranges = Vec::new();
+                    for c in codes.get_ref() {
+                        match scalar::status_range(&c.get_ref().as_text()) {
+                            Ok(r) => ranges.push(r),
+                            Err(e) => self.error(self.at(c), ctx, format!("status_codes: {e}")),
+                        }
+                    }
+                    if codes.get_ref().is_empty() {
+                        self.error(
+                            self.at(codes),
+                            ctx,
+                            "status_codes is empty; leave it out for the default [200]",
+                        );
+                    } else if !ranges.is_empty() {
+                        check.status_codes = ranges;
+                    }
+                }
+                if ty == "https" {
+                    MonitorKind::Https(check)
+                } else {
+                    MonitorKind::Http(check)
+                }
+            }
+            "dns" => {
+                let mut check = DnsCheck {
+                    query: String::new(),
+                    query_type: DnsQueryType::A,
+                    expect_addresses: Vec::new(),
+                    expect_rcodes: Vec::new(),
+                };
+                match &m.query {
+                    Some(q) => check.query = q.get_ref().clone(),
+                    None => self.error(
+                        self.at(&m.name),
+                        ctx,
+                        "a dns monitor needs `query` (the name to ask for)",
+                    ),
+                }
+                if let Some(v) = &m.query_type {
+                    check.query_type = self
+                        .with(ctx, "query_type", v, |t| {
+                            if t.eq_ignore_ascii_case("A") {
+                                Ok(DnsQueryType::A)
+                            } else if t.eq_ignore_ascii_case("AAAA") {
+                                Ok(DnsQueryType::Aaaa)
+                            } else {
+                                Err(format!("expected \"A\" or \"AAAA\", found \"{t}\""))
+                            }
+                        })
+                        .unwrap_or(DnsQueryType::A);
+                }
+                if let Some(addrs) = &m.expect_addresses {
+                    for a in addrs.get_ref() {
+                        if let Some(ip) = self.ip(ctx, "expect_addresses", a) {
+                            check.expect_addresses.push(ip);
+                        }
+                    }
+                }
+                if let Some(codes) = &m.expect_rcodes {
+                    for c in codes.get_ref() {
+                        match scalar::rcode(&c.get_ref().as_text()) {
+                            Ok(n) => check.expect_rcodes.push(n),
+                            Err(e) => self.error(self.at(c), ctx, format!("expect_rcodes: {e}")),
+                        }
+                    }
+                }
+                MonitorKind::Dns(check)
+            }
+            _ => MonitorKind::Udp(UdpCheck {
+                send: m
+                    .send
+                    .as_ref()
+                    .map(|v| v.get_ref().clone())
+                    .unwrap_or_default(),
+                receive: m.receive.as_ref().map(|v| v.get_ref().clone()),
+            }),
+        }
+    }
+
+    fn service(&mut self, value: Element<'_>) {
+        let line = self.line(&value.span());
+        let name = Self::name_of(&value);
+        let Some(s) = self.de::<ServiceT>("[[service]]", value) else {
+            if let Some(name) = name {
+                self.draft.services.push(DraftService {
+                    name,
+                    line,
+                    ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                    port: 1,
+                    protocol: ServiceProtocol::Any,
+                    site: None,
+                    public_ip: None,
+                    public_port: None,
+                    max_clients: 0,
+                });
+            }
+            return;
+        };
+        let ctx = format!("[[service]] {}", s.name.get_ref());
+        let line = self.at(&s.name);
+        let ip = self
+            .ip(&ctx, "ip", &s.ip)
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let port = self.port(&ctx, "port", &s.port).unwrap_or(1);
+        let protocol = self
+            .with(&ctx, "protocol", &s.protocol, scalar::protocol)
+            .unwrap_or(ServiceProtocol::Any);
+        let public_ip = s
+            .public_ip
+            .as_ref()
+            .and_then(|v| self.ip(&ctx, "public_ip", v));
+        let public_port = s
+            .public_port
+            .as_ref()
+            .and_then(|v| self.port(&ctx, "public_port", v));
+        let max_clients = s
+            .max_clients
+            .as_ref()
+            .and_then(|v| self.int(&ctx, "max_clients", v, 0, 4_294_967_294))
+            .unwrap_or(0) as u32;
+        let service_ref = self.reference(&ctx, &s.name);
+        for m in &s.monitors {
+            let monitor = self.reference(&ctx, m);
+            self.draft.monitor_bindings.push(MonitorBinding {
+                service: Ref {
+                    line: monitor.line,
+                    ..service_ref.clone()
+                },
+                monitor,
+            });
+        }
+        self.draft.services.push(DraftService {
+            name: s.name.get_ref().clone(),
+            line,
+            ip,
+            port,
+            protocol,
+            site: Some(self.reference(&ctx, &s.site)),
+            public_ip,
+            public_port,
+            max_clients,
+        });
+    }
+
+    fn vserver(&mut self, value: Element<'_>) {
+        let line = self.line(&value.span());
+        let name = Self::name_of(&value);
+        let Some(v) = self.de::<VServerT>("[[vserver]]", value) else {
+            if let Some(name) = name {
+                self.draft.vservers.push(DraftVServer {
+                    line,
+                    vserver: VServer::new(name, ServiceProtocol::Any),
+                    backup_vserver: None,
+                });
+            }
+            return;
+        };
+        let ctx = format!("[[vserver]] {}", v.name.get_ref());
+        let line = self.at(&v.name);
+        let protocol = self
+            .with(&ctx, "protocol", &v.protocol, scalar::protocol)
+            .unwrap_or(ServiceProtocol::Any);
+        let mut vs = VServer::new(v.name.get_ref().clone(), protocol);
+        if let Some(m) = &v.lb_method
+            && let Some(m) = self.with(&ctx, "lb_method", m, scalar::lb_method)
+        {
+            vs.method = m;
+        }
+        if let Some(m) = &v.backup_lb_method {
+            vs.backup_method = self.with(&ctx, "backup_lb_method", m, scalar::lb_method);
+        }
+        if let Some(p) = &v.persistence {
+            vs.persistence = self.persistence(&ctx, p);
+        }
+        vs.empty_down_response = v.empty_down_response.unwrap_or(false);
+        vs.multi_ip_response = v.multi_ip_response.unwrap_or(false);
+        vs.ecs = v.ecs.unwrap_or(false);
+        if let Some(m) = &v.hash_v4_mask
+            && let Some(m) = self.int(&ctx, "hash_v4_mask", m, 1, 32)
+        {
+            vs.hash_v4_mask = m as u8;
+        }
+        if let Some(m) = &v.hash_v6_mask
+            && let Some(m) = self.int(&ctx, "hash_v6_mask", m, 1, 128)
+        {
+            vs.hash_v6_mask = m as u8;
+        }
+        let backup_vserver = v.backup_vserver.as_ref().map(|b| self.reference(&ctx, b));
+        let vserver_ref = self.reference(&ctx, &v.name);
+        for b in &v.services {
+            let b = b.get_ref();
+            let weight = b
+                .weight
+                .as_ref()
+                .and_then(|w| self.int(&ctx, "services: weight", w, 1, 100))
+                .unwrap_or(1) as u32;
+            let service = self.reference(&ctx, &b.name);
+            self.draft.service_bindings.push(ServiceBinding {
+                vserver: Ref {
+                    line: service.line,
+                    ..vserver_ref.clone()
+                },
+                service,
+                weight,
+            });
+        }
+        for d in &v.domains {
+            let d = d.get_ref();
+            let dline = self.at(&d.name);
+            let ttl = d
+                .ttl
+                .as_ref()
+                .and_then(|t| self.int(&ctx, "domains: ttl", t, 1, MAX_TTL))
+                .unwrap_or(u64::from(DEFAULT_DOMAIN_TTL)) as u32;
+            let backup_ip = d
+                .backup_ip
+                .as_ref()
+                .and_then(|b| self.ip(&ctx, "domains: backup_ip", b));
+            self.draft.domain_bindings.push(DomainBinding {
+                vserver: Ref {
+                    line: dline,
+                    ..vserver_ref.clone()
+                },
+                name: d.name.get_ref().clone(),
+                line: dline,
+                ttl,
+                backup_ip,
+            });
+        }
+        self.draft.vservers.push(DraftVServer {
+            line,
+            vserver: vs,
+            backup_vserver,
+        });
+    }
+
+    fn persistence(&mut self, ctx: &str, p: &Spanned<PersistenceT>) -> Option<Persistence> {
+        let p = p.get_ref();
+        let kind = p.kind.get_ref();
+        if kind.eq_ignore_ascii_case("NONE") {
+            let others = [
+                p.timeout.as_ref().map(|v| self.at(v)),
+                p.v4_mask.as_ref().map(|v| self.at(v)),
+                p.v6_mask.as_ref().map(|v| self.at(v)),
+            ];
+            if let Some(line) = others.into_iter().flatten().next() {
+                self.error(
+                    line,
+                    ctx,
+                    "persistence: timeout and masks need type = \"SOURCEIP\" (type is \"NONE\")",
+                );
+            }
+            return None;
+        }
+        if !kind.eq_ignore_ascii_case("SOURCEIP") {
+            self.error(
+                self.at(&p.kind),
+                ctx,
+                format!("persistence: type: expected \"SOURCEIP\" or \"NONE\", found \"{kind}\""),
+            );
+            return None;
+        }
+        let mut out = Persistence {
+            timeout: DEFAULT_PERSISTENCE_TIMEOUT,
+            v4_mask: 32,
+            v6_mask: 128,
+        };
+        if let Some(t) = &p.timeout
+            && let Some(d) = self.duration(
+                ctx,
+                "persistence: timeout",
+                t,
+                Duration::ZERO,
+                MAX_PERSISTENCE_TIMEOUT,
+            )
+        {
+            out.timeout = d;
+        }
+        if let Some(m) = &p.v4_mask
+            && let Some(m) = self.int(ctx, "persistence: v4_mask", m, 1, 32)
+        {
+            out.v4_mask = m as u8;
+        }
+        if let Some(m) = &p.v6_mask
+            && let Some(m) = self.int(ctx, "persistence: v6_mask", m, 1, 128)
+        {
+            out.v6_mask = m as u8;
+        }
+        Some(out)
+    }
+
+    fn zone(&mut self, value: Element<'_>) {
+        let Some(z) = self.de::<ZoneT>("[[zone]]", value) else {
+            return;
+        };
+        let apex = scalar::normalize_name(z.apex.get_ref());
+        let ctx = format!("[[zone]] {apex}");
+        let line = self.at(&z.apex);
+        let mut ns: Vec<(String, usize)> = Vec::new();
+        for n in &z.ns {
+            let name = scalar::normalize_name(n.get_ref());
+            if ns.iter().any(|(x, _)| *x == name) {
+                self.error(self.at(n), &ctx, format!("ns: \"{name}\" is listed twice"));
+            } else {
+                ns.push((name, self.at(n)));
+            }
+        }
+        let ns_ttl = z
+            .ns_ttl
+            .as_ref()
+            .and_then(|t| self.int(&ctx, "ns_ttl", t, 0, MAX_TTL))
+            .unwrap_or(u64::from(DEFAULT_NS_TTL)) as u32;
+        let soa = z.soa.as_ref().map(|s| {
+            let sline = self.at(s);
+            let s = s.get_ref();
+            let mut soa = default_soa(
+                s.origin_server.get_ref().clone(),
+                s.contact.get_ref().clone(),
+            );
+            let u32max = u64::from(u32::MAX);
+            for (key, v, field) in [
+                ("soa: serial", &s.serial, &mut soa.serial),
+                ("soa: refresh", &s.refresh, &mut soa.refresh),
+                ("soa: retry", &s.retry, &mut soa.retry),
+                ("soa: expire", &s.expire, &mut soa.expire),
+                ("soa: minimum", &s.minimum, &mut soa.minimum),
+            ] {
+                if let Some(v) = v
+                    && let Some(n) = self.int(&ctx, key, v, 0, u32max)
+                {
+                    *field = n as u32;
+                }
+            }
+            if let Some(v) = &s.ttl
+                && let Some(n) = self.int(&ctx, "soa: ttl", v, 0, MAX_TTL)
+            {
+                soa.ttl = n as u32;
+            }
+            (soa, sline)
+        });
+        self.draft.zones.push(DraftZone {
+            apex,
+            line,
+            soa,
+            ns,
+            ns_ttl,
+        });
+    }
+}
+
+/// The longest a monitor interval or timeout may be (the appliance's 20940 minutes).
+const MAX_MONITOR_TIME: Duration = Duration::from_secs(20940 * 60);
+
+fn placeholder_site(name: String, line: usize) -> DraftSite {
+    DraftSite {
+        name,
+        line,
+        ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        public_ip: None,
+        local_line: None,
+        parent: None,
+        backup_parents: Vec::new(),
+        metric_exchange: true,
+        nw_metric_exchange: None,
+        session_exchange: None,
+        trigger_monitor: TriggerMonitor::Always,
+    }
+}
+
+fn socket_addr(text: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = text.parse().map_err(|_| {
+        format!("expected IP:PORT (e.g. \"127.0.0.1:5353\" or \"[::1]:5353\"), found \"{text}\"")
+    })?;
+    if addr.port() == 0 {
+        return Err(format!(
+            "port 0 in \"{text}\"; expected a port from 1 to 65535"
+        ));
+    }
+    Ok(addr)
+}
+
+fn trigger_monitor(text: &str) -> Result<TriggerMonitor, String> {
+    [
+        ("always", TriggerMonitor::Always),
+        ("mepdown", TriggerMonitor::MepDown),
+        ("mepdown_svcdown", TriggerMonitor::MepDownSvcDown),
+    ]
+    .iter()
+    .find(|(w, _)| w.eq_ignore_ascii_case(text))
+    .map(|(_, t)| *t)
+    .ok_or_else(|| {
+        format!("expected \"always\", \"mepdown\" or \"mepdown_svcdown\", found \"{text}\"")
+    })
+}
+
+fn probe(text: &str) -> Result<LdnsProbe, String> {
+    if text.eq_ignore_ascii_case("ping") {
+        Ok(LdnsProbe::Ping)
+    } else if text.eq_ignore_ascii_case("dns") {
+        Ok(LdnsProbe::DnsUdp)
+    } else if text.eq_ignore_ascii_case("tcp") {
+        Ok(LdnsProbe::DnsTcp)
+    } else {
+        Err(format!(
+            "expected \"ping\", \"dns\" or \"tcp\", found \"{text}\""
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lines;
+
+    #[test]
+    fn lines() {
+        let l = Lines::new("a\nbc\n\nd");
+        assert_eq!(l.of(0), 1);
+        assert_eq!(l.of(1), 1);
+        assert_eq!(l.of(2), 2);
+        assert_eq!(l.of(5), 3);
+        assert_eq!(l.of(6), 4);
+        assert_eq!(l.of(100), 4);
+    }
+}

@@ -1,0 +1,632 @@
+//! Turns a [`Draft`] into a [`Model`]: resolves every reference by name
+//! (case-insensitively, as the appliance does), and checks the rules that
+//! span several objects. Shared by both syntaxes, so they accept exactly the
+//! same configurations.
+//!
+//! Every problem is recorded and checking goes on; when anything was
+//! recorded the returned model is incomplete and the caller discards it.
+
+use std::collections::HashMap;
+
+use sextant_core::{Binding, Domain, Model, MonitorKind, Service, Site, SiteId, VServer, Zone};
+
+use crate::draft::{Draft, Kind, MAX_BACKUP_PARENTS, MAX_TTL, Ref, Syntax, default_soa};
+use crate::duration;
+use crate::error::Diag;
+use crate::scalar::{check_domain, normalize_name};
+
+/// Builds the model from `draft`, recording every problem in `diag`.
+pub(crate) fn build(draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
+    let mut v = Validator {
+        syntax,
+        diag,
+        model: Model::default(),
+    };
+    v.params(&draft);
+    v.listeners(&draft);
+    let sites = v.sites(&draft);
+    let monitors = v.monitors(&draft);
+    let services = v.services(&draft, &sites);
+    v.monitor_bindings(&draft, &services, &monitors);
+    let vservers = v.vservers(&draft);
+    v.service_bindings(&draft, &vservers, &services);
+    v.domains(&draft, &vservers);
+    v.zones(&draft);
+    v.local_site(&draft, &sites);
+    v.model
+}
+
+/// Lower-cased name → index, for lookups by name.
+type Index = HashMap<String, u32>;
+
+struct Validator<'d> {
+    syntax: Syntax,
+    diag: &'d mut Diag,
+    model: Model,
+}
+
+impl Validator<'_> {
+    /// The name of a setting in this syntax, for messages.
+    fn key(&self, appliance: &'static str, toml: &'static str) -> &'static str {
+        match self.syntax {
+            Syntax::Appliance => appliance,
+            Syntax::Toml => toml,
+        }
+    }
+
+    /// Indexes names, reporting duplicates (names are case-insensitive).
+    fn index<'a>(&mut self, kind: Kind, items: impl Iterator<Item = (&'a str, usize)>) -> Index {
+        let mut index = Index::new();
+        let mut first_line: HashMap<String, usize> = HashMap::new();
+        for (i, (name, line)) in items.enumerate() {
+            let key = name.to_ascii_lowercase();
+            if let Some(first) = first_line.get(&key) {
+                self.diag.error(
+                    line,
+                    format!(
+                        "{} \"{name}\" is already defined on line {first} (names are case-insensitive)",
+                        kind.noun()
+                    ),
+                );
+            } else {
+                first_line.insert(key.clone(), line);
+                index.insert(key, i as u32);
+            }
+        }
+        index
+    }
+
+    /// Looks `r` up in `index`, reporting it if it is not defined.
+    fn resolve(&mut self, r: &Ref, kind: Kind, index: &Index) -> Option<u32> {
+        let found = index.get(&r.name.to_ascii_lowercase()).copied();
+        if found.is_none() {
+            let hint = self.syntax.how_to_define(kind, &r.name);
+            self.diag.error(
+                r.line,
+                format!(
+                    "{}: {} \"{}\" is not defined ({hint})",
+                    r.context,
+                    kind.noun(),
+                    r.name
+                ),
+            );
+        }
+        found
+    }
+
+    fn params(&mut self, draft: &Draft) {
+        let p = &draft.params;
+        if p.ldns_probe_timeout >= p.ldns_probe_interval {
+            let (t, i) = (
+                self.key("-ldnsProbeTimeout", "ldns_probe_timeout"),
+                self.key("-ldnsProbeInterval", "ldns_probe_interval"),
+            );
+            self.diag.error(
+                draft.params_line,
+                format!(
+                    "GSLB parameters: {t} ({}) must be shorter than {i} ({})",
+                    duration::format(p.ldns_probe_timeout),
+                    duration::format(p.ldns_probe_interval)
+                ),
+            );
+        }
+        if p.mep_port == p.mep_secure_port {
+            let (a, b) = (
+                self.key("-mepPort", "mep_port"),
+                self.key("-mepSecurePort", "mep_secure_port"),
+            );
+            self.diag.error(
+                draft.params_line,
+                format!(
+                    "GSLB parameters: {a} and {b} are both {}; they must differ",
+                    p.mep_port
+                ),
+            );
+        }
+        self.model.params = p.clone();
+    }
+
+    fn listeners(&mut self, draft: &Draft) {
+        for addr in &draft.dns_listen {
+            if !self.model.dns_listen.contains(addr) {
+                self.model.dns_listen.push(*addr);
+            }
+        }
+        self.model.api_listen = draft.api_listen;
+    }
+
+    fn sites(&mut self, draft: &Draft) -> Index {
+        let index = self.index(
+            Kind::Site,
+            draft.sites.iter().map(|s| (s.name.as_str(), s.line)),
+        );
+        for d in &draft.sites {
+            let mut site = Site::new(d.name.clone(), d.ip);
+            site.public_ip = d.public_ip;
+            site.metric_exchange = d.metric_exchange;
+            site.trigger_monitor = d.trigger_monitor;
+            self.model.sites.push(site);
+        }
+
+        // Parents: defined, not the site itself, and not children themselves
+        // (the topology has two levels).
+        for (i, d) in draft.sites.iter().enumerate() {
+            let Some(r) = &d.parent else { continue };
+            let Some(p) = self.resolve(r, Kind::Site, &index) else {
+                continue;
+            };
+            if p as usize == i {
+                self.diag.error(
+                    r.line,
+                    format!(
+                        "{}: site \"{}\" cannot be its own parent",
+                        r.context, d.name
+                    ),
+                );
+            } else {
+                self.model.sites[i].parent = Some(p);
+            }
+        }
+        for (i, d) in draft.sites.iter().enumerate() {
+            let (Some(p), Some(r)) = (self.model.sites[i].parent, &d.parent) else {
+                continue;
+            };
+            let parent = &draft.sites[p as usize];
+            if let Some(grand) = &parent.parent {
+                self.diag.error(
+                    r.line,
+                    format!(
+                        "{}: parent site \"{}\" is itself a child (of \"{}\"); parent-child topologies have two levels, so a parent site must not have a parent",
+                        r.context, parent.name, grand.name
+                    ),
+                );
+            }
+        }
+
+        // Exchange switches: on by default for parents, always off on
+        // children (only parents exchange RTT and persistence sessions).
+        for (i, d) in draft.sites.iter().enumerate() {
+            let child = d.parent.is_some();
+            let nw = self.child_switch(
+                d,
+                child,
+                d.nw_metric_exchange,
+                self.key("-nwMetricExchange", "nw_metric_exchange"),
+                "RTT metric exchange",
+            );
+            let sess = self.child_switch(
+                d,
+                child,
+                d.session_exchange,
+                self.key("-sessionExchange", "session_exchange"),
+                "session exchange",
+            );
+            self.model.sites[i].nw_metric_exchange = nw;
+            self.model.sites[i].session_exchange = sess;
+        }
+
+        self.backup_parents(draft, &index);
+        index
+    }
+
+    fn child_switch(
+        &mut self,
+        d: &crate::draft::DraftSite,
+        child: bool,
+        explicit: Option<(bool, usize)>,
+        key: &str,
+        what: &str,
+    ) -> bool {
+        match explicit {
+            Some((true, line)) if child => {
+                let parent = d.parent.as_ref().map(|r| r.name.as_str()).unwrap_or("");
+                self.diag.error(
+                    line,
+                    format!(
+                        "site \"{}\" is a child of \"{parent}\", and {what} is always off on child sites; remove {key}",
+                        d.name
+                    ),
+                );
+                false
+            }
+            Some((on, _)) => on,
+            None => !child,
+        }
+    }
+
+    fn backup_parents(&mut self, draft: &Draft, index: &Index) {
+        for (i, d) in draft.sites.iter().enumerate() {
+            let Some(first) = d.backup_parents.first() else {
+                continue;
+            };
+            let line = first.line;
+            let ctx = first.context.clone();
+            let key = self.key("-backupParentlist", "backup_parents");
+            if let Some(parent) = &d.parent {
+                self.diag.error(
+                    line,
+                    format!(
+                        "{ctx}: site \"{}\" is a child of \"{}\"; only parent sites have backup parents (remove {key})",
+                        d.name, parent.name
+                    ),
+                );
+                continue;
+            }
+            if d.backup_parents.len() > MAX_BACKUP_PARENTS {
+                self.diag.error(
+                    line,
+                    format!(
+                        "{ctx}: {} backup parents given; at most {MAX_BACKUP_PARENTS} are allowed",
+                        d.backup_parents.len()
+                    ),
+                );
+            }
+            let mut resolved: Vec<SiteId> = Vec::new();
+            for r in &d.backup_parents {
+                let Some(b) = self.resolve(r, Kind::Site, index) else {
+                    continue;
+                };
+                let backup = &draft.sites[b as usize];
+                if b as usize == i {
+                    self.diag.error(
+                        r.line,
+                        format!(
+                            "{}: site \"{}\" cannot be its own backup parent",
+                            r.context, d.name
+                        ),
+                    );
+                } else if let Some(p) = &backup.parent {
+                    self.diag.error(
+                        r.line,
+                        format!(
+                            "{}: backup parent \"{}\" is a child site (of \"{}\"); only parent sites can be backup parents",
+                            r.context, backup.name, p.name
+                        ),
+                    );
+                } else if resolved.contains(&b) {
+                    self.diag.error(
+                        r.line,
+                        format!(
+                            "{}: backup parent \"{}\" is listed twice",
+                            r.context, backup.name
+                        ),
+                    );
+                } else {
+                    resolved.push(b);
+                }
+            }
+            self.model.sites[i].backup_parents = resolved;
+        }
+    }
+
+    fn monitors(&mut self, draft: &Draft) -> Index {
+        let index = self.index(
+            Kind::Monitor,
+            draft
+                .monitors
+                .iter()
+                .map(|m| (m.monitor.name.as_str(), m.line)),
+        );
+        for d in &draft.monitors {
+            let mut m = d.monitor.clone();
+            let (iv, rt) = (
+                self.key("-interval", "interval"),
+                self.key("-resptimeout", "response_timeout"),
+            );
+            if m.interval.is_zero() {
+                self.diag.error(
+                    d.timing_line,
+                    format!("monitor \"{}\": {iv} must be greater than zero", m.name),
+                );
+            } else if m.response_timeout.is_zero() {
+                self.diag.error(
+                    d.timing_line,
+                    format!("monitor \"{}\": {rt} must be greater than zero", m.name),
+                );
+            } else if m.response_timeout >= m.interval {
+                self.diag.error(
+                    d.timing_line,
+                    format!(
+                        "monitor \"{}\": {rt} ({}) must be shorter than {iv} ({}), as on the appliance",
+                        m.name,
+                        duration::format(m.response_timeout),
+                        duration::format(m.interval)
+                    ),
+                );
+            }
+            if let MonitorKind::Dns(dns) = &mut m.kind {
+                dns.query = normalize_name(&dns.query);
+                // An empty query was reported as missing by the front end.
+                let checked = match dns.query.is_empty() {
+                    true => Ok(()),
+                    false => check_domain(&dns.query),
+                };
+                if let Err(e) = checked {
+                    let q = self.key("-query", "query");
+                    self.diag
+                        .error(d.line, format!("monitor \"{}\": {q}: {e}", m.name));
+                }
+            }
+            self.model.monitors.push(m);
+        }
+        index
+    }
+
+    fn services(&mut self, draft: &Draft, sites: &Index) -> Index {
+        let index = self.index(
+            Kind::Service,
+            draft.services.iter().map(|s| (s.name.as_str(), s.line)),
+        );
+        for d in &draft.services {
+            let site = match &d.site {
+                Some(r) => self.resolve(r, Kind::Site, sites).unwrap_or(0),
+                None => 0,
+            };
+            self.model.services.push(Service {
+                name: d.name.clone(),
+                ip: d.ip,
+                port: d.port,
+                protocol: d.protocol,
+                site,
+                public_ip: d.public_ip,
+                public_port: d.public_port,
+                max_clients: d.max_clients,
+                monitors: Vec::new(),
+            });
+        }
+        index
+    }
+
+    fn monitor_bindings(&mut self, draft: &Draft, services: &Index, monitors: &Index) {
+        let mut seen: HashMap<(u32, u32), usize> = HashMap::new();
+        for b in &draft.monitor_bindings {
+            let svc = self.resolve(&b.service, Kind::Service, services);
+            let mon = self.resolve(&b.monitor, Kind::Monitor, monitors);
+            let (Some(svc), Some(mon)) = (svc, mon) else {
+                continue;
+            };
+            if let Some(first) = seen.get(&(svc, mon)) {
+                self.diag.error(
+                    b.monitor.line,
+                    format!(
+                        "{}: monitor \"{}\" is already bound to service \"{}\" (line {first})",
+                        b.monitor.context, b.monitor.name, b.service.name
+                    ),
+                );
+                continue;
+            }
+            seen.insert((svc, mon), b.monitor.line);
+            self.model.services[svc as usize].monitors.push(mon);
+        }
+    }
+
+    fn vservers(&mut self, draft: &Draft) -> Index {
+        let index = self.index(
+            Kind::VServer,
+            draft
+                .vservers
+                .iter()
+                .map(|v| (v.vserver.name.as_str(), v.line)),
+        );
+        for d in &draft.vservers {
+            let mut vs: VServer = d.vserver.clone();
+            vs.bindings.clear();
+            vs.backup_vserver = None;
+            self.model.vservers.push(vs);
+        }
+        for (i, d) in draft.vservers.iter().enumerate() {
+            let Some(r) = &d.backup_vserver else { continue };
+            let Some(b) = self.resolve(r, Kind::VServer, &index) else {
+                continue;
+            };
+            if b as usize == i {
+                self.diag.error(
+                    r.line,
+                    format!(
+                        "{}: vserver \"{}\" cannot be its own backup vserver",
+                        r.context, d.vserver.name
+                    ),
+                );
+            } else {
+                self.model.vservers[i].backup_vserver = Some(b);
+            }
+        }
+        self.backup_cycles(draft);
+        index
+    }
+
+    /// Reports each cycle of backup vservers once (a backup chain must end).
+    fn backup_cycles(&mut self, draft: &Draft) {
+        let n = self.model.vservers.len();
+        let mut reported = vec![false; n];
+        for start in 0..n {
+            let mut chain: Vec<usize> = vec![start];
+            let mut cur = start;
+            while let Some(next) = self.model.vservers[cur].backup_vserver {
+                let next = next as usize;
+                if let Some(pos) = chain.iter().position(|&c| c == next) {
+                    let cycle = &chain[pos..];
+                    if cycle.iter().all(|&c| !reported[c]) {
+                        for &c in cycle {
+                            reported[c] = true;
+                        }
+                        let first = cycle.iter().copied().min().unwrap_or(next);
+                        let names: Vec<String> = cycle
+                            .iter()
+                            .chain(std::iter::once(&next))
+                            .map(|&c| format!("\"{}\"", self.model.vservers[c].name))
+                            .collect();
+                        let line = draft.vservers[first]
+                            .backup_vserver
+                            .as_ref()
+                            .map(|r| r.line)
+                            .unwrap_or(draft.vservers[first].line);
+                        let key = self.key("-backupVServer", "backup_vserver");
+                        self.diag.error(
+                            line,
+                            format!(
+                                "backup vservers form a cycle: {}; a backup chain must end (remove one {key})",
+                                names.join(" -> ")
+                            ),
+                        );
+                    }
+                    break;
+                }
+                chain.push(next);
+                cur = next;
+            }
+        }
+    }
+
+    fn service_bindings(&mut self, draft: &Draft, vservers: &Index, services: &Index) {
+        let mut seen: HashMap<(u32, u32), usize> = HashMap::new();
+        for b in &draft.service_bindings {
+            let vs = self.resolve(&b.vserver, Kind::VServer, vservers);
+            let svc = self.resolve(&b.service, Kind::Service, services);
+            let (Some(vs), Some(svc)) = (vs, svc) else {
+                continue;
+            };
+            if let Some(first) = seen.get(&(vs, svc)) {
+                self.diag.error(
+                    b.service.line,
+                    format!(
+                        "{}: service \"{}\" is already bound to vserver \"{}\" (line {first})",
+                        b.service.context, b.service.name, b.vserver.name
+                    ),
+                );
+                continue;
+            }
+            seen.insert((vs, svc), b.service.line);
+            self.model.vservers[vs as usize].bindings.push(Binding {
+                service: svc,
+                weight: b.weight,
+            });
+        }
+    }
+
+    fn domains(&mut self, draft: &Draft, vservers: &Index) {
+        let mut seen: HashMap<String, (String, usize)> = HashMap::new();
+        for b in &draft.domain_bindings {
+            let name = normalize_name(&b.name);
+            let vs = self.resolve(&b.vserver, Kind::VServer, vservers);
+            if let Err(e) = check_domain(&name) {
+                self.diag
+                    .error(b.line, format!("{}: {e}", b.vserver.context));
+                continue;
+            }
+            if u64::from(b.ttl) > MAX_TTL {
+                self.diag.error(
+                    b.line,
+                    format!("{}: TTL {} is above {MAX_TTL}", b.vserver.context, b.ttl),
+                );
+            }
+            if let Some((other, line)) = seen.get(&name) {
+                self.diag.error(
+                    b.line,
+                    format!(
+                        "{}: domain \"{name}\" is already bound to vserver \"{other}\" (line {line}); a domain belongs to exactly one vserver",
+                        b.vserver.context
+                    ),
+                );
+                continue;
+            }
+            seen.insert(name.clone(), (b.vserver.name.clone(), b.line));
+            let Some(vs) = vs else { continue };
+            self.model.domains.push(Domain {
+                name,
+                vserver: vs,
+                ttl: b.ttl,
+                backup_ip: b.backup_ip,
+            });
+        }
+    }
+
+    fn zones(&mut self, draft: &Draft) {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for z in &draft.zones {
+            if let Err(e) = check_domain(&z.apex) {
+                self.diag.error(z.line, format!("zone \"{}\": {e}", z.apex));
+            }
+            if let Some(first) = seen.get(&z.apex) {
+                self.diag.error(
+                    z.line,
+                    format!("zone \"{}\" is already defined on line {first}", z.apex),
+                );
+                continue;
+            }
+            seen.insert(z.apex.clone(), z.line);
+            for (ns, line) in &z.ns {
+                if let Err(e) = check_domain(ns) {
+                    self.diag
+                        .error(*line, format!("zone \"{}\": name server: {e}", z.apex));
+                }
+            }
+            let soa = match &z.soa {
+                Some((soa, line)) => {
+                    let mut soa = soa.clone();
+                    soa.origin_server = normalize_name(&soa.origin_server);
+                    soa.contact = normalize_name(&soa.contact);
+                    for (what, name) in [
+                        (
+                            self.key("-originServer", "origin_server"),
+                            &soa.origin_server,
+                        ),
+                        (self.key("-contact", "contact"), &soa.contact),
+                    ] {
+                        if let Err(e) = check_domain(name) {
+                            self.diag
+                                .error(*line, format!("zone \"{}\": SOA {what}: {e}", z.apex));
+                        }
+                    }
+                    soa
+                }
+                None => match z.ns.first() {
+                    Some((ns, _)) => default_soa(ns.clone(), format!("hostmaster.{}", z.apex)),
+                    None => {
+                        self.diag.error(
+                            z.line,
+                            format!(
+                                "zone \"{}\" has neither an SOA nor NS records; give it at least one",
+                                z.apex
+                            ),
+                        );
+                        continue;
+                    }
+                },
+            };
+            self.model.zones.push(Zone {
+                apex: z.apex.clone(),
+                soa,
+                ns: z.ns.iter().map(|(n, _)| n.clone()).collect(),
+                ns_ttl: z.ns_ttl,
+            });
+        }
+    }
+
+    fn local_site(&mut self, draft: &Draft, sites: &Index) {
+        let mut local: Option<(SiteId, usize)> = None;
+        for (i, d) in draft.sites.iter().enumerate() {
+            let Some(line) = d.local_line else { continue };
+            match local {
+                Some((first, first_line)) => self.diag.error(
+                    line,
+                    format!(
+                        "site \"{}\" is declared LOCAL, but site \"{}\" already is (line {first_line}); a node runs as exactly one site",
+                        d.name, draft.sites[first as usize].name
+                    ),
+                ),
+                None => local = Some((i as SiteId, line)),
+            }
+        }
+        if let Some(r) = &draft.local_site
+            && let Some(id) = self.resolve(r, Kind::Site, sites)
+        {
+            local = Some((id, r.line));
+        }
+        if let Some((id, _)) = local
+            && (id as usize) < self.model.sites.len()
+        {
+            self.model.set_local_site(id);
+        }
+    }
+}

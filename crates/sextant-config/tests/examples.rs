@@ -1,0 +1,99 @@
+//! The shipped examples parse, and the two syntaxes build the same model.
+
+use std::path::{Path, PathBuf};
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+#[test]
+fn every_example_parses() {
+    let mut seen = 0;
+    let entries = std::fs::read_dir(examples_dir()).expect("examples/ exists");
+    for entry in entries {
+        let path = entry.expect("readable entry").path();
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if ext != "conf" && ext != "toml" {
+            continue;
+        }
+        if let Err(e) = sextant_config::load_file(&path) {
+            panic!("{} does not parse:\n{e}", path.display());
+        }
+        seen += 1;
+    }
+    assert!(
+        seen >= 2,
+        "expected at least the two examples, found {seen}"
+    );
+}
+
+#[test]
+fn conf_and_toml_examples_are_equal() {
+    let conf =
+        sextant_config::load_file(&examples_dir().join("sextant.conf")).expect("conf parses");
+    let toml =
+        sextant_config::load_file(&examples_dir().join("sextant.toml")).expect("toml parses");
+    assert_eq!(conf, toml);
+}
+
+#[test]
+fn example_content_is_what_the_comments_say() {
+    use sextant_core::{LbMethod, MonitorKind, SiteKind};
+    use std::time::Duration;
+
+    let m = sextant_config::load_file(&examples_dir().join("sextant.conf")).expect("parses");
+    assert_eq!(m.dns_listen, vec!["127.0.0.1:5353".parse().expect("addr")]);
+    assert_eq!(m.sites.len(), 2);
+    assert_eq!(m.local_site, Some(0));
+    assert_eq!(m.sites[0].kind, SiteKind::Local);
+    assert_eq!(m.sites[1].kind, SiteKind::Remote);
+    assert_eq!(m.services.len(), 4);
+    assert!(m.services.iter().all(|s| s.monitors.len() == 1));
+    let www = &m.vservers[m.vserver_by_name("gv-www").expect("gv-www") as usize];
+    assert_eq!(www.method, LbMethod::Rtt);
+    assert_eq!(www.backup_method, Some(LbMethod::RoundRobin));
+    assert_eq!(www.bindings.len(), 2);
+    assert_eq!(www.bindings[0].weight, 2);
+    let app = &m.vservers[m.vserver_by_name("gv-app").expect("gv-app") as usize];
+    let p = app.persistence.expect("persistence");
+    assert_eq!(p.timeout, Duration::from_secs(600));
+    assert_eq!(p.v4_mask, 24);
+    assert_eq!(app.backup_vserver, m.vserver_by_name("gv-app-dr"));
+    assert_eq!(m.domains.len(), 2);
+    assert_eq!(m.domains[0].ttl, 30);
+    assert!(m.domains.iter().all(|d| d.backup_ip.is_some()));
+    assert_eq!(m.zones.len(), 1);
+    assert_eq!(m.zones[0].ns, ["ns1.example.com", "ns2.example.com"]);
+    let tcp = &m.monitors[m.monitor_by_name("app-tcp").expect("app-tcp") as usize];
+    assert_eq!(tcp.response_timeout, Duration::from_millis(800));
+    assert_eq!(tcp.kind, MonitorKind::Tcp);
+    assert_eq!(m.params.ldns_v4_mask, 24);
+}
+
+/// The demo configuration of the `sextant` binary is written in this syntax
+/// too; keep it loadable (skipped if the file moves).
+#[test]
+fn demo_conf_parses_if_present() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sextant/src/demo.conf");
+    if path.exists()
+        && let Err(e) = sextant_config::load_file(&path)
+    {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn file_errors() {
+    let missing = sextant_config::load_file(Path::new("/nonexistent/sextant.conf")).unwrap_err();
+    assert_eq!(missing.errors.len(), 1);
+    assert_eq!(missing.errors[0].line, 0);
+    assert_eq!(
+        missing.to_string(),
+        "/nonexistent/sextant.conf:0: cannot read the configuration file: no such file"
+    );
+
+    let other = sextant_config::load_file(Path::new("/nonexistent/sextant.yaml")).unwrap_err();
+    assert_eq!(other.errors[0].line, 0);
+    let msg = other.to_string();
+    assert!(msg.contains(".conf") && msg.contains(".toml"), "{msg}");
+}
