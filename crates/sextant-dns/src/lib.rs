@@ -12,6 +12,8 @@
 //! hand-written over borrowed bytes and reused buffers, the snapshot is an
 //! `ArcSwap` guard, and each thread owns its [`Worker`].
 
+#![forbid(unsafe_code)]
+
 mod respond;
 pub mod sessions;
 pub mod stats;

@@ -195,8 +195,7 @@ impl Answering<'_> {
             }
             Err(_) => {
                 // A configured name that cannot be encoded: say so rather
-                // than send a half-built answer.
-                drop(w);
+                // than send a half-built answer (`w` is done with `out`).
                 let w = ResponseWriter::start(
                     out,
                     q.id(),

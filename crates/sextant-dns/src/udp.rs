@@ -100,17 +100,16 @@ fn serve_udp(socket: UdpSocket, shared: &DnsShared, seed: u64) {
         }
         let request = buf.get(..len).unwrap_or(&[]);
         let source = peer.ip().to_canonical();
-        if respond(
+        let answered = respond(
             shared,
             &mut worker,
             request,
             source,
             Transport::Udp,
             &mut out,
-        ) {
-            if let Err(e) = socket.send_to(&out, peer) {
-                tracing::debug!(error = %e, %peer, "dns udp send failed");
-            }
+        );
+        if answered && let Err(e) = socket.send_to(&out, peer) {
+            tracing::debug!(error = %e, %peer, "dns udp send failed");
         }
     }
 }
