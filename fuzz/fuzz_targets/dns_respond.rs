@@ -30,7 +30,11 @@ fn state() -> &'static Mutex<State> {
 
 fuzz_target!(|data: &[u8]| {
     let mut guard = state().lock().unwrap_or_else(|p| p.into_inner());
-    let State { shared, worker, out } = &mut *guard;
+    let State {
+        shared,
+        worker,
+        out,
+    } = &mut *guard;
     let source = IpAddr::from([192, 0, 2, 1]);
     for (transport, max) in [(Transport::Udp, 4096), (Transport::Tcp, 65535)] {
         if respond(shared, worker, data, source, transport, out) {
