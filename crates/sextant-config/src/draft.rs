@@ -200,3 +200,5 @@ pub(crate) const MAX_PERSISTENCE_TIMEOUT: std::time::Duration =
     std::time::Duration::from_secs(1440 * 60);
 /// At most this many backup parents per site.
 pub(crate) const MAX_BACKUP_PARENTS: usize = 5;
+/// The longest monitor interval the appliance accepts: 20940 minutes.
+pub(crate) const MAX_MONITOR_TIME: std::time::Duration = std::time::Duration::from_secs(20940 * 60);

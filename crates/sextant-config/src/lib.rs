@@ -59,6 +59,7 @@ pub fn load_file(path: &Path) -> Result<Model, ConfigErrors> {
 /// Reads configuration in the appliance's command syntax. `file` is only
 /// used in error messages.
 pub fn parse_appliance(text: &str, file: &str) -> Result<Model, ConfigErrors> {
+    let text = strip_bom(text);
     let mut diag = Diag::new(file);
     let draft = appliance::read(text, &mut diag);
     let model = validate::build(draft, Syntax::Appliance, &mut diag);
@@ -68,10 +69,17 @@ pub fn parse_appliance(text: &str, file: &str) -> Result<Model, ConfigErrors> {
 /// Reads configuration in Sextant's native TOML syntax. `file` is only used
 /// in error messages.
 pub fn parse_toml(text: &str, file: &str) -> Result<Model, ConfigErrors> {
+    let text = strip_bom(text);
     let mut diag = Diag::new(file);
     let Some(draft) = native::read(text, &mut diag) else {
         return diag.finish(Model::default());
     };
     let model = validate::build(draft, Syntax::Toml, &mut diag);
     diag.finish(model)
+}
+
+/// Editors on some systems start UTF-8 files with a byte-order mark; it is
+/// not part of the first command.
+fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }

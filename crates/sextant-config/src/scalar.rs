@@ -89,6 +89,37 @@ pub(crate) fn v4_mask(text: &str) -> Result<u8, String> {
     Ok(len as u8)
 }
 
+/// Checks an object name by the appliance's rule: 1 to 127 characters,
+/// starting with a letter, digit or `_`, then letters, digits and
+/// `_ # . : @ = -` or spaces. Imported configurations already follow it, and
+/// it keeps names safe to show in logs, the API and metrics labels.
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    const EXTRA: &str = "_#.:@=- ";
+    let Some(first) = name.chars().next() else {
+        return Err("the name is empty".to_string());
+    };
+    if name.chars().count() > 127 {
+        return Err(format!(
+            "\"{name}\" is {} characters long; the limit is 127",
+            name.chars().count()
+        ));
+    }
+    if !(first.is_ascii_alphanumeric() || first == '_') {
+        return Err(format!(
+            "\"{name}\" starts with '{first}'; a name starts with a letter, a digit or '_'"
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || EXTRA.contains(*c)))
+    {
+        return Err(format!(
+            "\"{name}\" contains '{c}'; names may contain letters, digits, spaces and _ # . : @ = -"
+        ));
+    }
+    Ok(())
+}
+
 /// Lower case, without a trailing dot: the form the model stores names in.
 pub(crate) fn normalize_name(name: &str) -> String {
     name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
@@ -219,6 +250,17 @@ mod tests {
         assert!(check_domain(&"a".repeat(64)).is_err());
         assert!(check_domain(&vec!["a".repeat(63); 4].join(".")).is_err());
         assert_eq!(normalize_name("WWW.Example.COM."), "www.example.com");
+    }
+
+    #[test]
+    fn names() {
+        assert!(check_name("web-fra_1").is_ok());
+        assert!(check_name("my vserver #2").is_ok());
+        assert!(check_name("_x").is_ok());
+        assert!(check_name("").is_err());
+        assert!(check_name("-x").is_err());
+        assert!(check_name("a/b").is_err());
+        assert!(check_name(&"a".repeat(128)).is_err());
     }
 
     #[test]

@@ -10,10 +10,12 @@ use std::collections::HashMap;
 
 use sextant_core::{Binding, Domain, Model, MonitorKind, Service, Site, SiteId, VServer, Zone};
 
-use crate::draft::{Draft, Kind, MAX_BACKUP_PARENTS, MAX_TTL, Ref, Syntax, default_soa};
+use crate::draft::{
+    Draft, Kind, MAX_BACKUP_PARENTS, MAX_MONITOR_TIME, MAX_TTL, Ref, Syntax, default_soa,
+};
 use crate::duration;
 use crate::error::Diag;
-use crate::scalar::{check_domain, normalize_name};
+use crate::scalar::{check_domain, check_name, normalize_name};
 
 /// Builds the model from `draft`, recording every problem in `diag`.
 pub(crate) fn build(draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
@@ -59,6 +61,9 @@ impl Validator<'_> {
         let mut index = Index::new();
         let mut first_line: HashMap<String, usize> = HashMap::new();
         for (i, (name, line)) in items.enumerate() {
+            if let Err(e) = check_name(name) {
+                self.diag.error(line, format!("{} name: {e}", kind.noun()));
+            }
             let key = name.to_ascii_lowercase();
             if let Some(first) = first_line.get(&key) {
                 self.diag.error(
@@ -317,6 +322,15 @@ impl Validator<'_> {
                 self.diag.error(
                     d.timing_line,
                     format!("monitor \"{}\": {iv} must be greater than zero", m.name),
+                );
+            } else if m.interval > MAX_MONITOR_TIME {
+                self.diag.error(
+                    d.timing_line,
+                    format!(
+                        "monitor \"{}\": {iv} ({}) is longer than the appliance's limit of 20940 minutes",
+                        m.name,
+                        duration::format(m.interval)
+                    ),
                 );
             } else if m.response_timeout.is_zero() {
                 self.diag.error(

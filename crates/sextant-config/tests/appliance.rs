@@ -807,6 +807,22 @@ fn seed_style_commands() {
 }
 
 #[test]
+fn names_follow_the_appliance_rule() {
+    one_error(
+        "add gslb site web/fra 10.0.0.1\n",
+        1,
+        &["site name", "contains '/'"],
+    );
+    one_error(
+        "add gslb vserver \"\" HTTP\n",
+        1,
+        &["vserver name", "empty"],
+    );
+    let m = ok("\u{feff}add gslb site \"site one\" 10.0.0.1\n");
+    assert_eq!(m.sites[0].name, "site one");
+}
+
+#[test]
 fn positional_site_type() {
     let m = ok("add gslb site s1 LOCAL 10.0.0.1\nadd gslb site s2 REMOTE 10.0.0.2\n");
     assert_eq!(m.local_site, Some(0));

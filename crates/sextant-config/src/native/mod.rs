@@ -12,8 +12,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::ops::Range;
 use std::time::Duration;
 
-use serde::de::{self, DeserializeOwned, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use sextant_core::{
     DnsCheck, DnsQueryType, HttpCheck, LdnsProbe, Monitor, MonitorKind, Persistence,
     ServiceProtocol, TriggerMonitor, UdpCheck, VServer,
@@ -23,211 +23,22 @@ use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use crate::draft::{
     DEFAULT_DOMAIN_TTL, DEFAULT_NS_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, Draft,
-    DraftMonitor, DraftService, DraftSite, DraftVServer, DraftZone, MAX_PERSISTENCE_TIMEOUT,
-    MAX_TTL, MonitorBinding, Ref, ServiceBinding, default_soa,
+    DraftMonitor, DraftService, DraftSite, DraftVServer, DraftZone, MAX_MONITOR_TIME,
+    MAX_PERSISTENCE_TIMEOUT, MAX_TTL, MonitorBinding, Ref, ServiceBinding, default_soa,
 };
 use crate::duration;
 use crate::error::Diag;
 use crate::scalar;
+
+mod schema;
+
+use schema::{GslbT, MonitorT, PersistenceT, ServerT, ServiceT, SiteT, VServerT, ZoneT};
 
 /// The schema version this reader understands.
 const VERSION: i64 = 1;
 
 /// The top-level keys, for the "unknown key" message.
 const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone";
-
-// ---------------------------------------------------------------------------
-// The schema. Field names are the TOML keys; docs/config.md documents them.
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ServerT {
-    #[serde(default)]
-    dns_listen: Vec<Spanned<String>>,
-    api_listen: Option<Spanned<String>>,
-    local_site: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GslbT {
-    mep_keepalive_timeout: Option<Spanned<String>>,
-    rtt_tolerance: Option<Spanned<String>>,
-    ldns_v4_mask: Option<Spanned<i64>>,
-    ldns_v6_mask: Option<Spanned<i64>>,
-    ldns_entry_timeout: Option<Spanned<String>>,
-    ldns_probe_order: Option<Spanned<Vec<Spanned<String>>>>,
-    drop_ldns_requests: Option<bool>,
-    automatic_config_sync: Option<bool>,
-    mep_port: Option<Spanned<i64>>,
-    mep_secure_port: Option<Spanned<i64>>,
-    ldns_probe_interval: Option<Spanned<String>>,
-    ldns_probe_timeout: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SiteT {
-    name: Spanned<String>,
-    ip: Spanned<String>,
-    public_ip: Option<Spanned<String>>,
-    parent: Option<Spanned<String>>,
-    #[serde(default)]
-    backup_parents: Vec<Spanned<String>>,
-    metric_exchange: Option<bool>,
-    nw_metric_exchange: Option<Spanned<bool>>,
-    session_exchange: Option<Spanned<bool>>,
-    trigger_monitor: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MonitorT {
-    name: Spanned<String>,
-    #[serde(rename = "type")]
-    kind: Spanned<String>,
-    interval: Option<Spanned<String>>,
-    response_timeout: Option<Spanned<String>>,
-    retries: Option<Spanned<i64>>,
-    success_retries: Option<Spanned<i64>>,
-    dest_port: Option<Spanned<i64>>,
-    // http / https
-    request: Option<Spanned<String>>,
-    status_codes: Option<Spanned<Vec<Spanned<IntOrText>>>>,
-    body_contains: Option<Spanned<String>>,
-    // dns
-    query: Option<Spanned<String>>,
-    query_type: Option<Spanned<String>>,
-    expect_addresses: Option<Spanned<Vec<Spanned<String>>>>,
-    expect_rcodes: Option<Spanned<Vec<Spanned<IntOrText>>>>,
-    // udp
-    send: Option<Spanned<String>>,
-    receive: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ServiceT {
-    name: Spanned<String>,
-    ip: Spanned<String>,
-    port: Spanned<i64>,
-    protocol: Spanned<String>,
-    site: Spanned<String>,
-    public_ip: Option<Spanned<String>>,
-    public_port: Option<Spanned<i64>>,
-    max_clients: Option<Spanned<i64>>,
-    #[serde(default)]
-    monitors: Vec<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VServerT {
-    name: Spanned<String>,
-    protocol: Spanned<String>,
-    lb_method: Option<Spanned<String>>,
-    backup_lb_method: Option<Spanned<String>>,
-    persistence: Option<Spanned<PersistenceT>>,
-    empty_down_response: Option<bool>,
-    multi_ip_response: Option<bool>,
-    ecs: Option<bool>,
-    backup_vserver: Option<Spanned<String>>,
-    hash_v4_mask: Option<Spanned<i64>>,
-    hash_v6_mask: Option<Spanned<i64>>,
-    #[serde(default)]
-    services: Vec<Spanned<BindingT>>,
-    #[serde(default)]
-    domains: Vec<Spanned<DomainT>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PersistenceT {
-    #[serde(rename = "type")]
-    kind: Spanned<String>,
-    timeout: Option<Spanned<String>>,
-    v4_mask: Option<Spanned<i64>>,
-    v6_mask: Option<Spanned<i64>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BindingT {
-    name: Spanned<String>,
-    weight: Option<Spanned<i64>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DomainT {
-    name: Spanned<String>,
-    ttl: Option<Spanned<i64>>,
-    backup_ip: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ZoneT {
-    apex: Spanned<String>,
-    #[serde(default)]
-    ns: Vec<Spanned<String>>,
-    ns_ttl: Option<Spanned<i64>>,
-    soa: Option<Spanned<SoaT>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SoaT {
-    origin_server: Spanned<String>,
-    contact: Spanned<String>,
-    serial: Option<Spanned<i64>>,
-    refresh: Option<Spanned<i64>>,
-    retry: Option<Spanned<i64>>,
-    expire: Option<Spanned<i64>>,
-    minimum: Option<Spanned<i64>>,
-    ttl: Option<Spanned<i64>>,
-}
-
-/// A value written either as a number or as a string: status codes (`200`
-/// or `"300-399"`) and DNS response codes (`3` or `"NXDOMAIN"`).
-#[derive(Debug, Clone)]
-enum IntOrText {
-    Int(i64),
-    Text(String),
-}
-
-impl IntOrText {
-    fn as_text(&self) -> String {
-        match self {
-            IntOrText::Int(n) => n.to_string(),
-            IntOrText::Text(t) => t.clone(),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for IntOrText {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = IntOrText;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a number or a string")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<IntOrText, E> {
-                Ok(IntOrText::Int(v))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<IntOrText, E> {
-                i64::try_from(v)
-                    .map(IntOrText::Int)
-                    .map_err(|_| E::custom("number too large"))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<IntOrText, E> {
-                Ok(IntOrText::Text(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
 
 // ---------------------------------------------------------------------------
 
@@ -1102,9 +913,6 @@ impl Native<'_> {
         });
     }
 }
-
-/// The longest a monitor interval or timeout may be (the appliance's 20940 minutes).
-const MAX_MONITOR_TIME: Duration = Duration::from_secs(20940 * 60);
 
 fn placeholder_site(name: String, line: usize) -> DraftSite {
     DraftSite {
