@@ -34,8 +34,11 @@ pub struct DnsCounters {
     pub formerr: u64,
     pub servfail: u64,
     pub notimp: u64,
+    pub badvers: u64,
     pub truncated: u64,
     pub dropped: u64,
+    /// TCP connections closed at once because the connection cap was hit.
+    pub tcp_rejected: u64,
 }
 
 /// Health of a service as this node sees it.

@@ -142,30 +142,32 @@ pub struct AnswerBuf {
     pub addrs: Vec<IpAddr>,
 }
 
-/// Per-worker selection state: round-robin positions and a random stream.
+/// Per-worker selection state: a random stream, and whether this decision
+/// only looks (explain) or really answers.
 ///
 /// Each DNS worker owns one, so selection needs no lock; `decide` stays a
-/// pure function of its arguments.
+/// function of its arguments.
 #[derive(Debug, Clone)]
 pub struct Cursor {
-    positions: Vec<u64>,
     random: u64,
+    peek: bool,
 }
 
 impl Cursor {
     pub fn new(seed: u64) -> Self {
         Cursor {
-            positions: Vec::new(),
             random: seed,
+            peek: false,
         }
     }
 
-    fn position(&mut self, vserver: VServerId) -> &mut u64 {
-        let i = vserver as usize;
-        if self.positions.len() <= i {
-            self.positions.resize(i + 1, 0);
+    /// A cursor that does not advance round-robin rotations, for explaining
+    /// the next answer without changing it.
+    pub fn peeking(seed: u64) -> Self {
+        Cursor {
+            random: seed,
+            peek: true,
         }
-        &mut self.positions[i]
     }
 
     fn next_random(&mut self) -> u64 {
@@ -383,7 +385,7 @@ fn last_resort<T: Tracer>(
     let pick = weighted_round_robin(
         &vs.bindings,
         snap.schedule(vs_id),
-        cursor.position(vs_id),
+        snap.turn(vs_id, cursor.peek),
         random,
         |i| family.matches(model.service(vs.bindings[i].service).answer_ip()),
     )?;
@@ -503,7 +505,7 @@ fn choose<T: Tracer, S: Sessions>(
             weighted_round_robin(
                 &vs.bindings,
                 snap.schedule(vs_id),
-                cursor.position(vs_id),
+                snap.turn(vs_id, cursor.peek),
                 random,
                 eligible,
             )

@@ -9,31 +9,32 @@ use crate::model::Binding;
 
 /// Smooth weighted round robin along a precomputed schedule.
 ///
-/// `position` is the caller's cursor into the schedule; it moves just past
-/// the chosen entry, so ineligible services do not shift their share onto
-/// one neighbour. When the schedule is empty (total weight too large to
+/// `turn` counts the vserver's answers so far; the answer is the
+/// `turn`-th eligible slot of the schedule (cyclically). Counting only
+/// eligible slots keeps the shares exact when some services are down: a
+/// DOWN service's share is spread over the others rather than handed to
+/// its neighbour. When the schedule is empty (total weight too large to
 /// tabulate), a weighted random pick from `random` is used instead.
 pub fn weighted_round_robin(
     bindings: &[Binding],
     schedule: &[u32],
-    position: &mut u64,
+    turn: u64,
     random: u64,
     eligible: impl Fn(usize) -> bool,
 ) -> Option<usize> {
     if schedule.is_empty() {
         return weighted_random(bindings, random, eligible);
     }
-    let len = schedule.len() as u64;
-    let start = *position % len;
-    for step in 0..len {
-        let at = (start + step) % len;
-        let binding = schedule[at as usize] as usize;
-        if eligible(binding) {
-            *position = at + 1;
-            return Some(binding);
-        }
+    let open = schedule.iter().filter(|b| eligible(**b as usize)).count() as u64;
+    if open == 0 {
+        return None;
     }
-    None
+    let target = (turn % open) as usize;
+    schedule
+        .iter()
+        .map(|b| *b as usize)
+        .filter(|b| eligible(*b))
+        .nth(target)
 }
 
 /// A weighted random pick among the eligible bindings.
@@ -131,13 +132,12 @@ mod tests {
 
     #[test]
     fn round_robin_skips_down_without_doubling_a_neighbour() {
-        let bindings = [b(0, 1), b(1, 1), b(2, 1)];
-        let schedule = [0, 1, 2];
-        let mut pos = 0;
+        let bindings = [b(0, 1), b(1, 1), b(2, 1), b(3, 1)];
+        let schedule = [0, 1, 2, 3];
         let picks: Vec<_> = (0..6)
-            .map(|_| weighted_round_robin(&bindings, &schedule, &mut pos, 0, |i| i != 2).unwrap())
+            .map(|turn| weighted_round_robin(&bindings, &schedule, turn, 0, |i| i != 1).unwrap())
             .collect();
-        assert_eq!(picks, vec![0, 1, 0, 1, 0, 1]);
+        assert_eq!(picks, vec![0, 2, 3, 0, 2, 3]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::model::{DomainId, Model, ServiceId, VServerId, ZoneId};
 
@@ -58,6 +59,9 @@ struct Compiled {
     zones: FnvMap<Box<str>, ZoneId>,
     /// Per vserver: binding indices in smooth weighted round-robin order.
     schedules: Vec<Box<[u32]>>,
+    /// Per vserver: how many round-robin turns have been taken. Shared by
+    /// every worker so consecutive queries rotate, whichever thread answers.
+    turns: Box<[AtomicU64]>,
 }
 
 /// Configuration plus health at one instant.
@@ -93,12 +97,14 @@ impl Snapshot {
             .map(|v| smooth_wrr_schedule(&v.bindings.iter().map(|b| b.weight).collect::<Vec<_>>()))
             .collect();
         let states = vec![ServiceState::default(); model.services.len()].into();
+        let turns = model.vservers.iter().map(|_| AtomicU64::new(0)).collect();
         Snapshot {
             compiled: Arc::new(Compiled {
                 model,
                 domains,
                 zones,
                 schedules,
+                turns,
             }),
             states,
             generation,
@@ -167,6 +173,18 @@ impl Snapshot {
             .get(vserver as usize)
             .map(|s| &s[..])
             .unwrap_or(&[])
+    }
+}
+
+impl Snapshot {
+    /// Takes the vserver's next round-robin turn (or, with `peek`, reads it
+    /// without taking it, so `explain` shows the next live answer).
+    pub fn turn(&self, vserver: VServerId, peek: bool) -> u64 {
+        match self.compiled.turns.get(vserver as usize) {
+            Some(t) if peek => t.load(Ordering::Relaxed),
+            Some(t) => t.fetch_add(1, Ordering::Relaxed),
+            None => 0,
+        }
     }
 }
 

@@ -2,7 +2,6 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -45,8 +44,7 @@ fn error(code: StatusCode, message: impl Into<String>) -> Response {
 async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
-    let stats = &d.dns.stats;
-    let c = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let c = d.dns.stats.snapshot();
     Json(Status {
         version: env!("CARGO_PKG_VERSION").to_string(),
         local_site: model.local_site.map(|s| model.site(s).name.clone()),
@@ -55,16 +53,18 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
         uptime_seconds: d.started.elapsed().as_secs(),
         last_reload_error: d.last_reload_error.read().ok().and_then(|e| e.clone()),
         dns: DnsCounters {
-            queries_udp: c(&stats.queries_udp),
-            queries_tcp: c(&stats.queries_tcp),
-            noerror: c(&stats.noerror),
-            nxdomain: c(&stats.nxdomain),
-            refused: c(&stats.refused),
-            formerr: c(&stats.formerr),
-            servfail: c(&stats.servfail),
-            notimp: c(&stats.notimp),
-            truncated: c(&stats.truncated),
-            dropped: c(&stats.dropped),
+            queries_udp: c.queries_udp,
+            queries_tcp: c.queries_tcp,
+            noerror: c.noerror,
+            nxdomain: c.nxdomain,
+            refused: c.refused,
+            formerr: c.formerr,
+            servfail: c.servfail,
+            notimp: c.notimp,
+            badvers: c.badvers,
+            truncated: c.truncated,
+            tcp_rejected: c.tcp_rejected,
+            dropped: c.dropped,
         },
     })
 }
@@ -72,7 +72,10 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
 async fn services(State(d): State<Arc<Daemon>>) -> Response {
     match d.book.read() {
         Ok(book) => Json(book.views()).into_response(),
-        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "health state unavailable"),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "health state unavailable",
+        ),
     }
 }
 

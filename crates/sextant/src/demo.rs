@@ -48,8 +48,15 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
 
 fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, path: &PathBuf) {
     let (ip, port) = (dns.ip(), dns.port());
-    println!("Sextant demo: {} sites, {} services with real backends on loopback.", model.sites.len(), model.services.len());
-    println!("Configuration: {} (edit it and send SIGHUP to reload)", path.display());
+    println!(
+        "Sextant demo: {} sites, {} services with real backends on loopback.",
+        model.sites.len(),
+        model.services.len()
+    );
+    println!(
+        "Configuration: {} (edit it and send SIGHUP to reload)",
+        path.display()
+    );
     println!();
     println!("Try:");
     for d in &model.domains {
@@ -57,19 +64,33 @@ fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, pat
     }
     if let Some(z) = model.zones.first() {
         println!("  dig @{ip} -p {port} {} SOA", z.apex);
-        println!("  dig @{ip} -p {port} nothing.{} A        # NXDOMAIN", z.apex);
+        println!(
+            "  dig @{ip} -p {port} nothing.{} A        # NXDOMAIN",
+            z.apex
+        );
     }
     println!("  dig @{ip} -p {port} example.org A            # REFUSED: not our zone");
     println!("  curl -s http://{api}/v1/services");
     if let Some(d) = model.domains.first() {
-        println!("  curl -s 'http://{api}/v1/explain?name={}&client=192.0.2.1'", d.name);
+        println!(
+            "  curl -s 'http://{api}/v1/explain?name={}&client=192.0.2.1'",
+            d.name
+        );
     }
     println!();
     println!("Watch failover: type `stop NAME` (then `start NAME`) and press Enter, e.g.");
     if let Some(s) = model.services.first() {
         println!("  stop {}", s.name);
     }
-    println!("Backends: {}", model.services.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "));
+    println!(
+        "Backends: {}",
+        model
+            .services
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     println!("Type `list` to see them, Ctrl-C to end the demo.");
     let _ = std::io::stdout().flush();
 }
@@ -113,7 +134,11 @@ impl Backends {
     fn list(&self) {
         let Ok(map) = self.0.lock() else { return };
         for (name, b) in map.iter() {
-            let state = if b.running.load(Ordering::Relaxed) { "running" } else { "stopped" };
+            let state = if b.running.load(Ordering::Relaxed) {
+                "running"
+            } else {
+                "stopped"
+            };
             println!("  {name:<14} {:<22} {state}", b.addr);
         }
     }
@@ -124,9 +149,15 @@ impl Backends {
             Some(b) => {
                 b.running.store(on, Ordering::Relaxed);
                 if on {
-                    println!("{name} started on {}; its monitor brings it back UP", b.addr);
+                    println!(
+                        "{name} started on {}; its monitor brings it back UP",
+                        b.addr
+                    );
                 } else {
-                    println!("{name} stopped: {} refuses connections; after the monitor's retries it leaves the answers", b.addr);
+                    println!(
+                        "{name} stopped: {} refuses connections; after the monitor's retries it leaves the answers",
+                        b.addr
+                    );
                 }
             }
             None => println!("no backend named {name}; type `list`"),
@@ -137,7 +168,8 @@ impl Backends {
 /// Serves a tiny HTTP response on `addr` while `running` is set; closes the
 /// port while it is not, so monitors see a refused connection.
 fn spawn_backend(name: String, addr: SocketAddr, running: Arc<AtomicBool>) -> anyhow::Result<()> {
-    let first = bind(addr).with_context(|| format!("demo backend {name} cannot listen on {addr}"))?;
+    let first =
+        bind(addr).with_context(|| format!("demo backend {name} cannot listen on {addr}"))?;
     std::thread::Builder::new()
         .name(format!("demo-{name}"))
         .spawn(move || {

@@ -32,9 +32,16 @@ pub fn explain(
     };
     let mut out = AnswerBuf::default();
     let mut trace = VecTrace::default();
-    // A fresh cursor: round robin starts at its first position, so the
-    // answer shown is the one a new worker would give.
-    let decision = decide(snap, &query, &mut Cursor::new(0), sessions, &mut out, &mut trace);
+    // A peeking cursor: the answer shown is the next one the server would
+    // give, and showing it does not use up a round-robin turn.
+    let decision = decide(
+        snap,
+        &query,
+        &mut Cursor::peeking(0),
+        sessions,
+        &mut out,
+        &mut trace,
+    );
     let model = snap.model();
     let (rcode, ttl) = match decision.outcome {
         Outcome::Addresses { ttl, .. } => ("NOERROR", Some(ttl)),
@@ -112,20 +119,36 @@ pub fn offline(
     qtype: &str,
 ) -> anyhow::Result<()> {
     let mut model = sextant_config::load_file(config).map_err(|errors| {
-        anyhow::anyhow!("{} error(s) in the configuration:\n{errors}", errors.errors.len())
+        anyhow::anyhow!(
+            "{} error(s) in the configuration:\n{errors}",
+            errors.errors.len()
+        )
     })?;
     crate::serve::apply_local_site(&mut model, local_site)?;
     let snap = Snapshot::new(Arc::new(model), 1);
     let e = explain(&snap, &NoSessions, name, qtype, client, ecs)?;
-    println!("query:   {} {} from {}{}", e.name, e.qtype, e.client,
-        e.ecs.as_deref().map(|s| format!(" (ECS {s})")).unwrap_or_default());
-    println!("health:  every service assumed UP (offline; ask the server's /v1/explain for live health)");
+    println!(
+        "query:   {} {} from {}{}",
+        e.name,
+        e.qtype,
+        e.client,
+        e.ecs
+            .as_deref()
+            .map(|s| format!(" (ECS {s})"))
+            .unwrap_or_default()
+    );
+    println!(
+        "health:  every service assumed UP (offline; ask the server's /v1/explain for live health)"
+    );
     println!("rcode:   {}", e.rcode);
     if e.answers.is_empty() {
         println!("answer:  (none)");
     }
     for a in &e.answers {
-        println!("answer:  {a}{}", e.ttl.map(|t| format!("  ttl {t}")).unwrap_or_default());
+        println!(
+            "answer:  {a}{}",
+            e.ttl.map(|t| format!("  ttl {t}")).unwrap_or_default()
+        );
     }
     println!("reason:  {}", e.reason);
     if e.ecs.is_some() {

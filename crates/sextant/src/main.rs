@@ -119,7 +119,14 @@ fn main() -> ExitCode {
             local_site,
             name,
             qtype,
-        } => explain::offline(&config, local_site.as_deref(), client, ecs.as_deref(), &name, &qtype),
+        } => explain::offline(
+            &config,
+            local_site.as_deref(),
+            client,
+            ecs.as_deref(),
+            &name,
+            &qtype,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -161,7 +161,12 @@ pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow
 
     log_start(&model, &overrides.config);
     let (reload_tx, reload_rx) = mpsc::channel(4);
-    tokio::spawn(state_task(Arc::clone(&daemon), overrides, generation, reload_rx));
+    tokio::spawn(state_task(
+        Arc::clone(&daemon),
+        overrides,
+        generation,
+        reload_rx,
+    ));
     wait_for_signals(reload_tx).await
 }
 
