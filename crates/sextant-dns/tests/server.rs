@@ -259,3 +259,39 @@ fn tcp_pipelining_limits_and_hostile_clients() {
     assert!(closed_by_server(&mut runt));
     rt.shutdown_background();
 }
+
+#[test]
+fn udp_bursts_are_all_answered_over_v4_and_v6() {
+    for bind in ["127.0.0.1:0", "[::1]:0"] {
+        let Ok(sockets) = bind_udp(bind.parse().unwrap(), 2) else {
+            eprintln!("skipping {bind}: cannot bind (no IPv6 loopback?)");
+            continue;
+        };
+        let addr = sockets[0].local_addr().unwrap();
+        spawn_udp_sockets(sockets, shared()).unwrap();
+        let client_addr = if addr.is_ipv6() {
+            "[::1]:0"
+        } else {
+            "127.0.0.1:0"
+        };
+        let client = UdpSocket::bind(client_addr).unwrap();
+        client.set_read_timeout(Some(TIMEOUT)).unwrap();
+        // Many queries back to back, so the server receives them in batches.
+        let count = 64u16;
+        for id in 0..count {
+            let mut q = QueryBuilder::new("www.example.com", A);
+            q.id = id;
+            client.send_to(&q.build(), addr).unwrap();
+        }
+        let mut seen = vec![false; usize::from(count)];
+        let mut buf = [0u8; 512];
+        for _ in 0..count {
+            let (n, from) = client.recv_from(&mut buf).expect("every query answered");
+            assert_eq!(from, addr, "answered from the address queried");
+            let m = decode(&buf[..n]);
+            assert_eq!(answer_addrs(&m), vec![IpAddr::from(WWW_V4)]);
+            seen[usize::from(m.metadata.id)] = true;
+        }
+        assert!(seen.iter().all(|s| *s), "{bind}: one answer per query");
+    }
+}
