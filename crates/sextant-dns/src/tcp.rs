@@ -6,8 +6,8 @@
 //! holds its own task until a timeout closes it. The connection count is
 //! capped; connections over the cap are closed at once. Answering itself is
 //! the same synchronous [`respond`] as UDP, run with a per-thread
-//! [`Worker`], so no await or lock sits inside it and round-robin positions
-//! carry over between connections.
+//! [`Worker`], so no await or lock sits inside it and a connection costs no
+//! worker buffers of its own.
 
 use std::cell::RefCell;
 use std::io;
@@ -120,7 +120,7 @@ impl Drop for Slot {
 }
 
 thread_local! {
-    /// One worker per runtime thread, so round-robin state persists across
+    /// One worker per runtime thread: its buffers are reused across
     /// connections and no lock is needed.
     static WORKER: RefCell<Worker> = RefCell::new(Worker::new(random_seed()));
 }

@@ -515,7 +515,7 @@ fn persistence_records_and_reuses_the_session() {
 }
 
 #[test]
-fn round_robin_alternates_within_a_worker() {
+fn round_robin_alternates() {
     let mut s = Server::new();
     let q = QueryBuilder::new("sticky.example.com", A).build();
     let a = answer_addrs(&decode(
