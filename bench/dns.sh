@@ -98,20 +98,22 @@ echo "== latency: dnsperf -Q $LAT_QPS -l $LAT_DURATION -v" >&2
 taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$PORT" -d "$WORK/queries.txt" \
     -c 1 -T 1 -Q "$LAT_QPS" -l "$LAT_DURATION" -v > "$OUT/dnsperf-latency.txt" 2>&1 || true
 
-field() { # field FILE LABEL -> first number after the label
-    grep -m1 "$2" "$1" | sed -E "s/.*$2[^0-9]*([0-9.]+).*/\1/"
+field() { # field FILE LABEL -> the first word after LABEL on its line
+    awk -v l="$2" 'index($0, l) { s = substr($0, index($0, l) + length(l)); split(s, a, " "); print a[1]; exit }' "$1"
 }
 qps="$(field "$OUT/dnsperf-load.txt" 'Queries per second:')"
 lost="$(grep -m1 'Queries lost:' "$OUT/dnsperf-load.txt" | sed -E 's/.*Queries lost: *//')"
-avg="$(field "$OUT/dnsperf-latency.txt" 'Average Latency \(s\):')"
-sd="$(field "$OUT/dnsperf-latency.txt" 'Latency StdDev \(s\):')"
+avg="$(field "$OUT/dnsperf-latency.txt" 'Average Latency (s):')"
+sd="$(field "$OUT/dnsperf-latency.txt" 'Latency StdDev (s):')"
 lat_qps="$(field "$OUT/dnsperf-latency.txt" 'Queries per second:')"
-# dnsperf -v prints one line per answered query ending in its latency in s:
-#   > NOERROR www.bench.example A 0.000034
-grep -E '^> [A-Z]+ ' "$OUT/dnsperf-latency.txt" | awk '{print $NF}' | sort -g > "$WORK/lat.txt" || true
+lat_lost="$(grep -m1 'Queries lost:' "$OUT/dnsperf-latency.txt" | sed -E 's/.*Queries lost: *//')"
+# dnsperf -v prints one line per query: "> NOERROR www.bench.example A 0.000034"
+# (latency in seconds), or "> T ..." for one that timed out (no latency).
+awk '$1 == ">" && $2 != "T" && $NF ~ /^[0-9.]+$/ { print $NF }' "$OUT/dnsperf-latency.txt" \
+    | sort -g > "$WORK/lat.txt"
 n="$(wc -l < "$WORK/lat.txt")"
-pct() { # pct P -> latency in µs at percentile P of the sorted list
-    awk -v p="$1" -v n="$n" 'NR == (int(n * p / 100) > 0 ? int(n * p / 100) : 1) { printf "%.0f", $1 * 1e6 }' "$WORK/lat.txt"
+pct() { # pct P -> latency in µs at percentile P (nearest rank) of the sorted list
+    awk -v p="$1" -v n="$n" 'BEGIN { r = int((n * p + 99) / 100); if (r < 1) r = 1 } NR == r { printf "%.0f", $1 * 1e6 }' "$WORK/lat.txt"
 }
 us() { awk -v s="$1" 'BEGIN { printf "%.0f", s * 1e6 }'; }
 
@@ -126,7 +128,7 @@ fi
     echo "queries: 80% GSLB A (ROUNDROBIN over 4), 10% AAAA NODATA, 10% NXDOMAIN"
     echo "full load (${DURATION}s, -c $CLIENTS -q $OUTSTANDING): ${qps} queries/s, lost: ${lost:-?}"
     if [ -n "$avg" ]; then
-        echo "at ${LAT_QPS} qps (${LAT_DURATION}s, achieved ${lat_qps:-?}): average $(us "$avg") µs, stddev $(us "${sd:-0}") µs (dnsperf)"
+        echo "at ${LAT_QPS} qps (${LAT_DURATION}s, achieved ${lat_qps:-?}, lost ${lat_lost:-?}): average $(us "$avg") µs, stddev $(us "${sd:-0}") µs (dnsperf)"
     fi
     if [ "$n" -gt 0 ]; then
         echo "at ${LAT_QPS} qps, from $n per-query latencies: p50 $(pct 50) µs, p90 $(pct 90) µs, p99 $(pct 99) µs, max $(pct 100) µs"

@@ -62,7 +62,13 @@ fn a_answer_is_authoritative_with_ttl_and_echoes_question() {
     assert_eq!(r.metadata.message_type, MessageType::Response);
     assert_eq!(r.metadata.response_code, ResponseCode::NoError);
     assert!(r.metadata.authoritative, "AA must be set: {r:?}");
-    assert_eq!(r.queries, q.queries, "question echoed");
+    assert_eq!(r.queries.len(), 1, "question echoed: {r:?}");
+    assert_eq!(
+        r.queries[0].name().to_ascii().trim_end_matches('.'),
+        "app.example.com"
+    );
+    assert_eq!(r.queries[0].query_type(), RecordType::A);
+    assert_eq!(r.queries[0].query_class(), q.queries[0].query_class());
     let ips = a_records(&r);
     assert_eq!(ips.len(), 1, "one address without MIR: {r:?}");
     assert!(
@@ -223,11 +229,13 @@ fn unsupported_edns_version_gets_badvers() {
     let mut q = build_query("app.example.com", RecordType::A, Some(1232));
     q.edns.as_mut().unwrap().set_version(1);
     let r = s.dns.udp(&q);
+    // BADVERS is extended rcode 16 (hickory names 16 BADSIG, its TSIG twin).
     assert_eq!(
-        r.metadata.response_code,
-        ResponseCode::BADVERS,
-        "RFC 6891 6.1.3: {r:?}"
+        u16::from(r.metadata.response_code),
+        16,
+        "RFC 6891 6.1.3: BADVERS expected: {r:?}"
     );
+    assert!(r.edns.is_some(), "BADVERS comes with an OPT record");
     assert!(r.answers.is_empty());
 }
 
@@ -309,12 +317,10 @@ fn names_are_case_insensitive() {
         assert_eq!(ips.len(), 1, "{name}: {r:?}");
         assert!([net.svc_ip(50), net.svc_ip(51)].contains(&ips[0]));
         // The question comes back as asked (0x20 case preserved).
-        assert!(
-            r.queries[0]
-                .name()
-                .eq_case(&Name::from_ascii(name).unwrap()),
-            "question case changed: {:?}",
-            r.queries
+        assert_eq!(
+            r.queries[0].name().to_ascii().trim_end_matches('.'),
+            name.trim_end_matches('.'),
+            "question case changed"
         );
     }
     let r = s.dns.query("EXAMPLE.COM", RecordType::SOA);

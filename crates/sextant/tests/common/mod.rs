@@ -244,7 +244,10 @@ impl Server {
         args.extend_from_slice(extra);
         let child = Command::new(bin())
             .args(&args)
-            .env("RUST_LOG", "debug")
+            .env(
+                "RUST_LOG",
+                std::env::var("SEXTANT_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .env("RUST_BACKTRACE", "1")
             .stdin(Stdio::null())
             .stdout(fs::File::create(&stdout_path).unwrap())
