@@ -427,3 +427,82 @@ impl Drop for ChildGuard {
         self.stop();
     }
 }
+
+#[test]
+fn check_accepts_the_shipped_examples() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for f in ["examples/sextant.conf", "examples/sextant.toml"] {
+        let p = root.join(f);
+        if !p.exists() {
+            panic!("{f} is missing");
+        }
+        let out = run_bin(&["check", p.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{f}:\n{}", output_text(&out));
+    }
+}
+
+#[test]
+fn check_reports_toml_errors_with_file_and_line() {
+    let net = Net::new("cli_check_toml");
+    let good = format!(
+        "{}\n[[service]]\nname = \"s0\"\nip = \"{}\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"site1\"\n",
+        net.toml_preamble(),
+        net.svc_ip(0)
+    );
+    let path = write_temp(&net, "ok.toml", &good);
+    let out = run_bin(&["check", &path]);
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+
+    // An unknown key and a reference to an undefined site.
+    let pre = good.lines().count();
+    let bad = format!(
+        "{good}colour = \"blue\"\n\n[[service]]\nname = \"s1\"\nip = \"{}\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"ghost\"\n",
+        net.svc_ip(1)
+    );
+    let path = write_temp(&net, "bad.toml", &bad);
+    let out = run_bin(&["check", &path]);
+    let all = output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let unknown_key_line = pre + 1;
+    let ghost_line = pre + 8;
+    for line in [unknown_key_line, ghost_line] {
+        let want = format!("{path}:{line}:");
+        assert!(all.contains(&want), "missing {want} in:\n{all}");
+    }
+}
+
+#[test]
+fn toml_sighup_reload_adds_a_domain() {
+    let net = Net::new("cli_toml_reload");
+    let base = format!(
+        "{}\n[[service]]\nname = \"s0\"\nip = \"{}\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"site1\"\n\n\
+         [[vserver]]\nname = \"vs0\"\nprotocol = \"HTTP\"\nlb_method = \"ROUNDROBIN\"\n\
+         services = [{{ name = \"s0\" }}]\ndomains = [{{ name = \"app.example.com\" }}]\n",
+        net.toml_preamble(),
+        net.svc_ip(0)
+    );
+    let s = Server::start(&net, Syntax::Toml, &base);
+    let g0 = s.generation();
+    assert_eq!(s.dns.query_a("app.example.com"), vec![net.svc_ip(0)]);
+    let next = format!(
+        "{base}\n[[service]]\nname = \"s1\"\nip = \"{}\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"site1\"\n\n\
+         [[vserver]]\nname = \"vs1\"\nprotocol = \"HTTP\"\nlb_method = \"ROUNDROBIN\"\n\
+         services = [{{ name = \"s1\" }}]\ndomains = [{{ name = \"new.example.com\" }}]\n",
+        net.svc_ip(1)
+    );
+    s.reload(&next);
+    eventually(EVENTUALLY, "new.example.com after SIGHUP", || {
+        s.dns.query_a("new.example.com") == vec![net.svc_ip(1)]
+    });
+    assert!(s.generation() > g0);
+
+    // A broken TOML file keeps the running config.
+    let g1 = s.generation();
+    s.reload("version = 1\n[server\n");
+    let said = wait_until(EVENTUALLY, || {
+        !s.api_ok("/v1/status")["last_reload_error"].is_null()
+    });
+    assert!(said, "failed TOML reload not reported in /v1/status");
+    assert_eq!(s.generation(), g1);
+    assert_eq!(s.dns.query_a("new.example.com"), vec![net.svc_ip(1)]);
+}

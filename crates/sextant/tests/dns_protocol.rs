@@ -540,3 +540,54 @@ fn dig_sees_authoritative_answers() {
     );
     let _ = s;
 }
+
+/// The zone and a domain from a native TOML file: apex SOA/NS, the A
+/// answer with its TTL, NODATA, NXDOMAIN, REFUSED.
+#[test]
+fn toml_zone_answers_like_the_appliance_syntax() {
+    let net = Net::new("dns_toml");
+    let mut c = net.toml_preamble();
+    write!(
+        c,
+        r#"
+[[service]]
+name = "t0"
+ip = "{}"
+port = 80
+protocol = "HTTP"
+site = "site1"
+
+[[vserver]]
+name = "vs_t"
+protocol = "HTTP"
+lb_method = "ROUNDROBIN"
+services = [{{ name = "t0" }}]
+domains = [{{ name = "app.example.com", ttl = 42 }}]
+"#,
+        net.svc_ip(0)
+    )
+    .unwrap();
+    let s = Server::start(&net, Syntax::Toml, &c);
+    let r = s.dns.query("app.example.com", RecordType::A);
+    assert!(r.metadata.authoritative);
+    assert_eq!(a_records(&r), vec![net.svc_ip(0)]);
+    assert_eq!(r.answers[0].ttl, 42);
+    let r = s.dns.query("example.com", RecordType::SOA);
+    assert!(
+        r.answers.iter().any(|a| a.record_type() == RecordType::SOA),
+        "{r:?}"
+    );
+    let r = s.dns.query("example.com", RecordType::NS);
+    assert!(
+        r.answers.iter().any(|a| a.record_type() == RecordType::NS),
+        "{r:?}"
+    );
+    let r = s.dns.query("app.example.com", RecordType::AAAA);
+    assert_eq!(r.metadata.response_code, ResponseCode::NoError);
+    assert!(r.answers.is_empty() && has_soa_authority(&r), "{r:?}");
+    let r = s.dns.query("nope.example.com", RecordType::A);
+    assert_eq!(r.metadata.response_code, ResponseCode::NXDomain);
+    assert!(has_soa_authority(&r));
+    let r = s.dns.query("example.net", RecordType::A);
+    assert_eq!(r.metadata.response_code, ResponseCode::Refused);
+}

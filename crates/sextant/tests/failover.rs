@@ -321,3 +321,163 @@ fn backup_chain_vserver_then_backup_ip() {
     s.wait_state("sBackup", "DOWN");
     eventually_answers(&s, "app.example.com", &[backup_ip], "backup IP");
 }
+
+/// The same failover story from a native TOML file: a TCP-monitored and an
+/// HTTP-monitored service, a backup vserver and a backup IP.
+#[test]
+fn toml_config_fails_over_through_the_chain_and_recovers() {
+    let net = Net::new("failover_toml");
+    let a = Backend::tcp(net.svc_ip(0));
+    let b = Backend::http(net.svc_ip(1));
+    let bk = Backend::tcp(net.svc_ip(2));
+    let backup_ip = net.svc_ip(9);
+    let mut c = net.toml_preamble();
+    write!(
+        c,
+        r#"
+[[monitor]]
+name = "mon_tcp"
+type = "tcp"
+interval = "200ms"
+response_timeout = "100ms"
+retries = 2
+success_retries = 1
+
+[[monitor]]
+name = "mon_http"
+type = "http"
+interval = "200ms"
+response_timeout = "150ms"
+retries = 2
+success_retries = 1
+request = "GET /health"
+status_codes = [200]
+
+[[service]]
+name = "sA"
+ip = "{a_ip}"
+port = {a_port}
+protocol = "TCP"
+site = "site1"
+monitors = ["mon_tcp"]
+
+[[service]]
+name = "sB"
+ip = "{b_ip}"
+port = {b_port}
+protocol = "HTTP"
+site = "site1"
+monitors = ["mon_http"]
+
+[[service]]
+name = "sBackup"
+ip = "{k_ip}"
+port = {k_port}
+protocol = "TCP"
+site = "site1"
+monitors = ["mon_tcp"]
+
+[[vserver]]
+name = "vs_backup"
+protocol = "TCP"
+lb_method = "ROUNDROBIN"
+services = [{{ name = "sBackup" }}]
+
+[[vserver]]
+name = "vs_app"
+protocol = "TCP"
+lb_method = "ROUNDROBIN"
+backup_vserver = "vs_backup"
+services = [{{ name = "sA" }}, {{ name = "sB", weight = 1 }}]
+domains = [{{ name = "app.example.com", ttl = 7, backup_ip = "{backup_ip}" }}]
+"#,
+        a_ip = a.ip(),
+        a_port = a.port(),
+        b_ip = b.ip(),
+        b_port = b.port(),
+        k_ip = bk.ip(),
+        k_port = bk.port(),
+    )
+    .unwrap();
+    let s = Server::start(&net, Syntax::Toml, &c);
+    for svc in ["sA", "sB", "sBackup"] {
+        s.wait_state(svc, "UP");
+    }
+    eventually(EVENTUALLY, "both primaries answered", || {
+        seen(&s, "app.example.com", 8) == [a.ip(), b.ip()].into_iter().collect()
+    });
+    let r = s.dns.query("app.example.com", RecordType::A);
+    assert_eq!(r.answers[0].ttl, 7, "TTL from the TOML domain binding");
+
+    let addr_a = a.kill();
+    s.wait_state("sA", "DOWN");
+    eventually_answers(&s, "app.example.com", &[b.ip()], "A dead");
+
+    b.set_status(503);
+    s.wait_state("sB", "DOWN");
+    eventually_answers(&s, "app.example.com", &[bk.ip()], "backup vserver");
+
+    drop(bk);
+    s.wait_state("sBackup", "DOWN");
+    eventually_answers(&s, "app.example.com", &[backup_ip], "backup IP");
+
+    b.set_status(200);
+    let a2 = Backend::tcp_at(addr_a);
+    s.wait_state("sA", "UP");
+    s.wait_state("sB", "UP");
+    eventually(EVENTUALLY, "primaries back", || {
+        seen(&s, "app.example.com", 8) == [a2.ip(), b.ip()].into_iter().collect()
+    });
+}
+
+#[test]
+fn toml_edr_answers_nodata_when_all_down() {
+    let net = Net::new("failover_toml_edr");
+    let a = Backend::tcp(net.svc_ip(0));
+    let mut c = net.toml_preamble();
+    write!(
+        c,
+        r#"
+[[monitor]]
+name = "mon_tcp"
+type = "tcp"
+interval = "200ms"
+response_timeout = "100ms"
+retries = 2
+
+[[service]]
+name = "sA"
+ip = "{}"
+port = {}
+protocol = "TCP"
+site = "site1"
+monitors = ["mon_tcp"]
+
+[[vserver]]
+name = "vs_app"
+protocol = "TCP"
+lb_method = "ROUNDROBIN"
+empty_down_response = true
+services = [{{ name = "sA" }}]
+domains = [{{ name = "app.example.com", ttl = 5 }}]
+"#,
+        a.ip(),
+        a.port()
+    )
+    .unwrap();
+    let s = Server::start(&net, Syntax::Toml, &c);
+    s.wait_state("sA", "UP");
+    eventually_answers(&s, "app.example.com", &[a.ip()], "up");
+    drop(a);
+    s.wait_state("sA", "DOWN");
+    let mut last = None;
+    let ok = wait_until(EVENTUALLY, || {
+        let r = s.dns.query("app.example.com", RecordType::A);
+        let nodata = r.metadata.response_code == ResponseCode::NoError
+            && r.answers.is_empty()
+            && has_soa_authority(&r);
+        last = Some(r);
+        nodata
+    });
+    assert!(ok, "EDR from TOML: expected NODATA with SOA, got {last:?}");
+}

@@ -399,3 +399,86 @@ fn explain_trace_names_the_vserver() {
         "trace does not name the vserver:\n{text}"
     );
 }
+
+/// Weights, persistence, ECS hashing and MIR from a native TOML file.
+#[test]
+fn toml_weights_persistence_hash_and_mir() {
+    let net = Net::new("sel_toml");
+    let mut c = net.toml_preamble();
+    for i in 0..4u8 {
+        write!(
+            c,
+            "\n[[service]]\nname = \"t{i}\"\nip = \"{}\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"site1\"\n",
+            net.svc_ip(i)
+        )
+        .unwrap();
+    }
+    c.push_str(
+        r#"
+[[vserver]]
+name = "vs_w"
+protocol = "HTTP"
+lb_method = "ROUNDROBIN"
+services = [{ name = "t0", weight = 3 }, { name = "t1", weight = 1 }]
+domains = [{ name = "w.example.com", ttl = 5 }]
+
+[[vserver]]
+name = "vs_p"
+protocol = "HTTP"
+lb_method = "ROUNDROBIN"
+persistence = { type = "SOURCEIP", timeout = "2m" }
+services = [{ name = "t0" }, { name = "t1" }, { name = "t2" }, { name = "t3" }]
+domains = [{ name = "p.example.com" }]
+
+[[vserver]]
+name = "vs_h"
+protocol = "HTTP"
+lb_method = "SOURCEIPHASH"
+ecs = true
+services = [{ name = "t0" }, { name = "t1" }, { name = "t2" }, { name = "t3" }]
+domains = [{ name = "h.example.com" }]
+
+[[vserver]]
+name = "vs_mir"
+protocol = "HTTP"
+lb_method = "ROUNDROBIN"
+multi_ip_response = true
+services = [{ name = "t0" }, { name = "t1" }, { name = "t2" }, { name = "t3" }]
+domains = [{ name = "mir.example.com" }]
+"#,
+    );
+    let s = Server::start(&net, Syntax::Toml, &c);
+
+    let m = counts(&s.dns.sample_a("w.example.com", 400));
+    let heavy = m.get(&net.svc_ip(0)).copied().unwrap_or(0);
+    assert_eq!(m.values().sum::<usize>(), 400, "{m:?}");
+    assert!(within(heavy, 300.0, 0.15), "3:1 from TOML gave {m:?}");
+
+    let mut firsts = BTreeSet::new();
+    for k in 0..6 {
+        let first = s.dns.query_a_from(net.client_ip(k), "p.example.com");
+        firsts.insert(first[0]);
+        for _ in 0..5 {
+            assert_eq!(s.dns.query_a_from(net.client_ip(k), "p.example.com"), first);
+        }
+    }
+    assert!(firsts.len() > 1, "{firsts:?}");
+
+    let subnet = IpAddr::V4(Ipv4Addr::new(203, 0, 113, 0));
+    let q = with_ecs(
+        build_query("h.example.com", RecordType::A, Some(1232)),
+        subnet,
+        24,
+    );
+    let first = a_records(&s.dns.udp_from(Some(net.client_ip(0)), &q));
+    for k in 1..6 {
+        let r = s.dns.udp_from(Some(net.client_ip(k)), &q);
+        assert_eq!(a_records(&r), first, "ECS hash independent of the LDNS");
+        let ecs = ecs_of(&r).expect("ECS echoed");
+        assert_eq!(ecs.scope_prefix(), 24, "hash on ECS: scope = source prefix");
+    }
+
+    let mut all: Vec<Ipv4Addr> = s.dns.query_a("mir.example.com");
+    all.sort();
+    assert_eq!(all, (0..4).map(|i| net.svc_ip(i)).collect::<Vec<_>>());
+}
