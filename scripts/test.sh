@@ -1,25 +1,39 @@
 #!/usr/bin/env bash
 # The one test command: installs test tools, checks formatting and lints, and
 # runs every test of the workspace (unit, property and end-to-end).
-set -euo pipefail
+# Every step runs even when an earlier one failed, so one run shows all
+# problems; the script exits non-zero if any step failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
+failed=()
+step() { # step NAME COMMAND...
+    local name="$1"
+    shift
+    echo "== $name: $*" >&2
+    if ! "$@"; then
+        echo "== $name FAILED" >&2
+        failed+=("$name")
+    fi
+}
 
-echo "== cargo fmt --check" >&2
-cargo fmt --all -- --check
-
-echo "== cargo clippy" >&2
-cargo clippy --workspace --all-targets -- -D warnings
-
-echo "== tests" >&2
+step setup scripts/setup.sh
+step fmt cargo fmt --all -- --check
+step clippy cargo clippy --workspace --all-targets -- -D warnings
 if cargo nextest --version >/dev/null 2>&1; then
-    # End-to-end tests each start a server; one retry absorbs a rare
-    # loopback hiccup on a loaded 2-core machine without hiding a real bug
-    # (a flaky pass is reported as FLAKY).
-    cargo nextest run --workspace --no-fail-fast --retries 1
-    # Doc tests: nextest does not run them.
-    cargo test --workspace --doc
+    # Doc tests first (nextest does not run them), so that nextest's summary
+    # is the last thing printed.
+    step doctests cargo test --workspace --doc
+    # End-to-end tests each start a server: one retry absorbs a rare
+    # loopback hiccup on a loaded 2-core machine; a test that passes only on
+    # its retry is reported as FLAKY, not hidden.
+    step tests cargo nextest run --workspace --no-fail-fast --retries 1
 else
-    cargo test --workspace --no-fail-fast
+    step tests cargo test --workspace --no-fail-fast
 fi
+
+if [ "${#failed[@]}" -ne 0 ]; then
+    echo "scripts/test.sh: FAILED steps: ${failed[*]}" >&2
+    exit 1
+fi
+echo "scripts/test.sh: all steps passed" >&2
