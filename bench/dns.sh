@@ -90,9 +90,19 @@ if [ -z "$ready" ]; then
     exit 1
 fi
 
+# CPU time (user + system, in clock ticks) the server process has used so far.
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
+
 echo "== full load: dnsperf -c $CLIENTS -q $OUTSTANDING -l $DURATION (CPU $CLIENT_CPU)" >&2
+t0="$(server_ticks)"
+w0="$(date +%s.%N)"
 taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$PORT" -d "$WORK/queries.txt" \
     -c "$CLIENTS" -T 1 -q "$OUTSTANDING" -l "$DURATION" > "$OUT/dnsperf-load.txt" 2>&1 || true
+t1="$(server_ticks)"
+w1="$(date +%s.%N)"
+# Share of one core the server used during the load run.
+server_cpu="$(awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v w0="$w0" -v w1="$w1" \
+    'BEGIN { printf "%.2f", t / hz / (w1 - w0) }')"
 
 echo "== latency: dnsperf -Q $LAT_QPS -l $LAT_DURATION -v" >&2
 taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$PORT" -d "$WORK/queries.txt" \
@@ -124,9 +134,12 @@ if [ -z "$qps" ]; then
 fi
 
 {
-    echo "sextant $("$BIN" --version 2>/dev/null || echo '(version unknown)') on $(nproc) cores; server on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU"
+    echo "$("$BIN" --version 2>/dev/null || echo 'sextant (version unknown)') on $(nproc) cores; server on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU"
     echo "queries: 80% GSLB A (ROUNDROBIN over 4), 10% AAAA NODATA, 10% NXDOMAIN"
     echo "full load (${DURATION}s, -c $CLIENTS -q $OUTSTANDING): ${qps} queries/s, lost: ${lost:-?}"
+    echo "server CPU during the load run: ${server_cpu} of one core" \
+        "($(awk -v q="$qps" -v c="$server_cpu" 'BEGIN { if (c > 0) printf "%.0f", q / c; else print "?" }') queries/s per fully used server core, extrapolated linearly;" \
+        "if well below 1.0, dnsperf on its one core is the limit, not the server)"
     if [ -n "$avg" ]; then
         echo "at ${LAT_QPS} qps (${LAT_DURATION}s, achieved ${lat_qps:-?}, lost ${lat_lost:-?}): average $(us "$avg") µs, stddev $(us "${sd:-0}") µs (dnsperf)"
     fi
