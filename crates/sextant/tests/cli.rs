@@ -42,13 +42,6 @@ bind gslb vserver vs_app -domainName app.example.com -TTL 30 -backupIP {bk}
     c
 }
 
-fn write_temp(net: &Net, name: &str, text: &str) -> String {
-    let dir = net.tempdir();
-    let p = dir.join(name);
-    fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
-
 fn output_text(out: &std::process::Output) -> String {
     format!(
         "{}{}",
@@ -60,7 +53,8 @@ fn output_text(out: &std::process::Output) -> String {
 #[test]
 fn check_accepts_a_valid_config() {
     let net = Net::new("cli_check_valid");
-    let path = write_temp(&net, "ok.conf", &full_config(&net));
+    let dir = net.scratch();
+    let path = dir.write("ok.conf", &full_config(&net));
     let out = run_bin(&["check", &path]);
     assert!(
         out.status.success(),
@@ -83,7 +77,8 @@ fn check_reports_every_error_with_file_and_line() {
          \n\
          add gslb vserver vs1 HTTP -lbMethod NOSUCHMETHOD\n"
     );
-    let path = write_temp(&net, "bad.conf", &text);
+    let dir = net.scratch();
+    let path = dir.write("bad.conf", &text);
     let out = run_bin(&["check", &path]);
     let all = output_text(&out);
     assert_eq!(out.status.code(), Some(1), "exit code 1 expected:\n{all}");
@@ -112,7 +107,8 @@ fn check_reports_undefined_references_with_line() {
         net.conf_preamble(),
         net.svc_ip(0)
     );
-    let path = write_temp(&net, "refs.conf", &text);
+    let dir = net.scratch();
+    let path = dir.write("refs.conf", &text);
     let out = run_bin(&["check", &path]);
     let all = output_text(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
@@ -449,7 +445,8 @@ fn check_reports_toml_errors_with_file_and_line() {
         net.toml_preamble(),
         net.svc_ip(0)
     );
-    let path = write_temp(&net, "ok.toml", &good);
+    let dir = net.scratch();
+    let path = dir.write("ok.toml", &good);
     let out = run_bin(&["check", &path]);
     assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
 
@@ -459,7 +456,8 @@ fn check_reports_toml_errors_with_file_and_line() {
         "{good}colour = \"blue\"\n\n[[service]]\nname = \"s1\"\nip = \"{}\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"ghost\"\n",
         net.svc_ip(1)
     );
-    let path = write_temp(&net, "bad.toml", &bad);
+    let dir = net.scratch();
+    let path = dir.write("bad.toml", &bad);
     let out = run_bin(&["check", &path]);
     let all = output_text(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");

@@ -127,6 +127,11 @@ impl Net {
         d
     }
 
+    /// A scratch directory removed when dropped (kept if the test fails).
+    pub fn scratch(&self) -> Scratch {
+        Scratch(self.tempdir())
+    }
+
     /// A port on `ip` that is closed right now (bound, then released).
     pub fn closed_port(ip: Ipv4Addr) -> u16 {
         let l = TcpListener::bind((ip, 0)).expect("bind ephemeral");
@@ -170,6 +175,28 @@ impl Net {
              ns = [\"ns1.example.com\"]\n\
              soa = {{ origin_server = \"ns1.example.com\", contact = \"hostmaster.example.com\" }}\n"
         )
+    }
+}
+
+/// A directory that is removed on drop, unless the test is failing.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// Writes `text` to `name` inside; returns the path as a string.
+    pub fn write(&self, name: &str, text: &str) -> String {
+        let p = self.0.join(name);
+        fs::write(&p, text).expect("write scratch file");
+        p.to_str().expect("utf-8 path").to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            eprintln!("scratch files kept in {}", self.0.display());
+        } else {
+            let _ = fs::remove_dir_all(&self.0);
+        }
     }
 }
 
