@@ -154,6 +154,15 @@ fn http_monitor_follows_status_code() {
     let s = Server::start(&net, Syntax::Conf, &c);
     s.wait_state("hA", "UP");
     s.wait_state("hB", "UP");
+    // A service is UP before its first probe: wait for probes to arrive.
+    eventually(EVENTUALLY, "the HTTP monitor probes the backend", || {
+        a.requests().len() >= 2
+    });
+    let reqs = a.requests();
+    assert!(
+        reqs.iter().all(|r| r.starts_with("GET /health ")),
+        "the monitor's -httpRequest is what the backend sees: {reqs:?}"
+    );
 
     a.set_status(503);
     s.wait_state("hA", "DOWN");

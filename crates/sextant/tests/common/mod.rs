@@ -20,8 +20,8 @@ use std::net::{
 };
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -555,6 +555,7 @@ pub struct Backend {
     pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
     status: Arc<AtomicU16>,
+    requests: Arc<Mutex<Vec<String>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -589,6 +590,11 @@ impl Backend {
         }
     }
 
+    /// The request lines (`GET /health HTTP/1.1`) an HTTP backend has seen.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+
     /// Sets the HTTP status code the backend answers with.
     pub fn set_status(&self, code: u16) {
         self.status.store(code, Ordering::SeqCst);
@@ -611,14 +617,16 @@ impl Backend {
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let status = Arc::new(AtomicU16::new(200));
-        let (stop2, status2) = (stop.clone(), status.clone());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (stop2, status2, requests2) = (stop.clone(), status.clone(), requests.clone());
         let thread = thread::spawn(move || {
             while !stop2.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((conn, _)) => {
                         if http {
                             let code = status2.load(Ordering::SeqCst);
-                            thread::spawn(move || serve_http(conn, code));
+                            let log = requests2.clone();
+                            thread::spawn(move || serve_http(conn, code, log));
                         } else {
                             drop(conn);
                         }
@@ -632,6 +640,7 @@ impl Backend {
             addr,
             stop,
             status,
+            requests,
             thread: Some(thread),
         }
     }
@@ -656,7 +665,7 @@ impl Drop for Backend {
     }
 }
 
-fn serve_http(mut conn: TcpStream, code: u16) {
+fn serve_http(mut conn: TcpStream, code: u16, log: Arc<Mutex<Vec<String>>>) {
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
     let mut buf = Vec::new();
@@ -665,6 +674,14 @@ fn serve_http(mut conn: TcpStream, code: u16) {
         match conn.read(&mut chunk) {
             Ok(0) | Err(_) => break,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let line = text.lines().next().unwrap_or_default().to_string();
+    {
+        let mut l = log.lock().unwrap();
+        if l.len() < 1000 {
+            l.push(line);
         }
     }
     let reason = if code == 200 {
