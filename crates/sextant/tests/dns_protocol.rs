@@ -300,6 +300,23 @@ fn ecs_is_echoed_with_scope() {
         ecs.scope_prefix()
     );
 
+    // A vserver without -ECS ENABLED does not use the subnet: the option
+    // is still echoed, with scope 0 (valid for every client, RFC 7871 7.2.1).
+    let q0 = with_ecs(
+        build_query("app.example.com", RecordType::A, Some(1232)),
+        ecs_addr,
+        24,
+    );
+    let r0 = s.dns.udp(&q0);
+    assert_eq!(a_records(&r0).len(), 1, "{r0:?}");
+    let ecs0 = ecs_of(&r0).unwrap_or_else(|| panic!("ECS not echoed: {r0:?}"));
+    assert_eq!(ecs0.addr(), ecs_addr);
+    assert_eq!(
+        ecs0.scope_prefix(),
+        0,
+        "answer did not depend on the subnet"
+    );
+
     // Also over TCP.
     let r = s.dns.tcp(&q);
     let ecs = ecs_of(&r).unwrap_or_else(|| panic!("ECS not echoed over TCP: {r:?}"));

@@ -881,6 +881,16 @@ impl Dns {
             .unwrap_or_else(|e| panic!("{e} (query {:?})", q.queries))
     }
 
+    /// Any message over UDP (alias of [`Dns::udp`]).
+    pub fn query_full(&self, q: &Message) -> Message {
+        self.udp(q)
+    }
+
+    /// Any message over TCP (alias of [`Dns::tcp`]).
+    pub fn query_full_tcp(&self, q: &Message) -> Message {
+        self.tcp(q)
+    }
+
     /// A query over UDP without EDNS.
     pub fn query(&self, name: &str, rtype: RecordType) -> Message {
         self.udp(&build_query(name, rtype, None))
