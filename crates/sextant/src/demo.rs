@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -46,7 +46,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
     result
 }
 
-fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, path: &PathBuf) {
+fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, path: &Path) {
     let (ip, port) = (dns.ip(), dns.port());
     println!(
         "Sextant demo: {} sites, {} services with real backends on loopback.",
