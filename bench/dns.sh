@@ -21,6 +21,7 @@ PORT="${PORT:-5399}"
 API_PORT="${API_PORT:-8099}"
 SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
+UDP_WORKERS="${UDP_WORKERS:-1}"   # one worker per server core: the server is pinned to one
 
 command -v dnsperf >/dev/null 2>&1 && command -v dig >/dev/null 2>&1 \
     && command -v taskset >/dev/null 2>&1 || scripts/setup.sh
@@ -73,7 +74,8 @@ echo "nothing.bench.example A" >> "$WORK/queries.txt"
 
 echo "== starting sextant on $ADDR:$PORT (CPU $SERVER_CPU)" >&2
 RUST_LOG="${RUST_LOG:-warn}" taskset -c "$SERVER_CPU" "$BIN" serve --config "$WORK/bench.conf" \
-    --dns-listen "$ADDR:$PORT" --api-listen "$ADDR:$API_PORT" 2> "$OUT/server.log" &
+    --dns-listen "$ADDR:$PORT" --api-listen "$ADDR:$API_PORT" --udp-workers "$UDP_WORKERS" \
+    2> "$OUT/server.log" &
 SERVER_PID=$!
 
 ready=""

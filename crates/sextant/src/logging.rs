@@ -1,5 +1,7 @@
 //! Structured logs on stderr.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// How log lines are written.
@@ -22,6 +24,7 @@ pub fn init(format: Format) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false);
     match format {
         Format::Text => builder.init(),
