@@ -8,7 +8,9 @@
 
 pub mod decide;
 pub mod health;
+pub mod location;
 pub mod model;
+pub mod policy;
 pub mod select;
 pub mod snapshot;
 pub mod trace;
@@ -18,6 +20,11 @@ pub use decide::{
     Sessions, Stick, decide,
 };
 pub use health::{HealthTally, Transition};
+pub use location::{Coordinates, Location, LocationError};
 pub use model::*;
+pub use policy::{
+    DnsAction, DnsActionId, DnsActionKind, DnsPolicy, DnsPolicyId, Expr, Goto, PolicyBinding,
+    RequestFacts,
+};
 pub use snapshot::{ServiceState, Snapshot};
 pub use trace::{FallbackWhy, NoTrace, SkipWhy, TraceEvent, Tracer, VecTrace};

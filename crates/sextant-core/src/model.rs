@@ -37,6 +37,12 @@ pub struct Model {
     /// Address of the REST API, if configured in the file.
     pub api_listen: Option<std::net::SocketAddr>,
     pub params: GslbParams,
+    /// `add dns action`.
+    pub dns_actions: Vec<crate::policy::DnsAction>,
+    /// `add dns policy`.
+    pub dns_policies: Vec<crate::policy::DnsPolicy>,
+    /// `bind dns global`, sorted by ascending priority (evaluated in this order).
+    pub dns_global_bindings: Vec<crate::policy::PolicyBinding>,
     /// The site this node runs as. `sextant-config` sets it from the single
     /// `LOCAL` site; `--local-site` overrides it.
     pub local_site: Option<SiteId>,
