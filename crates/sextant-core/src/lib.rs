@@ -9,6 +9,7 @@
 pub mod decide;
 pub mod health;
 pub mod location;
+pub mod location_db;
 pub mod model;
 pub mod policy;
 pub mod select;
@@ -21,6 +22,7 @@ pub use decide::{
 };
 pub use health::{HealthTally, Transition};
 pub use location::{Coordinates, Location, LocationError};
+pub use location_db::{LocationDb, LocationDbBuilder, Place, PlaceId, RangeError, Source};
 pub use model::*;
 pub use policy::{
     DnsAction, DnsActionId, DnsActionKind, DnsPolicy, DnsPolicyId, Expr, Goto, PolicyBinding,

@@ -43,6 +43,10 @@ pub struct Model {
     pub dns_policies: Vec<crate::policy::DnsPolicy>,
     /// `bind dns global`, sorted by ascending priority (evaluated in this order).
     pub dns_global_bindings: Vec<crate::policy::PolicyBinding>,
+    /// The location database (custom entries, location files, MaxMind
+    /// databases) for static proximity and `MATCHES_LOCATION`. Shared, so
+    /// cloning a model does not copy millions of ranges.
+    pub locations: std::sync::Arc<crate::location_db::LocationDb>,
     /// The site this node runs as. `sextant-config` sets it from the single
     /// `LOCAL` site; `--local-site` overrides it.
     pub local_site: Option<SiteId>,

@@ -1,0 +1,141 @@
+//! Location database at scale: 1M random non-overlapping IPv4 ranges (with
+//! gaps between them) plus 100k IPv6 ranges, 50k distinct places. Measures
+//! one lookup; prints the build time, the range count and the memory once.
+
+use std::hint::black_box;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Instant;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use sextant_core::{Location, LocationDb, Place, Source};
+
+const V4_RANGES: u64 = 1_000_000;
+const V6_RANGES: u64 = 100_000;
+const PLACES: u64 = 50_000;
+const PROBES: usize = 1 << 16;
+
+/// splitmix64: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+fn places() -> Vec<Place> {
+    (0..PLACES)
+        .map(|i| Place {
+            location: Location::from_qualifiers([
+                ["Europe", "Asia", "Africa", "North America"][(i % 4) as usize],
+                &format!("c{}", i % 250),
+                &format!("r{}", i % 5000),
+                &format!("city{i}"),
+            ]),
+            coordinates: None,
+        })
+        .collect()
+}
+
+fn build(rng: &mut Rng) -> LocationDb {
+    let places = places();
+    let mut b = LocationDb::builder();
+    // Slot k of the IPv4 space holds one range starting and ending at random
+    // points inside it, so ranges never overlap and gaps separate them.
+    let slot = (1u64 << 32) / V4_RANGES;
+    for k in 0..V4_RANGES {
+        let base = k * slot;
+        let start = base + rng.next() % (slot / 2);
+        let end = start + rng.next() % (slot / 2);
+        let place = places[(rng.next() % PLACES) as usize].clone();
+        b.add(
+            IpAddr::V4(Ipv4Addr::from(start as u32)),
+            IpAddr::V4(Ipv4Addr::from(end as u32)),
+            place,
+            Source::File,
+        )
+        .expect("valid range");
+    }
+    // IPv6: /48s scattered over 2000::/8.
+    for _ in 0..V6_RANGES {
+        let start = (0x20u128 << 120) | (u128::from(rng.next() & 0xff_ffff_ffff) << 80);
+        let end = start | ((1u128 << 80) - 1);
+        let place = places[(rng.next() % PLACES) as usize].clone();
+        b.add(
+            IpAddr::V6(Ipv6Addr::from(start)),
+            IpAddr::V6(Ipv6Addr::from(end)),
+            place,
+            Source::File,
+        )
+        .expect("valid range");
+    }
+    b.build()
+}
+
+fn lookups(c: &mut Criterion) {
+    let mut rng = Rng(42);
+    let t = Instant::now();
+    let db = build(&mut rng);
+    let built = t.elapsed();
+    let mem = db.memory_bytes();
+    eprintln!(
+        "location db: {} ranges ({} v4 + {} v6), {} intervals, {} places, built in {:.2?}, {} bytes ({:.1} MiB, {:.1} bytes per range)",
+        db.ranges(),
+        V4_RANGES,
+        V6_RANGES,
+        db.intervals(),
+        db.places().len(),
+        built,
+        mem,
+        mem as f64 / (1024.0 * 1024.0),
+        mem as f64 / db.ranges() as f64
+    );
+    let v4: Vec<IpAddr> = (0..PROBES)
+        .map(|_| IpAddr::V4(Ipv4Addr::from(rng.next() as u32)))
+        .collect();
+    let hits = v4.iter().filter(|ip| db.lookup_id(**ip).is_some()).count();
+    eprintln!("location db: {hits} of {PROBES} random IPv4 probes hit a range");
+    let v6: Vec<IpAddr> = (0..PROBES)
+        .map(|_| {
+            let x = (0x20u128 << 120) | (u128::from(rng.next()) << 56);
+            IpAddr::V6(Ipv6Addr::from(x))
+        })
+        .collect();
+    let mapped: Vec<IpAddr> = v4
+        .iter()
+        .map(|ip| match ip {
+            IpAddr::V4(a) => IpAddr::V6(a.to_ipv6_mapped()),
+            other => *other,
+        })
+        .collect();
+
+    let mut g = c.benchmark_group("location_db");
+    for (name, probes) in [
+        ("lookup_v4", &v4),
+        ("lookup_v6", &v6),
+        ("lookup_v4_mapped", &mapped),
+    ] {
+        g.bench_function(name, |b| {
+            let mut i = 0usize;
+            b.iter(|| {
+                i = (i + 1) & (PROBES - 1);
+                black_box(db.lookup_id(black_box(probes[i])))
+            })
+        });
+    }
+    g.bench_function("lookup_v4_place", |b| {
+        let mut i = 0usize;
+        b.iter(|| {
+            i = (i + 1) & (PROBES - 1);
+            black_box(db.lookup(black_box(v4[i])).map(|p| p.location.qualifier(1)))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lookups);
+criterion_main!(benches);
