@@ -82,6 +82,8 @@ pub(crate) struct Draft {
     pub domain_bindings: Vec<DomainBinding>,
     pub monitor_bindings: Vec<MonitorBinding>,
     pub zones: Vec<DraftZone>,
+    /// DNS actions, policies and global bindings.
+    pub dns: crate::dns_policy::DnsDraft,
 }
 
 #[derive(Debug)]

@@ -4,16 +4,28 @@
 
 use std::fmt;
 
-/// One problem in a configuration file, displayed as `FILE:LINE: reason`.
+/// One problem in a configuration file, displayed as `FILE:LINE: reason`,
+/// or `FILE:LINE:COLUMN: reason` when the column is known (errors inside a
+/// DNS policy rule).
 ///
 /// `line` is 1-based; 0 means the problem concerns the whole file (for
 /// example, the file could not be read).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
 pub struct ConfigError {
     pub file: String,
     pub line: usize,
+    /// 1-based character column in the line, where known.
+    pub column: Option<usize>,
     pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.column {
+            Some(column) => write!(f, "{}:{}:{column}: {}", self.file, self.line, self.message),
+            None => write!(f, "{}:{}: {}", self.file, self.line, self.message),
+        }
+    }
 }
 
 /// Every problem found in a configuration file, in line order.
@@ -43,6 +55,7 @@ impl ConfigErrors {
             errors: vec![ConfigError {
                 file: file.to_string(),
                 line: 0,
+                column: None,
                 message: message.into(),
             }],
         }
@@ -70,6 +83,17 @@ impl Diag {
         self.errors.push(ConfigError {
             file: self.file.clone(),
             line,
+            column: None,
+            message: message.into(),
+        });
+    }
+
+    /// Records one error at `line`, 1-based character `column`.
+    pub(crate) fn error_at(&mut self, line: usize, column: usize, message: impl Into<String>) {
+        self.errors.push(ConfigError {
+            file: self.file.clone(),
+            line,
+            column: Some(column),
             message: message.into(),
         });
     }

@@ -16,6 +16,10 @@ pub(crate) struct Token {
     pub text: String,
     /// Any part of the token was quoted: it is a value, never an option.
     pub quoted: bool,
+    /// Byte offsets of the token as written in the line, quotes included
+    /// (for readers that need the raw text, such as DNS policy rules).
+    pub start: usize,
+    pub end: usize,
 }
 
 impl Token {
@@ -46,7 +50,7 @@ pub(crate) fn tokenize(line: &str) -> Result<Vec<Token>, String> {
             .next_if(|(_, c)| *c == ' ' || *c == '\t' || *c == '\r')
             .is_some()
         {}
-        let Some(&(_, first)) = chars.peek() else {
+        let Some(&(start, first)) = chars.peek() else {
             break;
         };
         if first == '#' {
@@ -108,7 +112,13 @@ pub(crate) fn tokenize(line: &str) -> Result<Vec<Token>, String> {
                 }
             }
         }
-        tokens.push(Token { text, quoted });
+        let end = chars.peek().map_or(line.len(), |&(pos, _)| pos);
+        tokens.push(Token {
+            text,
+            quoted,
+            start,
+            end,
+        });
     }
     Ok(tokens)
 }
@@ -149,6 +159,14 @@ mod tests {
         assert_eq!(texts(r#"a"b c"d"#), ["ab cd"]);
         assert_eq!(texts(r#""""#), [""]);
         assert_eq!(texts("a b\r"), ["a", "b"]);
+    }
+
+    #[test]
+    fn spans_cover_the_raw_token() {
+        let line = r#"add  "a \"b\"" x'y' "#;
+        let t = tokenize(line).expect("tokenizes");
+        let raw: Vec<&str> = t.iter().map(|t| &line[t.start..t.end]).collect();
+        assert_eq!(raw, ["add", r#""a \"b\"""#, "x'y'"]);
     }
 
     #[test]

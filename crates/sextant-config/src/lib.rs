@@ -9,6 +9,7 @@
 //! docs/config.md describes both syntaxes.
 
 mod appliance;
+mod dns_policy;
 mod draft;
 mod duration;
 mod error;

@@ -773,11 +773,6 @@ fn not_yet_supported_commands() {
         &["add location: static proximity locations are not supported yet"],
     );
     one_error(
-        "add dns policy p1 true a1\n",
-        1,
-        &["DNS policies and actions"],
-    );
-    one_error(
         "add dns addRec ns1.example.com 10.0.0.1\n",
         1,
         &["static DNS records"],

@@ -13,6 +13,7 @@ mod args;
 mod dns;
 mod gslb;
 mod monitor;
+mod policy;
 mod system;
 
 use std::collections::HashMap;
@@ -31,9 +32,11 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Draft {
         adns: HashMap::new(),
         monitor_types: Vec::new(),
         ns_ttl_lines: HashMap::new(),
+        raw: "",
     };
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
+        r.raw = raw;
         match lexer::tokenize(raw) {
             Ok(tokens) if tokens.is_empty() => {}
             Ok(tokens) => r.command(line, &tokens),
@@ -53,6 +56,8 @@ pub(crate) struct Reader<'d> {
     pub monitor_types: Vec<monitor::MonType>,
     /// Per zone apex: the NS TTL given explicitly, and on which line.
     pub ns_ttl_lines: HashMap<String, (u32, usize)>,
+    /// The line being read, as written (tokens carry byte spans into it).
+    pub raw: &'d str,
 }
 
 type Handler = fn(&mut Reader<'_>, usize, &[Token]);
@@ -70,8 +75,6 @@ struct Command {
 }
 
 const NO_LOCATIONS: &str = "static proximity locations are not supported yet; remove this line (and use another -lbMethod than STATICPROXIMITY)";
-const NO_POLICIES: &str =
-    "DNS policies and actions (preferred locations) are not supported yet; remove this line";
 const NO_RECORDS: &str = "static DNS records are not supported yet: Sextant answers its GSLB domains and the SOA/NS of its zones only; remove this line";
 
 /// Every command the reader knows, longest word sequence first within a verb.
@@ -120,9 +123,12 @@ const COMMANDS: &[Command] = &[
     cmd(&["enable", "ns", "mode"], Action::Read(system::enable_mode)),
     cmd(&["add", "location"], Action::NotYet(NO_LOCATIONS)),
     cmd(&["add", "locationFile"], Action::NotYet(NO_LOCATIONS)),
-    cmd(&["add", "dns", "action"], Action::NotYet(NO_POLICIES)),
-    cmd(&["add", "dns", "policy"], Action::NotYet(NO_POLICIES)),
-    cmd(&["bind", "dns", "global"], Action::NotYet(NO_POLICIES)),
+    cmd(&["add", "dns", "action"], Action::Read(policy::add_action)),
+    cmd(&["add", "dns", "policy"], Action::Read(policy::add_policy)),
+    cmd(
+        &["bind", "dns", "global"],
+        Action::Read(policy::bind_global),
+    ),
     cmd(&["add", "dns", "addRec"], Action::NotYet(NO_RECORDS)),
     cmd(&["add", "dns", "aaaaRec"], Action::NotYet(NO_RECORDS)),
     cmd(&["add", "dns", "cnameRec"], Action::NotYet(NO_RECORDS)),

@@ -30,6 +30,7 @@ use crate::duration;
 use crate::error::Diag;
 use crate::scalar;
 
+mod policy;
 mod schema;
 
 use schema::{GslbT, MonitorT, PersistenceT, ServerT, ServiceT, SiteT, VServerT, ZoneT};
@@ -38,7 +39,8 @@ use schema::{GslbT, MonitorT, PersistenceT, ServerT, ServiceT, SiteT, VServerT, 
 const VERSION: i64 = 1;
 
 /// The top-level keys, for the "unknown key" message.
-const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone";
+const TOP_LEVEL: &str =
+    "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy";
 
 // ---------------------------------------------------------------------------
 
@@ -76,6 +78,7 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
         lines,
         diag,
         draft: Draft::default(),
+        text,
     };
     match root.get("version") {
         None => n.diag.error(
@@ -110,6 +113,8 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
             "service" => n.each(key_line, "service", value, Native::service),
             "vserver" => n.each(key_line, "vserver", value, Native::vserver),
             "zone" => n.each(key_line, "zone", value, Native::zone),
+            "dns_action" => n.each(key_line, "dns_action", value, Native::dns_action),
+            "dns_policy" => n.each(key_line, "dns_policy", value, Native::dns_policy),
             other => n.diag.error(
                 key_line,
                 format!("unknown top-level key `{other}`; expected one of {TOP_LEVEL}"),
@@ -123,6 +128,8 @@ struct Native<'d> {
     lines: Lines,
     diag: &'d mut Diag,
     draft: Draft,
+    /// The whole file, for columns inside values (DNS policy rules).
+    text: &'d str,
 }
 
 type Element<'i> = Spanned<DeValue<'i>>;
