@@ -2,10 +2,13 @@
 
 use std::net::IpAddr;
 
+use crate::choose::{Client, Work, choose};
+use crate::location::Location;
 use crate::model::{DomainId, LbMethod, ServiceId, VServerId, ZoneId};
-use crate::select::{mask_ip, mix, source_ip_hash, weighted_round_robin};
+use crate::policy::{DnsActionKind, Goto, RequestFacts};
+use crate::select::{mix, weighted_round_robin};
 use crate::snapshot::Snapshot;
-use crate::trace::{FallbackWhy, SkipWhy, TraceEvent, Tracer};
+use crate::trace::{FallbackWhy, MatchPass, SkipWhy, TraceEvent, Tracer};
 
 /// The query types the core distinguishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +92,8 @@ pub enum Outcome {
     ZoneNs { zone: ZoneId },
     /// Not authoritative for the name.
     Refused,
+    /// A DNS policy with a DROP action matched: send nothing.
+    Drop,
 }
 
 /// The short reason of a decision, cheap enough for every query.
@@ -103,6 +108,12 @@ pub enum Reason {
         why: FallbackWhy,
     },
     Persistence,
+    /// A DNS policy's preferred locations decided, in this pass.
+    PreferredLocation {
+        pass: MatchPass,
+    },
+    /// A DNS policy's DROP action matched.
+    Dropped,
     MultiIp,
     BackupVServer,
     BackupIp,
@@ -170,7 +181,11 @@ impl Cursor {
         }
     }
 
-    fn next_random(&mut self) -> u64 {
+    pub(crate) fn peeks(&self) -> bool {
+        self.peek
+    }
+
+    pub(crate) fn next_random(&mut self) -> u64 {
         self.random = self.random.wrapping_add(0x9e37_79b9_7f4a_7c15);
         mix(self.random)
     }
@@ -205,9 +220,17 @@ pub fn decide<T: Tracer, S: Sessions>(
 ) -> Decision {
     out.addrs.clear();
     let model = snap.model();
+    let domain = snap.find_domain(query.name);
+    let mut client = client_of(snap, query, domain);
+
+    let verdict = run_policies(snap, query, &mut client, trace);
+    if verdict == Verdict::Drop {
+        trace.record(TraceEvent::Dropped);
+        return plain(Outcome::Drop, Reason::Dropped);
+    }
+
     let zone = snap.find_zone(query.name);
     let apex = zone.filter(|z| model.zone(*z).apex == query.name);
-
     if let (Some(z), QueryType::Soa | QueryType::Ns) = (apex, query.qtype) {
         trace.record(TraceEvent::ZoneApex { zone: z });
         let outcome = if query.qtype == QueryType::Soa {
@@ -218,7 +241,7 @@ pub fn decide<T: Tracer, S: Sessions>(
         return plain(outcome, Reason::Zone);
     }
 
-    if let Some(domain) = snap.find_domain(query.name) {
+    if let Some(domain) = domain {
         let family = match query.qtype {
             QueryType::A | QueryType::Any => Family::V4,
             QueryType::Aaaa => Family::V6,
@@ -232,8 +255,26 @@ pub fn decide<T: Tracer, S: Sessions>(
             domain,
             vserver: d.vserver,
         });
-        let mut decision =
-            answer_domain(snap, query, family, d.vserver, cursor, sessions, out, trace);
+        let preferred = match verdict {
+            Verdict::Prefer(action) => match &model.dns_actions[action as usize].kind {
+                DnsActionKind::PreferredLocations(list) => Some((action, list.as_slice())),
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut decision = answer_domain(
+            snap,
+            family,
+            d.vserver,
+            &mut client,
+            preferred,
+            Work {
+                cursor,
+                sessions,
+                out,
+                trace,
+            },
+        );
         if out.addrs.is_empty() && decision.reason != Reason::NoAddressOfFamily {
             if let Some(ip) = d.backup_ip.filter(|ip| family.matches(*ip)) {
                 trace.record(TraceEvent::BackupIp { addr: ip });
@@ -267,6 +308,86 @@ pub fn decide<T: Tracer, S: Sessions>(
     }
 }
 
+/// The client address: the ECS address where the domain's vserver enables
+/// ECS and the query carries one, else the LDNS source address.
+fn client_of(snap: &Snapshot, query: &Query<'_>, domain: Option<DomainId>) -> Client {
+    let ecs_enabled = domain
+        .map(|d| snap.model().vserver(snap.model().domain(d).vserver).ecs)
+        .unwrap_or(false);
+    match query.ecs {
+        Some(ecs) if ecs_enabled => Client::new(ecs.addr, true, ecs.source_prefix),
+        _ => Client::new(query.source, false, 0),
+    }
+}
+
+/// What the global DNS policies decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// No policy with an effect matched.
+    Continue,
+    /// Use this GslbPrefLoc action's preferred locations.
+    Prefer(crate::policy::DnsActionId),
+    Drop,
+}
+
+/// Evaluates the policies bound at the global request bind point, in
+/// priority order. A matching policy applies its action; `END` stops the
+/// walk, `NEXT` goes on to the next policy. The first preferred-location
+/// action that matches is the one used; a DROP ends everything.
+fn run_policies<T: Tracer>(
+    snap: &Snapshot,
+    query: &Query<'_>,
+    client: &mut Client,
+    trace: &mut T,
+) -> Verdict {
+    let model = snap.model();
+    if model.dns_global_bindings.is_empty() {
+        return Verdict::Continue;
+    }
+    let client_location = if snap.policies_need_location() {
+        client
+            .place(snap)
+            .map(|p| &model.locations.place(p).location)
+    } else {
+        None
+    };
+    if T::ENABLED && snap.policies_need_location() {
+        trace.record(TraceEvent::ClientLocation {
+            addr: client.addr,
+            place: client.place(snap),
+        });
+    }
+    let facts = RequestFacts {
+        client: client.addr,
+        client_location,
+        qname: query.name,
+        qtype: query.qtype,
+    };
+    let mut verdict = Verdict::Continue;
+    for binding in &model.dns_global_bindings {
+        let policy = &model.dns_policies[binding.policy as usize];
+        let matched = policy.rule.eval(&facts);
+        trace.record(TraceEvent::Policy {
+            policy: binding.policy,
+            matched,
+        });
+        if !matched {
+            continue;
+        }
+        match model.dns_actions[policy.action as usize].kind {
+            DnsActionKind::Drop => return Verdict::Drop,
+            DnsActionKind::PreferredLocations(_) if verdict == Verdict::Continue => {
+                verdict = Verdict::Prefer(policy.action);
+            }
+            _ => {}
+        }
+        if binding.goto == Goto::End {
+            break;
+        }
+    }
+    verdict
+}
+
 fn plain(outcome: Outcome, reason: Reason) -> Decision {
     Decision {
         outcome,
@@ -293,16 +414,13 @@ impl Family {
 
 /// Chooses among a vserver's services, following its backup vservers when
 /// none is UP. Leaves `out` empty when nothing UP can answer.
-#[allow(clippy::too_many_arguments)]
 fn answer_domain<T: Tracer, S: Sessions>(
     snap: &Snapshot,
-    query: &Query<'_>,
     family: Family,
     first: VServerId,
-    cursor: &mut Cursor,
-    sessions: &S,
-    out: &mut AnswerBuf,
-    trace: &mut T,
+    client: &mut Client,
+    preferred: Option<(crate::policy::DnsActionId, &[Location])>,
+    w: Work<'_, S, T>,
 ) -> Decision {
     let model = snap.model();
     let mut vs_id = first;
@@ -316,40 +434,40 @@ fn answer_domain<T: Tracer, S: Sessions>(
         if T::ENABLED {
             for b in &vs.bindings {
                 let ip = model.service(b.service).answer_ip();
-                if !family.matches(ip) {
-                    trace.record(TraceEvent::Skipped {
+                let event = if !family.matches(ip) {
+                    TraceEvent::Skipped {
                         service: b.service,
                         why: SkipWhy::WrongFamily,
-                    });
+                    }
                 } else if !snap.is_up(b.service) {
-                    trace.record(TraceEvent::Skipped {
+                    TraceEvent::Skipped {
                         service: b.service,
                         why: SkipWhy::Down,
-                    });
+                    }
                 } else {
-                    trace.record(TraceEvent::Candidate {
+                    TraceEvent::Candidate {
                         service: b.service,
                         weight: b.weight,
-                    });
-                }
+                    }
+                };
+                w.trace.record(event);
             }
         }
         any_of_family |= vs
             .bindings
             .iter()
             .any(|b| family.matches(model.service(b.service).answer_ip()));
-        let up_count = (0..vs.bindings.len()).filter(|i| eligible(*i)).count();
-        if up_count > 0 {
-            let mut decision = choose(snap, query, vs_id, &eligible, cursor, sessions, out, trace);
+        if (0..vs.bindings.len()).any(&eligible) {
+            let mut decision = choose(snap, vs_id, client, preferred, &eligible, w);
             if depth > 0 && matches!(decision.reason, Reason::Method(_) | Reason::Fallback { .. }) {
                 decision.reason = Reason::BackupVServer;
             }
             return decision;
         }
-        trace.record(TraceEvent::AllDown { vserver: vs_id });
+        w.trace.record(TraceEvent::AllDown { vserver: vs_id });
         match vs.backup_vserver {
             Some(next) if depth < MAX_BACKUP_DEPTH && (next as usize) < model.vservers.len() => {
-                trace.record(TraceEvent::BackupVServer {
+                w.trace.record(TraceEvent::BackupVServer {
                     from: vs_id,
                     to: next,
                 });
@@ -359,7 +477,7 @@ fn answer_domain<T: Tracer, S: Sessions>(
         }
     }
     if !any_of_family {
-        trace.record(TraceEvent::NoAddressOfFamily);
+        w.trace.record(TraceEvent::NoAddressOfFamily);
         return plain(Outcome::NoData { zone: None }, Reason::NoAddressOfFamily);
     }
     plain(Outcome::NoData { zone: None }, Reason::LastResort)
@@ -395,152 +513,6 @@ fn last_resort<T: Tracer>(
     Some(Reason::LastResort)
 }
 
-/// Picks among the UP services of one vserver.
-#[allow(clippy::too_many_arguments)]
-fn choose<T: Tracer, S: Sessions>(
-    snap: &Snapshot,
-    query: &Query<'_>,
-    vs_id: VServerId,
-    eligible: &impl Fn(usize) -> bool,
-    cursor: &mut Cursor,
-    sessions: &S,
-    out: &mut AnswerBuf,
-    trace: &mut T,
-) -> Decision {
-    let model = snap.model();
-    let vs = model.vserver(vs_id);
-    let (client, from_ecs) = match query.ecs {
-        Some(ecs) if vs.ecs => (ecs.addr, true),
-        _ => (query.source, false),
-    };
-    trace.record(TraceEvent::Client {
-        addr: client,
-        from_ecs,
-    });
-    let client_scope = if from_ecs {
-        query.ecs.map(|e| e.source_prefix).unwrap_or(0)
-    } else {
-        0
-    };
-    let mut decision = Decision {
-        outcome: Outcome::NoData { zone: None },
-        reason: Reason::Method(vs.method),
-        ecs_scope: 0,
-        stick: None,
-    };
-
-    if vs.multi_ip_response {
-        for (i, b) in vs.bindings.iter().enumerate() {
-            if eligible(i) {
-                out.addrs.push(model.service(b.service).answer_ip());
-            }
-        }
-        trace.record(TraceEvent::MultiIp {
-            count: out.addrs.len() as u32,
-        });
-        decision.reason = Reason::MultiIp;
-        return decision;
-    }
-
-    let persist_key = vs
-        .persistence
-        .map(|p| mask_ip(client, p.v4_mask, p.v6_mask));
-    if let Some(key) = persist_key {
-        let kept = sessions.lookup(vs_id, key).and_then(|service| {
-            vs.bindings
-                .iter()
-                .position(|b| b.service == service)
-                .filter(|i| eligible(*i))
-        });
-        if let Some(i) = kept {
-            let service = vs.bindings[i].service;
-            trace.record(TraceEvent::Persisted { service });
-            out.addrs.push(model.service(service).answer_ip());
-            decision.reason = Reason::Persistence;
-            decision.ecs_scope = client_scope;
-            decision.stick = Some(Stick {
-                vserver: vs_id,
-                key,
-                service,
-            });
-            return decision;
-        }
-    }
-
-    let (method, reason) = match usable(vs.method) {
-        Ok(m) => (m, Reason::Method(m)),
-        Err(why) => {
-            let backup = vs
-                .backup_method
-                .and_then(|b| usable(b).ok())
-                .unwrap_or(LbMethod::RoundRobin);
-            trace.record(TraceEvent::MethodFallback {
-                vserver: vs_id,
-                method: vs.method,
-                backup,
-                why,
-            });
-            (
-                backup,
-                Reason::Fallback {
-                    method: vs.method,
-                    backup,
-                    why,
-                },
-            )
-        }
-    };
-    decision.reason = reason;
-    let pick = match method {
-        LbMethod::SourceIpHash => {
-            decision.ecs_scope = client_scope;
-            source_ip_hash(
-                &vs.bindings,
-                mask_ip(client, vs.hash_v4_mask, vs.hash_v6_mask),
-                eligible,
-            )
-        }
-        _ => {
-            let random = cursor.next_random();
-            weighted_round_robin(
-                &vs.bindings,
-                snap.schedule(vs_id),
-                snap.turn(vs_id, cursor.peek),
-                random,
-                eligible,
-            )
-        }
-    };
-    if let Some(i) = pick {
-        let service = vs.bindings[i].service;
-        trace.record(TraceEvent::Picked { service, method });
-        out.addrs.push(model.service(service).answer_ip());
-        if let Some(key) = persist_key {
-            decision.ecs_scope = client_scope;
-            decision.stick = Some(Stick {
-                vserver: vs_id,
-                key,
-                service,
-            });
-        }
-    }
-    decision
-}
-
-/// Whether a method can decide with the inputs this build has; if not, why.
-fn usable(method: LbMethod) -> Result<LbMethod, FallbackWhy> {
-    match method {
-        LbMethod::RoundRobin | LbMethod::SourceIpHash => Ok(method),
-        LbMethod::LeastConnection
-        | LbMethod::LeastResponseTime
-        | LbMethod::LeastBandwidth
-        | LbMethod::LeastPackets
-        | LbMethod::CustomLoad => Err(FallbackWhy::NoLoadMetrics),
-        LbMethod::StaticProximity => Err(FallbackWhy::NoLocation),
-        LbMethod::Rtt => Err(FallbackWhy::NoRtt),
-    }
-}
-
 impl Reason {
     /// One line for an operator.
     pub fn describe(&self) -> String {
@@ -555,6 +527,15 @@ impl Reason {
                 why.describe()
             ),
             Reason::Persistence => "kept by source-IP persistence".to_string(),
+            Reason::PreferredLocation { pass } => match pass {
+                MatchPass::Perfect => "a preferred location matched perfectly".to_string(),
+                MatchPass::Partial => "a preferred location matched partially".to_string(),
+                MatchPass::Remaining => {
+                    "no preferred location matched an UP service; balanced over the rest"
+                        .to_string()
+                }
+            },
+            Reason::Dropped => "a DNS policy's DROP action matched: no response".to_string(),
             Reason::MultiIp => "multi-IP response: every UP service".to_string(),
             Reason::BackupVServer => "no service UP; answered by the backup vserver".to_string(),
             Reason::BackupIp => "no service UP; answered the domain's backup IP".to_string(),

@@ -6,6 +6,7 @@
 //! and, when asked, a trace that explains the decision. This keeps every
 //! answer reproducible, unit-testable and benchmarkable.
 
+mod choose;
 pub mod decide;
 pub mod health;
 pub mod location;
@@ -29,4 +30,4 @@ pub use policy::{
     RequestFacts,
 };
 pub use snapshot::{ServiceState, Snapshot};
-pub use trace::{FallbackWhy, NoTrace, SkipWhy, TraceEvent, Tracer, VecTrace};
+pub use trace::{FallbackWhy, MatchPass, NoTrace, OutWhy, SkipWhy, TraceEvent, Tracer, VecTrace};

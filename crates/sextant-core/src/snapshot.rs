@@ -11,6 +11,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::location_db::{Place, PlaceId};
 use crate::model::{DomainId, Model, ServiceId, VServerId, ZoneId};
 
 /// The health the core sees for one service.
@@ -62,6 +63,10 @@ struct Compiled {
     /// Per vserver: how many round-robin turns have been taken. Shared by
     /// every worker so consecutive queries rotate, whichever thread answers.
     turns: Box<[AtomicU64]>,
+    /// Per service: its place in the location database (by answer address).
+    service_places: Box<[Option<PlaceId>]>,
+    /// Whether any bound DNS policy looks at the client's location.
+    policies_need_location: bool,
 }
 
 /// Configuration plus health at one instant.
@@ -98,6 +103,17 @@ impl Snapshot {
             .collect();
         let states = vec![ServiceState::default(); model.services.len()].into();
         let turns = model.vservers.iter().map(|_| AtomicU64::new(0)).collect();
+        let service_places = model
+            .services
+            .iter()
+            .map(|s| model.locations.lookup_id(s.answer_ip()))
+            .collect();
+        let policies_need_location = model.dns_global_bindings.iter().any(|b| {
+            model
+                .dns_policies
+                .get(b.policy as usize)
+                .is_some_and(|p| p.rule.needs_location())
+        });
         Snapshot {
             compiled: Arc::new(Compiled {
                 model,
@@ -105,6 +121,8 @@ impl Snapshot {
                 zones,
                 schedules,
                 turns,
+                service_places,
+                policies_need_location,
             }),
             states,
             generation,
@@ -177,6 +195,17 @@ impl Snapshot {
 }
 
 impl Snapshot {
+    /// The location of a service (of its public IP, or its IP), if known.
+    pub fn service_place(&self, service: ServiceId) -> Option<&Place> {
+        let id = (*self.compiled.service_places.get(service as usize)?)?;
+        Some(self.compiled.model.locations.place(id))
+    }
+
+    /// Whether evaluating the DNS policies needs the client's location.
+    pub fn policies_need_location(&self) -> bool {
+        self.compiled.policies_need_location
+    }
+
     /// Takes the vserver's next round-robin turn (or, with `peek`, reads it
     /// without taking it, so `explain` shows the next live answer).
     pub fn turn(&self, vserver: VServerId, peek: bool) -> u64 {

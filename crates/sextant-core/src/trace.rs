@@ -6,7 +6,9 @@
 
 use std::net::IpAddr;
 
+use crate::location_db::PlaceId;
 use crate::model::{DomainId, LbMethod, Model, ServiceId, VServerId, ZoneId};
+use crate::policy::DnsPolicyId;
 
 /// Why a selection method handed over to the backup method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,8 +16,13 @@ pub enum FallbackWhy {
     /// The method needs load metrics (connections, response time, ...) and
     /// none are available for the candidates.
     NoLoadMetrics,
-    /// The method needs a location database entry for the client or services.
-    NoLocation,
+    /// The location database has no entry for the client's address.
+    NoClientLocation,
+    /// The location database has no entry for any UP service.
+    NoServiceLocation,
+    /// No UP service shares even the first qualifier with the client, and
+    /// coordinates are missing to judge distance.
+    NoSharedLocation,
     /// The method needs round-trip times to the client's LDNS.
     NoRtt,
 }
@@ -26,10 +33,53 @@ impl FallbackWhy {
             FallbackWhy::NoLoadMetrics => {
                 "no load metrics are available for these services (they come from metric exchange and load sources, not yet configured)"
             }
-            FallbackWhy::NoLocation => "no location is known for the client or the services",
+            FallbackWhy::NoClientLocation => "the location database has no entry for the client",
+            FallbackWhy::NoServiceLocation => {
+                "the location database has no entry for any UP service"
+            }
+            FallbackWhy::NoSharedLocation => {
+                "no UP service shares a location qualifier with the client and coordinates are missing"
+            }
             FallbackWhy::NoRtt => "no round-trip time to this LDNS is known yet",
         }
     }
+}
+
+/// The passes of the preferred-locations algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchPass {
+    Perfect,
+    Partial,
+    /// Neither pass found an UP match: every UP service.
+    Remaining,
+}
+
+impl MatchPass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchPass::Perfect => "perfect",
+            MatchPass::Partial => "partial",
+            MatchPass::Remaining => "remaining",
+        }
+    }
+}
+
+/// Why an UP candidate was left out of the set a decision chose from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutWhy {
+    /// Not a perfect match for preferred location `index` of `action`.
+    NotPerfect {
+        action: crate::policy::DnsActionId,
+        index: u8,
+    },
+    /// Not a partial match for preferred location `index` of `action`.
+    NotPartial {
+        action: crate::policy::DnsActionId,
+        index: u8,
+    },
+    /// Shares fewer leading location qualifiers with the client than the
+    /// closest services (which share `shared`).
+    FartherThan { shared: u8 },
 }
 
 /// Why a candidate service was not taken.
@@ -42,6 +92,31 @@ pub enum SkipWhy {
 /// One step of a decision, in the order it happened.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TraceEvent {
+    /// The client's location, looked up for DNS policies.
+    ClientLocation {
+        addr: IpAddr,
+        place: Option<PlaceId>,
+    },
+    /// A globally bound DNS policy was evaluated.
+    Policy { policy: DnsPolicyId, matched: bool },
+    /// A DROP action matched: no response.
+    Dropped,
+    /// Preferred location number `index` (0 = highest priority) in a pass:
+    /// how many of its matches are UP and how many are not.
+    PreferredLocation {
+        action: crate::policy::DnsActionId,
+        pass: MatchPass,
+        index: u8,
+        up: u32,
+        down: u32,
+    },
+    /// An UP candidate left out of the chosen set.
+    OutOfSet { service: ServiceId, why: OutWhy },
+    /// No preferred location matched an UP service in either pass.
+    PreferredRemaining,
+    /// Static proximity: the most leading qualifiers an UP service shares
+    /// with the client, and how many services share that many.
+    Proximity { shared: u8, tied: u32 },
     /// The query name is a GSLB domain served by this vserver.
     Domain {
         domain: DomainId,
@@ -143,7 +218,92 @@ impl TraceEvent {
                 .map(|z| z.apex.clone())
                 .unwrap_or_else(|| format!("zone #{id}"))
         };
+        let place = |ip: IpAddr| {
+            model
+                .locations
+                .lookup(ip)
+                .map(|p| p.location.to_string())
+                .unwrap_or_else(|| "unknown".to_string())
+        };
+        let located = |id: &ServiceId| {
+            model
+                .services
+                .get(*id as usize)
+                .map(|s| format!("{}, location {}", svc(id), place(s.answer_ip())))
+                .unwrap_or_else(|| svc(id))
+        };
+        let preferred = |action: u32, index: u8| match model
+            .dns_actions
+            .get(action as usize)
+            .map(|a| &a.kind)
+        {
+            Some(crate::policy::DnsActionKind::PreferredLocations(list)) => list
+                .get(index as usize)
+                .map(|l| l.to_string())
+                .unwrap_or_else(|| "?".to_string()),
+            _ => "?".to_string(),
+        };
         match self {
+            TraceEvent::ClientLocation { addr, place: p } => match p {
+                Some(id) => format!(
+                    "client {addr} is at location {}",
+                    model.locations.place(*id).location
+                ),
+                None => format!("client {addr} has no entry in the location database"),
+            },
+            TraceEvent::Policy { policy, matched } => {
+                let p = model.dns_policies.get(*policy as usize);
+                let name = p.map(|p| p.name.as_str()).unwrap_or("?");
+                let rule = p.map(|p| p.rule_text.as_str()).unwrap_or("?");
+                let action = p
+                    .and_then(|p| model.dns_actions.get(p.action as usize))
+                    .map(|a| a.name.as_str())
+                    .unwrap_or("?");
+                if *matched {
+                    format!("policy {name} ({rule}) matched: action {action}")
+                } else {
+                    format!("policy {name} ({rule}) did not match")
+                }
+            }
+            TraceEvent::Dropped => "DROP action: the query is dropped".to_string(),
+            TraceEvent::PreferredLocation {
+                action,
+                pass,
+                index,
+                up,
+                down,
+            } => format!(
+                "{} pass, preferred location {} ({}): {up} UP match{}, {down} not UP",
+                pass.as_str(),
+                index + 1,
+                preferred(*action, *index),
+                if *up == 1 { "" } else { "es" }
+            ),
+            TraceEvent::OutOfSet { service, why } => match why {
+                OutWhy::NotPerfect { action, index } => format!(
+                    "passed over {}: not a perfect match for {}",
+                    located(service),
+                    preferred(*action, *index)
+                ),
+                OutWhy::NotPartial { action, index } => format!(
+                    "passed over {}: not a partial match for {}",
+                    located(service),
+                    preferred(*action, *index)
+                ),
+                OutWhy::FartherThan { shared } => format!(
+                    "passed over {}: shares fewer than {shared} leading location qualifiers with the client",
+                    located(service)
+                ),
+            },
+            TraceEvent::PreferredRemaining => {
+                "no preferred location has an UP perfect or partial match: balancing over the remaining UP services".to_string()
+            }
+            TraceEvent::Proximity { shared, tied } => format!(
+                "static proximity: {tied} UP service{} share{} {shared} leading location qualifier{} with the client",
+                if *tied == 1 { "" } else { "s" },
+                if *tied == 1 { "s" } else { "" },
+                if *shared == 1 { "" } else { "s" }
+            ),
             TraceEvent::Domain { domain, vserver } => format!(
                 "domain {} is served by vserver {}",
                 model
@@ -161,10 +321,10 @@ impl TraceEvent {
                 }
             }
             TraceEvent::Candidate { service, weight } => {
-                format!("candidate {} UP, weight {weight}", svc(service))
+                format!("candidate {} UP, weight {weight}", located(service))
             }
             TraceEvent::Skipped { service, why } => match why {
-                SkipWhy::Down => format!("skipped {}: DOWN", svc(service)),
+                SkipWhy::Down => format!("skipped {}: DOWN", located(service)),
                 SkipWhy::WrongFamily => {
                     format!(
                         "skipped {}: address family does not match the query type",

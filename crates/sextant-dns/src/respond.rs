@@ -61,7 +61,15 @@ pub fn respond(
                 worker_cursor: &mut worker.cursor,
                 worker_answers: &mut worker.answers,
             };
-            ctx.answer(&q, source, transport, out)
+            match ctx.answer(&q, source, transport, out) {
+                Some(answered) => answered,
+                None => {
+                    // A DNS policy's DROP action: no response at all.
+                    out.clear();
+                    stats.incr(shard, Counter::Dropped);
+                    return false;
+                }
+            }
         }
         Err(e) if e.is_drop() => {
             out.clear();
@@ -114,14 +122,15 @@ struct Answering<'a> {
 }
 
 impl Answering<'_> {
-    /// Returns the RCODE sent and whether the response was truncated.
+    /// Returns the RCODE sent and whether the response was truncated, or
+    /// `None` when a policy says to drop the query.
     fn answer(
         &mut self,
         q: &ParsedQuery<'_>,
         source: IpAddr,
         transport: Transport,
         out: &mut Vec<u8>,
-    ) -> (Rcode, bool) {
+    ) -> Option<(Rcode, bool)> {
         let limit = match transport {
             Transport::Udp => udp_limit(q.edns.as_ref()),
             Transport::Tcp => MAX_MESSAGE,
@@ -139,7 +148,7 @@ impl Answering<'_> {
                 limit,
                 0,
             );
-            (Rcode::Refused, w.finish(Rcode::Refused, opt))
+            Some((Rcode::Refused, w.finish(Rcode::Refused, opt)))
         };
         // CHAOS and the like are not ours; zone transfers are not offered.
         if !matches!(q.qclass, CLASS_IN | CLASS_ANY) || matches!(q.qtype, TYPE_AXFR | TYPE_IXFR) {
@@ -175,8 +184,10 @@ impl Answering<'_> {
         if let Some(o) = opt.as_mut() {
             o.ecs = o.ecs.map(|(ecs, _)| (ecs, decision.ecs_scope));
         }
-        if decision.outcome == Outcome::Refused {
-            return refuse(out, opt);
+        match decision.outcome {
+            Outcome::Refused => return refuse(out, opt),
+            Outcome::Drop => return None,
+            _ => {}
         }
 
         let opt_len = opt.map(|o| o.len()).unwrap_or(0);
@@ -191,7 +202,7 @@ impl Answering<'_> {
         match self.write_records(&mut w, q.qname, decision.outcome) {
             Ok(rcode) => {
                 let truncated = w.finish(rcode, opt);
-                (rcode, truncated)
+                Some((rcode, truncated))
             }
             Err(_) => {
                 // A configured name that cannot be encoded: say so rather
@@ -204,7 +215,7 @@ impl Answering<'_> {
                     limit,
                     0,
                 );
-                (Rcode::ServFail, w.finish(Rcode::ServFail, opt))
+                Some((Rcode::ServFail, w.finish(Rcode::ServFail, opt)))
             }
         }
     }
@@ -254,7 +265,8 @@ impl Answering<'_> {
                 }
                 Ok(Rcode::NoError)
             }
-            Outcome::Refused => Ok(Rcode::Refused),
+            // Both are answered before any record is written.
+            Outcome::Refused | Outcome::Drop => Ok(Rcode::Refused),
         }
     }
 }

@@ -50,6 +50,7 @@ pub fn explain(
         }
         Outcome::NxDomain { .. } => ("NXDOMAIN", None),
         Outcome::Refused => ("REFUSED", None),
+        Outcome::Drop => ("DROP (no response)", None),
     };
     let answers = match decision.outcome {
         Outcome::ZoneSoa { zone } => {

@@ -1,0 +1,465 @@
+//! Choosing among the UP services of one vserver: persistence, preferred
+//! locations, the selection method and multi-IP response.
+//!
+//! Every way of choosing comes down to a [`Plan`]: which services are in
+//! the running (a [`Set`]) and how one of them is picked (a [`Pick`]). One
+//! common tail then answers one pick, or the whole set under multi-IP
+//! response, and records persistence.
+
+use std::net::IpAddr;
+
+use crate::decide::{AnswerBuf, Cursor, Decision, Outcome, Reason, Sessions, Stick};
+use crate::location::Location;
+use crate::location_db::PlaceId;
+use crate::model::{LbMethod, VServer, VServerId};
+use crate::policy::DnsActionId;
+use crate::select::{mask_ip, source_ip_hash, weighted_round_robin};
+use crate::snapshot::Snapshot;
+use crate::trace::{FallbackWhy, MatchPass, OutWhy, TraceEvent, Tracer};
+
+/// Services within this many kilometres of the nearest count as equally near.
+const SAME_DISTANCE_KM: f64 = 1.0;
+
+/// The client as the decision sees it, with its location looked up at most once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Client {
+    pub addr: IpAddr,
+    pub from_ecs: bool,
+    /// The ECS source prefix when the address came from ECS, else 0.
+    pub scope: u8,
+    place: Option<Option<PlaceId>>,
+}
+
+impl Client {
+    pub fn new(addr: IpAddr, from_ecs: bool, scope: u8) -> Self {
+        Client {
+            addr,
+            from_ecs,
+            scope,
+            place: None,
+        }
+    }
+
+    /// The client's place in the location database.
+    pub fn place(&mut self, snap: &Snapshot) -> Option<PlaceId> {
+        *self
+            .place
+            .get_or_insert_with(|| snap.model().locations.lookup_id(self.addr))
+    }
+}
+
+/// The mutable parts a choice works with.
+pub(crate) struct Work<'a, S, T> {
+    pub cursor: &'a mut Cursor,
+    pub sessions: &'a S,
+    pub out: &'a mut AnswerBuf,
+    pub trace: &'a mut T,
+}
+
+/// Which bindings are in the running (always intersected with "UP and of
+/// the queried family").
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Set {
+    All,
+    /// Perfect matches of preferred location `n`.
+    Perfect(usize),
+    /// Partial matches of preferred location `n`.
+    Partial(usize),
+    /// Services sharing exactly this many leading qualifiers with the client.
+    Shared(usize),
+}
+
+/// How one service of the set is picked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    RoundRobin,
+    SourceHash,
+    /// The nearest by coordinates, round robin among equally near ones
+    /// (round robin over the set when coordinates are missing).
+    Nearest,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    set: Set,
+    pick: Pick,
+    method: LbMethod,
+    /// The answer depends on the client address (so the ECS scope is the
+    /// client's prefix).
+    per_client: bool,
+}
+
+/// Picks among the UP services (`eligible`) of one vserver.
+pub(crate) fn choose<S: Sessions, T: Tracer>(
+    snap: &Snapshot,
+    vs_id: VServerId,
+    client: &mut Client,
+    preferred: Option<(DnsActionId, &[Location])>,
+    eligible: &impl Fn(usize) -> bool,
+    w: Work<'_, S, T>,
+) -> Decision {
+    let model = snap.model();
+    let vs = model.vserver(vs_id);
+    w.trace.record(TraceEvent::Client {
+        addr: client.addr,
+        from_ecs: client.from_ecs,
+    });
+    let mut decision = Decision {
+        outcome: Outcome::NoData { zone: None },
+        reason: Reason::Method(vs.method),
+        ecs_scope: 0,
+        stick: None,
+    };
+
+    let persist_key = vs
+        .persistence
+        .map(|p| mask_ip(client.addr, p.v4_mask, p.v6_mask));
+    if let Some(key) = persist_key {
+        let kept = w.sessions.lookup(vs_id, key).and_then(|service| {
+            vs.bindings
+                .iter()
+                .position(|b| b.service == service)
+                .filter(|i| eligible(*i))
+        });
+        if let Some(i) = kept {
+            let service = vs.bindings[i].service;
+            w.trace.record(TraceEvent::Persisted { service });
+            w.out.addrs.push(model.service(service).answer_ip());
+            decision.reason = Reason::Persistence;
+            decision.ecs_scope = client.scope;
+            decision.stick = Some(Stick {
+                vserver: vs_id,
+                key,
+                service,
+            });
+            return decision;
+        }
+    }
+
+    let plan = match preferred {
+        Some((action, prefs)) => {
+            let (pass, set) = preferred_pass(snap, vs, action, prefs, eligible, w.trace);
+            decision.reason = Reason::PreferredLocation { pass };
+            Plan {
+                set,
+                pick: Pick::RoundRobin,
+                method: LbMethod::RoundRobin,
+                per_client: true,
+            }
+        }
+        None => {
+            let (plan, reason) = method_plan(snap, vs_id, client, eligible, w.trace);
+            decision.reason = reason;
+            plan
+        }
+    };
+    let client_location = client
+        .place
+        .flatten()
+        .map(|p| &model.locations.place(p).location);
+    let in_set = |i: usize| {
+        eligible(i) && contains(snap, vs, plan.set, prefs_of(preferred), client_location, i)
+    };
+    if plan.per_client {
+        decision.ecs_scope = client.scope;
+    }
+    if T::ENABLED && plan.set != Set::All {
+        let action = preferred.map(|(a, _)| a).unwrap_or(0);
+        for (i, b) in vs.bindings.iter().enumerate() {
+            if eligible(i) && !in_set(i) {
+                let why = match plan.set {
+                    Set::Perfect(p) => OutWhy::NotPerfect {
+                        action,
+                        index: p as u8,
+                    },
+                    Set::Partial(p) => OutWhy::NotPartial {
+                        action,
+                        index: p as u8,
+                    },
+                    Set::Shared(n) => OutWhy::FartherThan { shared: n as u8 },
+                    Set::All => continue,
+                };
+                w.trace.record(TraceEvent::OutOfSet {
+                    service: b.service,
+                    why,
+                });
+            }
+        }
+    }
+
+    if vs.multi_ip_response {
+        for (i, b) in vs.bindings.iter().enumerate() {
+            if in_set(i) {
+                w.out.addrs.push(model.service(b.service).answer_ip());
+            }
+        }
+        w.trace.record(TraceEvent::MultiIp {
+            count: w.out.addrs.len() as u32,
+        });
+        if matches!(decision.reason, Reason::Method(_)) {
+            decision.reason = Reason::MultiIp;
+        }
+        return decision;
+    }
+
+    let pick = match plan.pick {
+        Pick::SourceHash => source_ip_hash(
+            &vs.bindings,
+            mask_ip(client.addr, vs.hash_v4_mask, vs.hash_v6_mask),
+            in_set,
+        ),
+        Pick::Nearest => match nearest_distance(snap, vs, client, &in_set) {
+            Some(d) => round_robin(snap, vs_id, w.cursor, |i| {
+                in_set(i)
+                    && distance(snap, vs, client, i).is_some_and(|x| x <= d + SAME_DISTANCE_KM)
+            }),
+            None => round_robin(snap, vs_id, w.cursor, in_set),
+        },
+        Pick::RoundRobin => round_robin(snap, vs_id, w.cursor, in_set),
+    };
+    if let Some(i) = pick {
+        let service = vs.bindings[i].service;
+        w.trace.record(TraceEvent::Picked {
+            service,
+            method: plan.method,
+        });
+        w.out.addrs.push(model.service(service).answer_ip());
+        if let Some(key) = persist_key {
+            decision.ecs_scope = client.scope;
+            decision.stick = Some(Stick {
+                vserver: vs_id,
+                key,
+                service,
+            });
+        }
+    }
+    decision
+}
+
+fn prefs_of(preferred: Option<(DnsActionId, &[Location])>) -> &[Location] {
+    preferred.map(|(_, list)| list).unwrap_or(&[])
+}
+
+fn round_robin(
+    snap: &Snapshot,
+    vs_id: VServerId,
+    cursor: &mut Cursor,
+    in_set: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let vs = snap.model().vserver(vs_id);
+    let random = cursor.next_random();
+    weighted_round_robin(
+        &vs.bindings,
+        snap.schedule(vs_id),
+        snap.turn(vs_id, cursor.peeks()),
+        random,
+        in_set,
+    )
+}
+
+/// Whether binding `i` is in `set`.
+fn contains(
+    snap: &Snapshot,
+    vs: &VServer,
+    set: Set,
+    prefs: &[Location],
+    client_location: Option<&Location>,
+    i: usize,
+) -> bool {
+    let place = snap.service_place(vs.bindings[i].service);
+    match set {
+        Set::All => true,
+        Set::Perfect(p) => place.is_some_and(|pl| prefs[p].matches_perfectly(&pl.location)),
+        Set::Partial(p) => place.is_some_and(|pl| prefs[p].matches_partially(&pl.location)),
+        Set::Shared(n) => match (place, client_location) {
+            (Some(pl), Some(cl)) => cl.shared_prefix(&pl.location) == n,
+            _ => false,
+        },
+    }
+}
+
+/// The preferred-locations algorithm of seed 000: the first preferred
+/// location (in priority order) with an UP perfect match; else the first
+/// with an UP partial match; else every UP service.
+fn preferred_pass<T: Tracer>(
+    snap: &Snapshot,
+    vs: &VServer,
+    action: DnsActionId,
+    prefs: &[Location],
+    eligible: &impl Fn(usize) -> bool,
+    trace: &mut T,
+) -> (MatchPass, Set) {
+    for (pass, make) in [
+        (MatchPass::Perfect, Set::Perfect as fn(usize) -> Set),
+        (MatchPass::Partial, Set::Partial as fn(usize) -> Set),
+    ] {
+        for p in 0..prefs.len() {
+            let set = make(p);
+            let (mut up, mut down) = (0u32, 0u32);
+            for i in 0..vs.bindings.len() {
+                if contains(snap, vs, set, prefs, None, i) {
+                    if eligible(i) {
+                        up += 1;
+                    } else {
+                        down += 1;
+                    }
+                }
+            }
+            trace.record(TraceEvent::PreferredLocation {
+                action,
+                pass,
+                index: p as u8,
+                up,
+                down,
+            });
+            if up > 0 {
+                return (pass, set);
+            }
+        }
+    }
+    trace.record(TraceEvent::PreferredRemaining);
+    (MatchPass::Remaining, Set::All)
+}
+
+/// The plan of the vserver's method, or of its backup method when the
+/// method lacks its inputs.
+fn method_plan<T: Tracer>(
+    snap: &Snapshot,
+    vs_id: VServerId,
+    client: &mut Client,
+    eligible: &impl Fn(usize) -> bool,
+    trace: &mut T,
+) -> (Plan, Reason) {
+    let vs = snap.model().vserver(vs_id);
+    match plan_for(snap, vs, vs.method, client, eligible, trace) {
+        Ok(plan) => (plan, Reason::Method(vs.method)),
+        Err(why) => {
+            let wanted = vs.backup_method.unwrap_or(LbMethod::RoundRobin);
+            let (backup, plan) = match plan_for(snap, vs, wanted, client, eligible, trace) {
+                Ok(plan) if wanted != vs.method => (wanted, plan),
+                _ => (LbMethod::RoundRobin, round_robin_plan()),
+            };
+            trace.record(TraceEvent::MethodFallback {
+                vserver: vs_id,
+                method: vs.method,
+                backup,
+                why,
+            });
+            (
+                plan,
+                Reason::Fallback {
+                    method: vs.method,
+                    backup,
+                    why,
+                },
+            )
+        }
+    }
+}
+
+fn round_robin_plan() -> Plan {
+    Plan {
+        set: Set::All,
+        pick: Pick::RoundRobin,
+        method: LbMethod::RoundRobin,
+        per_client: false,
+    }
+}
+
+/// How `method` would choose, or why it cannot.
+fn plan_for<T: Tracer>(
+    snap: &Snapshot,
+    vs: &VServer,
+    method: LbMethod,
+    client: &mut Client,
+    eligible: &impl Fn(usize) -> bool,
+    trace: &mut T,
+) -> Result<Plan, FallbackWhy> {
+    match method {
+        LbMethod::RoundRobin => Ok(round_robin_plan()),
+        LbMethod::SourceIpHash => Ok(Plan {
+            set: Set::All,
+            pick: Pick::SourceHash,
+            method,
+            per_client: true,
+        }),
+        LbMethod::StaticProximity => {
+            let (shared, tied) = proximity(snap, vs, client, eligible)?;
+            trace.record(TraceEvent::Proximity {
+                shared: shared as u8,
+                tied,
+            });
+            Ok(Plan {
+                set: Set::Shared(shared),
+                pick: Pick::Nearest,
+                method,
+                per_client: true,
+            })
+        }
+        LbMethod::LeastConnection
+        | LbMethod::LeastResponseTime
+        | LbMethod::LeastBandwidth
+        | LbMethod::LeastPackets
+        | LbMethod::CustomLoad => Err(FallbackWhy::NoLoadMetrics),
+        LbMethod::Rtt => Err(FallbackWhy::NoRtt),
+    }
+}
+
+/// Static proximity: the most leading qualifiers any UP service shares
+/// with the client, and how many services share that many. Undecidable
+/// when the client or every UP service has no location, or when no
+/// service shares even the first qualifier and coordinates cannot help.
+fn proximity(
+    snap: &Snapshot,
+    vs: &VServer,
+    client: &mut Client,
+    eligible: &impl Fn(usize) -> bool,
+) -> Result<(usize, u32), FallbackWhy> {
+    let locations = &snap.model().locations;
+    let client_place = client.place(snap).ok_or(FallbackWhy::NoClientLocation)?;
+    let client_place = locations.place(client_place);
+    let mut best: Option<(usize, u32)> = None;
+    let mut with_coordinates = false;
+    for (i, b) in vs.bindings.iter().enumerate() {
+        if !eligible(i) {
+            continue;
+        }
+        let Some(place) = snap.service_place(b.service) else {
+            continue;
+        };
+        with_coordinates |= place.coordinates.is_some();
+        let shared = client_place.location.shared_prefix(&place.location);
+        best = match best {
+            Some((n, count)) if n == shared => Some((n, count + 1)),
+            Some((n, count)) if n > shared => Some((n, count)),
+            _ => Some((shared, 1)),
+        };
+    }
+    match best {
+        None => Err(FallbackWhy::NoServiceLocation),
+        Some((0, _)) if !(with_coordinates && client_place.coordinates.is_some()) => {
+            Err(FallbackWhy::NoSharedLocation)
+        }
+        Some(found) => Ok(found),
+    }
+}
+
+/// Distance from the client to binding `i`, when both have coordinates.
+fn distance(snap: &Snapshot, vs: &VServer, client: &Client, i: usize) -> Option<f64> {
+    let locations = &snap.model().locations;
+    let here = locations.place(client.place.flatten()?).coordinates?;
+    let there = snap.service_place(vs.bindings[i].service)?.coordinates?;
+    Some(here.distance_km(&there))
+}
+
+fn nearest_distance(
+    snap: &Snapshot,
+    vs: &VServer,
+    client: &Client,
+    in_set: &impl Fn(usize) -> bool,
+) -> Option<f64> {
+    (0..vs.bindings.len())
+        .filter(|i| in_set(*i))
+        .filter_map(|i| distance(snap, vs, client, i))
+        .min_by(f64::total_cmp)
+}
