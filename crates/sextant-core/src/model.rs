@@ -41,7 +41,8 @@ pub struct Model {
     pub dns_actions: Vec<crate::policy::DnsAction>,
     /// `add dns policy`.
     pub dns_policies: Vec<crate::policy::DnsPolicy>,
-    /// `bind dns global`, sorted by ascending priority (evaluated in this order).
+    /// `bind dns global`, in evaluation order: the REQ_OVERRIDE bind point's
+    /// bindings by ascending priority, then REQ_DEFAULT's.
     pub dns_global_bindings: Vec<crate::policy::PolicyBinding>,
     /// The location database (custom entries, location files, MaxMind
     /// databases) for static proximity and `MATCHES_LOCATION`. Shared, so
