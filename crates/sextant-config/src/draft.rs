@@ -84,6 +84,8 @@ pub(crate) struct Draft {
     pub zones: Vec<DraftZone>,
     /// DNS actions, policies and global bindings.
     pub dns: crate::dns_policy::DnsDraft,
+    /// Custom location entries and location files.
+    pub locations: crate::locations::DraftLocations,
 }
 
 #[derive(Debug)]

@@ -98,16 +98,33 @@ impl Diag {
         });
     }
 
+    /// Records one error in another file that the configuration loads (a
+    /// location file), at that file's `line`.
+    pub(crate) fn error_in(&mut self, file: &str, line: usize, message: impl Into<String>) {
+        self.error(line, message);
+        if let Some(e) = self.errors.last_mut() {
+            e.file = file.to_string();
+        }
+    }
+
+    /// The configuration file's name as given.
+    pub(crate) fn file(&self) -> &str {
+        &self.file
+    }
+
     /// `Ok(value)` if nothing was recorded, else every error sorted by line
-    /// (stable, so errors on one line keep the order they were found in).
-    pub(crate) fn finish<T>(mut self, value: T) -> Result<T, ConfigErrors> {
+    /// (stable, so errors on one line keep the order they were found in);
+    /// errors in other files (location files) follow, in the order found.
+    pub(crate) fn finish<T>(self, value: T) -> Result<T, ConfigErrors> {
         if self.errors.is_empty() {
             Ok(value)
         } else {
-            self.errors.sort_by_key(|e| e.line);
-            Err(ConfigErrors {
-                errors: self.errors,
-            })
+            let file = self.file;
+            let (mut errors, others): (Vec<_>, Vec<_>) =
+                self.errors.into_iter().partition(|e| e.file == file);
+            errors.sort_by_key(|e| e.line);
+            errors.extend(others);
+            Err(ConfigErrors { errors })
         }
     }
 }

@@ -14,6 +14,7 @@ mod draft;
 mod duration;
 mod error;
 mod lexer;
+mod locations;
 mod native;
 mod scalar;
 mod validate;

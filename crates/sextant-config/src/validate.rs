@@ -36,6 +36,7 @@ pub(crate) fn build(draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
     v.zones(&draft);
     v.local_site(&draft, &sites);
     crate::dns_policy::build(&draft.dns, syntax, v.diag, &mut v.model);
+    crate::locations::build(&draft.locations, v.diag, &mut v.model);
     v.model
 }
 

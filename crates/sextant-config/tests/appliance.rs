@@ -768,11 +768,6 @@ fn system_commands() {
 #[test]
 fn not_yet_supported_commands() {
     one_error(
-        "add location 10.0.0.0 10.0.0.255 \"Europe.DE.*.*\"\n",
-        1,
-        &["add location: static proximity locations are not supported yet"],
-    );
-    one_error(
         "add dns addRec ns1.example.com 10.0.0.1\n",
         1,
         &["static DNS records"],

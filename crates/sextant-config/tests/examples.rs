@@ -68,6 +68,17 @@ fn example_content_is_what_the_comments_say() {
     assert_eq!(tcp.response_timeout, Duration::from_millis(800));
     assert_eq!(tcp.kind, MonitorKind::Tcp);
     assert_eq!(m.params.ldns_v4_mask, 24);
+    let at = |a: &str| {
+        m.locations
+            .lookup(a.parse().expect("addr"))
+            .map(|p| p.location.to_string())
+    };
+    assert_eq!(at("10.2.3.4").as_deref(), Some("asia.sg.*.singapore"));
+    assert_eq!(at("2001:db8:100::1").as_deref(), Some("europe.nl"));
+    assert_eq!(
+        at("203.0.113.31").as_deref(),
+        Some("europe.nl.nh.amsterdam")
+    );
 }
 
 /// The demo configuration of the `sextant` binary is written in this syntax

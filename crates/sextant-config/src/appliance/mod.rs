@@ -12,6 +12,7 @@
 mod args;
 mod dns;
 mod gslb;
+mod location;
 mod monitor;
 mod policy;
 mod system;
@@ -74,7 +75,6 @@ struct Command {
     action: Action,
 }
 
-const NO_LOCATIONS: &str = "static proximity locations are not supported yet; remove this line (and use another -lbMethod than STATICPROXIMITY)";
 const NO_RECORDS: &str = "static DNS records are not supported yet: Sextant answers its GSLB domains and the SOA/NS of its zones only; remove this line";
 
 /// Every command the reader knows, longest word sequence first within a verb.
@@ -121,8 +121,15 @@ const COMMANDS: &[Command] = &[
         Action::Read(system::enable_feature),
     ),
     cmd(&["enable", "ns", "mode"], Action::Read(system::enable_mode)),
-    cmd(&["add", "location"], Action::NotYet(NO_LOCATIONS)),
-    cmd(&["add", "locationFile"], Action::NotYet(NO_LOCATIONS)),
+    cmd(&["add", "location"], Action::Read(location::add_location)),
+    cmd(
+        &["add", "locationFile"],
+        Action::Read(location::add_location_file),
+    ),
+    cmd(
+        &["add", "locationFile6"],
+        Action::Read(location::add_location_file6),
+    ),
     cmd(&["add", "dns", "action"], Action::Read(policy::add_action)),
     cmd(&["add", "dns", "policy"], Action::Read(policy::add_policy)),
     cmd(

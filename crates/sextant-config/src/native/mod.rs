@@ -30,6 +30,7 @@ use crate::duration;
 use crate::error::Diag;
 use crate::scalar;
 
+mod location;
 mod policy;
 mod schema;
 
@@ -39,8 +40,7 @@ use schema::{GslbT, MonitorT, PersistenceT, ServerT, ServiceT, SiteT, VServerT, 
 const VERSION: i64 = 1;
 
 /// The top-level keys, for the "unknown key" message.
-const TOP_LEVEL: &str =
-    "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy";
+const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy, location, location_file";
 
 // ---------------------------------------------------------------------------
 
@@ -115,6 +115,8 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
             "zone" => n.each(key_line, "zone", value, Native::zone),
             "dns_action" => n.each(key_line, "dns_action", value, Native::dns_action),
             "dns_policy" => n.each(key_line, "dns_policy", value, Native::dns_policy),
+            "location" => n.each(key_line, "location", value, Native::location),
+            "location_file" => n.each(key_line, "location_file", value, Native::location_file),
             other => n.diag.error(
                 key_line,
                 format!("unknown top-level key `{other}`; expected one of {TOP_LEVEL}"),
