@@ -16,13 +16,18 @@ fn ok(text: &str) -> Model {
 }
 
 fn errors(text: &str) -> Vec<(usize, String)> {
-    match parse_toml(text, "t.toml") {
+    errors_in(text, "t.toml")
+}
+
+/// The errors of `text` read as if it were `file`, asserting each is in `file`.
+fn errors_in(text: &str, file: &str) -> Vec<(usize, String)> {
+    match parse_toml(text, file) {
         Ok(_) => panic!("expected errors, the text parsed:\n{text}"),
         Err(e) => e
             .errors
             .iter()
             .map(|e| {
-                assert_eq!(e.file, "t.toml");
+                assert_eq!(e.file, file);
                 (e.line, e.message.clone())
             })
             .collect(),
@@ -38,9 +43,16 @@ fn one_error(text: &str, line: usize, parts: &[&str]) {
     }
 }
 
+/// The example's path: its location file is found relative to it.
+fn example_path() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/sextant.toml")
+        .display()
+        .to_string()
+}
+
 fn example() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sextant.toml");
-    std::fs::read_to_string(path).expect("example exists")
+    std::fs::read_to_string(example_path()).expect("example exists")
 }
 
 const BASE: &str = r#"version = 1
@@ -70,6 +82,8 @@ fn minimal_files() {
 #[test]
 fn unknown_key_in_every_table_is_rejected_with_its_line() {
     let text = example();
+    let file = example_path();
+    let errors = |text: &str| errors_in(text, &file);
     let lines: Vec<&str> = text.lines().collect();
     let mut tried = 0;
     for (i, l) in lines.iter().enumerate() {
