@@ -926,3 +926,145 @@ pub fn have_program(name: &str) -> bool {
         .map(|s| s.success())
         .unwrap_or(false)
 }
+
+// ---------------------------------------------------------------------------
+// Other listen addresses and IPv6 clients
+// ---------------------------------------------------------------------------
+
+/// A port on `ip` that is free for both UDP and TCP right now (bound, then
+/// released), e.g. for a DNS listener on `::1`, which every test shares.
+pub fn free_port(ip: IpAddr) -> u16 {
+    for _ in 0..100 {
+        let Ok(u) = UdpSocket::bind((ip, 0)) else {
+            continue;
+        };
+        let port = u.local_addr().unwrap().port();
+        if TcpListener::bind((ip, port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no port free for UDP and TCP on {ip}");
+}
+
+impl Server {
+    /// Like [`Server::start`], but the DNS listener is `dns` (for example
+    /// `[::1]:PORT`) instead of the test's own IPv4 address; the API stays
+    /// on the test's address, and `dns` is what [`Server::dns`] talks to.
+    pub fn start_dns_on(net: &Net, syntax: Syntax, config: &str, dns: SocketAddr) -> Server {
+        let dir = net.tempdir();
+        let config_path = dir.join(format!("sextant.{}", syntax.ext()));
+        fs::write(&config_path, config).expect("write config");
+        let stderr_path = dir.join("stderr.log");
+        let stdout_path = dir.join("stdout.log");
+        let dns_arg = dns.to_string();
+        let api = net.api_addr().to_string();
+        let child = Command::new(bin())
+            .args([
+                "serve",
+                "--config",
+                config_path.to_str().unwrap(),
+                "--dns-listen",
+                &dns_arg,
+                "--api-listen",
+                &api,
+            ])
+            .env(
+                "RUST_LOG",
+                std::env::var("SEXTANT_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .env("RUST_BACKTRACE", "1")
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&stdout_path).unwrap())
+            .stderr(fs::File::create(&stderr_path).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", bin()));
+        let mut server = Server {
+            child: Some(child),
+            net: net.clone(),
+            dir,
+            config: config_path,
+            stderr_path,
+            stdout_path,
+            dns: Dns::new(dns),
+        };
+        let end = Instant::now() + READY;
+        loop {
+            if let Some(status) = server.child.as_mut().unwrap().try_wait().unwrap() {
+                let log = server.log();
+                server.child = None;
+                panic!(
+                    "sextant exited before it was ready ({status}); config:\n{config}\n--- stderr ---\n{log}"
+                );
+            }
+            if let Ok((200, _)) = http_get(net.api_addr(), "/v1/status") {
+                return server;
+            }
+            assert!(
+                Instant::now() < end,
+                "sextant not ready within {READY:?} (GET /v1/status); config:\n{config}\n--- stderr ---\n{}",
+                server.log()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Dns {
+    /// Like [`Dns::raw_udp_from`], from any local address, IPv4 or IPv6
+    /// (the server must listen in the same family).
+    pub fn raw_udp_from_ip(
+        &self,
+        source: IpAddr,
+        bytes: &[u8],
+        wait: Duration,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let sock = UdpSocket::bind((source, 0)).map_err(|e| format!("bind {source}: {e}"))?;
+        sock.connect(self.server)
+            .map_err(|e| format!("connect: {e}"))?;
+        sock.send(bytes).map_err(|e| format!("send: {e}"))?;
+        let end = Instant::now() + wait;
+        let mut buf = vec![0u8; 65535];
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            sock.set_read_timeout(Some(left)).unwrap();
+            match sock.recv(&mut buf) {
+                Ok(n) => {
+                    if bytes.len() >= 2 && n >= 2 && buf[..2] != bytes[..2] {
+                        continue;
+                    }
+                    return Ok(Some(buf[..n].to_vec()));
+                }
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    return Ok(None);
+                }
+                Err(e) => return Err(format!("recv: {e}")),
+            }
+        }
+    }
+
+    /// UDP exchange from `source` (IPv4 or IPv6), retried up to 3 times.
+    pub fn udp_from_ip(&self, source: IpAddr, q: &Message) -> Message {
+        let bytes = q.to_vec().expect("encode query");
+        let mut last = String::new();
+        for _ in 0..3 {
+            match self.raw_udp_from_ip(source, &bytes, self.timeout) {
+                Ok(Some(resp)) => {
+                    return Message::from_vec(&resp)
+                        .unwrap_or_else(|e| panic!("cannot parse response ({e}): {resp:?}"));
+                }
+                Ok(None) => last = format!("timeout after {:?}", self.timeout),
+                Err(e) => last = e,
+            }
+        }
+        panic!(
+            "UDP query from {source} to {} failed: {last} (query {:?})",
+            self.server, q.queries
+        )
+    }
+}
