@@ -29,11 +29,15 @@ pub struct Location {
 /// A location string that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LocationError {
-    #[error("location {0:?} has more than six qualifiers (continent.country.region.city.isp.organization)")]
+    #[error(
+        "location {0:?} has more than six qualifiers (continent.country.region.city.isp.organization)"
+    )]
     TooManyQualifiers(String),
     #[error("location {text:?}: qualifier {position} is empty; use * for a wildcard")]
     EmptyQualifier { text: String, position: usize },
-    #[error("location {text:?}: qualifier {position} has a character other than letters, digits, space, '-', '_', '&' or '''")]
+    #[error(
+        "location {text:?}: qualifier {position} has a character other than letters, digits, space, '-', '_', '&' or '''"
+    )]
     BadCharacter { text: String, position: usize },
 }
 
@@ -204,15 +208,24 @@ mod tests {
 
     #[test]
     fn shared_prefix_counts_leading_named_qualifiers() {
-        assert_eq!(loc("Europe.UK.London").shared_prefix(&loc("europe.uk.leeds")), 2);
+        assert_eq!(
+            loc("Europe.UK.London").shared_prefix(&loc("europe.uk.leeds")),
+            2
+        );
         assert_eq!(loc("Europe.UK").shared_prefix(&loc("Asia.UK")), 0);
         assert_eq!(loc("*.UK").shared_prefix(&loc("*.UK")), 0);
     }
 
     #[test]
     fn distance() {
-        let london = Coordinates { latitude: 51.5074, longitude: -0.1278 };
-        let paris = Coordinates { latitude: 48.8566, longitude: 2.3522 };
+        let london = Coordinates {
+            latitude: 51.5074,
+            longitude: -0.1278,
+        };
+        let paris = Coordinates {
+            latitude: 48.8566,
+            longitude: 2.3522,
+        };
         let d = london.distance_km(&paris);
         assert!((d - 343.5).abs() < 2.0, "{d}");
     }
