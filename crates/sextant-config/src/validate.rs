@@ -388,6 +388,7 @@ impl Validator<'_> {
                 public_port: d.public_port,
                 max_clients: d.max_clients,
                 monitors: Vec::new(),
+                load_source: sextant_core::LoadSource::Monitors,
             });
         }
         index

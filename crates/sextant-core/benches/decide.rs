@@ -28,6 +28,7 @@ fn big_model(domains: usize, per_vserver: usize) -> Model {
                 public_port: None,
                 max_clients: 0,
                 monitors: vec![],
+                load_source: LoadSource::Monitors,
             });
             vs.bindings.push(Binding {
                 service: id,

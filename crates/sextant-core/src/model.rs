@@ -48,6 +48,8 @@ pub struct Model {
     /// databases) for static proximity and `MATCHES_LOCATION`. Shared, so
     /// cloning a model does not copy millions of ranges.
     pub locations: std::sync::Arc<crate::location_db::LocationDb>,
+    /// `set ns rpcNode`: metric exchange credentials per site IP.
+    pub rpc_nodes: Vec<RpcNode>,
     /// The site this node runs as. `sextant-config` sets it from the single
     /// `LOCAL` site; `--local-site` overrides it.
     pub local_site: Option<SiteId>,
@@ -117,6 +119,46 @@ impl Model {
             };
         }
     }
+}
+
+/// Metric exchange settings for the node at one site IP (`set ns rpcNode`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcNode {
+    /// The site IP these settings apply to.
+    pub ip: IpAddr,
+    /// Shared secret for the challenge-response; `None` means no
+    /// authentication (the appliance's default password is not assumed).
+    pub password: Option<String>,
+    /// Use the TLS variant (port `mep_secure_port`) to and from this node.
+    pub secure: bool,
+}
+
+/// Where a local service's load figures come from, for the metric-driven
+/// methods (LEASTCONNECTION, LEASTRESPONSETIME, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LoadSource {
+    /// The bound monitors' response times only (LEASTRESPONSETIME).
+    #[default]
+    Monitors,
+    /// Figures pushed with `POST /v1/services/NAME/metrics`.
+    Push,
+    /// Scraped from a Prometheus text endpoint.
+    Prometheus(PrometheusSource),
+}
+
+/// A Prometheus text endpoint and the metric names that carry each figure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrometheusSource {
+    /// e.g. `http://127.0.0.1:9101/metrics`.
+    pub url: String,
+    /// How often to scrape.
+    pub interval: Duration,
+    /// Metric names (optionally with a `{label="value"}` selector) per figure.
+    pub connections: Option<String>,
+    pub response_time: Option<String>,
+    pub bandwidth: Option<String>,
+    pub packets: Option<String>,
+    pub custom_load: Option<String>,
 }
 
 /// Whether a site is this node or another datacenter.
@@ -248,6 +290,8 @@ pub struct Service {
     pub max_clients: u32,
     /// Monitors bound to this service; all must be UP for the service to be UP.
     pub monitors: Vec<MonitorId>,
+    /// Where its load figures come from (local services only).
+    pub load_source: LoadSource,
 }
 
 impl Service {

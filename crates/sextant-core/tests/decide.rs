@@ -32,6 +32,7 @@ fn model(services: &[(&str, &str, u32)], method: LbMethod) -> Model {
             public_port: None,
             max_clients: 0,
             monitors: vec![],
+            load_source: LoadSource::Monitors,
         });
         vs.bindings.push(Binding {
             service: i as u32,
@@ -264,6 +265,7 @@ fn all_down_chain_backup_vserver_then_backup_ip_then_edr_then_last_resort() {
         public_port: None,
         max_clients: 0,
         monitors: vec![],
+        load_source: LoadSource::Monitors,
     });
     let mut backup = VServer::new("backup", ServiceProtocol::Http);
     backup.method = LbMethod::RoundRobin;

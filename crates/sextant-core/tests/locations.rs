@@ -65,6 +65,7 @@ fn model(method: LbMethod, with_policy: bool) -> Model {
             public_port: None,
             max_clients: 0,
             monitors: vec![],
+            load_source: LoadSource::Monitors,
         });
         vs.bindings.push(Binding {
             service: i as u32,

@@ -24,6 +24,7 @@ fn service(name: &str, ip: IpAddr, port: u16, monitors: Vec<u32>) -> Service {
         public_port: Some(1),
         max_clients: 0,
         monitors,
+        load_source: Default::default(),
     }
 }
 

@@ -30,6 +30,7 @@ fn service(name: &str, ip: IpAddr) -> Service {
         public_port: None,
         max_clients: 0,
         monitors: Vec::new(),
+        load_source: Default::default(),
     }
 }
 
