@@ -58,8 +58,9 @@ pub fn load_file(path: &Path) -> Result<Model, ConfigErrors> {
     parse(&text, &file)
 }
 
-/// Reads configuration in the appliance's command syntax. `file` is only
-/// used in error messages.
+/// Reads configuration in the appliance's command syntax. `file` names the
+/// text in error messages, and its directory is where relative location
+/// file paths (`add locationFile`) are read from.
 pub fn parse_appliance(text: &str, file: &str) -> Result<Model, ConfigErrors> {
     let text = strip_bom(text);
     let mut diag = Diag::new(file);
@@ -68,8 +69,9 @@ pub fn parse_appliance(text: &str, file: &str) -> Result<Model, ConfigErrors> {
     diag.finish(model)
 }
 
-/// Reads configuration in Sextant's native TOML syntax. `file` is only used
-/// in error messages.
+/// Reads configuration in Sextant's native TOML syntax. `file` names the
+/// text in error messages, and its directory is where relative location
+/// file paths (`[[location_file]]`) are read from.
 pub fn parse_toml(text: &str, file: &str) -> Result<Model, ConfigErrors> {
     let text = strip_bom(text);
     let mut diag = Diag::new(file);
