@@ -124,6 +124,8 @@ pub enum Reason {
     NxDomain,
     NoData,
     NotAuthoritative,
+    /// This node is a child site; only parent sites answer DNS.
+    ChildSite,
 }
 
 /// A persistence entry the edge should create or refresh.
@@ -219,6 +221,10 @@ pub fn decide<T: Tracer, S: Sessions>(
     trace: &mut T,
 ) -> Decision {
     out.addrs.clear();
+    if snap.is_child_site() {
+        trace.record(TraceEvent::ChildSite);
+        return plain(Outcome::Refused, Reason::ChildSite);
+    }
     let model = snap.model();
     let domain = snap.find_domain(query.name);
     let mut client = client_of(snap, query, domain);
@@ -550,6 +556,9 @@ impl Reason {
             Reason::NxDomain => "name does not exist in the zone (NXDOMAIN)".to_string(),
             Reason::NoData => "no records of this type (NODATA)".to_string(),
             Reason::NotAuthoritative => "not authoritative for this name (REFUSED)".to_string(),
+            Reason::ChildSite => {
+                "this node is a child site; only parent sites answer DNS (REFUSED)".to_string()
+            }
         }
     }
 }

@@ -67,6 +67,8 @@ struct Compiled {
     service_places: Box<[Option<PlaceId>]>,
     /// Whether any bound DNS policy looks at the client's location.
     policies_need_location: bool,
+    /// This node is a child site: only parents answer DNS.
+    child: bool,
 }
 
 /// Configuration plus health at one instant.
@@ -103,6 +105,10 @@ impl Snapshot {
             .collect();
         let states = vec![ServiceState::default(); model.services.len()].into();
         let turns = model.vservers.iter().map(|_| AtomicU64::new(0)).collect();
+        let child = model
+            .local_site
+            .and_then(|s| model.sites.get(s as usize))
+            .is_some_and(|s| s.parent.is_some());
         let service_places = model
             .services
             .iter()
@@ -123,6 +129,7 @@ impl Snapshot {
                 turns,
                 service_places,
                 policies_need_location,
+                child,
             }),
             states,
             generation,
@@ -199,6 +206,11 @@ impl Snapshot {
     pub fn service_place(&self, service: ServiceId) -> Option<&Place> {
         let id = (*self.compiled.service_places.get(service as usize)?)?;
         Some(self.compiled.model.locations.place(id))
+    }
+
+    /// Whether this node runs as a child site, which answers no DNS.
+    pub fn is_child_site(&self) -> bool {
+        self.compiled.child
     }
 
     /// Whether evaluating the DNS policies needs the client's location.

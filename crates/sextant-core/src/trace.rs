@@ -165,6 +165,8 @@ pub enum TraceEvent {
     ZoneApex { zone: ZoneId },
     /// The name is outside every zone and domain: REFUSED.
     NotAuthoritative,
+    /// This node is a child site: it answers no DNS.
+    ChildSite,
 }
 
 /// Receives the events of one decision.
@@ -380,6 +382,9 @@ impl TraceEvent {
             }
             TraceEvent::NoData => "the name has no records of this type: NODATA".to_string(),
             TraceEvent::ZoneApex { zone: z } => format!("zone apex records of {}", zone(z)),
+            TraceEvent::ChildSite => {
+                "this node is a child site; only parent sites answer DNS: REFUSED".to_string()
+            }
             TraceEvent::NotAuthoritative => {
                 "name is outside every configured zone and domain: REFUSED".to_string()
             }

@@ -513,3 +513,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_child_site_refuses_everything() {
+    let mut m = model(THREE, LbMethod::RoundRobin);
+    m.sites.push(Site::new("parent", ip("10.0.0.2")));
+    m.sites[0].parent = Some(1);
+    let s = snap(m);
+    for (name, t) in [
+        ("www.example.com", QueryType::A),
+        ("example.com", QueryType::Soa),
+    ] {
+        let (d, addrs) = ask(&s, &q(name, t, "198.51.100.1"), &mut Cursor::new(0));
+        assert_eq!((d.outcome, d.reason), (Outcome::Refused, Reason::ChildSite));
+        assert!(addrs.is_empty());
+    }
+}

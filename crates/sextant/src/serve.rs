@@ -171,6 +171,15 @@ pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow
 }
 
 fn log_start(model: &Model, file: &Path) {
+    if let Some(site) = model.local_site.map(|s| model.site(s)) {
+        if let Some(parent) = site.parent {
+            warn!(
+                site = %site.name,
+                parent = %model.site(parent).name,
+                "this node is a child site: it answers every DNS query with REFUSED; only parent sites answer DNS"
+            );
+        }
+    }
     info!(
         config = %file.display(),
         local_site = model.local_site.map(|s| model.site(s).name.as_str()).unwrap_or("-"),
