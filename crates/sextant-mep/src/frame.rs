@@ -1,0 +1,358 @@
+//! The frame codec (pure).
+//!
+//! ```text
+//! +----------------+---------+------+------------------------+
+//! | length: u32 BE | version | kind | payload (JSON body)    |
+//! +----------------+---------+------+------------------------+
+//!                  |<---------------- length --------------->|
+//! ```
+//!
+//! `length` counts the bytes after itself (version, kind and payload), so it
+//! is at least 2. The version is [`PROTOCOL_VERSION`]; the kind is a
+//! [`Kind`] byte; the payload is the message body as JSON.
+//!
+//! A decoder never reads past a frame and never allocates more than the
+//! limit: the length is checked against the limit as soon as its four bytes
+//! are in, and the version and kind as soon as theirs are, before the
+//! payload arrives. Every error is fatal for the session that produced it
+//! (the stream cannot be resynchronised) and for nothing else.
+
+use crate::message::{Kind, Message, PROTOCOL_VERSION};
+
+/// Bytes before the payload: length (4), version (1), kind (1).
+pub const HEADER_LEN: usize = 6;
+
+/// The default limit of `length` (1 MiB).
+pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
+
+/// Why a frame cannot be decoded (or encoded).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
+    Oversized { len: usize, max: usize },
+    #[error("frame length {0} is shorter than the version and kind bytes")]
+    TooShort(u32),
+    #[error("unsupported protocol version {0} (this node speaks {PROTOCOL_VERSION})")]
+    UnknownVersion(u8),
+    #[error("unknown message kind {0}")]
+    UnknownKind(u8),
+    #[error("malformed {kind} message: {error}")]
+    BadJson { kind: Kind, error: String },
+}
+
+/// Appends the frame of `msg` to `out`.
+///
+/// Fails (leaving `out` as it was) if the frame would exceed `max`.
+pub fn encode(msg: &Message, max: usize, out: &mut Vec<u8>) -> Result<(), FrameError> {
+    let body = msg.to_json().map_err(|e| FrameError::BadJson {
+        kind: msg.kind(),
+        error: e.to_string(),
+    })?;
+    let len = body.len() + 2;
+    if len > max || len > u32::MAX as usize {
+        return Err(FrameError::Oversized { len, max });
+    }
+    out.reserve(4 + len);
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+    out.push(PROTOCOL_VERSION);
+    out.push(msg.kind() as u8);
+    out.extend_from_slice(&body);
+    Ok(())
+}
+
+/// The frame of `msg` as a new buffer.
+pub fn encode_to_vec(msg: &Message, max: usize) -> Result<Vec<u8>, FrameError> {
+    let mut out = Vec::new();
+    encode(msg, max, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes the first frame of `buf`.
+///
+/// `Ok(None)` means "need more bytes"; `Ok(Some((msg, n)))` means the first
+/// `n` bytes of `buf` were one frame carrying `msg`.
+pub fn decode(buf: &[u8], max: usize) -> Result<Option<(Message, usize)>, FrameError> {
+    if buf.len() < 4 {
+        return Ok(None);
+    }
+    let len32 = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    let len = len32 as usize;
+    if len > max {
+        return Err(FrameError::Oversized { len, max });
+    }
+    if len < 2 {
+        return Err(FrameError::TooShort(len32));
+    }
+    if buf.len() >= 5 && buf[4] != PROTOCOL_VERSION {
+        return Err(FrameError::UnknownVersion(buf[4]));
+    }
+    let kind = match buf.get(5) {
+        None => return Ok(None),
+        Some(&b) => Kind::from_byte(b).ok_or(FrameError::UnknownKind(b))?,
+    };
+    let total = 4 + len;
+    if buf.len() < total {
+        return Ok(None);
+    }
+    let msg =
+        Message::from_json(kind, &buf[HEADER_LEN..total]).map_err(|e| FrameError::BadJson {
+            kind,
+            error: e.to_string(),
+        })?;
+    Ok(Some((msg, total)))
+}
+
+/// Reassembles frames from a byte stream.
+#[derive(Debug)]
+pub struct FrameReader {
+    buf: Vec<u8>,
+    /// Bytes of `buf` already decoded (dropped lazily).
+    start: usize,
+    max: usize,
+}
+
+impl FrameReader {
+    pub fn new(max: usize) -> Self {
+        FrameReader {
+            buf: Vec::new(),
+            start: 0,
+            max,
+        }
+    }
+
+    /// Adds received bytes.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next complete message, `Ok(None)` when more bytes are needed.
+    /// After an error the reader must be dropped with its session.
+    pub fn next_message(&mut self) -> Result<Option<Message>, FrameError> {
+        match decode(&self.buf[self.start..], self.max)? {
+            None => {
+                if self.start > 0 {
+                    self.buf.drain(..self.start);
+                    self.start = 0;
+                }
+                Ok(None)
+            }
+            Some((msg, n)) => {
+                self.start += n;
+                Ok(Some(msg))
+            }
+        }
+    }
+
+    /// Bytes received but not yet decoded.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.start
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::*;
+
+    fn samples() -> Vec<Message> {
+        vec![
+            Message::Hello(Hello {
+                site: "siteA".into(),
+                ip: "127.0.0.1".parse().unwrap(),
+                role: Role::Flat,
+                generation: 7,
+                nonce: "ab".repeat(32),
+                acting_for: Some("P1".into()),
+                protocol: 1,
+            }),
+            Message::AuthProof(AuthProof {
+                hmac: "00ff".into(),
+            }),
+            Message::ServiceStates(ServiceStates {
+                entries: vec![ServiceEntry {
+                    service: "s1".into(),
+                    ip: "::1".parse().unwrap(),
+                    port: 443,
+                    state: ServiceState::Down,
+                    metrics: LoadMetrics {
+                        connections: Some(1),
+                        response_time_ms: Some(2.5),
+                        bandwidth_bps: Some(3),
+                        packets_ps: Some(4),
+                        custom_load: Some(5),
+                    },
+                }],
+            }),
+            Message::SiteMetrics(SiteMetrics {
+                cpu_percent: Some(12.5),
+                memory_percent: None,
+                bandwidth_bps: Some(1_000_000),
+                packet_loss_percent: Some(0.1),
+            }),
+            Message::LdnsRtt(LdnsRtt {
+                entries: vec![LdnsRttEntry {
+                    prefix: "198.51.100.0/24".into(),
+                    rtt_us: 1234,
+                }],
+            }),
+            Message::Sessions(Sessions {
+                entries: vec![SessionEntry {
+                    vserver: "vs".into(),
+                    client: "198.51.100.0/24".into(),
+                    service: "s1".into(),
+                    expires_in_s: 60,
+                }],
+            }),
+            Message::BackupParents(BackupParents {
+                parent: "P1".into(),
+                list: vec![SiteAddr {
+                    name: "P2".into(),
+                    ip: "127.0.0.2".parse().unwrap(),
+                }],
+            }),
+            Message::Keepalive(Keepalive { sent_at_ms: 99 }),
+            Message::KeepaliveAck(KeepaliveAck { echo: 99 }),
+            Message::Reject(Reject {
+                reason: "no".into(),
+            }),
+            Message::AcceptParent(AcceptParent {
+                parent: "P2".into(),
+            }),
+        ]
+    }
+
+    #[test]
+    fn every_message_round_trips() {
+        let samples = samples();
+        assert_eq!(samples.len(), Kind::ALL.len());
+        for m in samples {
+            let bytes = encode_to_vec(&m, DEFAULT_MAX_FRAME).unwrap();
+            assert_eq!(bytes[4], 1);
+            assert_eq!(bytes[5], m.kind() as u8);
+            assert_eq!(
+                u32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize,
+                bytes.len() - 4
+            );
+            let (back, n) = decode(&bytes, DEFAULT_MAX_FRAME).unwrap().unwrap();
+            assert_eq!(n, bytes.len());
+            assert_eq!(back, m);
+        }
+    }
+
+    #[test]
+    fn every_prefix_needs_more() {
+        for m in samples() {
+            let bytes = encode_to_vec(&m, DEFAULT_MAX_FRAME).unwrap();
+            for cut in 0..bytes.len() {
+                assert_eq!(
+                    decode(&bytes[..cut], DEFAULT_MAX_FRAME),
+                    Ok(None),
+                    "{m:?} cut {cut}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn reader_splits_and_joins() {
+        let mut stream = Vec::new();
+        for m in samples() {
+            encode(&m, DEFAULT_MAX_FRAME, &mut stream).unwrap();
+        }
+        // Byte by byte.
+        let mut r = FrameReader::new(DEFAULT_MAX_FRAME);
+        let mut got = Vec::new();
+        for b in &stream {
+            r.push(std::slice::from_ref(b));
+            while let Some(m) = r.next_message().unwrap() {
+                got.push(m);
+            }
+        }
+        assert_eq!(got, samples());
+        assert_eq!(r.buffered(), 0);
+        // All at once.
+        let mut r = FrameReader::new(DEFAULT_MAX_FRAME);
+        r.push(&stream);
+        let mut got = Vec::new();
+        while let Some(m) = r.next_message().unwrap() {
+            got.push(m);
+        }
+        assert_eq!(got, samples());
+    }
+
+    #[test]
+    fn oversized_length_is_refused_before_the_body_arrives() {
+        let header = (2u32 << 20).to_be_bytes();
+        assert_eq!(
+            decode(&header, DEFAULT_MAX_FRAME),
+            Err(FrameError::Oversized {
+                len: 2 << 20,
+                max: DEFAULT_MAX_FRAME
+            })
+        );
+        // A configurable limit.
+        let m = Message::Reject(Reject {
+            reason: "x".repeat(100),
+        });
+        let bytes = encode_to_vec(&m, DEFAULT_MAX_FRAME).unwrap();
+        assert!(matches!(
+            decode(&bytes, 50),
+            Err(FrameError::Oversized { max: 50, .. })
+        ));
+        assert!(matches!(
+            encode_to_vec(&m, 50),
+            Err(FrameError::Oversized { max: 50, .. })
+        ));
+    }
+
+    #[test]
+    fn bad_headers_are_errors() {
+        assert_eq!(
+            decode(&[0, 0, 0, 1, 1], DEFAULT_MAX_FRAME),
+            Err(FrameError::TooShort(1))
+        );
+        assert_eq!(
+            decode(&[0, 0, 0, 4, 2], DEFAULT_MAX_FRAME),
+            Err(FrameError::UnknownVersion(2))
+        );
+        assert_eq!(
+            decode(&[0, 0, 0, 4, 1, 0], DEFAULT_MAX_FRAME),
+            Err(FrameError::UnknownKind(0))
+        );
+        assert_eq!(
+            decode(&[0, 0, 0, 4, 1, 77], DEFAULT_MAX_FRAME),
+            Err(FrameError::UnknownKind(77))
+        );
+    }
+
+    #[test]
+    fn bad_json_is_an_error() {
+        let mut f = vec![0, 0, 0, 0, 1, Kind::Keepalive as u8];
+        f.extend_from_slice(b"{not json");
+        let len = (f.len() - 4) as u32;
+        f[..4].copy_from_slice(&len.to_be_bytes());
+        assert!(matches!(
+            decode(&f, DEFAULT_MAX_FRAME),
+            Err(FrameError::BadJson {
+                kind: Kind::Keepalive,
+                ..
+            })
+        ));
+        // Valid JSON of the wrong shape.
+        let mut f = vec![0, 0, 0, 0, 1, Kind::Hello as u8];
+        f.extend_from_slice(br#"{"sent_at_ms":1}"#);
+        let len = (f.len() - 4) as u32;
+        f[..4].copy_from_slice(&len.to_be_bytes());
+        assert!(matches!(
+            decode(&f, DEFAULT_MAX_FRAME),
+            Err(FrameError::BadJson {
+                kind: Kind::Hello,
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,392 @@
+//! The messages of the metric exchange protocol.
+//!
+//! Every message travels in one frame (see [`crate::frame`]): the frame's
+//! kind byte says which message it is, and the payload is the message body
+//! as JSON. The bodies are plain serde structs, so the JSON field names below
+//! are the wire format; `docs/mep.md` lists them.
+//!
+//! Receivers ignore JSON fields they do not know, so a later version may add
+//! optional fields without breaking older peers; a change of meaning needs a
+//! new protocol version.
+//!
+//! Optional figures are `Option`s and are omitted from the JSON when absent:
+//! a figure that a site does not measure is *missing*, never zero, so the
+//! methods that need it fall back to their backup method.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+/// The protocol version carried in every frame header and in [`Hello`].
+pub const PROTOCOL_VERSION: u8 = 1;
+
+/// One protocol message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Hello(Hello),
+    AuthProof(AuthProof),
+    ServiceStates(ServiceStates),
+    SiteMetrics(SiteMetrics),
+    LdnsRtt(LdnsRtt),
+    Sessions(Sessions),
+    BackupParents(BackupParents),
+    Keepalive(Keepalive),
+    KeepaliveAck(KeepaliveAck),
+    Reject(Reject),
+    AcceptParent(AcceptParent),
+}
+
+/// The kind byte of each message in the frame header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    Hello = 1,
+    AuthProof = 2,
+    ServiceStates = 3,
+    SiteMetrics = 4,
+    LdnsRtt = 5,
+    Sessions = 6,
+    BackupParents = 7,
+    Keepalive = 8,
+    KeepaliveAck = 9,
+    Reject = 10,
+    AcceptParent = 11,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 11] = [
+        Kind::Hello,
+        Kind::AuthProof,
+        Kind::ServiceStates,
+        Kind::SiteMetrics,
+        Kind::LdnsRtt,
+        Kind::Sessions,
+        Kind::BackupParents,
+        Kind::Keepalive,
+        Kind::KeepaliveAck,
+        Kind::Reject,
+        Kind::AcceptParent,
+    ];
+
+    /// The kind with this header byte, if any.
+    pub fn from_byte(b: u8) -> Option<Kind> {
+        Kind::ALL.iter().copied().find(|k| *k as u8 == b)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Hello => "Hello",
+            Kind::AuthProof => "AuthProof",
+            Kind::ServiceStates => "ServiceStates",
+            Kind::SiteMetrics => "SiteMetrics",
+            Kind::LdnsRtt => "LdnsRtt",
+            Kind::Sessions => "Sessions",
+            Kind::BackupParents => "BackupParents",
+            Kind::Keepalive => "Keepalive",
+            Kind::KeepaliveAck => "KeepaliveAck",
+            Kind::Reject => "Reject",
+            Kind::AcceptParent => "AcceptParent",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Message {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Message::Hello(_) => Kind::Hello,
+            Message::AuthProof(_) => Kind::AuthProof,
+            Message::ServiceStates(_) => Kind::ServiceStates,
+            Message::SiteMetrics(_) => Kind::SiteMetrics,
+            Message::LdnsRtt(_) => Kind::LdnsRtt,
+            Message::Sessions(_) => Kind::Sessions,
+            Message::BackupParents(_) => Kind::BackupParents,
+            Message::Keepalive(_) => Kind::Keepalive,
+            Message::KeepaliveAck(_) => Kind::KeepaliveAck,
+            Message::Reject(_) => Kind::Reject,
+            Message::AcceptParent(_) => Kind::AcceptParent,
+        }
+    }
+
+    /// The body as JSON.
+    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        match self {
+            Message::Hello(m) => serde_json::to_vec(m),
+            Message::AuthProof(m) => serde_json::to_vec(m),
+            Message::ServiceStates(m) => serde_json::to_vec(m),
+            Message::SiteMetrics(m) => serde_json::to_vec(m),
+            Message::LdnsRtt(m) => serde_json::to_vec(m),
+            Message::Sessions(m) => serde_json::to_vec(m),
+            Message::BackupParents(m) => serde_json::to_vec(m),
+            Message::Keepalive(m) => serde_json::to_vec(m),
+            Message::KeepaliveAck(m) => serde_json::to_vec(m),
+            Message::Reject(m) => serde_json::to_vec(m),
+            Message::AcceptParent(m) => serde_json::to_vec(m),
+        }
+    }
+
+    /// Parses the JSON body of a message of `kind`.
+    pub fn from_json(kind: Kind, body: &[u8]) -> serde_json::Result<Message> {
+        Ok(match kind {
+            Kind::Hello => Message::Hello(serde_json::from_slice(body)?),
+            Kind::AuthProof => Message::AuthProof(serde_json::from_slice(body)?),
+            Kind::ServiceStates => Message::ServiceStates(serde_json::from_slice(body)?),
+            Kind::SiteMetrics => Message::SiteMetrics(serde_json::from_slice(body)?),
+            Kind::LdnsRtt => Message::LdnsRtt(serde_json::from_slice(body)?),
+            Kind::Sessions => Message::Sessions(serde_json::from_slice(body)?),
+            Kind::BackupParents => Message::BackupParents(serde_json::from_slice(body)?),
+            Kind::Keepalive => Message::Keepalive(serde_json::from_slice(body)?),
+            Kind::KeepaliveAck => Message::KeepaliveAck(serde_json::from_slice(body)?),
+            Kind::Reject => Message::Reject(serde_json::from_slice(body)?),
+            Kind::AcceptParent => Message::AcceptParent(serde_json::from_slice(body)?),
+        })
+    }
+}
+
+/// A site's place in the topology, as it announces it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A parent site (it has children, or is configured as one's parent).
+    Parent,
+    /// A site with `-parentSite`.
+    Child,
+    /// A site in a flat mesh (no parent-child configuration at all).
+    Flat,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::Parent => "parent",
+            Role::Child => "child",
+            Role::Flat => "flat",
+        })
+    }
+}
+
+/// The first message on every connection, in both directions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The sender's site name.
+    pub site: String,
+    /// The sender's site IP (the source address of the connection).
+    pub ip: IpAddr,
+    pub role: Role,
+    /// The sender's configuration generation (informational).
+    pub generation: u64,
+    /// 32 random bytes as 64 lowercase hex digits: the challenge the
+    /// receiver must answer in its [`AuthProof`].
+    pub nonce: String,
+    /// Set by a backup parent that connects to adopt a child of this
+    /// (original) parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acting_for: Option<String>,
+    /// [`PROTOCOL_VERSION`] of the sender.
+    pub protocol: u8,
+}
+
+/// The answer to the peer's challenge:
+/// `HMAC-SHA256(secret, peer_nonce || own_site_name [|| tls_binding])`
+/// as lowercase hex, or the empty string when the link has no secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthProof {
+    pub hmac: String,
+}
+
+/// The state and load figures of the sender's local services.
+///
+/// Always the complete list (a snapshot, not a delta): a service missing
+/// from it is unknown to the sender.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServiceStates {
+    pub entries: Vec<ServiceEntry>,
+}
+
+/// One local service of the sender.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceEntry {
+    /// The service name as configured at the sender.
+    pub service: String,
+    pub ip: IpAddr,
+    pub port: u16,
+    pub state: ServiceState,
+    #[serde(default)]
+    pub metrics: LoadMetrics,
+}
+
+/// A service's health as its own site sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ServiceState {
+    #[serde(rename = "UP")]
+    Up,
+    #[serde(rename = "DOWN")]
+    Down,
+}
+
+/// Load figures of one service; each is missing when not measured.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LoadMetrics {
+    /// Active connections (LEASTCONNECTION).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
+    /// Response time in milliseconds (LEASTRESPONSETIME).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_time_ms: Option<f64>,
+    /// Bits per second (LEASTBANDWIDTH).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_bps: Option<u64>,
+    /// Packets per second (LEASTPACKETS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets_ps: Option<u64>,
+    /// An operator-defined load figure (CUSTOMLOAD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_load: Option<u64>,
+}
+
+/// Figures of the sender's site as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct SiteMetrics {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_bps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_loss_percent: Option<f64>,
+}
+
+/// The sender's measured round-trip times to local DNS resolvers (used by
+/// the dynamic RTT method; carried, not interpreted, by this crate).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LdnsRtt {
+    pub entries: Vec<LdnsRttEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LdnsRttEntry {
+    /// The LDNS group, as a prefix (`198.51.100.0/24`, `2001:db8::/56`).
+    pub prefix: String,
+    pub rtt_us: u64,
+}
+
+/// Persistence sessions the sender created (carried, not interpreted, by
+/// this crate).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Sessions {
+    pub entries: Vec<SessionEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEntry {
+    pub vserver: String,
+    /// The persistence key of the client (its address masked to the
+    /// vserver's persistence prefix), e.g. `198.51.100.0/24`.
+    pub client: String,
+    pub service: String,
+    pub expires_in_s: u64,
+}
+
+/// A parent's ordered backup parent list (most preferred first).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct BackupParents {
+    /// The parent whose backups these are.
+    pub parent: String,
+    pub list: Vec<SiteAddr>,
+}
+
+/// A site's name and IP, as carried in [`BackupParents`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SiteAddr {
+    pub name: String,
+    pub ip: IpAddr,
+}
+
+/// Sent every keepalive interval; the receiver echoes `sent_at_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Keepalive {
+    /// The sender's monotonic clock in milliseconds (meaningful only to
+    /// the sender).
+    pub sent_at_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeepaliveAck {
+    /// The `sent_at_ms` of the keepalive being answered.
+    pub echo: u64,
+}
+
+/// The sender refuses or ends the session; it closes the connection right
+/// after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reject {
+    pub reason: String,
+}
+
+/// A child accepts a backup parent's adoption (the answer to a [`Hello`]
+/// with `acting_for`); a refusal is a [`Reject`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcceptParent {
+    /// The accepting child's new parent (the receiver).
+    pub parent: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_through_their_byte() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::from_byte(k as u8), Some(k));
+        }
+        assert_eq!(Kind::from_byte(0), None);
+        assert_eq!(Kind::from_byte(200), None);
+    }
+
+    #[test]
+    fn wire_names_are_stable() {
+        let e = ServiceEntry {
+            service: "svc".into(),
+            ip: "10.0.0.1".parse().unwrap(),
+            port: 80,
+            state: ServiceState::Up,
+            metrics: LoadMetrics {
+                connections: Some(3),
+                ..Default::default()
+            },
+        };
+        let j = serde_json::to_string(&e).unwrap();
+        assert_eq!(
+            j,
+            r#"{"service":"svc","ip":"10.0.0.1","port":80,"state":"UP","metrics":{"connections":3}}"#
+        );
+        let h = Hello {
+            site: "a".into(),
+            ip: "127.0.0.1".parse().unwrap(),
+            role: Role::Parent,
+            generation: 2,
+            nonce: "00".into(),
+            acting_for: None,
+            protocol: 1,
+        };
+        assert_eq!(
+            serde_json::to_string(&h).unwrap(),
+            r#"{"site":"a","ip":"127.0.0.1","role":"parent","generation":2,"nonce":"00","protocol":1}"#
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_missing_ones_are_errors() {
+        // A newer peer may add optional fields without a version change.
+        let k: Keepalive = serde_json::from_str(r#"{"sent_at_ms":1,"x":2}"#).unwrap();
+        assert_eq!(k.sent_at_ms, 1);
+        assert!(serde_json::from_str::<Keepalive>(r#"{}"#).is_err());
+    }
+}

@@ -1,0 +1,1001 @@
+//! The session state machine of one MEP connection (pure).
+//!
+//! No sockets, no clock, no randomness: the driver passes in the time
+//! (`now`, a monotonic [`Duration`] since any fixed origin), the frames it
+//! received and the data it wants to send, plus the nonce it drew; the
+//! session answers with [`Action`]s — frames to send, events, and at most one
+//! close, always last.
+//!
+//! ```text
+//!   new() ──▶ Connecting ──connected()──▶ HelloSent ──peer Hello ok──▶ Authenticating
+//!                 │          (send Hello)     │       (send AuthProof)        │
+//!                 │                           │                   peer AuthProof ok
+//!                 │                           │                               ▼
+//!                 └──── timeout / error / Reject / EOF ──────────▶ Closed ◀── Up
+//! ```
+//!
+//! * Both ends send [`Hello`] as soon as the connection is established, each
+//!   with a fresh 32-byte nonce.
+//! * On the peer's Hello each end checks it (protocol version, site name and
+//!   IP expected for this connection, a well-formed nonce that is not its own)
+//!   and answers the peer's challenge with
+//!   `AuthProof = HMAC-SHA256(secret, peer_nonce || own_site_name [|| tls_binding])`.
+//!   Without a secret the proof is the empty string, and a non-empty proof is
+//!   then refused too: both ends must agree on whether the link has a secret.
+//! * On the peer's valid AuthProof the session is Up, and sends a first
+//!   Keepalive at once (so the link RTT is known within one round trip).
+//! * Up: a Keepalive every `keepalive_timeout / 3`, each answered with a
+//!   KeepaliveAck echoing its `sent_at_ms`; the RTT is the time from sending
+//!   the keepalive to receiving its echo.
+//! * In every state but Closed: no frame at all for `keepalive_timeout`
+//!   closes the session (in Connecting: from its creation).
+//! * Any unexpected message, a malformed frame or a failed check sends
+//!   `Reject{reason}` and closes; a received Reject closes.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ring::hmac;
+
+use crate::frame::FrameError;
+use crate::message::{
+    AuthProof, Hello, Keepalive, KeepaliveAck, Message, PROTOCOL_VERSION, Reject, Role,
+};
+
+/// The reason a session sends to a peer whose proof is wrong.
+pub const AUTH_FAILED: &str = "authentication failed";
+
+/// Where a session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Waiting for the connection (TCP, and TLS if secure) to be ready.
+    Connecting,
+    /// Our Hello is sent; waiting for the peer's.
+    HelloSent,
+    /// Our AuthProof is sent; waiting for the peer's.
+    Authenticating,
+    /// Exchanging data and keepalives.
+    Up,
+    /// Finished; every further input is ignored.
+    Closed,
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            State::Connecting => "connecting",
+            State::HelloSent => "hello-sent",
+            State::Authenticating => "authenticating",
+            State::Up => "up",
+            State::Closed => "closed",
+        })
+    }
+}
+
+/// Who we are and whom we expect on this connection.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    pub local_name: String,
+    pub local_ip: IpAddr,
+    pub role: Role,
+    pub generation: u64,
+    /// The site we expect at the other end (name compared ignoring case).
+    pub peer_name: String,
+    /// Its site IP; the peer's Hello must announce this address.
+    pub peer_ip: IpAddr,
+    /// The link's shared secret: the rpcNode password configured for the
+    /// accepting side's site IP. `None`: no authentication.
+    pub secret: Option<Vec<u8>>,
+    /// Our challenge (fresh random bytes per connection).
+    pub nonce: [u8; 32],
+    /// Set when we connect as a backup parent to adopt a child of this
+    /// parent.
+    pub acting_for: Option<String>,
+    pub keepalive_timeout: Duration,
+}
+
+/// Why a session closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The connection was never established in time.
+    ConnectTimeout(Duration),
+    /// No frame at all for the keepalive timeout (during the handshake or
+    /// once Up).
+    Timeout(Duration),
+    /// The peer closed the connection.
+    PeerClosed,
+    /// A frame could not be decoded.
+    Malformed(FrameError),
+    /// The peer broke the protocol (unexpected message, bad Hello, ...).
+    Protocol(String),
+    /// The peer's proof was wrong.
+    AuthFailed(String),
+    /// The peer sent Reject.
+    RejectedByPeer(String),
+    /// We ended the session (the driver's reason).
+    Local(String),
+}
+
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CloseReason::ConnectTimeout(t) => write!(f, "not connected within {t:?}"),
+            CloseReason::Timeout(t) => write!(f, "no message for {t:?} (keepalive timeout)"),
+            CloseReason::PeerClosed => f.write_str("connection closed by peer"),
+            CloseReason::Malformed(e) => write!(f, "malformed frame: {e}"),
+            CloseReason::Protocol(s) => write!(f, "protocol error: {s}"),
+            CloseReason::AuthFailed(s) => write!(f, "{AUTH_FAILED}: {s}"),
+            CloseReason::RejectedByPeer(s) => write!(f, "rejected by peer: {s}"),
+            CloseReason::Local(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Something the session tells the driver.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEvent {
+    /// The handshake completed; `peer` is the peer's Hello.
+    Up { peer: Hello },
+    /// A data message from an Up peer (ServiceStates, SiteMetrics, LdnsRtt,
+    /// Sessions, BackupParents, AcceptParent).
+    Received(Message),
+    /// A new link RTT measurement.
+    Rtt(Duration),
+    /// The peer failed authentication (log and count it); a Close follows.
+    AuthFailed { reason: String },
+}
+
+/// What the driver must do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Send(Message),
+    Event(SessionEvent),
+    /// Close the connection (after sending the frames before it). Always
+    /// the last action; the session is Closed.
+    Close(CloseReason),
+}
+
+/// One MEP session.
+#[derive(Debug)]
+pub struct Session {
+    cfg: SessionConfig,
+    state: State,
+    created: Duration,
+    last_rx: Duration,
+    next_keepalive: Duration,
+    /// The keepalive in flight: its `sent_at_ms` and when it was sent.
+    pending_keepalive: Option<(u64, Duration)>,
+    rtt: Option<Duration>,
+    peer: Option<Hello>,
+    /// TLS exporter bytes mixed into the proofs, when the link is TLS.
+    binding: Option<Vec<u8>>,
+}
+
+impl Session {
+    /// A session in `Connecting`, created at `now`.
+    pub fn new(cfg: SessionConfig, now: Duration) -> Self {
+        Session {
+            cfg,
+            state: State::Connecting,
+            created: now,
+            last_rx: now,
+            next_keepalive: now,
+            pending_keepalive: None,
+            rtt: None,
+            peer: None,
+            binding: None,
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn config(&self) -> &SessionConfig {
+        &self.cfg
+    }
+
+    /// The peer's Hello, once received and accepted.
+    pub fn peer(&self) -> Option<&Hello> {
+        self.peer.as_ref()
+    }
+
+    /// The last measured link RTT.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtt
+    }
+
+    /// When the last frame arrived.
+    pub fn last_received(&self) -> Duration {
+        self.last_rx
+    }
+
+    /// The keepalive interval: a third of the timeout (at least 1 ms).
+    pub fn keepalive_interval(&self) -> Duration {
+        (self.cfg.keepalive_timeout / 3).max(Duration::from_millis(1))
+    }
+
+    /// The latest time at which [`Session::tick`] must be called.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        let timeout = self.cfg.keepalive_timeout;
+        match self.state {
+            State::Closed => None,
+            State::Connecting => Some(self.created + timeout),
+            State::HelloSent | State::Authenticating => Some(self.last_rx + timeout),
+            State::Up => Some((self.last_rx + timeout).min(self.next_keepalive)),
+        }
+    }
+
+    /// The connection is ready: sends our Hello. `binding` is the TLS
+    /// exporter value when the connection is TLS (see `docs/mep.md`).
+    pub fn connected(&mut self, now: Duration, binding: Option<Vec<u8>>) -> Vec<Action> {
+        if self.state != State::Connecting {
+            return Vec::new();
+        }
+        self.binding = binding;
+        self.last_rx = now;
+        self.state = State::HelloSent;
+        vec![Action::Send(Message::Hello(Hello {
+            site: self.cfg.local_name.clone(),
+            ip: self.cfg.local_ip,
+            role: self.cfg.role,
+            generation: self.cfg.generation,
+            nonce: hex(&self.cfg.nonce),
+            acting_for: self.cfg.acting_for.clone(),
+            protocol: PROTOCOL_VERSION,
+        }))]
+    }
+
+    /// A frame arrived.
+    pub fn on_frame(&mut self, msg: Message, now: Duration) -> Vec<Action> {
+        if matches!(self.state, State::Closed | State::Connecting) {
+            return Vec::new();
+        }
+        self.last_rx = now;
+        if let Message::Reject(r) = msg {
+            return self.close(CloseReason::RejectedByPeer(r.reason));
+        }
+        match self.state {
+            State::HelloSent => match msg {
+                Message::Hello(h) => self.on_hello(h),
+                other => self.protocol_error(format!("expected Hello, got {}", other.kind())),
+            },
+            State::Authenticating => match msg {
+                Message::AuthProof(p) => self.on_proof(p, now),
+                other => self.protocol_error(format!("expected AuthProof, got {}", other.kind())),
+            },
+            State::Up => match msg {
+                Message::Keepalive(k) => {
+                    vec![Action::Send(Message::KeepaliveAck(KeepaliveAck {
+                        echo: k.sent_at_ms,
+                    }))]
+                }
+                Message::KeepaliveAck(a) => match self.pending_keepalive {
+                    Some((ms, sent)) if ms == a.echo => {
+                        self.pending_keepalive = None;
+                        let rtt = now.saturating_sub(sent);
+                        self.rtt = Some(rtt);
+                        vec![Action::Event(SessionEvent::Rtt(rtt))]
+                    }
+                    // A late echo of an older keepalive: still proof of life.
+                    _ => Vec::new(),
+                },
+                m @ (Message::Hello(_) | Message::AuthProof(_)) => {
+                    self.protocol_error(format!("unexpected {} after the handshake", m.kind()))
+                }
+                data => vec![Action::Event(SessionEvent::Received(data))],
+            },
+            State::Connecting | State::Closed => unreachable!("handled above"),
+        }
+    }
+
+    /// A frame could not be decoded: the stream is lost, so is the session.
+    pub fn on_decode_error(&mut self, err: FrameError) -> Vec<Action> {
+        if self.state == State::Closed {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if self.state != State::Connecting {
+            out.push(Action::Send(Message::Reject(Reject {
+                reason: format!("malformed frame: {err}"),
+            })));
+        }
+        out.extend(self.close(CloseReason::Malformed(err)));
+        out
+    }
+
+    /// The peer closed the connection (EOF or a reset).
+    pub fn on_eof(&mut self) -> Vec<Action> {
+        if self.state == State::Closed {
+            return Vec::new();
+        }
+        self.close(CloseReason::PeerClosed)
+    }
+
+    /// Time passed: timeouts and keepalives.
+    pub fn tick(&mut self, now: Duration) -> Vec<Action> {
+        let timeout = self.cfg.keepalive_timeout;
+        match self.state {
+            State::Closed => Vec::new(),
+            State::Connecting => {
+                if now >= self.created + timeout {
+                    self.close(CloseReason::ConnectTimeout(timeout))
+                } else {
+                    Vec::new()
+                }
+            }
+            _ if now >= self.last_rx + timeout => self.close(CloseReason::Timeout(timeout)),
+            State::Up if now >= self.next_keepalive => vec![self.keepalive(now)],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Sends a data message if the session is Up (dropped otherwise: the
+    /// driver sends the full current state when a session comes up).
+    pub fn send(&mut self, msg: Message) -> Vec<Action> {
+        if self.state == State::Up {
+            vec![Action::Send(msg)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// We end the session: tells the peer why (if connected) and closes.
+    pub fn reject(&mut self, reason: impl Into<String>) -> Vec<Action> {
+        let reason = reason.into();
+        let mut out = Vec::new();
+        match self.state {
+            State::Closed => return out,
+            State::Connecting => {}
+            _ => out.push(Action::Send(Message::Reject(Reject {
+                reason: reason.clone(),
+            }))),
+        }
+        out.extend(self.close(CloseReason::Local(reason)));
+        out
+    }
+
+    fn on_hello(&mut self, h: Hello) -> Vec<Action> {
+        if h.protocol != PROTOCOL_VERSION {
+            return self.protocol_error(format!(
+                "protocol version {} not supported (this node speaks {PROTOCOL_VERSION})",
+                h.protocol
+            ));
+        }
+        if !h.site.eq_ignore_ascii_case(&self.cfg.peer_name) {
+            return self.protocol_error(format!(
+                "this connection is for site {} but the peer says it is {}",
+                self.cfg.peer_name, h.site
+            ));
+        }
+        if h.ip != self.cfg.peer_ip {
+            return self.protocol_error(format!(
+                "site {} announces IP {} but is configured as {}",
+                h.site, h.ip, self.cfg.peer_ip
+            ));
+        }
+        let Some(peer_nonce) = unhex32(&h.nonce) else {
+            return self.protocol_error("the Hello nonce is not 32 bytes of hex".into());
+        };
+        if peer_nonce == self.cfg.nonce {
+            return self.protocol_error("the peer echoed our own nonce".into());
+        }
+        let hmac = proof(
+            self.cfg.secret.as_deref(),
+            &peer_nonce,
+            &self.cfg.local_name,
+            self.binding.as_deref(),
+        );
+        self.peer = Some(h);
+        self.state = State::Authenticating;
+        vec![Action::Send(Message::AuthProof(AuthProof { hmac }))]
+    }
+
+    fn on_proof(&mut self, p: AuthProof, now: Duration) -> Vec<Action> {
+        let peer = self
+            .peer
+            .as_ref()
+            .expect("Authenticating has the peer's Hello");
+        let ok = verify(
+            self.cfg.secret.as_deref(),
+            &self.cfg.nonce,
+            &peer.site,
+            self.binding.as_deref(),
+            &p.hmac,
+        );
+        if let Err(why) = ok {
+            let mut out = vec![
+                Action::Event(SessionEvent::AuthFailed {
+                    reason: why.to_string(),
+                }),
+                Action::Send(Message::Reject(Reject {
+                    reason: AUTH_FAILED.into(),
+                })),
+            ];
+            out.extend(self.close(CloseReason::AuthFailed(why.into())));
+            return out;
+        }
+        self.state = State::Up;
+        let up = Action::Event(SessionEvent::Up { peer: peer.clone() });
+        vec![up, self.keepalive(now)]
+    }
+
+    fn keepalive(&mut self, now: Duration) -> Action {
+        let ms = now.as_millis() as u64;
+        self.pending_keepalive = Some((ms, now));
+        self.next_keepalive = now + self.keepalive_interval();
+        Action::Send(Message::Keepalive(Keepalive { sent_at_ms: ms }))
+    }
+
+    fn protocol_error(&mut self, why: String) -> Vec<Action> {
+        let mut out = vec![Action::Send(Message::Reject(Reject {
+            reason: why.clone(),
+        }))];
+        out.extend(self.close(CloseReason::Protocol(why)));
+        out
+    }
+
+    fn close(&mut self, reason: CloseReason) -> Vec<Action> {
+        self.state = State::Closed;
+        vec![Action::Close(reason)]
+    }
+}
+
+/// `HMAC-SHA256(secret, nonce || name [|| binding])` as lowercase hex; the
+/// empty string without a secret.
+pub fn proof(
+    secret: Option<&[u8]>,
+    nonce: &[u8; 32],
+    name: &str,
+    binding: Option<&[u8]>,
+) -> String {
+    let Some(secret) = secret else {
+        return String::new();
+    };
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
+    let mut ctx = hmac::Context::with_key(&key);
+    ctx.update(nonce);
+    ctx.update(name.as_bytes());
+    if let Some(b) = binding {
+        ctx.update(b);
+    }
+    hex(ctx.sign().as_ref())
+}
+
+/// Checks the peer's proof in constant time.
+fn verify(
+    secret: Option<&[u8]>,
+    nonce: &[u8; 32],
+    name: &str,
+    binding: Option<&[u8]>,
+    got: &str,
+) -> Result<(), &'static str> {
+    let Some(secret) = secret else {
+        return if got.is_empty() {
+            Ok(())
+        } else {
+            Err("the peer proves a password but none is configured for this link")
+        };
+    };
+    if got.is_empty() {
+        return Err("the peer sent no proof (no password configured there?)");
+    }
+    let Some(tag) = unhex(got) else {
+        return Err("the proof is not hex");
+    };
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
+    let mut msg = Vec::with_capacity(32 + name.len() + binding.map_or(0, <[u8]>::len));
+    msg.extend_from_slice(nonce);
+    msg.extend_from_slice(name.as_bytes());
+    if let Some(b) = binding {
+        msg.extend_from_slice(b);
+    }
+    hmac::verify(&key, &msg, &tag).map_err(|_| "wrong proof (the passwords differ)")
+}
+
+/// Lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| {
+            let hi = (p[0] as char).to_digit(16)?;
+            let lo = (p[1] as char).to_digit(16)?;
+            Some((hi * 16 + lo) as u8)
+        })
+        .collect()
+}
+
+fn unhex32(s: &str) -> Option<[u8; 32]> {
+    unhex(s)?.try_into().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::*;
+
+    const T: Duration = Duration::from_millis(900);
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn cfg(local: &str, peer: &str, secret: Option<&str>, nonce: u8) -> SessionConfig {
+        let ip = |n: &str| -> IpAddr {
+            match n {
+                "a" => "127.0.0.1".parse().unwrap(),
+                _ => "127.0.0.2".parse().unwrap(),
+            }
+        };
+        SessionConfig {
+            local_name: local.into(),
+            local_ip: ip(local),
+            role: Role::Flat,
+            generation: 1,
+            peer_name: peer.into(),
+            peer_ip: ip(peer),
+            secret: secret.map(|s| s.as_bytes().to_vec()),
+            nonce: [nonce; 32],
+            acting_for: None,
+            keepalive_timeout: T,
+        }
+    }
+
+    fn sends(actions: &[Action]) -> Vec<Message> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send(m) => Some(m.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn closed(actions: &[Action]) -> Option<CloseReason> {
+        match actions.last() {
+            Some(Action::Close(r)) => Some(r.clone()),
+            _ => None,
+        }
+    }
+
+    fn events(actions: &[Action]) -> Vec<SessionEvent> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Event(e) => Some(e.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Delivers every frame of `out` to `to`; returns `to`'s actions.
+    fn deliver(out: &[Action], to: &mut Session, now: Duration) -> Vec<Action> {
+        let mut all = Vec::new();
+        for m in sends(out) {
+            // Through the codec, as on the wire.
+            let bytes = crate::frame::encode_to_vec(&m, 1 << 20).unwrap();
+            let (m, _) = crate::frame::decode(&bytes, 1 << 20).unwrap().unwrap();
+            all.extend(to.on_frame(m, now));
+        }
+        all
+    }
+
+    /// Runs a full handshake; returns (a, b, a's actions on b's proof, b's
+    /// actions on a's proof).
+    fn handshake(
+        ca: SessionConfig,
+        cb: SessionConfig,
+    ) -> (Session, Session, Vec<Action>, Vec<Action>) {
+        let mut a = Session::new(ca, ms(0));
+        let mut b = Session::new(cb, ms(0));
+        assert_eq!(a.state(), State::Connecting);
+        let ha = a.connected(ms(1), None);
+        let hb = b.connected(ms(1), None);
+        assert_eq!(a.state(), State::HelloSent);
+        assert!(matches!(&sends(&ha)[..], [Message::Hello(_)]));
+        let pb = deliver(&ha, &mut b, ms(2)); // b gets a's hello -> b's proof
+        let pa = deliver(&hb, &mut a, ms(2)); // a gets b's hello -> a's proof
+        assert_eq!(a.state(), State::Authenticating);
+        assert_eq!(b.state(), State::Authenticating);
+        let ra = deliver(&pb, &mut a, ms(3));
+        let rb = deliver(&pa, &mut b, ms(3));
+        (a, b, ra, rb)
+    }
+
+    #[test]
+    fn handshake_without_secret_comes_up() {
+        let (a, b, ra, rb) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        assert_eq!(a.state(), State::Up);
+        assert_eq!(b.state(), State::Up);
+        let ev = events(&ra);
+        assert!(matches!(&ev[0], SessionEvent::Up { peer } if peer.site == "b"));
+        // First keepalive right away.
+        assert!(matches!(&sends(&ra)[..], [Message::Keepalive(_)]));
+        assert!(matches!(&events(&rb)[0], SessionEvent::Up { peer } if peer.site == "a"));
+        assert_eq!(a.peer().unwrap().nonce, hex(&[2; 32]));
+    }
+
+    #[test]
+    fn handshake_with_the_same_secret_comes_up() {
+        let (a, b, _, _) = handshake(
+            cfg("a", "b", Some("s3cret"), 1),
+            cfg("b", "a", Some("s3cret"), 2),
+        );
+        assert_eq!(a.state(), State::Up);
+        assert_eq!(b.state(), State::Up);
+    }
+
+    #[test]
+    fn proof_is_the_documented_hmac() {
+        // HMAC-SHA256("key", nonce || "a").
+        let p = proof(Some(b"key"), &[7; 32], "a", None);
+        let mut msg = vec![7u8; 32];
+        msg.push(b'a');
+        let want = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, b"key"), &msg);
+        assert_eq!(p, hex(want.as_ref()));
+        assert_eq!(p.len(), 64);
+        assert!(verify(Some(b"key"), &[7; 32], "a", None, &p).is_ok());
+        assert!(verify(Some(b"key"), &[7; 32], "b", None, &p).is_err());
+        assert!(verify(Some(b"key"), &[8; 32], "a", None, &p).is_err());
+        assert!(verify(Some(b"key"), &[7; 32], "a", Some(b"tls"), &p).is_err());
+        assert_eq!(proof(None, &[7; 32], "a", None), "");
+    }
+
+    #[test]
+    fn wrong_secret_fails_both_ways() {
+        let (a, b, ra, rb) =
+            handshake(cfg("a", "b", Some("one"), 1), cfg("b", "a", Some("two"), 2));
+        for (s, r) in [(&a, &ra), (&b, &rb)] {
+            assert_eq!(s.state(), State::Closed);
+            assert!(matches!(&events(r)[0], SessionEvent::AuthFailed { .. }));
+            assert_eq!(
+                sends(r),
+                vec![Message::Reject(Reject {
+                    reason: AUTH_FAILED.into()
+                })]
+            );
+            assert!(matches!(closed(r), Some(CloseReason::AuthFailed(_))));
+        }
+    }
+
+    #[test]
+    fn secret_on_one_side_only_fails_both_ways() {
+        let (a, b, ra, rb) = handshake(cfg("a", "b", Some("one"), 1), cfg("b", "a", None, 2));
+        assert_eq!(a.state(), State::Closed);
+        assert_eq!(b.state(), State::Closed);
+        assert!(matches!(closed(&ra), Some(CloseReason::AuthFailed(s)) if s.contains("no proof")));
+        assert!(
+            matches!(closed(&rb), Some(CloseReason::AuthFailed(s)) if s.contains("none is configured"))
+        );
+    }
+
+    #[test]
+    fn tls_binding_must_match() {
+        let mut a = Session::new(cfg("a", "b", Some("k"), 1), ms(0));
+        let mut b = Session::new(cfg("b", "a", Some("k"), 2), ms(0));
+        // A man in the middle terminating two TLS sessions sees two bindings.
+        let ha = a.connected(ms(0), Some(vec![1; 32]));
+        let hb = b.connected(ms(0), Some(vec![2; 32]));
+        let pb = deliver(&ha, &mut b, ms(1));
+        let pa = deliver(&hb, &mut a, ms(1));
+        assert!(matches!(
+            closed(&deliver(&pb, &mut a, ms(2))),
+            Some(CloseReason::AuthFailed(_))
+        ));
+        assert!(matches!(
+            closed(&deliver(&pa, &mut b, ms(2))),
+            Some(CloseReason::AuthFailed(_))
+        ));
+        // The same binding on both ends works.
+        let mut a = Session::new(cfg("a", "b", Some("k"), 1), ms(0));
+        let mut b = Session::new(cfg("b", "a", Some("k"), 2), ms(0));
+        let ha = a.connected(ms(0), Some(vec![3; 32]));
+        let hb = b.connected(ms(0), Some(vec![3; 32]));
+        let pb = deliver(&ha, &mut b, ms(1));
+        let pa = deliver(&hb, &mut a, ms(1));
+        deliver(&pb, &mut a, ms(2));
+        deliver(&pa, &mut b, ms(2));
+        assert_eq!((a.state(), b.state()), (State::Up, State::Up));
+    }
+
+    #[test]
+    fn malformed_proof_is_an_auth_failure() {
+        let mut a = Session::new(cfg("a", "b", Some("k"), 1), ms(0));
+        let mut b = Session::new(cfg("b", "a", Some("k"), 2), ms(0));
+        a.connected(ms(0), None);
+        let hb = b.connected(ms(0), None);
+        deliver(&hb, &mut a, ms(1));
+        let r = a.on_frame(Message::AuthProof(AuthProof { hmac: "zz".into() }), ms(2));
+        assert!(matches!(closed(&r), Some(CloseReason::AuthFailed(s)) if s.contains("not hex")));
+    }
+
+    fn hello_from_b() -> Hello {
+        Hello {
+            site: "b".into(),
+            ip: "127.0.0.2".parse().unwrap(),
+            role: Role::Flat,
+            generation: 1,
+            nonce: hex(&[2; 32]),
+            acting_for: None,
+            protocol: 1,
+        }
+    }
+
+    fn after_hello_sent() -> Session {
+        let mut a = Session::new(cfg("a", "b", None, 1), ms(0));
+        a.connected(ms(0), None);
+        a
+    }
+
+    #[test]
+    fn bad_hellos_are_rejected() {
+        let cases: Vec<(Hello, &str)> = vec![
+            (
+                Hello {
+                    protocol: 2,
+                    ..hello_from_b()
+                },
+                "protocol version 2",
+            ),
+            (
+                Hello {
+                    site: "c".into(),
+                    ..hello_from_b()
+                },
+                "for site b",
+            ),
+            (
+                Hello {
+                    ip: "127.0.0.9".parse().unwrap(),
+                    ..hello_from_b()
+                },
+                "announces IP",
+            ),
+            (
+                Hello {
+                    nonce: "abc".into(),
+                    ..hello_from_b()
+                },
+                "nonce",
+            ),
+            (
+                Hello {
+                    nonce: hex(&[1; 32]),
+                    ..hello_from_b()
+                },
+                "our own nonce",
+            ),
+        ];
+        for (h, want) in cases {
+            let mut a = after_hello_sent();
+            let r = a.on_frame(Message::Hello(h), ms(1));
+            assert!(matches!(&sends(&r)[..], [Message::Reject(_)]), "{want}");
+            assert!(
+                matches!(closed(&r), Some(CloseReason::Protocol(s)) if s.contains(want)),
+                "{want}: {r:?}"
+            );
+            assert_eq!(a.state(), State::Closed);
+        }
+        // The name is compared ignoring case.
+        let mut a = after_hello_sent();
+        a.on_frame(
+            Message::Hello(Hello {
+                site: "B".into(),
+                ..hello_from_b()
+            }),
+            ms(1),
+        );
+        assert_eq!(a.state(), State::Authenticating);
+    }
+
+    #[test]
+    fn unexpected_messages_close_in_every_state() {
+        let data = Message::SiteMetrics(SiteMetrics::default());
+        // HelloSent: anything but Hello.
+        let mut a = after_hello_sent();
+        let r = a.on_frame(data.clone(), ms(1));
+        assert!(
+            matches!(closed(&r), Some(CloseReason::Protocol(s)) if s.contains("expected Hello"))
+        );
+        // Authenticating: anything but AuthProof.
+        let mut a = after_hello_sent();
+        a.on_frame(Message::Hello(hello_from_b()), ms(1));
+        let r = a.on_frame(data.clone(), ms(2));
+        assert!(
+            matches!(closed(&r), Some(CloseReason::Protocol(s)) if s.contains("expected AuthProof"))
+        );
+        // Up: a second Hello.
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        let r = a.on_frame(Message::Hello(hello_from_b()), ms(5));
+        assert!(
+            matches!(closed(&r), Some(CloseReason::Protocol(s)) if s.contains("after the handshake"))
+        );
+        // Closed: ignored.
+        assert!(a.on_frame(data.clone(), ms(6)).is_empty());
+        assert!(a.tick(ms(10_000)).is_empty());
+        assert!(a.on_eof().is_empty());
+        assert!(a.send(data).is_empty());
+    }
+
+    #[test]
+    fn reject_closes_in_every_state() {
+        let rej = || {
+            Message::Reject(Reject {
+                reason: "go away".into(),
+            })
+        };
+        let mut a = after_hello_sent();
+        let r = a.on_frame(rej(), ms(1));
+        assert_eq!(
+            r,
+            vec![Action::Close(CloseReason::RejectedByPeer("go away".into()))]
+        );
+        let mut a = after_hello_sent();
+        a.on_frame(Message::Hello(hello_from_b()), ms(1));
+        let r = a.on_frame(rej(), ms(1));
+        assert!(matches!(closed(&r), Some(CloseReason::RejectedByPeer(_))));
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        let r = a.on_frame(rej(), ms(5));
+        assert!(matches!(closed(&r), Some(CloseReason::RejectedByPeer(_))));
+    }
+
+    #[test]
+    fn data_flows_when_up_only() {
+        let data = Message::ServiceStates(ServiceStates::default());
+        let mut a = after_hello_sent();
+        assert!(a.send(data.clone()).is_empty());
+        let (mut a, mut b, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        let out = a.send(data.clone());
+        assert_eq!(out, vec![Action::Send(data.clone())]);
+        let r = deliver(&out, &mut b, ms(10));
+        assert_eq!(r, vec![Action::Event(SessionEvent::Received(data))]);
+    }
+
+    #[test]
+    fn keepalives_measure_rtt_and_repeat() {
+        let (mut a, mut b, ra, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        // a's first keepalive (sent at 3 ms) reaches b at 4 ms, the echo a at 10 ms.
+        let ack = deliver(&ra, &mut b, ms(4));
+        assert_eq!(
+            sends(&ack),
+            vec![Message::KeepaliveAck(KeepaliveAck { echo: 3 })]
+        );
+        let r = deliver(&ack, &mut a, ms(10));
+        assert_eq!(r, vec![Action::Event(SessionEvent::Rtt(ms(7)))]);
+        assert_eq!(a.rtt(), Some(ms(7)));
+        // A stale echo is ignored.
+        assert!(
+            a.on_frame(Message::KeepaliveAck(KeepaliveAck { echo: 1 }), ms(11))
+                .is_empty()
+        );
+        // Next keepalive at 3 + 300 ms.
+        assert_eq!(a.keepalive_interval(), ms(300));
+        assert_eq!(a.next_deadline(), Some(ms(303)));
+        assert!(a.tick(ms(302)).is_empty());
+        let k = a.tick(ms(303));
+        assert_eq!(
+            sends(&k),
+            vec![Message::Keepalive(Keepalive { sent_at_ms: 303 })]
+        );
+        assert_eq!(a.next_deadline(), Some(ms(603)));
+    }
+
+    #[test]
+    fn silence_for_the_timeout_closes_up_sessions() {
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        // Last frame at 3 ms; keepalives go out but nothing comes back.
+        let mut t = 3;
+        let mut closed_at = None;
+        while t < 2000 {
+            t += 50;
+            let r = a.tick(ms(t));
+            if let Some(reason) = closed(&r) {
+                assert_eq!(reason, CloseReason::Timeout(T));
+                closed_at = Some(t);
+                break;
+            }
+        }
+        assert_eq!(closed_at, Some(903));
+        assert_eq!(a.state(), State::Closed);
+        assert_eq!(a.next_deadline(), None);
+    }
+
+    #[test]
+    fn any_frame_keeps_the_session_alive() {
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        for t in (100..3000).step_by(100) {
+            a.on_frame(Message::SiteMetrics(SiteMetrics::default()), ms(t));
+            assert!(closed(&a.tick(ms(t + 50))).is_none());
+        }
+        assert_eq!(a.state(), State::Up);
+    }
+
+    #[test]
+    fn handshake_timeouts() {
+        // Never connected.
+        let mut a = Session::new(cfg("a", "b", None, 1), ms(100));
+        assert_eq!(a.next_deadline(), Some(ms(1000)));
+        assert!(a.tick(ms(999)).is_empty());
+        assert_eq!(
+            a.tick(ms(1000)),
+            vec![Action::Close(CloseReason::ConnectTimeout(T))]
+        );
+        // Connected, no Hello from the peer.
+        let mut a = after_hello_sent();
+        assert_eq!(closed(&a.tick(ms(900))), Some(CloseReason::Timeout(T)));
+        // Hello, no proof.
+        let mut a = after_hello_sent();
+        a.on_frame(Message::Hello(hello_from_b()), ms(100));
+        assert!(a.tick(ms(999)).is_empty());
+        assert_eq!(closed(&a.tick(ms(1000))), Some(CloseReason::Timeout(T)));
+    }
+
+    #[test]
+    fn garbage_and_eof_close() {
+        let mut a = after_hello_sent();
+        let r = a.on_decode_error(FrameError::UnknownKind(99));
+        assert!(matches!(&sends(&r)[..], [Message::Reject(_)]));
+        assert_eq!(
+            closed(&r),
+            Some(CloseReason::Malformed(FrameError::UnknownKind(99)))
+        );
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        assert_eq!(a.on_eof(), vec![Action::Close(CloseReason::PeerClosed)]);
+    }
+
+    #[test]
+    fn local_reject_tells_the_peer() {
+        let (mut a, mut b, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        let r = a.reject("parent P1 is back");
+        assert_eq!(
+            closed(&r),
+            Some(CloseReason::Local("parent P1 is back".into()))
+        );
+        let rb = deliver(&r, &mut b, ms(5));
+        assert_eq!(
+            rb,
+            vec![Action::Close(CloseReason::RejectedByPeer(
+                "parent P1 is back".into()
+            ))]
+        );
+        // Before connecting there is nobody to tell.
+        let mut c = Session::new(cfg("a", "b", None, 1), ms(0));
+        assert_eq!(
+            c.reject("bye"),
+            vec![Action::Close(CloseReason::Local("bye".into()))]
+        );
+    }
+
+    #[test]
+    fn acting_for_travels_in_the_hello() {
+        let mut ca = cfg("a", "b", None, 1);
+        ca.acting_for = Some("P1".into());
+        let (_, b, _, rb) = handshake(ca, cfg("b", "a", None, 2));
+        assert_eq!(b.peer().unwrap().acting_for.as_deref(), Some("P1"));
+        assert!(
+            matches!(&events(&rb)[0], SessionEvent::Up { peer } if peer.acting_for.as_deref() == Some("P1"))
+        );
+    }
+
+    #[test]
+    fn frames_before_connected_are_ignored() {
+        let mut a = Session::new(cfg("a", "b", None, 1), ms(0));
+        assert!(a.on_frame(Message::Hello(hello_from_b()), ms(1)).is_empty());
+        assert_eq!(a.state(), State::Connecting);
+        assert!(a.connected(ms(1), None).len() == 1);
+        assert!(a.connected(ms(2), None).is_empty());
+    }
+}
