@@ -65,12 +65,21 @@ fn bench(c: &mut Criterion) {
     let mut model = big_model(10_000, 10);
     let hash_vs = 4242;
     model.vservers[hash_vs].method = LbMethod::SourceIpHash;
+    let least_vs = 777;
+    model.vservers[least_vs].method = LbMethod::LeastConnection;
     let snap = Snapshot::new(Arc::new(model), 1);
     // A third of the services DOWN, so selection has to skip.
     let states: Vec<_> = (0..snap.model().services.len())
         .map(|i| ServiceState { up: i % 3 != 0 })
         .collect();
-    let snap = snap.with_states(states.into());
+    // Connection counts for every service, so LEASTCONNECTION decides.
+    let metrics: Vec<_> = (0..snap.model().services.len() as u64)
+        .map(|i| ServiceMetrics {
+            connections: Some(i.wrapping_mul(0x9e37_79b9) % 97),
+            ..ServiceMetrics::default()
+        })
+        .collect();
+    let snap = snap.with_states(states.into()).with_metrics(metrics.into());
     let mut cursor = Cursor::new(1);
     let mut out = AnswerBuf::default();
     let source = IpAddr::from([198, 51, 100, 7]);
@@ -79,6 +88,7 @@ fn bench(c: &mut Criterion) {
     for (label, name, qtype) in [
         ("round_robin_A", "app1234.example.com", QueryType::A),
         ("source_ip_hash_A", "app4242.example.com", QueryType::A),
+        ("least_connection_A", "app777.example.com", QueryType::A),
         ("nxdomain", "nothing.example.com", QueryType::A),
         ("refused", "www.example.org", QueryType::A),
     ] {

@@ -9,9 +9,10 @@
 use std::net::IpAddr;
 
 use crate::decide::{AnswerBuf, Cursor, Decision, Outcome, Reason, Sessions, Stick};
+use crate::load::LoadKind;
 use crate::location::Location;
 use crate::location_db::PlaceId;
-use crate::model::{LbMethod, VServer, VServerId};
+use crate::model::{Binding, LbMethod, VServer, VServerId};
 use crate::policy::DnsActionId;
 use crate::select::{mask_ip, source_ip_hash, weighted_round_robin};
 use crate::snapshot::Snapshot;
@@ -67,6 +68,13 @@ enum Set {
     Partial(usize),
     /// Services sharing exactly this many leading qualifiers with the client.
     Shared(usize),
+    /// Services whose figure of `kind`, divided by their weight for the
+    /// LEAST* methods, is `num / den` (the lowest; compared exactly).
+    Least {
+        kind: LoadKind,
+        num: u64,
+        den: u32,
+    },
 }
 
 /// How one service of the set is picked.
@@ -157,6 +165,15 @@ pub(crate) fn choose<S: Sessions, T: Tracer>(
         .place
         .flatten()
         .map(|p| &model.locations.place(p).location);
+    // Load figures pick one service; a multi-IP response still answers
+    // every candidate.
+    let plan = match plan.set {
+        Set::Least { .. } if vs.multi_ip_response => Plan {
+            set: Set::All,
+            ..plan
+        },
+        _ => plan,
+    };
     let in_set = |i: usize| {
         eligible(i) && contains(snap, vs, plan.set, prefs_of(preferred), client_location, i)
     };
@@ -177,6 +194,7 @@ pub(crate) fn choose<S: Sessions, T: Tracer>(
                         index: p as u8,
                     },
                     Set::Shared(n) => OutWhy::FartherThan { shared: n as u8 },
+                    Set::Least { kind, .. } => OutWhy::MoreLoaded { kind },
                     Set::All => continue,
                 };
                 w.trace.record(TraceEvent::OutOfSet {
@@ -275,6 +293,12 @@ fn contains(
             (Some(pl), Some(cl)) => cl.shared_prefix(&pl.location) == n,
             _ => false,
         },
+        Set::Least { kind, num, den } => {
+            let b = &vs.bindings[i];
+            snap.metrics(b.service)
+                .get(kind)
+                .is_some_and(|f| per_weight_cmp(f, load_weight(kind, b), num, den).is_eq())
+        }
     }
 }
 
@@ -396,13 +420,97 @@ fn plan_for<T: Tracer>(
                 per_client: true,
             })
         }
-        LbMethod::LeastConnection
-        | LbMethod::LeastResponseTime
-        | LbMethod::LeastBandwidth
-        | LbMethod::LeastPackets
-        | LbMethod::CustomLoad => Err(FallbackWhy::NoLoadMetrics),
+        LbMethod::LeastConnection => {
+            least_plan(snap, vs, method, LoadKind::Connections, eligible, trace)
+        }
+        LbMethod::LeastResponseTime => {
+            least_plan(snap, vs, method, LoadKind::ResponseTime, eligible, trace)
+        }
+        LbMethod::LeastBandwidth => {
+            least_plan(snap, vs, method, LoadKind::Bandwidth, eligible, trace)
+        }
+        LbMethod::LeastPackets => least_plan(snap, vs, method, LoadKind::Packets, eligible, trace),
+        LbMethod::CustomLoad => least_plan(snap, vs, method, LoadKind::CustomLoad, eligible, trace),
         LbMethod::Rtt => Err(FallbackWhy::NoRtt),
     }
+}
+
+/// What a binding's figure is divided by: its weight (at least 1) for the
+/// LEAST* methods, 1 for CUSTOMLOAD.
+fn load_weight(kind: LoadKind, b: &Binding) -> u32 {
+    if kind.per_weight() {
+        b.weight.max(1)
+    } else {
+        1
+    }
+}
+
+/// Compares `a / wa` with `b / wb` exactly (no rounding, no overflow).
+fn per_weight_cmp(a: u64, wa: u32, b: u64, wb: u32) -> std::cmp::Ordering {
+    (u128::from(a) * u128::from(wb)).cmp(&(u128::from(b) * u128::from(wa)))
+}
+
+/// A metric-driven method: the candidates with the lowest figure (per
+/// unit of weight for the LEAST* methods), round robin among ties. Cannot
+/// decide while any candidate lacks the figure. Every candidate's figure
+/// is traced, so an explanation shows what the choice (or the fallback)
+/// was based on.
+fn least_plan<T: Tracer>(
+    snap: &Snapshot,
+    vs: &VServer,
+    method: LbMethod,
+    kind: LoadKind,
+    eligible: &impl Fn(usize) -> bool,
+    trace: &mut T,
+) -> Result<Plan, FallbackWhy> {
+    // (figure, weight, tied) of the lowest so far.
+    let mut best: Option<(u64, u32, u32)> = None;
+    let mut missing = false;
+    for (i, b) in vs.bindings.iter().enumerate() {
+        if !eligible(i) {
+            continue;
+        }
+        let figure = snap.metrics(b.service).get(kind);
+        let weight = load_weight(kind, b);
+        trace.record(TraceEvent::Load {
+            service: b.service,
+            kind,
+            figure,
+            weight,
+        });
+        let Some(f) = figure else {
+            if !T::ENABLED {
+                return Err(FallbackWhy::NoLoadMetrics);
+            }
+            missing = true;
+            continue;
+        };
+        best = match best {
+            None => Some((f, weight, 1)),
+            Some((bf, bw, tied)) => match per_weight_cmp(f, weight, bf, bw) {
+                std::cmp::Ordering::Less => Some((f, weight, 1)),
+                std::cmp::Ordering::Equal => Some((bf, bw, tied + 1)),
+                std::cmp::Ordering::Greater => Some((bf, bw, tied)),
+            },
+        };
+    }
+    if missing {
+        return Err(FallbackWhy::NoLoadMetrics);
+    }
+    let Some((num, den, tied)) = best else {
+        // No candidate at all: nothing to choose from either way.
+        return Ok(Plan {
+            method,
+            ..round_robin_plan()
+        });
+    };
+    trace.record(TraceEvent::LeastLoad { method, tied });
+    Ok(Plan {
+        set: Set::Least { kind, num, den },
+        pick: Pick::RoundRobin,
+        method,
+        per_client: false,
+    })
 }
 
 /// Static proximity: the most leading qualifiers any UP service shares

@@ -9,6 +9,7 @@
 mod choose;
 pub mod decide;
 pub mod health;
+pub mod load;
 pub mod location;
 pub mod location_db;
 pub mod model;
@@ -22,6 +23,7 @@ pub use decide::{
     Sessions, Stick, decide,
 };
 pub use health::{HealthTally, Transition};
+pub use load::{LoadKind, MetricSelector, ServiceMetrics};
 pub use location::{Coordinates, Location, LocationError};
 pub use location_db::{LocationDb, LocationDbBuilder, Place, PlaceId, RangeError, Source};
 pub use model::*;

@@ -11,6 +11,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::load::ServiceMetrics;
 use crate::location_db::{Place, PlaceId};
 use crate::model::{DomainId, Model, ServiceId, VServerId, ZoneId};
 
@@ -76,6 +77,8 @@ struct Compiled {
 pub struct Snapshot {
     compiled: Arc<Compiled>,
     states: Arc<[ServiceState]>,
+    /// Per service: its load figures (all `None` until an edge says more).
+    metrics: Arc<[ServiceMetrics]>,
     generation: u64,
 }
 
@@ -104,6 +107,7 @@ impl Snapshot {
             .map(|v| smooth_wrr_schedule(&v.bindings.iter().map(|b| b.weight).collect::<Vec<_>>()))
             .collect();
         let states = vec![ServiceState::default(); model.services.len()].into();
+        let metrics = vec![ServiceMetrics::NONE; model.services.len()].into();
         let turns = model.vservers.iter().map(|_| AtomicU64::new(0)).collect();
         let child = model
             .local_site
@@ -132,11 +136,12 @@ impl Snapshot {
                 child,
             }),
             states,
+            metrics,
             generation,
         }
     }
 
-    /// The same configuration with other service states.
+    /// The same configuration and load figures with other service states.
     ///
     /// `states` must have one entry per service of the model.
     pub fn with_states(&self, states: Arc<[ServiceState]>) -> Self {
@@ -144,6 +149,21 @@ impl Snapshot {
         Snapshot {
             compiled: Arc::clone(&self.compiled),
             states,
+            metrics: Arc::clone(&self.metrics),
+            generation: self.generation,
+        }
+    }
+
+    /// The same configuration and service states with other load figures.
+    ///
+    /// `metrics` has one entry per service of the model, indexed by
+    /// `ServiceId`; a missing entry reads as "no figures".
+    pub fn with_metrics(&self, metrics: Arc<[ServiceMetrics]>) -> Self {
+        debug_assert_eq!(metrics.len(), self.compiled.model.services.len());
+        Snapshot {
+            compiled: Arc::clone(&self.compiled),
+            states: Arc::clone(&self.states),
+            metrics,
             generation: self.generation,
         }
     }
@@ -163,6 +183,18 @@ impl Snapshot {
 
     pub fn states(&self) -> &Arc<[ServiceState]> {
         &self.states
+    }
+
+    /// The load figures of one service (all `None` when unknown).
+    pub fn metrics(&self, service: ServiceId) -> &ServiceMetrics {
+        self.metrics
+            .get(service as usize)
+            .unwrap_or(&ServiceMetrics::NONE)
+    }
+
+    /// Every service's load figures, indexed by `ServiceId`.
+    pub fn metrics_table(&self) -> &Arc<[ServiceMetrics]> {
+        &self.metrics
     }
 
     pub fn is_up(&self, service: ServiceId) -> bool {

@@ -6,6 +6,7 @@
 
 use std::net::IpAddr;
 
+use crate::load::LoadKind;
 use crate::location_db::PlaceId;
 use crate::model::{DomainId, LbMethod, Model, ServiceId, VServerId, ZoneId};
 use crate::policy::DnsPolicyId;
@@ -13,8 +14,8 @@ use crate::policy::DnsPolicyId;
 /// Why a selection method handed over to the backup method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FallbackWhy {
-    /// The method needs load metrics (connections, response time, ...) and
-    /// none are available for the candidates.
+    /// The method decides by a load figure (connections, response time,
+    /// ...) and at least one UP candidate has none yet.
     NoLoadMetrics,
     /// The location database has no entry for the client's address.
     NoClientLocation,
@@ -31,7 +32,7 @@ impl FallbackWhy {
     pub fn describe(self) -> &'static str {
         match self {
             FallbackWhy::NoLoadMetrics => {
-                "no load metrics are available for these services (they come from metric exchange and load sources, not yet configured)"
+                "an UP candidate has no figure for this method yet: figures come from the local load sources and, for other sites' services, from metric exchange"
             }
             FallbackWhy::NoClientLocation => "the location database has no entry for the client",
             FallbackWhy::NoServiceLocation => {
@@ -80,6 +81,9 @@ pub enum OutWhy {
     /// Shares fewer leading location qualifiers with the client than the
     /// closest services (which share `shared`).
     FartherThan { shared: u8 },
+    /// Its load figure (per unit of weight, for the LEAST* methods) is
+    /// higher than the lowest.
+    MoreLoaded { kind: LoadKind },
 }
 
 /// Why a candidate service was not taken.
@@ -117,6 +121,17 @@ pub enum TraceEvent {
     /// Static proximity: the most leading qualifiers an UP service shares
     /// with the client, and how many services share that many.
     Proximity { shared: u8, tied: u32 },
+    /// A candidate's load figure for a metric-driven method (`None`: not
+    /// known), and the weight it is divided by (1 for CUSTOMLOAD).
+    Load {
+        service: ServiceId,
+        kind: LoadKind,
+        figure: Option<u64>,
+        weight: u32,
+    },
+    /// A metric-driven method found its lowest figure: `tied` candidates
+    /// share it, and round robin picks among them.
+    LeastLoad { method: LbMethod, tied: u32 },
     /// The query name is a GSLB domain served by this vserver.
     Domain {
         domain: DomainId,
@@ -296,6 +311,16 @@ impl TraceEvent {
                     "passed over {}: shares fewer than {shared} leading location qualifiers with the client",
                     located(service)
                 ),
+                OutWhy::MoreLoaded { kind } => format!(
+                    "passed over {}: higher {}{} than the lowest",
+                    svc(service),
+                    kind.as_str(),
+                    if kind.per_weight() {
+                        " per unit of weight"
+                    } else {
+                        ""
+                    }
+                ),
             },
             TraceEvent::PreferredRemaining => {
                 "no preferred location has an UP perfect or partial match: balancing over the remaining UP services".to_string()
@@ -306,6 +331,35 @@ impl TraceEvent {
                 if *tied == 1 { "s" } else { "" },
                 if *shared == 1 { "" } else { "s" }
             ),
+            TraceEvent::Load {
+                service,
+                kind,
+                figure,
+                weight,
+            } => match figure {
+                Some(f) if *weight > 1 => format!(
+                    "{} {}, weight {weight}: {} per unit of weight",
+                    svc(service),
+                    kind.phrase(Some(*f)),
+                    kind.per_unit(*f, *weight)
+                ),
+                _ => format!("{} {}", svc(service), kind.phrase(*figure)),
+            },
+            TraceEvent::LeastLoad { method, tied } => {
+                let kind = LoadKind::of_method(*method).unwrap_or(LoadKind::Connections);
+                let what = if kind.per_weight() {
+                    format!("{} per unit of weight", kind.as_str())
+                } else {
+                    kind.as_str().to_string()
+                };
+                if *tied == 1 {
+                    format!("{method}: one candidate has the lowest {what}")
+                } else {
+                    format!(
+                        "{method}: {tied} candidates share the lowest {what}; round robin among them"
+                    )
+                }
+            }
             TraceEvent::Domain { domain, vserver } => format!(
                 "domain {} is served by vserver {}",
                 model
