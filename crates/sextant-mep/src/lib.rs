@@ -4,12 +4,15 @@
 //! * [`frame`] and [`message`]: the wire format (pure).
 //! * [`session`]: the state machine of one connection — handshake,
 //!   challenge-response authentication, keepalives, RTT (pure).
+//! * [`topology`]: who links with whom, who initiates, backup-parent takeover
+//!   and return (pure).
 //!
 //! The protocol is documented in `docs/mep.md`.
 
 pub mod frame;
 pub mod message;
 pub mod session;
+pub mod topology;
 
 pub use frame::{DEFAULT_MAX_FRAME, FrameError, FrameReader};
 pub use message::{Message, Role};
