@@ -23,7 +23,7 @@ pub use decide::{
     Sessions, Stick, decide,
 };
 pub use health::{HealthTally, Transition};
-pub use load::{LoadKind, MetricSelector, ServiceMetrics};
+pub use load::{HttpUrl, LoadKind, MetricSelector, ServiceMetrics};
 pub use location::{Coordinates, Location, LocationError};
 pub use location_db::{LocationDb, LocationDbBuilder, Place, PlaceId, RangeError, Source};
 pub use model::*;

@@ -338,6 +338,117 @@ impl fmt::Display for MetricSelector {
     }
 }
 
+/// A plain-HTTP URL as load sources use it: `http://HOST[:PORT][/PATH]`.
+/// `HOST` is an IPv4 address, a bracketed IPv6 address or a DNS name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpUrl {
+    /// As written, without brackets for IPv6.
+    pub host: String,
+    /// 80 unless given.
+    pub port: u16,
+    /// The path and query, starting with `/` (`/` when the URL has none).
+    pub path: String,
+}
+
+impl HttpUrl {
+    /// Parses and checks a URL; only `http` is supported.
+    pub fn parse(text: &str) -> Result<HttpUrl, String> {
+        let text = text.trim();
+        let Some((scheme, rest)) = text.split_once("://") else {
+            return Err(format!(
+                "\"{text}\" is not a URL; expected http://HOST[:PORT]/PATH"
+            ));
+        };
+        if scheme.eq_ignore_ascii_case("https") {
+            return Err(
+                "https is not supported: load sources are scraped over plain HTTP (expose the exporter on http:// inside the site)"
+                    .to_string(),
+            );
+        }
+        if !scheme.eq_ignore_ascii_case("http") {
+            return Err(format!(
+                "unsupported scheme \"{scheme}\"; expected http://HOST[:PORT]/PATH"
+            ));
+        }
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let path = if path.starts_with('?') {
+            format!("/{path}")
+        } else {
+            path.to_string()
+        };
+        if path.contains('#') {
+            return Err("a URL fragment (#...) has no meaning here; remove it".to_string());
+        }
+        if path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err("the path contains spaces or control characters".to_string());
+        }
+        if authority.contains('@') {
+            return Err("user names and passwords in the URL are not supported".to_string());
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let Some((host, after)) = v6.split_once(']') else {
+                return Err("missing ] after the IPv6 address".to_string());
+            };
+            if host.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(format!("\"{host}\" is not an IPv6 address"));
+            }
+            let port = match after {
+                "" => None,
+                p => Some(
+                    p.strip_prefix(':')
+                        .ok_or_else(|| format!("unexpected \"{p}\" after the IPv6 address"))?,
+                ),
+            };
+            (host, port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            }
+        };
+        let port = match port {
+            None => 80,
+            Some(p) => match p.parse::<u16>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(format!("port \"{p}\" is not a number from 1 to 65535")),
+            },
+        };
+        if host.is_empty() {
+            return Err("the URL has no host".to_string());
+        }
+        let name_ok = host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        });
+        if !name_ok && host.parse::<std::net::IpAddr>().is_err() {
+            return Err(format!(
+                "\"{host}\" is neither an IP address nor a host name"
+            ));
+        }
+        Ok(HttpUrl {
+            host: host.to_string(),
+            port,
+            path,
+        })
+    }
+}
+
+impl fmt::Display for HttpUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "http://[{}]:{}{}", self.host, self.port, self.path)
+        } else {
+            write!(f, "http://{}:{}{}", self.host, self.port, self.path)
+        }
+    }
+}
+
 /// `[a-zA-Z_:][a-zA-Z0-9_:]*`.
 pub fn is_metric_name(s: &str) -> bool {
     let mut chars = s.chars();
@@ -422,6 +533,45 @@ mod tests {
             assert!(MetricSelector::parse(bad).is_err(), "{bad:?}");
         }
         assert!(MetricSelector::parse("a{}").unwrap().labels.is_empty());
+    }
+
+    #[test]
+    fn urls() {
+        let u = HttpUrl::parse("http://127.0.0.1:9101/metrics").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("127.0.0.1", 9101, "/metrics")
+        );
+        let u = HttpUrl::parse("HTTP://exporter.local").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("exporter.local", 80, "/")
+        );
+        let u = HttpUrl::parse("http://[::1]:8404/stats;csv?x=1").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("::1", 8404, "/stats;csv?x=1")
+        );
+        assert_eq!(u.to_string(), "http://[::1]:8404/stats;csv?x=1");
+        let u = HttpUrl::parse("http://h?x").unwrap();
+        assert_eq!(u.path, "/?x");
+        for (bad, why) in [
+            ("https://h/", "https is not supported"),
+            ("ftp://h/", "unsupported scheme"),
+            ("h:80/metrics", "not a URL"),
+            ("http:///metrics", "no host"),
+            ("http://h:0/", "port"),
+            ("http://h:99999/", "port"),
+            ("http://u:p@h/", "passwords"),
+            ("http://[::1/", "missing ]"),
+            ("http://[zz]/", "not an IPv6"),
+            ("http://a b/", "neither"),
+            ("http://h/x#y", "fragment"),
+            ("http://h/x y", "spaces"),
+        ] {
+            let e = HttpUrl::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]
