@@ -8,7 +8,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use sextant_core::{GslbParams, Monitor, ServiceProtocol, Soa, TriggerMonitor, VServer};
+use sextant_core::{GslbParams, LoadKind, Monitor, ServiceProtocol, Soa, TriggerMonitor, VServer};
 
 /// Which syntax a draft came from; only changes the hints in messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +86,19 @@ pub(crate) struct Draft {
     pub dns: crate::dns_policy::DnsDraft,
     /// Custom location entries and location files.
     pub locations: crate::locations::DraftLocations,
+    /// Metric exchange credentials per site IP (`set ns rpcNode`,
+    /// `[[rpc_node]]`), in order of first mention.
+    pub rpc_nodes: Vec<DraftRpcNode>,
+}
+
+/// `set ns rpcNode IP ...` / `[[rpc_node]]`.
+#[derive(Debug)]
+pub(crate) struct DraftRpcNode {
+    pub ip: IpAddr,
+    /// The line that first set this IP.
+    pub line: usize,
+    pub password: Option<String>,
+    pub secure: Option<bool>,
 }
 
 #[derive(Debug)]
@@ -127,7 +140,71 @@ pub(crate) struct DraftService {
     pub public_ip: Option<IpAddr>,
     pub public_port: Option<u16>,
     pub max_clients: u32,
+    /// Where the service's load figures come from.
+    pub load: DraftLoad,
 }
+
+/// The kinds of load source (`-loadSource`, `load.source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoadSourceKind {
+    Monitors,
+    Push,
+    Prometheus,
+}
+
+impl LoadSourceKind {
+    pub(crate) fn appliance_word(self) -> &'static str {
+        match self {
+            LoadSourceKind::Monitors => "MONITORS",
+            LoadSourceKind::Push => "PUSH",
+            LoadSourceKind::Prometheus => "PROMETHEUS",
+        }
+    }
+
+    /// Parses `MONITORS`, `PUSH` or `PROMETHEUS`, case-insensitively.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        [
+            LoadSourceKind::Monitors,
+            LoadSourceKind::Push,
+            LoadSourceKind::Prometheus,
+        ]
+        .into_iter()
+        .find(|k| k.appliance_word().eq_ignore_ascii_case(text))
+    }
+}
+
+/// A service's load source settings as written, each with its line;
+/// `validate` checks them together.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DraftLoad {
+    /// `None`: the default (monitors).
+    pub source: Option<(LoadSourceKind, usize)>,
+    pub url: Option<(String, usize)>,
+    pub interval: Option<(std::time::Duration, usize)>,
+    /// Metric selectors as written, per figure (indexed like
+    /// [`LoadKind::ALL`]).
+    pub metrics: [Option<(String, usize)>; 5],
+}
+
+impl DraftLoad {
+    /// Index of a figure in [`DraftLoad::metrics`].
+    pub(crate) fn slot(kind: LoadKind) -> usize {
+        LoadKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
+    }
+
+    /// Forgets the Prometheus settings (when the source changes).
+    pub(crate) fn clear_prometheus(&mut self) {
+        self.url = None;
+        self.interval = None;
+        self.metrics = Default::default();
+    }
+}
+
+/// Default scrape interval of a Prometheus load source.
+pub(crate) const DEFAULT_LOAD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// Shortest and longest scrape intervals.
+pub(crate) const MIN_LOAD_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+pub(crate) const MAX_LOAD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
 
 #[derive(Debug)]
 pub(crate) struct DraftVServer {

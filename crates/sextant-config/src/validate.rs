@@ -8,10 +8,14 @@
 
 use std::collections::HashMap;
 
-use sextant_core::{Binding, Domain, Model, MonitorKind, Service, Site, SiteId, VServer, Zone};
+use sextant_core::{
+    Binding, Domain, HttpUrl, LoadKind, LoadSource, MetricSelector, Model, MonitorKind,
+    PrometheusSource, RpcNode, Service, Site, SiteId, VServer, Zone,
+};
 
 use crate::draft::{
-    Draft, Kind, MAX_BACKUP_PARENTS, MAX_MONITOR_TIME, MAX_TTL, Ref, Syntax, default_soa,
+    DEFAULT_LOAD_INTERVAL, Draft, DraftService, Kind, LoadSourceKind, MAX_BACKUP_PARENTS,
+    MAX_LOAD_INTERVAL, MAX_MONITOR_TIME, MAX_TTL, MIN_LOAD_INTERVAL, Ref, Syntax, default_soa,
 };
 use crate::duration;
 use crate::error::Diag;
@@ -35,6 +39,7 @@ pub(crate) fn build(draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
     v.domains(&draft, &vservers);
     v.zones(&draft);
     v.local_site(&draft, &sites);
+    v.rpc_nodes(&draft);
     crate::dns_policy::build(&draft.dns, syntax, v.diag, &mut v.model);
     crate::locations::build(&draft.locations, v.diag, &mut v.model);
     v.model
@@ -378,6 +383,7 @@ impl Validator<'_> {
                 Some(r) => self.resolve(r, Kind::Site, sites).unwrap_or(0),
                 None => 0,
             };
+            let load_source = self.load_source(d);
             self.model.services.push(Service {
                 name: d.name.clone(),
                 ip: d.ip,
@@ -388,10 +394,169 @@ impl Validator<'_> {
                 public_port: d.public_port,
                 max_clients: d.max_clients,
                 monitors: Vec::new(),
-                load_source: sextant_core::LoadSource::Monitors,
+                load_source,
             });
         }
         index
+    }
+
+    /// The load source of a service, checked: the Prometheus settings only
+    /// with a Prometheus source, which needs a URL and at least one metric.
+    fn load_source(&mut self, d: &DraftService) -> LoadSource {
+        let load = &d.load;
+        let ctx = match self.syntax {
+            Syntax::Appliance => format!("service \"{}\"", d.name),
+            Syntax::Toml => format!("[[service]] {}", d.name),
+        };
+        let kind = load
+            .source
+            .map(|(k, _)| k)
+            .unwrap_or(LoadSourceKind::Monitors);
+        let source_key = self.key("-loadSource", "load: source");
+        let metric_keys = self.metric_keys();
+        if kind != LoadSourceKind::Prometheus {
+            let settings = [
+                (
+                    self.key("-loadURL", "load: url"),
+                    load.url.as_ref().map(|u| u.1),
+                ),
+                (
+                    self.key("-loadInterval", "load: interval"),
+                    load.interval.map(|i| i.1),
+                ),
+            ]
+            .into_iter()
+            .chain(
+                metric_keys
+                    .iter()
+                    .zip(&load.metrics)
+                    .map(|(k, m)| (*k, m.as_ref().map(|m| m.1))),
+            );
+            let which = match self.syntax {
+                Syntax::Appliance => kind.appliance_word().to_string(),
+                Syntax::Toml => format!("\"{}\"", kind.appliance_word().to_ascii_lowercase()),
+            };
+            let want = match self.syntax {
+                Syntax::Appliance => "-loadSource PROMETHEUS",
+                Syntax::Toml => "source = \"prometheus\"",
+            };
+            for (key, line) in settings {
+                if let Some(line) = line {
+                    self.diag.error(
+                        line,
+                        format!(
+                            "{ctx}: {key} applies only to {want} (this service's {source_key} is {which})"
+                        ),
+                    );
+                }
+            }
+            return match kind {
+                LoadSourceKind::Push => LoadSource::Push,
+                _ => LoadSource::Monitors,
+            };
+        }
+        let source_line = load.source.map(|(_, l)| l).unwrap_or(d.line);
+        let url_key = self.key("-loadURL", "load: url");
+        let url = match &load.url {
+            Some((text, line)) => match HttpUrl::parse(text) {
+                Ok(_) => text.trim().to_string(),
+                Err(e) => {
+                    self.diag.error(*line, format!("{ctx}: {url_key}: {e}"));
+                    String::new()
+                }
+            },
+            None => {
+                self.diag.error(
+                    source_line,
+                    format!(
+                        "{ctx}: a Prometheus load source needs {url_key} (http://HOST:PORT/PATH of the exporter)"
+                    ),
+                );
+                String::new()
+            }
+        };
+        let interval = match load.interval {
+            Some((d, line)) if d < MIN_LOAD_INTERVAL || d > MAX_LOAD_INTERVAL => {
+                let key = self.key("-loadInterval", "load: interval");
+                self.diag.error(
+                    line,
+                    format!(
+                        "{ctx}: {key}: {} is out of range; expected {} to {}",
+                        duration::format(d),
+                        duration::format(MIN_LOAD_INTERVAL),
+                        duration::format(MAX_LOAD_INTERVAL)
+                    ),
+                );
+                DEFAULT_LOAD_INTERVAL
+            }
+            Some((d, _)) => d,
+            None => DEFAULT_LOAD_INTERVAL,
+        };
+        let mut selectors: [Option<String>; 5] = Default::default();
+        for (i, m) in load.metrics.iter().enumerate() {
+            let Some((text, line)) = m else { continue };
+            match MetricSelector::parse(text) {
+                Ok(sel) => selectors[i] = Some(sel.to_string()),
+                Err(e) => {
+                    let hint = match self.syntax {
+                        Syntax::Appliance if !text.contains('"') && text.contains('{') => {
+                            " (label values need double quotes; quote the whole selector in single quotes: '...{label=\"value\"}')"
+                        }
+                        _ => "",
+                    };
+                    self.diag
+                        .error(*line, format!("{ctx}: {}: {e}{hint}", metric_keys[i]));
+                }
+            }
+        }
+        if load.metrics.iter().all(Option::is_none) {
+            self.diag.error(
+                source_line,
+                format!(
+                    "{ctx}: a Prometheus load source needs at least one metric: {}",
+                    metric_keys.join(", ")
+                ),
+            );
+        }
+        let [connections, response_time, bandwidth, packets, custom_load] = selectors;
+        LoadSource::Prometheus(PrometheusSource {
+            url,
+            interval,
+            connections,
+            response_time,
+            bandwidth,
+            packets,
+            custom_load,
+        })
+    }
+
+    /// The setting naming each figure's metric, in this syntax, indexed
+    /// like [`LoadKind::ALL`].
+    fn metric_keys(&self) -> [&'static str; 5] {
+        LoadKind::ALL.map(|k| match (self.syntax, k) {
+            (Syntax::Appliance, LoadKind::Connections) => "-connectionsMetric",
+            (Syntax::Appliance, LoadKind::ResponseTime) => "-responseTimeMetric",
+            (Syntax::Appliance, LoadKind::Bandwidth) => "-bandwidthMetric",
+            (Syntax::Appliance, LoadKind::Packets) => "-packetsMetric",
+            (Syntax::Appliance, LoadKind::CustomLoad) => "-customLoadMetric",
+            (Syntax::Toml, LoadKind::Connections) => "load: connections",
+            (Syntax::Toml, LoadKind::ResponseTime) => "load: response_time",
+            (Syntax::Toml, LoadKind::Bandwidth) => "load: bandwidth",
+            (Syntax::Toml, LoadKind::Packets) => "load: packets",
+            (Syntax::Toml, LoadKind::CustomLoad) => "load: custom_load",
+        })
+    }
+
+    /// Metric exchange credentials, one per IP (the front ends merged or
+    /// rejected repeats).
+    fn rpc_nodes(&mut self, draft: &Draft) {
+        for n in &draft.rpc_nodes {
+            self.model.rpc_nodes.push(RpcNode {
+                ip: n.ip,
+                password: n.password.clone(),
+                secure: n.secure.unwrap_or(false),
+            });
+        }
     }
 
     fn monitor_bindings(&mut self, draft: &Draft, services: &Index, monitors: &Index) {

@@ -754,7 +754,17 @@ fn system_commands() {
         "enable ns feature GSLB lb\n",
         "set ns rpcNode 10.0.0.2 -password s3cret -secure YES\n",
     ));
-    assert_eq!(m, Model::default());
+    assert_eq!(
+        m,
+        Model {
+            rpc_nodes: vec![sextant_core::RpcNode {
+                ip: ip("10.0.0.2"),
+                password: Some("s3cret".into()),
+                secure: true
+            }],
+            ..Model::default()
+        }
+    );
     one_error(
         "enable ns feature GSLB CS\n",
         1,

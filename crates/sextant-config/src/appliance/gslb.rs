@@ -1,15 +1,15 @@
-//! `add/set/unset gslb site`, `add gslb service`, `add/set gslb vserver`
-//! and `bind gslb vserver`.
+//! `add/set/unset gslb site`, `add/set gslb service`, `add/set gslb
+//! vserver` and `bind gslb vserver`.
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use sextant_core::{Persistence, ServiceProtocol, TriggerMonitor, VServer};
+use sextant_core::{LoadKind, Persistence, ServiceProtocol, TriggerMonitor, VServer};
 
 use super::args::Args;
 use super::{Arity, OptSpec, Reader, context, opt};
 use crate::draft::{
-    DEFAULT_DOMAIN_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, DraftService, DraftSite,
-    DraftVServer, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, Ref, ServiceBinding,
+    DEFAULT_DOMAIN_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, DraftLoad, DraftService,
+    DraftSite, DraftVServer, LoadSourceKind, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, Ref, ServiceBinding,
 };
 use crate::duration::{self, Unit};
 use crate::lexer::Token;
@@ -234,6 +234,43 @@ const SERVICE_OPTS: &[OptSpec] = &[
     opt("cltTimeout", Arity::One),
     opt("svrTimeout", Arity::One),
     opt("downStateFlush", Arity::One),
+    opt("loadSource", Arity::One),
+    opt("loadURL", Arity::One),
+    opt("loadInterval", Arity::Duration),
+    opt("connectionsMetric", Arity::One),
+    opt("responseTimeMetric", Arity::One),
+    opt("bandwidthMetric", Arity::One),
+    opt("packetsMetric", Arity::One),
+    opt("customLoadMetric", Arity::One),
+];
+
+/// `set gslb service` takes every option of `add` but the site.
+const SERVICE_SET_OPTS: &[OptSpec] = &[
+    opt("publicIP", Arity::One),
+    opt("publicPort", Arity::One),
+    opt("maxClient", Arity::One),
+    opt("cip", Arity::One),
+    opt("cipHeader", Arity::One),
+    opt("cltTimeout", Arity::One),
+    opt("svrTimeout", Arity::One),
+    opt("downStateFlush", Arity::One),
+    opt("loadSource", Arity::One),
+    opt("loadURL", Arity::One),
+    opt("loadInterval", Arity::Duration),
+    opt("connectionsMetric", Arity::One),
+    opt("responseTimeMetric", Arity::One),
+    opt("bandwidthMetric", Arity::One),
+    opt("packetsMetric", Arity::One),
+    opt("customLoadMetric", Arity::One),
+];
+
+/// The option naming the metric of each figure.
+const METRIC_OPTS: [(&str, LoadKind); 5] = [
+    ("connectionsMetric", LoadKind::Connections),
+    ("responseTimeMetric", LoadKind::ResponseTime),
+    ("bandwidthMetric", LoadKind::Bandwidth),
+    ("packetsMetric", LoadKind::Packets),
+    ("customLoadMetric", LoadKind::CustomLoad),
 ];
 
 /// `add gslb service NAME IP PROTOCOL PORT -siteName SITE [options]`.
@@ -256,56 +293,131 @@ pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         r.error(line, &ctx, format!("PORT: {e}"));
         1
     });
-    let mut service = DraftService {
-        name,
+    let site = args.get("siteName").map(|o| Ref {
+        name: o.value().to_string(),
         line,
-        ip,
-        port,
-        protocol,
-        site: None,
-        public_ip: None,
-        public_port: None,
-        max_clients: 0,
-    };
-    for o in &args.opts {
-        match o.name {
-            "siteName" => {
-                service.site = Some(Ref {
-                    name: o.value().to_string(),
-                    line,
-                    context: ctx.clone(),
-                })
-            }
-            "publicIP" => service.public_ip = r.value(line, &ctx, o, scalar::ip),
-            "publicPort" => service.public_port = r.value(line, &ctx, o, scalar::port),
-            "maxClient" => {
-                if let Some(n) = r.value(line, &ctx, o, |v| scalar::int_in(v, 0, 4_294_967_294)) {
-                    service.max_clients = n as u32;
-                }
-            }
-            // Client-IP insertion and LB timeouts belong to the load balancer
-            // behind the service, not to DNS: accepted (so appliance exports
-            // load) and checked, with no effect.
-            "cip" | "downStateFlush" => {
-                r.value(line, &ctx, o, scalar::enabled);
-            }
-            "cltTimeout" | "svrTimeout" => {
-                r.value(line, &ctx, o, |v| scalar::int_in(v, 0, 31_536_000));
-            }
-            "cipHeader" if o.value().is_empty() => {
-                r.error(line, &ctx, "-cipHeader: the header name is empty");
-            }
-            _ => {}
-        }
-    }
-    if service.site.is_none() && args.lacks("siteName") {
+        context: ctx.clone(),
+    });
+    if site.is_none() && args.lacks("siteName") {
         r.error(
             line,
             &ctx,
             "-siteName is required (the site the service belongs to)",
         );
     }
-    r.draft.services.push(service);
+    r.draft.services.push(DraftService {
+        name,
+        line,
+        ip,
+        port,
+        protocol,
+        site,
+        public_ip: None,
+        public_port: None,
+        max_clients: 0,
+        load: DraftLoad::default(),
+    });
+    let idx = r.draft.services.len() - 1;
+    apply_service_opts(r, line, &ctx, idx, &args);
+}
+
+/// `set gslb service NAME [options]`.
+pub(super) fn set_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    let ctx = context("set gslb service", tokens);
+    let args = r.args(line, &ctx, tokens, SERVICE_SET_OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["NAME"]) else {
+        return;
+    };
+    let name = pos[0];
+    let Some(idx) = r
+        .draft
+        .services
+        .iter()
+        .position(|s| s.name.eq_ignore_ascii_case(name))
+    else {
+        r.error(
+            line,
+            &ctx,
+            format!(
+                "service \"{name}\" is not defined on an earlier line (add it with \"add gslb service\" first)"
+            ),
+        );
+        return;
+    };
+    if !args.any {
+        r.error(
+            line,
+            &ctx,
+            format!(
+                "nothing to set; give one of {}",
+                super::args::list(SERVICE_SET_OPTS)
+            ),
+        );
+    }
+    apply_service_opts(r, line, &ctx, idx, &args);
+}
+
+fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args: &Args) {
+    // The load source first: changing it forgets the Prometheus settings
+    // of an earlier line, and options of this line then apply to the new
+    // source (validate checks that they fit it).
+    if let Some(o) = args.get("loadSource")
+        && let Some(kind) = r.value(line, ctx, o, |v| {
+            LoadSourceKind::parse(v)
+                .ok_or_else(|| format!("expected PROMETHEUS, PUSH or MONITORS, found \"{v}\""))
+        })
+    {
+        let load = &mut r.draft.services[idx].load;
+        if kind != LoadSourceKind::Prometheus {
+            load.clear_prometheus();
+        }
+        load.source = Some((kind, line));
+    }
+    for o in &args.opts {
+        match o.name {
+            "publicIP" => {
+                if let Some(ip) = r.value(line, ctx, o, scalar::ip) {
+                    r.draft.services[idx].public_ip = Some(ip);
+                }
+            }
+            "publicPort" => {
+                if let Some(p) = r.value(line, ctx, o, scalar::port) {
+                    r.draft.services[idx].public_port = Some(p);
+                }
+            }
+            "maxClient" => {
+                if let Some(n) = r.value(line, ctx, o, |v| scalar::int_in(v, 0, 4_294_967_294)) {
+                    r.draft.services[idx].max_clients = n as u32;
+                }
+            }
+            // Client-IP insertion and LB timeouts belong to the load balancer
+            // behind the service, not to DNS: accepted (so appliance exports
+            // load) and checked, with no effect.
+            "cip" | "downStateFlush" => {
+                r.value(line, ctx, o, scalar::enabled);
+            }
+            "cltTimeout" | "svrTimeout" => {
+                r.value(line, ctx, o, |v| scalar::int_in(v, 0, 31_536_000));
+            }
+            "cipHeader" if o.value().is_empty() => {
+                r.error(line, ctx, "-cipHeader: the header name is empty");
+            }
+            "loadURL" => {
+                r.draft.services[idx].load.url = Some((o.value().to_string(), line));
+            }
+            "loadInterval" => {
+                if let Some(d) = r.duration(line, ctx, o, Unit::Seconds) {
+                    r.draft.services[idx].load.interval = Some((d, line));
+                }
+            }
+            name => {
+                if let Some((_, kind)) = METRIC_OPTS.iter().find(|(n, _)| *n == name) {
+                    r.draft.services[idx].load.metrics[DraftLoad::slot(*kind)] =
+                        Some((o.value().to_string(), line));
+                }
+            }
+        }
+    }
 }
 
 const VSERVER_OPTS: &[OptSpec] = &[

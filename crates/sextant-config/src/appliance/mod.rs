@@ -83,6 +83,7 @@ const COMMANDS: &[Command] = &[
     cmd(&["set", "gslb", "site"], Action::Read(gslb::set_site)),
     cmd(&["unset", "gslb", "site"], Action::Read(gslb::unset_site)),
     cmd(&["add", "gslb", "service"], Action::Read(gslb::add_service)),
+    cmd(&["set", "gslb", "service"], Action::Read(gslb::set_service)),
     cmd(
         &["bind", "gslb", "service"],
         Action::Read(monitor::bind_gslb_service),

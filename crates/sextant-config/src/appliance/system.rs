@@ -6,6 +6,7 @@ use std::time::Duration;
 use sextant_core::LdnsProbe;
 
 use super::{Arity, OptSpec, Reader, context, opt};
+use crate::draft::DraftRpcNode;
 use crate::duration::{self, Unit};
 use crate::lexer::Token;
 use crate::scalar;
@@ -177,9 +178,10 @@ pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     }
 }
 
-/// `set ns rpcNode IP -password SECRET [-secure YES|NO]`: checked, but not
-/// stored yet (the model has no metric exchange authentication; see
-/// docs/config.md).
+/// `set ns rpcNode IP [-password SECRET] [-secure YES|NO]`: the metric
+/// exchange credentials of the node at a site IP. As on the appliance,
+/// `set` updates: several lines for one IP merge, a later value of a
+/// setting replacing an earlier one.
 pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     const OPTS: &[OptSpec] = &[opt("password", Arity::One), opt("secure", Arity::One)];
     let ctx = context("set ns rpcNode", tokens);
@@ -187,19 +189,47 @@ pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let Some(pos) = r.positional(line, &ctx, &args, &["IP"]) else {
         return;
     };
-    if let Err(e) = scalar::ip(pos[0]) {
-        r.error(line, &ctx, format!("IP: {e}"));
+    let ip = match scalar::ip(pos[0]) {
+        Ok(ip) => Some(ip),
+        Err(e) => {
+            r.error(line, &ctx, format!("IP: {e}"));
+            None
+        }
+    };
+    let mut password = None;
+    if let Some(o) = args.get("password") {
+        if o.value().is_empty() {
+            r.error(line, &ctx, "-password is empty");
+        } else {
+            password = Some(o.value().to_string());
+        }
     }
-    if let Some(o) = args.get("password")
-        && o.value().is_empty()
-    {
-        r.error(line, &ctx, "-password is empty");
-    }
-    if let Some(o) = args.get("secure") {
-        r.value(line, &ctx, o, scalar::yes_no);
-    }
+    let secure = args
+        .get("secure")
+        .and_then(|o| r.value(line, &ctx, o, scalar::yes_no));
     if !args.any {
         r.error(line, &ctx, "nothing to set; give -password and/or -secure");
+    }
+    let Some(ip) = ip else { return };
+    let nodes = &mut r.draft.rpc_nodes;
+    let i = match nodes.iter().position(|n| n.ip == ip) {
+        Some(i) => i,
+        None => {
+            nodes.push(DraftRpcNode {
+                ip,
+                line,
+                password: None,
+                secure: None,
+            });
+            nodes.len() - 1
+        }
+    };
+    let node = &mut nodes[i];
+    if password.is_some() {
+        node.password = password;
+    }
+    if secure.is_some() {
+        node.secure = secure;
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use sextant_core::{
-    DnsCheck, DnsQueryType, HttpCheck, LdnsProbe, Monitor, MonitorKind, Persistence,
+    DnsCheck, DnsQueryType, HttpCheck, LdnsProbe, LoadKind, Monitor, MonitorKind, Persistence,
     ServiceProtocol, TriggerMonitor, UdpCheck, VServer,
 };
 use toml::Spanned;
@@ -23,8 +23,9 @@ use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use crate::draft::{
     DEFAULT_DOMAIN_TTL, DEFAULT_NS_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, Draft,
-    DraftMonitor, DraftService, DraftSite, DraftVServer, DraftZone, MAX_MONITOR_TIME,
-    MAX_PERSISTENCE_TIMEOUT, MAX_TTL, MonitorBinding, Ref, ServiceBinding, default_soa,
+    DraftLoad, DraftMonitor, DraftRpcNode, DraftService, DraftSite, DraftVServer, DraftZone,
+    LoadSourceKind, MAX_MONITOR_TIME, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, MonitorBinding, Ref,
+    ServiceBinding, default_soa,
 };
 use crate::duration;
 use crate::error::Diag;
@@ -34,13 +35,15 @@ mod location;
 mod policy;
 mod schema;
 
-use schema::{GslbT, MonitorT, PersistenceT, ServerT, ServiceT, SiteT, VServerT, ZoneT};
+use schema::{
+    GslbT, LoadT, MonitorT, PersistenceT, RpcNodeT, ServerT, ServiceT, SiteT, VServerT, ZoneT,
+};
 
 /// The schema version this reader understands.
 const VERSION: i64 = 1;
 
 /// The top-level keys, for the "unknown key" message.
-const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy, location, location_file";
+const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy, location, location_file, rpc_node";
 
 // ---------------------------------------------------------------------------
 
@@ -117,6 +120,7 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
             "dns_policy" => n.each(key_line, "dns_policy", value, Native::dns_policy),
             "location" => n.each(key_line, "location", value, Native::location),
             "location_file" => n.each(key_line, "location_file", value, Native::location_file),
+            "rpc_node" => n.each(key_line, "rpc_node", value, Native::rpc_node),
             other => n.diag.error(
                 key_line,
                 format!("unknown top-level key `{other}`; expected one of {TOP_LEVEL}"),
@@ -667,6 +671,7 @@ impl Native<'_> {
                     public_ip: None,
                     public_port: None,
                     max_clients: 0,
+                    load: DraftLoad::default(),
                 });
             }
             return;
@@ -693,6 +698,10 @@ impl Native<'_> {
             .as_ref()
             .and_then(|v| self.int(&ctx, "max_clients", v, 0, 4_294_967_294))
             .unwrap_or(0) as u32;
+        let load = match &s.load {
+            Some(l) => self.load(&ctx, l),
+            None => DraftLoad::default(),
+        };
         let service_ref = self.reference(&ctx, &s.name);
         for m in &s.monitors {
             let monitor = self.reference(&ctx, m);
@@ -714,6 +723,78 @@ impl Native<'_> {
             public_ip,
             public_port,
             max_clients,
+            load,
+        });
+    }
+
+    /// A service's `load` table.
+    fn load(&mut self, ctx: &str, l: &Spanned<LoadT>) -> DraftLoad {
+        let l = l.get_ref();
+        let mut load = DraftLoad::default();
+        if let Some(kind) = self.with(ctx, "load: source", &l.source, |v| {
+            LoadSourceKind::parse(v).ok_or_else(|| {
+                format!("expected \"prometheus\", \"push\" or \"monitors\", found \"{v}\"")
+            })
+        }) {
+            load.source = Some((kind, self.at(&l.source)));
+        }
+        if let Some(u) = &l.url {
+            load.url = Some((u.get_ref().clone(), self.at(u)));
+        }
+        if let Some(v) = &l.interval
+            && let Some(d) = self.with(ctx, "load: interval", v, duration::parse_suffixed)
+        {
+            load.interval = Some((d, self.at(v)));
+        }
+        for (kind, v) in [
+            (LoadKind::Connections, &l.connections),
+            (LoadKind::ResponseTime, &l.response_time),
+            (LoadKind::Bandwidth, &l.bandwidth),
+            (LoadKind::Packets, &l.packets),
+            (LoadKind::CustomLoad, &l.custom_load),
+        ] {
+            if let Some(v) = v {
+                load.metrics[DraftLoad::slot(kind)] = Some((v.get_ref().clone(), self.at(v)));
+            }
+        }
+        load
+    }
+
+    fn rpc_node(&mut self, value: Element<'_>) {
+        let Some(n) = self.de::<RpcNodeT>("[[rpc_node]]", value) else {
+            return;
+        };
+        let ctx = format!("[[rpc_node]] {}", n.ip.get_ref());
+        let line = self.at(&n.ip);
+        let Some(ip) = self.ip(&ctx, "ip", &n.ip) else {
+            return;
+        };
+        let password = match &n.password {
+            Some(p) if p.get_ref().is_empty() => {
+                self.error(
+                    self.at(p),
+                    &ctx,
+                    "password is empty; leave it out for no authentication",
+                );
+                None
+            }
+            Some(p) => Some(p.get_ref().clone()),
+            None => None,
+        };
+        if let Some(first) = self.draft.rpc_nodes.iter().find(|r| r.ip == ip) {
+            let first = first.line;
+            self.error(
+                line,
+                &ctx,
+                format!("an [[rpc_node]] for {ip} is already defined on line {first}"),
+            );
+            return;
+        }
+        self.draft.rpc_nodes.push(DraftRpcNode {
+            ip,
+            line,
+            password,
+            secure: n.secure,
         });
     }
 

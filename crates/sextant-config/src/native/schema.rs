@@ -86,6 +86,30 @@ pub(super) struct ServiceT {
     pub(super) max_clients: Option<Spanned<i64>>,
     #[serde(default)]
     pub(super) monitors: Vec<Spanned<String>>,
+    pub(super) load: Option<Spanned<LoadT>>,
+}
+
+/// `load = { source = "prometheus", url = ..., ... }` of a `[[service]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LoadT {
+    pub(super) source: Spanned<String>,
+    pub(super) url: Option<Spanned<String>>,
+    pub(super) interval: Option<Spanned<String>>,
+    pub(super) connections: Option<Spanned<String>>,
+    pub(super) response_time: Option<Spanned<String>>,
+    pub(super) bandwidth: Option<Spanned<String>>,
+    pub(super) packets: Option<Spanned<String>>,
+    pub(super) custom_load: Option<Spanned<String>>,
+}
+
+/// `[[rpc_node]]`: metric exchange credentials (`set ns rpcNode`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RpcNodeT {
+    pub(super) ip: Spanned<String>,
+    pub(super) password: Option<Spanned<String>>,
+    pub(super) secure: Option<bool>,
 }
 
 #[derive(Deserialize)]
