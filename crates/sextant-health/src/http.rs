@@ -223,7 +223,7 @@ fn fmt_ranges(ranges: &[(u16, u16)]) -> String {
 }
 
 /// Offset just past the blank line that ends the headers.
-fn header_end(buf: &[u8]) -> Option<usize> {
+pub(crate) fn header_end(buf: &[u8]) -> Option<usize> {
     let crlf = find(buf, b"\r\n\r\n").map(|i| i + 4);
     let lf = find(buf, b"\n\n").map(|i| i + 2);
     match (crlf, lf) {
@@ -234,7 +234,7 @@ fn header_end(buf: &[u8]) -> Option<usize> {
 
 /// How the body is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
+pub(crate) enum Framing {
     Chunked,
     Length(usize),
     /// Until the connection closes.
@@ -242,7 +242,7 @@ enum Framing {
 }
 
 impl Framing {
-    fn from_headers(head: &[u8]) -> Self {
+    pub(crate) fn from_headers(head: &[u8]) -> Self {
         let mut framing = Framing::Close;
         for line in head.split(|&b| b == b'\n').skip(1) {
             let line = String::from_utf8_lossy(line);
@@ -266,7 +266,7 @@ impl Framing {
     }
 
     /// The body decoded so far from `raw`, and whether it is complete.
-    fn body<'b>(self, raw: &'b [u8]) -> (std::borrow::Cow<'b, [u8]>, bool) {
+    pub(crate) fn body<'b>(self, raw: &'b [u8]) -> (std::borrow::Cow<'b, [u8]>, bool) {
         match self {
             Framing::Close => (raw.into(), false),
             Framing::Length(n) => {

@@ -14,6 +14,9 @@
 //! Every probe is bounded by the monitor's `response_timeout`; a probe that
 //! runs out of time fails with the detail `no response within …` (except the
 //! plain UDP probe, for which silence is success, see [`udp`]).
+//!
+//! The crate also runs the local *load sources* ([`load`]): Prometheus
+//! endpoints scraped for the load figures of the metric-driven methods.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -24,6 +27,7 @@ use tokio::time::Instant;
 pub mod dns;
 mod error;
 pub mod http;
+pub mod load;
 pub mod ping;
 mod schedule;
 pub mod tcp;
@@ -31,6 +35,7 @@ pub mod tls;
 pub mod udp;
 
 pub use error::ProbeError;
+pub use load::{LoadObservation, LoadSources, start_load_sources};
 pub use schedule::{Monitors, start};
 
 /// One probe result.

@@ -1,0 +1,886 @@
+//! Local load sources: scraping Prometheus text endpoints for the load
+//! figures of the metric-driven methods (LEASTCONNECTION, ...).
+//!
+//! [`start_load_sources`] runs one task per distinct (URL, interval) among
+//! the local site's services whose `load_source` is
+//! [`LoadSource::Prometheus`]; services that share an exporter share its
+//! scrape. Each scrape sends one [`LoadObservation`] per service: its
+//! figures, or all `None` with the reason when the scrape failed. Other
+//! sources are not here: pushed figures arrive through the REST API, and
+//! the monitors' response times (the default `LoadSource::Monitors`) are
+//! in the monitors' own [`crate::Observation`]s; the binary combines them.
+//!
+//! The request is a hand-written HTTP/1.1 GET with `Connection: close`, as
+//! the HTTP monitor's, over plain HTTP only; responses are read up to
+//! [`MAX_SCRAPE`] bytes. The exposition format parser
+//! ([`parse_exposition`]) takes untrusted text and never panics.
+//!
+//! How series become figures:
+//!
+//! | figure | from the matching series |
+//! |---|---|
+//! | connections | their sum |
+//! | response time | their mean, seconds → µs; for a histogram or summary, Δ`_sum` / Δ`_count` between two scrapes |
+//! | bandwidth | their sum, bytes → bits (× 8) |
+//! | packets | their sum |
+//! | custom load | their mean, rounded and clamped to 0..=100 |
+//!
+//! A counter (declared `# TYPE name counter`, or named `..._total` with no
+//! TYPE line) is turned into its per-second rate between two scrapes, so
+//! it gives a figure from the second scrape on; a counter that went down
+//! (a restart) counts from zero.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::{
+    HttpUrl, LoadKind, LoadSource, MetricSelector, Model, PrometheusSource, ServiceId,
+    ServiceMetrics, SiteKind,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc::Sender;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::http::{Framing, find, header_end, parse_status_line};
+
+/// The most a scrape reads (headers and body).
+pub const MAX_SCRAPE: usize = 8 * 1024 * 1024;
+
+/// The headers must fit in this many bytes.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// The shortest interval scheduled, so a tiny interval cannot spin.
+const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// A scrape may take its interval, but at least this long...
+const MIN_SCRAPE_TIME: Duration = Duration::from_secs(1);
+/// ... and at most this long.
+const MAX_SCRAPE_TIME: Duration = Duration::from_secs(10);
+
+/// The figures of one service from one scrape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadObservation {
+    pub service: ServiceId,
+    /// All `None` when the scrape failed; a figure whose series is missing
+    /// (or, for a counter, at the first scrape) is `None` too.
+    pub metrics: ServiceMetrics,
+    /// The configuration generation the source belongs to, so the binary
+    /// can drop results that arrive after a reload.
+    pub generation: u64,
+    /// Operator-readable: `scraped http://...: 12 connections, ...` or why
+    /// the scrape failed.
+    pub detail: String,
+}
+
+/// The running load sources of one configuration generation. Dropping it
+/// (or calling [`LoadSources::stop`]) aborts every scrape task.
+#[derive(Debug)]
+pub struct LoadSources {
+    tasks: JoinSet<()>,
+    services: usize,
+    endpoints: usize,
+}
+
+impl LoadSources {
+    /// Stops all scrapes now (the same as dropping the handle).
+    pub fn stop(self) {
+        drop(self);
+    }
+
+    /// The number of services being measured.
+    pub fn len(&self) -> usize {
+        self.services
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.services == 0
+    }
+
+    /// The number of distinct endpoints scraped (services sharing a URL
+    /// and interval share a scrape).
+    pub fn endpoints(&self) -> usize {
+        self.endpoints
+    }
+}
+
+impl Drop for LoadSources {
+    fn drop(&mut self) {
+        self.tasks.abort_all();
+    }
+}
+
+/// Scrapes the Prometheus load source of every service of the local site
+/// (`Site::kind == Local`) at its interval, sending one observation per
+/// service and scrape on `tx`, tagged with `generation`. Services of other
+/// sites are never scraped (their figures come over metric exchange); with
+/// no local site nothing is scraped.
+///
+/// Must be called inside a tokio runtime. A source whose URL or metric
+/// selectors do not parse (a model not built by `sextant-config`) is
+/// skipped with a warning. A task ends by itself when the receiver of `tx`
+/// is dropped.
+pub fn start_load_sources(
+    model: Arc<Model>,
+    generation: u64,
+    tx: Sender<LoadObservation>,
+) -> LoadSources {
+    let mut groups: Vec<Scraper> = Vec::new();
+    let mut services = 0;
+    for (id, service) in model.services.iter().enumerate() {
+        let LoadSource::Prometheus(source) = &service.load_source else {
+            continue;
+        };
+        let local = model
+            .sites
+            .get(service.site as usize)
+            .is_some_and(|s| s.kind == SiteKind::Local);
+        if !local {
+            continue;
+        }
+        let target = match Target::new(id as ServiceId, &service.name, source) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(service = %service.name, "load source not started: {e}");
+                continue;
+            }
+        };
+        let url = match HttpUrl::parse(&source.url) {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!(service = %service.name, url = %source.url, "load source not started: {e}");
+                continue;
+            }
+        };
+        services += 1;
+        match groups
+            .iter_mut()
+            .find(|g| g.url == url && g.interval == source.interval)
+        {
+            Some(g) => g.targets.push(target),
+            None => groups.push(Scraper {
+                url,
+                interval: source.interval,
+                targets: vec![target],
+                generation,
+            }),
+        }
+    }
+    let endpoints = groups.len();
+    let mut tasks = JoinSet::new();
+    for g in groups {
+        tasks.spawn(g.run(tx.clone()));
+    }
+    tracing::debug!(generation, services, endpoints, "load sources started");
+    LoadSources {
+        tasks,
+        services,
+        endpoints,
+    }
+}
+
+/// One endpoint and the services it measures.
+struct Scraper {
+    url: HttpUrl,
+    interval: Duration,
+    targets: Vec<Target>,
+    generation: u64,
+}
+
+impl Scraper {
+    async fn run(mut self, tx: Sender<LoadObservation>) {
+        let first = self.targets.first().map(|t| t.service).unwrap_or(0);
+        tokio::time::sleep(crate::schedule::jitter(first, u32::MAX, self.interval)).await;
+        let mut ticks = tokio::time::interval(self.interval.max(MIN_INTERVAL));
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let limit = self.interval.clamp(MIN_SCRAPE_TIME, MAX_SCRAPE_TIME);
+        loop {
+            ticks.tick().await;
+            let result = match tokio::time::timeout(limit, fetch(&self.url)).await {
+                Ok(r) => r,
+                Err(_) => Err(format!("no response within {limit:?}")),
+            };
+            let now = Instant::now();
+            let observations: Vec<LoadObservation> = match result {
+                Ok(body) => {
+                    let exposition = parse_exposition(&body);
+                    self.targets
+                        .iter_mut()
+                        .map(|t| {
+                            let (metrics, notes) = t.read(&exposition, now);
+                            LoadObservation {
+                                service: t.service,
+                                metrics,
+                                generation: self.generation,
+                                detail: describe(&self.url, &metrics, &notes, exposition.skipped),
+                            }
+                        })
+                        .collect()
+                }
+                Err(e) => self
+                    .targets
+                    .iter()
+                    .map(|t| LoadObservation {
+                        service: t.service,
+                        metrics: ServiceMetrics::NONE,
+                        generation: self.generation,
+                        detail: format!("scrape of {} failed: {e}", self.url),
+                    })
+                    .collect(),
+            };
+            for o in observations {
+                if tx.send(o).await.is_err() {
+                    return; // nobody listens any more
+                }
+            }
+        }
+    }
+}
+
+/// `scraped URL: 12 connections, responds in 1.2ms; no series for X`.
+fn describe(url: &HttpUrl, metrics: &ServiceMetrics, notes: &[String], skipped: usize) -> String {
+    let mut out = format!("scraped {url}:");
+    let figures: Vec<String> = LoadKind::ALL
+        .iter()
+        .filter_map(|k| metrics.get(*k).map(|v| k.format(v)))
+        .collect();
+    if figures.is_empty() {
+        out.push_str(" no figures");
+    } else {
+        let _ = write!(out, " {}", figures.join(", "));
+    }
+    for n in notes {
+        let _ = write!(out, "; {n}");
+    }
+    if skipped > 0 {
+        let _ = write!(
+            out,
+            "; {skipped} malformed line{} skipped",
+            if skipped == 1 { "" } else { "s" }
+        );
+    }
+    out
+}
+
+/// One service's figures from an endpoint, with what counters need to
+/// remember between scrapes.
+struct Target {
+    service: ServiceId,
+    figures: Vec<Figure>,
+}
+
+struct Figure {
+    kind: LoadKind,
+    selector: MetricSelector,
+    /// The previous reading of a counter, or of a histogram's `_sum` and
+    /// `_count`, and when it was taken.
+    previous: Option<(Reading, Instant)>,
+}
+
+/// What one scrape read for a figure before unit conversion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Reading {
+    /// A gauge (or untyped): the aggregated value, usable at once.
+    Value(f64),
+    /// A counter's sum over the matching series.
+    Counter(f64),
+    /// A histogram's or summary's `_sum` and `_count` over the matching
+    /// series.
+    Histogram { sum: f64, count: f64 },
+}
+
+impl Target {
+    fn new(service: ServiceId, name: &str, source: &PrometheusSource) -> Result<Self, String> {
+        let mut figures = Vec::new();
+        for (kind, text) in [
+            (LoadKind::Connections, &source.connections),
+            (LoadKind::ResponseTime, &source.response_time),
+            (LoadKind::Bandwidth, &source.bandwidth),
+            (LoadKind::Packets, &source.packets),
+            (LoadKind::CustomLoad, &source.custom_load),
+        ] {
+            let Some(text) = text else { continue };
+            let selector = MetricSelector::parse(text)
+                .map_err(|e| format!("service {name}: {} metric: {e}", kind.as_str()))?;
+            figures.push(Figure {
+                kind,
+                selector,
+                previous: None,
+            });
+        }
+        Ok(Target { service, figures })
+    }
+
+    /// The figures from one scrape, and notes on the missing ones.
+    fn read(&mut self, exposition: &Exposition<'_>, now: Instant) -> (ServiceMetrics, Vec<String>) {
+        let mut metrics = ServiceMetrics::NONE;
+        let mut notes = Vec::new();
+        for f in &mut self.figures {
+            let Some(reading) = reading(exposition, f.kind, &f.selector) else {
+                notes.push(format!("no series matches {}", f.selector));
+                f.previous = None;
+                continue;
+            };
+            let value = match reading {
+                Reading::Value(v) => Some(v),
+                Reading::Counter(v) => match f.previous {
+                    Some((Reading::Counter(before), at)) => rate(before, v, now - at),
+                    _ => None,
+                },
+                Reading::Histogram { sum, count } => match f.previous {
+                    Some((Reading::Histogram { sum: s0, count: c0 }, _)) if count > c0 => {
+                        Some((sum - s0) / (count - c0))
+                    }
+                    // No new observations (or a reset): the mean so far.
+                    Some((Reading::Histogram { .. }, _)) if count > 0.0 => Some(sum / count),
+                    _ => None,
+                },
+            };
+            f.previous = match reading {
+                Reading::Value(_) => None,
+                other => Some((other, now)),
+            };
+            match value.and_then(|v| convert(f.kind, v)) {
+                Some(v) => metrics.set(f.kind, Some(v)),
+                None if matches!(reading, Reading::Value(_)) => {
+                    notes.push(format!("{} is not a usable number", f.selector));
+                }
+                None => notes.push(format!("{} needs a second scrape for a rate", f.selector)),
+            }
+        }
+        (metrics, notes)
+    }
+}
+
+/// Per-second rate of a counter from `before` to `now` over `elapsed`; a
+/// counter that went down was reset and counts from zero.
+fn rate(before: f64, now: f64, elapsed: Duration) -> Option<f64> {
+    let secs = elapsed.as_secs_f64();
+    if secs <= 0.0 {
+        return None;
+    }
+    let delta = if now >= before { now - before } else { now };
+    Some(delta / secs)
+}
+
+/// The figure in its unit (connections, µs, bit/s, packets/s, 0..=100)
+/// from a value in the Prometheus unit; `None` for NaN or infinities.
+fn convert(kind: LoadKind, v: f64) -> Option<u64> {
+    if !v.is_finite() {
+        return None;
+    }
+    let v = match kind {
+        LoadKind::ResponseTime => v * 1e6,
+        LoadKind::Bandwidth => v * 8.0,
+        LoadKind::CustomLoad => v.clamp(0.0, 100.0),
+        LoadKind::Connections | LoadKind::Packets => v,
+    };
+    // `as` saturates: negative becomes 0, huge becomes u64::MAX.
+    Some(v.round() as u64)
+}
+
+/// Aggregates the series matching `selector`.
+fn reading(
+    exposition: &Exposition<'_>,
+    kind: LoadKind,
+    selector: &MetricSelector,
+) -> Option<Reading> {
+    let name = selector.name.as_str();
+    let ty = exposition.type_of(name);
+    if matches!(ty, MetricType::Histogram | MetricType::Summary) {
+        let sum_name = format!("{name}_sum");
+        let count_name = format!("{name}_count");
+        let (sum, n_sum) = exposition.aggregate(&sum_name, selector);
+        let (count, n_count) = exposition.aggregate(&count_name, selector);
+        return (n_sum > 0 && n_count > 0).then_some(Reading::Histogram { sum, count });
+    }
+    let (total, n) = exposition.aggregate(name, selector);
+    if n == 0 {
+        return None;
+    }
+    if ty == MetricType::Counter {
+        return Some(Reading::Counter(total));
+    }
+    let mean = matches!(kind, LoadKind::ResponseTime | LoadKind::CustomLoad);
+    Some(Reading::Value(if mean { total / n as f64 } else { total }))
+}
+
+// ---------------------------------------------------------------------------
+// Fetching
+
+/// GETs `url` and returns the body of a 2xx response as text.
+async fn fetch(url: &HttpUrl) -> Result<String, String> {
+    let mut stream = TcpStream::connect((url.host.as_str(), url.port))
+        .await
+        .map_err(|e| format!("connect to {}:{} failed: {e}", url.host, url.port))?;
+    let _ = stream.set_nodelay(true);
+    stream
+        .write_all(&request_bytes(url))
+        .await
+        .map_err(|e| format!("sending the request failed: {e}"))?;
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut head: Option<(usize, Framing)> = None;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = stream
+            .read(&mut chunk)
+            .await
+            .map_err(|e| format!("reading the response failed: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        if buf.len() + n > MAX_SCRAPE {
+            return Err(format!(
+                "the response is larger than {} MiB",
+                MAX_SCRAPE / (1024 * 1024)
+            ));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if head.is_none() {
+            match header_end(&buf) {
+                Some(end) => head = Some((end, check_head(&buf[..end])?)),
+                None if buf.len() > MAX_HEAD => {
+                    return Err("the response headers are too long".to_string());
+                }
+                None => continue,
+            }
+        }
+        if let Some((start, framing)) = head
+            && complete(framing, &buf[start..])
+        {
+            break;
+        }
+    }
+    let Some((start, framing)) = head else {
+        return Err(if buf.is_empty() {
+            "connection closed without a response".to_string()
+        } else {
+            "connection closed inside the response headers".to_string()
+        });
+    };
+    let raw = &buf[start..];
+    let (body, done) = framing.body(raw);
+    if !done && framing != Framing::Close {
+        return Err("connection closed before the end of the body".to_string());
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// The request for `url`.
+fn request_bytes(url: &HttpUrl) -> Vec<u8> {
+    let host = if url.host.contains(':') {
+        format!("[{}]", url.host)
+    } else {
+        url.host.clone()
+    };
+    let host = if url.port == 80 {
+        host
+    } else {
+        format!("{host}:{}", url.port)
+    };
+    format!(
+        "GET {} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nAccept-Encoding: identity\r\nConnection: close\r\nUser-Agent: sextant-load\r\n\r\n",
+        url.path
+    )
+    .into_bytes()
+}
+
+/// Checks the status line and headers; returns the body's framing.
+fn check_head(head: &[u8]) -> Result<Framing, String> {
+    let line_end = find(head, b"\n").unwrap_or(head.len());
+    let status = parse_status_line(&head[..line_end]).map_err(|e| e.to_string())?;
+    if !(200..300).contains(&status) {
+        return Err(format!("HTTP {status}"));
+    }
+    for line in head.split(|b| *b == b'\n').skip(1) {
+        let line = String::from_utf8_lossy(line);
+        if let Some((name, value)) = line.split_once(':')
+            && name.trim().eq_ignore_ascii_case("content-encoding")
+            && !value.trim().eq_ignore_ascii_case("identity")
+        {
+            return Err(format!(
+                "the response is compressed ({}); only uncompressed text is read",
+                value.trim()
+            ));
+        }
+    }
+    Ok(Framing::from_headers(head))
+}
+
+/// Whether the body in `raw` is complete (without waiting for the close).
+fn complete(framing: Framing, raw: &[u8]) -> bool {
+    match framing {
+        Framing::Close => false,
+        Framing::Length(n) => raw.len() >= n,
+        // Decoding is only worth trying once the last chunk may be there.
+        Framing::Chunked => raw.ends_with(b"0\r\n\r\n") && framing.body(raw).1,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The Prometheus text exposition format
+
+/// The type a `# TYPE` line declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricType {
+    Counter,
+    Gauge,
+    Histogram,
+    Summary,
+    Untyped,
+}
+
+/// One sample line: `name{label="value",...} value [timestamp]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample<'a> {
+    pub name: &'a str,
+    /// Label values with their escapes (`\\`, `\"`, `\n`) undone.
+    pub labels: Labels<'a>,
+    pub value: f64,
+    /// Milliseconds since the epoch, when given.
+    pub timestamp: Option<i64>,
+}
+
+/// A parsed exposition: its samples, declared types and how many lines
+/// were skipped as malformed.
+#[derive(Debug, Clone, Default)]
+pub struct Exposition<'a> {
+    pub samples: Vec<Sample<'a>>,
+    pub types: HashMap<&'a str, MetricType>,
+    pub skipped: usize,
+}
+
+impl Exposition<'_> {
+    /// The declared type of a metric. A name with no TYPE line is a counter
+    /// if it ends in `_total` (or its name without `_total` is declared a
+    /// counter, as OpenMetrics writes it), else untyped.
+    pub fn type_of(&self, name: &str) -> MetricType {
+        if let Some(t) = self.types.get(name) {
+            return *t;
+        }
+        match name.strip_suffix("_total") {
+            Some(base) => match self.types.get(base) {
+                Some(MetricType::Counter) | None => MetricType::Counter,
+                Some(other) => *other,
+            },
+            None => MetricType::Untyped,
+        }
+    }
+
+    /// The sum of the finite values of the samples named `name` whose
+    /// labels match the selector's, and how many there were.
+    fn aggregate(&self, name: &str, selector: &MetricSelector) -> (f64, usize) {
+        let mut total = 0.0;
+        let mut n = 0;
+        for s in &self.samples {
+            if s.name != name || !s.value.is_finite() {
+                continue;
+            }
+            let matches = selector.labels.iter().all(|(want, value)| {
+                s.labels
+                    .iter()
+                    .any(|(l, v)| *l == want.as_str() && v.as_ref() == value.as_str())
+            });
+            if matches {
+                total += s.value;
+                n += 1;
+            }
+        }
+        (total, n)
+    }
+}
+
+/// Parses the Prometheus text exposition format (version 0.0.4, and the
+/// OpenMetrics text that is compatible with it): `# TYPE` lines are
+/// recorded, other `#` lines skipped, each sample line read; a line that
+/// does not parse is counted in `skipped` and left out. Never panics.
+pub fn parse_exposition(text: &str) -> Exposition<'_> {
+    let mut out = Exposition::default();
+    for line in text.lines() {
+        let line = line.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r');
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(comment) = line.strip_prefix('#') {
+            if let Some((name, ty)) = type_line(comment) {
+                out.types.insert(name, ty);
+            }
+            continue;
+        }
+        match sample_line(line) {
+            Some(s) => out.samples.push(s),
+            None => out.skipped += 1,
+        }
+    }
+    out
+}
+
+/// `TYPE name type` (after the `#`).
+fn type_line(comment: &str) -> Option<(&str, MetricType)> {
+    let mut words = comment.split_ascii_whitespace();
+    if words.next()? != "TYPE" {
+        return None;
+    }
+    let name = words.next()?;
+    let ty = match words.next()? {
+        "counter" => MetricType::Counter,
+        "gauge" => MetricType::Gauge,
+        "histogram" | "gaugehistogram" => MetricType::Histogram,
+        "summary" => MetricType::Summary,
+        _ => MetricType::Untyped,
+    };
+    Some((name, ty))
+}
+
+/// One sample line, or `None` when it is malformed.
+fn sample_line(line: &str) -> Option<Sample<'_>> {
+    let name_end = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(line.len());
+    let name = &line[..name_end];
+    if !sextant_core::load::is_metric_name(name) {
+        return None;
+    }
+    let mut rest = &line[name_end..];
+    let mut labels = Vec::new();
+    if let Some(after) = rest.trim_start_matches([' ', '\t']).strip_prefix('{') {
+        let (parsed, after) = label_set(after)?;
+        labels = parsed;
+        rest = after;
+    }
+    // The value must be separated from what precedes it.
+    if !rest.starts_with([' ', '\t']) {
+        return None;
+    }
+    let mut words = rest.split_ascii_whitespace();
+    let value = parse_value(words.next()?)?;
+    let timestamp = match words.next() {
+        None => None,
+        // An OpenMetrics exemplar or comment after the value.
+        Some(w) if w.starts_with('#') => None,
+        Some(w) => {
+            let ts = parse_timestamp(w)?;
+            match words.next() {
+                None => Some(ts),
+                Some(w) if w.starts_with('#') => Some(ts),
+                Some(_) => return None,
+            }
+        }
+    };
+    Some(Sample {
+        name,
+        labels,
+        value,
+        timestamp,
+    })
+}
+
+/// A sample's labels: names and unescaped values.
+type Labels<'a> = Vec<(&'a str, Cow<'a, str>)>;
+
+/// The labels after `{` up to and including `}`, and the rest.
+fn label_set(mut s: &str) -> Option<(Labels<'_>, &str)> {
+    let mut labels = Vec::new();
+    loop {
+        s = s.trim_start_matches([' ', '\t']);
+        if let Some(after) = s.strip_prefix('}') {
+            return Some((labels, after));
+        }
+        let end = s
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        let label = &s[..end];
+        if !sextant_core::load::is_label_name(label) {
+            return None;
+        }
+        s = s[end..].trim_start_matches([' ', '\t']);
+        s = s.strip_prefix('=')?.trim_start_matches([' ', '\t']);
+        let (value, after) = label_value(s)?;
+        labels.push((label, value));
+        s = after.trim_start_matches([' ', '\t']);
+        if let Some(after) = s.strip_prefix(',') {
+            s = after;
+        } else if !s.starts_with('}') {
+            return None;
+        }
+    }
+}
+
+/// A `"..."` label value at the start of `s`, unescaped, and the rest.
+fn label_value(s: &str) -> Option<(Cow<'_, str>, &str)> {
+    let body = s.strip_prefix('"')?;
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        match c {
+            '\\' => {
+                escaped = true;
+                break;
+            }
+            '"' => return Some((Cow::Borrowed(&body[..i]), &body[i + 1..])),
+            _ => {}
+        }
+    }
+    if !escaped {
+        return None; // no closing quote
+    }
+    let mut out = String::new();
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((Cow::Owned(out), &body[i + 1..])),
+            '\\' => match chars.next() {
+                Some((_, 'n')) => out.push('\n'),
+                Some((_, '\\')) => out.push('\\'),
+                Some((_, '"')) => out.push('"'),
+                Some((_, other)) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => return None,
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// A sample value: a float as Go writes it (`1`, `-2.5e-3`, `NaN`,
+/// `+Inf`, `-Inf`).
+fn parse_value(word: &str) -> Option<f64> {
+    match word {
+        "+Inf" | "Inf" => Some(f64::INFINITY),
+        "-Inf" => Some(f64::NEG_INFINITY),
+        "NaN" => Some(f64::NAN),
+        // Rust also accepts "inf", "infinity", "nan" in any case; the
+        // format does not, but they are harmless. Reject hex and the like.
+        w if w
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')) =>
+        {
+            w.parse().ok()
+        }
+        _ => None,
+    }
+}
+
+/// A timestamp: integer milliseconds (OpenMetrics writes fractional
+/// seconds; those are accepted and converted).
+fn parse_timestamp(word: &str) -> Option<i64> {
+    if let Ok(ms) = word.parse::<i64>() {
+        return Some(ms);
+    }
+    let secs = parse_value(word)?;
+    let ms = secs * 1000.0;
+    ms.is_finite().then_some(ms as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_samples_types_and_labels() {
+        let text = "# HELP x help text\n# TYPE x counter\nx_total 3\nx{a=\"1\",b=\"q\\\"\\\\\\n\"} 1.5e3 1712345678000\n  y  -2 \n z{ a = \"v\" , } NaN\nbad{ 3\n# EOF\n";
+        let e = parse_exposition(text);
+        assert_eq!(e.skipped, 1);
+        assert_eq!(e.types.get("x"), Some(&MetricType::Counter));
+        assert_eq!(e.samples.len(), 4);
+        assert_eq!(e.samples[0].name, "x_total");
+        assert_eq!(e.samples[1].labels[1], ("b", Cow::Owned("q\"\\\n".into())));
+        assert_eq!(e.samples[1].value, 1500.0);
+        assert_eq!(e.samples[1].timestamp, Some(1_712_345_678_000));
+        assert_eq!(e.samples[2].value, -2.0);
+        assert!(e.samples[3].value.is_nan());
+        assert_eq!(e.samples[3].labels, vec![("a", Cow::Borrowed("v"))]);
+        assert_eq!(e.type_of("x_total"), MetricType::Counter);
+        assert_eq!(e.type_of("y"), MetricType::Untyped);
+        assert_eq!(e.type_of("w_total"), MetricType::Counter);
+    }
+
+    #[test]
+    fn rejects_malformed_lines() {
+        for line in [
+            "x",
+            "x{}",
+            "x{a=\"1\"}",
+            "x{a=\"1\"}3",
+            "x{a=1} 3",
+            "x{a=\"1\" 3",
+            "x{a=\"1\"",
+            "x{=\"1\"} 3",
+            "x 3 4 5",
+            "x 0x10",
+            "x 3 notatime",
+            "9x 3",
+            "{a=\"b\"} 3",
+            "x{a=\"1\"b=\"2\"} 3",
+            "x{a=\"\\",
+        ] {
+            assert!(sample_line(line).is_none(), "{line:?}");
+        }
+        for line in [
+            "x 3",
+            "x{} 3",
+            "x\t3",
+            "x 3 # {trace_id=\"a\"} 1",
+            "x 3 1712345678.5",
+            "x +Inf",
+            "x{a=\"}\"} 1",
+        ] {
+            assert!(sample_line(line).is_some(), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn conversions() {
+        assert_eq!(convert(LoadKind::ResponseTime, 0.0012), Some(1200));
+        assert_eq!(convert(LoadKind::Bandwidth, 1000.0), Some(8000));
+        assert_eq!(convert(LoadKind::CustomLoad, 140.0), Some(100));
+        assert_eq!(convert(LoadKind::CustomLoad, -3.0), Some(0));
+        assert_eq!(convert(LoadKind::Connections, -3.0), Some(0));
+        assert_eq!(convert(LoadKind::Connections, 2.5), Some(3));
+        assert_eq!(convert(LoadKind::Packets, f64::NAN), None);
+        assert_eq!(convert(LoadKind::Packets, f64::INFINITY), None);
+        assert_eq!(convert(LoadKind::Packets, 1e30), Some(u64::MAX));
+        assert_eq!(rate(10.0, 30.0, Duration::from_secs(2)), Some(10.0));
+        assert_eq!(rate(30.0, 4.0, Duration::from_secs(2)), Some(2.0));
+        assert_eq!(rate(1.0, 2.0, Duration::ZERO), None);
+    }
+
+    #[test]
+    fn requests() {
+        let u = HttpUrl::parse("http://[::1]:9101/metrics?x=1").unwrap();
+        let r = String::from_utf8(request_bytes(&u)).unwrap();
+        assert!(r.starts_with("GET /metrics?x=1 HTTP/1.1\r\nHost: [::1]:9101\r\n"));
+        assert!(r.contains("Connection: close\r\n"));
+        let u = HttpUrl::parse("http://exporter/").unwrap();
+        let r = String::from_utf8(request_bytes(&u)).unwrap();
+        assert!(r.contains("\r\nHost: exporter\r\n"));
+    }
+
+    #[test]
+    fn heads() {
+        assert_eq!(
+            check_head(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n"),
+            Ok(Framing::Length(3))
+        );
+        assert_eq!(
+            check_head(b"HTTP/1.1 404 Not Found\r\n\r\n"),
+            Err("HTTP 404".to_string())
+        );
+        assert!(
+            check_head(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n")
+                .unwrap_err()
+                .contains("compressed (gzip)")
+        );
+        assert!(check_head(b"SSH-2.0\r\n\r\n").is_err());
+        assert!(complete(Framing::Chunked, b"3\r\nabc\r\n0\r\n\r\n"));
+        assert!(!complete(Framing::Chunked, b"3\r\nabc\r\n"));
+        assert!(complete(Framing::Length(2), b"ab"));
+        assert!(!complete(Framing::Close, b"ab"));
+    }
+}

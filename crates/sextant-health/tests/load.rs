@@ -1,0 +1,462 @@
+//! Load sources: real scrapes of a small HTTP exporter on 127.0.0.1, and
+//! the exposition parser against hostile text.
+
+mod common;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use sextant_core::{
+    LoadSource, Model, PrometheusSource, Service, ServiceMetrics, ServiceProtocol, Site,
+};
+use sextant_health::load::{MetricType, parse_exposition};
+use sextant_health::{LoadObservation, start_load_sources};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// An exporter whose whole HTTP response can be changed between scrapes.
+struct Exporter {
+    addr: SocketAddr,
+    response: Arc<Mutex<Vec<u8>>>,
+    seen: common::Seen,
+}
+
+impl Exporter {
+    async fn start() -> Exporter {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let response: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let seen: common::Seen = Arc::default();
+        let (r, s) = (response.clone(), seen.clone());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let (r, s) = (r.clone(), s.clone());
+                tokio::spawn(async move {
+                    let body = r.lock().unwrap().clone();
+                    common::answer(&mut stream, &body, &s).await;
+                });
+            }
+        });
+        Exporter {
+            addr,
+            response,
+            seen,
+        }
+    }
+
+    /// Serves `text` with a Content-Length.
+    fn serve(&self, text: &str) {
+        *self.response.lock().unwrap() = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\r\n{text}",
+            text.len()
+        )
+        .into_bytes();
+    }
+
+    fn serve_raw(&self, raw: &str) {
+        *self.response.lock().unwrap() = raw.as_bytes().to_vec();
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn requests(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+}
+
+fn lo() -> IpAddr {
+    "127.0.0.1".parse().unwrap()
+}
+
+fn service(name: &str, site: u32, load_source: LoadSource) -> Service {
+    Service {
+        name: name.into(),
+        ip: lo(),
+        port: 80,
+        protocol: ServiceProtocol::Http,
+        site,
+        public_ip: None,
+        public_port: None,
+        max_clients: 0,
+        monitors: vec![],
+        load_source,
+    }
+}
+
+fn prometheus(url: String, interval_ms: u64) -> PrometheusSource {
+    PrometheusSource {
+        url,
+        interval: Duration::from_millis(interval_ms),
+        connections: None,
+        response_time: None,
+        bandwidth: None,
+        packets: None,
+        custom_load: None,
+    }
+}
+
+/// Sites: 0 is local, 1 remote.
+fn model(services: Vec<Service>) -> Model {
+    let mut m = Model {
+        sites: vec![
+            Site::new("here", "10.0.0.1".parse().unwrap()),
+            Site::new("there", "10.0.0.2".parse().unwrap()),
+        ],
+        services,
+        ..Model::default()
+    };
+    m.set_local_site(0);
+    m
+}
+
+async fn next(rx: &mut mpsc::Receiver<LoadObservation>) -> LoadObservation {
+    tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("an observation within 5s")
+        .expect("channel open")
+}
+
+/// The next observation of `service`.
+async fn next_of(rx: &mut mpsc::Receiver<LoadObservation>, service: u32) -> LoadObservation {
+    loop {
+        let o = next(rx).await;
+        if o.service == service {
+            return o;
+        }
+    }
+}
+
+const HAPROXY: &str = r#"# HELP haproxy_backend_current_sessions Current number of active sessions.
+# TYPE haproxy_backend_current_sessions gauge
+haproxy_backend_current_sessions{proxy="web"} 12
+haproxy_backend_current_sessions{proxy="api"} 4
+haproxy_backend_current_sessions{proxy="api",extra="x"} 3
+# TYPE haproxy_backend_response_time_average_seconds gauge
+haproxy_backend_response_time_average_seconds{proxy="web"} 0.0125
+haproxy_backend_response_time_average_seconds{proxy="api"} 0.002
+haproxy_backend_response_time_average_seconds{proxy="api",extra="x"} 0.004
+# TYPE haproxy_backend_bytes_out_total counter
+haproxy_backend_bytes_out_total{proxy="web"} 1000
+# TYPE custom_load gauge
+custom_load{svc="web"} 140
+"#;
+
+#[tokio::test]
+async fn scrapes_local_services_and_shares_an_endpoint() {
+    let exporter = Exporter::start().await;
+    exporter.serve(HAPROXY);
+    let mut web = prometheus(exporter.url("/metrics"), 100);
+    web.connections = Some(r#"haproxy_backend_current_sessions{proxy="web"}"#.into());
+    web.response_time =
+        Some(r#"haproxy_backend_response_time_average_seconds{proxy="web"}"#.into());
+    web.bandwidth = Some(r#"haproxy_backend_bytes_out_total{proxy="web"}"#.into());
+    web.custom_load = Some(r#"custom_load{svc="web"}"#.into());
+    web.packets = Some("no_such_metric".into());
+    let mut api = prometheus(exporter.url("/metrics"), 100);
+    api.connections = Some(r#"haproxy_backend_current_sessions{proxy="api"}"#.into());
+    api.response_time =
+        Some(r#"haproxy_backend_response_time_average_seconds{proxy="api"}"#.into());
+    let mut remote = prometheus(exporter.url("/remote"), 100);
+    remote.connections = Some("haproxy_backend_current_sessions".into());
+    let m = model(vec![
+        service("web", 0, LoadSource::Prometheus(web)),
+        service("api", 0, LoadSource::Prometheus(api)),
+        service("pushed", 0, LoadSource::Push),
+        service("remote", 1, LoadSource::Prometheus(remote)),
+    ]);
+
+    let (tx, mut rx) = mpsc::channel(64);
+    let sources = start_load_sources(Arc::new(m), 9, tx);
+    assert_eq!(sources.len(), 2);
+    assert_eq!(sources.endpoints(), 1);
+
+    let first = next_of(&mut rx, 0).await;
+    assert_eq!(first.generation, 9);
+    assert_eq!(
+        first.metrics,
+        ServiceMetrics {
+            connections: Some(12),
+            response_time_us: Some(12_500),
+            // A byte counter: a rate from the second scrape on.
+            bandwidth_bps: None,
+            packets_ps: None,
+            custom_load: Some(100),
+        }
+    );
+    assert!(
+        first.detail.starts_with(&format!(
+            "scraped http://{}/metrics: 12 connections, 12.5ms, custom load 100",
+            exporter.addr
+        )),
+        "{}",
+        first.detail
+    );
+    assert!(
+        first.detail.contains("no series matches no_such_metric"),
+        "{}",
+        first.detail
+    );
+    assert!(
+        first.detail.contains("needs a second scrape"),
+        "{}",
+        first.detail
+    );
+
+    // api: the sum of its two connection series, the mean of its times.
+    let api = next_of(&mut rx, 1).await;
+    assert_eq!(api.metrics.connections, Some(7));
+    assert_eq!(api.metrics.response_time_us, Some(3_000));
+
+    // The counter grows by 1000 bytes between scrapes 100 ms apart: about
+    // 10 kB/s, 80 kbit/s.
+    exporter.serve(&HAPROXY.replace(
+        "bytes_out_total{proxy=\"web\"} 1000",
+        "bytes_out_total{proxy=\"web\"} 2000",
+    ));
+    let mut bps = None;
+    for _ in 0..5 {
+        let o = next_of(&mut rx, 0).await;
+        if let Some(b) = o.metrics.bandwidth_bps
+            && b > 0
+        {
+            bps = Some(b);
+            break;
+        }
+    }
+    let bps = bps.expect("a bandwidth rate");
+    assert!((1_000..=1_000_000).contains(&bps), "{bps}");
+
+    // One scrape per interval serves both services; the remote service's
+    // URL is never asked for.
+    let seen = exporter.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .all(|r| r.starts_with("GET /metrics HTTP/1.1\r\n"))
+    );
+    drop(sources);
+}
+
+#[tokio::test]
+async fn failed_scrapes_report_no_figures() {
+    let exporter = Exporter::start().await;
+    exporter.serve_raw("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        l.local_addr().unwrap()
+    };
+    let mut a = prometheus(exporter.url("/metrics"), 50);
+    a.connections = Some("c".into());
+    let mut b = prometheus(format!("http://{closed}/metrics"), 50);
+    b.connections = Some("c".into());
+    let m = model(vec![
+        service("a", 0, LoadSource::Prometheus(a)),
+        service("b", 0, LoadSource::Prometheus(b)),
+    ]);
+    let (tx, mut rx) = mpsc::channel(64);
+    let _sources = start_load_sources(Arc::new(m), 1, tx);
+
+    let o = next_of(&mut rx, 0).await;
+    assert!(o.metrics.is_empty());
+    assert_eq!(
+        o.detail,
+        format!(
+            "scrape of http://{}/metrics failed: HTTP 503",
+            exporter.addr
+        )
+    );
+    let o = next_of(&mut rx, 1).await;
+    assert!(o.metrics.is_empty());
+    assert!(
+        o.detail.contains("failed: connect to 127.0.0.1") && o.detail.contains("refused"),
+        "{}",
+        o.detail
+    );
+
+    // The exporter recovers: figures come back.
+    exporter.serve("c 5\n");
+    loop {
+        let o = next_of(&mut rx, 0).await;
+        if o.metrics.connections == Some(5) {
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn chunked_bodies_histograms_and_garbage() {
+    let exporter = Exporter::start().await;
+    let text = "# TYPE rt histogram\nrt_bucket{le=\"+Inf\"} 10\nrt_sum 0.5\nrt_count 10\n\u{0}\u{fffd} garbage line\npk 42\n";
+    let chunked = format!(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{}\r\n{:x}\r\n{}\r\n0\r\n\r\n",
+        20,
+        &text[..20],
+        text.len() - 20,
+        &text[20..]
+    );
+    exporter.serve_raw(&chunked);
+    let mut src = prometheus(exporter.url("/"), 80);
+    src.response_time = Some("rt".into());
+    src.packets = Some("pk".into());
+    let m = model(vec![service("s", 0, LoadSource::Prometheus(src))]);
+    let (tx, mut rx) = mpsc::channel(64);
+    let _sources = start_load_sources(Arc::new(m), 1, tx);
+
+    let o = next(&mut rx).await;
+    assert_eq!(o.metrics.packets_ps, Some(42));
+    // A histogram: the first scrape has no interval yet.
+    assert_eq!(o.metrics.response_time_us, None);
+    assert!(
+        o.detail.contains("1 malformed line skipped"),
+        "{}",
+        o.detail
+    );
+    // Second scrape, no new observations: the mean so far, 50 ms.
+    let o = next(&mut rx).await;
+    assert_eq!(o.metrics.response_time_us, Some(50_000));
+    // Ten new observations taking 2 s in all: 200 ms each.
+    let text2 = text
+        .replace("rt_sum 0.5", "rt_sum 2.5")
+        .replace("rt_count 10", "rt_count 20");
+    exporter.serve(&text2);
+    loop {
+        let o = next(&mut rx).await;
+        if o.metrics.response_time_us == Some(200_000) {
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn only_the_local_site_is_scraped_and_stop_stops() {
+    let exporter = Exporter::start().await;
+    exporter.serve("c 1\n");
+    let mut src = prometheus(exporter.url("/"), 20);
+    src.connections = Some("c".into());
+    // Remote only: nothing to do.
+    let m = model(vec![service("r", 1, LoadSource::Prometheus(src.clone()))]);
+    let (tx, _rx) = mpsc::channel(64);
+    let sources = start_load_sources(Arc::new(m), 1, tx);
+    assert!(sources.is_empty());
+    assert_eq!(sources.endpoints(), 0);
+    // No local site at all: nothing either.
+    let mut m = model(vec![service("l", 0, LoadSource::Prometheus(src.clone()))]);
+    m.local_site = None;
+    m.sites[0].kind = sextant_core::SiteKind::Remote;
+    let (tx, _rx) = mpsc::channel(64);
+    assert!(start_load_sources(Arc::new(m), 1, tx).is_empty());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(exporter.requests(), 0);
+
+    // Local: scraped until stopped.
+    let m = model(vec![service("l", 0, LoadSource::Prometheus(src))]);
+    let (tx, mut rx) = mpsc::channel(64);
+    let sources = start_load_sources(Arc::new(m), 1, tx);
+    next(&mut rx).await;
+    next(&mut rx).await;
+    sources.stop();
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let after_stop = exporter.requests();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(exporter.requests(), after_stop);
+}
+
+#[tokio::test]
+async fn a_silent_exporter_times_out() {
+    let addr = common::silent_tcp_server().await;
+    let mut src = prometheus(format!("http://{addr}/"), 20);
+    src.connections = Some("c".into());
+    let m = model(vec![service("s", 0, LoadSource::Prometheus(src))]);
+    let (tx, mut rx) = mpsc::channel(64);
+    let _sources = start_load_sources(Arc::new(m), 1, tx);
+    let o = next(&mut rx).await;
+    assert!(o.metrics.is_empty());
+    assert!(
+        o.detail.ends_with("failed: no response within 1s"),
+        "{}",
+        o.detail
+    );
+}
+
+#[test]
+fn parser_reads_real_exporter_text() {
+    // As nginx-prometheus-exporter and Envoy write it.
+    let text = "# HELP nginx_connections_active Active client connections\n# TYPE nginx_connections_active gauge\nnginx_connections_active 3\n# TYPE envoy_cluster_upstream_rq_time histogram\nenvoy_cluster_upstream_rq_time_bucket{envoy_cluster_name=\"web\",le=\"0.5\"} 2\nenvoy_cluster_upstream_rq_time_sum{envoy_cluster_name=\"web\"} 12.5\nenvoy_cluster_upstream_rq_time_count{envoy_cluster_name=\"web\"} 4\n";
+    let e = parse_exposition(text);
+    assert_eq!(e.skipped, 0);
+    assert_eq!(e.samples.len(), 4);
+    assert_eq!(
+        e.type_of("envoy_cluster_upstream_rq_time"),
+        MetricType::Histogram
+    );
+    assert_eq!(e.type_of("nginx_connections_active"), MetricType::Gauge);
+}
+
+/// Fragments of exposition text, so that random lines get deep into the
+/// parser rather than failing at the first character.
+const FRAGMENTS: &[&str] = &[
+    "x",
+    "x_total",
+    "{",
+    "}",
+    "a",
+    "=",
+    "\"",
+    "\\",
+    "\\\"",
+    "\\n",
+    ",",
+    " ",
+    "\t",
+    "1",
+    "-2.5e3",
+    "NaN",
+    "+Inf",
+    "-Inf",
+    "0x1",
+    "#",
+    "# TYPE",
+    " counter",
+    " histogram",
+    "\n",
+    "\r\n",
+    "é",
+    "\u{0}",
+    "1712345678000",
+    "_sum",
+    "_count",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn parser_never_panics_on_arbitrary_text(text in "(?s).{0,600}") {
+        let e = parse_exposition(&text);
+        prop_assert!(e.samples.len() + e.skipped <= text.lines().count());
+    }
+
+    #[test]
+    fn parser_never_panics_on_exposition_like_text(parts in prop::collection::vec(prop::sample::select(FRAGMENTS), 0..60)) {
+        let text = parts.concat();
+        let e = parse_exposition(&text);
+        for s in &e.samples {
+            prop_assert!(sextant_core::load::is_metric_name(s.name));
+        }
+    }
+
+    /// A sample written by the rules is read back as written.
+    #[test]
+    fn written_samples_read_back(value in -1e9f64..1e9, label in "[a-z_][a-z0-9_]{0,8}", v in "[ -~]{0,12}") {
+        let escaped = v.replace('\\', "\\\\").replace('"', "\\\"");
+        let line = format!("m{{{label}=\"{escaped}\"}} {value}\n");
+        let e = parse_exposition(&line);
+        prop_assert_eq!(e.samples.len(), 1);
+        prop_assert_eq!(e.samples[0].value, value);
+        prop_assert_eq!(e.samples[0].labels[0].0, label.as_str());
+        prop_assert_eq!(e.samples[0].labels[0].1.as_ref(), v.as_str());
+    }
+}
