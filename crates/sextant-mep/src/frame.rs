@@ -222,6 +222,12 @@ mod tests {
             Message::AcceptParent(AcceptParent {
                 parent: "P2".into(),
             }),
+            Message::ChildReport(ChildReport {
+                child: "c1".into(),
+                up: true,
+                services: Some(vec![]),
+                site_metrics: Some(SiteMetrics::default()),
+            }),
         ]
     }
 

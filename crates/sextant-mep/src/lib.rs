@@ -6,14 +6,21 @@
 //!   challenge-response authentication, keepalives, RTT (pure).
 //! * [`topology`]: who links with whom, who initiates, backup-parent takeover
 //!   and return (pure).
+//! * [`driver`]: the tokio side — listeners, connections from the site IP,
+//!   TLS, reconnection, and the events the binary consumes.
 //!
 //! The protocol is documented in `docs/mep.md`.
 
+pub mod driver;
 pub mod frame;
 pub mod message;
 pub mod session;
+mod tls;
 pub mod topology;
 
+pub use driver::{
+    LocalReport, MepError, MepEvent, MepHandle, MepState, Options, PeerStatus, start, start_with,
+};
 pub use frame::{DEFAULT_MAX_FRAME, FrameError, FrameReader};
-pub use message::{Message, Role};
+pub use message::Message;
 pub use session::{Action, CloseReason, Session, SessionConfig, SessionEvent, State};

@@ -34,6 +34,7 @@ pub enum Message {
     KeepaliveAck(KeepaliveAck),
     Reject(Reject),
     AcceptParent(AcceptParent),
+    ChildReport(ChildReport),
 }
 
 /// The kind byte of each message in the frame header.
@@ -51,10 +52,11 @@ pub enum Kind {
     KeepaliveAck = 9,
     Reject = 10,
     AcceptParent = 11,
+    ChildReport = 12,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Hello,
         Kind::AuthProof,
         Kind::ServiceStates,
@@ -66,6 +68,7 @@ impl Kind {
         Kind::KeepaliveAck,
         Kind::Reject,
         Kind::AcceptParent,
+        Kind::ChildReport,
     ];
 
     /// The kind with this header byte, if any.
@@ -86,6 +89,7 @@ impl Kind {
             Kind::KeepaliveAck => "KeepaliveAck",
             Kind::Reject => "Reject",
             Kind::AcceptParent => "AcceptParent",
+            Kind::ChildReport => "ChildReport",
         }
     }
 }
@@ -110,6 +114,7 @@ impl Message {
             Message::KeepaliveAck(_) => Kind::KeepaliveAck,
             Message::Reject(_) => Kind::Reject,
             Message::AcceptParent(_) => Kind::AcceptParent,
+            Message::ChildReport(_) => Kind::ChildReport,
         }
     }
 
@@ -127,6 +132,7 @@ impl Message {
             Message::KeepaliveAck(m) => serde_json::to_vec(m),
             Message::Reject(m) => serde_json::to_vec(m),
             Message::AcceptParent(m) => serde_json::to_vec(m),
+            Message::ChildReport(m) => serde_json::to_vec(m),
         }
     }
 
@@ -144,6 +150,7 @@ impl Message {
             Kind::KeepaliveAck => Message::KeepaliveAck(serde_json::from_slice(body)?),
             Kind::Reject => Message::Reject(serde_json::from_slice(body)?),
             Kind::AcceptParent => Message::AcceptParent(serde_json::from_slice(body)?),
+            Kind::ChildReport => Message::ChildReport(serde_json::from_slice(body)?),
         })
     }
 }
@@ -335,6 +342,27 @@ pub struct Reject {
 pub struct AcceptParent {
     /// The accepting child's new parent (the receiver).
     pub parent: String,
+}
+
+/// A parent relays what it knows of one of its children (its own or an
+/// adopted one) to its peer parents, which have no link with the child:
+/// "Each parent site exchanges health information with the child sites and
+/// with other parent sites."
+///
+/// Sent when the child's link comes up (`up`, with the child's last figures),
+/// when the child's figures change (`up`, with the part that changed), and
+/// when the link goes down (`up: false`, nothing else).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildReport {
+    pub child: String,
+    /// MEP between the sender and the child is UP.
+    pub up: bool,
+    /// The child's last [`ServiceStates`] entries, when included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services: Option<Vec<ServiceEntry>>,
+    /// The child's last [`SiteMetrics`], when included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site_metrics: Option<SiteMetrics>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,1809 @@
+//! The MEP driver: sockets, TLS, timers and the bookkeeping that ties the
+//! pure [`Session`]s and the pure [`Topology`] together.
+//!
+//! # Tasks
+//!
+//! * one accept loop per listener (the site IP on `mep_port`, and on
+//!   `mep_secure_port` when any rpcNode is secure);
+//! * one dial loop per link this node opens (see [`Topology::links`]),
+//!   reconnecting with a backoff of 100 ms doubling up to 1 s;
+//! * one task per connection, running a [`Session`]: it reads frames, feeds
+//!   them to the session, writes what the session sends, and reports the
+//!   session's events here;
+//! * a ticker (every keepalive interval): resends the local report, marks
+//!   sites never reached as DOWN one keepalive timeout after start (and
+//!   after each reload);
+//! * a forwarder that moves [`MepEvent`]s into the caller's channel, so no
+//!   lock is ever held while waiting for the caller.
+//!
+//! All state lives in one `Mutex<Inner>`; every handler is synchronous and
+//! short, and no lock is held across an `await`.
+//!
+//! # What a connection counts for
+//!
+//! A session that completed its handshake is *confirmed* — it is this node's
+//! MEP link with that site, reported as UP — once it is wanted by the
+//! topology. Two cases wait for one more message first: a child that
+//! receives an adoption offer (a Hello with `acting_for`) confirms it only
+//! when it accepts the offer (after the adopter's BackupParents), and the
+//! adopting parent confirms only on the child's AcceptParent. A refused
+//! offer is therefore never an UP/DOWN flap.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, SystemTime};
+
+use ring::rand::{SecureRandom, SystemRandom};
+use rustls::ServerConfig;
+use rustls::pki_types::ServerName;
+use sextant_core::{Model, RpcNode};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, watch};
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+use crate::frame::{self, DEFAULT_MAX_FRAME, FrameReader};
+use crate::message::{
+    AcceptParent, BackupParents, ChildReport, Hello, LdnsRttEntry, Message, Role as WireRole,
+    ServiceEntry, ServiceStates, SessionEntry, SiteAddr, SiteMetrics,
+};
+use crate::session::{Action, CloseReason, Session, SessionConfig, SessionEvent};
+use crate::tls;
+use crate::topology::{Accept, Link, LinkKind, Role, SiteRef, Topology, TopologyError};
+
+/// First reconnect delay.
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+/// Reconnect delays double up to this, so a takeover or a return is never
+/// more than about a second behind the topology.
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Frames queued for one connection before it is judged stuck and closed.
+const SEND_QUEUE: usize = 4096;
+/// The ticker never runs more often than this.
+const MIN_TICK: Duration = Duration::from_millis(10);
+
+/// This site's own figures, as the binary measures them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LocalReport {
+    /// Every local service with its state and load figures.
+    pub services: Vec<ServiceEntry>,
+    pub site: SiteMetrics,
+}
+
+/// Something the binary must know. Site names are in their configured
+/// spelling.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MepEvent {
+    /// The site became reachable over MEP: directly (`via: None`) or, for
+    /// another parent's child, relayed by that parent (`via: Some(parent)`).
+    PeerUp { site: String, via: Option<String> },
+    /// The site is no longer reachable over MEP (neither directly nor
+    /// relayed). Its services' MEP-reported states are stale from now on.
+    PeerDown { site: String, reason: String },
+    /// The full list of `from_site`'s services with states and load figures.
+    Services {
+        from_site: String,
+        via: Option<String>,
+        entries: Vec<ServiceEntry>,
+    },
+    SiteMetrics {
+        from_site: String,
+        via: Option<String>,
+        metrics: SiteMetrics,
+    },
+    LdnsRtt {
+        from_site: String,
+        entries: Vec<LdnsRttEntry>,
+    },
+    Sessions {
+        from_site: String,
+        entries: Vec<SessionEntry>,
+    },
+    /// A peer failed authentication (wrong or missing password). Log and
+    /// count it.
+    AuthFailed {
+        peer: SocketAddr,
+        site: String,
+        reason: String,
+    },
+    /// A session was closed for a malformed or oversized frame or another
+    /// protocol violation.
+    BadFrame {
+        peer: SocketAddr,
+        site: String,
+        reason: String,
+    },
+    /// A connection was refused before any session (unknown source IP, or
+    /// plain MEP where this site requires TLS).
+    Refused { peer: SocketAddr, reason: String },
+    /// (Child) The current parent changed: `None` while it has none.
+    ParentChanged { new_parent: Option<String> },
+    /// (Backup parent) `child` accepted this node as its parent in place of
+    /// `for_parent`.
+    Adopted { child: String, for_parent: String },
+    /// (Backup parent) An adoption ended (the child returned to its parent,
+    /// or the link went down).
+    Released { child: String, reason: String },
+    /// (Backup parent) `child` refused this node's adoption offer.
+    AdoptionRefused {
+        child: String,
+        for_parent: String,
+        reason: String,
+    },
+}
+
+/// MEP state of a site, for `/v1/sites`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MepState {
+    /// This node's own site.
+    Local,
+    Up,
+    Down,
+}
+
+impl MepState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MepState::Local => "LOCAL",
+            MepState::Up => "UP",
+            MepState::Down => "DOWN",
+        }
+    }
+}
+
+/// One site as this node sees it, for `GET /v1/sites`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerStatus {
+    pub name: String,
+    pub ip: IpAddr,
+    /// `"parent"`, `"child"` or `"flat"`.
+    pub kind: &'static str,
+    pub state: MepState,
+    /// Reachable only through this parent's relay.
+    pub via: Option<String>,
+    /// This node's direct link with the site, if the topology wants one:
+    /// `"peer"`, `"to-child"`, `"adopted"`, `"to-parent"`.
+    pub link: Option<&'static str>,
+    /// When the last message from (or about) the site arrived.
+    pub last_message: Option<SystemTime>,
+    /// The RTT of the direct link, from keepalives.
+    pub link_rtt: Option<Duration>,
+    /// The TLS variant is in use on the direct link.
+    pub secure: bool,
+    pub configured_parent: Option<String>,
+    /// The child's parent right now, as far as this node knows.
+    pub current_parent: Option<String>,
+    /// This node adopted the child in place of this parent.
+    pub adopted_for: Option<String>,
+    /// Why the site last went DOWN.
+    pub last_down_reason: Option<String>,
+}
+
+/// Why the driver cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum MepError {
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error("cannot listen for MEP on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{0}")]
+    Tls(String),
+    #[error("the MEP driver must be started inside a tokio runtime")]
+    NoRuntime,
+}
+
+/// Tuning knobs (defaults are the protocol's).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Largest frame accepted or sent (the frame `length` field).
+    pub max_frame: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_frame: DEFAULT_MAX_FRAME,
+        }
+    }
+}
+
+/// The running MEP driver. Dropping it stops it, like [`MepHandle::stop`].
+pub struct MepHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for MepHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MepHandle").finish_non_exhaustive()
+    }
+}
+
+/// Starts metric exchange for `model`'s local site. Must be called inside a
+/// tokio runtime. Listens on the local site IP at `mep_port` (and
+/// `mep_secure_port` when any rpcNode is secure) before returning.
+pub fn start(
+    model: Arc<Model>,
+    generation: u64,
+    events: mpsc::Sender<MepEvent>,
+) -> Result<MepHandle, MepError> {
+    start_with(model, generation, events, Options::default())
+}
+
+/// [`start`] with explicit [`Options`].
+pub fn start_with(
+    model: Arc<Model>,
+    generation: u64,
+    events: mpsc::Sender<MepEvent>,
+    options: Options,
+) -> Result<MepHandle, MepError> {
+    let rt = Handle::try_current().map_err(|_| MepError::NoRuntime)?;
+    let topo = Topology::new(&model)?;
+    let cfg = Cfg::new(model, generation, &topo, options.max_frame);
+    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
+    let shared = Arc::new_cyclic(|weak| Shared {
+        origin: Instant::now(),
+        inner: Mutex::new(Inner {
+            weak: weak.clone(),
+            rt: rt.clone(),
+            events: ev_tx,
+            stopped: false,
+            cfg,
+            topo,
+            links: HashMap::new(),
+            next_id: 1,
+            conns: HashMap::new(),
+            active: HashMap::new(),
+            dialers: HashMap::new(),
+            sites: HashMap::new(),
+            report: None,
+            report_sent: Duration::ZERO,
+            children: HashMap::new(),
+            received_lists: HashMap::new(),
+            accepted_offer: None,
+            adopted: HashMap::new(),
+            last_parent: None,
+            refusals: HashMap::new(),
+            unreached_at: None,
+            tasks: Vec::new(),
+            listeners: Vec::new(),
+            listen_on: Vec::new(),
+            tls_server: None,
+            rng: SystemRandom::new(),
+        }),
+    });
+    {
+        let mut inner = shared.lock();
+        inner.listen()?;
+        let now = shared.now();
+        inner.unreached_at = Some(now + inner.cfg.timeout);
+        let fwd = rt.spawn(async move {
+            while let Some(e) = ev_rx.recv().await {
+                if events.send(e).await.is_err() {
+                    break;
+                }
+            }
+        });
+        inner.tasks.push(fwd.abort_handle());
+        let ticker = rt.spawn(tick_loop(Arc::downgrade(&shared)));
+        inner.tasks.push(ticker.abort_handle());
+        tracing::info!(
+            site = %inner.cfg.local.name,
+            ip = %inner.cfg.local.ip,
+            role = ?inner.topo.role(),
+            port = inner.cfg.port,
+            "metric exchange started"
+        );
+        inner.after_change();
+    }
+    Ok(MepHandle { shared })
+}
+
+impl MepHandle {
+    /// Our local services' states and figures and our site figures. Sent to
+    /// every UP peer that needs them when they change, and again every
+    /// keepalive interval.
+    pub fn publish(&self, report: LocalReport) {
+        let now = self.shared.now();
+        self.shared.lock().publish(report, now);
+    }
+
+    /// LDNS RTT tables and persistence sessions (`Message::LdnsRtt`,
+    /// `Message::Sessions`): sent once to every UP peer parent or mesh peer,
+    /// never to or from children. Other messages are ignored.
+    pub fn send_to_peers(&self, msg: Message) {
+        let inner = self.shared.lock();
+        if !matches!(msg, Message::LdnsRtt(_) | Message::Sessions(_)) {
+            tracing::debug!(kind = %msg.kind(), "send_to_peers: not an exchange message");
+            return;
+        }
+        for id in inner.peer_conns() {
+            inner.send(id, msg.clone());
+        }
+    }
+
+    /// A new configuration: re-plans the links, keeps the sessions whose
+    /// site still exists at the same IP (with their handshake-time settings:
+    /// secret and keepalive timeout), closes the others.
+    pub fn reload(&self, model: Arc<Model>, generation: u64) {
+        let now = self.shared.now();
+        self.shared.lock().reload(model, generation, now);
+    }
+
+    /// Every site this node knows, with its MEP state.
+    pub fn status(&self) -> Vec<PeerStatus> {
+        self.shared.lock().status()
+    }
+
+    /// This node's role in the topology.
+    pub fn role(&self) -> Role {
+        self.shared.lock().topo.role()
+    }
+
+    /// (Child) The current parent.
+    pub fn current_parent(&self) -> Option<String> {
+        self.shared.lock().topo.current_parent().map(str::to_owned)
+    }
+
+    /// Stops everything now: listeners, connections, timers. Peers see the
+    /// connections close.
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for MepHandle {
+    fn drop(&mut self) {
+        self.shared.lock().shutdown();
+    }
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    origin: Instant,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The monotonic time the sessions see.
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+}
+
+/// Settings derived from the model.
+struct Cfg {
+    model: Arc<Model>,
+    generation: u64,
+    local: SiteRef,
+    /// Key of the configured parent (child only).
+    original_parent: Option<String>,
+    timeout: Duration,
+    port: u16,
+    secure_port: u16,
+    max_frame: usize,
+}
+
+impl Cfg {
+    fn new(model: Arc<Model>, generation: u64, topo: &Topology, max_frame: usize) -> Cfg {
+        let local = topo.local().clone();
+        let original_parent = model
+            .local_site
+            .and_then(|id| model.sites.get(id as usize))
+            .and_then(|s| s.parent)
+            .and_then(|p| model.sites.get(p as usize))
+            .map(|p| key(&p.name));
+        Cfg {
+            generation,
+            local,
+            original_parent,
+            timeout: model
+                .params
+                .mep_keepalive_timeout
+                .max(Duration::from_millis(3)),
+            port: model.params.mep_port,
+            secure_port: model.params.mep_secure_port,
+            max_frame,
+            model,
+        }
+    }
+
+    fn rpc(&self, ip: IpAddr) -> Option<&RpcNode> {
+        self.model.rpc_nodes.iter().find(|n| n.ip == ip)
+    }
+
+    /// The link to `peer` uses TLS when the accepting side's rpcNode says so.
+    fn secure_to(&self, peer: IpAddr) -> bool {
+        self.rpc(peer).is_some_and(|n| n.secure)
+    }
+
+    fn local_requires_tls(&self) -> bool {
+        self.secure_to(self.local.ip)
+    }
+
+    fn any_secure(&self) -> bool {
+        self.model.rpc_nodes.iter().any(|n| n.secure)
+    }
+
+    fn interval(&self) -> Duration {
+        (self.timeout / 3).max(MIN_TICK)
+    }
+}
+
+fn key(name: &str) -> String {
+    name.to_ascii_lowercase()
+}
+
+fn link_name(kind: LinkKind) -> &'static str {
+    match kind {
+        LinkKind::Peer => "peer",
+        LinkKind::ToChild => "to-child",
+        LinkKind::Adopted => "adopted",
+        LinkKind::ToParent => "to-parent",
+    }
+}
+
+fn wire_role(role: Role) -> WireRole {
+    match role {
+        Role::Parent => WireRole::Parent,
+        Role::Child => WireRole::Child,
+        Role::Flat => WireRole::Flat,
+    }
+}
+
+fn to_wire(list: Vec<SiteRef>) -> Vec<SiteAddr> {
+    list.into_iter()
+        .map(|s| SiteAddr {
+            name: s.name,
+            ip: s.ip,
+        })
+        .collect()
+}
+
+enum ConnCmd {
+    Send(Message),
+}
+
+/// One connection (handshaking or up).
+struct Conn {
+    site: SiteRef,
+    key: String,
+    addr: SocketAddr,
+    outbound: bool,
+    secure: bool,
+    tx: mpsc::Sender<ConnCmd>,
+    /// Set to a reason to make the connection send Reject and close.
+    kill: watch::Sender<Option<String>>,
+    /// The dial loop that owns it (outbound).
+    dialer: Option<u64>,
+    /// The task running an inbound connection.
+    task: Option<AbortHandle>,
+    /// The session completed its handshake.
+    up: bool,
+    /// It is this node's MEP link with the site (see the module docs).
+    confirmed: bool,
+    /// Outbound: we offer to adopt the child for this parent.
+    acting_for: Option<String>,
+    /// Inbound, child only: the peer offers to act for this parent.
+    offer: Option<String>,
+}
+
+struct Dialer {
+    token: u64,
+    plan: DialPlan,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct DialPlan {
+    site: SiteRef,
+    acting_for: Option<String>,
+    secure: bool,
+    port: u16,
+}
+
+/// What a dial loop needs for one attempt.
+struct Attempt {
+    plan: DialPlan,
+    local_ip: IpAddr,
+    timeout: Duration,
+}
+
+/// A registered connection, for its task.
+struct Reg {
+    id: u64,
+    cfg: SessionConfig,
+    rx: mpsc::Receiver<ConnCmd>,
+    kill: watch::Receiver<Option<String>>,
+    max_frame: usize,
+}
+
+/// Per-site state for events and status.
+#[derive(Default)]
+struct SiteInfo {
+    name: String,
+    /// Last announced reachability (PeerUp/PeerDown sent).
+    announced: bool,
+    /// Peer parents that relay this (child) site as UP.
+    via: HashSet<String>,
+    last_message: Option<SystemTime>,
+    rtt: Option<Duration>,
+    down_reason: Option<String>,
+}
+
+/// A parent's copy of one of its children's figures, for relaying.
+struct ChildData {
+    name: String,
+    services: Option<Vec<ServiceEntry>>,
+    metrics: Option<SiteMetrics>,
+}
+
+struct Inner {
+    weak: Weak<Shared>,
+    rt: Handle,
+    events: mpsc::UnboundedSender<MepEvent>,
+    stopped: bool,
+    cfg: Cfg,
+    topo: Topology,
+    /// `topo.links()` by site key, as of the last reconcile.
+    links: HashMap<String, Link>,
+    next_id: u64,
+    conns: HashMap<u64, Conn>,
+    /// Site key → its confirmed connection.
+    active: HashMap<String, u64>,
+    dialers: HashMap<String, Dialer>,
+    sites: HashMap<String, SiteInfo>,
+    report: Option<LocalReport>,
+    report_sent: Duration,
+    /// Parent: my confirmed children (own and adopted) by key.
+    children: HashMap<String, ChildData>,
+    /// Child: backup lists received, by parent key (replayed on reload).
+    received_lists: HashMap<String, (String, Vec<SiteRef>)>,
+    /// Child: the adoption accepted (adopter, original parent).
+    accepted_offer: Option<(String, String)>,
+    /// Parent: child key → original parent, for adoptions accepted.
+    adopted: HashMap<String, String>,
+    /// Child: the parent last announced by ParentChanged.
+    last_parent: Option<String>,
+    /// Parent: the last refusal reason per child (logged once).
+    refusals: HashMap<String, String>,
+    unreached_at: Option<Duration>,
+    tasks: Vec<AbortHandle>,
+    listeners: Vec<AbortHandle>,
+    listen_on: Vec<(SocketAddr, bool)>,
+    tls_server: Option<Arc<ServerConfig>>,
+    rng: SystemRandom,
+}
+
+impl Inner {
+    fn emit(&self, e: MepEvent) {
+        let _ = self.events.send(e);
+    }
+
+    fn shared(&self) -> Option<Arc<Shared>> {
+        self.weak.upgrade()
+    }
+
+    fn site_info(&mut self, k: &str, name: &str) -> &mut SiteInfo {
+        let info = self.sites.entry(k.to_owned()).or_default();
+        if info.name.is_empty() {
+            info.name = name.to_owned();
+        }
+        info
+    }
+
+    // --- listeners ---
+
+    fn listen(&mut self) -> Result<(), MepError> {
+        let ip = self.cfg.local.ip;
+        let mut want = vec![(SocketAddr::new(ip, self.cfg.port), false)];
+        if self.cfg.any_secure() {
+            want.push((SocketAddr::new(ip, self.cfg.secure_port), true));
+        }
+        if want == self.listen_on {
+            return Ok(());
+        }
+        for h in self.listeners.drain(..) {
+            h.abort();
+        }
+        self.listen_on.clear();
+        if want.iter().any(|(_, s)| *s) && self.tls_server.is_none() {
+            self.tls_server = Some(tls::server_config().map_err(MepError::Tls)?);
+        }
+        let shared = self.shared().expect("called through the handle");
+        for &(addr, secure) in &want {
+            let listener =
+                bind_listener(addr).map_err(|source| MepError::Listen { addr, source })?;
+            let h = self.rt.spawn(accept_loop(shared.clone(), listener, secure));
+            self.listeners.push(h.abort_handle());
+            tracing::info!(%addr, secure, "MEP listening");
+        }
+        self.listen_on = want;
+        Ok(())
+    }
+
+    fn site_by_ip(&self, ip: IpAddr) -> Option<SiteRef> {
+        let me = key(&self.cfg.local.name);
+        self.topo
+            .view()
+            .into_iter()
+            .find(|v| v.ip == ip && key(&v.name) != me)
+            .map(|v| SiteRef {
+                name: v.name,
+                ip: v.ip,
+            })
+    }
+
+    /// An inbound connection arrived at a listener.
+    fn accept(&mut self, tcp: TcpStream, addr: SocketAddr, secure: bool) {
+        if self.stopped {
+            return;
+        }
+        let Some(site) = self.site_by_ip(addr.ip()) else {
+            tracing::warn!(peer = %addr, "MEP connection from an address that is no known site: closed");
+            self.emit(MepEvent::Refused {
+                peer: addr,
+                reason: "not the IP of a known site".into(),
+            });
+            return;
+        };
+        if !secure && self.cfg.local_requires_tls() {
+            tracing::warn!(peer = %addr, site = %site.name, "plain MEP connection refused: this site requires the secure port");
+            self.emit(MepEvent::Refused {
+                peer: addr,
+                reason: "this site accepts only secure MEP".into(),
+            });
+            return;
+        }
+        let Some(reg) = self.register(site, addr, false, secure, None, None) else {
+            return;
+        };
+        let id = reg.id;
+        let shared = self.shared().expect("called through the handle");
+        let tls = if secure {
+            self.tls_server.clone()
+        } else {
+            None
+        };
+        let timeout = self.cfg.timeout;
+        let h = self.rt.spawn(async move {
+            let Some(cfg) = tls else {
+                run_conn(shared, tcp, reg, None).await;
+                return;
+            };
+            let failed =
+                match tokio::time::timeout(timeout, TlsAcceptor::from(cfg).accept(tcp)).await {
+                    Ok(Ok(s)) => match tls::binding(&**s.get_ref().1) {
+                        Ok(b) => {
+                            run_conn(shared, s, reg, Some(b)).await;
+                            return;
+                        }
+                        Err(e) => format!("TLS exporter failed: {e}"),
+                    },
+                    Ok(Err(e)) => format!("TLS handshake failed: {e}"),
+                    Err(_) => "TLS handshake timed out".to_owned(),
+                };
+            shared.lock().closed(reg.id, CloseReason::Local(failed));
+        });
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.task = Some(h.abort_handle());
+        }
+        self.tasks.push(h.abort_handle());
+    }
+
+    // --- connections ---
+
+    fn register(
+        &mut self,
+        site: SiteRef,
+        addr: SocketAddr,
+        outbound: bool,
+        secure: bool,
+        acting_for: Option<String>,
+        dialer: Option<u64>,
+    ) -> Option<Reg> {
+        if self.stopped {
+            return None;
+        }
+        let k = key(&site.name);
+        if let Some(t) = dialer
+            && self.dialers.get(&k).map(|d| d.token) != Some(t)
+        {
+            return None;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let (tx, rx) = mpsc::channel(SEND_QUEUE);
+        let (kill_tx, kill_rx) = watch::channel(None);
+        // The link's secret is the password of the accepting side's IP.
+        let acceptor = if outbound { site.ip } else { self.cfg.local.ip };
+        let secret = self
+            .cfg
+            .rpc(acceptor)
+            .and_then(|n| n.password.as_ref())
+            .map(|p| p.as_bytes().to_vec());
+        let mut nonce = [0u8; 32];
+        self.rng
+            .fill(&mut nonce)
+            .expect("the system random number generator works");
+        let cfg = SessionConfig {
+            local_name: self.cfg.local.name.clone(),
+            local_ip: self.cfg.local.ip,
+            role: wire_role(self.topo.role()),
+            generation: self.cfg.generation,
+            peer_name: site.name.clone(),
+            peer_ip: site.ip,
+            secret,
+            nonce,
+            acting_for: acting_for.clone(),
+            keepalive_timeout: self.cfg.timeout,
+        };
+        self.conns.insert(
+            id,
+            Conn {
+                site,
+                key: k,
+                addr,
+                outbound,
+                secure,
+                tx,
+                kill: kill_tx,
+                dialer,
+                task: None,
+                up: false,
+                confirmed: false,
+                acting_for,
+                offer: None,
+            },
+        );
+        Some(Reg {
+            id,
+            cfg,
+            rx,
+            kill: kill_rx,
+            max_frame: self.cfg.max_frame,
+        })
+    }
+
+    fn send(&self, id: u64, msg: Message) {
+        if let Some(c) = self.conns.get(&id)
+            && c.tx.try_send(ConnCmd::Send(msg)).is_err()
+        {
+            c.kill
+                .send_replace(Some("send queue full: the peer does not read".into()));
+        }
+    }
+
+    fn reject(&self, id: u64, reason: String) {
+        if let Some(c) = self.conns.get(&id) {
+            c.kill.send_replace(Some(reason));
+        }
+    }
+
+    fn touch(&mut self, id: u64) {
+        let Some(c) = self.conns.get(&id) else { return };
+        if !c.up {
+            return;
+        }
+        let (k, name) = (c.key.clone(), c.site.name.clone());
+        self.site_info(&k, &name).last_message = Some(SystemTime::now());
+    }
+
+    fn session_event(&mut self, id: u64, e: SessionEvent) {
+        if self.stopped {
+            return;
+        }
+        match e {
+            SessionEvent::Up { peer } => self.on_up(id, peer),
+            SessionEvent::Received(m) => self.on_received(id, m),
+            SessionEvent::Rtt(rtt) => {
+                if let Some(c) = self.conns.get(&id)
+                    && self.active.get(&c.key) == Some(&id)
+                {
+                    let (k, name) = (c.key.clone(), c.site.name.clone());
+                    self.site_info(&k, &name).rtt = Some(rtt);
+                }
+            }
+            SessionEvent::AuthFailed { reason } => {
+                if let Some(c) = self.conns.get(&id) {
+                    tracing::warn!(
+                        site = %c.site.name,
+                        peer = %c.addr,
+                        %reason,
+                        "MEP authentication failed"
+                    );
+                    self.emit(MepEvent::AuthFailed {
+                        peer: c.addr,
+                        site: c.site.name.clone(),
+                        reason,
+                    });
+                }
+            }
+        }
+    }
+
+    fn on_up(&mut self, id: u64, hello: Hello) {
+        let role = self.topo.role();
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        c.up = true;
+        let k = c.key.clone();
+        let name = c.site.name.clone();
+        tracing::debug!(site = %name, peer = %c.addr, outbound = c.outbound, generation = hello.generation, "MEP handshake complete");
+        if role == Role::Child {
+            let is_original = self.cfg.original_parent.as_deref() == Some(k.as_str());
+            if let Some(for_parent) = hello.acting_for.filter(|_| !is_original) {
+                // Wait for the adopter's BackupParents, then decide.
+                c.offer = Some(for_parent);
+                return;
+            }
+        } else if c.outbound
+            && let Some(for_parent) = c.acting_for.clone()
+        {
+            let list = to_wire(self.topo.backup_list(&for_parent));
+            tracing::info!(child = %name, %for_parent, "offering to adopt the child");
+            self.send(
+                id,
+                Message::BackupParents(BackupParents {
+                    parent: for_parent,
+                    list,
+                }),
+            );
+            return;
+        }
+        if !self.links.contains_key(&k) {
+            let reason = format!(
+                "{} has no MEP link with {name} in its configuration",
+                self.cfg.local.name
+            );
+            self.reject(id, reason);
+            return;
+        }
+        self.confirm(id);
+    }
+
+    /// Makes connection `id` the site's MEP link.
+    fn confirm(&mut self, id: u64) {
+        let Some(c) = self.conns.get(&id) else { return };
+        let (k, name, outbound) = (c.key.clone(), c.site.name.clone(), c.outbound);
+        let (addr, secure) = (c.addr, c.secure);
+        let mut replaced = false;
+        if let Some(&old) = self.active.get(&k)
+            && old != id
+        {
+            // A site restarted (same direction: the old one is stale), or
+            // the two ends disagree on who initiates (keep the one the
+            // topology expects).
+            let keep_new = match self.conns.get(&old) {
+                None => true,
+                Some(o) if o.outbound == outbound => true,
+                Some(_) => self.links.get(&k).is_none_or(|l| l.initiate == outbound),
+            };
+            if keep_new {
+                self.reject(
+                    old,
+                    "replaced by a newer connection from the same site".into(),
+                );
+                replaced = true;
+            } else {
+                self.reject(id, "a MEP connection with this site already exists".into());
+                return;
+            }
+        }
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.confirmed = true;
+        }
+        self.active.insert(k.clone(), id);
+        self.topo.peer_up(&name);
+        self.site_info(&k, &name).rtt = None;
+        if !replaced {
+            tracing::info!(site = %name, peer = %addr, secure, "MEP is UP");
+        }
+        let role = self.topo.role();
+        let kind = self.links.get(&k).map(|l| l.kind);
+        if role == Role::Parent && matches!(kind, Some(LinkKind::Peer | LinkKind::ToChild)) {
+            let list = to_wire(self.topo.own_backup_list());
+            self.send(
+                id,
+                Message::BackupParents(BackupParents {
+                    parent: self.cfg.local.name.clone(),
+                    list,
+                }),
+            );
+        }
+        if role != Role::Child && kind == Some(LinkKind::Peer) {
+            self.send_report_to(id);
+            let reports: Vec<Message> = self
+                .children
+                .values()
+                .map(|c| {
+                    Message::ChildReport(ChildReport {
+                        child: c.name.clone(),
+                        up: true,
+                        services: c.services.clone(),
+                        site_metrics: c.metrics,
+                    })
+                })
+                .collect();
+            for m in reports {
+                self.send(id, m);
+            }
+        }
+        if role == Role::Parent
+            && matches!(kind, Some(LinkKind::ToChild | LinkKind::Adopted))
+            && !self.children.contains_key(&k)
+        {
+            self.children.insert(
+                k.clone(),
+                ChildData {
+                    name: name.clone(),
+                    services: None,
+                    metrics: None,
+                },
+            );
+            self.relay(ChildReport {
+                child: name,
+                up: true,
+                services: None,
+                site_metrics: None,
+            });
+        }
+        self.announce(&k);
+        self.after_change();
+    }
+
+    fn on_received(&mut self, id: u64, msg: Message) {
+        let Some(c) = self.conns.get(&id) else { return };
+        let (k, name, confirmed) = (c.key.clone(), c.site.name.clone(), c.confirmed);
+        let role = self.topo.role();
+        match msg {
+            Message::BackupParents(b) => {
+                let list: Vec<SiteRef> = b
+                    .list
+                    .into_iter()
+                    .map(|s| SiteRef {
+                        name: s.name,
+                        ip: s.ip,
+                    })
+                    .collect();
+                if role != Role::Child {
+                    tracing::debug!(from = %name, parent = %b.parent, "backup list from a peer ignored (the configuration is authoritative)");
+                    return;
+                }
+                let offer = self.conns.get(&id).and_then(|c| c.offer.clone());
+                match offer {
+                    Some(for_parent) if !confirmed => {
+                        if key(&b.parent) == key(&for_parent) {
+                            self.remember_list(&b.parent, list);
+                        }
+                        self.decide_offer(id, &name, &for_parent);
+                    }
+                    _ if confirmed && key(&b.parent) == k => {
+                        tracing::debug!(parent = %name, backups = list.len(), "backup parent list received");
+                        self.remember_list(&b.parent, list);
+                        self.after_change();
+                    }
+                    _ => {
+                        tracing::debug!(from = %name, parent = %b.parent, "unexpected backup list ignored");
+                    }
+                }
+            }
+            Message::AcceptParent(_) => {
+                let Some(c) = self.conns.get(&id) else { return };
+                let Some(for_parent) = c.acting_for.clone().filter(|_| c.outbound && !confirmed)
+                else {
+                    tracing::debug!(from = %name, "unexpected AcceptParent ignored");
+                    return;
+                };
+                tracing::info!(child = %name, %for_parent, "took over the child (backup parent)");
+                self.topo.adopted(&name, true);
+                self.adopted.insert(k.clone(), for_parent.clone());
+                self.refusals.remove(&k);
+                self.emit(MepEvent::Adopted {
+                    child: name,
+                    for_parent,
+                });
+                self.confirm(id);
+            }
+            _ if !confirmed => {
+                tracing::debug!(from = %name, kind = %msg.kind(), "data before the link is confirmed ignored");
+            }
+            Message::ServiceStates(s) => {
+                if let Some(child) = self.children.get_mut(&k)
+                    && child.services.as_ref() != Some(&s.entries)
+                {
+                    child.services = Some(s.entries.clone());
+                    self.relay(ChildReport {
+                        child: name.clone(),
+                        up: true,
+                        services: Some(s.entries.clone()),
+                        site_metrics: None,
+                    });
+                }
+                self.emit(MepEvent::Services {
+                    from_site: name,
+                    via: None,
+                    entries: s.entries,
+                });
+            }
+            Message::SiteMetrics(m) => {
+                if let Some(child) = self.children.get_mut(&k)
+                    && child.metrics != Some(m)
+                {
+                    child.metrics = Some(m);
+                    self.relay(ChildReport {
+                        child: name.clone(),
+                        up: true,
+                        services: None,
+                        site_metrics: Some(m),
+                    });
+                }
+                self.emit(MepEvent::SiteMetrics {
+                    from_site: name,
+                    via: None,
+                    metrics: m,
+                });
+            }
+            Message::LdnsRtt(r) => self.emit(MepEvent::LdnsRtt {
+                from_site: name,
+                entries: r.entries,
+            }),
+            Message::Sessions(s) => self.emit(MepEvent::Sessions {
+                from_site: name,
+                entries: s.entries,
+            }),
+            Message::ChildReport(r) => self.on_child_report(&k, &name, r),
+            other => {
+                tracing::debug!(from = %name, kind = %other.kind(), "message ignored");
+            }
+        }
+    }
+
+    fn remember_list(&mut self, parent: &str, list: Vec<SiteRef>) {
+        self.received_lists
+            .insert(key(parent), (parent.to_owned(), list.clone()));
+        self.topo.set_backup_list(parent, list);
+    }
+
+    /// Child: decides the adoption offer on connection `id`.
+    fn decide_offer(&mut self, id: u64, from: &str, for_parent: &str) {
+        match self.topo.offer_parent(from, for_parent) {
+            Accept::Yes => {
+                tracing::info!(new_parent = %from, original = %for_parent, "accepted a backup parent's takeover");
+                self.accepted_offer = Some((from.to_owned(), for_parent.to_owned()));
+                if let Some(c) = self.conns.get_mut(&id) {
+                    c.offer = None;
+                }
+                self.send(
+                    id,
+                    Message::AcceptParent(AcceptParent {
+                        parent: from.to_owned(),
+                    }),
+                );
+                self.confirm(id);
+            }
+            Accept::No(reason) => {
+                tracing::info!(from = %from, original = %for_parent, %reason, "refused a backup parent's takeover");
+                self.reject(id, reason);
+            }
+        }
+    }
+
+    /// Parent: a peer parent relays one of its children.
+    fn on_child_report(&mut self, from_key: &str, from: &str, r: ChildReport) {
+        if self.topo.role() == Role::Child
+            || self.links.get(from_key).map(|l| l.kind) != Some(LinkKind::Peer)
+        {
+            tracing::debug!(%from, child = %r.child, "child report from a site that is not a peer parent ignored");
+            return;
+        }
+        let ck = key(&r.child);
+        if ck == key(&self.cfg.local.name) {
+            return;
+        }
+        let info = self.site_info(&ck, &r.child);
+        if r.up {
+            info.via.insert(from_key.to_owned());
+            info.last_message = Some(SystemTime::now());
+        } else if info.via.remove(from_key) {
+            info.down_reason = Some(format!("{from} lost its MEP link with it"));
+        }
+        let direct = self.active.contains_key(&ck);
+        self.announce(&ck);
+        if r.up && !direct {
+            if let Some(entries) = r.services {
+                self.emit(MepEvent::Services {
+                    from_site: r.child.clone(),
+                    via: Some(from.to_owned()),
+                    entries,
+                });
+            }
+            if let Some(metrics) = r.site_metrics {
+                self.emit(MepEvent::SiteMetrics {
+                    from_site: r.child,
+                    via: Some(from.to_owned()),
+                    metrics,
+                });
+            }
+        }
+    }
+
+    /// Sends a child report to every confirmed peer parent.
+    fn relay(&self, r: ChildReport) {
+        if self.topo.role() != Role::Parent {
+            return;
+        }
+        for id in self.peer_conns() {
+            self.send(id, Message::ChildReport(r.clone()));
+        }
+    }
+
+    /// Confirmed connections with peer parents / mesh peers.
+    fn peer_conns(&self) -> Vec<u64> {
+        self.active
+            .iter()
+            .filter(|(k, _)| self.links.get(*k).is_some_and(|l| l.kind == LinkKind::Peer))
+            .map(|(_, &id)| id)
+            .collect()
+    }
+
+    /// Where our own report goes: peers (parent, flat), or the current
+    /// parent (child).
+    fn report_targets(&self) -> Vec<u64> {
+        if self.topo.role() == Role::Child {
+            self.topo
+                .current_parent()
+                .and_then(|p| self.active.get(&key(p)).copied())
+                .into_iter()
+                .collect()
+        } else {
+            self.peer_conns()
+        }
+    }
+
+    fn send_report_to(&self, id: u64) {
+        if let Some(r) = &self.report {
+            self.send(
+                id,
+                Message::ServiceStates(ServiceStates {
+                    entries: r.services.clone(),
+                }),
+            );
+            self.send(id, Message::SiteMetrics(r.site));
+        }
+    }
+
+    fn publish(&mut self, report: LocalReport, now: Duration) {
+        if self.stopped {
+            return;
+        }
+        let old = self.report.replace(report);
+        let r = self.report.as_ref().expect("just set");
+        let services_changed = old.as_ref().is_none_or(|o| o.services != r.services);
+        let site_changed = old.as_ref().is_none_or(|o| o.site != r.site);
+        if services_changed && site_changed {
+            self.report_sent = now;
+        }
+        for id in self.report_targets() {
+            if services_changed {
+                self.send(
+                    id,
+                    Message::ServiceStates(ServiceStates {
+                        entries: r.services.clone(),
+                    }),
+                );
+            }
+            if site_changed {
+                self.send(id, Message::SiteMetrics(r.site));
+            }
+        }
+    }
+
+    /// A connection ended. Returns whether it had been confirmed.
+    fn closed(&mut self, id: u64, reason: CloseReason) -> bool {
+        let Some(c) = self.conns.remove(&id) else {
+            return false;
+        };
+        if self.stopped {
+            return c.confirmed;
+        }
+        let why = reason.to_string();
+        let name = c.site.name.clone();
+        if matches!(reason, CloseReason::Malformed(_) | CloseReason::Protocol(_)) {
+            tracing::warn!(site = %name, peer = %c.addr, reason = %why, "MEP session closed: protocol error");
+            self.emit(MepEvent::BadFrame {
+                peer: c.addr,
+                site: name.clone(),
+                reason: why.clone(),
+            });
+        } else if !c.confirmed {
+            tracing::debug!(site = %name, peer = %c.addr, reason = %why, "MEP connection closed before it was up");
+        }
+        // Adopter side.
+        if c.outbound
+            && let Some(for_parent) = c.acting_for.clone()
+        {
+            if c.confirmed && self.adopted.remove(&c.key).is_some() {
+                self.topo.adopted(&name, false);
+                tracing::info!(child = %name, %for_parent, reason = %why, "adoption ended");
+                self.emit(MepEvent::Released {
+                    child: name.clone(),
+                    reason: why.clone(),
+                });
+            } else if let CloseReason::RejectedByPeer(r) = &reason {
+                let again = self.refusals.get(&c.key) == Some(r);
+                if again {
+                    tracing::debug!(child = %name, %for_parent, reason = %r, "child refused the takeover");
+                } else {
+                    tracing::warn!(child = %name, %for_parent, reason = %r, "child refused the takeover");
+                    self.refusals.insert(c.key.clone(), r.clone());
+                }
+                self.emit(MepEvent::AdoptionRefused {
+                    child: name.clone(),
+                    for_parent,
+                    reason: r.clone(),
+                });
+            }
+        }
+        if self.active.get(&c.key) != Some(&id) {
+            return c.confirmed;
+        }
+        self.active.remove(&c.key);
+        if self
+            .accepted_offer
+            .as_ref()
+            .is_some_and(|(from, _)| key(from) == c.key)
+        {
+            self.accepted_offer = None;
+        }
+        self.topo.peer_down(&name);
+        {
+            let info = self.site_info(&c.key, &name);
+            info.rtt = None;
+            info.down_reason = Some(why.clone());
+        }
+        tracing::warn!(site = %name, peer = %c.addr, reason = %why, "MEP is DOWN");
+        if self.children.remove(&c.key).is_some() {
+            self.relay(ChildReport {
+                child: name.clone(),
+                up: false,
+                services: None,
+                site_metrics: None,
+            });
+        }
+        // Children this peer relayed are no longer reachable through it.
+        let mut lost = Vec::new();
+        for (k, info) in &mut self.sites {
+            if info.via.remove(&c.key) {
+                info.down_reason = Some(format!("MEP with {name}, which relayed it, is DOWN"));
+                lost.push(k.clone());
+            }
+        }
+        for k in lost {
+            self.announce(&k);
+        }
+        self.announce(&c.key);
+        self.after_change();
+        true
+    }
+
+    /// Emits PeerUp/PeerDown when a site's reachability changed.
+    fn announce(&mut self, k: &str) {
+        let direct = self.active.contains_key(k);
+        let Some(info) = self.sites.get_mut(k) else {
+            return;
+        };
+        let up = direct || !info.via.is_empty();
+        if up == info.announced {
+            return;
+        }
+        info.announced = up;
+        let site = info.name.clone();
+        let e = if up {
+            let via = if direct {
+                None
+            } else {
+                info.via.iter().min().cloned()
+            };
+            let via = via.map(|v| self.sites.get(&v).map_or(v.clone(), |i| i.name.clone()));
+            MepEvent::PeerUp { site, via }
+        } else {
+            MepEvent::PeerDown {
+                site,
+                reason: info.down_reason.clone().unwrap_or_default(),
+            }
+        };
+        self.emit(e);
+    }
+
+    /// After anything that may change the topology's answers.
+    fn after_change(&mut self) {
+        if self.stopped {
+            return;
+        }
+        if self.topo.role() == Role::Child {
+            let cur = self.topo.current_parent().map(str::to_owned);
+            if cur != self.last_parent {
+                match &cur {
+                    Some(p) => tracing::info!(parent = %p, "current parent"),
+                    None => tracing::warn!("no parent reachable"),
+                }
+                self.emit(MepEvent::ParentChanged {
+                    new_parent: cur.clone(),
+                });
+                self.last_parent = cur.clone();
+                if let Some(p) = cur
+                    && let Some(&id) = self.active.get(&key(&p))
+                {
+                    self.send_report_to(id);
+                }
+            }
+        }
+        self.reconcile();
+    }
+
+    /// Opens the links the topology wants, closes those it no longer wants.
+    fn reconcile(&mut self) {
+        let adoptions: HashMap<String, String> = self
+            .topo
+            .adoptions()
+            .into_iter()
+            .map(|(c, p)| (key(&c.name), p))
+            .collect();
+        self.links = self
+            .topo
+            .links()
+            .into_iter()
+            .map(|l| (key(&l.peer.name), l))
+            .collect();
+        let mut wanted: HashMap<String, DialPlan> = HashMap::new();
+        for (k, l) in &self.links {
+            if !l.initiate {
+                continue;
+            }
+            let acting_for = if l.kind == LinkKind::Adopted {
+                adoptions.get(k).cloned()
+            } else {
+                None
+            };
+            let secure = self.cfg.secure_to(l.peer.ip);
+            wanted.insert(
+                k.clone(),
+                DialPlan {
+                    site: l.peer.clone(),
+                    acting_for,
+                    secure,
+                    port: if secure {
+                        self.cfg.secure_port
+                    } else {
+                        self.cfg.port
+                    },
+                },
+            );
+        }
+        self.dialers
+            .retain(|k, d| wanted.get(k).is_some_and(|p| *p == d.plan));
+        for (k, plan) in wanted {
+            if self.dialers.contains_key(&k) {
+                continue;
+            }
+            let token = self.next_id;
+            self.next_id += 1;
+            tracing::debug!(site = %plan.site.name, acting_for = ?plan.acting_for, "dialing");
+            self.dialers.insert(k.clone(), Dialer { token, plan });
+            if let Some(shared) = self.shared() {
+                let h = self.rt.spawn(dial_loop(shared, k, token));
+                self.tasks.push(h.abort_handle());
+            }
+        }
+        let parent_now = (self.topo.role() == Role::Child)
+            .then(|| self.topo.current_parent().map(str::to_owned))
+            .flatten();
+        let mut rejects = Vec::new();
+        for (&id, c) in &self.conns {
+            if let Some(t) = c.dialer
+                && self.dialers.get(&c.key).map(|d| d.token) != Some(t)
+            {
+                rejects.push((
+                    id,
+                    format!(
+                        "{} no longer links with {}",
+                        self.cfg.local.name, c.site.name
+                    ),
+                ));
+                continue;
+            }
+            if !c.up || (c.offer.is_some() && !c.confirmed) {
+                continue;
+            }
+            match self.links.get(&c.key) {
+                None => rejects.push((
+                    id,
+                    match &parent_now {
+                        Some(p) => format!("{p} is now my parent"),
+                        None => format!(
+                            "{} no longer links with {}",
+                            self.cfg.local.name, c.site.name
+                        ),
+                    },
+                )),
+                Some(l) if l.peer.ip != c.site.ip => {
+                    rejects.push((id, format!("the IP of {} changed", c.site.name)));
+                }
+                _ => {}
+            }
+        }
+        for (id, why) in rejects {
+            self.reject(id, why);
+        }
+    }
+
+    fn attempt(&self, k: &str, token: u64) -> Option<Attempt> {
+        if self.stopped {
+            return None;
+        }
+        let d = self.dialers.get(k).filter(|d| d.token == token)?;
+        Some(Attempt {
+            plan: d.plan.clone(),
+            local_ip: self.cfg.local.ip,
+            timeout: self.cfg.timeout,
+        })
+    }
+
+    fn tick(&mut self, now: Duration) {
+        if self.stopped {
+            return;
+        }
+        if let Some(t) = self.unreached_at
+            && now >= t
+        {
+            self.unreached_at = None;
+            self.topo.mark_unreached_down();
+            self.after_change();
+        }
+        if self.report.is_some() && now >= self.report_sent + self.cfg.interval() {
+            self.report_sent = now;
+            for id in self.report_targets() {
+                self.send_report_to(id);
+            }
+        }
+        self.tasks.retain(|h| !h.is_finished());
+    }
+
+    fn reload(&mut self, model: Arc<Model>, generation: u64, now: Duration) {
+        if self.stopped {
+            return;
+        }
+        let mut topo = match Topology::new(&model) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(error = %e, "MEP keeps the previous topology: the new configuration is unusable");
+                return;
+            }
+        };
+        let old_local = self.cfg.local.clone();
+        let old_own = self.topo.own_backup_list();
+        let cfg = Cfg::new(model, generation, &topo, self.cfg.max_frame);
+        if key(&cfg.local.name) != key(&old_local.name) || cfg.local.ip != old_local.ip {
+            tracing::warn!(old = %old_local.name, new = %cfg.local.name, "the local site changed: every MEP session restarts");
+            for &id in self.conns.keys() {
+                self.reject(id, "the site's identity changed".into());
+            }
+        } else {
+            // Carry what this node has observed over to the new topology.
+            for (parent, list) in self.received_lists.values() {
+                topo.set_backup_list(parent, list.clone());
+            }
+            for c in self.active.values().filter_map(|id| self.conns.get(id)) {
+                topo.peer_up(&c.site.name);
+            }
+            for v in self.topo.view() {
+                if self.topo.peer_state(&v.name) == crate::topology::PeerState::Down {
+                    topo.peer_down(&v.name);
+                }
+            }
+            if let Some((from, for_parent)) = &self.accepted_offer
+                && topo.offer_parent(from, for_parent) != Accept::Yes
+            {
+                self.accepted_offer = None;
+            }
+            for child in self.adopted.keys() {
+                topo.adopted(child, true);
+            }
+        }
+        self.topo = topo;
+        self.cfg = cfg;
+        if let Err(e) = self.listen() {
+            tracing::error!(error = %e, "MEP listener");
+        }
+        self.unreached_at = Some(now + self.cfg.timeout);
+        let own = self.topo.own_backup_list();
+        if own != old_own && self.topo.role() == Role::Parent {
+            let msg = Message::BackupParents(BackupParents {
+                parent: self.cfg.local.name.clone(),
+                list: to_wire(own),
+            });
+            let ids: Vec<u64> = self.active.values().copied().collect();
+            for id in ids {
+                self.send(id, msg.clone());
+            }
+        }
+        self.after_change();
+    }
+
+    fn status(&self) -> Vec<PeerStatus> {
+        let me = key(&self.cfg.local.name);
+        self.topo
+            .view()
+            .into_iter()
+            .map(|v| {
+                let k = key(&v.name);
+                let info = self.sites.get(&k);
+                let conn = self.active.get(&k).and_then(|id| self.conns.get(id));
+                let state = if k == me {
+                    MepState::Local
+                } else if info.is_some_and(|i| i.announced) {
+                    MepState::Up
+                } else {
+                    MepState::Down
+                };
+                let via = if conn.is_none() {
+                    info.and_then(|i| i.via.iter().min())
+                        .map(|v| self.sites.get(v).map_or(v.clone(), |i| i.name.clone()))
+                } else {
+                    None
+                };
+                PeerStatus {
+                    ip: v.ip,
+                    kind: v.kind,
+                    state,
+                    via,
+                    link: self.links.get(&k).map(|l| link_name(l.kind)),
+                    last_message: info.and_then(|i| i.last_message),
+                    link_rtt: conn.and(info.and_then(|i| i.rtt)),
+                    secure: conn.is_some_and(|c| c.secure),
+                    configured_parent: v.configured_parent,
+                    current_parent: v.current_parent,
+                    adopted_for: self.adopted.get(&k).cloned(),
+                    last_down_reason: info.and_then(|i| i.down_reason.clone()),
+                    name: v.name,
+                }
+            })
+            .collect()
+    }
+
+    fn shutdown(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        for h in self.listeners.drain(..).chain(self.tasks.drain(..)) {
+            h.abort();
+        }
+        for c in self.conns.values() {
+            if let Some(t) = &c.task {
+                t.abort();
+            }
+        }
+        self.conns.clear();
+        self.dialers.clear();
+        tracing::info!(site = %self.cfg.local.name, "metric exchange stopped");
+    }
+}
+
+fn bind_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+/// Connects to `peer` from the site IP (the peer identifies us by it).
+async fn connect(local: IpAddr, peer: SocketAddr) -> io::Result<TcpStream> {
+    let socket = if peer.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.bind(SocketAddr::new(local, 0))?;
+    let stream = socket.connect(peer).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, secure: bool) {
+    loop {
+        match listener.accept().await {
+            Ok((tcp, addr)) => {
+                let _ = tcp.set_nodelay(true);
+                shared.lock().accept(tcp, addr, secure);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "MEP accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn tick_loop(shared: Weak<Shared>) {
+    loop {
+        let interval = {
+            let Some(s) = shared.upgrade() else { return };
+            let now = s.now();
+            let mut inner = s.lock();
+            inner.tick(now);
+            inner.cfg.interval()
+        };
+        tokio::time::sleep(interval.min(Duration::from_millis(500))).await;
+    }
+}
+
+async fn dial_loop(shared: Arc<Shared>, k: String, token: u64) {
+    let mut backoff = BACKOFF_MIN;
+    let mut last_error: Option<String> = None;
+    loop {
+        let Some(a) = shared.lock().attempt(&k, token) else {
+            return;
+        };
+        let addr = SocketAddr::new(a.plan.site.ip, a.plan.port);
+        let error = match tokio::time::timeout(a.timeout, connect(a.local_ip, addr)).await {
+            Ok(Ok(tcp)) => {
+                let reg = shared.lock().register(
+                    a.plan.site.clone(),
+                    addr,
+                    true,
+                    a.plan.secure,
+                    a.plan.acting_for.clone(),
+                    Some(token),
+                );
+                let Some(reg) = reg else { return };
+                last_error = None;
+                let confirmed = if a.plan.secure {
+                    let connector = TlsConnector::from(tls::client_config());
+                    let name = ServerName::IpAddress(addr.ip().into());
+                    let id = reg.id;
+                    match tokio::time::timeout(a.timeout, connector.connect(name, tcp)).await {
+                        Ok(Ok(s)) => match tls::binding(&**s.get_ref().1) {
+                            Ok(b) => run_conn(shared.clone(), s, reg, Some(b)).await,
+                            Err(e) => shared.lock().closed(
+                                id,
+                                CloseReason::Local(format!("TLS exporter failed: {e}")),
+                            ),
+                        },
+                        Ok(Err(e)) => shared
+                            .lock()
+                            .closed(id, CloseReason::Local(format!("TLS handshake failed: {e}"))),
+                        Err(_) => shared
+                            .lock()
+                            .closed(id, CloseReason::Local("TLS handshake timed out".into())),
+                    }
+                } else {
+                    run_conn(shared.clone(), tcp, reg, None).await
+                };
+                if confirmed {
+                    backoff = BACKOFF_MIN;
+                }
+                None
+            }
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some(format!("no answer within {:?}", a.timeout)),
+        };
+        if let Some(e) = error {
+            if last_error.as_ref() != Some(&e) {
+                tracing::info!(site = %a.plan.site.name, peer = %addr, error = %e, "cannot connect for MEP; retrying");
+            }
+            last_error = Some(e);
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+/// Runs one connection's session to its end. Returns whether it had been
+/// confirmed as the site's link.
+async fn run_conn<S>(shared: Arc<Shared>, mut stream: S, reg: Reg, binding: Option<Vec<u8>>) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let Reg {
+        id,
+        cfg,
+        mut rx,
+        mut kill,
+        max_frame,
+    } = reg;
+    let write_timeout = cfg.keepalive_timeout;
+    let now = shared.now();
+    let mut session = Session::new(cfg, now);
+    let mut actions = session.connected(now, binding);
+    let mut reader = FrameReader::new(max_frame);
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut out = Vec::new();
+    loop {
+        let mut close = None;
+        for a in actions.drain(..) {
+            match a {
+                Action::Send(m) => {
+                    if let Err(e) = frame::encode(&m, max_frame, &mut out) {
+                        tracing::error!(kind = %m.kind(), error = %e, "MEP message not sent");
+                    }
+                }
+                Action::Event(e) => shared.lock().session_event(id, e),
+                Action::Close(r) => close = Some(r),
+            }
+        }
+        if !out.is_empty() {
+            let r = tokio::time::timeout(write_timeout, stream.write_all(&out)).await;
+            out.clear();
+            let failed = match r {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(format!("write failed: {e}")),
+                Err(_) => Some(format!("write blocked for {write_timeout:?}")),
+            };
+            if let Some(f) = failed {
+                close.get_or_insert(CloseReason::Local(f));
+            }
+        }
+        if let Some(reason) = close {
+            let _ = tokio::time::timeout(Duration::from_millis(200), stream.shutdown()).await;
+            return shared.lock().closed(id, reason);
+        }
+        let deadline = session
+            .next_deadline()
+            .unwrap_or_else(|| shared.now() + Duration::from_secs(1));
+        tokio::select! {
+            r = stream.read(&mut buf) => match r {
+                Ok(0) | Err(_) => actions = session.on_eof(),
+                Ok(n) => {
+                    reader.push(&buf[..n]);
+                    shared.lock().touch(id);
+                    let now = shared.now();
+                    loop {
+                        match reader.next_message() {
+                            Ok(Some(m)) => {
+                                actions.extend(session.on_frame(m, now));
+                                if matches!(actions.last(), Some(Action::Close(_))) {
+                                    break;
+                                }
+                            }
+                            Ok(None) => break,
+                            Err(e) => {
+                                actions.extend(session.on_decode_error(e));
+                                break;
+                            }
+                        }
+                    }
+                }
+            },
+            cmd = rx.recv() => match cmd {
+                Some(ConnCmd::Send(m)) => actions = session.send(m),
+                None => actions = session.reject("metric exchange stopped"),
+            },
+            changed = kill.changed() => {
+                let reason = match changed {
+                    Ok(()) => kill.borrow().clone(),
+                    Err(_) => None,
+                };
+                actions = session.reject(reason.unwrap_or_else(|| "metric exchange stopped".into()));
+            }
+            _ = tokio::time::sleep_until(shared.origin + deadline) => {
+                actions = session.tick(shared.now());
+            }
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! The MEP driver over real sockets: several sites in one process, each on
+//! its own loopback address (127.77.N.x, one N per test).
+
+mod support;
+
+use std::time::Duration;
+
+use sextant_mep::message::{Message, Reject};
+use sextant_mep::{MepEvent, MepState, Options};
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const KA: Duration = Duration::from_millis(600);
+const WAIT: Duration = Duration::from_secs(5);
+
+#[tokio::test]
+async fn two_sites_exchange_service_states() {
+    let specs = [site("A", "127.77.1.1"), site("B", "127.77.1.2")];
+    let mut a = Node::start(&specs, "A", KA);
+    let mut b = Node::start(&specs, "B", KA);
+    a.publish("svcA", "10.0.0.1", 5);
+    b.publish("svcB", "10.0.0.2", 7);
+    a.wait_up("B", WAIT).await;
+    b.wait_up("A", WAIT).await;
+    assert_eq!(a.wait_services("B", "svcB", 7, WAIT).await, None);
+    assert_eq!(b.wait_services("A", "svcA", 5, WAIT).await, None);
+    b.wait(WAIT, "SiteMetrics from A", |e| {
+        matches!(e, MepEvent::SiteMetrics { from_site, metrics, .. } if from_site == "A" && metrics.cpu_percent == Some(10.0))
+    })
+    .await;
+
+    // A change travels at once.
+    a.publish("svcA", "10.0.0.1", 42);
+    b.wait_services("A", "svcA", 42, Duration::from_millis(500))
+        .await;
+
+    // Status: B is UP with a last message and an RTT from the keepalives.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let st = a.handle().status();
+    let sb = st.iter().find(|s| s.name == "B").unwrap();
+    assert_eq!(sb.state, MepState::Up);
+    assert_eq!(sb.link, Some("peer"));
+    assert!(sb.last_message.is_some());
+    assert!(
+        sb.link_rtt.is_some_and(|r| r < Duration::from_millis(100)),
+        "{sb:?}"
+    );
+    assert!(!sb.secure);
+    let sa = st.iter().find(|s| s.name == "A").unwrap();
+    assert_eq!(sa.state, MepState::Local);
+}
+
+#[tokio::test]
+async fn three_sites_full_mesh() {
+    let specs = [
+        site("A", "127.77.2.1"),
+        site("B", "127.77.2.2"),
+        site("C", "127.77.2.3"),
+    ];
+    let mut nodes: Vec<Node> = ["A", "B", "C"]
+        .iter()
+        .map(|n| Node::start(&specs, n, KA))
+        .collect();
+    for (i, n) in nodes.iter().enumerate() {
+        n.publish(
+            &format!("svc{}", n.name),
+            &format!("10.0.0.{}", i + 1),
+            i as u64 + 1,
+        );
+    }
+    for i in 0..3 {
+        for j in 0..3 {
+            if i == j {
+                continue;
+            }
+            let from = nodes[j].name;
+            nodes[i]
+                .wait_services(from, &format!("svc{from}"), j as u64 + 1, WAIT)
+                .await;
+        }
+    }
+    // Periodic resend: a node that missed nothing still hears again within
+    // a keepalive interval (KA / 3) or so.
+    nodes[0].seen.clear();
+    nodes[0]
+        .wait_services("C", "svcC", 3, Duration::from_millis(700))
+        .await;
+}
+
+#[tokio::test]
+async fn stopped_peer_is_down_at_once_and_back_after_restart() {
+    let specs = [site("A", "127.77.3.1"), site("B", "127.77.3.2")];
+    let mut a = Node::start(&specs, "A", KA);
+    let mut b = Node::start(&specs, "B", KA);
+    a.wait_up("B", WAIT).await;
+    b.stop();
+    // The connection closes: no need to wait for the keepalive timeout.
+    let reason = a.wait_down("B", Duration::from_millis(500)).await;
+    assert!(reason.contains("closed"), "{reason}");
+    let st = a.handle().status();
+    assert_eq!(
+        st.iter().find(|s| s.name == "B").unwrap().state,
+        MepState::Down
+    );
+    // B restarts on the same address; A (the lower IP) reconnects within
+    // its backoff (at most 1 s).
+    let mut b = Node::start(&specs, "B", KA);
+    a.wait_up("B", Duration::from_secs(3)).await;
+    b.wait_up("A", WAIT).await;
+}
+
+#[tokio::test]
+async fn silent_peer_is_down_after_the_keepalive_timeout() {
+    // A (lower IP) dials B; B is a fake that completes the handshake and
+    // then never sends another byte, while keeping the connection open.
+    let specs = [site("A", "127.77.4.1"), site("B", "127.77.4.2")];
+    let listener = tokio::net::TcpListener::bind(specs[1].addr())
+        .await
+        .unwrap();
+    let mut a = Node::start(&specs, "A", KA);
+    let (stream, from) = listener.accept().await.unwrap();
+    // The connection comes from A's site IP.
+    assert_eq!(from.ip(), specs[0].ip);
+    let mut fake = Fake::new(stream, &specs[1], &specs[0], None, KA);
+    fake.handshake().await;
+    let silent_since = tokio::time::Instant::now();
+    a.wait_up("B", WAIT).await;
+    let reason = a.wait_down("B", Duration::from_secs(3)).await;
+    let took = silent_since.elapsed();
+    assert!(reason.contains("keepalive timeout"), "{reason}");
+    assert!(
+        took >= KA - Duration::from_millis(50) && took < KA + Duration::from_millis(400),
+        "DOWN after {took:?}, timeout {KA:?}"
+    );
+    // A answered keepalives? It sent some: B's socket has them unread.
+    let mut buf = [0u8; 4096];
+    let n = fake.stream.read(&mut buf).await.unwrap();
+    assert!(n > 0);
+}
+
+#[tokio::test]
+async fn wrong_secret_is_refused_and_reported() {
+    // The link's secret is the password configured for the acceptor's IP
+    // (B, the higher IP). A and B disagree on it.
+    let specs = [site("A", "127.77.5.1"), site("B", "127.77.5.2")];
+    let mut ma = model(&specs, "A", KA);
+    rpc(&mut ma, specs[1].ip, Some("alpha"), false);
+    let mut mb = model(&specs, "B", KA);
+    rpc(&mut mb, specs[1].ip, Some("bravo"), false);
+    let mut a = Node::start_model(ma, "A");
+    let mut b = Node::start_model(mb, "B");
+    let e = b
+        .wait(WAIT, "AuthFailed", |e| {
+            matches!(e, MepEvent::AuthFailed { .. })
+        })
+        .await;
+    match e {
+        MepEvent::AuthFailed { peer, site, reason } => {
+            assert_eq!(peer.ip(), specs[0].ip);
+            assert_eq!(site, "A");
+            assert!(reason.contains("wrong proof"), "{reason}");
+        }
+        _ => unreachable!(),
+    }
+    a.wait(
+        WAIT,
+        "AuthFailed",
+        |e| matches!(e, MepEvent::AuthFailed { site, .. } if site == "B"),
+    )
+    .await;
+    // Retries keep failing; never UP.
+    a.drain_for(Duration::from_millis(1500)).await;
+    b.drain_for(Duration::from_millis(100)).await;
+    for n in [&a, &b] {
+        assert!(
+            !n.seen.iter().any(|e| matches!(e, MepEvent::PeerUp { .. })),
+            "{}: {:?}",
+            n.name,
+            n.seen
+        );
+        assert!(
+            n.seen
+                .iter()
+                .filter(|e| matches!(e, MepEvent::AuthFailed { .. }))
+                .count()
+                >= 2,
+            "{}: retried: {:?}",
+            n.name,
+            n.seen
+        );
+    }
+}
+
+#[tokio::test]
+async fn same_secret_comes_up_and_missing_secret_does_not() {
+    let specs = [
+        site("A", "127.77.6.1"),
+        site("B", "127.77.6.2"),
+        site("C", "127.77.6.3"),
+    ];
+    // A-B share B's password; A-C: C has a password for itself, A has none.
+    let mut ma = model(&specs, "A", KA);
+    rpc(&mut ma, specs[1].ip, Some("s3cret"), false);
+    let mut mb = model(&specs, "B", KA);
+    rpc(&mut mb, specs[1].ip, Some("s3cret"), false);
+    let mut mc = model(&specs, "C", KA);
+    rpc(&mut mc, specs[2].ip, Some("other"), false);
+    let mut a = Node::start_model(ma, "A");
+    let mut b = Node::start_model(mb, "B");
+    let mut c = Node::start_model(mc, "C");
+    a.wait_up("B", WAIT).await;
+    b.wait_up("A", WAIT).await;
+    let e = c
+        .wait(
+            WAIT,
+            "AuthFailed from A",
+            |e| matches!(e, MepEvent::AuthFailed { site, .. } if site == "A"),
+        )
+        .await;
+    assert!(matches!(e, MepEvent::AuthFailed { reason, .. } if reason.contains("no proof")));
+    // B and C have no secret between them (C's password protects C as the
+    // acceptor: B < C, so B dials C and must prove C's password).
+    c.wait(
+        WAIT,
+        "AuthFailed from B",
+        |e| matches!(e, MepEvent::AuthFailed { site, .. } if site == "B"),
+    )
+    .await;
+    assert!(!c.seen.iter().any(|e| matches!(e, MepEvent::PeerUp { .. })));
+}
+
+#[tokio::test]
+async fn garbage_and_oversized_frames_close_only_their_session() {
+    let specs = [
+        site("A", "127.77.7.1"),
+        site("B", "127.77.7.2"),
+        site("C", "127.77.7.3"),
+    ];
+    let mut a = Node::start(&specs, "A", KA);
+    let b = Node::start(&specs, "B", KA);
+    a.wait_up("B", WAIT).await;
+
+    // C is a configured site but not running: a raw stream from its
+    // address gets past the listener's address check.
+    let c_ip = specs[2].ip;
+    // 1. Plain garbage.
+    let mut s = connect_from(c_ip, specs[0].addr()).await;
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let closed = read_to_close(&mut s).await;
+    assert!(closed.iter().any(|m| matches!(m, Message::Hello(_))));
+    assert!(
+        closed.iter().any(|m| matches!(m, Message::Reject(Reject { reason }) if reason.contains("malformed frame"))),
+        "{closed:?}"
+    );
+    a.wait(
+        WAIT,
+        "BadFrame",
+        |e| matches!(e, MepEvent::BadFrame { site, .. } if site == "C"),
+    )
+    .await;
+
+    // 2. An oversized length, refused before its body arrives.
+    let mut s = connect_from(c_ip, specs[0].addr()).await;
+    s.write_all(&(64u32 << 20).to_be_bytes()).await.unwrap();
+    s.write_all(&[1, 1]).await.unwrap();
+    read_to_close(&mut s).await;
+    let e = a
+        .wait(
+            WAIT,
+            "BadFrame oversized",
+            |e| matches!(e, MepEvent::BadFrame { reason, .. } if reason.contains("exceeds")),
+        )
+        .await;
+    assert!(matches!(e, MepEvent::BadFrame { peer, .. } if peer.ip() == c_ip));
+
+    // 3. A valid frame header with JSON of the wrong shape.
+    let mut s = connect_from(c_ip, specs[0].addr()).await;
+    let body = br#"{"site":42}"#;
+    let mut f = ((body.len() + 2) as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(&[1, 1]);
+    f.extend_from_slice(body);
+    s.write_all(&f).await.unwrap();
+    read_to_close(&mut s).await;
+    a.wait(
+        WAIT,
+        "BadFrame json",
+        |e| matches!(e, MepEvent::BadFrame { reason, .. } if reason.contains("malformed Hello")),
+    )
+    .await;
+
+    // 4. Unknown kind and version.
+    for header in [[1u8, 99], [7u8, 1]] {
+        let mut s = connect_from(c_ip, specs[0].addr()).await;
+        s.write_all(&[0, 0, 0, 4]).await.unwrap();
+        s.write_all(&header).await.unwrap();
+        s.write_all(b"{}").await.unwrap();
+        read_to_close(&mut s).await;
+    }
+    a.wait(WAIT, "BadFrame kind", |e| matches!(e, MepEvent::BadFrame { reason, .. } if reason.contains("unknown message kind 99")))
+        .await;
+    a.wait(WAIT, "BadFrame version", |e| matches!(e, MepEvent::BadFrame { reason, .. } if reason.contains("unsupported protocol version 7")))
+        .await;
+
+    // 5. An unknown address is refused before any frame.
+    let mut s = connect_from("127.77.7.99".parse().unwrap(), specs[0].addr()).await;
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(WAIT, s.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap_or(0);
+    assert_eq!(n, 0, "closed without a word");
+    a.wait(
+        WAIT,
+        "Refused",
+        |e| matches!(e, MepEvent::Refused { peer, .. } if peer.ip().to_string() == "127.77.7.99"),
+    )
+    .await;
+
+    // A and B never noticed.
+    assert!(
+        !a.seen
+            .iter()
+            .any(|e| matches!(e, MepEvent::PeerDown { .. }))
+    );
+    b.publish("svcB", "10.0.0.2", 3);
+    a.wait_services("B", "svcB", 3, WAIT).await;
+    let st = a.handle().status();
+    assert_eq!(
+        st.iter().find(|s| s.name == "B").unwrap().state,
+        MepState::Up
+    );
+}
+
+#[tokio::test]
+async fn oversized_frame_from_an_up_peer_closes_that_session() {
+    // A small frame limit on B; A sends a report bigger than it.
+    let specs = [site("A", "127.77.8.1"), site("B", "127.77.8.2")];
+    let mut a = Node::start(&specs, "A", KA);
+    let mut b = Node::start_with(model(&specs, "B", KA), "B", Options { max_frame: 2048 });
+    a.wait_up("B", WAIT).await;
+    b.wait_up("A", WAIT).await;
+    let mut big = report("svcA", "10.0.0.1", 1);
+    big.services = (0..100)
+        .map(|i| {
+            let mut e = big.services[0].clone();
+            e.service = format!("service-number-{i}");
+            e
+        })
+        .collect();
+    a.handle().publish(big);
+    let e = b
+        .wait(WAIT, "BadFrame", |e| matches!(e, MepEvent::BadFrame { .. }))
+        .await;
+    assert!(
+        matches!(e, MepEvent::BadFrame { reason, .. } if reason.contains("exceeds the limit of 2048"))
+    );
+    b.wait_down("A", WAIT).await;
+    let reason = a.wait_down("B", WAIT).await;
+    assert!(
+        reason.contains("rejected by peer: malformed frame"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn tls_variant_with_password() {
+    let specs = [site("A", "127.77.9.1"), site("B", "127.77.9.2")];
+    let mut ma = model(&specs, "A", KA);
+    rpc(&mut ma, specs[1].ip, Some("tls-pass"), true);
+    let mut mb = model(&specs, "B", KA);
+    rpc(&mut mb, specs[1].ip, Some("tls-pass"), true);
+    let mut a = Node::start_model(ma, "A");
+    let mut b = Node::start_model(mb, "B");
+    a.publish("svcA", "10.0.0.1", 9);
+    a.wait_up("B", WAIT).await;
+    b.wait_services("A", "svcA", 9, WAIT).await;
+    let st = a.handle().status();
+    assert!(st.iter().find(|s| s.name == "B").unwrap().secure);
+
+    // B requires TLS: a plain connection to its MEP port is refused.
+    let mut s = connect_from(specs[0].ip, specs[1].addr()).await;
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(WAIT, s.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap_or(0);
+    assert_eq!(n, 0);
+    b.wait(
+        WAIT,
+        "Refused plain",
+        |e| matches!(e, MepEvent::Refused { reason, .. } if reason.contains("secure")),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn tls_with_wrong_password_fails_auth() {
+    let specs = [site("A", "127.77.10.1"), site("B", "127.77.10.2")];
+    let mut ma = model(&specs, "A", KA);
+    rpc(&mut ma, specs[1].ip, Some("one"), true);
+    let mut mb = model(&specs, "B", KA);
+    rpc(&mut mb, specs[1].ip, Some("two"), true);
+    let _a = Node::start_model(ma, "A");
+    let mut b = Node::start_model(mb, "B");
+    b.wait(WAIT, "AuthFailed", |e| {
+        matches!(e, MepEvent::AuthFailed { .. })
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn reload_keeps_sessions_of_remaining_sites_and_drops_others() {
+    let specs = [
+        site("A", "127.77.11.1"),
+        site("B", "127.77.11.2"),
+        site("C", "127.77.11.3"),
+    ];
+    let mut a = Node::start(&specs, "A", KA);
+    let b = Node::start(&specs, "B", KA);
+    let mut c = Node::start(&specs, "C", KA);
+    a.wait_up("B", WAIT).await;
+    a.wait_up("C", WAIT).await;
+    // A's new configuration no longer has C.
+    let fewer = [specs[0].clone(), specs[1].clone()];
+    a.handle()
+        .reload(std::sync::Arc::new(model(&fewer, "A", KA)), 2);
+    a.wait_down("C", WAIT).await;
+    c.wait_down("A", WAIT).await;
+    a.seen.clear();
+    a.drain_for(Duration::from_millis(1500)).await;
+    assert!(
+        !a.seen
+            .iter()
+            .any(|e| matches!(e, MepEvent::PeerDown { site, .. } if site == "B")),
+        "{:?}",
+        a.seen
+    );
+    // C keeps trying (its configuration still has A) and is refused.
+    assert!(
+        !a.seen
+            .iter()
+            .any(|e| matches!(e, MepEvent::PeerUp { site, .. } if site == "C")),
+        "{:?}",
+        a.seen
+    );
+    b.publish("svcB", "10.0.0.2", 11);
+    a.wait_services("B", "svcB", 11, WAIT).await;
+}
+
+/// Reads frames until the peer closes; returns them.
+async fn read_to_close(s: &mut tokio::net::TcpStream) -> Vec<Message> {
+    let mut reader = sextant_mep::FrameReader::new(sextant_mep::DEFAULT_MAX_FRAME);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(WAIT, s.read(&mut buf))
+            .await
+            .expect("the session closes")
+            .unwrap_or(0);
+        if n == 0 {
+            return out;
+        }
+        reader.push(&buf[..n]);
+        while let Ok(Some(m)) = reader.next_message() {
+            out.push(m);
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! Helpers for the driver tests: models of several sites on their own
+//! loopback addresses, a running node with its event stream, and a
+//! hand-driven fake peer speaking the protocol through the pure session.
+
+#![allow(dead_code)]
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::{Model, RpcNode, Site};
+use sextant_mep::frame::{self, DEFAULT_MAX_FRAME, FrameReader};
+use sextant_mep::message::{LoadMetrics, Message, Role, ServiceEntry, ServiceState, SiteMetrics};
+use sextant_mep::session::{Action, Session, SessionConfig};
+use sextant_mep::{LocalReport, MepEvent, MepHandle, Options};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// The MEP port of every test (each test has its own 127.x.y.0/24).
+pub const PORT: u16 = 23011;
+pub const SECURE_PORT: u16 = 23009;
+
+/// A site of a test configuration.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub name: &'static str,
+    pub ip: IpAddr,
+    pub parent: Option<&'static str>,
+    pub backups: Vec<&'static str>,
+}
+
+pub fn site(name: &'static str, ip: &str) -> Spec {
+    Spec {
+        name,
+        ip: ip.parse().unwrap(),
+        parent: None,
+        backups: Vec::new(),
+    }
+}
+
+impl Spec {
+    pub fn child_of(mut self, parent: &'static str) -> Spec {
+        self.parent = Some(parent);
+        self
+    }
+
+    pub fn backups(mut self, list: &[&'static str]) -> Spec {
+        self.backups = list.to_vec();
+        self
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::new(self.ip, PORT)
+    }
+}
+
+/// The configuration `local` has: every site for a parent or mesh member;
+/// itself and its parent for a child (as seed 001 says).
+pub fn model(specs: &[Spec], local: &str, keepalive: Duration) -> Model {
+    let me = specs.iter().find(|s| s.name == local).unwrap();
+    let included: Vec<&Spec> = match me.parent {
+        Some(p) => specs
+            .iter()
+            .filter(|s| s.name == local || s.name == p)
+            .collect(),
+        None => specs.iter().collect(),
+    };
+    let mut m = Model::default();
+    for s in &included {
+        m.sites.push(Site::new(s.name, s.ip));
+    }
+    for (i, s) in included.iter().enumerate() {
+        m.sites[i].parent = s.parent.and_then(|p| m.site_by_name(p));
+        if me.parent.is_none() {
+            m.sites[i].backup_parents = s
+                .backups
+                .iter()
+                .map(|b| m.site_by_name(b).unwrap())
+                .collect();
+        }
+    }
+    let id = m.site_by_name(local).unwrap();
+    m.set_local_site(id);
+    m.params.mep_port = PORT;
+    m.params.mep_secure_port = SECURE_PORT;
+    m.params.mep_keepalive_timeout = keepalive;
+    m
+}
+
+/// Adds `set ns rpcNode IP -password P [-secure YES]`.
+pub fn rpc(m: &mut Model, ip: IpAddr, password: Option<&str>, secure: bool) {
+    m.rpc_nodes.push(RpcNode {
+        ip,
+        password: password.map(str::to_owned),
+        secure,
+    });
+}
+
+/// A running driver and its events.
+pub struct Node {
+    pub name: &'static str,
+    pub handle: Option<MepHandle>,
+    pub events: mpsc::Receiver<MepEvent>,
+    /// Every event seen so far, in order.
+    pub seen: Vec<MepEvent>,
+}
+
+impl Node {
+    pub fn start(specs: &[Spec], name: &'static str, keepalive: Duration) -> Node {
+        Node::start_model(model(specs, name, keepalive), name)
+    }
+
+    pub fn start_model(m: Model, name: &'static str) -> Node {
+        Node::start_with(m, name, Options::default())
+    }
+
+    pub fn start_with(m: Model, name: &'static str, options: Options) -> Node {
+        let (tx, rx) = mpsc::channel(1024);
+        let handle = sextant_mep::start_with(Arc::new(m), 1, tx, options)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        Node {
+            name,
+            handle: Some(handle),
+            events: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    pub fn handle(&self) -> &MepHandle {
+        self.handle.as_ref().expect("running")
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            h.stop();
+        }
+    }
+
+    /// Waits for an event matching `pred` (events before it are kept in
+    /// `seen`); panics after `within`.
+    pub async fn wait(
+        &mut self,
+        within: Duration,
+        what: &str,
+        pred: impl Fn(&MepEvent) -> bool,
+    ) -> MepEvent {
+        let deadline = Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Ok(Some(e)) => {
+                    self.seen.push(e.clone());
+                    if pred(&e) {
+                        return e;
+                    }
+                }
+                Ok(None) => panic!(
+                    "{}: event channel closed while waiting for {what}",
+                    self.name
+                ),
+                Err(_) => panic!(
+                    "{}: no {what} within {within:?}; events: {:#?}",
+                    self.name, self.seen
+                ),
+            }
+        }
+    }
+
+    /// Collects events for `d`, then returns every event seen so far.
+    pub async fn drain_for(&mut self, d: Duration) -> &[MepEvent] {
+        let deadline = Instant::now() + d;
+        while let Ok(Some(e)) = tokio::time::timeout_at(deadline, self.events.recv()).await {
+            self.seen.push(e);
+        }
+        &self.seen
+    }
+
+    pub async fn wait_up(&mut self, site: &str, within: Duration) {
+        let s = site.to_owned();
+        self.wait(
+            within,
+            &format!("PeerUp {site}"),
+            move |e| matches!(e, MepEvent::PeerUp { site, .. } if *site == s),
+        )
+        .await;
+    }
+
+    pub async fn wait_down(&mut self, site: &str, within: Duration) -> String {
+        let s = site.to_owned();
+        match self
+            .wait(
+                within,
+                &format!("PeerDown {site}"),
+                move |e| matches!(e, MepEvent::PeerDown { site, .. } if *site == s),
+            )
+            .await
+        {
+            MepEvent::PeerDown { reason, .. } => reason,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Waits for `Services` from `from` whose first entry is `service`
+    /// with `connections`; returns its `via`.
+    pub async fn wait_services(
+        &mut self,
+        from: &str,
+        service: &str,
+        connections: u64,
+        within: Duration,
+    ) -> Option<String> {
+        let (f, s) = (from.to_owned(), service.to_owned());
+        match self
+            .wait(within, &format!("Services from {from}: {service}={connections}"), move |e| {
+                matches!(e, MepEvent::Services { from_site, entries, .. }
+                    if *from_site == f
+                    && entries.first().is_some_and(|x| x.service == s && x.metrics.connections == Some(connections)))
+            })
+            .await
+        {
+            MepEvent::Services { via, .. } => via,
+            _ => unreachable!(),
+        }
+    }
+
+    pub async fn wait_parent(&mut self, parent: Option<&str>, within: Duration) {
+        let p = parent.map(str::to_owned);
+        self.wait(
+            within,
+            &format!("ParentChanged {parent:?}"),
+            move |e| matches!(e, MepEvent::ParentChanged { new_parent } if *new_parent == p),
+        )
+        .await;
+    }
+
+    pub fn publish(&self, service: &str, ip: &str, connections: u64) {
+        self.handle().publish(report(service, ip, connections));
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+pub fn report(service: &str, ip: &str, connections: u64) -> LocalReport {
+    LocalReport {
+        services: vec![ServiceEntry {
+            service: service.to_owned(),
+            ip: ip.parse().unwrap(),
+            port: 80,
+            state: ServiceState::Up,
+            metrics: LoadMetrics {
+                connections: Some(connections),
+                ..Default::default()
+            },
+        }],
+        site: SiteMetrics {
+            cpu_percent: Some(10.0),
+            ..Default::default()
+        },
+    }
+}
+
+pub fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+/// A TCP connection from `from` (any port) to `to`.
+pub async fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
+    let s = TcpSocket::new_v4().unwrap();
+    s.bind(SocketAddr::new(from, 0)).unwrap();
+    s.connect(to).await.unwrap()
+}
+
+/// A peer driven by hand through the pure session: `me` talking to `peer`.
+pub struct Fake {
+    pub stream: TcpStream,
+    pub session: Session,
+    pub reader: FrameReader,
+    pub origin: Instant,
+}
+
+impl Fake {
+    pub fn new(
+        stream: TcpStream,
+        me: &Spec,
+        peer: &Spec,
+        secret: Option<&str>,
+        keepalive: Duration,
+    ) -> Fake {
+        let cfg = SessionConfig {
+            local_name: me.name.to_owned(),
+            local_ip: me.ip,
+            role: Role::Flat,
+            generation: 1,
+            peer_name: peer.name.to_owned(),
+            peer_ip: peer.ip,
+            secret: secret.map(|s| s.as_bytes().to_vec()),
+            nonce: [0x5a; 32],
+            acting_for: None,
+            keepalive_timeout: keepalive,
+        };
+        let origin = Instant::now();
+        Fake {
+            stream,
+            session: Session::new(cfg, Duration::ZERO),
+            reader: FrameReader::new(DEFAULT_MAX_FRAME),
+            origin,
+        }
+    }
+
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    async fn run(&mut self, actions: Vec<Action>) {
+        for a in actions {
+            if let Action::Send(m) = a {
+                let bytes = frame::encode_to_vec(&m, DEFAULT_MAX_FRAME).unwrap();
+                self.stream.write_all(&bytes).await.unwrap();
+            }
+        }
+    }
+
+    /// Completes the handshake; panics if the session closes.
+    pub async fn handshake(&mut self) {
+        let now = self.now();
+        let a = self.session.connected(now, None);
+        self.run(a).await;
+        let mut buf = [0u8; 4096];
+        while self.session.state() != sextant_mep::State::Up {
+            let n = tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut buf))
+                .await
+                .expect("handshake in time")
+                .unwrap();
+            assert!(n > 0, "peer closed during the handshake");
+            self.reader.push(&buf[..n]);
+            while let Some(m) = self.reader.next_message().unwrap() {
+                let now = self.now();
+                let a = self.session.on_frame(m, now);
+                assert!(
+                    !a.iter().any(|x| matches!(x, Action::Close(_))),
+                    "session closed: {a:?}"
+                );
+                self.run(a).await;
+            }
+        }
+    }
+
+    /// Sends a message (the session must be up).
+    pub async fn send(&mut self, m: Message) {
+        let a = self.session.send(m);
+        self.run(a).await;
+    }
+}
