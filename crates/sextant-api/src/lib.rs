@@ -21,6 +21,37 @@ pub struct Status {
     /// The last reload attempt that failed, if the most recent one did.
     pub last_reload_error: Option<String>,
     pub dns: DnsCounters,
+    /// Metric exchange events since start; null when it is not running.
+    pub mep: Option<MepCounters>,
+}
+
+/// Metric exchange events since start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MepCounters {
+    pub peer_up: u64,
+    pub peer_down: u64,
+    /// Child sites this node took over as a backup parent.
+    pub adopted: u64,
+    /// Taken-over child sites that went back (or away).
+    pub released: u64,
+    pub adoption_refused: u64,
+    /// (Child) times the current parent changed.
+    pub parent_changed: u64,
+    pub auth_failed: u64,
+    pub bad_frames: u64,
+    pub refused_connections: u64,
+}
+
+/// `POST /v1/services/NAME/metrics`: load figures of a local service.
+/// Missing fields mean "not measured".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushMetrics {
+    pub connections: Option<u64>,
+    pub response_time_ms: Option<f64>,
+    pub bandwidth_bps: Option<u64>,
+    pub packets_ps: Option<u64>,
+    pub custom_load: Option<u32>,
 }
 
 /// Totals since start.
@@ -91,6 +122,21 @@ pub struct Site {
     pub parent: Option<String>,
     /// "UP", "DOWN" or "n/a" (this node, or metric exchange not running).
     pub mep: String,
+    /// The child's parent right now as this node knows it (a backup parent
+    /// while it has taken the child over); null for parents.
+    pub current_parent: Option<String>,
+    /// This node took the child over in place of this parent.
+    pub adopted_for: Option<String>,
+    /// Reachable only through this parent's relay.
+    pub via: Option<String>,
+    /// RFC 3339 time of the last message from (or about) the site.
+    pub last_message: Option<String>,
+    /// Round-trip time of the direct link, from keepalives.
+    pub link_rtt_ms: Option<f64>,
+    /// This node's direct link with the site: "peer", "to-child", "adopted", "to-parent".
+    pub link: Option<String>,
+    /// Why metric exchange with the site last went DOWN.
+    pub last_down_reason: Option<String>,
 }
 
 /// `GET /v1/explain`.

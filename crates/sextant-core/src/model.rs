@@ -122,7 +122,8 @@ impl Model {
 }
 
 /// Metric exchange settings for the node at one site IP (`set ns rpcNode`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq)]
 pub struct RpcNode {
     /// The site IP these settings apply to.
     pub ip: IpAddr,
@@ -131,6 +132,16 @@ pub struct RpcNode {
     pub password: Option<String>,
     /// Use the TLS variant (port `mep_secure_port`) to and from this node.
     pub secure: bool,
+}
+
+impl std::fmt::Debug for RpcNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcNode")
+            .field("ip", &self.ip)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("secure", &self.secure)
+            .finish()
+    }
 }
 
 /// Where a local service's load figures come from, for the metric-driven

@@ -3,21 +3,24 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use axum::extract::Path;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use sextant_api::{ApiError, DnsCounters, Site, Status};
+use sextant_api::{ApiError, DnsCounters, PushMetrics, Site, Status};
 use sextant_core::SiteKind;
 
+use crate::health_book::rfc3339;
 use crate::serve::Daemon;
 
 pub fn router(daemon: Arc<Daemon>) -> Router {
     Router::new()
         .route("/v1/status", get(status))
         .route("/v1/services", get(services))
+        .route("/v1/services/{name}/metrics", post(push_metrics))
         .route("/v1/sites", get(sites))
         .route("/v1/explain", get(explain))
         .fallback(not_found)
@@ -66,6 +69,7 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
             tcp_rejected: c.tcp_rejected,
             dropped: c.dropped,
         },
+        mep: d.mep.as_ref().map(|_| d.mep_counters.view()),
     })
 }
 
@@ -83,11 +87,13 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
     let has_children = model.sites.iter().any(|s| s.parent.is_some());
-    Json(
-        model
-            .sites
-            .iter()
-            .map(|s| Site {
+    let status = d.mep.as_ref().map(|m| m.status()).unwrap_or_default();
+    let mut sites: Vec<Site> = model
+        .sites
+        .iter()
+        .map(|s| {
+            let peer = status.iter().find(|p| p.name.eq_ignore_ascii_case(&s.name));
+            Site {
                 name: s.name.clone(),
                 ip: s.ip.to_string(),
                 public_ip: s.public_ip.map(|ip| ip.to_string()),
@@ -105,11 +111,98 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 }
                 .to_string(),
                 parent: s.parent.map(|p| model.site(p).name.clone()),
-                // Metric exchange is not running yet: no site has a MEP state.
-                mep: "n/a".to_string(),
-            })
-            .collect(),
-    )
+                mep: mep_state(peer, s.kind),
+                current_parent: peer.and_then(|p| p.current_parent.clone()),
+                adopted_for: peer.and_then(|p| p.adopted_for.clone()),
+                via: peer.and_then(|p| p.via.clone()),
+                last_message: peer.and_then(|p| p.last_message).map(rfc3339),
+                link_rtt_ms: peer
+                    .and_then(|p| p.link_rtt)
+                    .map(|r| r.as_secs_f64() * 1000.0),
+                link: peer.and_then(|p| p.link).map(str::to_string),
+                last_down_reason: peer.and_then(|p| p.last_down_reason.clone()),
+            }
+        })
+        .collect();
+    // Sites this node learned over metric exchange but does not configure
+    // (a child's backup parents).
+    for p in &status {
+        if !sites.iter().any(|s| s.name.eq_ignore_ascii_case(&p.name)) {
+            sites.push(Site {
+                name: p.name.clone(),
+                ip: p.ip.to_string(),
+                public_ip: None,
+                role: "remote".to_string(),
+                kind: p.kind.to_string(),
+                parent: p.configured_parent.clone(),
+                mep: mep_state(Some(p), SiteKind::Remote),
+                current_parent: p.current_parent.clone(),
+                adopted_for: p.adopted_for.clone(),
+                via: p.via.clone(),
+                last_message: p.last_message.map(rfc3339),
+                link_rtt_ms: p.link_rtt.map(|r| r.as_secs_f64() * 1000.0),
+                link: p.link.map(str::to_string),
+                last_down_reason: p.last_down_reason.clone(),
+            });
+        }
+    }
+    Json(sites)
+}
+
+fn mep_state(peer: Option<&sextant_mep::PeerStatus>, kind: SiteKind) -> String {
+    match (peer.map(|p| p.state), kind) {
+        (Some(sextant_mep::MepState::Up), _) => "UP",
+        (Some(sextant_mep::MepState::Down), SiteKind::Remote) => "DOWN",
+        _ => "n/a",
+    }
+    .to_string()
+}
+
+/// `POST /v1/services/NAME/metrics`: load figures of a local service, for
+/// services with `-loadSource PUSH` (accepted for any local service).
+async fn push_metrics(
+    State(d): State<Arc<Daemon>>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let push: PushMetrics = match serde_json::from_slice(&body) {
+        Ok(p) => p,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "body: {e}; expected JSON like {{\"connections\": 12, \"response_time_ms\": 3.5, \"bandwidth_bps\": 1000, \"packets_ps\": 80, \"custom_load\": 40}}"
+                ),
+            );
+        }
+    };
+    let snap = d.dns.snapshot.load();
+    let model = snap.model();
+    let Some(id) = model.service_by_name(&name) else {
+        return error(StatusCode::NOT_FOUND, format!("no service named {name:?}"));
+    };
+    if Some(model.service(id).site) != model.local_site {
+        return error(
+            StatusCode::CONFLICT,
+            format!(
+                "service {name:?} belongs to another site; its figures come from that site over metric exchange"
+            ),
+        );
+    }
+    let metrics = sextant_core::ServiceMetrics {
+        connections: push.connections,
+        response_time_us: push
+            .response_time_ms
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map(|ms| (ms * 1000.0) as u64),
+        bandwidth_bps: push.bandwidth_bps,
+        packets_ps: push.packets_ps,
+        custom_load: push.custom_load,
+    };
+    match d.pushes.send((id, metrics)).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+    }
 }
 
 #[derive(Debug, Deserialize)]

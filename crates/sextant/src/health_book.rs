@@ -8,7 +8,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use sextant_core::{HealthTally, Model, ServiceId, ServiceState, Transition};
+use sextant_core::{
+    HealthTally, Model, ServiceId, ServiceMetrics, ServiceState, Transition, TriggerMonitor,
+};
 use sextant_health::Observation;
 
 /// The hysteresis state and last verdict of one (service, monitor) pair.
@@ -35,12 +37,24 @@ pub struct Change {
     pub reason: String,
 }
 
+/// What a metric exchange peer last said about a service.
+#[derive(Debug, Clone)]
+struct Report {
+    peer: String,
+    up: bool,
+    metrics: ServiceMetrics,
+}
+
 #[derive(Debug)]
 pub struct HealthBook {
     model: Arc<Model>,
     /// Per service, one entry per bound monitor, in `Service::monitors` order.
     pairs: Vec<Vec<Pair>>,
     services: Vec<ServiceHealth>,
+    /// Per service: the latest report from a metric exchange peer that is UP.
+    reports: Vec<Option<Report>>,
+    /// Per service: load figures measured here (load sources, REST push).
+    local_metrics: Vec<ServiceMetrics>,
 }
 
 impl HealthBook {
@@ -76,11 +90,22 @@ impl HealthBook {
                 },
             })
             .collect();
-        HealthBook {
+        let n = model.services.len();
+        let mut book = HealthBook {
             model,
             pairs,
             services,
+            reports: vec![None; n],
+            local_metrics: vec![ServiceMetrics::default(); n],
+        };
+        for i in 0..n {
+            let (up, reason) = book.verdict(i);
+            if !up || book.uses_metric_exchange(i) {
+                book.services[i].up = up;
+                book.services[i].reason = reason;
+            }
         }
+        book
     }
 
     /// A book for a reloaded configuration that keeps what is still true:
@@ -106,7 +131,9 @@ impl HealthBook {
                     book.pairs[new_id][slot] = old.pairs[old_id as usize][old_slot].clone();
                 }
             }
-            let up = book.compute_up(new_id);
+            book.reports[new_id] = old.reports[old_id as usize].clone();
+            book.local_metrics[new_id] = old.local_metrics[old_id as usize];
+            let (up, _) = book.verdict(new_id);
             let old_health = &old.services[old_id as usize];
             if up == old_health.up {
                 book.services[new_id] = old_health.clone();
@@ -136,7 +163,12 @@ impl HealthBook {
         pair.last_response = obs.response_time;
         let transition = pair.tally.observe(obs.success);
         let failures = pair.tally.consecutive_failures();
-        let up = self.compute_up(service);
+        if !self.monitors_decide(service) {
+            // A remote service whose state metric exchange reports: the
+            // probe result is kept for the API but does not decide.
+            return None;
+        }
+        let (up, _) = self.verdict(service);
         let health = &mut self.services[service];
         if transition.is_none() && up == health.up {
             return None;
@@ -162,10 +194,169 @@ impl HealthBook {
         })
     }
 
-    fn compute_up(&self, service: usize) -> bool {
+    fn monitors_say_up(&self, service: usize) -> bool {
         self.pairs[service]
             .iter()
             .all(|p| p.tally.state() != Some(Transition::Down))
+    }
+
+    /// Whether the service's state comes from metric exchange at all: a
+    /// service of another site, with metric exchange on at both sites.
+    fn uses_metric_exchange(&self, service: usize) -> bool {
+        let model = &self.model;
+        let svc = model.service(service as u32);
+        let Some(local) = model.local_site else {
+            return false;
+        };
+        svc.site != local
+            && model.site(local).metric_exchange
+            && model.site(svc.site).metric_exchange
+    }
+
+    /// Whether the bound monitors decide the state right now
+    /// (`-triggerMonitor`); otherwise metric exchange does.
+    fn monitors_decide(&self, service: usize) -> bool {
+        if !self.uses_metric_exchange(service) {
+            return true;
+        }
+        let svc = self.model.service(service as u32);
+        if svc.monitors.is_empty() {
+            return false;
+        }
+        let report = self.reports[service].as_ref();
+        match self.model.site(svc.site).trigger_monitor {
+            TriggerMonitor::Always => true,
+            TriggerMonitor::MepDown => report.is_none(),
+            TriggerMonitor::MepDownSvcDown => report.is_none_or(|r| !r.up),
+        }
+    }
+
+    /// The service's state and why, from whichever source decides.
+    fn verdict(&self, service: usize) -> (bool, String) {
+        if self.monitors_decide(service) {
+            return (
+                self.monitors_say_up(service),
+                self.services[service].reason.clone(),
+            );
+        }
+        match &self.reports[service] {
+            Some(r) if r.up => (
+                true,
+                format!("metric exchange: site {} reports it UP", r.peer),
+            ),
+            Some(r) => (
+                false,
+                format!("metric exchange: site {} reports it DOWN", r.peer),
+            ),
+            None => (
+                false,
+                format!(
+                    "metric exchange: no peer that is UP reports it (site {})",
+                    self.model
+                        .site(self.model.service(service as u32).site)
+                        .name
+                ),
+            ),
+        }
+    }
+
+    /// Re-derives one service's state after its inputs changed.
+    fn settle(&mut self, service: usize, now: SystemTime) -> Option<Change> {
+        let (up, reason) = self.verdict(service);
+        let health = &mut self.services[service];
+        if up == health.up {
+            if !self.monitors_decide(service) {
+                self.services[service].reason = reason;
+            }
+            return None;
+        }
+        health.up = up;
+        health.reason = reason;
+        health.last_change = Some(now);
+        Some(Change {
+            service: service as u32,
+            up,
+            reason: health.reason.clone(),
+        })
+    }
+
+    /// A metric exchange peer reported services (by name): its whole view of
+    /// their state and load, replacing what it reported before.
+    pub fn peer_report(
+        &mut self,
+        peer: &str,
+        entries: impl IntoIterator<Item = (String, bool, ServiceMetrics)>,
+        now: SystemTime,
+    ) -> Vec<Change> {
+        let mut changes = Vec::new();
+        let mut seen = vec![false; self.reports.len()];
+        for (name, up, metrics) in entries {
+            let Some(id) = self.model.service_by_name(&name) else {
+                continue;
+            };
+            let i = id as usize;
+            if !self.uses_metric_exchange(i) {
+                continue;
+            }
+            seen[i] = true;
+            self.reports[i] = Some(Report {
+                peer: peer.to_string(),
+                up,
+                metrics,
+            });
+            changes.extend(self.settle(i, now));
+        }
+        for (i, seen) in seen.into_iter().enumerate() {
+            if !seen && self.reports[i].as_ref().is_some_and(|r| r.peer == peer) {
+                self.reports[i] = None;
+                changes.extend(self.settle(i, now));
+            }
+        }
+        changes
+    }
+
+    /// Metric exchange with `peer` went down: what it reported no longer holds.
+    pub fn peer_down(&mut self, peer: &str, now: SystemTime) -> Vec<Change> {
+        let mut changes = Vec::new();
+        for i in 0..self.reports.len() {
+            if self.reports[i].as_ref().is_some_and(|r| r.peer == peer) {
+                self.reports[i] = None;
+                changes.extend(self.settle(i, now));
+            }
+        }
+        changes
+    }
+
+    /// Load figures measured here for a local service.
+    pub fn set_local_metrics(&mut self, service: ServiceId, metrics: ServiceMetrics) {
+        if let Some(m) = self.local_metrics.get_mut(service as usize) {
+            *m = metrics;
+        }
+    }
+
+    /// The load figures the decision core sees: measured here for local
+    /// services (the monitors' response time standing in when no source
+    /// gives one), reported by an UP peer for remote ones.
+    pub fn metrics(&self) -> Arc<[ServiceMetrics]> {
+        (0..self.model.services.len())
+            .map(|i| {
+                if self.uses_metric_exchange(i) {
+                    return self.reports[i]
+                        .as_ref()
+                        .map(|r| r.metrics)
+                        .unwrap_or_default();
+                }
+                let mut m = self.local_metrics[i];
+                if m.response_time_us.is_none() {
+                    m.response_time_us = self.pairs[i]
+                        .iter()
+                        .filter_map(|p| p.last_response)
+                        .max()
+                        .map(|d| d.as_micros() as u64);
+                }
+                m
+            })
+            .collect()
     }
 
     /// The states the decision core sees.

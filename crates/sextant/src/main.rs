@@ -5,6 +5,7 @@ mod demo;
 mod explain;
 mod health_book;
 mod logging;
+mod mep_glue;
 mod serve;
 
 use std::net::{IpAddr, SocketAddr};

@@ -18,6 +18,7 @@ use tracing::{error, info, warn};
 
 use crate::ServeArgs;
 use crate::health_book::HealthBook;
+use crate::mep_glue::MepCounters;
 
 /// Where the API listens when neither the file nor the flag says.
 pub const DEFAULT_API_LISTEN: &str = "127.0.0.1:8053";
@@ -30,6 +31,11 @@ pub struct Daemon {
     /// Written only by the state task; the API reads it.
     pub book: RwLock<HealthBook>,
     pub last_reload_error: RwLock<Option<String>>,
+    /// Metric exchange, when this node has peers.
+    pub mep: Option<sextant_mep::MepHandle>,
+    pub mep_counters: MepCounters,
+    /// Load figures pushed over the API, for the state task.
+    pub pushes: mpsc::Sender<(sextant_core::ServiceId, sextant_core::ServiceMetrics)>,
 }
 
 /// The settings of a serve run that come from the command line.
@@ -140,12 +146,25 @@ pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow
         info!(%addr, udp_workers = workers, "DNS listening on UDP and TCP");
     }
 
+    let (mep_tx, mep_rx) = mpsc::channel(1024);
+    let mep = if wants_metric_exchange(&model) {
+        Some(sextant_mep::start(Arc::clone(&model), generation, mep_tx).with_context(|| {
+            "cannot start metric exchange (the local site's IP must be an address of this host; \
+             `-metricExchange DISABLED` on the site turns metric exchange off)"
+        })?)
+    } else {
+        None
+    };
+    let (push_tx, push_rx) = mpsc::channel(256);
     let daemon = Arc::new(Daemon {
         dns,
         config_file: overrides.config.clone(),
         started: Instant::now(),
         book: RwLock::new(book),
         last_reload_error: RwLock::new(None),
+        mep,
+        mep_counters: MepCounters::default(),
+        pushes: push_tx,
     });
 
     let listener = tokio::net::TcpListener::bind(api_listen)
@@ -165,20 +184,23 @@ pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow
         Arc::clone(&daemon),
         overrides,
         generation,
-        reload_rx,
+        Inputs {
+            reload: reload_rx,
+            mep: mep_rx,
+            pushes: push_rx,
+        },
     ));
     wait_for_signals(reload_tx).await
 }
 
 fn log_start(model: &Model, file: &Path) {
-    if let Some(site) = model.local_site.map(|s| model.site(s)) {
-        if let Some(parent) = site.parent {
-            warn!(
-                site = %site.name,
-                parent = %model.site(parent).name,
-                "this node is a child site: it answers every DNS query with REFUSED; only parent sites answer DNS"
-            );
-        }
+    let local = model.local_site.map(|s| model.site(s));
+    if let Some((site, parent)) = local.and_then(|s| s.parent.map(|p| (s, model.site(p)))) {
+        warn!(
+            site = %site.name,
+            parent = %parent.name,
+            "this node is a child site: it answers every DNS query with REFUSED; only parent sites answer DNS"
+        );
     }
     info!(
         config = %file.display(),
@@ -209,56 +231,84 @@ async fn wait_for_signals(reload: mpsc::Sender<()>) -> anyhow::Result<()> {
     }
 }
 
+/// What the state task listens to besides probe results.
+struct Inputs {
+    reload: mpsc::Receiver<()>,
+    mep: mpsc::Receiver<sextant_mep::MepEvent>,
+    pushes: mpsc::Receiver<(sextant_core::ServiceId, sextant_core::ServiceMetrics)>,
+}
+
+/// Metric exchange runs when the local site has it on and there is another
+/// site to talk to.
+fn wants_metric_exchange(model: &Model) -> bool {
+    model
+        .local_site
+        .is_some_and(|l| model.site(l).metric_exchange && model.sites.len() > 1)
+}
+
 /// The only writer of the health book and the published snapshot: applies
-/// probe results and reloads, and publishes every change as one snapshot.
+/// probe results, load figures, metric exchange reports and reloads, and
+/// publishes every change as one snapshot.
 async fn state_task(
     daemon: Arc<Daemon>,
     overrides: Overrides,
     mut generation: u64,
-    mut reload: mpsc::Receiver<()>,
+    mut inputs: Inputs,
 ) {
     let (obs_tx, mut obs_rx) = mpsc::channel(1024);
+    let (load_tx, mut load_rx) = mpsc::channel(256);
     let first_model = match daemon.book.read() {
         Ok(book) => Arc::clone(book.model()),
         Err(_) => return,
     };
-    let mut monitors = sextant_health::start(first_model, generation, obs_tx.clone());
+    let mut monitors = sextant_health::start(Arc::clone(&first_model), generation, obs_tx.clone());
+    let mut loads = sextant_health::start_load_sources(first_model, generation, load_tx.clone());
+    publish(&daemon);
     loop {
-        tokio::select! {
+        let changes = tokio::select! {
             Some(obs) = obs_rx.recv() => {
                 if obs.generation != generation {
                     continue;
                 }
                 let Ok(mut book) = daemon.book.write() else { break };
-                let Some(change) = book.observe(&obs, SystemTime::now()) else {
-                    continue;
-                };
-                let service = book.model().service(change.service);
-                if change.up {
-                    info!(service = %service.name, ip = %service.ip, port = service.port,
-                          reason = %change.reason, "service UP");
-                } else {
-                    warn!(service = %service.name, ip = %service.ip, port = service.port,
-                          reason = %change.reason, "service DOWN");
-                }
-                let current = daemon.dns.snapshot.load_full();
-                daemon.dns.snapshot.store(Arc::new(current.with_states(book.states())));
+                book.observe(&obs, SystemTime::now()).into_iter().collect::<Vec<_>>()
             }
-            Some(()) = reload.recv() => {
+            Some(load) = load_rx.recv() => {
+                if load.generation != generation {
+                    continue;
+                }
+                let Ok(mut book) = daemon.book.write() else { break };
+                book.set_local_metrics(load.service, load.metrics);
+                Vec::new()
+            }
+            Some((service, metrics)) = inputs.pushes.recv() => {
+                let Ok(mut book) = daemon.book.write() else { break };
+                book.set_local_metrics(service, metrics);
+                Vec::new()
+            }
+            Some(event) = inputs.mep.recv() => {
+                let Ok(mut book) = daemon.book.write() else { break };
+                crate::mep_glue::apply(event, &mut book, &daemon.mep_counters, SystemTime::now())
+            }
+            Some(()) = inputs.reload.recv() => {
                 match load(&overrides) {
                     Ok(model) => {
                         warn_fixed_listeners(&daemon, &model);
                         generation += 1;
                         let model = Arc::new(model);
                         monitors.stop();
+                        loads.stop();
                         {
                             let Ok(mut book) = daemon.book.write() else { break };
                             *book = HealthBook::carry_over(Arc::clone(&model), &book);
-                            let snapshot = Snapshot::new(Arc::clone(&model), generation)
-                                .with_states(book.states());
+                            let snapshot = Snapshot::new(Arc::clone(&model), generation);
                             daemon.dns.snapshot.store(Arc::new(snapshot));
                         }
+                        if let Some(mep) = &daemon.mep {
+                            mep.reload(Arc::clone(&model), generation);
+                        }
                         monitors = sextant_health::start(Arc::clone(&model), generation, obs_tx.clone());
+                        loads = sextant_health::start_load_sources(Arc::clone(&model), generation, load_tx.clone());
                         if let Ok(mut last) = daemon.last_reload_error.write() {
                             *last = None;
                         }
@@ -270,11 +320,44 @@ async fn state_task(
                         if let Ok(mut last) = daemon.last_reload_error.write() {
                             *last = Some(format!("{e:#}"));
                         }
+                        continue;
                     }
                 }
+                Vec::new()
             }
             else => break,
+        };
+        if let Ok(book) = daemon.book.read() {
+            for change in &changes {
+                let service = book.model().service(change.service);
+                if change.up {
+                    info!(service = %service.name, ip = %service.ip, port = service.port,
+                          reason = %change.reason, "service UP");
+                } else {
+                    warn!(service = %service.name, ip = %service.ip, port = service.port,
+                          reason = %change.reason, "service DOWN");
+                }
+            }
         }
+        publish(&daemon);
+    }
+}
+
+/// Publishes the book's states and figures to the DNS path and, when they
+/// changed, this site's report to metric exchange.
+fn publish(daemon: &Daemon) {
+    let Ok(book) = daemon.book.read() else { return };
+    let current = daemon.dns.snapshot.load_full();
+    let states = book.states();
+    let metrics = book.metrics();
+    if current.states()[..] != states[..] || current.metrics_table()[..] != metrics[..] {
+        daemon
+            .dns
+            .snapshot
+            .store(Arc::new(current.with_states(states).with_metrics(metrics)));
+    }
+    if let Some(mep) = &daemon.mep {
+        mep.publish(crate::mep_glue::local_report(&book));
     }
 }
 
