@@ -81,7 +81,7 @@ async fn three_sites_full_mesh() {
     }
     // Periodic resend: a node that missed nothing still hears again within
     // a keepalive interval (KA / 3) or so.
-    nodes[0].seen.clear();
+    nodes[0].forget();
     nodes[0]
         .wait_services("C", "svcC", 3, Duration::from_millis(700))
         .await;
@@ -129,7 +129,7 @@ async fn silent_peer_is_down_after_the_keepalive_timeout() {
     let took = silent_since.elapsed();
     assert!(reason.contains("keepalive timeout"), "{reason}");
     assert!(
-        took >= KA - Duration::from_millis(50) && took < KA + Duration::from_millis(400),
+        took >= KA - Duration::from_millis(50) && took < KA + Duration::from_millis(800),
         "DOWN after {took:?}, timeout {KA:?}"
     );
     // A answered keepalives? It sent some: B's socket has them unread.
@@ -428,7 +428,7 @@ async fn reload_keeps_sessions_of_remaining_sites_and_drops_others() {
         .reload(std::sync::Arc::new(model(&fewer, "A", KA)), 2);
     a.wait_down("C", WAIT).await;
     c.wait_down("A", WAIT).await;
-    a.seen.clear();
+    a.forget();
     a.drain_for(Duration::from_millis(1500)).await;
     assert!(
         !a.seen

@@ -105,6 +105,8 @@ pub struct Node {
     pub events: mpsc::Receiver<MepEvent>,
     /// Every event seen so far, in order.
     pub seen: Vec<MepEvent>,
+    /// Events received but not yet matched by a `wait`.
+    pending: std::collections::VecDeque<MepEvent>,
 }
 
 impl Node {
@@ -125,6 +127,7 @@ impl Node {
             handle: Some(handle),
             events: rx,
             seen: Vec::new(),
+            pending: Default::default(),
         }
     }
 
@@ -138,14 +141,18 @@ impl Node {
         }
     }
 
-    /// Waits for an event matching `pred` (events before it are kept in
-    /// `seen`); panics after `within`.
+    /// Waits for an event matching `pred`, among those received but not
+    /// matched yet and then new ones (every event is kept in `seen`);
+    /// panics after `within`.
     pub async fn wait(
         &mut self,
         within: Duration,
         what: &str,
         pred: impl Fn(&MepEvent) -> bool,
     ) -> MepEvent {
+        if let Some(i) = self.pending.iter().position(&pred) {
+            return self.pending.remove(i).expect("in range");
+        }
         let deadline = Instant::now() + within;
         loop {
             match tokio::time::timeout_at(deadline, self.events.recv()).await {
@@ -154,6 +161,7 @@ impl Node {
                     if pred(&e) {
                         return e;
                     }
+                    self.pending.push_back(e);
                 }
                 Ok(None) => panic!(
                     "{}: event channel closed while waiting for {what}",
@@ -171,9 +179,16 @@ impl Node {
     pub async fn drain_for(&mut self, d: Duration) -> &[MepEvent] {
         let deadline = Instant::now() + d;
         while let Ok(Some(e)) = tokio::time::timeout_at(deadline, self.events.recv()).await {
-            self.seen.push(e);
+            self.seen.push(e.clone());
+            self.pending.push_back(e);
         }
         &self.seen
+    }
+
+    /// Forgets every event received so far.
+    pub fn forget(&mut self) {
+        self.seen.clear();
+        self.pending.clear();
     }
 
     pub async fn wait_up(&mut self, site: &str, within: Duration) {
