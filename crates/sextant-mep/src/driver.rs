@@ -1677,21 +1677,19 @@ async fn dial_loop(shared: Arc<Shared>, k: String, token: u64) {
                     let connector = TlsConnector::from(tls::client_config());
                     let name = ServerName::IpAddress(addr.ip().into());
                     let id = reg.id;
-                    match tokio::time::timeout(a.timeout, connector.connect(name, tcp)).await {
-                        Ok(Ok(s)) => match tls::binding(&**s.get_ref().1) {
-                            Ok(b) => run_conn(shared.clone(), s, reg, Some(b)).await,
-                            Err(e) => shared.lock().closed(
-                                id,
-                                CloseReason::Local(format!("TLS exporter failed: {e}")),
-                            ),
-                        },
-                        Ok(Err(e)) => shared
-                            .lock()
-                            .closed(id, CloseReason::Local(format!("TLS handshake failed: {e}"))),
-                        Err(_) => shared
-                            .lock()
-                            .closed(id, CloseReason::Local("TLS handshake timed out".into())),
-                    }
+                    let failed =
+                        match tokio::time::timeout(a.timeout, connector.connect(name, tcp)).await {
+                            Ok(Ok(s)) => match tls::binding(&**s.get_ref().1) {
+                                Ok(b) => Ok(run_conn(shared.clone(), s, reg, Some(b)).await),
+                                Err(e) => Err(format!("TLS exporter failed: {e}")),
+                            },
+                            Ok(Err(e)) => Err(format!("TLS handshake failed: {e}")),
+                            Err(_) => Err("TLS handshake timed out".to_owned()),
+                        };
+                    failed.unwrap_or_else(|why| {
+                        tracing::warn!(site = %a.plan.site.name, peer = %addr, error = %why, "MEP over TLS failed");
+                        shared.lock().closed(id, CloseReason::Local(why))
+                    })
                 } else {
                     run_conn(shared.clone(), tcp, reg, None).await
                 };

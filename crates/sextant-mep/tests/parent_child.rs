@@ -371,3 +371,58 @@ async fn cold_start_without_the_parent_then_takeover() {
     p2.wait(WAIT, "Adopted", |e| matches!(e, MepEvent::Adopted { .. }))
         .await;
 }
+
+/// A parent that stops answering without closing its connections (a hung
+/// host or a partition): the backup parent and the child both notice only
+/// by the keepalive timeout. Takeover must complete within
+/// 2 × keepalive timeout + 1 s of the parent's last message.
+#[tokio::test]
+async fn takeover_after_a_silent_parent_within_the_bound() {
+    use sextant_mep::message::{BackupParents, Message, SiteAddr};
+    let specs = [
+        site("P1", "127.78.6.1").backups(&["P2"]),
+        site("P2", "127.78.6.2").backups(&["P1"]),
+        site("C1", "127.78.6.3").child_of("P1"),
+    ];
+    let mut p2 = Node::start(&specs, "P2", KA);
+    let mut c1 = Node::start(&specs, "C1", KA);
+    // P1 is a hand-driven fake: it dials P2 (lower IP) and its child, then
+    // falls silent with both connections open.
+    let mut to_p2 = Fake::new(
+        connect_from(specs[0].ip, specs[1].addr()).await,
+        &specs[0],
+        &specs[1],
+        None,
+        KA,
+    );
+    to_p2.handshake().await;
+    let mut to_c1 = Fake::new(
+        connect_from(specs[0].ip, specs[2].addr()).await,
+        &specs[0],
+        &specs[2],
+        None,
+        KA,
+    );
+    to_c1.handshake().await;
+    to_c1
+        .send(Message::BackupParents(BackupParents {
+            parent: "P1".into(),
+            list: vec![SiteAddr {
+                name: "P2".into(),
+                ip: specs[1].ip,
+            }],
+        }))
+        .await;
+    let silent = Instant::now();
+    c1.wait_parent(Some("P1"), WAIT).await;
+    p2.wait_up("P1", WAIT).await;
+
+    c1.wait_parent(Some("P2"), Duration::from_secs(4)).await;
+    let took = silent.elapsed();
+    eprintln!("takeover after a silent parent: {took:?} (keepalive timeout {KA:?})");
+    assert!(took >= KA - Duration::from_millis(50), "{took:?}");
+    assert!(took < 2 * KA + Duration::from_secs(1), "{took:?}");
+    p2.wait(WAIT, "Adopted", |e| matches!(e, MepEvent::Adopted { .. }))
+        .await;
+    drop((to_p2, to_c1));
+}
