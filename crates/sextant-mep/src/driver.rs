@@ -16,6 +16,15 @@
 //! * a forwarder that moves [`MepEvent`]s into the caller's channel, so no
 //!   lock is ever held while waiting for the caller.
 //!
+//! # Logging
+//!
+//! What is reported as a [`MepEvent`] (UP/DOWN, authentication failures, bad
+//! frames, refused connections, takeovers, parent changes) is logged by the
+//! binary, which also counts it; the driver logs it at debug level only. The
+//! driver logs what has no event: listening, connection attempts that fail
+//! (once per change of error), TLS failures, a child's refusal of a takeover
+//! (once per offering site and reason), reload problems.
+//!
 //! All state lives in one `Mutex<Inner>`; every handler is synchronous and
 //! short, and no lock is held across an `await`.
 //!
@@ -574,7 +583,7 @@ struct Inner {
     adopted: HashMap<String, String>,
     /// Child: the parent last announced by ParentChanged.
     last_parent: Option<String>,
-    /// Parent: the last refusal reason per child (logged once).
+    /// Child: the last refusal reason per offering site (logged once).
     refusals: HashMap<String, String>,
     unreached_at: Option<Duration>,
     tasks: Vec<AbortHandle>,
@@ -649,7 +658,7 @@ impl Inner {
             return;
         }
         let Some(site) = self.site_by_ip(addr.ip()) else {
-            tracing::warn!(peer = %addr, "MEP connection from an address that is no known site: closed");
+            tracing::debug!(peer = %addr, "MEP connection from an address that is no known site: closed");
             self.emit(MepEvent::Refused {
                 peer: addr,
                 reason: "not the IP of a known site".into(),
@@ -657,7 +666,7 @@ impl Inner {
             return;
         };
         if !secure && self.cfg.local_requires_tls() {
-            tracing::warn!(peer = %addr, site = %site.name, "plain MEP connection refused: this site requires the secure port");
+            tracing::debug!(peer = %addr, site = %site.name, "plain MEP connection refused: this site requires the secure port");
             self.emit(MepEvent::Refused {
                 peer: addr,
                 reason: "this site accepts only secure MEP".into(),
@@ -815,7 +824,7 @@ impl Inner {
             }
             SessionEvent::AuthFailed { reason } => {
                 if let Some(c) = self.conns.get(&id) {
-                    tracing::warn!(
+                    tracing::debug!(
                         site = %c.site.name,
                         peer = %c.addr,
                         %reason,
@@ -851,7 +860,7 @@ impl Inner {
             && let Some(for_parent) = c.acting_for.clone()
         {
             let list = to_wire(self.topo.backup_list(&for_parent));
-            tracing::info!(child = %name, %for_parent, "offering to adopt the child");
+            tracing::debug!(child = %name, %for_parent, "offering to adopt the child");
             self.send(
                 id,
                 Message::BackupParents(BackupParents {
@@ -907,7 +916,7 @@ impl Inner {
         self.topo.peer_up(&name);
         self.site_info(&k, &name).rtt = None;
         if !replaced {
-            tracing::info!(site = %name, peer = %addr, secure, "MEP is UP");
+            tracing::debug!(site = %name, peer = %addr, secure, "MEP is UP");
         }
         let role = self.topo.role();
         let kind = self.links.get(&k).map(|l| l.kind);
@@ -1005,10 +1014,9 @@ impl Inner {
                     tracing::debug!(from = %name, "unexpected AcceptParent ignored");
                     return;
                 };
-                tracing::info!(child = %name, %for_parent, "took over the child (backup parent)");
+                tracing::debug!(child = %name, %for_parent, "took over the child (backup parent)");
                 self.topo.adopted(&name, true);
                 self.adopted.insert(k.clone(), for_parent.clone());
-                self.refusals.remove(&k);
                 self.emit(MepEvent::Adopted {
                     child: name,
                     for_parent,
@@ -1093,7 +1101,13 @@ impl Inner {
                 self.confirm(id);
             }
             Accept::No(reason) => {
-                tracing::info!(from = %from, original = %for_parent, %reason, "refused a backup parent's takeover");
+                let k = format!("offer:{}", key(from));
+                if self.refusals.get(&k) != Some(&reason) {
+                    tracing::info!(from = %from, original = %for_parent, %reason, "refused a backup parent's takeover");
+                    self.refusals.insert(k, reason.clone());
+                } else {
+                    tracing::debug!(from = %from, original = %for_parent, %reason, "refused a backup parent's takeover");
+                }
                 self.reject(id, reason);
             }
         }
@@ -1220,7 +1234,7 @@ impl Inner {
         let why = reason.to_string();
         let name = c.site.name.clone();
         if matches!(reason, CloseReason::Malformed(_) | CloseReason::Protocol(_)) {
-            tracing::warn!(site = %name, peer = %c.addr, reason = %why, "MEP session closed: protocol error");
+            tracing::debug!(site = %name, peer = %c.addr, reason = %why, "MEP session closed: protocol error");
             self.emit(MepEvent::BadFrame {
                 peer: c.addr,
                 site: name.clone(),
@@ -1235,19 +1249,13 @@ impl Inner {
         {
             if c.confirmed && self.adopted.remove(&c.key).is_some() {
                 self.topo.adopted(&name, false);
-                tracing::info!(child = %name, %for_parent, reason = %why, "adoption ended");
+                tracing::debug!(child = %name, %for_parent, reason = %why, "adoption ended");
                 self.emit(MepEvent::Released {
                     child: name.clone(),
                     reason: why.clone(),
                 });
             } else if let CloseReason::RejectedByPeer(r) = &reason {
-                let again = self.refusals.get(&c.key) == Some(r);
-                if again {
-                    tracing::debug!(child = %name, %for_parent, reason = %r, "child refused the takeover");
-                } else {
-                    tracing::warn!(child = %name, %for_parent, reason = %r, "child refused the takeover");
-                    self.refusals.insert(c.key.clone(), r.clone());
-                }
+                tracing::debug!(child = %name, %for_parent, reason = %r, "child refused the takeover");
                 self.emit(MepEvent::AdoptionRefused {
                     child: name.clone(),
                     for_parent,
@@ -1272,7 +1280,7 @@ impl Inner {
             info.rtt = None;
             info.down_reason = Some(why.clone());
         }
-        tracing::warn!(site = %name, peer = %c.addr, reason = %why, "MEP is DOWN");
+        tracing::debug!(site = %name, peer = %c.addr, reason = %why, "MEP is DOWN");
         if self.children.remove(&c.key).is_some() {
             self.relay(ChildReport {
                 child: name.clone(),
@@ -1335,8 +1343,8 @@ impl Inner {
             let cur = self.topo.current_parent().map(str::to_owned);
             if cur != self.last_parent {
                 match &cur {
-                    Some(p) => tracing::info!(parent = %p, "current parent"),
-                    None => tracing::warn!("no parent reachable"),
+                    Some(p) => tracing::debug!(parent = %p, "current parent"),
+                    None => tracing::debug!("no parent reachable"),
                 }
                 self.emit(MepEvent::ParentChanged {
                     new_parent: cur.clone(),
