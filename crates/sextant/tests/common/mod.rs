@@ -1068,3 +1068,607 @@ impl Dns {
         )
     }
 }
+
+// ---------------------------------------------------------------------------
+// Several sites: metric exchange (MEP) tests
+// ---------------------------------------------------------------------------
+
+/// The default metric exchange port (`-mepPort`).
+pub const MEP_PORT: u16 = 3011;
+
+impl Net {
+    /// The addresses of a test that runs `sites` sites (at most 20) in the
+    /// host's network namespace: site `k` is 127.(80+k).X.Y (see
+    /// [`Net::site_ip`]), backends and clients as for one server. X.Y is
+    /// picked from the test name and the pid, like [`Net::new`], and probed
+    /// free on every site IP for DNS, the API and MEP (other test binaries
+    /// use 127.77 and 127.78 for their own MEP sites).
+    pub fn for_sites(test_name: &str, sites: u8) -> Net {
+        assert!((1..=20).contains(&sites), "1 to 20 sites");
+        for salt in 0u32..64 {
+            let mut h = DefaultHasher::new();
+            test_name.hash(&mut h);
+            std::process::id().hash(&mut h);
+            "sites".hash(&mut h);
+            salt.hash(&mut h);
+            let v = h.finish();
+            let net = Net {
+                name: test_name.to_string(),
+                x: 1 + (v % 254) as u8,
+                y: 1 + ((v / 254) % 254) as u8,
+            };
+            if (0..sites).all(|k| net.site_ports_free(k)) {
+                return net;
+            }
+        }
+        panic!("no free loopback addresses found for the sites of test {test_name}");
+    }
+
+    fn site_ports_free(&self, k: u8) -> bool {
+        let ip = self.site_ip(k);
+        UdpSocket::bind((ip, DNS_PORT)).is_ok()
+            && TcpListener::bind((ip, DNS_PORT)).is_ok()
+            && TcpListener::bind((ip, API_PORT)).is_ok()
+            && TcpListener::bind((ip, MEP_PORT)).is_ok()
+    }
+
+    /// The site IP of site `k` (0..20): its MEP, DNS and API address.
+    pub fn site_ip(&self, k: u8) -> Ipv4Addr {
+        assert!(k < 20);
+        Ipv4Addr::new(127, 80 + k, self.x, self.y)
+    }
+}
+
+/// Like [`eventually`], for a check that says why it does not hold yet: the
+/// last reason is in the panic message.
+pub fn eventually_ok(
+    deadline: Duration,
+    what: &str,
+    mut check: impl FnMut() -> Result<(), String>,
+) {
+    let mut last = String::from("never checked");
+    let ok = wait_until(deadline, || match check() {
+        Ok(()) => true,
+        Err(e) => {
+            last = e;
+            false
+        }
+    });
+    assert!(
+        ok,
+        "not true within {deadline:?}: {what}\nlast check: {last}"
+    );
+}
+
+/// Minimal HTTP/1.0 POST of a JSON body: returns (status, body).
+pub fn http_post(addr: SocketAddr, path: &str, json: &str) -> Result<(u16, String), String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    let req = format!(
+        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
+        json.len()
+    );
+    s.write_all(req.as_bytes())
+        .map_err(|e| format!("write: {e}"))?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).map_err(|e| format!("read: {e}"))?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse::<u16>().ok())
+        .ok_or_else(|| format!("bad status line in {head:?}"))?;
+    Ok((status, body.to_string()))
+}
+
+/// A network namespace of the test's own (`ip netns add sxt-PID-TAG`, `lo`
+/// up), deleted on drop. Inside it, all of 127.0.0.0/8 is routed to its
+/// own `lo`, so sites get 127.0.x.y addresses that no other test sees, and
+/// iptables rules in it cut links between them without touching the host.
+///
+/// * processes run inside with `ip netns exec NAME ...` (see
+///   [`SiteServer::start`]);
+/// * the test's own sockets (DNS and API clients, backends) are opened by
+///   [`Netns::run`], on a helper thread that joined the namespace with
+///   `setns(2)`: a socket stays in the namespace it was created in, so the
+///   usual harness code works unchanged inside the closure.
+pub struct Netns {
+    pub name: String,
+}
+
+impl Netns {
+    /// Creates the namespace, or returns None (with a printed notice) when
+    /// the test cannot: not root, or `ip` / `iptables` missing
+    /// (scripts/setup.sh installs them; CI runs as root).
+    pub fn create(tag: &str) -> Option<Arc<Netns>> {
+        // SAFETY: geteuid(2) has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED: this test needs root (network namespace and iptables)");
+            return None;
+        }
+        for program in ["ip", "iptables", "iptables-restore"] {
+            if !have_program(program) {
+                eprintln!(
+                    "SKIPPED: this test needs `{program}` (scripts/setup.sh installs iproute2 and iptables)"
+                );
+                return None;
+            }
+        }
+        Self::remove_stale();
+        let name = format!("sxt-{}-{tag}", std::process::id());
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        let out = Command::new("ip")
+            .args(["netns", "add", &name])
+            .output()
+            .expect("run ip netns add");
+        assert!(
+            out.status.success(),
+            "ip netns add {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ns = Arc::new(Netns { name });
+        ns.exec_ok(&["ip", "link", "set", "lo", "up"]);
+        Some(ns)
+    }
+
+    /// Deletes namespaces that earlier test processes left behind (a test
+    /// killed by a timeout runs no destructor).
+    fn remove_stale() {
+        let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
+            return;
+        };
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let name = line.split_whitespace().next().unwrap_or_default();
+            let Some(pid) = name
+                .strip_prefix("sxt-")
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = Command::new("ip").args(["netns", "del", name]).output();
+            }
+        }
+    }
+
+    /// Runs `f` on a thread inside the namespace and returns its result;
+    /// sockets `f` opens live in the namespace (and stay there).
+    pub fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        let path = format!("/run/netns/{}", self.name);
+        thread::scope(|s| {
+            s.spawn(|| {
+                use std::os::fd::AsRawFd;
+                let file = fs::File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
+                // SAFETY: setns(2) with a valid descriptor of a network
+                // namespace; it moves only this helper thread, which ends
+                // when `f` returns.
+                let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+                assert_eq!(
+                    rc,
+                    0,
+                    "setns into {path}: {}",
+                    std::io::Error::last_os_error()
+                );
+                f()
+            })
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+        })
+    }
+
+    /// `ip netns exec NAME args...` to completion.
+    pub fn exec(&self, args: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.name])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("ip netns exec {} {args:?}: {e}", self.name))
+    }
+
+    /// Like [`Netns::exec`]; panics unless it succeeds.
+    pub fn exec_ok(&self, args: &[&str]) -> Output {
+        let out = self.exec(args);
+        assert!(
+            out.status.success(),
+            "ip netns exec {} {args:?} failed: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Applies iptables rules in one `iptables-restore --noflush` run, so a
+    /// set of links goes down (or up) at once.
+    fn restore(&self, rules: &str) {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.name, "iptables-restore", "--noflush"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn iptables-restore");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("*filter\n{rules}COMMIT\n").as_bytes())
+            .expect("write iptables rules");
+        let out = child.wait_with_output().expect("iptables-restore");
+        assert!(
+            out.status.success(),
+            "iptables-restore failed: {}\nrules:\n{rules}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn rules(op: &str, pairs: &[(Ipv4Addr, Ipv4Addr)]) -> String {
+        pairs
+            .iter()
+            .flat_map(|&(a, b)| [(a, b), (b, a)])
+            .map(|(s, d)| format!("{op} INPUT -s {s}/32 -d {d}/32 -j DROP\n"))
+            .collect()
+    }
+
+    /// Cuts each link A <-> B: every packet between the two addresses is
+    /// dropped, in both directions (`iptables -A INPUT -s A -d B -j DROP`
+    /// and the reverse).
+    pub fn cut(&self, pairs: &[(Ipv4Addr, Ipv4Addr)]) {
+        self.restore(&Self::rules("-A", pairs));
+    }
+
+    /// Heals links cut with [`Netns::cut`] (deletes their rules).
+    pub fn heal(&self, pairs: &[(Ipv4Addr, Ipv4Addr)]) {
+        self.restore(&Self::rules("-D", pairs));
+    }
+
+    /// Heals every link (flushes INPUT).
+    pub fn heal_all(&self) {
+        self.exec_ok(&["iptables", "-w", "-F", "INPUT"]);
+    }
+
+    /// The INPUT rules in force, for messages.
+    pub fn rules_in_force(&self) -> String {
+        String::from_utf8_lossy(&self.exec(&["iptables", "-w", "-S", "INPUT"]).stdout).into_owned()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
+}
+
+/// One site of a multi-site test: `sextant serve --local-site NAME` with
+/// DNS on SITE_IP:5300 and the API on SITE_IP:8080, in the host's network
+/// namespace or in a [`Netns`]. Its API and DNS helpers open their sockets
+/// in the site's namespace. Stopped (by pid) on drop; its log is printed if
+/// the test is failing.
+pub struct SiteServer {
+    pub name: String,
+    pub ip: Ipv4Addr,
+    pub dns: Dns,
+    pub api_addr: SocketAddr,
+    pub config: PathBuf,
+    pub log_path: PathBuf,
+    pub ns: Option<Arc<Netns>>,
+    child: Option<Child>,
+}
+
+impl SiteServer {
+    /// Writes `config` to DIR/NAME.conf and starts the site, waiting until
+    /// its API answers.
+    pub fn start(
+        dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        config: &str,
+        ns: Option<Arc<Netns>>,
+    ) -> SiteServer {
+        let config_path = dir.join(format!("{name}.conf"));
+        fs::write(&config_path, config).expect("write site config");
+        let mut site = SiteServer {
+            name: name.to_string(),
+            ip,
+            dns: Dns::new(SocketAddr::new(IpAddr::V4(ip), DNS_PORT)),
+            api_addr: SocketAddr::new(IpAddr::V4(ip), API_PORT),
+            config: config_path,
+            log_path: dir.join(format!("{name}.log")),
+            ns,
+            child: None,
+        };
+        let _ = fs::remove_file(&site.log_path);
+        site.spawn();
+        site
+    }
+
+    /// Starts the process again after [`SiteServer::kill`] or
+    /// [`SiteServer::stop`] (same configuration file; the log is appended).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "site {} is running", self.name);
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        use std::os::unix::process::CommandExt;
+        let mut log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("open site log");
+        let _ = writeln!(log, "===== test harness: starting site {} =====", self.name);
+        let dns = self.dns.server.to_string();
+        let api = self.api_addr.to_string();
+        let config = self.config.to_str().expect("utf-8 path").to_string();
+        let args = [
+            "serve",
+            "--config",
+            config.as_str(),
+            "--local-site",
+            &self.name,
+            "--dns-listen",
+            &dns,
+            "--api-listen",
+            &api,
+            "--udp-workers",
+            "1",
+        ];
+        let mut cmd = match &self.ns {
+            // `ip netns exec` execs the binary in place: the pid is sextant's.
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &ns.name, bin()]);
+                c
+            }
+            None => Command::new(bin()),
+        };
+        cmd.args(args)
+            .env(
+                "RUST_LOG",
+                std::env::var("SEXTANT_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .env("RUST_BACKTRACE", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        // SAFETY: prctl(2) only, between fork and exec: the server gets
+        // SIGKILL if the test process dies without running destructors
+        // (a test killed by a timeout), so no server outlives its test.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn site {}: {e}", self.name));
+        self.child = Some(child);
+        let end = Instant::now() + READY;
+        loop {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                self.child = None;
+                panic!(
+                    "site {} exited before it was ready ({status}); config:\n{}\n--- log ---\n{}",
+                    self.name,
+                    fs::read_to_string(&self.config).unwrap_or_default(),
+                    self.log()
+                );
+            }
+            if let Ok((200, _)) = self.get("/v1/status") {
+                return;
+            }
+            assert!(
+                Instant::now() < end,
+                "site {} not ready within {READY:?}; log:\n{}",
+                self.name,
+                self.log()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Runs `f` in the site's network namespace (directly without one).
+    pub fn in_ns<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.ns {
+            Some(ns) => ns.run(f),
+            None => f(),
+        }
+    }
+
+    pub fn pid(&self) -> Option<i32> {
+        self.child.as_ref().map(|c| c.id() as i32)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait().unwrap().is_none(),
+            None => false,
+        }
+    }
+
+    /// GET on the site's API.
+    pub fn get(&self, path: &str) -> Result<(u16, String), String> {
+        let addr = self.api_addr;
+        self.in_ns(|| http_get(addr, path))
+    }
+
+    /// GET that must answer 200 with JSON.
+    pub fn try_api(&self, path: &str) -> Result<Value, String> {
+        let (status, body) = self
+            .get(path)
+            .map_err(|e| format!("site {}: GET {path}: {e}", self.name))?;
+        if status != 200 {
+            return Err(format!(
+                "site {}: GET {path} -> {status}: {body}",
+                self.name
+            ));
+        }
+        serde_json::from_str(&body)
+            .map_err(|e| format!("site {}: GET {path}: not JSON ({e}): {body}", self.name))
+    }
+
+    pub fn api_ok(&self, path: &str) -> Value {
+        self.try_api(path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// POST of a JSON body on the site's API.
+    pub fn post(&self, path: &str, json: &str) -> (u16, String) {
+        let addr = self.api_addr;
+        self.in_ns(|| http_post(addr, path, json))
+            .unwrap_or_else(|e| panic!("site {}: POST {path}: {e}", self.name))
+    }
+
+    /// `/v1/sites`.
+    pub fn try_sites(&self) -> Result<Vec<Value>, String> {
+        match self.try_api("/v1/sites")? {
+            Value::Array(a) => Ok(a),
+            v => Err(format!(
+                "site {}: /v1/sites is not an array: {v}",
+                self.name
+            )),
+        }
+    }
+
+    /// The `/v1/sites` entry of `site` (case-insensitive name).
+    pub fn try_site(&self, site: &str) -> Result<Value, String> {
+        let sites = self.try_sites()?;
+        sites
+            .iter()
+            .find(|s| {
+                s["name"]
+                    .as_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(site))
+            })
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "site {}: /v1/sites has no entry {site}: {}",
+                    self.name,
+                    Value::Array(sites)
+                )
+            })
+    }
+
+    pub fn site(&self, site: &str) -> Value {
+        self.try_site(site).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The `mep` counters of `/v1/status` (null when MEP is not running).
+    pub fn mep_counters(&self) -> Value {
+        self.api_ok("/v1/status")["mep"].clone()
+    }
+
+    /// One counter of `/v1/status` `mep`.
+    pub fn mep_counter(&self, name: &str) -> u64 {
+        let mep = self.mep_counters();
+        mep[name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("site {}: /v1/status mep.{name} missing: {mep}", self.name))
+    }
+
+    /// The `/v1/services` entry of a service.
+    pub fn try_service(&self, name: &str) -> Result<Value, String> {
+        let v = self.try_api("/v1/services")?;
+        v.as_array()
+            .and_then(|a| a.iter().find(|s| s["name"] == name).cloned())
+            .ok_or_else(|| format!("site {}: /v1/services has no {name}: {v}", self.name))
+    }
+
+    pub fn service(&self, name: &str) -> Value {
+        self.try_service(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A DNS query over UDP from 127.0.0.1 (in the site's namespace).
+    pub fn try_query(&self, name: &str, rtype: RecordType) -> Result<Message, String> {
+        let dns = self.dns.clone();
+        let q = build_query(name, rtype, None);
+        self.in_ns(|| dns.try_udp_from(None, &q))
+            .map_err(|e| format!("site {}: {e}", self.name))
+    }
+
+    /// The A addresses the site answers for `name`.
+    pub fn try_query_a(&self, name: &str) -> Result<Vec<Ipv4Addr>, String> {
+        self.try_query(name, RecordType::A).map(|m| a_records(&m))
+    }
+
+    pub fn query_a(&self, name: &str) -> Vec<Ipv4Addr> {
+        self.try_query_a(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The `/v1/explain` answer for `name` asked by `client`.
+    pub fn explain(&self, name: &str, client: &str) -> Value {
+        self.api_ok(&format!("/v1/explain?name={name}&client={client}"))
+    }
+
+    /// The site's log (stderr and stdout) so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Rewrites the configuration file and sends SIGHUP.
+    pub fn reload(&self, config: &str) {
+        fs::write(&self.config, config).expect("rewrite site config");
+        let pid = self.pid().expect("site running");
+        // SAFETY: kill(2) on our own, not yet reaped child.
+        let rc = unsafe { libc::kill(pid, libc::SIGHUP) };
+        assert_eq!(rc, 0, "SIGHUP to site {} failed", self.name);
+    }
+
+    /// SIGKILL by pid, as a crash: no goodbye to the peers.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM by pid, then SIGKILL if it has not gone after 5 s.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        // SAFETY: kill(2) on our own, not yet reaped child.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let end = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for SiteServer {
+    fn drop(&mut self) {
+        self.stop();
+        if thread::panicking() {
+            let log = self.log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(200)..];
+            eprintln!(
+                "===== site {} ({}) log, last {} lines: {} =====\n{}\n===== end of site {} =====",
+                self.name,
+                self.ip,
+                tail.len(),
+                self.log_path.display(),
+                tail.join("\n"),
+                self.name
+            );
+        }
+    }
+}
