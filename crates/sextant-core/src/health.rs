@@ -35,6 +35,11 @@ impl HealthTally {
         }
     }
 
+    /// The same settings with no result yet, so the next result decides.
+    pub fn fresh(&self) -> Self {
+        HealthTally::new(self.retries, self.success_retries)
+    }
+
     /// The settled state; `None` before the first probe result.
     pub fn state(&self) -> Option<Transition> {
         self.state

@@ -36,7 +36,7 @@ pub mod udp;
 
 pub use error::ProbeError;
 pub use load::{LoadObservation, LoadSources, start_load_sources};
-pub use schedule::{Monitors, start};
+pub use schedule::{Gates, Monitors, start, start_gated};
 
 /// One probe result.
 #[derive(Debug, Clone)]

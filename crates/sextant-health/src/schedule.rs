@@ -9,6 +9,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sextant_core::{Model, Monitor, MonitorId, MonitorKind, ServiceId};
@@ -53,6 +54,31 @@ impl Drop for Monitors {
     }
 }
 
+/// Per service: whether its monitors probe right now. A remote service
+/// whose state metric exchange reports is not probed (`-triggerMonitor`);
+/// the binary opens and closes its gate as metric exchange comes and goes.
+#[derive(Debug, Clone)]
+pub struct Gates(Arc<[AtomicBool]>);
+
+impl Gates {
+    /// Every gate open: every binding probes.
+    pub fn open(services: usize) -> Self {
+        Gates((0..services).map(|_| AtomicBool::new(true)).collect())
+    }
+
+    pub fn set(&self, service: ServiceId, open: bool) {
+        if let Some(g) = self.0.get(service as usize) {
+            g.store(open, Ordering::Relaxed);
+        }
+    }
+
+    pub fn is_open(&self, service: ServiceId) -> bool {
+        self.0
+            .get(service as usize)
+            .is_none_or(|g| g.load(Ordering::Relaxed))
+    }
+}
+
 /// Probes every (service, monitor) binding of `model` (those in
 /// `Service::monitors`) at each monitor's interval, sending each result on
 /// `tx`, tagged with `generation`.
@@ -61,6 +87,18 @@ impl Drop for Monitors {
 /// names a monitor the model does not have is skipped with a warning. A
 /// task ends by itself when the receiver of `tx` is dropped.
 pub fn start(model: Arc<Model>, generation: u64, tx: Sender<Observation>) -> Monitors {
+    let gates = Gates::open(model.services.len());
+    start_gated(model, generation, tx, gates)
+}
+
+/// [`start`], probing a binding only while its service's gate is open (a
+/// closed gate skips the tick: no probe, no observation).
+pub fn start_gated(
+    model: Arc<Model>,
+    generation: u64,
+    tx: Sender<Observation>,
+    gates: Gates,
+) -> Monitors {
     let mut tasks = JoinSet::new();
     let mut pairs = 0;
     let mut ping_checked = [false; 2];
@@ -86,6 +124,7 @@ pub fn start(model: Arc<Model>, generation: u64, tx: Sender<Observation>) -> Mon
                 target,
                 generation,
                 jitter: jitter(service_id, monitor_id, monitor.interval),
+                gates: gates.clone(),
             };
             tasks.spawn(job.run(tx.clone()));
             pairs += 1;
@@ -117,6 +156,7 @@ struct Job {
     target: SocketAddr,
     generation: u64,
     jitter: Duration,
+    gates: Gates,
 }
 
 impl Job {
@@ -127,6 +167,9 @@ impl Job {
         loop {
             // The first tick completes at once: the first probe is immediate.
             ticks.tick().await;
+            if !self.gates.is_open(self.service) {
+                continue;
+            }
             let result = probe(&self.monitor, self.target).await;
             let observation = Observation {
                 service: self.service,

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use sextant_core::{
     HealthTally, Model, ServiceId, ServiceMetrics, ServiceState, Transition, TriggerMonitor,
 };
-use sextant_health::Observation;
+use sextant_health::{Gates, Observation};
 
 /// The hysteresis state and last verdict of one (service, monitor) pair.
 #[derive(Debug, Clone)]
@@ -55,6 +55,10 @@ pub struct HealthBook {
     reports: Vec<Option<Report>>,
     /// Per service: load figures measured here (load sources, REST push).
     local_metrics: Vec<ServiceMetrics>,
+    /// Per service: whether its monitors probe now (shared with the running
+    /// monitors), and what the book last set there.
+    gates: Gates,
+    gate_open: Vec<bool>,
 }
 
 impl HealthBook {
@@ -97,7 +101,10 @@ impl HealthBook {
             services,
             reports: vec![None; n],
             local_metrics: vec![ServiceMetrics::default(); n],
+            gates: Gates::open(n),
+            gate_open: vec![true; n],
         };
+        book.refresh_gates();
         for i in 0..n {
             let (up, reason) = book.verdict(i);
             if !up || book.uses_metric_exchange(i) {
@@ -141,7 +148,29 @@ impl HealthBook {
                 book.services[new_id].up = up;
             }
         }
+        book.refresh_gates();
         book
+    }
+
+    /// The monitors' gates, for `sextant_health::start_gated`.
+    pub fn gates(&self) -> &Gates {
+        &self.gates
+    }
+
+    /// Opens the gates of the services whose monitors decide and closes the
+    /// others. A service whose monitors take over again starts afresh: its
+    /// first probe result decides, and until then it keeps its state.
+    fn refresh_gates(&mut self) {
+        for i in 0..self.gate_open.len() {
+            let open = self.monitors_decide(i);
+            if open && !self.gate_open[i] {
+                for pair in &mut self.pairs[i] {
+                    pair.tally = pair.tally.fresh();
+                }
+            }
+            self.gate_open[i] = open;
+            self.gates.set(i as ServiceId, open);
+        }
     }
 
     pub fn model(&self) -> &Arc<Model> {
@@ -194,6 +223,25 @@ impl HealthBook {
         })
     }
 
+    /// The reason monitors give: the first DOWN monitor's last verdict, else
+    /// the first one's.
+    fn monitor_reason(&self, service: usize) -> String {
+        let svc = self.model.service(service as u32);
+        if svc.monitors.is_empty() {
+            return "no monitor bound: UP until something says otherwise".to_string();
+        }
+        let pairs = &self.pairs[service];
+        let pick = pairs
+            .iter()
+            .position(|p| p.tally.state() == Some(Transition::Down))
+            .unwrap_or(0);
+        let name = &self.model.monitor(svc.monitors[pick]).name;
+        match pairs.get(pick).and_then(|p| p.last_detail.as_deref()) {
+            Some(detail) => format!("monitor {name}: {detail}"),
+            None => format!("monitor {name}: no result yet"),
+        }
+    }
+
     fn monitors_say_up(&self, service: usize) -> bool {
         self.pairs[service]
             .iter()
@@ -234,10 +282,16 @@ impl HealthBook {
     /// The service's state and why, from whichever source decides.
     fn verdict(&self, service: usize) -> (bool, String) {
         if self.monitors_decide(service) {
-            return (
-                self.monitors_say_up(service),
-                self.services[service].reason.clone(),
-            );
+            let pairs = &self.pairs[service];
+            if !pairs.is_empty() && pairs.iter().all(|p| p.tally.state().is_none()) {
+                // Nothing probed yet (at start, or monitors just took over
+                // from metric exchange): keep the state until the first result.
+                return (
+                    self.services[service].up,
+                    "waiting for the first probe result".to_string(),
+                );
+            }
+            return (self.monitors_say_up(service), self.monitor_reason(service));
         }
         match &self.reports[service] {
             Some(r) if r.up => (
@@ -264,14 +318,11 @@ impl HealthBook {
     fn settle(&mut self, service: usize, now: SystemTime) -> Option<Change> {
         let (up, reason) = self.verdict(service);
         let health = &mut self.services[service];
+        health.reason = reason;
         if up == health.up {
-            if !self.monitors_decide(service) {
-                self.services[service].reason = reason;
-            }
             return None;
         }
         health.up = up;
-        health.reason = reason;
         health.last_change = Some(now);
         Some(Change {
             service: service as u32,
@@ -288,8 +339,7 @@ impl HealthBook {
         entries: impl IntoIterator<Item = (String, bool, ServiceMetrics)>,
         now: SystemTime,
     ) -> Vec<Change> {
-        let mut changes = Vec::new();
-        let mut seen = vec![false; self.reports.len()];
+        let mut touched = vec![false; self.reports.len()];
         for (name, up, metrics) in entries {
             let Some(id) = self.model.service_by_name(&name) else {
                 continue;
@@ -298,33 +348,46 @@ impl HealthBook {
             if !self.uses_metric_exchange(i) {
                 continue;
             }
-            seen[i] = true;
+            touched[i] = true;
             self.reports[i] = Some(Report {
                 peer: peer.to_string(),
                 up,
                 metrics,
             });
-            changes.extend(self.settle(i, now));
         }
-        for (i, seen) in seen.into_iter().enumerate() {
-            if !seen && self.reports[i].as_ref().is_some_and(|r| r.peer == peer) {
+        // A service this peer reported before and left out now: unreported.
+        let dropped: Vec<bool> = (0..self.reports.len())
+            .map(|i| !touched[i] && self.reports[i].as_ref().is_some_and(|r| r.peer == peer))
+            .collect();
+        for (i, gone) in dropped.iter().enumerate() {
+            if *gone {
                 self.reports[i] = None;
-                changes.extend(self.settle(i, now));
+                touched[i] = true;
             }
         }
-        changes
+        self.settle_all(&touched, now)
     }
 
     /// Metric exchange with `peer` went down: what it reported no longer holds.
     pub fn peer_down(&mut self, peer: &str, now: SystemTime) -> Vec<Change> {
-        let mut changes = Vec::new();
-        for i in 0..self.reports.len() {
-            if self.reports[i].as_ref().is_some_and(|r| r.peer == peer) {
-                self.reports[i] = None;
-                changes.extend(self.settle(i, now));
+        let mut touched = vec![false; self.reports.len()];
+        for (i, report) in self.reports.iter_mut().enumerate() {
+            if report.as_ref().is_some_and(|r| r.peer == peer) {
+                *report = None;
+                touched[i] = true;
             }
         }
-        changes
+        self.settle_all(&touched, now)
+    }
+
+    /// Re-derives the touched services' states, after moving the monitor
+    /// gates (so monitors that take over start afresh).
+    fn settle_all(&mut self, touched: &[bool], now: SystemTime) -> Vec<Change> {
+        self.refresh_gates();
+        (0..touched.len())
+            .filter(|i| touched[*i])
+            .filter_map(|i| self.settle(i, now))
+            .collect()
     }
 
     /// Load figures measured here for a local service.

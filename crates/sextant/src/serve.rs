@@ -261,7 +261,12 @@ async fn state_task(
         Ok(book) => Arc::clone(book.model()),
         Err(_) => return,
     };
-    let mut monitors = sextant_health::start(Arc::clone(&first_model), generation, obs_tx.clone());
+    let gates = match daemon.book.read() {
+        Ok(book) => book.gates().clone(),
+        Err(_) => return,
+    };
+    let mut monitors =
+        sextant_health::start_gated(Arc::clone(&first_model), generation, obs_tx.clone(), gates);
     let mut loads = sextant_health::start_load_sources(first_model, generation, load_tx.clone());
     publish(&daemon);
     loop {
@@ -307,7 +312,11 @@ async fn state_task(
                         if let Some(mep) = &daemon.mep {
                             mep.reload(Arc::clone(&model), generation);
                         }
-                        monitors = sextant_health::start(Arc::clone(&model), generation, obs_tx.clone());
+                        let gates = match daemon.book.read() {
+                            Ok(book) => book.gates().clone(),
+                            Err(_) => break,
+                        };
+                        monitors = sextant_health::start_gated(Arc::clone(&model), generation, obs_tx.clone(), gates);
                         loads = sextant_health::start_load_sources(Arc::clone(&model), generation, load_tx.clone());
                         if let Ok(mut last) = daemon.last_reload_error.write() {
                             *last = None;
