@@ -137,6 +137,10 @@ pub struct Site {
     pub link: Option<String>,
     /// Why metric exchange with the site last went DOWN.
     pub last_down_reason: Option<String>,
+    /// The site's CPU and memory use, as it last reported (or, for this
+    /// node, as measured here).
+    pub cpu_percent: Option<f64>,
+    pub memory_percent: Option<f64>,
 }
 
 /// `GET /v1/explain`.

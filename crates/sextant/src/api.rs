@@ -88,6 +88,19 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
     let model = snap.model();
     let has_children = model.sites.iter().any(|s| s.parent.is_some());
     let status = d.mep.as_ref().map(|m| m.status()).unwrap_or_default();
+    let own = d.site_metrics.lock().map(|m| *m).unwrap_or_default();
+    let peers = d
+        .peer_site_metrics
+        .lock()
+        .map(|m| m.clone())
+        .unwrap_or_default();
+    let figures = |name: &str, local: bool| {
+        if local {
+            Some(own)
+        } else {
+            peers.get(&name.to_ascii_lowercase()).copied()
+        }
+    };
     let mut sites: Vec<Site> = model
         .sites
         .iter()
@@ -121,6 +134,10 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                     .map(|r| r.as_secs_f64() * 1000.0),
                 link: peer.and_then(|p| p.link).map(str::to_string),
                 last_down_reason: peer.and_then(|p| p.last_down_reason.clone()),
+                cpu_percent: figures(&s.name, s.kind == SiteKind::Local)
+                    .and_then(|m| m.cpu_percent),
+                memory_percent: figures(&s.name, s.kind == SiteKind::Local)
+                    .and_then(|m| m.memory_percent),
             }
         })
         .collect();
@@ -143,6 +160,8 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 link_rtt_ms: p.link_rtt.map(|r| r.as_secs_f64() * 1000.0),
                 link: p.link.map(str::to_string),
                 last_down_reason: p.last_down_reason.clone(),
+                cpu_percent: figures(&p.name, false).and_then(|m| m.cpu_percent),
+                memory_percent: figures(&p.name, false).and_then(|m| m.memory_percent),
             });
         }
     }

@@ -7,6 +7,7 @@ mod health_book;
 mod logging;
 mod mep_glue;
 mod serve;
+mod site_metrics;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;

@@ -36,6 +36,11 @@ pub struct Daemon {
     pub mep_counters: MepCounters,
     /// Load figures pushed over the API, for the state task.
     pub pushes: mpsc::Sender<(sextant_core::ServiceId, sextant_core::ServiceMetrics)>,
+    /// This node's CPU and memory use, sampled by the state task.
+    pub site_metrics: std::sync::Mutex<sextant_mep::message::SiteMetrics>,
+    /// Other sites' CPU and memory use, as they last reported it.
+    pub peer_site_metrics:
+        std::sync::Mutex<std::collections::HashMap<String, sextant_mep::message::SiteMetrics>>,
 }
 
 /// The settings of a serve run that come from the command line.
@@ -165,6 +170,8 @@ pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow
         mep,
         mep_counters: MepCounters::default(),
         pushes: push_tx,
+        site_metrics: Default::default(),
+        peer_site_metrics: Default::default(),
     });
 
     let listener = tokio::net::TcpListener::bind(api_listen)
@@ -231,6 +238,9 @@ async fn wait_for_signals(reload: mpsc::Sender<()>) -> anyhow::Result<()> {
     }
 }
 
+/// How often this node samples its own CPU and memory use for its reports.
+const SITE_METRICS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What the state task listens to besides probe results.
 struct Inputs {
     reload: mpsc::Receiver<()>,
@@ -269,8 +279,17 @@ async fn state_task(
         sextant_health::start_gated(Arc::clone(&first_model), generation, obs_tx.clone(), gates);
     let mut loads = sextant_health::start_load_sources(first_model, generation, load_tx.clone());
     publish(&daemon);
+    let mut site_tick = tokio::time::interval(SITE_METRICS_INTERVAL);
+    let mut cpu = None;
     loop {
         let changes = tokio::select! {
+            _ = site_tick.tick(), if daemon.mep.is_some() => {
+                let sample = crate::site_metrics::sample(&mut cpu);
+                if let Ok(mut m) = daemon.site_metrics.lock() {
+                    *m = sample;
+                }
+                Vec::new()
+            }
             Some(obs) = obs_rx.recv() => {
                 if obs.generation != generation {
                     continue;
@@ -292,6 +311,11 @@ async fn state_task(
                 Vec::new()
             }
             Some(event) = inputs.mep.recv() => {
+                if let (sextant_mep::MepEvent::SiteMetrics { from_site, metrics, .. }, Ok(mut peers)) =
+                    (&event, daemon.peer_site_metrics.lock())
+                {
+                    peers.insert(from_site.to_ascii_lowercase(), *metrics);
+                }
                 let Ok(mut book) = daemon.book.write() else { break };
                 crate::mep_glue::apply(event, &mut book, &daemon.mep_counters, SystemTime::now())
             }
@@ -366,7 +390,11 @@ fn publish(daemon: &Daemon) {
             .store(Arc::new(current.with_states(states).with_metrics(metrics)));
     }
     if let Some(mep) = &daemon.mep {
-        mep.publish(crate::mep_glue::local_report(&book));
+        let mut report = crate::mep_glue::local_report(&book);
+        if let Ok(m) = daemon.site_metrics.lock() {
+            report.site = *m;
+        }
+        mep.publish(report);
     }
 }
 
