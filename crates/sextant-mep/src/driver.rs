@@ -14,7 +14,9 @@
 //!   sites never reached as DOWN one keepalive timeout after start (and
 //!   after each reload);
 //! * a forwarder that moves [`MepEvent`]s into the caller's channel, so no
-//!   lock is ever held while waiting for the caller.
+//!   lock is ever held while waiting for the caller; reports (`Services`,
+//!   `SiteMetrics`) are coalesced per site and never delay state changes
+//!   (see `EventSink`).
 //!
 //! # Logging
 //!
@@ -38,7 +40,7 @@
 //! adopting parent confirms only on the child's AcceptParent. A refused
 //! offer is therefore never an UP/DOWN flap.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -51,7 +53,7 @@ use sextant_core::{Model, RpcNode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
@@ -61,7 +63,7 @@ use crate::message::{
     AcceptParent, BackupParents, ChildReport, Hello, LdnsRttEntry, Message, Role as WireRole,
     ServiceEntry, ServiceStates, SessionEntry, SiteAddr, SiteMetrics,
 };
-use crate::session::{Action, CloseReason, Session, SessionConfig, SessionEvent};
+use crate::session::{Action, CloseReason, Session, SessionConfig, SessionEvent, State};
 use crate::tls;
 use crate::topology::{Accept, Link, LinkKind, Role, SiteRef, Topology, TopologyError};
 
@@ -74,6 +76,14 @@ const BACKOFF_MAX: Duration = Duration::from_secs(1);
 const SEND_QUEUE: usize = 4096;
 /// The ticker never runs more often than this.
 const MIN_TICK: Duration = Duration::from_millis(10);
+/// Coalesced reports (Services, SiteMetrics) are moved into the caller's
+/// event channel only while fewer than this many events wait in it, so a
+/// state change (PeerUp, PeerDown, ...) never waits behind more reports.
+const BULK_IN_FLIGHT: usize = 32;
+/// First read buffer of a connection; it doubles on demand up to
+/// `READ_BUF_MAX` (or the frame limit, if smaller).
+const READ_BUF_MIN: usize = 1024;
+const READ_BUF_MAX: usize = 64 * 1024;
 
 /// This site's own figures, as the binary measures them.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -256,13 +266,13 @@ pub fn start_with(
     let rt = Handle::try_current().map_err(|_| MepError::NoRuntime)?;
     let topo = Topology::new(&model)?;
     let cfg = Cfg::new(model, generation, &topo, options.max_frame);
-    let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
+    let sink = Arc::new(EventSink::default());
     let shared = Arc::new_cyclic(|weak| Shared {
         origin: Instant::now(),
         inner: Mutex::new(Inner {
             weak: weak.clone(),
             rt: rt.clone(),
-            events: ev_tx,
+            events: sink.clone(),
             stopped: false,
             cfg,
             topo,
@@ -293,13 +303,7 @@ pub fn start_with(
         inner.listen()?;
         let now = shared.now();
         inner.unreached_at = Some(now + inner.cfg.timeout);
-        let fwd = rt.spawn(async move {
-            while let Some(e) = ev_rx.recv().await {
-                if events.send(e).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let fwd = rt.spawn(forward_events(sink, events));
         inner.tasks.push(fwd.abort_handle());
         let ticker = rt.spawn(tick_loop(Arc::downgrade(&shared)));
         inner.tasks.push(ticker.abort_handle());
@@ -371,6 +375,139 @@ impl MepHandle {
 impl Drop for MepHandle {
     fn drop(&mut self) {
         self.shared.lock().shutdown();
+    }
+}
+
+/// Events on their way to the caller. State changes and the rarer messages
+/// keep their order; `Services` and `SiteMetrics` are coalesced to the
+/// latest per site (each is a complete snapshot) and handed over only while
+/// the caller's channel is nearly empty, so they can neither pile up nor
+/// delay a state change.
+#[derive(Default)]
+struct EventSink {
+    q: Mutex<EventQueue>,
+    notify: Notify,
+}
+
+#[derive(Default)]
+struct EventQueue {
+    /// Everything but the coalesced reports, in order.
+    ordered: VecDeque<MepEvent>,
+    /// Site key → its latest pending reports.
+    bulk: HashMap<String, PendingReports>,
+    /// Site keys in the order their reports became pending (a key may be
+    /// listed twice or no longer be in `bulk`; such entries are skipped).
+    bulk_order: VecDeque<String>,
+    /// The caller's receiver is gone.
+    closed: bool,
+}
+
+#[derive(Default)]
+struct PendingReports {
+    services: Option<MepEvent>,
+    metrics: Option<MepEvent>,
+}
+
+impl EventSink {
+    fn lock(&self) -> MutexGuard<'_, EventQueue> {
+        self.q.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, e: MepEvent) {
+        let mut q = self.lock();
+        if q.closed {
+            return;
+        }
+        let bulk_site = match &e {
+            MepEvent::Services { from_site, .. } | MepEvent::SiteMetrics { from_site, .. } => {
+                Some(key(from_site))
+            }
+            MepEvent::PeerDown { site, .. } => {
+                // What the site reported before is stale now.
+                q.bulk.remove(&key(site));
+                None
+            }
+            _ => None,
+        };
+        match bulk_site {
+            Some(k) => {
+                let q = &mut *q;
+                let p = q.bulk.entry(k).or_insert_with_key(|k| {
+                    q.bulk_order.push_back(k.clone());
+                    PendingReports::default()
+                });
+                if matches!(e, MepEvent::Services { .. }) {
+                    p.services = Some(e);
+                } else {
+                    p.metrics = Some(e);
+                }
+            }
+            None => q.ordered.push_back(e),
+        }
+        drop(q);
+        self.notify.notify_one();
+    }
+
+    /// The next event to hand over: ordered ones first, then (if
+    /// `bulk_ok`) the oldest pending report. The second value says whether
+    /// reports are still pending.
+    fn pop(&self, bulk_ok: bool) -> (Option<MepEvent>, bool) {
+        let mut q = self.lock();
+        if let Some(e) = q.ordered.pop_front() {
+            return (Some(e), !q.bulk.is_empty());
+        }
+        if bulk_ok {
+            while let Some(k) = q.bulk_order.pop_front() {
+                let Some(mut p) = q.bulk.remove(&k) else {
+                    continue;
+                };
+                let e = p.services.take().or_else(|| p.metrics.take());
+                if p.metrics.is_some() {
+                    q.bulk.insert(k.clone(), p);
+                    q.bulk_order.push_front(k);
+                }
+                if e.is_some() {
+                    return (e, !q.bulk.is_empty());
+                }
+            }
+        }
+        (None, !q.bulk.is_empty())
+    }
+
+    fn close(&self) {
+        let mut q = self.lock();
+        q.closed = true;
+        q.ordered.clear();
+        q.bulk.clear();
+        q.bulk_order.clear();
+    }
+}
+
+/// Moves events from the sink into the caller's channel.
+async fn forward_events(sink: Arc<EventSink>, events: mpsc::Sender<MepEvent>) {
+    loop {
+        let Ok(permit) = events.reserve().await else {
+            sink.close();
+            return;
+        };
+        let e = loop {
+            let notified = sink.notify.notified();
+            // Events already in the caller's channel (our permit excluded).
+            let waiting = events.max_capacity() - events.capacity() - 1;
+            match sink.pop(waiting < BULK_IN_FLIGHT) {
+                (Some(e), _) => break e,
+                // Reports wait for the caller to catch up (or an ordered
+                // event to arrive).
+                (None, true) => {
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep(Duration::from_millis(2)) => {}
+                    }
+                }
+                (None, false) => notified.await,
+            }
+        };
+        permit.send(e);
     }
 }
 
@@ -481,6 +618,10 @@ fn to_wire(list: Vec<SiteRef>) -> Vec<SiteAddr> {
 
 enum ConnCmd {
     Send(Message),
+    /// An encoded frame, shared by every connection it goes to (relays and
+    /// reports are encoded once, not once per connection). Sent only while
+    /// the session is up.
+    Frame(Arc<[u8]>),
 }
 
 /// One connection (handshaking or up).
@@ -554,12 +695,16 @@ struct ChildData {
     name: String,
     services: Option<Vec<ServiceEntry>>,
     metrics: Option<SiteMetrics>,
+    /// Changed since the last relay: relayed together, in one ChildReport,
+    /// once the frames of one read are handled (see `flush_relay`).
+    services_dirty: bool,
+    metrics_dirty: bool,
 }
 
 struct Inner {
     weak: Weak<Shared>,
     rt: Handle,
-    events: mpsc::UnboundedSender<MepEvent>,
+    events: Arc<EventSink>,
     stopped: bool,
     cfg: Cfg,
     topo: Topology,
@@ -595,7 +740,7 @@ struct Inner {
 
 impl Inner {
     fn emit(&self, e: MepEvent) {
-        let _ = self.events.send(e);
+        self.events.push(e);
     }
 
     fn shared(&self) -> Option<Arc<Shared>> {
@@ -784,11 +929,31 @@ impl Inner {
     }
 
     fn send(&self, id: u64, msg: Message) {
+        self.send_cmd(id, ConnCmd::Send(msg));
+    }
+
+    fn send_cmd(&self, id: u64, cmd: ConnCmd) {
         if let Some(c) = self.conns.get(&id)
-            && c.tx.try_send(ConnCmd::Send(msg)).is_err()
+            && c.tx.try_send(cmd).is_err()
         {
             c.kill
                 .send_replace(Some("send queue full: the peer does not read".into()));
+        }
+    }
+
+    /// Sends `msg` to every connection of `ids`, encoded once.
+    fn broadcast(&self, ids: &[u64], msg: &Message) {
+        if ids.is_empty() {
+            return;
+        }
+        match frame::encode_to_vec(msg, self.cfg.max_frame) {
+            Ok(f) => {
+                let f: Arc<[u8]> = f.into();
+                for &id in ids {
+                    self.send_cmd(id, ConnCmd::Frame(f.clone()));
+                }
+            }
+            Err(e) => tracing::error!(kind = %msg.kind(), error = %e, "MEP message not sent"),
         }
     }
 
@@ -958,6 +1123,8 @@ impl Inner {
                     name: name.clone(),
                     services: None,
                     metrics: None,
+                    services_dirty: false,
+                    metrics_dirty: false,
                 },
             );
             self.relay(ChildReport {
@@ -1031,12 +1198,7 @@ impl Inner {
                     && child.services.as_ref() != Some(&s.entries)
                 {
                     child.services = Some(s.entries.clone());
-                    self.relay(ChildReport {
-                        child: name.clone(),
-                        up: true,
-                        services: Some(s.entries.clone()),
-                        site_metrics: None,
-                    });
+                    child.services_dirty = true;
                 }
                 self.emit(MepEvent::Services {
                     from_site: name,
@@ -1049,12 +1211,7 @@ impl Inner {
                     && child.metrics != Some(m)
                 {
                     child.metrics = Some(m);
-                    self.relay(ChildReport {
-                        child: name.clone(),
-                        up: true,
-                        services: None,
-                        site_metrics: Some(m),
-                    });
+                    child.metrics_dirty = true;
                 }
                 self.emit(MepEvent::SiteMetrics {
                     from_site: name,
@@ -1152,14 +1309,40 @@ impl Inner {
         }
     }
 
-    /// Sends a child report to every confirmed peer parent.
+    /// Sends a child report to every confirmed peer parent (encoded once).
     fn relay(&self, r: ChildReport) {
         if self.topo.role() != Role::Parent {
             return;
         }
-        for id in self.peer_conns() {
-            self.send(id, Message::ChildReport(r.clone()));
+        self.broadcast(&self.peer_conns(), &Message::ChildReport(r));
+    }
+
+    /// Relays what changed of the child on connection `id` since its last
+    /// relay: services and site metrics in one ChildReport. Called once the
+    /// frames of one read are handled, so a child's ServiceStates and
+    /// SiteMetrics, which it writes together, go out as one message.
+    fn flush_relay(&mut self, id: u64) {
+        let Some(c) = self.conns.get(&id).filter(|c| c.confirmed) else {
+            return;
+        };
+        let Some(child) = self.children.get_mut(&c.key) else {
+            return;
+        };
+        if !child.services_dirty && !child.metrics_dirty {
+            return;
         }
+        let r = ChildReport {
+            child: child.name.clone(),
+            up: true,
+            services: child
+                .services
+                .clone()
+                .filter(|_| std::mem::take(&mut child.services_dirty)),
+            site_metrics: child
+                .metrics
+                .filter(|_| std::mem::take(&mut child.metrics_dirty)),
+        };
+        self.relay(r);
     }
 
     /// Confirmed connections with peer parents / mesh peers.
@@ -1208,18 +1391,15 @@ impl Inner {
         if services_changed && site_changed {
             self.report_sent = now;
         }
-        for id in self.report_targets() {
-            if services_changed {
-                self.send(
-                    id,
-                    Message::ServiceStates(ServiceStates {
-                        entries: r.services.clone(),
-                    }),
-                );
-            }
-            if site_changed {
-                self.send(id, Message::SiteMetrics(r.site));
-            }
+        let targets = self.report_targets();
+        if services_changed {
+            let msg = Message::ServiceStates(ServiceStates {
+                entries: r.services.clone(),
+            });
+            self.broadcast(&targets, &msg);
+        }
+        if site_changed {
+            self.broadcast(&targets, &Message::SiteMetrics(r.site));
         }
     }
 
@@ -1481,8 +1661,13 @@ impl Inner {
         }
         if self.report.is_some() && now >= self.report_sent + self.cfg.interval() {
             self.report_sent = now;
-            for id in self.report_targets() {
-                self.send_report_to(id);
+            if let Some(r) = &self.report {
+                let targets = self.report_targets();
+                let msg = Message::ServiceStates(ServiceStates {
+                    entries: r.services.clone(),
+                });
+                self.broadcast(&targets, &msg);
+                self.broadcast(&targets, &Message::SiteMetrics(r.site));
             }
         }
         self.tasks.retain(|h| !h.is_finished());
@@ -1738,8 +1923,10 @@ where
     let mut session = Session::new(cfg, now);
     let mut actions = session.connected(now, binding);
     let mut reader = FrameReader::new(max_frame);
-    let mut buf = vec![0u8; 16 * 1024];
+    let read_max = READ_BUF_MAX.min(max_frame + 4).max(READ_BUF_MIN);
+    let mut buf = vec![0u8; READ_BUF_MIN];
     let mut out = Vec::new();
+    let mut events = Vec::new();
     loop {
         let mut close = None;
         for a in actions.drain(..) {
@@ -1749,9 +1936,16 @@ where
                         tracing::error!(kind = %m.kind(), error = %e, "MEP message not sent");
                     }
                 }
-                Action::Event(e) => shared.lock().session_event(id, e),
+                Action::Event(e) => events.push(e),
                 Action::Close(r) => close = Some(r),
             }
+        }
+        if !events.is_empty() {
+            let mut inner = shared.lock();
+            for e in events.drain(..) {
+                inner.session_event(id, e);
+            }
+            inner.flush_relay(id);
         }
         if !out.is_empty() {
             let r = tokio::time::timeout(write_timeout, stream.write_all(&out)).await;
@@ -1777,6 +1971,9 @@ where
                 Ok(0) | Err(_) => actions = session.on_eof(),
                 Ok(n) => {
                     reader.push(&buf[..n]);
+                    if n == buf.len() && buf.len() < read_max {
+                        buf.resize((buf.len() * 2).min(read_max), 0);
+                    }
                     shared.lock().touch(id);
                     let now = shared.now();
                     loop {
@@ -1797,7 +1994,32 @@ where
                 }
             },
             cmd = rx.recv() => match cmd {
-                Some(ConnCmd::Send(m)) => actions = session.send(m),
+                Some(cmd) => {
+                    // Everything already queued goes out in the same write.
+                    let mut next = Some(cmd);
+                    while let Some(cmd) = next {
+                        match cmd {
+                            ConnCmd::Send(m) => actions.extend(session.send(m)),
+                            ConnCmd::Frame(f) => {
+                                if session.state() == State::Up {
+                                    // Keep the order of the frames queued before it.
+                                    for a in actions.drain(..) {
+                                        if let Action::Send(m) = a
+                                            && let Err(e) = frame::encode(&m, max_frame, &mut out)
+                                        {
+                                            tracing::error!(kind = %m.kind(), error = %e, "MEP message not sent");
+                                        }
+                                    }
+                                    out.extend_from_slice(&f);
+                                }
+                            }
+                        }
+                        if out.len() >= READ_BUF_MAX {
+                            break;
+                        }
+                        next = rx.try_recv().ok();
+                    }
+                }
                 None => actions = session.reject("metric exchange stopped"),
             },
             changed = kill.changed() => {
@@ -1811,5 +2033,75 @@ where
                 actions = session.tick(shared.now());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn services(site: &str, n: usize) -> MepEvent {
+        MepEvent::Services {
+            from_site: site.into(),
+            via: None,
+            entries: Vec::with_capacity(n),
+        }
+    }
+
+    #[test]
+    fn reports_are_coalesced_and_state_changes_go_first() {
+        let sink = EventSink::default();
+        sink.push(services("A", 1));
+        sink.push(services("B", 1));
+        sink.push(services("A", 2));
+        sink.push(MepEvent::SiteMetrics {
+            from_site: "a".into(),
+            via: None,
+            metrics: SiteMetrics::default(),
+        });
+        sink.push(MepEvent::PeerUp {
+            site: "C".into(),
+            via: None,
+        });
+        // Ordered events first; reports only when the caller has room.
+        assert!(matches!(
+            sink.pop(false),
+            (Some(MepEvent::PeerUp { .. }), true)
+        ));
+        assert!(matches!(sink.pop(false), (None, true)));
+        // A's latest services (not the first), then its metrics, then B.
+        match sink.pop(true).0 {
+            Some(MepEvent::Services {
+                from_site, entries, ..
+            }) => {
+                assert_eq!(from_site, "A");
+                assert_eq!(entries.capacity(), 2);
+            }
+            e => panic!("{e:?}"),
+        }
+        assert!(matches!(
+            sink.pop(true).0,
+            Some(MepEvent::SiteMetrics { .. })
+        ));
+        assert!(
+            matches!(sink.pop(true).0, Some(MepEvent::Services { from_site, .. }) if from_site == "B")
+        );
+        assert!(matches!(sink.pop(true), (None, false)));
+    }
+
+    #[test]
+    fn peer_down_drops_the_sites_pending_reports() {
+        let sink = EventSink::default();
+        sink.push(services("A", 1));
+        sink.push(services("B", 1));
+        sink.push(MepEvent::PeerDown {
+            site: "a".into(),
+            reason: "x".into(),
+        });
+        assert!(matches!(sink.pop(true).0, Some(MepEvent::PeerDown { .. })));
+        assert!(
+            matches!(sink.pop(true).0, Some(MepEvent::Services { from_site, .. }) if from_site == "B")
+        );
+        assert!(matches!(sink.pop(true), (None, false)));
     }
 }
