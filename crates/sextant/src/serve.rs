@@ -238,6 +238,9 @@ async fn wait_for_signals(reload: mpsc::Sender<()>) -> anyhow::Result<()> {
     }
 }
 
+/// The longest new load figures wait before they are published.
+const FIGURES_FLUSH: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// How often this node samples its own CPU and memory use for its reports.
 const SITE_METRICS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -280,22 +283,39 @@ async fn state_task(
     let mut loads = sextant_health::start_load_sources(first_model, generation, load_tx.clone());
     publish(&daemon);
     let mut site_tick = tokio::time::interval(SITE_METRICS_INTERVAL);
+    let mut flush = tokio::time::interval(FIGURES_FLUSH);
+    let mut figures_pending = false;
     let mut cpu = None;
     loop {
+        // A state change is published at once; new load figures (every
+        // probe brings a response time) are gathered and published at most
+        // every FIGURES_FLUSH, so a large configuration is not republished
+        // for each probe.
         let changes = tokio::select! {
+            _ = flush.tick(), if figures_pending => {
+                figures_pending = false;
+                Vec::new()
+            }
             _ = site_tick.tick(), if daemon.mep.is_some() => {
                 let sample = crate::site_metrics::sample(&mut cpu);
                 if let Ok(mut m) = daemon.site_metrics.lock() {
                     *m = sample;
                 }
-                Vec::new()
+                figures_pending = true;
+                continue;
             }
             Some(obs) = obs_rx.recv() => {
                 if obs.generation != generation {
                     continue;
                 }
                 let Ok(mut book) = daemon.book.write() else { break };
-                book.observe(&obs, SystemTime::now()).into_iter().collect::<Vec<_>>()
+                match book.observe(&obs, SystemTime::now()) {
+                    Some(change) => vec![change],
+                    None => {
+                        figures_pending = true;
+                        continue;
+                    }
+                }
             }
             Some(load) = load_rx.recv() => {
                 if load.generation != generation {
@@ -303,7 +323,8 @@ async fn state_task(
                 }
                 let Ok(mut book) = daemon.book.write() else { break };
                 book.set_local_metrics(load.service, load.metrics);
-                Vec::new()
+                figures_pending = true;
+                continue;
             }
             Some((service, metrics)) = inputs.pushes.recv() => {
                 let Ok(mut book) = daemon.book.write() else { break };
@@ -330,7 +351,9 @@ async fn state_task(
                         {
                             let Ok(mut book) = daemon.book.write() else { break };
                             *book = HealthBook::carry_over(Arc::clone(&model), &book);
-                            let snapshot = Snapshot::new(Arc::clone(&model), generation);
+                            let snapshot = Snapshot::new(Arc::clone(&model), generation)
+                                .with_states(book.states())
+                                .with_metrics(book.metrics());
                             daemon.dns.snapshot.store(Arc::new(snapshot));
                         }
                         if let Some(mep) = &daemon.mep {
