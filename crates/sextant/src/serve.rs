@@ -104,6 +104,54 @@ pub fn apply_local_site(model: &mut Model, name: Option<&str>) -> anyhow::Result
         ),
         None => {}
     }
+    check_child(model)
+}
+
+/// A child site's configuration holds only itself, its parent and its own
+/// services (seed 001: "The configuration of a child site includes the child
+/// site and its parent site, but no other parent or child sites"; "a child
+/// site can have only local services").
+fn check_child(model: &Model) -> anyhow::Result<()> {
+    let Some(local) = model.local_site else {
+        return Ok(());
+    };
+    let Some(parent) = model.site(local).parent else {
+        return Ok(());
+    };
+    let me = &model.site(local).name;
+    let mut problems = Vec::new();
+    for (i, site) in model.sites.iter().enumerate() {
+        let id = i as sextant_core::SiteId;
+        if id != local && id != parent {
+            problems.push(format!(
+                "site {} is neither this child site nor its parent {}",
+                site.name,
+                model.site(parent).name
+            ));
+        }
+    }
+    for service in &model.services {
+        if service.site != local {
+            problems.push(format!(
+                "service {} belongs to site {}, not to this child site",
+                service.name,
+                model.site(service.site).name
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "{me} is a child site, and a child's configuration holds only itself, its parent and its own services:\n  {}\n(remove those lines, or run this node as a parent site)",
+            problems.join("\n  ")
+        );
+    }
+    if !model.vservers.is_empty() {
+        warn!(
+            site = %me,
+            vservers = model.vservers.len(),
+            "child site: its GSLB vservers and domains are not used (only parent sites answer DNS)"
+        );
+    }
     Ok(())
 }
 
@@ -428,5 +476,39 @@ fn warn_fixed_listeners(daemon: &Daemon, model: &Model) {
     }
     if running.model().api_listen != model.api_listen {
         warn!("the API listen address changed in the file; it takes effect at the next restart");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(text: &str, local: &str) -> anyhow::Result<Model> {
+        let mut m =
+            sextant_config::parse_appliance(text, "t.conf").map_err(|e| anyhow::anyhow!("{e}"))?;
+        apply_local_site(&mut m, Some(local))?;
+        Ok(m)
+    }
+
+    const SITES: &str = "add gslb site p1 127.0.0.1\n\
+                         add gslb site p2 127.0.0.2\n\
+                         add gslb site c1 127.0.0.11 -parentSite p1\n\
+                         add gslb service s1 127.0.1.1 HTTP 80 -siteName c1\n";
+
+    #[test]
+    fn a_child_holds_only_itself_its_parent_and_its_services() {
+        let err = model(SITES, "c1").unwrap_err().to_string();
+        assert!(
+            err.contains("site p2 is neither this child site nor its parent p1"),
+            "{err}"
+        );
+        let ok = "add gslb site p1 127.0.0.1\nadd gslb site c1 127.0.0.11 -parentSite p1\n\
+                  add gslb service s1 127.0.1.1 HTTP 80 -siteName c1\n";
+        assert!(model(ok, "c1").is_ok());
+        let foreign = format!("{ok}add gslb service s2 127.0.1.2 HTTP 80 -siteName p1\n");
+        let err = model(&foreign, "c1").unwrap_err().to_string();
+        assert!(err.contains("service s2 belongs to site p1"), "{err}");
+        // The same file is fine for the parent.
+        assert!(model(SITES, "p1").is_ok());
     }
 }
