@@ -284,12 +284,14 @@ fn contains(
     client_location: Option<&Location>,
     i: usize,
 ) -> bool {
-    let place = snap.service_place(vs.bindings[i].service);
+    // Looked up only by the sets that need it: `All` is the common case on
+    // the hot path.
+    let place = || snap.service_place(vs.bindings[i].service);
     match set {
         Set::All => true,
-        Set::Perfect(p) => place.is_some_and(|pl| prefs[p].matches_perfectly(&pl.location)),
-        Set::Partial(p) => place.is_some_and(|pl| prefs[p].matches_partially(&pl.location)),
-        Set::Shared(n) => match (place, client_location) {
+        Set::Perfect(p) => place().is_some_and(|pl| prefs[p].matches_perfectly(&pl.location)),
+        Set::Partial(p) => place().is_some_and(|pl| prefs[p].matches_partially(&pl.location)),
+        Set::Shared(n) => match (place(), client_location) {
             (Some(pl), Some(cl)) => cl.shared_prefix(&pl.location) == n,
             _ => false,
         },
