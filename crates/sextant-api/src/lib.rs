@@ -159,6 +159,10 @@ pub struct Explain {
     /// Every step the decision took, in order.
     pub trace: Vec<String>,
     pub ecs_scope: u8,
+    /// The DOWN services the name could have been answered with, each with
+    /// why it is DOWN (e.g. what to configure).
+    #[serde(default)]
+    pub down: Vec<String>,
 }
 
 /// The body of every API error.

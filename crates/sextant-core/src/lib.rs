@@ -16,6 +16,7 @@ pub mod model;
 pub mod policy;
 pub mod select;
 pub mod snapshot;
+pub mod status;
 pub mod trace;
 
 pub use decide::{
@@ -32,4 +33,5 @@ pub use policy::{
     RequestFacts,
 };
 pub use snapshot::{ServiceState, Snapshot};
+pub use status::{MonitorStatus, ServiceStatus, StatusBuilder, StatusTable};
 pub use trace::{FallbackWhy, MatchPass, NoTrace, OutWhy, SkipWhy, TraceEvent, Tracer, VecTrace};

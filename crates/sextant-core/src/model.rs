@@ -53,6 +53,9 @@ pub struct Model {
     /// The site this node runs as. `sextant-config` sets it from the single
     /// `LOCAL` site; `--local-site` overrides it.
     pub local_site: Option<SiteId>,
+    /// `FILE:LINE: text` for every option that is accepted but has no
+    /// effect yet; shown by `sextant check` and logged at start.
+    pub warnings: Vec<String>,
 }
 
 impl Model {

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::load::ServiceMetrics;
 use crate::location_db::{Place, PlaceId};
 use crate::model::{DomainId, Model, ServiceId, VServerId, ZoneId};
+use crate::status::StatusTable;
 
 /// The health the core sees for one service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +65,8 @@ struct Compiled {
     /// Per vserver: how many round-robin turns have been taken. Shared by
     /// every worker so consecutive queries rotate, whichever thread answers.
     turns: Box<[AtomicU64]>,
+    /// Service names, lower case, for the API and reloads (never scanned).
+    services_by_name: FnvMap<Box<str>, ServiceId>,
     /// Per service: its place in the location database (by answer address).
     service_places: Box<[Option<PlaceId>]>,
     /// Whether any bound DNS policy looks at the client's location.
@@ -79,6 +82,8 @@ pub struct Snapshot {
     states: Arc<[ServiceState]>,
     /// Per service: its load figures (all `None` until an edge says more).
     metrics: Arc<[ServiceMetrics]>,
+    /// Per service: why it has its state (empty until an edge says).
+    status: StatusTable,
     generation: u64,
 }
 
@@ -118,6 +123,12 @@ impl Snapshot {
             .iter()
             .map(|s| model.locations.lookup_id(s.answer_ip()))
             .collect();
+        let services_by_name = model
+            .services
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.to_ascii_lowercase().into_boxed_str(), i as ServiceId))
+            .collect();
         let policies_need_location = model.dns_global_bindings.iter().any(|b| {
             model
                 .dns_policies
@@ -132,11 +143,13 @@ impl Snapshot {
                 schedules,
                 turns,
                 service_places,
+                services_by_name,
                 policies_need_location,
                 child,
             }),
             states,
             metrics,
+            status: StatusTable::default(),
             generation,
         }
     }
@@ -150,6 +163,7 @@ impl Snapshot {
             compiled: Arc::clone(&self.compiled),
             states,
             metrics: Arc::clone(&self.metrics),
+            status: self.status.clone(),
             generation: self.generation,
         }
     }
@@ -164,8 +178,33 @@ impl Snapshot {
             compiled: Arc::clone(&self.compiled),
             states: Arc::clone(&self.states),
             metrics,
+            status: self.status.clone(),
             generation: self.generation,
         }
+    }
+
+    /// The same configuration with other health: states, load figures and
+    /// the reasons behind them, all from one moment.
+    pub fn with_health(
+        &self,
+        states: Arc<[ServiceState]>,
+        metrics: Arc<[ServiceMetrics]>,
+        status: StatusTable,
+    ) -> Self {
+        debug_assert_eq!(states.len(), self.compiled.model.services.len());
+        debug_assert_eq!(metrics.len(), self.compiled.model.services.len());
+        Snapshot {
+            compiled: Arc::clone(&self.compiled),
+            states,
+            metrics,
+            status,
+            generation: self.generation,
+        }
+    }
+
+    /// Why each service has its state, from the same moment as its state.
+    pub fn status(&self) -> &StatusTable {
+        &self.status
     }
 
     pub fn model(&self) -> &Model {
@@ -202,6 +241,18 @@ impl Snapshot {
             .get(service as usize)
             .map(|s| s.up)
             .unwrap_or(false)
+    }
+
+    /// Finds a service by name, case-insensitively.
+    pub fn service_by_name(&self, name: &str) -> Option<ServiceId> {
+        match self.compiled.services_by_name.get(name) {
+            Some(id) => Some(*id),
+            None => self
+                .compiled
+                .services_by_name
+                .get(name.to_ascii_lowercase().as_str())
+                .copied(),
+        }
     }
 
     /// Finds a GSLB domain by lower-case name without trailing dot.

@@ -30,12 +30,16 @@ struct Entry {
     service: ServiceId,
     /// Seconds since the table's epoch after which the entry is dead.
     expires: u32,
+    /// Listed in the shard's journal, to be handed to session exchange.
+    journaled: bool,
 }
 
 #[derive(Debug, Default)]
 struct Shard {
     map: HashMap<Key, Entry>,
     new_since_sweep: usize,
+    /// Entries made or refreshed here since the last [`SessionTable::drain_journal`].
+    journal: Vec<Key>,
 }
 
 /// One live persistence entry, as exported for session exchange.
@@ -56,6 +60,8 @@ pub struct SessionTable {
     hasher: RandomState,
     epoch: Instant,
     max_per_shard: usize,
+    /// Session exchange is on: new entries are journaled for it.
+    sharing: std::sync::atomic::AtomicBool,
 }
 
 impl Default for SessionTable {
@@ -77,6 +83,7 @@ impl SessionTable {
             hasher: RandomState::new(),
             epoch: Instant::now(),
             max_per_shard: max_entries.div_ceil(SHARDS).max(1),
+            sharing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -109,10 +116,23 @@ impl SessionTable {
             .as_secs()
             .saturating_add(u64::from(timeout.subsec_nanos() > 0));
         let expires = now.saturating_add(u32::try_from(secs).unwrap_or(u32::MAX));
-        let k = (vserver, key);
+        self.put(now, (vserver, key), service, expires, true);
+    }
+
+    /// Stores an entry; `journal`: made here, so session exchange shares it.
+    fn put(&self, now: u32, k: Key, service: ServiceId, expires: u32, journal: bool) {
+        let journal = journal && self.sharing.load(std::sync::atomic::Ordering::Relaxed);
         let mut shard = self.shard(&k);
         if let Some(e) = shard.map.get_mut(&k) {
-            *e = Entry { service, expires };
+            let listed = e.journaled;
+            *e = Entry {
+                service,
+                expires,
+                journaled: listed || journal,
+            };
+            if journal && !listed {
+                shard.journal.push(k);
+            }
             return;
         }
         let sweep_due = shard.new_since_sweep >= MIN_SWEEP_INTERVAL.max(shard.map.len() / 2);
@@ -123,8 +143,67 @@ impl SessionTable {
         if shard.map.len() >= self.max_per_shard {
             return;
         }
-        shard.map.insert(k, Entry { service, expires });
+        shard.map.insert(
+            k,
+            Entry {
+                service,
+                expires,
+                journaled: journal,
+            },
+        );
+        if journal {
+            shard.journal.push(k);
+        }
         shard.new_since_sweep += 1;
+    }
+
+    /// Turns the journal for session exchange on or off (off: nothing is
+    /// kept for [`SessionTable::drain_journal`]).
+    pub fn set_sharing(&self, on: bool) {
+        self.sharing.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Records an entry made at another parent (session exchange), to
+    /// expire `remaining` from now; it is not shared again.
+    pub fn install(
+        &self,
+        vserver: VServerId,
+        key: IpAddr,
+        service: ServiceId,
+        remaining: Duration,
+    ) {
+        let now = self.now();
+        let secs = remaining
+            .as_secs()
+            .saturating_add(u64::from(remaining.subsec_nanos() > 0));
+        let expires = now.saturating_add(u32::try_from(secs).unwrap_or(u32::MAX));
+        self.put(now, (vserver, key), service, expires, false);
+    }
+
+    /// The live entries made or refreshed here since the last call, for
+    /// session exchange; each is listed once per call however often it was
+    /// refreshed.
+    pub fn drain_journal(&self) -> Vec<SessionEntry> {
+        let now = self.now();
+        let mut out = Vec::new();
+        for s in self.shards.iter() {
+            let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
+            let keys = std::mem::take(&mut shard.journal);
+            for k in keys {
+                if let Some(e) = shard.map.get_mut(&k) {
+                    e.journaled = false;
+                    if e.expires > now {
+                        out.push(SessionEntry {
+                            vserver: k.0,
+                            key: k.1,
+                            service: e.service,
+                            remaining: Duration::from_secs(u64::from(e.expires - now)),
+                        });
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The live entry's service, if any.
@@ -157,6 +236,7 @@ impl SessionTable {
         for s in self.shards.iter() {
             let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
             shard.map.clear();
+            shard.journal.clear();
             shard.new_since_sweep = 0;
         }
     }
@@ -241,6 +321,33 @@ mod tests {
         }
         assert!(t.len() <= SHARDS);
         assert!((0..=255u8).any(|i| t.get_at(10, 1, ip(i)) == Some(2)));
+    }
+
+    #[test]
+    fn journal_lists_made_and_refreshed_entries_once_and_not_installed_ones() {
+        let t = SessionTable::new();
+        let ttl = Duration::from_secs(60);
+        t.record(0, ip(1), 1, ttl);
+        assert!(
+            t.drain_journal().is_empty(),
+            "nothing is journaled unless sharing"
+        );
+        t.set_sharing(true);
+        t.record(0, ip(1), 1, ttl);
+        t.record(0, ip(1), 1, ttl);
+        t.record(0, ip(2), 2, ttl);
+        t.install(0, ip(3), 3, ttl);
+        let mut j: Vec<_> = t
+            .drain_journal()
+            .iter()
+            .map(|e| (e.key, e.service))
+            .collect();
+        j.sort();
+        assert_eq!(j, vec![(ip(1), 1), (ip(2), 2)]);
+        assert!(t.drain_journal().is_empty());
+        assert_eq!(t.get(0, ip(3)), Some(3));
+        t.record(0, ip(3), 4, ttl);
+        assert_eq!(t.drain_journal().len(), 1, "a local refresh is shared");
     }
 
     #[test]

@@ -11,10 +11,11 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use sextant_api::{ApiError, DnsCounters, PushMetrics, Site, Status};
-use sextant_core::SiteKind;
+use std::time::{Duration, SystemTime};
 
-use crate::health_book::rfc3339;
-use crate::serve::Daemon;
+use sextant_core::{SiteKind, Snapshot, Transition};
+
+use crate::serve::{Daemon, Input};
 
 pub fn router(daemon: Arc<Daemon>) -> Router {
     Router::new()
@@ -69,25 +70,84 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
             tcp_rejected: c.tcp_rejected,
             dropped: c.dropped,
         },
-        mep: d.mep.as_ref().map(|_| d.mep_counters.view()),
+        mep: d
+            .mep
+            .lock()
+            .is_ok_and(|m| m.is_some())
+            .then(|| d.mep_counters.view()),
     })
 }
 
-async fn services(State(d): State<Arc<Daemon>>) -> Response {
-    match d.book.read() {
-        Ok(book) => Json(book.views()).into_response(),
-        Err(_) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "health state unavailable",
-        ),
-    }
+/// Every service as the published snapshot has it: the same moment the
+/// DNS answers come from.
+async fn services(State(d): State<Arc<Daemon>>) -> Json<Vec<sextant_api::Service>> {
+    Json(service_views(&d.dns.snapshot.load()))
+}
+
+/// The API's view of every service of a snapshot.
+pub fn service_views(snap: &Snapshot) -> Vec<sextant_api::Service> {
+    let model = snap.model();
+    model
+        .services
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let id = i as sextant_core::ServiceId;
+            let status = snap.status().get(id);
+            sextant_api::Service {
+                name: s.name.clone(),
+                site: model.site(s.site).name.clone(),
+                ip: s.ip.to_string(),
+                port: s.port,
+                public_ip: s.public_ip.map(|ip| ip.to_string()),
+                state: if snap.is_up(id) {
+                    sextant_api::State::Up
+                } else {
+                    sextant_api::State::Down
+                },
+                last_change: status
+                    .and_then(|st| st.last_change)
+                    .map(|t| rfc3339(SystemTime::UNIX_EPOCH + t)),
+                reason: status.map(|st| st.reason.to_string()).unwrap_or_default(),
+                monitors: s
+                    .monitors
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, m)| {
+                        let monitor = model.monitor(*m);
+                        let ms = status.and_then(|st| st.monitors.get(slot));
+                        sextant_api::MonitorState {
+                            name: monitor.name.clone(),
+                            kind: monitor.kind.type_name().to_string(),
+                            state: match ms.and_then(|m| m.state) {
+                                Some(Transition::Up) => "UP",
+                                Some(Transition::Down) => "DOWN",
+                                None => "UNKNOWN",
+                            }
+                            .to_string(),
+                            last_detail: ms
+                                .and_then(|m| m.last_detail.as_deref().map(str::to_string)),
+                            last_response_ms: ms
+                                .and_then(|m| m.last_response)
+                                .map(|d| d.as_secs_f64() * 1000.0),
+                        }
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
     let has_children = model.sites.iter().any(|s| s.parent.is_some());
-    let status = d.mep.as_ref().map(|m| m.status()).unwrap_or_default();
+    let status = d
+        .mep
+        .lock()
+        .ok()
+        .and_then(|m| m.as_ref().map(|m| m.status()))
+        .unwrap_or_default();
     let own = d.site_metrics.lock().map(|m| *m).unwrap_or_default();
     let peers = d
         .peer_site_metrics
@@ -197,7 +257,7 @@ async fn push_metrics(
     };
     let snap = d.dns.snapshot.load();
     let model = snap.model();
-    let Some(id) = model.service_by_name(&name) else {
+    let Some(id) = snap.service_by_name(&name) else {
         return error(StatusCode::NOT_FOUND, format!("no service named {name:?}"));
     };
     if Some(model.service(id).site) != model.local_site {
@@ -218,7 +278,7 @@ async fn push_metrics(
         packets_ps: push.packets_ps,
         custom_load: push.custom_load,
     };
-    match d.pushes.send((id, metrics)).await {
+    match d.inputs.send(Input::Figures(id, metrics)).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
     }
@@ -245,5 +305,46 @@ async fn explain(State(d): State<Arc<Daemon>>, Query(p): Query<ExplainParams>) -
     ) {
         Ok(e) => Json(e).into_response(),
         Err(e) => error(StatusCode::BAD_REQUEST, format!("{e:#}")),
+    }
+}
+
+/// Formats a time as RFC 3339 in UTC, e.g. `2026-11-30T09:30:47.123Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let since = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    let secs = since.as_secs();
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_instants() {
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_031_047_123);
+        assert_eq!(rfc3339(t), "2026-11-30T09:30:47.123Z");
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
     }
 }

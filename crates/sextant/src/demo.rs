@@ -36,12 +36,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
     print_tour(&model, dns_listen, api_listen, &path);
     let stdin_backends = backends.clone();
     std::thread::spawn(move || stdin_backends.read_commands());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let result = runtime.block_on(serve::serve(overrides, model, 2));
+    let result = serve::run_model(overrides, model, 2);
     let _ = std::fs::remove_file(&path);
     result
 }

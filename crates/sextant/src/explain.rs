@@ -85,7 +85,40 @@ pub fn explain(
         reason: decision.reason.describe(),
         trace: trace.0.iter().map(|e| e.describe(model)).collect(),
         ecs_scope: decision.ecs_scope,
+        down: down_candidates(snap, &lower),
     })
+}
+
+/// The DOWN services bound to the name's vserver and its backup vservers,
+/// with the reason the state engine gave.
+fn down_candidates(snap: &Snapshot, name: &str) -> Vec<String> {
+    let model = snap.model();
+    let Some(domain) = snap.find_domain(name) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut vserver = Some(model.domain(domain).vserver);
+    // A backup chain longer than the vservers would be a loop.
+    for _ in 0..model.vservers.len() {
+        let Some(v) = vserver else { break };
+        let vs = model.vserver(v);
+        for b in &vs.bindings {
+            if !snap.is_up(b.service) {
+                let s = model.service(b.service);
+                let reason = snap
+                    .status()
+                    .get(b.service)
+                    .map(|st| st.reason.to_string())
+                    .unwrap_or_default();
+                out.push(format!(
+                    "{} ({}:{}) of vserver {} is DOWN: {reason}",
+                    s.name, s.ip, s.port, vs.name
+                ));
+            }
+        }
+        vserver = vs.backup_vserver;
+    }
+    out
 }
 
 /// Parses `ADDRESS/PREFIX` as an EDNS Client Subnet.
@@ -154,6 +187,9 @@ pub fn offline(
     println!("reason:  {}", e.reason);
     if e.ecs.is_some() {
         println!("scope:   /{}", e.ecs_scope);
+    }
+    for d in &e.down {
+        println!("down:    {d}");
     }
     println!("steps:");
     for (i, step) in e.trace.iter().enumerate() {

@@ -3,7 +3,6 @@
 mod api;
 mod demo;
 mod explain;
-mod health_book;
 mod logging;
 mod mep_glue;
 mod serve;

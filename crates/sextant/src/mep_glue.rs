@@ -1,16 +1,15 @@
-//! Between the metric exchange driver and the health book: what peers
-//! report becomes service state and load, and what this site measures
-//! becomes its report. Every MEP event is logged and counted here.
+//! Between the metric exchange driver and the state engine: the driver's
+//! events become engine events, the engine's reports and shared sessions
+//! become wire messages. Every MEP event is logged and counted here; what
+//! they mean for the site is decided by the engine.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::SystemTime;
 
 use sextant_core::ServiceMetrics;
-use sextant_mep::message::{LoadMetrics, ServiceEntry, ServiceState};
-use sextant_mep::{LocalReport, MepEvent};
+use sextant_mep::message::{LoadMetrics, ServiceEntry, ServiceState, SessionEntry, Sessions};
+use sextant_mep::{LocalReport, MepEvent, Message};
+use sextant_state::{Event, PeerEntry, PeerServices, SharedSession};
 use tracing::{info, warn};
-
-use crate::health_book::{Change, HealthBook};
 
 /// Totals since start, for `/v1/status`.
 #[derive(Debug, Default)]
@@ -47,50 +46,53 @@ fn bump(a: &AtomicU64) {
     a.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Applies one driver event; returns the services whose state changed.
-pub fn apply(
-    event: MepEvent,
-    book: &mut HealthBook,
-    counters: &MepCounters,
-    now: SystemTime,
-) -> Vec<Change> {
+/// Logs and counts one driver event and turns it into the state engine's
+/// event, if it is one the engine decides on.
+pub fn translate(event: MepEvent, counters: &MepCounters) -> Option<Event> {
     match event {
         MepEvent::PeerUp { site, via } => {
             bump(&counters.peer_up);
-            match via {
+            match &via {
                 Some(parent) => info!(%site, via = %parent, "metric exchange UP (relayed)"),
                 None => info!(%site, "metric exchange UP"),
             }
-            Vec::new()
+            Some(Event::PeerUp { site, via })
         }
         MepEvent::PeerDown { site, reason } => {
             bump(&counters.peer_down);
             warn!(%site, %reason, "metric exchange DOWN");
-            book.peer_down(&site, now)
+            Some(Event::PeerDown { site, reason })
         }
         MepEvent::Services {
-            from_site, entries, ..
-        } => book.peer_report(
-            &from_site,
-            entries
-                .into_iter()
-                .map(|e| (e.service, e.state == ServiceState::Up, to_core(&e.metrics))),
-            now,
-        ),
+            from_site,
+            via,
+            entries,
+            ..
+        } => Some(Event::PeerServices(PeerServices {
+            site: from_site,
+            via,
+            full: true,
+            entries: entries.into_iter().map(entry_to_state).collect(),
+            removed: Vec::new(),
+        })),
+        MepEvent::Sessions { from_site, entries } => Some(Event::PeerSessions {
+            site: from_site,
+            entries: entries.iter().filter_map(session_from_wire).collect(),
+        }),
         MepEvent::AuthFailed { peer, site, reason } => {
             bump(&counters.auth_failed);
             warn!(%peer, %site, %reason, "metric exchange authentication failed");
-            Vec::new()
+            None
         }
         MepEvent::BadFrame { peer, site, reason } => {
             bump(&counters.bad_frames);
             warn!(%peer, %site, %reason, "metric exchange session closed: bad frame");
-            Vec::new()
+            None
         }
         MepEvent::Refused { peer, reason } => {
             bump(&counters.refused_connections);
             warn!(%peer, %reason, "metric exchange connection refused");
-            Vec::new()
+            None
         }
         MepEvent::ParentChanged { new_parent } => {
             bump(&counters.parent_changed);
@@ -98,17 +100,17 @@ pub fn apply(
                 Some(p) => info!(parent = %p, "this child site's parent is now {p}"),
                 None => warn!("this child site has no parent connected"),
             }
-            Vec::new()
+            None
         }
         MepEvent::Adopted { child, for_parent } => {
             bump(&counters.adopted);
             info!(%child, %for_parent, "took over child site {child} as backup parent for {for_parent}");
-            Vec::new()
+            None
         }
         MepEvent::Released { child, reason } => {
             bump(&counters.released);
             info!(%child, %reason, "adopted child site {child} released");
-            Vec::new()
+            None
         }
         MepEvent::AdoptionRefused {
             child,
@@ -117,39 +119,76 @@ pub fn apply(
         } => {
             bump(&counters.adoption_refused);
             info!(%child, %for_parent, %reason, "child site refused the takeover");
-            Vec::new()
+            None
         }
-        MepEvent::SiteMetrics { .. } | MepEvent::LdnsRtt { .. } | MepEvent::Sessions { .. } => {
-            Vec::new()
-        }
+        MepEvent::SiteMetrics { .. } | MepEvent::LdnsRtt { .. } => None,
     }
 }
 
-/// This site's report: its own services with their state and load.
-pub fn local_report(book: &HealthBook) -> LocalReport {
-    let model = book.model();
-    let metrics = book.metrics();
-    let states = book.states();
+fn entry_to_state(e: ServiceEntry) -> PeerEntry {
+    PeerEntry {
+        metrics: to_core(&e.metrics),
+        up: e.state == ServiceState::Up,
+        name: e.service,
+        ip: e.ip,
+        port: e.port,
+        public_ip: None,
+        public_port: None,
+    }
+}
+
+/// The engine's report as the driver sends it.
+pub fn report_to_wire(r: &sextant_state::LocalReport) -> LocalReport {
     LocalReport {
-        services: model
+        services: r
             .services
             .iter()
-            .enumerate()
-            .filter(|(_, s)| Some(s.site) == model.local_site)
-            .map(|(i, s)| ServiceEntry {
-                service: s.name.clone(),
+            .map(|s| ServiceEntry {
+                service: s.name.to_string(),
                 ip: s.ip,
                 port: s.port,
-                state: if states[i].up {
+                state: if s.up {
                     ServiceState::Up
                 } else {
                     ServiceState::Down
                 },
-                metrics: to_wire(&metrics[i]),
+                metrics: to_wire(&s.metrics),
             })
             .collect(),
-        site: Default::default(),
+        site: sextant_mep::message::SiteMetrics {
+            cpu_percent: r.site.cpu_percent,
+            memory_percent: r.site.memory_percent,
+            ..Default::default()
+        },
     }
+}
+
+/// Persistence entries as parents exchange them.
+pub fn sessions_to_wire(list: &[SharedSession]) -> Message {
+    Message::Sessions(Sessions {
+        entries: list
+            .iter()
+            .map(|s| SessionEntry {
+                vserver: s.vserver.clone(),
+                client: format!("{}/{}", s.key, s.prefix),
+                service: s.service.clone(),
+                expires_in_s: s.remaining.as_secs().max(1),
+            })
+            .collect(),
+    })
+}
+
+/// One received persistence entry; malformed ones are dropped.
+fn session_from_wire(e: &SessionEntry) -> Option<SharedSession> {
+    let (addr, prefix) = e.client.split_once('/')?;
+    Some(SharedSession {
+        vserver: e.vserver.clone(),
+        key: addr.parse().ok()?,
+        prefix: prefix.parse().ok()?,
+        service: e.service.clone(),
+        // A peer cannot make an entry outlive a day here.
+        remaining: std::time::Duration::from_secs(e.expires_in_s.min(86_400)),
+    })
 }
 
 /// Wire figures to the core's.
@@ -199,5 +238,27 @@ mod tests {
         let c = to_core(&hostile);
         assert_eq!(c.response_time_us, None);
         assert_eq!(c.custom_load, Some(u32::MAX));
+    }
+
+    #[test]
+    fn sessions_round_trip_and_bad_ones_are_dropped() {
+        let s = SharedSession {
+            vserver: "vs".into(),
+            key: "198.51.100.0".parse().unwrap(),
+            prefix: 24,
+            service: "a".into(),
+            remaining: std::time::Duration::from_secs(30),
+        };
+        let Message::Sessions(wire) = sessions_to_wire(std::slice::from_ref(&s)) else {
+            panic!("not a Sessions message")
+        };
+        assert_eq!(session_from_wire(&wire.entries[0]), Some(s));
+        let bad = SessionEntry {
+            vserver: "vs".into(),
+            client: "nonsense".into(),
+            service: "a".into(),
+            expires_in_s: u64::MAX,
+        };
+        assert_eq!(session_from_wire(&bad), None);
     }
 }

@@ -1,41 +1,44 @@
 //! `sextant serve`: wires the edges to the core.
 //!
 //! DNS runs on plain threads (one blocking UDP socket each, no await on the
-//! hot path) and on tokio for TCP. Health monitors, reloads and the API run
-//! on a small tokio runtime. One task owns the health book and is the only
-//! writer of the published snapshot, so state changes never interleave.
+//! hot path) and on a tokio runtime of its own for TCP. Health monitors,
+//! metric exchange, reloads and the API run on the control runtime. One task
+//! drives the state engine ([`sextant_state::Engine`]): it turns what the
+//! edges report into events and carries out the engine's effects, so the
+//! engine is the only place a site's state is decided and the only writer of
+//! the published snapshot.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
-use std::time::{Instant, SystemTime};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, bail};
 use sextant_core::{Model, Snapshot};
 use sextant_dns::DnsShared;
-use tokio::sync::mpsc;
+use sextant_health::Gates;
+use sextant_state::{Effect, Engine, Event, LocalSession, Probe, SiteFigures};
+use tokio::sync::{mpsc, oneshot};
 use tracing::{error, info, warn};
 
 use crate::ServeArgs;
-use crate::health_book::HealthBook;
 use crate::mep_glue::MepCounters;
 
 /// Where the API listens when neither the file nor the flag says.
 pub const DEFAULT_API_LISTEN: &str = "127.0.0.1:8053";
 
-/// What the API reads: everything else it gets from the snapshot.
+/// What the API reads besides the published snapshot (health, reasons and
+/// figures all come from the snapshot, the one DNS answers from).
 pub struct Daemon {
     pub dns: Arc<DnsShared>,
     pub config_file: PathBuf,
     pub started: Instant,
-    /// Written only by the state task; the API reads it.
-    pub book: RwLock<HealthBook>,
     pub last_reload_error: RwLock<Option<String>>,
-    /// Metric exchange, when this node has peers.
-    pub mep: Option<sextant_mep::MepHandle>,
+    /// Metric exchange, when this node has peers (taken at stop).
+    pub mep: Mutex<Option<sextant_mep::MepHandle>>,
     pub mep_counters: MepCounters,
-    /// Load figures pushed over the API, for the state task.
-    pub pushes: mpsc::Sender<(sextant_core::ServiceId, sextant_core::ServiceMetrics)>,
+    /// Inputs for the state task (load figures pushed over the API).
+    pub inputs: mpsc::Sender<Input>,
     /// This node's CPU and memory use, sampled by the state task.
     pub site_metrics: std::sync::Mutex<sextant_mep::message::SiteMetrics>,
     /// Other sites' CPU and memory use, as they last reported it.
@@ -158,27 +161,110 @@ fn check_child(model: &Model) -> anyhow::Result<()> {
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let overrides = Overrides::from(&args);
     let model = load(&overrides)?;
-    if model.dns_listen.is_empty() {
-        bail!(
-            "no DNS listener: add `add service dns1 IP ADNS 53` to the file or pass --dns-listen IP:PORT"
-        );
-    }
     let workers = args.udp_workers.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    run_model(overrides, model, workers)
+}
+
+/// Serves a loaded configuration with `workers` UDP threads until SIGTERM.
+pub fn run_model(overrides: Overrides, mut model: Model, workers: usize) -> anyhow::Result<()> {
+    for w in &model.warnings {
+        warn!("{w}");
+    }
+    let child = is_child(&model);
+    if child {
+        if !model.dns_listen.is_empty() {
+            warn!(
+                listen = ?model.dns_listen,
+                "this node is a child site: only parent sites answer DNS (seed 001), so its ADNS service / --dns-listen is not used"
+            );
+            model.dns_listen.clear();
+        }
+    } else if model.dns_listen.is_empty() {
+        bail!(
+            "no DNS listener: add `add service dns1 IP ADNS 53` to the file or pass --dns-listen IP:PORT \
+             (only a child site, `-parentSite`, runs without one)"
+        );
+    }
+    // The control plane (state engine, monitors, metric exchange, API) and
+    // TCP DNS run on runtimes of their own, so that many slow TCP clients
+    // cannot delay a keepalive or a probe.
+    let control = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .thread_name("sextant-rt")
+        .thread_name("sextant-ctl")
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(overrides, model, workers.max(1)))
+    let tcp = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("sextant-dns-tcp")
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime for DNS over TCP")?;
+    let result = control.block_on(serve(
+        overrides,
+        model,
+        workers.max(1),
+        tcp.handle().clone(),
+    ));
+    // SIGTERM: in-flight TCP queries and API calls get a moment to finish.
+    tcp.shutdown_timeout(SHUTDOWN_GRACE);
+    control.shutdown_timeout(SHUTDOWN_GRACE);
+    if result.is_ok() {
+        info!("stopped");
+    }
+    result
+}
+
+/// How long in-flight work may take to finish after SIGTERM.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+
+fn is_child(model: &Model) -> bool {
+    model
+        .local_site
+        .is_some_and(|l| model.site(l).parent.is_some())
+}
+
+/// DNS sockets bound at start (so a busy port is reported at once) and
+/// served once the engine says DNS may answer.
+struct DnsListeners {
+    udp: Vec<std::net::UdpSocket>,
+    tcp: Vec<tokio::net::TcpListener>,
+}
+
+fn bind_dns(
+    addrs: &[SocketAddr],
+    workers: usize,
+    tcp: &tokio::runtime::Handle,
+) -> anyhow::Result<DnsListeners> {
+    let mut l = DnsListeners {
+        udp: Vec::new(),
+        tcp: Vec::new(),
+    };
+    for addr in addrs {
+        l.udp.extend(
+            sextant_dns::bind_udp(*addr, workers)
+                .with_context(|| format!("cannot listen for DNS on udp/{addr}"))?,
+        );
+        let _guard = tcp.enter();
+        l.tcp.push(
+            sextant_dns::bind_tcp(*addr)
+                .with_context(|| format!("cannot listen for DNS on tcp/{addr}"))?,
+        );
+    }
+    Ok(l)
 }
 
 /// Runs the server until SIGTERM or SIGINT.
-pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow::Result<()> {
+pub async fn serve(
+    overrides: Overrides,
+    model: Model,
+    workers: usize,
+    tcp: tokio::runtime::Handle,
+) -> anyhow::Result<()> {
     let api_listen: SocketAddr = match model.api_listen {
         Some(a) => a,
         None => DEFAULT_API_LISTEN.parse()?,
@@ -186,18 +272,12 @@ pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow
     let dns_listen = model.dns_listen.clone();
     let model = Arc::new(model);
     let generation = 1;
-    let book = HealthBook::new(Arc::clone(&model));
-    let snapshot = Snapshot::new(Arc::clone(&model), generation).with_states(book.states());
-    let dns = Arc::new(DnsShared::new(snapshot));
-
-    for addr in &dns_listen {
-        sextant_dns::spawn_udp(*addr, workers, Arc::clone(&dns))
-            .with_context(|| format!("cannot listen for DNS on udp/{addr}"))?;
-        let listener = sextant_dns::bind_tcp(*addr)
-            .with_context(|| format!("cannot listen for DNS on tcp/{addr}"))?;
-        tokio::spawn(sextant_dns::serve_tcp(listener, Arc::clone(&dns)));
-        info!(%addr, udp_workers = workers, "DNS listening on UDP and TCP");
-    }
+    let (engine, first) = Engine::new(Arc::clone(&model), generation, wall_now());
+    let dns = Arc::new(DnsShared::new(Snapshot::new(
+        Arc::clone(&model),
+        generation,
+    )));
+    let listeners = bind_dns(&dns_listen, workers, &tcp)?;
 
     let (mep_tx, mep_rx) = mpsc::channel(1024);
     let mep = if wants_metric_exchange(&model) {
@@ -208,16 +288,15 @@ pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow
     } else {
         None
     };
-    let (push_tx, push_rx) = mpsc::channel(256);
+    let (input_tx, input_rx) = mpsc::channel(1024);
     let daemon = Arc::new(Daemon {
         dns,
         config_file: overrides.config.clone(),
         started: Instant::now(),
-        book: RwLock::new(book),
         last_reload_error: RwLock::new(None),
-        mep,
+        mep: Mutex::new(mep),
         mep_counters: MepCounters::default(),
-        pushes: push_tx,
+        inputs: input_tx.clone(),
         site_metrics: Default::default(),
         peer_site_metrics: Default::default(),
     });
@@ -234,18 +313,58 @@ pub async fn serve(overrides: Overrides, model: Model, workers: usize) -> anyhow
     });
 
     log_start(&model, &overrides.config);
-    let (reload_tx, reload_rx) = mpsc::channel(4);
-    tokio::spawn(state_task(
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let state = tokio::spawn(state_task(
         Arc::clone(&daemon),
-        overrides,
-        generation,
-        Inputs {
-            reload: reload_rx,
+        engine,
+        first,
+        StateInputs {
             mep: mep_rx,
-            pushes: push_rx,
+            inputs: input_rx,
+            ready: Some(ready_tx),
         },
     ));
-    wait_for_signals(reload_tx).await
+    let dns_daemon = Arc::clone(&daemon);
+    let answer = async move {
+        if ready_rx.await.is_err() {
+            return;
+        }
+        if let Err(e) = start_dns(&dns_daemon, listeners, &tcp, &dns_listen, workers) {
+            error!("cannot start DNS: {e:#}");
+        }
+    };
+    tokio::spawn(answer);
+    let result = wait_for_signals(overrides, input_tx).await;
+    state.abort();
+    // Close metric exchange sessions so peers see this site go at once.
+    if let Ok(mut mep) = daemon.mep.lock()
+        && let Some(m) = mep.take()
+    {
+        m.stop();
+    }
+    result
+}
+
+/// Serves the bound DNS sockets: UDP on plain threads, TCP on its runtime.
+fn start_dns(
+    daemon: &Arc<Daemon>,
+    listeners: DnsListeners,
+    tcp: &tokio::runtime::Handle,
+    addrs: &[SocketAddr],
+    workers: usize,
+) -> anyhow::Result<()> {
+    if addrs.is_empty() {
+        return Ok(());
+    }
+    sextant_dns::spawn_udp_sockets(listeners.udp, Arc::clone(&daemon.dns))
+        .context("cannot start the DNS worker threads")?;
+    for listener in listeners.tcp {
+        tcp.spawn(sextant_dns::serve_tcp(listener, Arc::clone(&daemon.dns)));
+    }
+    for addr in addrs {
+        info!(%addr, udp_workers = workers, "DNS answering on UDP and TCP");
+    }
+    Ok(())
 }
 
 fn log_start(model: &Model, file: &Path) {
@@ -254,7 +373,7 @@ fn log_start(model: &Model, file: &Path) {
         warn!(
             site = %site.name,
             parent = %parent.name,
-            "this node is a child site: it answers every DNS query with REFUSED; only parent sites answer DNS"
+            "this node is a child site: it reports its services to its parent and answers no DNS; only parent sites answer DNS"
         );
     }
     info!(
@@ -268,17 +387,32 @@ fn log_start(model: &Model, file: &Path) {
     );
 }
 
-/// SIGHUP asks for a reload; SIGTERM and SIGINT end the process.
-async fn wait_for_signals(reload: mpsc::Sender<()>) -> anyhow::Result<()> {
+/// SIGHUP re-reads the configuration off the state task (parsing a large
+/// file takes a while; nothing waits for it); SIGTERM and SIGINT end the
+/// process.
+async fn wait_for_signals(overrides: Overrides, inputs: mpsc::Sender<Input>) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut hup = signal(SignalKind::hangup())?;
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
+    let loading = Arc::new(std::sync::atomic::AtomicBool::new(false));
     loop {
         tokio::select! {
             _ = hup.recv() => {
+                if loading.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                    info!("SIGHUP: a reload is already running; this one is folded into it");
+                    continue;
+                }
                 info!("SIGHUP: reloading the configuration");
-                let _ = reload.try_send(());
+                let overrides = overrides.clone();
+                let inputs = inputs.clone();
+                let loading = Arc::clone(&loading);
+                tokio::task::spawn_blocking(move || {
+                    let started = Instant::now();
+                    let result = load(&overrides).map(Box::new).map_err(|e| format!("{e:#}"));
+                    loading.store(false, std::sync::atomic::Ordering::Release);
+                    let _ = inputs.blocking_send(Input::Reloaded { result, parse: started.elapsed() });
+                });
             }
             _ = term.recv() => { info!("SIGTERM: stopping"); return Ok(()); }
             _ = int.recv() => { info!("SIGINT: stopping"); return Ok(()); }
@@ -286,17 +420,24 @@ async fn wait_for_signals(reload: mpsc::Sender<()>) -> anyhow::Result<()> {
     }
 }
 
-/// The longest new load figures wait before they are published.
-const FIGURES_FLUSH: std::time::Duration = std::time::Duration::from_millis(200);
-
 /// How often this node samples its own CPU and memory use for its reports.
-const SITE_METRICS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+const SITE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
 
-/// What the state task listens to besides probe results.
-struct Inputs {
-    reload: mpsc::Receiver<()>,
+/// Inputs of the state task besides the monitors' own channels.
+pub enum Input {
+    /// Load figures pushed over the API.
+    Figures(sextant_core::ServiceId, sextant_core::ServiceMetrics),
+    /// A configuration re-read after SIGHUP, and how long reading took.
+    Reloaded {
+        result: Result<Box<Model>, String>,
+        parse: Duration,
+    },
+}
+
+struct StateInputs {
     mep: mpsc::Receiver<sextant_mep::MepEvent>,
-    pushes: mpsc::Receiver<(sextant_core::ServiceId, sextant_core::ServiceMetrics)>,
+    inputs: mpsc::Receiver<Input>,
+    ready: Option<oneshot::Sender<()>>,
 }
 
 /// Metric exchange runs when the local site has it on and there is another
@@ -307,165 +448,269 @@ fn wants_metric_exchange(model: &Model) -> bool {
         .is_some_and(|l| model.site(l).metric_exchange && model.sites.len() > 1)
 }
 
-/// The only writer of the health book and the published snapshot: applies
-/// probe results, load figures, metric exchange reports and reloads, and
-/// publishes every change as one snapshot.
+/// Wall-clock time for the engine (the only clock it sees).
+fn wall_now() -> Duration {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+}
+
+/// What the state task runs for the engine: monitors and load sources of
+/// the configuration in force.
+struct Edges {
+    model: Arc<Model>,
+    generation: u64,
+    gates: Gates,
+    monitors: Option<sextant_health::Monitors>,
+    loads: Option<sextant_health::LoadSources>,
+    obs_tx: mpsc::Sender<sextant_health::Observation>,
+    load_tx: mpsc::Sender<sextant_health::LoadObservation>,
+}
+
+impl Edges {
+    fn start(&mut self) {
+        self.monitors = Some(sextant_health::start_gated(
+            Arc::clone(&self.model),
+            self.generation,
+            self.obs_tx.clone(),
+            self.gates.clone(),
+        ));
+        self.loads = Some(sextant_health::start_load_sources(
+            Arc::clone(&self.model),
+            self.generation,
+            self.load_tx.clone(),
+        ));
+    }
+}
+
+/// Drives the engine: the only place its events come from and its effects
+/// are carried out.
 async fn state_task(
     daemon: Arc<Daemon>,
-    overrides: Overrides,
-    mut generation: u64,
-    mut inputs: Inputs,
+    mut engine: Engine,
+    first: Vec<Effect>,
+    mut inputs: StateInputs,
 ) {
-    let (obs_tx, mut obs_rx) = mpsc::channel(1024);
-    let (load_tx, mut load_rx) = mpsc::channel(256);
-    let first_model = match daemon.book.read() {
-        Ok(book) => Arc::clone(book.model()),
-        Err(_) => return,
+    let (obs_tx, mut obs_rx) = mpsc::channel(4096);
+    let (load_tx, mut load_rx) = mpsc::channel(1024);
+    let mut edges = Edges {
+        model: Arc::clone(engine.model()),
+        generation: engine.generation(),
+        gates: Gates::open(engine.model().services.len()),
+        monitors: None,
+        loads: None,
+        obs_tx,
+        load_tx,
     };
-    let gates = match daemon.book.read() {
-        Ok(book) => book.gates().clone(),
-        Err(_) => return,
-    };
-    let mut monitors =
-        sextant_health::start_gated(Arc::clone(&first_model), generation, obs_tx.clone(), gates);
-    let mut loads = sextant_health::start_load_sources(first_model, generation, load_tx.clone());
-    publish(&daemon);
+    carry_out(&daemon, &mut edges, &mut inputs.ready, first);
+    edges.start();
+    daemon.dns.sessions.set_sharing(engine.session_exchange());
     let mut site_tick = tokio::time::interval(SITE_METRICS_INTERVAL);
-    let mut flush = tokio::time::interval(FIGURES_FLUSH);
-    let mut figures_pending = false;
+    let mut session_tick = tokio::time::interval(engine.session_share_interval());
     let mut cpu = None;
+    let has_mep = daemon.mep.lock().map(|m| m.is_some()).unwrap_or(false);
     loop {
-        // A state change is published at once; new load figures (every
-        // probe brings a response time) are gathered and published at most
-        // every FIGURES_FLUSH, so a large configuration is not republished
-        // for each probe.
-        let changes = tokio::select! {
-            _ = flush.tick(), if figures_pending => {
-                figures_pending = false;
-                Vec::new()
+        let wake = engine.next_wake().map(|at| {
+            let wait = at.saturating_sub(wall_now());
+            tokio::time::Instant::now() + wait
+        });
+        let event = tokio::select! {
+            biased;
+            Some(ev) = inputs.mep.recv() => {
+                match crate::mep_glue::translate(note_site_metrics(&daemon, ev), &daemon.mep_counters) {
+                    Some(e) => e,
+                    None => continue,
+                }
             }
-            _ = site_tick.tick(), if daemon.mep.is_some() => {
+            Some(obs) = obs_rx.recv() => {
+                if obs.generation != engine.generation() {
+                    continue;
+                }
+                Event::Probe(Probe {
+                    service: obs.service,
+                    monitor: obs.monitor,
+                    success: obs.success,
+                    detail: obs.detail,
+                    response_time: obs.response_time,
+                })
+            }
+            Some(load) = load_rx.recv() => {
+                if load.generation != engine.generation() {
+                    continue;
+                }
+                Event::LocalFigures { service: load.service, metrics: load.metrics }
+            }
+            Some(input) = inputs.inputs.recv() => match input {
+                Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
+                Input::Reloaded { result: Ok(mut model), parse } => {
+                    warn_fixed_listeners(&daemon, &model);
+                    for w in &model.warnings {
+                        warn!("{w}");
+                    }
+                    if is_child(&model) {
+                        model.dns_listen.clear();
+                    }
+                    let started = Instant::now();
+                    let effects = engine.apply(Event::Reload(Arc::new(*model)), wall_now());
+                    carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
+                    daemon.dns.sessions.set_sharing(engine.session_exchange());
+                    session_tick = tokio::time::interval(engine.session_share_interval());
+                    if let Ok(mut last) = daemon.last_reload_error.write() {
+                        *last = None;
+                    }
+                    info!(
+                        generation = engine.generation(),
+                        services = engine.model().services.len(),
+                        parse_ms = parse.as_millis() as u64,
+                        apply_ms = started.elapsed().as_millis() as u64,
+                        "configuration reloaded"
+                    );
+                    log_start(engine.model(), &daemon.config_file);
+                    continue;
+                }
+                Input::Reloaded { result: Err(e), .. } => {
+                    error!("reload failed; the running configuration stays in force: {e}");
+                    if let Ok(mut last) = daemon.last_reload_error.write() {
+                        *last = Some(e);
+                    }
+                    continue;
+                }
+            },
+            _ = site_tick.tick(), if has_mep => {
                 let sample = crate::site_metrics::sample(&mut cpu);
                 if let Ok(mut m) = daemon.site_metrics.lock() {
                     *m = sample;
                 }
-                figures_pending = true;
-                continue;
+                Event::OwnSiteFigures(SiteFigures {
+                    cpu_percent: sample.cpu_percent,
+                    memory_percent: sample.memory_percent,
+                })
             }
-            Some(obs) = obs_rx.recv() => {
-                if obs.generation != generation {
+            _ = session_tick.tick(), if has_mep && engine.session_exchange() => {
+                let entries: Vec<LocalSession> = daemon
+                    .dns
+                    .sessions
+                    .drain_journal()
+                    .into_iter()
+                    .map(|e| LocalSession { vserver: e.vserver, key: e.key, service: e.service, remaining: e.remaining })
+                    .collect();
+                if entries.is_empty() {
                     continue;
                 }
-                let Ok(mut book) = daemon.book.write() else { break };
-                match book.observe(&obs, SystemTime::now()) {
-                    Some(change) => vec![change],
-                    None => {
-                        figures_pending = true;
-                        continue;
-                    }
-                }
+                Event::LocalSessions(entries)
             }
-            Some(load) = load_rx.recv() => {
-                if load.generation != generation {
-                    continue;
-                }
-                let Ok(mut book) = daemon.book.write() else { break };
-                book.set_local_metrics(load.service, load.metrics);
-                figures_pending = true;
-                continue;
-            }
-            Some((service, metrics)) = inputs.pushes.recv() => {
-                let Ok(mut book) = daemon.book.write() else { break };
-                book.set_local_metrics(service, metrics);
-                Vec::new()
-            }
-            Some(event) = inputs.mep.recv() => {
-                if let (sextant_mep::MepEvent::SiteMetrics { from_site, metrics, .. }, Ok(mut peers)) =
-                    (&event, daemon.peer_site_metrics.lock())
-                {
-                    peers.insert(from_site.to_ascii_lowercase(), *metrics);
-                }
-                let Ok(mut book) = daemon.book.write() else { break };
-                crate::mep_glue::apply(event, &mut book, &daemon.mep_counters, SystemTime::now())
-            }
-            Some(()) = inputs.reload.recv() => {
-                match load(&overrides) {
-                    Ok(model) => {
-                        warn_fixed_listeners(&daemon, &model);
-                        generation += 1;
-                        let model = Arc::new(model);
-                        monitors.stop();
-                        loads.stop();
-                        {
-                            let Ok(mut book) = daemon.book.write() else { break };
-                            *book = HealthBook::carry_over(Arc::clone(&model), &book);
-                            let snapshot = Snapshot::new(Arc::clone(&model), generation)
-                                .with_states(book.states())
-                                .with_metrics(book.metrics());
-                            daemon.dns.snapshot.store(Arc::new(snapshot));
-                        }
-                        if let Some(mep) = &daemon.mep {
-                            mep.reload(Arc::clone(&model), generation);
-                        }
-                        let gates = match daemon.book.read() {
-                            Ok(book) => book.gates().clone(),
-                            Err(_) => break,
-                        };
-                        monitors = sextant_health::start_gated(Arc::clone(&model), generation, obs_tx.clone(), gates);
-                        loads = sextant_health::start_load_sources(Arc::clone(&model), generation, load_tx.clone());
-                        if let Ok(mut last) = daemon.last_reload_error.write() {
-                            *last = None;
-                        }
-                        info!(generation, "configuration reloaded");
-                        log_start(&model, &overrides.config);
-                    }
-                    Err(e) => {
-                        error!("reload failed; the running configuration stays in force: {e:#}");
-                        if let Ok(mut last) = daemon.last_reload_error.write() {
-                            *last = Some(format!("{e:#}"));
-                        }
-                        continue;
-                    }
-                }
-                Vec::new()
-            }
+            _ = sleep_until(wake) => Event::Tick,
             else => break,
         };
-        if let Ok(book) = daemon.book.read() {
-            for change in &changes {
-                let service = book.model().service(change.service);
-                if change.up {
-                    info!(service = %service.name, ip = %service.ip, port = service.port,
-                          reason = %change.reason, "service UP");
-                } else {
-                    warn!(service = %service.name, ip = %service.ip, port = service.port,
-                          reason = %change.reason, "service DOWN");
-                }
-            }
-        }
-        publish(&daemon);
+        let effects = engine.apply(event, wall_now());
+        carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
     }
 }
 
-/// Publishes the book's states and figures to the DNS path and, when they
-/// changed, this site's report to metric exchange.
-fn publish(daemon: &Daemon) {
-    let Ok(book) = daemon.book.read() else { return };
-    let current = daemon.dns.snapshot.load_full();
-    let states = book.states();
-    let metrics = book.metrics();
-    if current.states()[..] != states[..] || current.metrics_table()[..] != metrics[..] {
-        daemon
-            .dns
-            .snapshot
-            .store(Arc::new(current.with_states(states).with_metrics(metrics)));
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
-    if let Some(mep) = &daemon.mep {
-        let mut report = crate::mep_glue::local_report(&book);
-        if let Ok(m) = daemon.site_metrics.lock() {
-            report.site = *m;
+}
+
+/// Keeps other sites' CPU and memory figures for `/v1/sites`.
+fn note_site_metrics(daemon: &Daemon, event: sextant_mep::MepEvent) -> sextant_mep::MepEvent {
+    if let (
+        sextant_mep::MepEvent::SiteMetrics {
+            from_site, metrics, ..
+        },
+        Ok(mut peers),
+    ) = (&event, daemon.peer_site_metrics.lock())
+    {
+        peers.insert(from_site.to_ascii_lowercase(), *metrics);
+    }
+    event
+}
+
+/// Carries out the engine's effects, in order.
+fn carry_out(
+    daemon: &Daemon,
+    edges: &mut Edges,
+    ready: &mut Option<oneshot::Sender<()>>,
+    effects: Vec<Effect>,
+) {
+    let mut restart = false;
+    for effect in effects {
+        match effect {
+            Effect::Publish(snapshot) => daemon.dns.snapshot.store(snapshot),
+            Effect::Transition {
+                service,
+                up,
+                reason,
+            } => {
+                let Some(s) = edges.model.services.get(service as usize) else {
+                    continue;
+                };
+                if up {
+                    info!(service = %s.name, ip = %s.ip, port = s.port, %reason, "service UP");
+                } else {
+                    warn!(service = %s.name, ip = %s.ip, port = s.port, %reason, "service DOWN");
+                }
+            }
+            Effect::Gate { service, open } => edges.gates.set(service, open),
+            Effect::Report(report) => {
+                if let Ok(mep) = daemon.mep.lock()
+                    && let Some(m) = mep.as_ref()
+                {
+                    m.publish(crate::mep_glue::report_to_wire(&report));
+                }
+            }
+            Effect::ShareSessions(list) => {
+                if let Ok(mep) = daemon.mep.lock()
+                    && let Some(m) = mep.as_ref()
+                {
+                    m.send_to_peers(crate::mep_glue::sessions_to_wire(&list));
+                }
+            }
+            Effect::InstallSessions(list) => {
+                for s in list {
+                    daemon
+                        .dns
+                        .sessions
+                        .install(s.vserver, s.key, s.service, s.remaining);
+                }
+            }
+            Effect::Ready => {
+                if let Some(tx) = ready.take() {
+                    let _ = tx.send(());
+                }
+            }
+            Effect::Restart {
+                model,
+                generation,
+                closed_gates,
+            } => {
+                if let Some(m) = edges.monitors.take() {
+                    m.stop();
+                }
+                if let Some(l) = edges.loads.take() {
+                    l.stop();
+                }
+                // Entries point at the old configuration's numbering.
+                daemon.dns.sessions.clear();
+                edges.gates = Gates::open(model.services.len());
+                for s in closed_gates {
+                    edges.gates.set(s, false);
+                }
+                if let Ok(mep) = daemon.mep.lock()
+                    && let Some(m) = mep.as_ref()
+                {
+                    m.reload(Arc::clone(&model), generation);
+                }
+                edges.model = model;
+                edges.generation = generation;
+                restart = true;
+            }
         }
-        mep.publish(report);
+    }
+    if restart {
+        edges.start();
     }
 }
 

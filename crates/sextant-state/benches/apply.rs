@@ -1,0 +1,109 @@
+//! The cost of one `Engine::apply` and of one publication, by the number of
+//! services (1,000 to 100,000): `cargo bench -p sextant-state --bench apply`.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol, Site};
+use sextant_state::{Engine, Event, FIGURES_FLUSH, Probe};
+
+/// A local site with `n` services, each with one TCP monitor.
+fn model(n: usize) -> Arc<Model> {
+    let mut m = Model::default();
+    m.sites
+        .push(Site::new("local", IpAddr::V4(Ipv4Addr::LOCALHOST)));
+    m.set_local_site(0);
+    m.monitors.push(Monitor::new("tcp", MonitorKind::Tcp));
+    for i in 0..n {
+        m.services.push(Service {
+            name: format!("svc{i}"),
+            ip: IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i as u32)),
+            port: 80,
+            protocol: ServiceProtocol::Http,
+            site: 0,
+            public_ip: None,
+            public_port: None,
+            max_clients: 0,
+            monitors: vec![0],
+            load_source: Default::default(),
+        });
+    }
+    Arc::new(m)
+}
+
+fn probe(service: u32, success: bool) -> Event {
+    Event::Probe(Probe {
+        service,
+        monitor: 0,
+        success,
+        detail: if success {
+            "TCP connect in 0.2ms"
+        } else {
+            "TCP connect refused"
+        }
+        .into(),
+        response_time: success.then_some(Duration::from_micros(200)),
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let start = Duration::from_secs(1_800_000_000);
+    let mut g = c.benchmark_group("engine");
+    g.sample_size(20);
+    for n in [1_000usize, 10_000, 100_000] {
+        let m = model(n);
+        let (mut engine, _) = Engine::new(Arc::clone(&m), 1, start);
+        // Every service seen UP once, so probes below change no state.
+        for i in 0..n as u32 {
+            engine.apply(probe(i, true), start);
+        }
+        let mut t = start + FIGURES_FLUSH;
+        engine.apply(Event::Tick, t);
+        let mut i = 0u32;
+        // A probe result that changes nothing but figures: no publication.
+        g.bench_with_input(BenchmarkId::new("apply_probe_unchanged", n), &n, |b, _| {
+            b.iter(|| {
+                i = (i + 1) % n as u32;
+                engine.apply(probe(i, true), t)
+            })
+        });
+        // A probe result that takes a service DOWN: published at once.
+        g.bench_with_input(
+            BenchmarkId::new("apply_probe_transition_publish", n),
+            &n,
+            |b, _| {
+                b.iter_batched(
+                    || {
+                        i = (i + 1) % n as u32;
+                        i
+                    },
+                    |s| {
+                        let down = engine.apply(probe(s, false), t);
+                        let up = engine.apply(probe(s, true), t);
+                        (down, up)
+                    },
+                    BatchSize::SmallInput,
+                )
+            },
+        );
+        // The figures flush: one publication after one changed probe.
+        g.bench_with_input(BenchmarkId::new("publish_figures", n), &n, |b, _| {
+            b.iter(|| {
+                i = (i + 1) % n as u32;
+                engine.apply(probe(i, true), t);
+                t += FIGURES_FLUSH;
+                engine.apply(Event::Tick, t)
+            })
+        });
+        // A reload of the same configuration (carry-over of every service).
+        g.bench_with_input(BenchmarkId::new("reload_carry_over", n), &n, |b, _| {
+            b.iter(|| engine.apply(Event::Reload(Arc::clone(&m)), t))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

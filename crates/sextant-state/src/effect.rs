@@ -1,0 +1,69 @@
+//! What the engine asks the edges to do: its output.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::{Model, ServiceId, ServiceMetrics, Snapshot, VServerId};
+
+use crate::event::{SharedSession, SiteFigures};
+
+/// One thing for the edges to do, in the order given.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    /// A new configuration is in force: stop the monitors and load sources
+    /// of the old one, start the new ones with these gates closed, and tell
+    /// metric exchange.
+    Restart {
+        model: Arc<Model>,
+        generation: u64,
+        closed_gates: Vec<ServiceId>,
+    },
+    /// Make this the state DNS and the API read (one atomic swap).
+    Publish(Arc<Snapshot>),
+    /// A service changed state: log it with its reason.
+    Transition {
+        service: ServiceId,
+        up: bool,
+        reason: Arc<str>,
+    },
+    /// Open or close the gate of a service's monitors (`-triggerMonitor`).
+    Gate { service: ServiceId, open: bool },
+    /// This site's report for metric exchange changed: send it.
+    Report(Arc<LocalReport>),
+    /// Send these persistence entries to the other parents.
+    ShareSessions(Vec<SharedSession>),
+    /// Record these persistence entries (made at another parent) here.
+    InstallSessions(Vec<InstallSession>),
+    /// Every monitored service has its first result (or its time is up):
+    /// DNS may answer now.
+    Ready,
+}
+
+/// This site's services as it reports them to other sites.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LocalReport {
+    pub services: Vec<ReportEntry>,
+    pub site: SiteFigures,
+}
+
+/// One local service in this site's report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportEntry {
+    pub name: Arc<str>,
+    pub ip: IpAddr,
+    pub port: u16,
+    pub public_ip: Option<IpAddr>,
+    pub public_port: Option<u16>,
+    pub up: bool,
+    pub metrics: ServiceMetrics,
+}
+
+/// A persistence entry to record in this node's session table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstallSession {
+    pub vserver: VServerId,
+    pub key: IpAddr,
+    pub service: ServiceId,
+    pub remaining: Duration,
+}

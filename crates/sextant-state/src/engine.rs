@@ -1,0 +1,985 @@
+//! The state engine: the one place where a site's state is decided.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::{
+    HealthTally, Model, MonitorId, MonitorStatus, ServiceId, ServiceMetrics, ServiceState,
+    ServiceStatus, SiteId, Snapshot, StatusBuilder, Transition, TriggerMonitor,
+};
+
+use crate::effect::{Effect, InstallSession, LocalReport, ReportEntry};
+use crate::event::{
+    Event, LocalSession, PeerEntry, PeerServices, Probe, SharedSession, SiteFigures,
+};
+
+/// The longest new load figures and probe details wait before they are
+/// published (a state change is published at once).
+pub const FIGURES_FLUSH: Duration = Duration::from_millis(200);
+
+/// Margin on top of the monitors' first-probe window before DNS answers
+/// anyway (see [`Engine::ready_deadline`]).
+const READY_SLACK: Duration = Duration::from_millis(250);
+
+/// The monitors spread their first probes over at most this much (see
+/// `sextant_health`'s jitter).
+const FIRST_PROBE_SPREAD: Duration = Duration::from_secs(1);
+
+/// What a metric exchange peer last said about a service.
+#[derive(Debug, Clone)]
+struct Report {
+    up: bool,
+    metrics: ServiceMetrics,
+}
+
+/// What the engine knows of one service besides its published status.
+#[derive(Debug, Clone)]
+struct Svc {
+    /// One tally per bound monitor, in `Service::monitors` order.
+    tallies: Vec<HealthTally>,
+    up: bool,
+    /// The latest report from the service's own site over metric exchange.
+    report: Option<Report>,
+    /// Load figures measured here (load sources, REST push).
+    local_metrics: ServiceMetrics,
+    gate_open: bool,
+}
+
+/// What the engine knows of another site over metric exchange.
+#[derive(Debug, Clone, Default)]
+struct Peer {
+    up: bool,
+    /// A complete report arrived since the site came up.
+    reported: bool,
+    via: Option<String>,
+}
+
+/// Lookups the engine needs per event; all maps, never scans.
+#[derive(Debug, Default)]
+struct Index {
+    /// (site, answer IP, answer port) → service: public address where set.
+    by_answer: HashMap<(SiteId, IpAddr, u16), ServiceId>,
+    /// (site, IP, port) → service.
+    by_address: HashMap<(SiteId, IpAddr, u16), ServiceId>,
+    /// Lower-case site name → site.
+    sites: HashMap<String, SiteId>,
+    /// Per site: its services.
+    site_services: Vec<Vec<ServiceId>>,
+    /// Lower-case vserver name → vserver.
+    vservers: HashMap<String, sextant_core::VServerId>,
+    /// Lower-case service name → service.
+    services: HashMap<String, ServiceId>,
+    /// Per service: its name, shared with every report.
+    names: Vec<Arc<str>>,
+}
+
+impl Index {
+    fn new(model: &Model) -> Self {
+        let mut ix = Index {
+            site_services: vec![Vec::new(); model.sites.len()],
+            ..Default::default()
+        };
+        for (i, site) in model.sites.iter().enumerate() {
+            ix.sites.insert(site.name.to_ascii_lowercase(), i as SiteId);
+        }
+        for (i, v) in model.vservers.iter().enumerate() {
+            ix.vservers
+                .insert(v.name.to_ascii_lowercase(), i as sextant_core::VServerId);
+        }
+        for (i, s) in model.services.iter().enumerate() {
+            let id = i as ServiceId;
+            ix.by_answer
+                .entry((s.site, s.answer_ip(), s.public_port.unwrap_or(s.port)))
+                .or_insert(id);
+            ix.by_address.entry((s.site, s.ip, s.port)).or_insert(id);
+            ix.services.entry(s.name.to_ascii_lowercase()).or_insert(id);
+            if let Some(list) = ix.site_services.get_mut(s.site as usize) {
+                list.push(id);
+            }
+            ix.names.push(Arc::from(s.name.as_str()));
+        }
+        ix
+    }
+
+    fn site(&self, name: &str) -> Option<SiteId> {
+        self.sites.get(&name.to_ascii_lowercase()).copied()
+    }
+
+    /// The service of `site` that a reported entry describes: matched by
+    /// the public address where either side has one, else by IP and port.
+    fn reported(
+        &self,
+        site: SiteId,
+        ip: IpAddr,
+        port: u16,
+        public: Option<(IpAddr, u16)>,
+    ) -> Option<ServiceId> {
+        let answer = public.unwrap_or((ip, port));
+        self.by_answer
+            .get(&(site, answer.0, answer.1))
+            .or_else(|| self.by_address.get(&(site, ip, port)))
+            .or_else(|| self.by_address.get(&(site, answer.0, answer.1)))
+            .copied()
+    }
+}
+
+/// A site's state engine: events in, effects out. Pure: `now` (wall-clock
+/// time since the UNIX epoch) is passed in, nothing here reads a clock,
+/// opens a socket or draws a random number.
+#[derive(Debug)]
+pub struct Engine {
+    model: Arc<Model>,
+    generation: u64,
+    /// The configuration's lookup tables; health is replaced on publish.
+    base: Snapshot,
+    index: Index,
+    services: Vec<Svc>,
+    status: StatusBuilder,
+    /// Lower-case site name → what metric exchange says of it.
+    peers: HashMap<String, Peer>,
+    /// (site, the sender's IP and port) → the service its entry matched,
+    /// so a removal by the sender's key finds it.
+    matched: HashMap<(SiteId, IpAddr, u16), ServiceId>,
+    own_site: SiteFigures,
+    states_dirty: bool,
+    figures_dirty: bool,
+    last_publish: Option<Duration>,
+    last_report: Option<Arc<LocalReport>>,
+    report_dirty: bool,
+    /// DNS may answer (every monitored service has its first result, or
+    /// `ready_deadline` passed).
+    ready: bool,
+    ready_deadline: Duration,
+    /// (service, monitor slot) pairs with an open gate and no result yet.
+    awaiting_first: usize,
+}
+
+impl Engine {
+    /// An engine for `model` (generation `generation`) starting at `now`,
+    /// with what the edges must do first: set the gates, publish, and
+    /// maybe answer at once.
+    pub fn new(model: Arc<Model>, generation: u64, now: Duration) -> (Engine, Vec<Effect>) {
+        let mut engine = Engine::fresh(model, generation);
+        engine.settle_everything(now, None);
+        engine.ready_deadline = now + engine.first_probe_window();
+        engine.awaiting_first = engine.count_awaiting();
+        engine.ready = engine.awaiting_first == 0;
+        let mut effects: Vec<Effect> = engine
+            .closed_gates()
+            .into_iter()
+            .map(|service| Effect::Gate {
+                service,
+                open: false,
+            })
+            .collect();
+        engine.publish(now, &mut effects);
+        if engine.ready {
+            effects.push(Effect::Ready);
+        }
+        (engine, effects)
+    }
+
+    fn fresh(model: Arc<Model>, generation: u64) -> Engine {
+        let base = Snapshot::new(Arc::clone(&model), generation);
+        let index = Index::new(&model);
+        let services = model
+            .services
+            .iter()
+            .map(|s| Svc {
+                tallies: s
+                    .monitors
+                    .iter()
+                    .map(|m| {
+                        let mon = model.monitor(*m);
+                        HealthTally::new(mon.retries, mon.success_retries)
+                    })
+                    .collect(),
+                up: true,
+                report: None,
+                local_metrics: ServiceMetrics::NONE,
+                gate_open: true,
+            })
+            .collect();
+        let status = StatusBuilder::new(
+            model
+                .services
+                .iter()
+                .map(|s| ServiceStatus {
+                    reason: Arc::from(""),
+                    last_change: None,
+                    monitors: vec![MonitorStatus::default(); s.monitors.len()].into(),
+                })
+                .collect(),
+        );
+        Engine {
+            model,
+            generation,
+            base,
+            index,
+            services,
+            status,
+            peers: HashMap::new(),
+            matched: HashMap::new(),
+            own_site: SiteFigures::default(),
+            states_dirty: true,
+            figures_dirty: true,
+            last_publish: None,
+            last_report: None,
+            report_dirty: true,
+            ready: false,
+            ready_deadline: Duration::ZERO,
+            awaiting_first: 0,
+        }
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready
+    }
+
+    /// When DNS answers at the latest even without every first result.
+    pub fn ready_deadline(&self) -> Duration {
+        self.ready_deadline
+    }
+
+    /// Whether the local site shares persistence sessions with the other
+    /// parents (`-sessionExchange`; never on a child, seed 001).
+    pub fn session_exchange(&self) -> bool {
+        self.local_site().is_some_and(|l| {
+            let site = self.model.site(l);
+            site.session_exchange && site.metric_exchange && site.parent.is_none()
+        }) && self.model.sites.len() > 1
+    }
+
+    /// How often the edges should hand over new local persistence entries:
+    /// twice per keepalive interval, so a peer parent honours an entry
+    /// within one interval.
+    pub fn session_share_interval(&self) -> Duration {
+        (self.model.params.mep_keepalive_timeout / 6).max(Duration::from_millis(50))
+    }
+
+    /// When the engine wants a [`Event::Tick`] next, if ever.
+    pub fn next_wake(&self) -> Option<Duration> {
+        let flush = (self.figures_dirty || self.states_dirty).then(|| {
+            self.last_publish
+                .map_or(Duration::ZERO, |t| t + FIGURES_FLUSH)
+        });
+        let ready = (!self.ready).then_some(self.ready_deadline);
+        match (flush, ready) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Applies one event at `now`; returns what the edges must do, in order.
+    pub fn apply(&mut self, event: Event, now: Duration) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        match event {
+            Event::Probe(p) => self.probe(p, now, &mut effects),
+            Event::LocalFigures { service, metrics } => {
+                if let Some(svc) = self.services.get_mut(service as usize) {
+                    svc.local_metrics = metrics;
+                    self.figures_dirty = true;
+                    self.report_dirty = true;
+                }
+            }
+            Event::PeerUp { site, via } => {
+                let peer = self.peers.entry(site.to_ascii_lowercase()).or_default();
+                peer.up = true;
+                peer.reported = false;
+                peer.via = via;
+                if let Some(id) = self.index.site(&site) {
+                    let touched = self.index.site_services[id as usize].clone();
+                    self.settle_all(&touched, now, &mut effects);
+                }
+            }
+            Event::PeerDown { site, .. } => {
+                let peer = self.peers.entry(site.to_ascii_lowercase()).or_default();
+                peer.up = false;
+                peer.reported = false;
+                if let Some(id) = self.index.site(&site) {
+                    let touched = self.index.site_services[id as usize].clone();
+                    for s in &touched {
+                        self.services[*s as usize].report = None;
+                    }
+                    self.figures_dirty = true;
+                    self.settle_all(&touched, now, &mut effects);
+                }
+            }
+            Event::PeerServices(report) => self.peer_services(report, now, &mut effects),
+            Event::OwnSiteFigures(f) => {
+                if f != self.own_site {
+                    self.own_site = f;
+                    self.report_dirty = true;
+                }
+            }
+            Event::LocalSessions(entries) => self.share_sessions(entries, &mut effects),
+            Event::PeerSessions { site, entries } => {
+                self.install_sessions(&site, entries, &mut effects)
+            }
+            Event::Reload(model) => self.reload(model, now, &mut effects),
+            Event::Tick => {}
+        }
+        if !self.ready && (self.awaiting_first == 0 || now >= self.ready_deadline) {
+            self.ready = true;
+            effects.push(Effect::Ready);
+        }
+        let flush_due = self.last_publish.is_none_or(|t| now >= t + FIGURES_FLUSH);
+        if self.states_dirty || (self.figures_dirty && flush_due) {
+            self.publish(now, &mut effects);
+        }
+        effects
+    }
+
+    // ---- probes -------------------------------------------------------
+
+    fn probe(&mut self, p: Probe, now: Duration, effects: &mut Vec<Effect>) {
+        let i = p.service as usize;
+        let Some(slot) = self
+            .model
+            .services
+            .get(i)
+            .and_then(|s| s.monitors.iter().position(|m| *m == p.monitor))
+        else {
+            return;
+        };
+        let svc = &mut self.services[i];
+        let first = svc.tallies[slot].state().is_none();
+        let transition = svc.tallies[slot].observe(p.success);
+        let failures = svc.tallies[slot].consecutive_failures();
+        let tally_state = svc.tallies[slot].state();
+        let gate_open = svc.gate_open;
+        if first && gate_open && !self.ready {
+            self.awaiting_first = self.awaiting_first.saturating_sub(1);
+        }
+        let detail: Arc<str> = Arc::from(p.detail.as_str());
+        if let Some(m) = self
+            .status
+            .get_mut(p.service)
+            .and_then(|s| s.monitors.get_mut(slot))
+        {
+            *m = MonitorStatus {
+                state: tally_state,
+                last_detail: Some(Arc::clone(&detail)),
+                last_response: p.response_time,
+            };
+        }
+        self.figures_dirty = true;
+        if self.is_local(i) {
+            self.report_dirty = true;
+        }
+        if !self.monitors_decide(i) {
+            // A remote service whose state metric exchange reports: the
+            // result is shown but does not decide.
+            return;
+        }
+        let (up, _) = self.verdict(i);
+        if transition.is_none() && up == self.services[i].up {
+            return;
+        }
+        let monitor = &self.model.monitor(p.monitor).name;
+        let reason: Arc<str> = match transition {
+            Some(Transition::Down) => format!(
+                "monitor {monitor}: {detail} ({failures} consecutive failure{})",
+                if failures == 1 { "" } else { "s" }
+            )
+            .into(),
+            _ => format!("monitor {monitor}: {detail}").into(),
+        };
+        self.set_state(i, up, reason, now, effects);
+    }
+
+    // ---- metric exchange ----------------------------------------------
+
+    fn peer_services(&mut self, r: PeerServices, now: Duration, effects: &mut Vec<Effect>) {
+        let Some(site) = self.index.site(&r.site) else {
+            return;
+        };
+        if !self.site_uses_metric_exchange(site) {
+            return;
+        }
+        let peer = self.peers.entry(r.site.to_ascii_lowercase()).or_default();
+        peer.up = true;
+        if r.via.is_some() {
+            peer.via = r.via.clone();
+        }
+        let mut touched = Vec::new();
+        if r.full {
+            peer.reported = true;
+            self.matched.retain(|k, _| k.0 != site);
+            for s in &self.index.site_services[site as usize] {
+                if self.services[*s as usize].report.take().is_some() {
+                    touched.push(*s);
+                }
+            }
+        }
+        for e in &r.entries {
+            if let Some(id) = self.match_entry(site, e) {
+                self.matched.insert((site, e.ip, e.port), id);
+                self.services[id as usize].report = Some(Report {
+                    up: e.up,
+                    metrics: e.metrics,
+                });
+                touched.push(id);
+            }
+        }
+        for (ip, port) in &r.removed {
+            let id = self
+                .matched
+                .remove(&(site, *ip, *port))
+                .or_else(|| self.index.reported(site, *ip, *port, None));
+            if let Some(id) = id
+                && self.services[id as usize].report.take().is_some()
+            {
+                touched.push(id);
+            }
+        }
+        if r.full {
+            // Services of this site it did not report: their reasons say so.
+            touched.extend(self.index.site_services[site as usize].iter().copied());
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        self.figures_dirty = true;
+        self.settle_all(&touched, now, effects);
+    }
+
+    fn match_entry(&self, site: SiteId, e: &PeerEntry) -> Option<ServiceId> {
+        let public = match (e.public_ip, e.public_port) {
+            (None, None) => None,
+            (ip, port) => Some((ip.unwrap_or(e.ip), port.unwrap_or(e.port))),
+        };
+        self.index.reported(site, e.ip, e.port, public)
+    }
+
+    fn local_site(&self) -> Option<SiteId> {
+        self.model.local_site
+    }
+
+    fn is_local(&self, service: usize) -> bool {
+        Some(self.model.services[service].site) == self.local_site()
+    }
+
+    /// Whether metric exchange between this node and `site` carries state.
+    fn site_uses_metric_exchange(&self, site: SiteId) -> bool {
+        let Some(local) = self.local_site() else {
+            return false;
+        };
+        site != local
+            && self.model.site(local).metric_exchange
+            && self.model.site(site).metric_exchange
+    }
+
+    fn uses_metric_exchange(&self, service: usize) -> bool {
+        self.site_uses_metric_exchange(self.model.services[service].site)
+    }
+
+    /// Whether the bound monitors decide the state now (`-triggerMonitor`);
+    /// otherwise metric exchange does.
+    fn monitors_decide(&self, service: usize) -> bool {
+        if !self.uses_metric_exchange(service) {
+            return true;
+        }
+        let svc = &self.model.services[service];
+        if svc.monitors.is_empty() {
+            return false;
+        }
+        let report = self.services[service].report.as_ref();
+        match self.model.site(svc.site).trigger_monitor {
+            TriggerMonitor::Always => true,
+            TriggerMonitor::MepDown => report.is_none(),
+            TriggerMonitor::MepDownSvcDown => report.is_none_or(|r| !r.up),
+        }
+    }
+
+    /// The service's state and why, from whichever source decides.
+    fn verdict(&self, service: usize) -> (bool, Arc<str>) {
+        let svc = &self.services[service];
+        let conf = &self.model.services[service];
+        if self.monitors_decide(service) {
+            if conf.monitors.is_empty() {
+                return (true, Arc::from(NO_MONITOR));
+            }
+            if svc.tallies.iter().all(|t| t.state().is_none()) {
+                // Nothing probed yet (at start, or monitors just took over
+                // from metric exchange): keep the state until the first result.
+                return (svc.up, Arc::from("waiting for the first probe result"));
+            }
+            let up = svc
+                .tallies
+                .iter()
+                .all(|t| t.state() != Some(Transition::Down));
+            return (up, self.monitor_reason(service));
+        }
+        let site = self.model.site(conf.site);
+        match &svc.report {
+            Some(r) if r.up => (
+                true,
+                format!("metric exchange: site {} reports it UP", site.name).into(),
+            ),
+            Some(_) => (
+                false,
+                format!("metric exchange: site {} reports it DOWN", site.name).into(),
+            ),
+            None => (false, self.unreported_reason(service).into()),
+        }
+    }
+
+    /// Why a service whose state metric exchange should give has none.
+    fn unreported_reason(&self, service: usize) -> String {
+        let conf = &self.model.services[service];
+        let site = self.model.site(conf.site);
+        let peer = self.peers.get(&site.name.to_ascii_lowercase());
+        let addr = match (conf.public_ip, conf.public_port) {
+            (None, None) => format!("{}:{}", conf.ip, conf.port),
+            (ip, port) => format!(
+                "{}:{} (public {}:{})",
+                conf.ip,
+                conf.port,
+                ip.unwrap_or(conf.ip),
+                port.unwrap_or(conf.port)
+            ),
+        };
+        match peer {
+            Some(p) if p.up && p.reported => format!(
+                "site {site} is UP over metric exchange but reports no service at {addr}; \
+                 add the service at site {site} (`add gslb service {name} {ip} {proto} {port} -siteName {site}`), \
+                 or bind a monitor to it here (`bind gslb service {name} -monitorName MONITOR`)",
+                site = site.name,
+                name = conf.name,
+                ip = conf.ip,
+                proto = conf.protocol.as_str(),
+                port = conf.port,
+            ),
+            Some(p) if p.up => format!(
+                "metric exchange: waiting for site {}'s first report (no monitor bound here)",
+                site.name
+            ),
+            _ => format!(
+                "metric exchange: site {} is not reachable over metric exchange and no monitor is bound here \
+                 (bind one to decide without it: `bind gslb service {} -monitorName MONITOR`)",
+                site.name, conf.name
+            ),
+        }
+    }
+
+    /// The monitors' reason: the first DOWN monitor's last verdict, else
+    /// the first one's.
+    fn monitor_reason(&self, service: usize) -> Arc<str> {
+        let conf = &self.model.services[service];
+        let svc = &self.services[service];
+        let pick = svc
+            .tallies
+            .iter()
+            .position(|t| t.state() == Some(Transition::Down))
+            .unwrap_or(0);
+        let name = &self.model.monitor(conf.monitors[pick]).name;
+        let detail = self
+            .status
+            .get(service as ServiceId)
+            .and_then(|s| s.monitors.get(pick))
+            .and_then(|m| m.last_detail.clone());
+        match detail {
+            Some(d) => format!("monitor {name}: {d}").into(),
+            None => format!("monitor {name}: no result yet").into(),
+        }
+    }
+
+    fn set_state(
+        &mut self,
+        i: usize,
+        up: bool,
+        reason: Arc<str>,
+        now: Duration,
+        effects: &mut Vec<Effect>,
+    ) {
+        let changed = self.services[i].up != up;
+        if let Some(st) = self.status.get_mut(i as ServiceId) {
+            if st.reason != reason {
+                // A new reason is published at once, like a new state.
+                st.reason = Arc::clone(&reason);
+                self.states_dirty = true;
+            }
+            if changed {
+                st.last_change = Some(now);
+            }
+        }
+        if changed {
+            self.services[i].up = up;
+            self.states_dirty = true;
+            if self.is_local(i) {
+                self.report_dirty = true;
+            }
+            effects.push(Effect::Transition {
+                service: i as ServiceId,
+                up,
+                reason,
+            });
+        }
+    }
+
+    /// Moves the touched services' gates, then re-derives their states.
+    fn settle_all(&mut self, touched: &[ServiceId], now: Duration, effects: &mut Vec<Effect>) {
+        for s in touched {
+            self.refresh_gate(*s as usize, effects);
+        }
+        for s in touched {
+            let (up, reason) = self.verdict(*s as usize);
+            self.set_state(*s as usize, up, reason, now, effects);
+        }
+    }
+
+    /// Opens the gate when the monitors decide, closes it otherwise. Monitors
+    /// that take over again start afresh: their first result decides.
+    fn refresh_gate(&mut self, i: usize, effects: &mut Vec<Effect>) {
+        let open = self.monitors_decide(i);
+        let svc = &mut self.services[i];
+        if open == svc.gate_open {
+            return;
+        }
+        if open {
+            for t in &mut svc.tallies {
+                *t = t.fresh();
+            }
+        }
+        svc.gate_open = open;
+        if self.model.services[i].monitors.is_empty() {
+            return;
+        }
+        effects.push(Effect::Gate {
+            service: i as ServiceId,
+            open,
+        });
+    }
+
+    /// Every service's gate and state from scratch (start, reload). `old_up`
+    /// holds, per service, its state before a reload, if it had one.
+    fn settle_everything(&mut self, now: Duration, old_up: Option<&[Option<bool>]>) {
+        for i in 0..self.services.len() {
+            self.services[i].gate_open = self.monitors_decide(i);
+            let (up, reason) = self.verdict(i);
+            let was = old_up.and_then(|o| o.get(i).copied().flatten());
+            self.services[i].up = up;
+            if let Some(st) = self.status.get_mut(i as ServiceId) {
+                if was.is_some_and(|w| w != up) {
+                    st.last_change = Some(now);
+                }
+                st.reason = reason;
+            }
+        }
+        self.states_dirty = true;
+        self.figures_dirty = true;
+        self.report_dirty = true;
+    }
+
+    fn closed_gates(&self) -> Vec<ServiceId> {
+        (0..self.services.len())
+            .filter(|i| {
+                !self.services[*i].gate_open && !self.model.services[*i].monitors.is_empty()
+            })
+            .map(|i| i as ServiceId)
+            .collect()
+    }
+
+    /// (service, monitor) pairs that probe and have no result yet.
+    fn count_awaiting(&self) -> usize {
+        self.services
+            .iter()
+            .filter(|s| s.gate_open)
+            .map(|s| s.tallies.iter().filter(|t| t.state().is_none()).count())
+            .sum()
+    }
+
+    /// How long the monitors need for every first result: the spread of
+    /// first probes plus the slowest response timeout.
+    fn first_probe_window(&self) -> Duration {
+        self.model
+            .services
+            .iter()
+            .flat_map(|s| s.monitors.iter())
+            .map(|m| {
+                let mon = self.model.monitor(*m);
+                mon.interval.min(FIRST_PROBE_SPREAD) + mon.response_timeout
+            })
+            .max()
+            .map_or(Duration::ZERO, |w| w + READY_SLACK)
+    }
+
+    // ---- reload ---------------------------------------------------------
+
+    /// A new configuration, keeping what is still true: the state of every
+    /// service whose address is unchanged (matched by name), the tally of
+    /// every monitor whose definition is unchanged, what peers reported.
+    fn reload(&mut self, model: Arc<Model>, now: Duration, effects: &mut Vec<Effect>) {
+        let old = std::mem::replace(self, Engine::fresh(Arc::clone(&model), self.generation + 1));
+        self.peers = old.peers;
+        // Sender keys stay valid only where the service kept its id.
+        self.matched = old
+            .matched
+            .into_iter()
+            .filter(|(k, id)| {
+                model.services.get(*id as usize).is_some_and(|s| {
+                    old.model
+                        .services
+                        .get(*id as usize)
+                        .is_some_and(|o| o.name == s.name && o.site == s.site && k.0 == s.site)
+                })
+            })
+            .collect();
+        self.own_site = old.own_site;
+        self.ready = old.ready;
+        self.ready_deadline = old.ready_deadline;
+        self.last_publish = old.last_publish;
+        self.last_report = old.last_report;
+        let old_monitors: HashMap<String, MonitorId> = old
+            .model
+            .monitors
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.name.to_ascii_lowercase(), i as MonitorId))
+            .collect();
+        // New monitor → the old monitor of the same name and definition.
+        let same_monitor: Vec<Option<MonitorId>> = model
+            .monitors
+            .iter()
+            .map(|m| {
+                old_monitors
+                    .get(&m.name.to_ascii_lowercase())
+                    .copied()
+                    .filter(|o| old.model.monitor(*o) == m)
+            })
+            .collect();
+        let mut old_up = vec![None; model.services.len()];
+        for (new_id, service) in model.services.iter().enumerate() {
+            let Some(&old_id) = old.index.services.get(&service.name.to_ascii_lowercase()) else {
+                continue;
+            };
+            let old_service = old.model.service(old_id);
+            if old_service.ip != service.ip
+                || old_service.port != service.port
+                || old_service.site != service.site
+                    && old.model.site(old_service.site).name != model.site(service.site).name
+            {
+                continue;
+            }
+            let o = &old.services[old_id as usize];
+            let old_status = old.status.get(old_id);
+            for (slot, mon_id) in service.monitors.iter().enumerate() {
+                let Some(old_mon) = same_monitor[*mon_id as usize] else {
+                    continue;
+                };
+                if let Some(old_slot) = old_service.monitors.iter().position(|m| *m == old_mon) {
+                    self.services[new_id].tallies[slot] = o.tallies[old_slot].clone();
+                    if let (Some(st), Some(os)) =
+                        (self.status.get_mut(new_id as ServiceId), old_status)
+                        && let (Some(m), Some(om)) =
+                            (st.monitors.get_mut(slot), os.monitors.get(old_slot))
+                    {
+                        *m = om.clone();
+                    }
+                }
+            }
+            self.services[new_id].report = o.report.clone();
+            self.services[new_id].local_metrics = o.local_metrics;
+            self.services[new_id].up = o.up;
+            old_up[new_id] = Some(o.up);
+            if let (Some(st), Some(os)) = (self.status.get_mut(new_id as ServiceId), old_status) {
+                st.last_change = os.last_change;
+            }
+        }
+        self.settle_everything(now, Some(&old_up));
+        if !self.ready {
+            self.awaiting_first = self.count_awaiting();
+        }
+        for (i, was) in old_up.iter().enumerate() {
+            if let Some(was) = was
+                && *was != self.services[i].up
+            {
+                effects.push(Effect::Transition {
+                    service: i as ServiceId,
+                    up: self.services[i].up,
+                    reason: self
+                        .status
+                        .get(i as ServiceId)
+                        .map(|s| Arc::clone(&s.reason))
+                        .unwrap_or_else(|| Arc::from("")),
+                });
+            }
+        }
+        effects.push(Effect::Restart {
+            model,
+            generation: self.generation,
+            closed_gates: self.closed_gates(),
+        });
+        // A reloaded configuration is published at once.
+        self.states_dirty = true;
+    }
+
+    // ---- sessions ------------------------------------------------------------
+
+    fn share_sessions(&mut self, entries: Vec<LocalSession>, effects: &mut Vec<Effect>) {
+        if !self.session_exchange() || entries.is_empty() {
+            return;
+        }
+        let shared: Vec<SharedSession> = entries
+            .iter()
+            .filter_map(|e| {
+                let v = self.model.vservers.get(e.vserver as usize)?;
+                let p = v.persistence?;
+                let service = self.model.services.get(e.service as usize)?;
+                Some(SharedSession {
+                    vserver: v.name.clone(),
+                    key: e.key,
+                    prefix: if e.key.is_ipv4() {
+                        p.v4_mask
+                    } else {
+                        p.v6_mask
+                    },
+                    service: service.name.clone(),
+                    remaining: e.remaining,
+                })
+            })
+            .collect();
+        if !shared.is_empty() {
+            effects.push(Effect::ShareSessions(shared));
+        }
+    }
+
+    fn install_sessions(
+        &mut self,
+        site: &str,
+        entries: Vec<SharedSession>,
+        effects: &mut Vec<Effect>,
+    ) {
+        if !self.session_exchange() {
+            return;
+        }
+        let Some(from) = self.index.site(site) else {
+            return;
+        };
+        let from_site = self.model.site(from);
+        if !from_site.session_exchange || from_site.parent.is_some() {
+            return;
+        }
+        let installs: Vec<InstallSession> = entries
+            .iter()
+            .filter_map(|e| {
+                let vid = *self.index.vservers.get(&e.vserver.to_ascii_lowercase())?;
+                let v = self.model.vserver(vid);
+                let p = v.persistence?;
+                let prefix = if e.key.is_ipv4() {
+                    p.v4_mask
+                } else {
+                    p.v6_mask
+                };
+                if prefix != e.prefix {
+                    return None;
+                }
+                let service = v
+                    .bindings
+                    .iter()
+                    .map(|b| b.service)
+                    .find(|s| self.model.service(*s).name.eq_ignore_ascii_case(&e.service))?;
+                Some(InstallSession {
+                    vserver: vid,
+                    key: e.key,
+                    service,
+                    remaining: e.remaining.min(p.timeout),
+                })
+            })
+            .collect();
+        if !installs.is_empty() {
+            effects.push(Effect::InstallSessions(installs));
+        }
+    }
+
+    // ---- publication ---------------------------------------------------------
+
+    fn publish(&mut self, now: Duration, effects: &mut Vec<Effect>) {
+        let states: Arc<[ServiceState]> = self
+            .services
+            .iter()
+            .map(|s| ServiceState { up: s.up })
+            .collect();
+        let metrics = self.metrics();
+        let status = self.status.publish();
+        let snapshot = self.base.with_health(states, metrics, status);
+        self.states_dirty = false;
+        self.figures_dirty = false;
+        self.last_publish = Some(now);
+        effects.push(Effect::Publish(Arc::new(snapshot)));
+        if self.report_dirty {
+            self.report_dirty = false;
+            if let Some(report) = self.local_report()
+                && self.last_report.as_deref() != Some(&report)
+            {
+                let report = Arc::new(report);
+                self.last_report = Some(Arc::clone(&report));
+                effects.push(Effect::Report(report));
+            }
+        }
+    }
+
+    /// The load figures the decision core sees: measured here for local
+    /// services (the monitors' response time standing in when no source
+    /// gives one), reported by the owning site for remote ones.
+    fn metrics(&self) -> Arc<[ServiceMetrics]> {
+        (0..self.services.len())
+            .map(|i| {
+                let svc = &self.services[i];
+                if self.uses_metric_exchange(i) {
+                    return svc.report.as_ref().map(|r| r.metrics).unwrap_or_default();
+                }
+                let mut m = svc.local_metrics;
+                if m.response_time_us.is_none() {
+                    m.response_time_us = self
+                        .status
+                        .get(i as ServiceId)
+                        .and_then(|s| s.monitors.iter().filter_map(|m| m.last_response).max())
+                        .map(|d| d.as_micros() as u64);
+                }
+                m
+            })
+            .collect()
+    }
+
+    /// This site's report, when it takes part in metric exchange.
+    fn local_report(&self) -> Option<LocalReport> {
+        let local = self.local_site()?;
+        if !self.model.site(local).metric_exchange || self.model.sites.len() < 2 {
+            return None;
+        }
+        let metrics = self.metrics();
+        Some(LocalReport {
+            services: self.index.site_services[local as usize]
+                .iter()
+                .map(|id| {
+                    let i = *id as usize;
+                    let s = &self.model.services[i];
+                    ReportEntry {
+                        name: Arc::clone(&self.index.names[i]),
+                        ip: s.ip,
+                        port: s.port,
+                        public_ip: s.public_ip,
+                        public_port: s.public_port,
+                        up: self.services[i].up,
+                        metrics: metrics[i],
+                    }
+                })
+                .collect(),
+            site: self.own_site,
+        })
+    }
+}
+
+/// The reason of a service that no monitor and no peer decides.
+pub const NO_MONITOR: &str = "no monitor bound: UP until something says otherwise";

@@ -1,0 +1,110 @@
+//! What happens to a site: the engine's input.
+//!
+//! Every kind of input is plain data with names and addresses as the edges
+//! see them (no sockets, no driver types), so a recorded sequence of events
+//! can be replayed without the edges.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::{Model, MonitorId, ServiceId, ServiceMetrics, VServerId};
+
+/// One input of the state engine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A monitor's raw probe result for one service.
+    Probe(Probe),
+    /// Load figures measured here for a local service (a load source's
+    /// scrape or a REST push).
+    LocalFigures {
+        service: ServiceId,
+        metrics: ServiceMetrics,
+    },
+    /// Metric exchange with `site` is up: directly, or relayed by the
+    /// parent `via`.
+    PeerUp { site: String, via: Option<String> },
+    /// Metric exchange with `site` is down: what it reported no longer holds.
+    PeerDown { site: String, reason: String },
+    /// `site` reported its services (its own, relayed by `via` for a child).
+    PeerServices(PeerServices),
+    /// This node's own CPU and memory use, for its reports.
+    OwnSiteFigures(SiteFigures),
+    /// Persistence entries this node made since the last such event, for
+    /// session exchange.
+    LocalSessions(Vec<LocalSession>),
+    /// Persistence entries another parent made.
+    PeerSessions {
+        site: String,
+        entries: Vec<SharedSession>,
+    },
+    /// A new, already validated configuration.
+    Reload(Arc<Model>),
+    /// Time passed: publish what waits, decide what is due.
+    Tick,
+}
+
+/// One probe result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    pub service: ServiceId,
+    pub monitor: MonitorId,
+    pub success: bool,
+    /// Operator-readable verdict, e.g. `TCP connect to 127.0.0.1:81 refused`.
+    pub detail: String,
+    /// How long a successful probe took.
+    pub response_time: Option<Duration>,
+}
+
+/// A report of one site's services. `full`: the complete list, replacing
+/// everything known from that site; otherwise what changed (`entries`) and
+/// what is gone (`removed`, by the sender's IP and port).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerServices {
+    pub site: String,
+    pub via: Option<String>,
+    pub full: bool,
+    pub entries: Vec<PeerEntry>,
+    pub removed: Vec<(IpAddr, u16)>,
+}
+
+/// One service as its own site reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerEntry {
+    /// The name at the reporting site (shown, never used to match).
+    pub name: String,
+    pub ip: IpAddr,
+    pub port: u16,
+    pub public_ip: Option<IpAddr>,
+    pub public_port: Option<u16>,
+    pub up: bool,
+    pub metrics: ServiceMetrics,
+}
+
+/// A site's own figures as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SiteFigures {
+    pub cpu_percent: Option<f64>,
+    pub memory_percent: Option<f64>,
+}
+
+/// A persistence entry made by this node's DNS path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalSession {
+    pub vserver: VServerId,
+    /// The client address masked with the vserver's persistence prefix.
+    pub key: IpAddr,
+    pub service: ServiceId,
+    pub remaining: Duration,
+}
+
+/// A persistence entry as parents exchange it: by names, since ids are
+/// local to one configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedSession {
+    pub vserver: String,
+    pub key: IpAddr,
+    pub prefix: u8,
+    pub service: String,
+    pub remaining: Duration,
+}

@@ -1,0 +1,19 @@
+//! The state engine of a Sextant site.
+//!
+//! Everything a site decides about its own state happens here: monitor
+//! results through hysteresis, reports from metric exchange peers and which
+//! of the two decides (`-triggerMonitor`), load figures, persistence session
+//! exchange, reload carry-over, readiness at start, and when to publish.
+//! Like the decision core it is pure: events come in with `now`, effects go
+//! out ([`Engine::apply`]); the binary only wires sockets, timers and signals
+//! to it. That keeps the whole site replayable from a text file
+//! ([`replay`]) and benchmarkable.
+
+pub mod effect;
+pub mod engine;
+pub mod event;
+pub mod replay;
+
+pub use effect::{Effect, InstallSession, LocalReport, ReportEntry};
+pub use engine::{Engine, FIGURES_FLUSH, NO_MONITOR};
+pub use event::{Event, LocalSession, PeerEntry, PeerServices, Probe, SharedSession, SiteFigures};

@@ -1,0 +1,612 @@
+//! Replays of timed events through the engine, from a small text format.
+//!
+//! A replay file describes one site: its configuration, then events at
+//! times, and checks. Running it yields a transcript (every event with the
+//! effects it caused, the states and answers asked for) that tests compare
+//! with a golden file, plus the failures of the `expect` lines, which state
+//! by hand what a seed says must happen.
+//!
+//! ```text
+//! # comment
+//! config                      # the site's configuration (appliance syntax) until `end`
+//! add gslb site p1 127.0.0.1 -siteType LOCAL
+//! end
+//! at 0 probe SERVICE MONITOR ok|fail [DETAIL...]
+//! at 0.5 figures SERVICE conn=N rt=MS load=N
+//! at 1 peer-up SITE [via PARENT]
+//! at 1 peer-down SITE [REASON...]
+//! at 1 services SITE [via PARENT] full|delta [NAME@IP:PORT[>PUBIP:PUBPORT]=UP|DOWN[;conn=N]]... [-IP:PORT]...
+//! at 2 site-figures cpu=N mem=N
+//! at 2 local-session VSERVER CLIENT SERVICE SECONDS
+//! at 2 peer-session SITE VSERVER CLIENT/PREFIX SERVICE SECONDS
+//! at 3 reload                  # a new configuration until `end`
+//! at 4 tick
+//! show states                 # every service with its state and reason
+//! answer NAME CLIENT [TYPE]   # the answer DNS would give now
+//! expect state SERVICE UP|DOWN [REASON-SUBSTRING...]
+//! expect answer NAME CLIENT ADDR[,ADDR...]|NXDOMAIN|NODATA|REFUSED
+//! expect effect TEXT...       # some effect of the last event contains TEXT
+//! ```
+//!
+//! Times are seconds from the start (decimals allowed) and never go back.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::{
+    AnswerBuf, Cursor, Model, NoSessions, Outcome, Query, QueryType, ServiceMetrics, Snapshot,
+    decide, trace::NoTrace,
+};
+
+use crate::effect::Effect;
+use crate::engine::Engine;
+use crate::event::{
+    Event, LocalSession, PeerEntry, PeerServices, Probe, SharedSession, SiteFigures,
+};
+
+/// Where replays start on the wall clock: 2027-01-15T08:00:00Z.
+pub const EPOCH: Duration = Duration::from_secs(1_800_000_000);
+
+/// A replay file that cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("line {line}: {reason}")]
+    Syntax { line: usize, reason: String },
+    #[error("line {line}: configuration: {reason}")]
+    Config { line: usize, reason: String },
+}
+
+/// What a replay produced.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    pub transcript: String,
+    /// `expect` lines that did not hold, with their line numbers.
+    pub failures: Vec<String>,
+}
+
+/// Runs `text`; `parse` turns a configuration block into a model.
+pub fn run(
+    text: &str,
+    parse: &dyn Fn(&str) -> Result<Model, String>,
+) -> Result<Transcript, ReplayError> {
+    let mut r = Runner {
+        parse,
+        engine: None,
+        snapshot: None,
+        now: EPOCH,
+        out: Transcript::default(),
+        last_effects: Vec::new(),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let n = i + 1;
+        let line = lines[i].trim();
+        i += 1;
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let syntax = |reason: &str| ReplayError::Syntax {
+            line: n,
+            reason: reason.to_string(),
+        };
+        match words[0] {
+            "config" | "at" if words[0] == "config" || words.get(2) == Some(&"reload") => {
+                let mut block = String::new();
+                let start = i;
+                loop {
+                    let Some(l) = lines.get(i) else {
+                        return Err(syntax("configuration block without `end`"));
+                    };
+                    i += 1;
+                    if l.trim() == "end" {
+                        break;
+                    }
+                    block.push_str(l);
+                    block.push('\n');
+                }
+                let model = (r.parse)(&block).map_err(|reason| ReplayError::Config {
+                    line: start + 1,
+                    reason,
+                })?;
+                if words[0] == "config" {
+                    if r.engine.is_some() {
+                        return Err(syntax("a second `config`; use `at T reload`"));
+                    }
+                    let _ = writeln!(
+                        r.out.transcript,
+                        "> config ({} services)",
+                        model.services.len()
+                    );
+                    let (engine, effects) = Engine::new(Arc::new(model), 1, r.now);
+                    r.engine = Some(engine);
+                    r.record(effects);
+                } else {
+                    r.advance(words.get(1).copied(), n)?;
+                    let _ = writeln!(
+                        r.out.transcript,
+                        "> {line} ({} services)",
+                        model.services.len()
+                    );
+                    r.event(Event::Reload(Arc::new(model)), n)?;
+                }
+            }
+            "at" => {
+                r.advance(words.get(1).copied(), n)?;
+                let _ = writeln!(r.out.transcript, "> {line}");
+                let event = r.parse_event(&words[2..], n)?;
+                r.event(event, n)?;
+            }
+            "show" if words.get(1) == Some(&"states") => {
+                let _ = writeln!(r.out.transcript, "> {line}");
+                r.show_states();
+            }
+            "answer" => {
+                let _ = writeln!(r.out.transcript, "> {line}");
+                let a = r.answer(&words[1..], n)?;
+                let _ = writeln!(r.out.transcript, "  {a}");
+            }
+            "expect" => r.expect(&words[1..], line, n)?,
+            _ => return Err(syntax("unknown command")),
+        }
+    }
+    Ok(r.out)
+}
+
+struct Runner<'a> {
+    parse: &'a dyn Fn(&str) -> Result<Model, String>,
+    engine: Option<Engine>,
+    snapshot: Option<Arc<Snapshot>>,
+    now: Duration,
+    out: Transcript,
+    last_effects: Vec<String>,
+}
+
+fn secs(s: &str) -> Option<Duration> {
+    let v: f64 = s.parse().ok()?;
+    (v.is_finite() && v >= 0.0).then(|| Duration::from_secs_f64(v))
+}
+
+fn parse_addr(s: &str) -> Option<(IpAddr, u16)> {
+    let (ip, port) = s.rsplit_once(':')?;
+    Some((
+        ip.trim_matches(['[', ']']).parse().ok()?,
+        port.parse().ok()?,
+    ))
+}
+
+impl Runner<'_> {
+    fn engine(&mut self, line: usize) -> Result<&mut Engine, ReplayError> {
+        self.engine.as_mut().ok_or(ReplayError::Syntax {
+            line,
+            reason: "no `config` block before the first event".into(),
+        })
+    }
+
+    fn advance(&mut self, at: Option<&str>, line: usize) -> Result<(), ReplayError> {
+        let t = at.and_then(secs).ok_or(ReplayError::Syntax {
+            line,
+            reason: "expected `at SECONDS ...`".into(),
+        })?;
+        let t = EPOCH + t;
+        // Effects of the ticks on the way count as the next event's.
+        self.last_effects.clear();
+        if t < self.now {
+            return Err(ReplayError::Syntax {
+                line,
+                reason: "time goes back".into(),
+            });
+        }
+        // Ticks the engine asked for on the way, as the binary's timers do.
+        while let Some(wake) = self.engine.as_ref().and_then(|e| e.next_wake())
+            && wake <= t
+            && wake >= self.now
+        {
+            self.now = wake;
+            let effects = self.engine(line)?.apply(Event::Tick, wake);
+            if effects.iter().any(|e| !matches!(e, Effect::Publish(_))) {
+                let _ = writeln!(
+                    self.out.transcript,
+                    "  (tick at {:.3})",
+                    (wake - EPOCH).as_secs_f64()
+                );
+            }
+            self.record(effects);
+            if self.engine.as_ref().and_then(|e| e.next_wake()) == Some(wake) {
+                break;
+            }
+        }
+        self.now = t;
+        Ok(())
+    }
+
+    fn event(&mut self, event: Event, line: usize) -> Result<(), ReplayError> {
+        let now = self.now;
+        let effects = self.engine(line)?.apply(event, now);
+        self.record(effects);
+        Ok(())
+    }
+
+    fn record(&mut self, effects: Vec<Effect>) {
+        let Some(engine) = self.engine.as_ref() else {
+            return;
+        };
+        let model = Arc::clone(engine.model());
+        for e in effects {
+            let text = match &e {
+                Effect::Publish(s) => {
+                    self.snapshot = Some(Arc::clone(s));
+                    continue;
+                }
+                Effect::Restart {
+                    model: m,
+                    generation,
+                    closed_gates,
+                } => format!(
+                    "restart generation {generation}: {} services, gates closed: [{}]",
+                    m.services.len(),
+                    closed_gates
+                        .iter()
+                        .map(|s| m.service(*s).name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                Effect::Transition {
+                    service,
+                    up,
+                    reason,
+                } => format!(
+                    "transition {} {}: {reason}",
+                    model.service(*service).name,
+                    if *up { "UP" } else { "DOWN" }
+                ),
+                Effect::Gate { service, open } => format!(
+                    "gate {} {}",
+                    model.service(*service).name,
+                    if *open { "open" } else { "closed" }
+                ),
+                Effect::Report(r) => format!(
+                    "report [{}]",
+                    r.services
+                        .iter()
+                        .map(|s| format!("{}={}", s.name, if s.up { "UP" } else { "DOWN" }))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                Effect::ShareSessions(list) => format!(
+                    "share sessions [{}]",
+                    list.iter()
+                        .map(|s| format!(
+                            "{} {}/{} -> {} {}s",
+                            s.vserver,
+                            s.key,
+                            s.prefix,
+                            s.service,
+                            s.remaining.as_secs()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Effect::InstallSessions(list) => format!(
+                    "install sessions [{}]",
+                    list.iter()
+                        .map(|s| format!(
+                            "{} {} -> {} {}s",
+                            model.vserver(s.vserver).name,
+                            s.key,
+                            model.service(s.service).name,
+                            s.remaining.as_secs()
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Effect::Ready => "ready: DNS answers".to_string(),
+            };
+            let _ = writeln!(self.out.transcript, "  {text}");
+            self.last_effects.push(text);
+        }
+    }
+
+    fn parse_event(&mut self, w: &[&str], line: usize) -> Result<Event, ReplayError> {
+        let syntax = |reason: String| ReplayError::Syntax { line, reason };
+        let model = Arc::clone(self.engine(line)?.model());
+        let service = |name: &str| {
+            model
+                .services
+                .iter()
+                .position(|s| s.name.eq_ignore_ascii_case(name))
+                .map(|i| i as u32)
+                .ok_or_else(|| syntax(format!("no service {name:?}")))
+        };
+        let via = |w: &[&str]| -> (Option<String>, usize) {
+            if w.first() == Some(&"via") {
+                (w.get(1).map(|s| s.to_string()), 2)
+            } else {
+                (None, 0)
+            }
+        };
+        Ok(match w.first().copied() {
+            Some("tick") => Event::Tick,
+            Some("probe") if w.len() >= 4 => {
+                let s = service(w[1])?;
+                let monitor = model
+                    .monitors
+                    .iter()
+                    .position(|m| m.name.eq_ignore_ascii_case(w[2]))
+                    .ok_or_else(|| syntax(format!("no monitor {:?}", w[2])))?;
+                let success = match w[3] {
+                    "ok" => true,
+                    "fail" => false,
+                    _ => return Err(syntax("probe result is ok or fail".into())),
+                };
+                let detail = if w.len() > 4 {
+                    w[4..].join(" ")
+                } else if success {
+                    "probe succeeded".to_string()
+                } else {
+                    "probe failed".to_string()
+                };
+                Event::Probe(Probe {
+                    service: s,
+                    monitor: monitor as u32,
+                    success,
+                    detail,
+                    response_time: success.then_some(Duration::from_millis(1)),
+                })
+            }
+            Some("figures") if w.len() >= 2 => Event::LocalFigures {
+                service: service(w[1])?,
+                metrics: parse_metrics(&w[2..]).ok_or_else(|| syntax("bad figure".into()))?,
+            },
+            Some("peer-up") if w.len() >= 2 => Event::PeerUp {
+                site: w[1].to_string(),
+                via: via(&w[2..]).0,
+            },
+            Some("peer-down") if w.len() >= 2 => Event::PeerDown {
+                site: w[1].to_string(),
+                reason: w[2..].join(" "),
+            },
+            Some("services") if w.len() >= 3 => {
+                let (via, skip) = via(&w[2..]);
+                let rest = &w[2 + skip..];
+                let full = match rest.first().copied() {
+                    Some("full") => true,
+                    Some("delta") => false,
+                    _ => return Err(syntax("services SITE [via P] full|delta ...".into())),
+                };
+                let mut entries = Vec::new();
+                let mut removed = Vec::new();
+                for tok in &rest[1..] {
+                    if let Some(addr) = tok.strip_prefix('-') {
+                        removed.push(
+                            parse_addr(addr)
+                                .ok_or_else(|| syntax(format!("bad address {addr}")))?,
+                        );
+                    } else {
+                        entries.push(
+                            parse_entry(tok).ok_or_else(|| syntax(format!("bad entry {tok}")))?,
+                        );
+                    }
+                }
+                Event::PeerServices(PeerServices {
+                    site: w[1].to_string(),
+                    via,
+                    full,
+                    entries,
+                    removed,
+                })
+            }
+            Some("site-figures") => {
+                let mut f = SiteFigures::default();
+                for kv in &w[1..] {
+                    match kv.split_once('=') {
+                        Some(("cpu", v)) => f.cpu_percent = v.parse().ok(),
+                        Some(("mem", v)) => f.memory_percent = v.parse().ok(),
+                        _ => return Err(syntax(format!("bad figure {kv}"))),
+                    }
+                }
+                Event::OwnSiteFigures(f)
+            }
+            Some("local-session") if w.len() == 5 => {
+                let vserver = model
+                    .vservers
+                    .iter()
+                    .position(|v| v.name.eq_ignore_ascii_case(w[1]))
+                    .ok_or_else(|| syntax(format!("no vserver {:?}", w[1])))?;
+                Event::LocalSessions(vec![LocalSession {
+                    vserver: vserver as u32,
+                    key: w[2]
+                        .parse()
+                        .map_err(|_| syntax("bad client address".into()))?,
+                    service: service(w[3])?,
+                    remaining: secs(w[4]).ok_or_else(|| syntax("bad seconds".into()))?,
+                }])
+            }
+            Some("peer-session") if w.len() == 6 => {
+                let (key, prefix) = w[3]
+                    .split_once('/')
+                    .and_then(|(a, p)| Some((a.parse().ok()?, p.parse().ok()?)))
+                    .ok_or_else(|| syntax("expected CLIENT/PREFIX".into()))?;
+                Event::PeerSessions {
+                    site: w[1].to_string(),
+                    entries: vec![SharedSession {
+                        vserver: w[2].to_string(),
+                        key,
+                        prefix,
+                        service: w[4].to_string(),
+                        remaining: secs(w[5]).ok_or_else(|| syntax("bad seconds".into()))?,
+                    }],
+                }
+            }
+            _ => {
+                return Err(syntax(format!(
+                    "unknown or incomplete event: {}",
+                    w.join(" ")
+                )));
+            }
+        })
+    }
+
+    fn show_states(&mut self) {
+        let Some(snap) = self.snapshot.clone() else {
+            return;
+        };
+        for (i, s) in snap.model().services.iter().enumerate() {
+            let reason = snap
+                .status()
+                .get(i as u32)
+                .map(|s| s.reason.to_string())
+                .unwrap_or_default();
+            let _ = writeln!(
+                self.out.transcript,
+                "  {} {} ({reason})",
+                s.name,
+                if snap.is_up(i as u32) { "UP" } else { "DOWN" }
+            );
+        }
+    }
+
+    fn answer(&self, w: &[&str], line: usize) -> Result<String, ReplayError> {
+        let syntax = |reason: &str| ReplayError::Syntax {
+            line,
+            reason: reason.to_string(),
+        };
+        let snap = self
+            .snapshot
+            .as_ref()
+            .ok_or_else(|| syntax("nothing published yet"))?;
+        let name = w
+            .first()
+            .ok_or_else(|| syntax("answer NAME CLIENT [TYPE]"))?;
+        let client: IpAddr = w
+            .get(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| syntax("answer NAME CLIENT [TYPE]"))?;
+        let qtype = match w.get(2) {
+            Some(t) => QueryType::parse(t).ok_or_else(|| syntax("unknown query type"))?,
+            None => QueryType::A,
+        };
+        let lower = name.trim_end_matches('.').to_ascii_lowercase();
+        let query = Query {
+            name: &lower,
+            qtype,
+            source: client,
+            ecs: None,
+        };
+        let mut out = AnswerBuf::default();
+        let d = decide(
+            snap,
+            &query,
+            &mut Cursor::peeking(0),
+            &NoSessions,
+            &mut out,
+            &mut NoTrace,
+        );
+        Ok(match d.outcome {
+            Outcome::Addresses { .. } => out
+                .addrs
+                .iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            Outcome::NxDomain { .. } => "NXDOMAIN".into(),
+            Outcome::Refused => "REFUSED".into(),
+            Outcome::Drop => "DROP".into(),
+            _ => "NODATA".into(),
+        })
+    }
+
+    fn expect(&mut self, w: &[&str], text: &str, line: usize) -> Result<(), ReplayError> {
+        let syntax = |reason: &str| ReplayError::Syntax {
+            line,
+            reason: reason.to_string(),
+        };
+        let failure = match w.first().copied() {
+            Some("state") if w.len() >= 3 => {
+                let snap = self
+                    .snapshot
+                    .as_ref()
+                    .ok_or_else(|| syntax("nothing published yet"))?;
+                let id = snap
+                    .service_by_name(w[1])
+                    .ok_or_else(|| syntax("no such service"))?;
+                let up = snap.is_up(id);
+                let reason = snap
+                    .status()
+                    .get(id)
+                    .map(|s| s.reason.to_string())
+                    .unwrap_or_default();
+                let want_up = match w[2] {
+                    "UP" => true,
+                    "DOWN" => false,
+                    _ => return Err(syntax("expect state SERVICE UP|DOWN [REASON...]")),
+                };
+                let want_reason = w[3..].join(" ");
+                (up != want_up || !reason.contains(&want_reason))
+                    .then(|| format!("is {} ({reason})", if up { "UP" } else { "DOWN" }))
+            }
+            Some("answer") if w.len() == 4 => {
+                let got = self.answer(&w[1..3], line)?;
+                (got != w[3]).then(|| format!("answer is {got}"))
+            }
+            Some("effect") if w.len() >= 2 => {
+                let want = w[1..].join(" ");
+                (!self.last_effects.iter().any(|e| e.contains(&want)))
+                    .then(|| format!("effects were [{}]", self.last_effects.join("; ")))
+            }
+            _ => return Err(syntax("expect state|answer|effect ...")),
+        };
+        if let Some(f) = failure {
+            self.out
+                .failures
+                .push(format!("line {line}: `{text}`: {f}"));
+        }
+        Ok(())
+    }
+}
+
+fn parse_metrics(kvs: &[&str]) -> Option<ServiceMetrics> {
+    let mut m = ServiceMetrics::NONE;
+    for kv in kvs {
+        let (k, v) = kv.split_once('=')?;
+        match k {
+            "conn" => m.connections = Some(v.parse().ok()?),
+            "rt" => m.response_time_us = Some((v.parse::<f64>().ok()? * 1000.0) as u64),
+            "load" => m.custom_load = Some(v.parse().ok()?),
+            _ => return None,
+        }
+    }
+    Some(m)
+}
+
+/// `NAME@IP:PORT[>PUBIP:PUBPORT]=UP|DOWN[;conn=N...]`.
+fn parse_entry(tok: &str) -> Option<PeerEntry> {
+    let (head, figures) = match tok.split_once(';') {
+        Some((h, f)) => (h, f.split(';').collect::<Vec<_>>()),
+        None => (tok, Vec::new()),
+    };
+    let (head, state) = head.rsplit_once('=')?;
+    let up = match state {
+        "UP" => true,
+        "DOWN" => false,
+        _ => return None,
+    };
+    let (name, addrs) = head.split_once('@')?;
+    let (addr, public) = match addrs.split_once('>') {
+        Some((a, p)) => (a, Some(parse_addr(p)?)),
+        None => (addrs, None),
+    };
+    let (ip, port) = parse_addr(addr)?;
+    Some(PeerEntry {
+        name: name.to_string(),
+        ip,
+        port,
+        public_ip: public.map(|p| p.0),
+        public_port: public.map(|p| p.1),
+        up,
+        metrics: parse_metrics(&figures)?,
+    })
+}
