@@ -16,6 +16,7 @@ mod error;
 mod lexer;
 mod locations;
 mod native;
+mod no_effect;
 mod scalar;
 mod validate;
 
