@@ -349,6 +349,77 @@ mod tests {
         }
     }
 
+    /// Every row is reached by its reader(s): a file using every setting
+    /// of the table warns about each row (and in TOML about each row with a
+    /// TOML key). A new row needs its setting here and a reader that warns.
+    #[test]
+    fn every_row_is_warned_about_by_the_readers() {
+        let conf = "\
+add gslb site p1 10.0.0.1 -nwMetricExchange ENABLED -sessionExchange ENABLED
+set gslb parameter -automaticConfigSync ENABLED -ldnsEntryTimeout 60 -RTTTolerance 10 -ldnsMask 255.255.255.0 -v6ldnsMaskLen 64
+set gslb parameter -ldnsProbeOrder DNS -dropLdnsReq ENABLED -ldnsProbeInterval 10 -ldnsProbeTimeout 3
+set lb monitor ldns-ping -interval 10
+add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -publicPort 8080 -maxClient 100 -cip ENABLED -cipHeader X
+set gslb service s1 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED
+add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog DISABLED
+add lb monitor m TCP -LRTM ENABLED
+";
+        let m = crate::parse_appliance(conf, "t.conf").expect("valid");
+        let toml = r#"version = 1
+[gslb]
+automatic_config_sync = true
+ldns_entry_timeout = "60s"
+rtt_tolerance = "10ms"
+ldns_v4_mask = 24
+ldns_v6_mask = 64
+ldns_probe_order = ["dns"]
+drop_ldns_requests = true
+ldns_probe_interval = "10s"
+ldns_probe_timeout = "3s"
+[[site]]
+name = "p1"
+ip = "10.0.0.1"
+nw_metric_exchange = true
+session_exchange = true
+[[service]]
+name = "s1"
+ip = "10.1.0.1"
+port = 80
+protocol = "HTTP"
+site = "p1"
+public_port = 8080
+max_clients = 100
+[[vserver]]
+name = "vs"
+protocol = "HTTP"
+lb_method = "RTT"
+backup_lb_method = "RTT"
+"#;
+        let t = crate::parse_toml(toml, "t.toml").expect("valid");
+        for row in NO_EFFECT {
+            let said = format!(": {} is accepted but ", row.appliance);
+            assert_eq!(
+                m.warnings.iter().filter(|w| w.contains(&said)).count(),
+                1,
+                "{}: {:#?}",
+                row.appliance,
+                m.warnings
+            );
+            if let Some(key) = row.toml {
+                let said = format!(": {key} is accepted but ");
+                assert_eq!(
+                    t.warnings.iter().filter(|w| w.contains(&said)).count(),
+                    1,
+                    "{key}: {:#?}",
+                    t.warnings
+                );
+            }
+        }
+        assert_eq!(m.warnings.len(), NO_EFFECT.len(), "{:#?}", m.warnings);
+        let with_toml = NO_EFFECT.iter().filter(|r| r.toml.is_some()).count();
+        assert_eq!(t.warnings.len(), with_toml, "{:#?}", t.warnings);
+    }
+
     #[test]
     fn messages_name_the_setting() {
         let m = message(Scope::Param, "automaticConfigSync", Syntax::Appliance).expect("row");
