@@ -10,7 +10,10 @@ use std::net::{IpAddr, SocketAddr};
 
 use sextant_core::{GslbParams, LoadKind, Monitor, ServiceProtocol, Soa, TriggerMonitor, VServer};
 
-/// Which syntax a draft came from; only changes the hints in messages.
+/// Which syntax a draft came from. It changes the hints in messages, and
+/// one rule: in the appliance syntax a backup parent must be a site added on
+/// an earlier line (seed 001), since commands there are read in order; the
+/// tables of a TOML file have no such order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Syntax {
     Appliance,
@@ -111,13 +114,21 @@ pub(crate) struct DraftSite {
     pub local_line: Option<usize>,
     pub parent: Option<Ref>,
     /// Backup parents; the line of each ref is the line that set the list.
-    pub backup_parents: Vec<Ref>,
+    pub backup_parents: Vec<BackupParent>,
     pub metric_exchange: bool,
     /// Explicit settings with their lines; unset means "the default for the
     /// site's role" (on for parents, off for children).
     pub nw_metric_exchange: Option<(bool, usize)>,
     pub session_exchange: Option<(bool, usize)>,
     pub trigger_monitor: TriggerMonitor,
+}
+
+/// One name in a site's backup parent list, with the 1-based character
+/// column it was written at in its line, so that errors point at the name.
+#[derive(Debug, Clone)]
+pub(crate) struct BackupParent {
+    pub site: Ref,
+    pub column: Option<usize>,
 }
 
 #[derive(Debug)]

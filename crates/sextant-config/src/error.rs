@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use sextant_core::Model;
+
 /// One problem in a configuration file, displayed as `FILE:LINE: reason`,
 /// or `FILE:LINE:COLUMN: reason` when the column is known (errors inside a
 /// DNS policy rule).
@@ -68,6 +70,9 @@ impl ConfigErrors {
 pub(crate) struct Diag {
     file: String,
     errors: Vec<ConfigError>,
+    /// Warnings with their lines (see [`crate::no_effect`]); they go into
+    /// the model only when there are no errors.
+    warnings: Vec<(usize, String)>,
 }
 
 impl Diag {
@@ -75,6 +80,7 @@ impl Diag {
         Diag {
             file: file.to_string(),
             errors: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -98,6 +104,12 @@ impl Diag {
         });
     }
 
+    /// Records one warning at `line`: something in the file that is
+    /// accepted but has no effect.
+    pub(crate) fn warn(&mut self, line: usize, message: impl Into<String>) {
+        self.warnings.push((line, message.into()));
+    }
+
     /// Records one error in another file that the configuration loads (a
     /// location file), at that file's `line`.
     pub(crate) fn error_in(&mut self, file: &str, line: usize, message: impl Into<String>) {
@@ -112,12 +124,20 @@ impl Diag {
         &self.file
     }
 
-    /// `Ok(value)` if nothing was recorded, else every error sorted by line
-    /// (stable, so errors on one line keep the order they were found in);
-    /// errors in other files (location files) follow, in the order found.
-    pub(crate) fn finish<T>(self, value: T) -> Result<T, ConfigErrors> {
+    /// `Ok(model)`, with the warnings as `FILE:LINE: text` in line order
+    /// (stable within a line) in [`Model::warnings`], if no error was
+    /// recorded; else every error sorted by line (stable, so errors on one
+    /// line keep the order they were found in); errors in other files
+    /// (location files) follow, in the order found.
+    pub(crate) fn finish(self, mut model: Model) -> Result<Model, ConfigErrors> {
         if self.errors.is_empty() {
-            Ok(value)
+            let mut warnings = self.warnings;
+            warnings.sort_by_key(|(line, _)| *line);
+            model.warnings = warnings
+                .into_iter()
+                .map(|(line, text)| format!("{}:{line}: {text}", self.file))
+                .collect();
+            Ok(model)
         } else {
             let file = self.file;
             let (mut errors, others): (Vec<_>, Vec<_>) =

@@ -124,7 +124,7 @@ pub(crate) fn tokenize(line: &str) -> Result<Vec<Token>, String> {
 }
 
 /// 1-based character column of byte offset `pos` in `line`.
-fn column(line: &str, pos: usize) -> usize {
+pub(crate) fn column(line: &str, pos: usize) -> usize {
     line.get(..pos).map(|s| s.chars().count()).unwrap_or(0) + 1
 }
 

@@ -6,6 +6,9 @@
 //! Both syntaxes are read into the same intermediate form and checked by the
 //! same code, so they accept the same configurations and build equal models.
 //! Every error is reported with `FILE:LINE: reason`, all of them at once.
+//! A valid file's settings that are accepted but have no effect (one table,
+//! `no_effect::NO_EFFECT`) come back as warnings, `FILE:LINE: text`, in
+//! [`Model::warnings`](sextant_core::Model::warnings).
 //! docs/config.md describes both syntaxes.
 
 mod appliance;
@@ -16,6 +19,7 @@ mod error;
 mod lexer;
 mod locations;
 mod native;
+mod no_effect;
 mod scalar;
 mod validate;
 
@@ -30,6 +34,7 @@ use error::Diag;
 
 /// Reads and validates a configuration file. The extension picks the
 /// syntax: `.conf` is the appliance's command syntax, `.toml` the native one.
+/// The model's `warnings` list each use of a setting without effect.
 pub fn load_file(path: &Path) -> Result<Model, ConfigErrors> {
     let file = path.display().to_string();
     let ext = path

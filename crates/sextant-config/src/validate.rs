@@ -246,13 +246,26 @@ impl Validator<'_> {
         }
     }
 
+    /// Records an error at `line`, and at `column` when it is known.
+    fn error_at(&mut self, line: usize, column: Option<usize>, message: String) {
+        match column {
+            Some(c) => self.diag.error_at(line, c, message),
+            None => self.diag.error(line, message),
+        }
+    }
+
+    /// Backup parent lists: only on parent sites, at most 5, each a parent
+    /// site of the file, not the site itself, none twice. In the appliance
+    /// syntax each must also be added on an earlier line than the list
+    /// (seed 001: "You must first add all the sites and then configure the
+    /// site as a backup parent"). Errors about one name point at its column.
     fn backup_parents(&mut self, draft: &Draft, index: &Index) {
         for (i, d) in draft.sites.iter().enumerate() {
             let Some(first) = d.backup_parents.first() else {
                 continue;
             };
-            let line = first.line;
-            let ctx = first.context.clone();
+            let line = first.site.line;
+            let ctx = first.site.context.clone();
             let key = self.key("-backupParentlist", "backup_parents");
             if let Some(parent) = &d.parent {
                 self.diag.error(
@@ -264,9 +277,10 @@ impl Validator<'_> {
                 );
                 continue;
             }
-            if d.backup_parents.len() > MAX_BACKUP_PARENTS {
-                self.diag.error(
+            if let Some(extra) = d.backup_parents.get(MAX_BACKUP_PARENTS) {
+                self.error_at(
                     line,
+                    extra.column,
                     format!(
                         "{ctx}: {} backup parents given; at most {MAX_BACKUP_PARENTS} are allowed",
                         d.backup_parents.len()
@@ -274,30 +288,56 @@ impl Validator<'_> {
                 );
             }
             let mut resolved: Vec<SiteId> = Vec::new();
-            for r in &d.backup_parents {
-                let Some(b) = self.resolve(r, Kind::Site, index) else {
+            for bp in &d.backup_parents {
+                let r = &bp.site;
+                let Some(b) = index.get(&r.name.to_ascii_lowercase()).copied() else {
+                    let message = match self.syntax {
+                        Syntax::Appliance => format!(
+                            "{}: backup parent \"{}\" is not a site yet: add it with \"add gslb site {} IP\" before this line (add all the sites first, then set the backup parents)",
+                            r.context, r.name, r.name
+                        ),
+                        Syntax::Toml => format!(
+                            "{}: backup parent \"{}\" is not defined ({}); a backup parent must be a parent site of this file",
+                            r.context,
+                            r.name,
+                            self.syntax.how_to_define(Kind::Site, &r.name)
+                        ),
+                    };
+                    self.error_at(r.line, bp.column, message);
                     continue;
                 };
                 let backup = &draft.sites[b as usize];
                 if b as usize == i {
-                    self.diag.error(
+                    self.error_at(
                         r.line,
+                        bp.column,
                         format!(
                             "{}: site \"{}\" cannot be its own backup parent",
                             r.context, d.name
                         ),
                     );
-                } else if let Some(p) = &backup.parent {
-                    self.diag.error(
+                } else if self.syntax == Syntax::Appliance && backup.line >= r.line {
+                    self.error_at(
                         r.line,
+                        bp.column,
+                        format!(
+                            "{}: backup parent \"{}\" is not a site yet: it is added on line {}, after this line; move that \"add gslb site\" line above this one (add all the sites first, then set the backup parents)",
+                            r.context, r.name, backup.line
+                        ),
+                    );
+                } else if let Some(p) = &backup.parent {
+                    self.error_at(
+                        r.line,
+                        bp.column,
                         format!(
                             "{}: backup parent \"{}\" is a child site (of \"{}\"); only parent sites can be backup parents",
                             r.context, backup.name, p.name
                         ),
                     );
                 } else if resolved.contains(&b) {
-                    self.diag.error(
+                    self.error_at(
                         r.line,
+                        bp.column,
                         format!(
                             "{}: backup parent \"{}\" is listed twice",
                             r.context, backup.name

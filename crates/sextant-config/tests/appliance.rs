@@ -482,7 +482,10 @@ fn site_errors() {
     one_error(
         "add gslb site p 10.0.0.1\nset gslb site p -backupParentlist nowhere\n",
         2,
-        &["set gslb site p: site \"nowhere\" is not defined"],
+        &[
+            "set gslb site p: backup parent \"nowhere\" is not a site yet",
+            "add it with \"add gslb site nowhere IP\" before this line",
+        ],
     );
     one_error(
         "set gslb site p -backupParentlist a\n",

@@ -53,8 +53,11 @@ pub struct Model {
     /// The site this node runs as. `sextant-config` sets it from the single
     /// `LOCAL` site; `--local-site` overrides it.
     pub local_site: Option<SiteId>,
-    /// `FILE:LINE: text` for every option that is accepted but has no
-    /// effect yet; shown by `sextant check` and logged at start.
+    /// Settings the file gives that are accepted but have no effect, one
+    /// `FILE:LINE: text` per use, in line order (`sextant check` prints them,
+    /// the server logs them at start). Diagnostics about the file, not
+    /// configuration: they name the file, so the same configuration written
+    /// in both syntaxes builds models that differ only here.
     pub warnings: Vec<String>,
 }
 

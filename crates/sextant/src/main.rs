@@ -40,8 +40,9 @@ enum Command {
 
     /// Validate a configuration file (.conf appliance syntax or .toml).
     ///
-    /// Exits 0 when the file is valid; otherwise prints `FILE:LINE: reason`
-    /// for every error and exits 1.
+    /// Exits 0 when the file is valid, after printing `warning: FILE:LINE:
+    /// ...` on stderr for each setting that is accepted but has no effect;
+    /// otherwise prints `FILE:LINE: reason` for every error and exits 1.
     Check {
         /// The configuration file.
         file: PathBuf,
@@ -141,6 +142,11 @@ fn main() -> ExitCode {
 fn check(file: &std::path::Path) -> ExitCode {
     match sextant_config::load_file(file) {
         Ok(model) => {
+            // Settings accepted without effect: the file is valid, but the
+            // operator should know they do nothing.
+            for w in &model.warnings {
+                eprintln!("warning: {w}");
+            }
             println!(
                 "{}: OK ({} sites, {} services, {} vservers, {} domains, {} monitors)",
                 file.display(),

@@ -38,6 +38,9 @@ pub(crate) const fn opt(name: &'static str, arity: Arity) -> OptSpec {
 pub(crate) struct Opt {
     pub name: &'static str,
     pub values: Vec<String>,
+    /// Byte offset in the line of each value as written (quotes included),
+    /// for errors that point at one value.
+    pub starts: Vec<usize>,
     /// The unit word after a [`Arity::Duration`] value, if any.
     pub unit: Option<String>,
 }
@@ -179,6 +182,7 @@ pub(crate) fn parse(
         let mut o = Opt {
             name: spec.name,
             values: Vec::new(),
+            starts: Vec::new(),
             unit: None,
         };
         let takes_value = |i: usize| i < tokens.len() && !tokens[i].is_option();
@@ -187,6 +191,7 @@ pub(crate) fn parse(
             Arity::One | Arity::Duration => {
                 if takes_value(i) {
                     o.values.push(tokens[i].text.clone());
+                    o.starts.push(tokens[i].start);
                     i += 1;
                     if spec.arity == Arity::Duration && i < tokens.len() && is_unit_word(&tokens[i])
                     {
@@ -201,6 +206,7 @@ pub(crate) fn parse(
             Arity::Many => {
                 while takes_value(i) && !tokens[i].is_dash_lookalike() {
                     o.values.push(tokens[i].text.clone());
+                    o.starts.push(tokens[i].start);
                     i += 1;
                 }
                 if o.values.is_empty() {

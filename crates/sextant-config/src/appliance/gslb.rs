@@ -8,11 +8,13 @@ use sextant_core::{LoadKind, Persistence, ServiceProtocol, TriggerMonitor, VServ
 use super::args::Args;
 use super::{Arity, OptSpec, Reader, context, opt};
 use crate::draft::{
-    DEFAULT_DOMAIN_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, DraftLoad, DraftService,
-    DraftSite, DraftVServer, LoadSourceKind, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, Ref, ServiceBinding,
+    BackupParent, DEFAULT_DOMAIN_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, DraftLoad,
+    DraftService, DraftSite, DraftVServer, LoadSourceKind, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, Ref,
+    ServiceBinding,
 };
 use crate::duration::{self, Unit};
 use crate::lexer::Token;
+use crate::no_effect::Scope;
 use crate::scalar;
 
 const SITE_SET_OPTS: &[OptSpec] = &[
@@ -181,6 +183,7 @@ fn find_site(r: &mut Reader<'_>, line: usize, ctx: &str, name: &str) -> Option<u
 
 fn apply_site_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args: &Args) {
     for o in &args.opts {
+        r.no_effect(line, Scope::Site, o.name);
         match o.name {
             "publicIP" => {
                 if let Some(ip) = r.value(line, ctx, o, scalar::ip) {
@@ -208,13 +211,18 @@ fn apply_site_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args:
                 }
             }
             "backupParentlist" => {
+                let raw = r.raw;
                 r.draft.sites[idx].backup_parents = o
                     .values
                     .iter()
-                    .map(|name| Ref {
-                        name: name.clone(),
-                        line,
-                        context: ctx.to_string(),
+                    .zip(&o.starts)
+                    .map(|(name, &start)| BackupParent {
+                        site: Ref {
+                            name: name.clone(),
+                            line,
+                            context: ctx.to_string(),
+                        },
+                        column: Some(crate::lexer::column(raw, start)),
                     })
                     .collect();
             }
@@ -374,6 +382,7 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
         load.source = Some((kind, line));
     }
     for o in &args.opts {
+        r.no_effect(line, Scope::Service, o.name);
         match o.name {
             "publicIP" => {
                 if let Some(ip) = r.value(line, ctx, o, scalar::ip) {
@@ -524,15 +533,18 @@ fn apply_vserver_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
         }
     }
     for o in &args.opts {
+        r.no_effect(line, Scope::VServer, o.name);
         match o.name {
             "persistenceType" => {}
             "lbMethod" => {
                 if let Some(m) = r.value(line, ctx, o, scalar::lb_method) {
+                    r.no_effect(line, Scope::VServer, &format!("lbMethod {m}"));
                     r.draft.vservers[idx].vserver.method = m;
                 }
             }
             "backupLBMethod" => {
                 if let Some(m) = r.value(line, ctx, o, scalar::lb_method) {
+                    r.no_effect(line, Scope::VServer, &format!("backupLBMethod {m}"));
                     r.draft.vservers[idx].vserver.backup_method = Some(m);
                 }
             }

@@ -274,6 +274,12 @@ impl Reader<'_> {
         }
     }
 
+    /// Warns about a use of `key` of `scope` on `line` if that setting is
+    /// accepted but has no effect ([`crate::no_effect`]); nothing otherwise.
+    pub(crate) fn no_effect(&mut self, line: usize, scope: crate::no_effect::Scope, key: &str) {
+        crate::no_effect::warn(self.diag, line, scope, key, crate::draft::Syntax::Appliance);
+    }
+
     /// Reports `ctx: message` on `line`.
     pub(crate) fn error(&mut self, line: usize, ctx: &str, message: impl AsRef<str>) {
         self.diag

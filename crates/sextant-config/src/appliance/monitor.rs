@@ -8,6 +8,7 @@ use super::{Arity, OptSpec, Reader, context, opt};
 use crate::draft::{DraftMonitor, MonitorBinding, Ref};
 use crate::duration::Unit;
 use crate::lexer::Token;
+use crate::no_effect::Scope;
 use crate::scalar;
 
 /// A monitor type as written in `add lb monitor NAME TYPE`.
@@ -318,7 +319,9 @@ fn set_ldns_monitor(r: &mut Reader<'_>, line: usize, ctx: &str, ty: &str, tokens
         r.draft.params.ldns_probe_timeout = d;
         r.draft.params_line = line;
     }
-    if !args.any {
+    if args.any {
+        r.no_effect(line, Scope::Monitor, "ldnsMonitor");
+    } else {
         r.error(
             line,
             ctx,
@@ -336,6 +339,7 @@ fn apply_monitor_opts(
     args: &Args,
 ) {
     for o in &args.opts {
+        r.no_effect(line, Scope::Monitor, o.name);
         match o.name {
             "interval" => {
                 if let Some(d) = r.duration(line, ctx, o, Unit::Seconds) {
@@ -364,7 +368,8 @@ fn apply_monitor_opts(
             }
             "LRTM" => {
                 // Least-response-time measurement of the appliance's LB: no
-                // effect here; accepted so appliance exports load.
+                // effect here (warned about); accepted so appliance exports
+                // load.
                 r.value(line, ctx, o, scalar::enabled);
             }
             "secure" => {

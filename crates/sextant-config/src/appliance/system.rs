@@ -9,6 +9,7 @@ use super::{Arity, OptSpec, Reader, context, opt};
 use crate::draft::DraftRpcNode;
 use crate::duration::{self, Unit};
 use crate::lexer::Token;
+use crate::no_effect::Scope;
 use crate::scalar;
 
 /// Exactly the parameters that map to `GslbParams`; `-mepPort` and
@@ -97,6 +98,7 @@ pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let ms = Duration::from_millis;
     let s = Duration::from_secs;
     for o in &args.opts {
+        r.no_effect(line, Scope::Param, o.name);
         match o.name {
             "ldnsEntryTimeout" => {
                 if let Some(d) = bounded(r, line, &ctx, o, Unit::Seconds, ms(1), s(65534)) {

@@ -21,14 +21,16 @@ use sextant_core::{
 use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
+use crate::draft::Syntax;
 use crate::draft::{
-    DEFAULT_DOMAIN_TTL, DEFAULT_NS_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, Draft,
-    DraftLoad, DraftMonitor, DraftRpcNode, DraftService, DraftSite, DraftVServer, DraftZone,
+    BackupParent, DEFAULT_DOMAIN_TTL, DEFAULT_NS_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding,
+    Draft, DraftLoad, DraftMonitor, DraftRpcNode, DraftService, DraftSite, DraftVServer, DraftZone,
     LoadSourceKind, MAX_MONITOR_TIME, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, MonitorBinding, Ref,
     ServiceBinding, default_soa,
 };
 use crate::duration;
 use crate::error::Diag;
+use crate::no_effect::Scope;
 use crate::scalar;
 
 mod location;
@@ -147,6 +149,20 @@ impl Native<'_> {
 
     fn at<T>(&self, s: &Spanned<T>) -> usize {
         self.lines.of(s.span().start)
+    }
+
+    /// The 1-based character column of byte `offset` in its line.
+    fn column(&self, offset: usize) -> usize {
+        let line_start = self
+            .lines
+            .starts
+            .get(self.lines.of(offset) - 1)
+            .copied()
+            .unwrap_or(0);
+        crate::lexer::column(
+            self.text.get(line_start..).unwrap_or(""),
+            offset.saturating_sub(line_start),
+        )
     }
 
     /// Deserializes one table, reporting a failure at its line.
@@ -375,11 +391,11 @@ impl Native<'_> {
                 p.ldns_probe_order = probes;
             }
         }
-        if let Some(v) = g.drop_ldns_requests {
-            p.drop_ldns_requests = v;
+        if let Some(v) = &g.drop_ldns_requests {
+            p.drop_ldns_requests = *v.get_ref();
         }
-        if let Some(v) = g.automatic_config_sync {
-            p.automatic_config_sync = v;
+        if let Some(v) = &g.automatic_config_sync {
+            p.automatic_config_sync = *v.get_ref();
         }
         if let Some(v) = &g.mep_port
             && let Some(port) = self.port(ctx, "mep_port", v)
@@ -392,6 +408,56 @@ impl Native<'_> {
             p.mep_secure_port = port;
         }
         self.draft.params = p;
+        let uses = [
+            (
+                "ldnsEntryTimeout",
+                g.ldns_entry_timeout.as_ref().map(|v| self.at(v)),
+            ),
+            ("RTTTolerance", g.rtt_tolerance.as_ref().map(|v| self.at(v))),
+            ("ldnsMask", g.ldns_v4_mask.as_ref().map(|v| self.at(v))),
+            ("v6ldnsMaskLen", g.ldns_v6_mask.as_ref().map(|v| self.at(v))),
+            (
+                "ldnsProbeOrder",
+                g.ldns_probe_order.as_ref().map(|v| self.at(v)),
+            ),
+            (
+                "dropLdnsReq",
+                g.drop_ldns_requests.as_ref().map(|v| self.at(v)),
+            ),
+            (
+                "automaticConfigSync",
+                g.automatic_config_sync.as_ref().map(|v| self.at(v)),
+            ),
+            (
+                "MEPKeepAliveTimeout",
+                g.mep_keepalive_timeout.as_ref().map(|v| self.at(v)),
+            ),
+            ("mepPort", g.mep_port.as_ref().map(|v| self.at(v))),
+            (
+                "mepSecurePort",
+                g.mep_secure_port.as_ref().map(|v| self.at(v)),
+            ),
+            (
+                "ldnsProbeInterval",
+                g.ldns_probe_interval.as_ref().map(|v| self.at(v)),
+            ),
+            (
+                "ldnsProbeTimeout",
+                g.ldns_probe_timeout.as_ref().map(|v| self.at(v)),
+            ),
+        ];
+        for (key, line) in uses {
+            if let Some(line) = line {
+                self.no_effect(line, Scope::Param, key);
+            }
+        }
+    }
+
+    /// Warns about a use of `key` of `scope` on `line` if that setting is
+    /// accepted but has no effect ([`crate::no_effect`]); the keys are the
+    /// appliance's option names.
+    fn no_effect(&mut self, line: usize, scope: Scope, key: &str) {
+        crate::no_effect::warn(self.diag, line, scope, key, Syntax::Toml);
     }
 
     fn site(&mut self, value: Element<'_>) {
@@ -420,7 +486,10 @@ impl Native<'_> {
         let backup_parents = s
             .backup_parents
             .iter()
-            .map(|b| self.reference(&ctx, b))
+            .map(|b| BackupParent {
+                site: self.reference(&ctx, b),
+                column: Some(self.column(b.span().start)),
+            })
             .collect();
         let parent = s.parent.as_ref().map(|p| self.reference(&ctx, p));
         self.draft.sites.push(DraftSite {
@@ -442,6 +511,12 @@ impl Native<'_> {
                 .map(|v| (*v.get_ref(), self.at(v))),
             trigger_monitor,
         });
+        if let Some(v) = &s.nw_metric_exchange {
+            self.no_effect(self.at(v), Scope::Site, "nwMetricExchange");
+        }
+        if let Some(v) = &s.session_exchange {
+            self.no_effect(self.at(v), Scope::Site, "sessionExchange");
+        }
     }
 
     fn monitor(&mut self, value: Element<'_>) {
@@ -702,6 +777,12 @@ impl Native<'_> {
             Some(l) => self.load(&ctx, l),
             None => DraftLoad::default(),
         };
+        if let Some(v) = &s.public_port {
+            self.no_effect(self.at(v), Scope::Service, "publicPort");
+        }
+        if let Some(v) = &s.max_clients {
+            self.no_effect(self.at(v), Scope::Service, "maxClient");
+        }
         let service_ref = self.reference(&ctx, &s.name);
         for m in &s.monitors {
             let monitor = self.reference(&ctx, m);
@@ -817,13 +898,17 @@ impl Native<'_> {
             .with(&ctx, "protocol", &v.protocol, scalar::protocol)
             .unwrap_or(ServiceProtocol::Any);
         let mut vs = VServer::new(v.name.get_ref().clone(), protocol);
-        if let Some(m) = &v.lb_method
-            && let Some(m) = self.with(&ctx, "lb_method", m, scalar::lb_method)
+        if let Some(s) = &v.lb_method
+            && let Some(m) = self.with(&ctx, "lb_method", s, scalar::lb_method)
         {
+            self.no_effect(self.at(s), Scope::VServer, &format!("lbMethod {m}"));
             vs.method = m;
         }
-        if let Some(m) = &v.backup_lb_method {
-            vs.backup_method = self.with(&ctx, "backup_lb_method", m, scalar::lb_method);
+        if let Some(s) = &v.backup_lb_method {
+            vs.backup_method = self.with(&ctx, "backup_lb_method", s, scalar::lb_method);
+            if let Some(m) = vs.backup_method {
+                self.no_effect(self.at(s), Scope::VServer, &format!("backupLBMethod {m}"));
+            }
         }
         if let Some(p) = &v.persistence {
             vs.persistence = self.persistence(&ctx, p);

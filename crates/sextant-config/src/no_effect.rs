@@ -1,0 +1,428 @@
+//! Settings that both readers accept but that have no effect: the one list
+//! of them, [`NO_EFFECT`].
+//!
+//! They are accepted so that appliance configurations import as they are
+//! (and so that a file can say what it means today and work unchanged when
+//! the setting is implemented), but nothing accepted is silently without
+//! effect: every use becomes one warning, `FILE:LINE: <setting> is accepted
+//! but not implemented yet; it has no effect (<why>)`, in
+//! `Model::warnings`. The readers call [`warn`] with a row's key wherever
+//! they read such a setting; implementing a setting means deleting its row
+//! here (a key without a row warns about nothing). docs/config.md, "Accepted
+//! but not implemented yet", lists the same rows.
+
+use crate::draft::Syntax;
+use crate::error::Diag;
+
+/// Why a setting has no effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Why {
+    /// Sextant does not do this yet; a later release may.
+    NotYet,
+    /// The setting belongs to the appliance's load balancer or its other
+    /// subsystems, not to a DNS-based GSLB: it will never have an effect
+    /// here.
+    NotApplicable,
+}
+
+/// What a setting belongs to; the same option name may have an effect on
+/// one command and none on another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// `set gslb parameter`, `[gslb]`.
+    Param,
+    /// `add/set gslb site`, `[[site]]`.
+    Site,
+    /// `add/set gslb service`, `[[service]]`.
+    Service,
+    /// `add/set gslb vserver`, `[[vserver]]`.
+    VServer,
+    /// `add/set lb monitor`, `[[monitor]]`.
+    Monitor,
+}
+
+/// One accepted setting without effect.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NoEffect {
+    pub scope: Scope,
+    /// What the readers look the row up by, within its scope: the
+    /// appliance's option name without the hyphen, as spelled in the
+    /// option tables (`automaticConfigSync`), or for a keyword the option
+    /// and the keyword (`lbMethod RTT`). The native reader uses the same
+    /// keys.
+    pub key: &'static str,
+    /// The setting as written in the appliance syntax.
+    pub appliance: &'static str,
+    /// The setting in the native TOML syntax; `None` when TOML has no key
+    /// for it (it is not accepted there at all).
+    pub toml: Option<&'static str>,
+    pub why: Why,
+    /// What happens instead, for the operator.
+    pub reason: &'static str,
+}
+
+const fn row(
+    scope: Scope,
+    key: &'static str,
+    appliance: &'static str,
+    toml: Option<&'static str>,
+    why: Why,
+    reason: &'static str,
+) -> NoEffect {
+    NoEffect {
+        scope,
+        key,
+        appliance,
+        toml,
+        why,
+        reason,
+    }
+}
+
+const NO_RTT: &str = "Sextant does not measure LDNS round-trip times yet";
+
+/// Every setting that is accepted but has no effect. Delete a row when its
+/// setting is implemented.
+pub(crate) const NO_EFFECT: &[NoEffect] = &[
+    // -- set gslb parameter / [gslb]
+    row(
+        Scope::Param,
+        "automaticConfigSync",
+        "-automaticConfigSync",
+        Some("[gslb] automatic_config_sync"),
+        Why::NotYet,
+        "parent sites do not synchronize their configuration; give each parent site its own copy of the file",
+    ),
+    row(
+        Scope::Param,
+        "ldnsEntryTimeout",
+        "-ldnsEntryTimeout",
+        Some("[gslb] ldns_entry_timeout"),
+        Why::NotYet,
+        NO_RTT,
+    ),
+    row(
+        Scope::Param,
+        "RTTTolerance",
+        "-RTTTolerance",
+        Some("[gslb] rtt_tolerance"),
+        Why::NotYet,
+        NO_RTT,
+    ),
+    row(
+        Scope::Param,
+        "ldnsMask",
+        "-ldnsMask",
+        Some("[gslb] ldns_v4_mask"),
+        Why::NotYet,
+        NO_RTT,
+    ),
+    row(
+        Scope::Param,
+        "v6ldnsMaskLen",
+        "-v6ldnsMaskLen",
+        Some("[gslb] ldns_v6_mask"),
+        Why::NotYet,
+        NO_RTT,
+    ),
+    row(
+        Scope::Param,
+        "ldnsProbeOrder",
+        "-ldnsProbeOrder",
+        Some("[gslb] ldns_probe_order"),
+        Why::NotYet,
+        "Sextant sends no LDNS round-trip probes yet",
+    ),
+    row(
+        Scope::Param,
+        "ldnsProbeInterval",
+        "-ldnsProbeInterval",
+        Some("[gslb] ldns_probe_interval"),
+        Why::NotYet,
+        "Sextant sends no LDNS round-trip probes yet",
+    ),
+    row(
+        Scope::Param,
+        "ldnsProbeTimeout",
+        "-ldnsProbeTimeout",
+        Some("[gslb] ldns_probe_timeout"),
+        Why::NotYet,
+        "Sextant sends no LDNS round-trip probes yet",
+    ),
+    row(
+        Scope::Monitor,
+        "ldnsMonitor",
+        "set lb monitor ldns-ping|ldns-dns|ldns-tcp",
+        None,
+        Why::NotYet,
+        "Sextant sends no LDNS round-trip probes yet",
+    ),
+    row(
+        Scope::Param,
+        "dropLdnsReq",
+        "-dropLdnsReq",
+        Some("[gslb] drop_ldns_requests"),
+        Why::NotYet,
+        "requests are answered whether or not a round-trip time is known, since none is measured yet",
+    ),
+    // -- gslb site
+    row(
+        Scope::Site,
+        "nwMetricExchange",
+        "-nwMetricExchange",
+        Some("[[site]] nw_metric_exchange"),
+        Why::NotYet,
+        "sites exchange no LDNS round-trip times yet",
+    ),
+    // -- gslb service
+    row(
+        Scope::Service,
+        "maxClient",
+        "-maxClient",
+        Some("[[service]] max_clients"),
+        Why::NotYet,
+        "Sextant does not count a service's clients, so a service is never left out for having too many",
+    ),
+    row(
+        Scope::Service,
+        "cip",
+        "-cip",
+        None,
+        Why::NotApplicable,
+        "client-IP insertion is the load balancer's job; Sextant only answers DNS",
+    ),
+    row(
+        Scope::Service,
+        "cipHeader",
+        "-cipHeader",
+        None,
+        Why::NotApplicable,
+        "client-IP insertion is the load balancer's job; Sextant only answers DNS",
+    ),
+    row(
+        Scope::Service,
+        "cltTimeout",
+        "-cltTimeout",
+        None,
+        Why::NotApplicable,
+        "connection timeouts are the load balancer's; Sextant only answers DNS",
+    ),
+    row(
+        Scope::Service,
+        "svrTimeout",
+        "-svrTimeout",
+        None,
+        Why::NotApplicable,
+        "connection timeouts are the load balancer's; Sextant only answers DNS",
+    ),
+    row(
+        Scope::Service,
+        "downStateFlush",
+        "-downStateFlush",
+        None,
+        Why::NotApplicable,
+        "flushing connections is the load balancer's job; Sextant only answers DNS",
+    ),
+    // -- gslb vserver
+    row(
+        Scope::VServer,
+        "lbMethod RTT",
+        "-lbMethod RTT",
+        Some("[[vserver]] lb_method = \"RTT\""),
+        Why::NotYet,
+        "Sextant does not measure LDNS round-trip times yet, so the vserver always answers by its backup method, or by round robin without one",
+    ),
+    row(
+        Scope::VServer,
+        "backupLBMethod RTT",
+        "-backupLBMethod RTT",
+        Some("[[vserver]] backup_lb_method = \"RTT\""),
+        Why::NotYet,
+        "Sextant does not measure LDNS round-trip times yet, so round robin is used instead",
+    ),
+    row(
+        Scope::VServer,
+        "tolerance",
+        "-tolerance",
+        None,
+        Why::NotYet,
+        "a per-vserver RTT tolerance needs LDNS round-trip times, which Sextant does not measure yet",
+    ),
+    row(
+        Scope::VServer,
+        "persistenceId",
+        "-persistenceId",
+        None,
+        Why::NotYet,
+        "persistence sessions are not exchanged between sites yet, so nothing uses the id",
+    ),
+    row(
+        Scope::VServer,
+        "dnsRecordType",
+        "-dnsRecordType",
+        None,
+        Why::NotApplicable,
+        "Sextant answers A and AAAA queries from the services' addresses, whatever the record type",
+    ),
+    row(
+        Scope::VServer,
+        "appflowLog",
+        "-appflowLog",
+        None,
+        Why::NotApplicable,
+        "Sextant has no AppFlow logging",
+    ),
+    // -- lb monitor
+    row(
+        Scope::Monitor,
+        "LRTM",
+        "-LRTM",
+        None,
+        Why::NotApplicable,
+        "Sextant always keeps each monitor's response time (the LEASTRESPONSETIME figure)",
+    ),
+];
+
+/// The row for `key` in `scope`, if the setting still has no effect.
+pub(crate) fn find(scope: Scope, key: &str) -> Option<&'static NoEffect> {
+    NO_EFFECT.iter().find(|r| r.scope == scope && r.key == key)
+}
+
+/// The warning for one use of the setting `key` of `scope` in `syntax`, or
+/// `None` when the setting has an effect (no row).
+pub(crate) fn message(scope: Scope, key: &str, syntax: Syntax) -> Option<String> {
+    let row = find(scope, key)?;
+    let name = match syntax {
+        Syntax::Appliance => row.appliance,
+        Syntax::Toml => row.toml.unwrap_or(row.appliance),
+    };
+    Some(match row.why {
+        Why::NotYet => format!(
+            "{name} is accepted but not implemented yet; it has no effect ({})",
+            row.reason
+        ),
+        Why::NotApplicable => format!(
+            "{name} is accepted but has no effect in Sextant ({})",
+            row.reason
+        ),
+    })
+}
+
+/// Records one warning for a use of the setting `key` of `scope` on
+/// `line`, if the setting has no effect.
+pub(crate) fn warn(diag: &mut Diag, line: usize, scope: Scope, key: &str, syntax: Syntax) {
+    if let Some(text) = message(scope, key, syntax) {
+        diag.warn(line, text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_unique() {
+        for (i, r) in NO_EFFECT.iter().enumerate() {
+            assert!(
+                NO_EFFECT[..i]
+                    .iter()
+                    .all(|o| (o.scope, o.key) != (r.scope, r.key)),
+                "duplicate key {}",
+                r.key
+            );
+        }
+    }
+
+    /// Every row is reached by its reader(s): a file using every setting
+    /// of the table warns about each row (and in TOML about each row with a
+    /// TOML key). A new row needs its setting here and a reader that warns.
+    #[test]
+    fn every_row_is_warned_about_by_the_readers() {
+        let conf = "\
+add gslb site p1 10.0.0.1 -nwMetricExchange ENABLED -sessionExchange ENABLED
+set gslb parameter -automaticConfigSync ENABLED -ldnsEntryTimeout 60 -RTTTolerance 10 -ldnsMask 255.255.255.0 -v6ldnsMaskLen 64
+set gslb parameter -ldnsProbeOrder DNS -dropLdnsReq ENABLED -ldnsProbeInterval 10 -ldnsProbeTimeout 3
+set lb monitor ldns-ping -interval 10
+add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -publicPort 8080 -maxClient 100 -cip ENABLED -cipHeader X
+set gslb service s1 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED
+add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog DISABLED
+add lb monitor m TCP -LRTM ENABLED
+";
+        let m = crate::parse_appliance(conf, "t.conf").expect("valid");
+        let toml = r#"version = 1
+[gslb]
+automatic_config_sync = true
+ldns_entry_timeout = "60s"
+rtt_tolerance = "10ms"
+ldns_v4_mask = 24
+ldns_v6_mask = 64
+ldns_probe_order = ["dns"]
+drop_ldns_requests = true
+ldns_probe_interval = "10s"
+ldns_probe_timeout = "3s"
+[[site]]
+name = "p1"
+ip = "10.0.0.1"
+nw_metric_exchange = true
+session_exchange = true
+[[service]]
+name = "s1"
+ip = "10.1.0.1"
+port = 80
+protocol = "HTTP"
+site = "p1"
+public_port = 8080
+max_clients = 100
+[[vserver]]
+name = "vs"
+protocol = "HTTP"
+lb_method = "RTT"
+backup_lb_method = "RTT"
+"#;
+        let t = crate::parse_toml(toml, "t.toml").expect("valid");
+        for row in NO_EFFECT {
+            let said = format!(": {} is accepted but ", row.appliance);
+            assert_eq!(
+                m.warnings.iter().filter(|w| w.contains(&said)).count(),
+                1,
+                "{}: {:#?}",
+                row.appliance,
+                m.warnings
+            );
+            if let Some(key) = row.toml {
+                let said = format!(": {key} is accepted but ");
+                assert_eq!(
+                    t.warnings.iter().filter(|w| w.contains(&said)).count(),
+                    1,
+                    "{key}: {:#?}",
+                    t.warnings
+                );
+            }
+        }
+        assert_eq!(m.warnings.len(), NO_EFFECT.len(), "{:#?}", m.warnings);
+        let with_toml = NO_EFFECT.iter().filter(|r| r.toml.is_some()).count();
+        assert_eq!(t.warnings.len(), with_toml, "{:#?}", t.warnings);
+    }
+
+    #[test]
+    fn messages_name_the_setting() {
+        let m = message(Scope::Param, "automaticConfigSync", Syntax::Appliance).expect("row");
+        assert!(
+            m.starts_with(
+                "-automaticConfigSync is accepted but not implemented yet; it has no effect ("
+            ),
+            "{m}"
+        );
+        let m = message(Scope::Param, "automaticConfigSync", Syntax::Toml).expect("row");
+        assert!(
+            m.starts_with("[gslb] automatic_config_sync is accepted"),
+            "{m}"
+        );
+        let m = message(Scope::Service, "cip", Syntax::Appliance).expect("row");
+        assert!(
+            m.starts_with("-cip is accepted but has no effect in Sextant ("),
+            "{m}"
+        );
+        assert!(message(Scope::Service, "automaticConfigSync", Syntax::Appliance).is_none());
+    }
+}
