@@ -543,12 +543,12 @@ async fn state_task(
             Some(input) = inputs.inputs.recv() => match input {
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
                 Input::Reloaded { result: Ok(mut model), parse } => {
+                    if is_child(&model) {
+                        model.dns_listen.clear();
+                    }
                     warn_fixed_listeners(&daemon, &model);
                     for w in &model.warnings {
                         warn!("{w}");
-                    }
-                    if is_child(&model) {
-                        model.dns_listen.clear();
                     }
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(Arc::new(*model)), wall_now());

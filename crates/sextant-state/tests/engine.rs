@@ -1,0 +1,203 @@
+//! Engine properties that the replay files do not show one by one.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol, Site};
+use sextant_state::{Effect, Engine, Event, PeerEntry, PeerServices, Probe};
+
+const T0: Duration = Duration::from_secs(1_800_000_000);
+
+/// A local site `l` and a remote site `r`, `n` services each, every local
+/// one with a TCP monitor.
+fn model(n: usize) -> Arc<Model> {
+    let mut m = Model::default();
+    m.sites
+        .push(Site::new("l", IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1))));
+    m.sites
+        .push(Site::new("r", IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2))));
+    m.set_local_site(0);
+    m.monitors.push(Monitor::new("tcp", MonitorKind::Tcp));
+    for site in 0..2u32 {
+        for i in 0..n {
+            m.services.push(Service {
+                name: format!("s{site}-{i}"),
+                ip: IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + (site << 20) + i as u32)),
+                port: 80,
+                protocol: ServiceProtocol::Http,
+                site,
+                public_ip: None,
+                public_port: None,
+                max_clients: 0,
+                monitors: if site == 0 { vec![0] } else { Vec::new() },
+                load_source: Default::default(),
+            });
+        }
+    }
+    Arc::new(m)
+}
+
+fn states(effects: &[Effect]) -> Option<Vec<bool>> {
+    effects.iter().rev().find_map(|e| match e {
+        Effect::Publish(s) => Some(
+            (0..s.model().services.len() as u32)
+                .map(|i| s.is_up(i))
+                .collect(),
+        ),
+        _ => None,
+    })
+}
+
+#[test]
+fn hostile_ids_and_unknown_sites_change_nothing() {
+    let (mut e, _) = Engine::new(model(3), 1, T0);
+    let t = T0 + Duration::from_secs(1);
+    for event in [
+        Event::Probe(Probe {
+            service: 99,
+            monitor: 0,
+            success: false,
+            detail: "x".into(),
+            response_time: None,
+        }),
+        Event::Probe(Probe {
+            service: 0,
+            monitor: 42,
+            success: false,
+            detail: "x".into(),
+            response_time: None,
+        }),
+        Event::LocalFigures {
+            service: u32::MAX,
+            metrics: Default::default(),
+        },
+        Event::PeerDown {
+            site: "nowhere".into(),
+            reason: "?".into(),
+        },
+        Event::PeerServices(PeerServices {
+            site: "nowhere".into(),
+            via: None,
+            full: true,
+            entries: Vec::new(),
+            removed: vec![(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)],
+        }),
+    ] {
+        let effects = e.apply(event, t);
+        assert!(
+            effects
+                .iter()
+                .all(|e| matches!(e, Effect::Publish(_) | Effect::Ready)),
+            "{effects:?}"
+        );
+    }
+}
+
+#[test]
+fn a_reload_of_the_same_configuration_keeps_every_state_and_logs_no_transition() {
+    let m = model(500);
+    let (mut e, first) = Engine::new(Arc::clone(&m), 1, T0);
+    let mut last = states(&first);
+    let mut t = T0;
+    for i in 0..500u32 {
+        t += Duration::from_millis(1);
+        let fx = e.apply(
+            Event::Probe(Probe {
+                service: i,
+                monitor: 0,
+                success: i % 3 != 0,
+                detail: "probe".into(),
+                response_time: None,
+            }),
+            t,
+        );
+        last = states(&fx).or(last);
+    }
+    let fx = e.apply(
+        Event::PeerServices(PeerServices {
+            site: "r".into(),
+            via: None,
+            full: true,
+            entries: (0..500)
+                .filter(|i| i % 2 == 0)
+                .map(|i| PeerEntry {
+                    name: format!("remote name {i}"),
+                    ip: m.services[500 + i].ip,
+                    port: 80,
+                    public_ip: None,
+                    public_port: None,
+                    up: i % 4 == 0,
+                    metrics: Default::default(),
+                })
+                .collect(),
+            removed: Vec::new(),
+        }),
+        t,
+    );
+    last = states(&fx).or(last);
+    let before = states(&e.apply(Event::Tick, t + Duration::from_secs(1)))
+        .or(last)
+        .expect("published");
+    let effects = e.apply(Event::Reload(Arc::clone(&m)), t + Duration::from_secs(2));
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::Transition { .. })),
+        "{:?}",
+        effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Transition { .. }))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Restart { generation: 2, .. }))
+    );
+    assert_eq!(
+        states(&effects).expect("a reload publishes at once"),
+        before
+    );
+    assert_eq!(before.iter().filter(|up| !**up).count(), 167 + 375);
+}
+
+#[test]
+fn a_publication_shares_what_did_not_change() {
+    let (mut e, first) = Engine::new(model(2000), 1, T0);
+    let Some(Effect::Publish(a)) = first
+        .iter()
+        .find(|e| matches!(e, Effect::Publish(_)))
+        .cloned()
+    else {
+        panic!("no first publication")
+    };
+    let effects = e.apply(
+        Event::Probe(Probe {
+            service: 0,
+            monitor: 0,
+            success: false,
+            detail: "refused".into(),
+            response_time: None,
+        }),
+        T0 + Duration::from_secs(1),
+    );
+    let Some(Effect::Publish(b)) = effects
+        .iter()
+        .find(|e| matches!(e, Effect::Publish(_)))
+        .cloned()
+    else {
+        panic!("a transition is published at once: {effects:?}")
+    };
+    assert!(!b.is_up(0) && a.is_up(0));
+    assert_eq!(
+        &*b.status().get(0).expect("status").reason,
+        "monitor tcp: refused (1 consecutive failure)"
+    );
+    // Unchanged services' statuses are the same allocations in both.
+    let (sa, sb) = (
+        a.status().get(1999).expect("a"),
+        b.status().get(1999).expect("b"),
+    );
+    assert!(std::ptr::eq(sa, sb));
+}
