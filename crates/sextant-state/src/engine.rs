@@ -382,18 +382,23 @@ impl Engine {
             // result is shown but does not decide.
             return;
         }
-        let (up, _) = self.verdict(i);
+        let (up, settled) = self.verdict(i);
         if transition.is_none() && up == self.services[i].up {
             return;
         }
-        let monitor = &self.model.monitor(p.monitor).name;
-        let reason: Arc<str> = match transition {
-            Some(Transition::Down) => format!(
-                "monitor {monitor}: {detail} ({failures} consecutive failure{})",
-                if failures == 1 { "" } else { "s" }
-            )
-            .into(),
-            _ => format!("monitor {monitor}: {detail}").into(),
+        let reason: Arc<str> = if up == self.services[i].up {
+            // This monitor settled, but another one still decides.
+            settled
+        } else {
+            let monitor = &self.model.monitor(p.monitor).name;
+            match transition {
+                Some(Transition::Down) => format!(
+                    "monitor {monitor}: {detail} ({failures} consecutive failure{})",
+                    if failures == 1 { "" } else { "s" }
+                )
+                .into(),
+                _ => format!("monitor {monitor}: {detail}").into(),
+            }
         };
         self.set_state(i, up, reason, now, effects);
     }
@@ -800,6 +805,12 @@ impl Engine {
         if !self.ready {
             self.awaiting_first = self.count_awaiting();
         }
+        // First, so that what follows is read against the new configuration.
+        effects.push(Effect::Restart {
+            model,
+            generation: self.generation,
+            closed_gates: self.closed_gates(),
+        });
         for (i, was) in old_up.iter().enumerate() {
             if let Some(was) = was
                 && *was != self.services[i].up
@@ -815,11 +826,6 @@ impl Engine {
                 });
             }
         }
-        effects.push(Effect::Restart {
-            model,
-            generation: self.generation,
-            closed_gates: self.closed_gates(),
-        });
         // A reloaded configuration is published at once.
         self.states_dirty = true;
     }
