@@ -1,4 +1,11 @@
 //! `start`: every binding is probed on schedule, and stopping stops it.
+//!
+//! The schedule runs on tokio timers, so these tests run on paused time:
+//! the clock jumps to the next timer whenever every task waits, and the
+//! "within 1.5 s" bounds below are virtual time, not the machine's speed.
+//! The probes still talk to real loopback sockets, whose answers are
+//! there by the time the runtime looks (a connect on `lo` completes or is
+//! refused within the system call).
 
 mod common;
 
@@ -36,7 +43,7 @@ fn tcp_monitor(dest_port: Option<u16>) -> Monitor {
     m
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn probes_every_binding_and_stops() {
     let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let up_port = up.local_addr().unwrap().port();
@@ -102,7 +109,7 @@ async fn probes_every_binding_and_stops() {
     drop(up);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn dropping_the_handle_stops_and_closed_receiver_ends_tasks() {
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
     let model = Arc::new(Model {
