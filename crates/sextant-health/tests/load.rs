@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use sextant_core::{
-    LoadSource, Model, PrometheusSource, Service, ServiceMetrics, ServiceProtocol, Site,
-};
+use sextant_core::{LoadSource, Model, PrometheusSource, Service, ServiceMetrics, Site};
 use sextant_health::load::{MetricType, parse_exposition};
 use sextant_health::{LoadObservation, start_load_sources};
 use tokio::net::TcpListener;
@@ -74,16 +72,9 @@ fn lo() -> IpAddr {
 
 fn service(name: &str, site: u32, load_source: LoadSource) -> Service {
     Service {
-        name: name.into(),
-        ip: lo(),
-        port: 80,
-        protocol: ServiceProtocol::Http,
         site,
-        public_ip: None,
-        public_port: None,
-        max_clients: 0,
-        monitors: vec![],
         load_source,
+        ..sextant_test_support::model::service(name, lo())
     }
 }
 

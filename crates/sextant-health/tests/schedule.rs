@@ -16,22 +16,19 @@ use std::time::Duration;
 
 use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol};
 use sextant_health::{Observation, start};
+use sextant_test_support::model;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
 fn service(name: &str, ip: IpAddr, port: u16, monitors: Vec<u32>) -> Service {
     Service {
-        name: name.into(),
-        ip,
         port,
         protocol: ServiceProtocol::Tcp,
-        site: 0,
         public_ip: Some("203.0.113.1".parse().unwrap()),
         public_port: Some(1),
-        max_clients: 0,
         monitors,
-        load_source: Default::default(),
+        ..model::service(name, ip)
     }
 }
 

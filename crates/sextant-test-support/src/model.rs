@@ -50,6 +50,16 @@ pub fn soa(serial: u32, refresh: u32, retry: u32, expire: u32, minimum: u32, ttl
     }
 }
 
+/// A site for [`ModelBuilder::add_linked_sites`]: its parent and backup
+/// parents by name.
+#[derive(Clone, Debug)]
+pub struct LinkedSite<'a> {
+    pub name: &'a str,
+    pub ip: IpAddr,
+    pub parent: Option<&'a str>,
+    pub backups: &'a [&'a str],
+}
+
 /// Builds a [`Model`] piece by piece; every `add_*` returns the index of
 /// what it added.
 #[derive(Debug, Default)]
@@ -74,6 +84,36 @@ impl ModelBuilder {
     pub fn add_site(&mut self, name: &str, ip: IpAddr) -> u32 {
         self.model.sites.push(Site::new(name, ip));
         (self.model.sites.len() - 1) as u32
+    }
+
+    /// Adds the sites of a parent-child or mesh topology, in order, then
+    /// links each to its parent and backup parents by name (all of which
+    /// must be among the sites).
+    pub fn add_linked_sites(&mut self, sites: &[LinkedSite<'_>]) {
+        for s in sites {
+            self.add_site(s.name, s.ip);
+        }
+        let id = |m: &Model, name: &str| {
+            m.site_by_name(name)
+                .unwrap_or_else(|| panic!("no site {name} in the model"))
+        };
+        let first = self.model.sites.len() - sites.len();
+        for (i, s) in sites.iter().enumerate() {
+            let parent = s.parent.map(|p| id(&self.model, p));
+            let backups = s.backups.iter().map(|b| id(&self.model, b)).collect();
+            let site = &mut self.model.sites[first + i];
+            site.parent = parent;
+            site.backup_parents = backups;
+        }
+    }
+
+    /// Makes the site `name` the local one.
+    pub fn set_local(&mut self, name: &str) {
+        let id = self
+            .model
+            .site_by_name(name)
+            .unwrap_or_else(|| panic!("no site {name} in the model"));
+        self.model.set_local_site(id);
     }
 
     /// Adds [`service`]`(name, ip)`.
