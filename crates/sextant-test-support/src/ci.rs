@@ -27,25 +27,9 @@ pub fn under_ci() -> bool {
 #[track_caller]
 pub fn cannot_run(reason: &str) {
     if under_ci() {
-        panic!(
-            "this test cannot run, and under CI (CI=true) every test must: {reason} \
-             (scripts/setup.sh installs the tools; CI runs as root)"
-        );
+        panic!("this test cannot run here, and under CI (CI=true) every test must run: {reason}");
     }
     eprintln!("SKIPPED: {reason}");
-}
-
-/// `Ok(())` passes through; `Err(reason)` goes to [`cannot_run`]. Returns
-/// whether the test can go on.
-#[track_caller]
-pub fn require(check: Result<(), String>) -> bool {
-    match check {
-        Ok(()) => true,
-        Err(reason) => {
-            cannot_run(&reason);
-            false
-        }
-    }
 }
 
 /// Whether a program is on PATH.
