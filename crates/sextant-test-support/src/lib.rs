@@ -19,7 +19,27 @@
 //!
 //! The binary under test is passed in by the caller: only the `sextant`
 //! crate's own integration tests know its path, as
-//! `env!("CARGO_BIN_EXE_sextant")` (see [`process::Bin`]).
+//! `env!("CARGO_BIN_EXE_sextant")` (see [`process::Bin`]). An end-to-end
+//! test reads:
+//!
+//! ```ignore
+//! use sextant_test_support::prelude::*;
+//!
+//! const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+//!
+//! #[test]
+//! fn a_dead_backend_goes_down() {
+//!     let net = Net::new("a_dead_backend_goes_down");
+//!     let backend = Backend::tcp(net.svc_ip(0));
+//!     let config = format!("{}add gslb service s0 {} TCP {} ...", net.conf_preamble(),
+//!                          backend.ip(), backend.port());
+//!     let s = Server::start(SEXTANT, &net, Syntax::Conf, &config);
+//!     assert_eq!(s.dns.query_a("app.example.com"), vec![backend.ip()]);
+//!     let services: Vec<Service> = s.services(); // typed GET /v1/services
+//!     backend.kill();
+//!     s.wait_state("s0", State::Down);
+//! }
+//! ```
 
 pub mod alloc;
 pub mod api;
