@@ -752,12 +752,7 @@ struct Pc {
 impl Pc {
     fn start(tag: &str) -> Option<Pc> {
         let ns = Netns::create(tag)?;
-        let scratch = Net {
-            name: format!("mep_pc_{tag}"),
-            x: 0,
-            y: 0,
-        }
-        .scratch();
+        let scratch = Scratch::new(&format!("mep_pc_{tag}"));
         // The children's services: real TCP listeners inside the namespace.
         let backends: Vec<Backend> = (0..3).map(|i| ns.run(|| Backend::tcp(b_ip(i)))).collect();
         let ka = PC_KA.as_millis();
