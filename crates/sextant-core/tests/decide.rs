@@ -2,80 +2,12 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
 use sextant_core::decide::ClientSubnet;
 use sextant_core::*;
-
-fn ip(s: &str) -> IpAddr {
-    s.parse().unwrap()
-}
-
-/// One site, one zone (example.com), one vserver `vs` on www.example.com
-/// with the given services (name, ip, weight).
-fn model(services: &[(&str, &str, u32)], method: LbMethod) -> Model {
-    let mut m = Model::default();
-    m.sites.push(Site::new("site1", ip("10.0.0.1")));
-    m.set_local_site(0);
-    let mut vs = VServer::new("vs", ServiceProtocol::Http);
-    vs.method = method;
-    for (i, (name, addr, weight)) in services.iter().enumerate() {
-        m.services.push(Service {
-            name: name.to_string(),
-            ip: ip(addr),
-            port: 80,
-            protocol: ServiceProtocol::Http,
-            site: 0,
-            public_ip: None,
-            public_port: None,
-            max_clients: 0,
-            monitors: vec![],
-            load_source: LoadSource::Monitors,
-        });
-        vs.bindings.push(Binding {
-            service: i as u32,
-            weight: *weight,
-        });
-    }
-    m.vservers.push(vs);
-    m.domains.push(Domain {
-        name: "www.example.com".into(),
-        vserver: 0,
-        ttl: 30,
-        backup_ip: None,
-    });
-    m.zones.push(Zone {
-        apex: "example.com".into(),
-        soa: Soa {
-            origin_server: "ns1.example.com".into(),
-            contact: "hostmaster.example.com".into(),
-            serial: 1,
-            refresh: 3600,
-            retry: 3,
-            expire: 3600,
-            minimum: 5,
-            ttl: 3600,
-        },
-        ns: vec!["ns1.example.com".into()],
-        ns_ttl: 3600,
-    });
-    m
-}
-
-fn snap(m: Model) -> Snapshot {
-    Snapshot::new(Arc::new(m), 1)
-}
-
-fn with_down(s: &Snapshot, down: &[u32]) -> Snapshot {
-    let states: Vec<_> = (0..s.model().services.len() as u32)
-        .map(|i| ServiceState {
-            up: !down.contains(&i),
-        })
-        .collect();
-    s.with_states(states.into())
-}
+use sextant_test_support::model::{ip, service, snapshot as snap, with_down, www_model as model};
 
 fn q<'a>(name: &'a str, qtype: QueryType, source: &str) -> Query<'a> {
     Query {
@@ -255,18 +187,7 @@ fn families_are_kept_apart() {
 #[test]
 fn all_down_chain_backup_vserver_then_backup_ip_then_edr_then_last_resort() {
     let mut m = model(THREE, LbMethod::RoundRobin);
-    m.services.push(Service {
-        name: "spare".into(),
-        ip: ip("192.0.2.9"),
-        port: 80,
-        protocol: ServiceProtocol::Http,
-        site: 0,
-        public_ip: None,
-        public_port: None,
-        max_clients: 0,
-        monitors: vec![],
-        load_source: LoadSource::Monitors,
-    });
+    m.services.push(service("spare", ip("192.0.2.9")));
     let mut backup = VServer::new("backup", ServiceProtocol::Http);
     backup.method = LbMethod::RoundRobin;
     backup.bindings.push(Binding {

@@ -1,15 +1,11 @@
 //! Static proximity, DNS policies and preferred locations in `decide`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use sextant_core::decide::ClientSubnet;
 use sextant_core::*;
-
-fn ip(s: &str) -> IpAddr {
-    s.parse().unwrap()
-}
+use sextant_test_support::model::{ModelBuilder, ip, service};
 
 fn place(loc: &str) -> Place {
     Place {
@@ -32,9 +28,7 @@ const SEED: &[(&str, &str, &str)] = &[
 ];
 
 fn model(method: LbMethod, with_policy: bool) -> Model {
-    let mut m = Model::default();
-    m.sites.push(Site::new("site1", ip("10.0.0.1")));
-    m.set_local_site(0);
+    let mut m = ModelBuilder::local_site1().build();
     let mut db = LocationDb::builder();
     db.add(
         ip("192.0.2.0"),
@@ -55,18 +49,7 @@ fn model(method: LbMethod, with_policy: bool) -> Model {
     for (i, (name, addr, loc)) in SEED.iter().enumerate() {
         db.add(ip(addr), ip(addr), place(loc), Source::Custom)
             .unwrap();
-        m.services.push(Service {
-            name: name.to_string(),
-            ip: ip(addr),
-            port: 80,
-            protocol: ServiceProtocol::Http,
-            site: 0,
-            public_ip: None,
-            public_port: None,
-            max_clients: 0,
-            monitors: vec![],
-            load_source: LoadSource::Monitors,
-        });
+        m.services.push(service(name, ip(addr)));
         vs.bindings.push(Binding {
             service: i as u32,
             weight: 1,

@@ -3,111 +3,17 @@
 //! lowest figure wins (per unit of weight for LEAST*), ties rotate, a
 //! missing figure hands over to the backup method, visibly.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use sextant_core::*;
+use sextant_test_support::alloc::{Counting, allocations};
+use sextant_test_support::model::{ip, with_down, www_model as model};
 
-// -- a counting allocator, per thread, for the "decide does not allocate" test
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count() {
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: forwards every call unchanged to the system allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
+// The "decide does not allocate" test counts this thread's allocations.
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(|c| c.get())
-}
-
-// -- helpers
-
-fn ip(s: &str) -> IpAddr {
-    s.parse().unwrap()
-}
-
-/// One site, zone example.com, vserver `vs` on www.example.com with the
-/// given services (name, ip, weight).
-fn model(services: &[(&str, &str, u32)], method: LbMethod) -> Model {
-    let mut m = Model::default();
-    m.sites.push(Site::new("site1", ip("10.0.0.1")));
-    m.set_local_site(0);
-    let mut vs = VServer::new("vs", ServiceProtocol::Http);
-    vs.method = method;
-    for (i, (name, addr, weight)) in services.iter().enumerate() {
-        m.services.push(Service {
-            name: name.to_string(),
-            ip: ip(addr),
-            port: 80,
-            protocol: ServiceProtocol::Http,
-            site: 0,
-            public_ip: None,
-            public_port: None,
-            max_clients: 0,
-            monitors: vec![],
-            load_source: LoadSource::Monitors,
-        });
-        vs.bindings.push(Binding {
-            service: i as u32,
-            weight: *weight,
-        });
-    }
-    m.vservers.push(vs);
-    m.domains.push(Domain {
-        name: "www.example.com".into(),
-        vserver: 0,
-        ttl: 30,
-        backup_ip: None,
-    });
-    m.zones.push(Zone {
-        apex: "example.com".into(),
-        soa: Soa {
-            origin_server: "ns1.example.com".into(),
-            contact: "hostmaster.example.com".into(),
-            serial: 1,
-            refresh: 3600,
-            retry: 3,
-            expire: 3600,
-            minimum: 5,
-            ttl: 3600,
-        },
-        ns: vec!["ns1.example.com".into()],
-        ns_ttl: 3600,
-    });
-    m
-}
 
 const THREE: &[(&str, &str, u32)] = &[
     ("a", "192.0.2.1", 1),
@@ -140,15 +46,6 @@ fn metrics(kind: LoadKind, figures: &[Option<u64>]) -> Arc<[ServiceMetrics]> {
             m
         })
         .collect()
-}
-
-fn with_down(s: &Snapshot, down: &[u32]) -> Snapshot {
-    let states: Vec<_> = (0..s.model().services.len() as u32)
-        .map(|i| ServiceState {
-            up: !down.contains(&i),
-        })
-        .collect();
-    s.with_states(states.into())
 }
 
 fn query() -> Query<'static> {

@@ -5,11 +5,12 @@ mod common;
 use std::net::IpAddr;
 
 use common::model::{BIG_SERVICES, WWW_V4, WWW_V6};
-use common::{CLIENT, QueryBuilder, Server, answer_addrs, decode, ecs_option};
+use common::{CLIENT, QueryBuilder, Server, ecs_option};
 use hickory_proto::op::{MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
 use hickory_proto::rr::{RData, RecordType};
 use sextant_dns::{DnsShared, Transport, Worker, parse_query, respond};
+use sextant_test_support::dns::{answer_addrs, decode};
 
 const A: u16 = 1;
 const NS: u16 = 2;

@@ -1,5 +1,9 @@
 //! Load sources: real scrapes of a small HTTP exporter on 127.0.0.1, and
 //! the exposition parser against hostile text.
+//!
+//! The scrape schedule and timeouts are tokio timers, so the scrape tests
+//! run on paused time: "no scrape after stop" and "a silent exporter times
+//! out" are virtual time, not the machine's speed.
 
 mod common;
 
@@ -8,9 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use sextant_core::{
-    LoadSource, Model, PrometheusSource, Service, ServiceMetrics, ServiceProtocol, Site,
-};
+use sextant_core::{LoadSource, Model, PrometheusSource, Service, ServiceMetrics, Site};
 use sextant_health::load::{MetricType, parse_exposition};
 use sextant_health::{LoadObservation, start_load_sources};
 use tokio::net::TcpListener;
@@ -74,16 +76,9 @@ fn lo() -> IpAddr {
 
 fn service(name: &str, site: u32, load_source: LoadSource) -> Service {
     Service {
-        name: name.into(),
-        ip: lo(),
-        port: 80,
-        protocol: ServiceProtocol::Http,
         site,
-        public_ip: None,
-        public_port: None,
-        max_clients: 0,
-        monitors: vec![],
         load_source,
+        ..sextant_test_support::model::service(name, lo())
     }
 }
 
@@ -145,7 +140,7 @@ haproxy_backend_bytes_out_total{proxy="web"} 1000
 custom_load{svc="web"} 140
 "#;
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn scrapes_local_services_and_shares_an_endpoint() {
     let exporter = Exporter::start().await;
     exporter.serve(HAPROXY);
@@ -240,7 +235,7 @@ async fn scrapes_local_services_and_shares_an_endpoint() {
     drop(sources);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn failed_scrapes_report_no_figures() {
     let exporter = Exporter::start().await;
     exporter.serve_raw("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
@@ -286,7 +281,7 @@ async fn failed_scrapes_report_no_figures() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn chunked_bodies_histograms_and_garbage() {
     let exporter = Exporter::start().await;
     let text = "# TYPE rt histogram\nrt_bucket{le=\"+Inf\"} 10\nrt_sum 0.5\nrt_count 10\n\u{0}\u{fffd} garbage line\npk 42\n";
@@ -330,7 +325,7 @@ async fn chunked_bodies_histograms_and_garbage() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn only_the_local_site_is_scraped_and_stop_stops() {
     let exporter = Exporter::start().await;
     exporter.serve("c 1\n");
@@ -364,7 +359,7 @@ async fn only_the_local_site_is_scraped_and_stop_stops() {
     assert_eq!(exporter.requests(), after_stop);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_silent_exporter_times_out() {
     let addr = common::silent_tcp_server().await;
     let mut src = prometheus(format!("http://{addr}/"), 20);

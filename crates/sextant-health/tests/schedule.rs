@@ -1,4 +1,11 @@
 //! `start`: every binding is probed on schedule, and stopping stops it.
+//!
+//! The schedule runs on tokio timers, so these tests run on paused time:
+//! the clock jumps to the next timer whenever every task waits, and the
+//! "within 1.5 s" bounds below are virtual time, not the machine's speed.
+//! The probes still talk to real loopback sockets, whose answers are
+//! there by the time the runtime looks (a connect on `lo` completes or is
+//! refused within the system call).
 
 mod common;
 
@@ -9,22 +16,19 @@ use std::time::Duration;
 
 use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol};
 use sextant_health::{Observation, start};
+use sextant_test_support::model;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
 fn service(name: &str, ip: IpAddr, port: u16, monitors: Vec<u32>) -> Service {
     Service {
-        name: name.into(),
-        ip,
         port,
         protocol: ServiceProtocol::Tcp,
-        site: 0,
         public_ip: Some("203.0.113.1".parse().unwrap()),
         public_port: Some(1),
-        max_clients: 0,
         monitors,
-        load_source: Default::default(),
+        ..model::service(name, ip)
     }
 }
 
@@ -36,7 +40,7 @@ fn tcp_monitor(dest_port: Option<u16>) -> Monitor {
     m
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn probes_every_binding_and_stops() {
     let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let up_port = up.local_addr().unwrap().port();
@@ -102,7 +106,7 @@ async fn probes_every_binding_and_stops() {
     drop(up);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn dropping_the_handle_stops_and_closed_receiver_ends_tasks() {
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
     let model = Arc::new(Model {

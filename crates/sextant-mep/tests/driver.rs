@@ -1,5 +1,7 @@
 //! The MEP driver over real sockets: several sites in one process, each on
-//! its own loopback address (127.77.N.x, one N per test).
+//! its own loopback address (127.77.N.x, one N per test). The drivers run
+//! on tokio timers, so the tests run on paused time: keepalive timeouts,
+//! backoffs and "within" bounds are virtual time, not the machine's speed.
 
 mod support;
 
@@ -13,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const KA: Duration = Duration::from_millis(600);
 const WAIT: Duration = Duration::from_secs(5);
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn two_sites_exchange_service_states() {
     let specs = [site("A", "127.77.1.1"), site("B", "127.77.1.2")];
     let mut a = Node::start(&specs, "A", KA);
@@ -50,7 +52,7 @@ async fn two_sites_exchange_service_states() {
     assert_eq!(sa.state, MepState::Local);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn three_sites_full_mesh() {
     let specs = [
         site("A", "127.77.2.1"),
@@ -87,7 +89,7 @@ async fn three_sites_full_mesh() {
         .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn stopped_peer_is_down_at_once_and_back_after_restart() {
     let specs = [site("A", "127.77.3.1"), site("B", "127.77.3.2")];
     let mut a = Node::start(&specs, "A", KA);
@@ -109,7 +111,7 @@ async fn stopped_peer_is_down_at_once_and_back_after_restart() {
     b.wait_up("A", WAIT).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn silent_peer_is_down_after_the_keepalive_timeout() {
     // A (lower IP) dials B; B is a fake that completes the handshake and
     // then never sends another byte, while keeping the connection open.
@@ -138,7 +140,7 @@ async fn silent_peer_is_down_after_the_keepalive_timeout() {
     assert!(n > 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn wrong_secret_is_refused_and_reported() {
     // The link's secret is the password configured for the acceptor's IP
     // (B, the higher IP). A and B disagree on it.
@@ -191,7 +193,7 @@ async fn wrong_secret_is_refused_and_reported() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn same_secret_comes_up_and_missing_secret_does_not() {
     let specs = [
         site("A", "127.77.6.1"),
@@ -229,7 +231,7 @@ async fn same_secret_comes_up_and_missing_secret_does_not() {
     assert!(!c.seen.iter().any(|e| matches!(e, MepEvent::PeerUp { .. })));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn garbage_and_oversized_frames_close_only_their_session() {
     let specs = [
         site("A", "127.77.7.1"),
@@ -333,7 +335,7 @@ async fn garbage_and_oversized_frames_close_only_their_session() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn oversized_frame_from_an_up_peer_closes_that_session() {
     // A small frame limit on B; A sends a report bigger than it.
     let specs = [site("A", "127.77.8.1"), site("B", "127.77.8.2")];
@@ -364,7 +366,7 @@ async fn oversized_frame_from_an_up_peer_closes_that_session() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tls_variant_with_password() {
     let specs = [site("A", "127.77.9.1"), site("B", "127.77.9.2")];
     let mut ma = model(&specs, "A", KA);
@@ -395,7 +397,7 @@ async fn tls_variant_with_password() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tls_with_wrong_password_fails_auth() {
     let specs = [site("A", "127.77.10.1"), site("B", "127.77.10.2")];
     let mut ma = model(&specs, "A", KA);
@@ -410,7 +412,7 @@ async fn tls_with_wrong_password_fails_auth() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn reload_keeps_sessions_of_remaining_sites_and_drops_others() {
     let specs = [
         site("A", "127.77.11.1"),

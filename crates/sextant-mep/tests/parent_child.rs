@@ -2,14 +2,19 @@
 //! several sites in one process on 127.78.N.x. Links are cut at
 //! configuration time with mismatched passwords (a link whose proofs fail is
 //! never UP), and sites fail by being stopped.
+//!
+//! The drivers run on tokio timers, so the tests run on paused time: the
+//! takeover bounds (measured with `tokio::time::Instant`) are virtual time,
+//! not the machine's speed.
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sextant_mep::{MepEvent, MepState};
 use support::*;
 use tokio::net::TcpListener;
+use tokio::time::Instant;
 
 const KA: Duration = Duration::from_millis(600);
 const WAIT: Duration = Duration::from_secs(5);
@@ -24,7 +29,7 @@ async fn bind_retry(addr: std::net::SocketAddr) -> TcpListener {
     panic!("cannot bind {addr}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_parent_initiates_from_its_site_ip() {
     // The child has the lower IP: in a mesh it would dial; as a child it
     // must not.
@@ -86,7 +91,7 @@ async fn the_parent_initiates_from_its_site_ip() {
 /// Seed 001, scenario 1: SiteP1 goes DOWN; SiteP2 (first backup) takes
 /// child_site1 over; SiteP3 assumes SiteP2 has it; SiteP1 comes back and the
 /// child returns to it.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn scenario_1_takeover_and_return() {
     let specs = [
         site("P1", "127.78.2.1").backups(&["P2", "P3"]),
@@ -192,7 +197,7 @@ async fn scenario_1_takeover_and_return() {
 
 /// Seed 001, scenario 2: only the MEP connection between SiteP1 and SiteP2
 /// is DOWN; child_site1 refuses SiteP2 because its parent SiteP1 is UP.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn scenario_2_child_refuses_while_its_parent_is_up() {
     let specs = [
         site("P1", "127.78.3.1").backups(&["P2"]),
@@ -252,7 +257,7 @@ async fn scenario_2_child_refuses_while_its_parent_is_up() {
 /// the child; SiteP2 takes no action. Then SiteP2 loses SiteP1 too, finds
 /// itself the most preferred backup, and the child migrates from SiteP3 to
 /// SiteP2.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn scenario_3_partial_partition() {
     let specs = [
         site("P1", "127.78.4.1").backups(&["P2", "P3"]),
@@ -343,7 +348,7 @@ async fn scenario_3_partial_partition() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cold_start_without_the_parent_then_takeover() {
     // The child meets P1 (and learns its backup list, with P2's address),
     // then P1 dies, then P2 starts: P1 is unknown to P2 until one keepalive
@@ -376,7 +381,7 @@ async fn cold_start_without_the_parent_then_takeover() {
 /// host or a partition): the backup parent and the child both notice only
 /// by the keepalive timeout. Takeover must complete within
 /// 2 × keepalive timeout + 1 s of the parent's last message.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn takeover_after_a_silent_parent_within_the_bound() {
     use sextant_mep::message::{BackupParents, Message, SiteAddr};
     let specs = [

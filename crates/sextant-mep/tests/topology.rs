@@ -7,10 +7,11 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
-use sextant_core::{Model, Site};
+use sextant_core::Model;
 use sextant_mep::topology::{
     Accept, LinkKind, MAX_BACKUP_PARENTS, PeerState, Role, SiteRef, Topology, TopologyError,
 };
+use sextant_test_support::model::{LinkedSite, ModelBuilder};
 
 // ---------------------------------------------------------------------------
 // Configurations
@@ -35,21 +36,24 @@ fn spec(name: &str, ip: &str, parent: Option<&str>, backups: &[&str]) -> Spec {
 
 /// A model holding `specs` (in order), running as `local`.
 fn model_of(specs: &[&Spec], local: &str) -> Model {
-    let mut m = Model::default();
-    for s in specs {
-        m.sites.push(Site::new(s.name.clone(), s.ip));
-    }
-    for (i, s) in specs.iter().enumerate() {
-        m.sites[i].parent = s.parent.as_ref().map(|p| m.site_by_name(p).unwrap());
-        m.sites[i].backup_parents = s
-            .backups
-            .iter()
-            .map(|b| m.site_by_name(b).unwrap())
-            .collect();
-    }
-    let id = m.site_by_name(local).unwrap();
-    m.set_local_site(id);
-    m
+    let backups: Vec<Vec<&str>> = specs
+        .iter()
+        .map(|s| s.backups.iter().map(String::as_str).collect())
+        .collect();
+    let sites: Vec<LinkedSite<'_>> = specs
+        .iter()
+        .zip(&backups)
+        .map(|(s, backups)| LinkedSite {
+            name: &s.name,
+            ip: s.ip,
+            parent: s.parent.as_deref(),
+            backups,
+        })
+        .collect();
+    let mut b = ModelBuilder::new();
+    b.add_linked_sites(&sites);
+    b.set_local(local);
+    b.build()
 }
 
 /// What `site` has in its configuration: everything for a parent or a mesh

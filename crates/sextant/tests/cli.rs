@@ -1,9 +1,9 @@
 //! The command line and operations: `sextant check`, SIGHUP reload (good and
 //! bad), the REST API fields, `--local-site`, `sextant demo`, SIGTERM.
 
-mod common;
+use sextant_test_support::prelude::*;
 
-use common::*;
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
@@ -55,7 +55,7 @@ fn check_accepts_a_valid_config() {
     let net = Net::new("cli_check_valid");
     let dir = net.scratch();
     let path = dir.write("ok.conf", &full_config(&net));
-    let out = run_bin(&["check", &path]);
+    let out = SEXTANT.run(&["check", &path]);
     assert!(
         out.status.success(),
         "check of a valid file failed ({}):\n{}",
@@ -79,7 +79,7 @@ fn check_reports_every_error_with_file_and_line() {
     );
     let dir = net.scratch();
     let path = dir.write("bad.conf", &text);
-    let out = run_bin(&["check", &path]);
+    let out = SEXTANT.run(&["check", &path]);
     let all = output_text(&out);
     assert_eq!(out.status.code(), Some(1), "exit code 1 expected:\n{all}");
     for line in [3, 4, 6] {
@@ -109,7 +109,7 @@ fn check_reports_undefined_references_with_line() {
     );
     let dir = net.scratch();
     let path = dir.write("refs.conf", &text);
-    let out = run_bin(&["check", &path]);
+    let out = SEXTANT.run(&["check", &path]);
     let all = output_text(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
     let pre = net.conf_preamble().lines().count();
@@ -121,7 +121,7 @@ fn check_reports_undefined_references_with_line() {
 
 #[test]
 fn check_of_missing_file_fails() {
-    let out = run_bin(&["check", "/nonexistent/sextant-e2e/none.conf"]);
+    let out = SEXTANT.run(&["check", "/nonexistent/sextant-e2e/none.conf"]);
     assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
 }
 
@@ -129,7 +129,7 @@ fn check_of_missing_file_fails() {
 fn serve_refuses_an_invalid_config() {
     let net = Net::new("cli_serve_invalid");
     let cfg = format!("{}add gslb nonsense here\n", net.conf_preamble());
-    match Server::try_start(&net, Syntax::Conf, &cfg, &[]) {
+    match Server::try_start(SEXTANT, &net, Syntax::Conf, &cfg, &[]) {
         Ok(mut s) => {
             let st = s.stop();
             panic!("serve started on an invalid config (stopped: {st:?})");
@@ -141,45 +141,46 @@ fn serve_refuses_an_invalid_config() {
 #[test]
 fn api_reports_status_services_and_sites() {
     let net = Net::new("cli_api");
-    let s = Server::start(&net, Syntax::Conf, &full_config(&net));
-    let st = s.api_ok("/v1/status");
-    assert!(st["version"].is_string(), "version: {st}");
-    assert_eq!(st["local_site"], "site1", "{st}");
-    assert!(st["generation"].is_u64(), "generation: {st}");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &full_config(&net));
+    let st = s.status();
+    assert!(!st.version.is_empty(), "version: {st:?}");
+    assert_eq!(st.local_site.as_deref(), Some("site1"), "{st:?}");
 
-    s.wait_state("s2", "DOWN");
-    let svcs = s.api_ok("/v1/services");
-    let arr = svcs.as_array().expect("array");
-    assert_eq!(arr.len(), 3, "{svcs}");
-    for svc in arr {
+    s.wait_state("s2", State::Down);
+    // Every field is in the JSON, null or not (api.md), and the typed
+    // read below checks the types.
+    let (_, raw) = s.api("/v1/services");
+    for svc in raw.as_array().expect("array") {
         for f in ["name", "site", "ip", "port", "state", "last_change"] {
             assert!(svc.get(f).is_some(), "service lacks {f}: {svc}");
         }
-        assert_eq!(svc["site"], "site1");
-        assert!(svc["port"].is_u64(), "{svc}");
+    }
+    let svcs = s.services();
+    assert_eq!(svcs.len(), 3, "{svcs:?}");
+    for svc in &svcs {
+        assert_eq!(svc.site, "site1");
     }
     let s0 = s.service("s0").unwrap();
-    assert_eq!(s0["ip"], net.svc_ip(0).to_string());
-    assert_eq!(s0["port"], 80);
-    assert_eq!(s0["state"], "UP", "an unmonitored service is UP: {s0}");
+    assert_eq!(s0.ip, net.svc_ip(0).to_string());
+    assert_eq!(s0.port, 80);
+    assert_eq!(s0.state, State::Up, "an unmonitored service is UP: {s0:?}");
     let s2 = s.service("s2").unwrap();
     assert!(
-        !s2["last_change"].is_null(),
-        "a service that went DOWN has a last_change: {s2}"
+        s2.last_change.is_some(),
+        "a service that went DOWN has a last_change: {s2:?}"
     );
 
-    let sites = s.api_ok("/v1/sites");
-    let arr = sites.as_array().expect("array");
-    assert_eq!(arr.len(), 1, "{sites}");
-    let site = &arr[0];
-    assert_eq!(site["name"], "site1");
-    assert_eq!(site["ip"], net.server_ip().to_string());
-    assert_eq!(site["role"], "local");
-    assert_eq!(site["type"], "flat");
-    assert!(site["parent"].is_null(), "{site}");
+    let sites = s.sites();
+    assert_eq!(sites.len(), 1, "{sites:?}");
+    let site = &sites[0];
+    assert_eq!(site.name, "site1");
+    assert_eq!(site.ip, net.server_ip().to_string());
+    assert_eq!(site.role, "local");
+    assert_eq!(site.kind, "flat");
+    assert!(site.parent.is_none(), "{site:?}");
     assert!(
-        ["UP", "DOWN", "n/a"].contains(&site["mep"].as_str().unwrap_or("")),
-        "{site}"
+        ["UP", "DOWN", "n/a"].contains(&site.mep.as_str()),
+        "{site:?}"
     );
 
     let (code, _) = s.api("/v1/nosuchthing");
@@ -206,17 +207,13 @@ fn local_site_flag_picks_the_local_site() {
         net.svc_ip(0),
         net.svc_ip(1)
     );
-    let s = Server::start_with(&net, Syntax::Conf, &cfg, &["--local-site", "west"]);
-    assert_eq!(s.api_ok("/v1/status")["local_site"], "west");
-    let sites = s.api_ok("/v1/sites");
+    let s = Server::start_with(SEXTANT, &net, Syntax::Conf, &cfg, &["--local-site", "west"]);
+    assert_eq!(s.status().local_site.as_deref(), Some("west"));
+    let sites = s.sites();
     let role = |n: &str| {
-        sites
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["name"] == n)
-            .map(|x| x["role"].clone())
-            .unwrap_or_else(|| panic!("site {n} missing: {sites}"))
+        find_site(&sites, n)
+            .map(|x| x.role.clone())
+            .unwrap_or_else(|| panic!("site {n} missing: {sites:?}"))
     };
     assert_eq!(role("west"), "local");
     assert_eq!(role("east"), "remote");
@@ -227,7 +224,7 @@ fn local_site_flag_picks_the_local_site() {
 fn sighup_reload_adds_a_domain_and_bumps_generation() {
     let net = Net::new("cli_reload");
     let base = full_config(&net);
-    let s = Server::start(&net, Syntax::Conf, &base);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &base);
     let g0 = s.generation();
     let r = s.dns.query("new.example.com", RecordType::A);
     assert_eq!(r.metadata.response_code, ResponseCode::NXDomain);
@@ -257,8 +254,8 @@ fn sighup_reload_adds_a_domain_and_bumps_generation() {
 fn invalid_reload_keeps_config_generation_and_health() {
     let net = Net::new("cli_bad_reload");
     let base = full_config(&net);
-    let s = Server::start(&net, Syntax::Conf, &base);
-    s.wait_state("s2", "DOWN");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &base);
+    s.wait_state("s2", State::Down);
     let g0 = s.generation();
     let before = s.service("s2").unwrap();
 
@@ -267,15 +264,17 @@ fn invalid_reload_keeps_config_generation_and_health() {
     s.reload(&broken);
     // The server says why (api.md: last_reload_error holds FILE:LINE: reason).
     let want = format!("{}:{}:", s.config.display(), pre + 1);
-    let mut st = Value::Null;
+    let mut st = None;
     let said = wait_until(EVENTUALLY, || {
-        st = s.api_ok("/v1/status");
-        !st["last_reload_error"].is_null()
+        st = Some(s.status());
+        st.as_ref().is_some_and(|st| st.last_reload_error.is_some())
     });
-    assert!(said, "failed reload not reported in /v1/status: {st}");
+    assert!(said, "failed reload not reported in /v1/status: {st:?}");
     assert!(
-        st["last_reload_error"].to_string().contains(&want),
-        "last_reload_error does not name {want}: {st}"
+        st.as_ref()
+            .and_then(|st| st.last_reload_error.as_deref())
+            .is_some_and(|e| e.contains(&want)),
+        "last_reload_error does not name {want}: {st:?}"
     );
     assert_eq!(s.generation(), g0, "generation moved on a failed reload");
     assert_eq!(
@@ -284,9 +283,9 @@ fn invalid_reload_keeps_config_generation_and_health() {
         "old config serves"
     );
     let after = s.service("s2").unwrap();
-    assert_eq!(after["state"], before["state"], "health state kept");
+    assert_eq!(after.state, before.state, "health state kept");
     assert_eq!(
-        after["last_change"], before["last_change"],
+        after.last_change, before.last_change,
         "health state untouched by a failed reload"
     );
 
@@ -311,7 +310,7 @@ fn invalid_reload_keeps_config_generation_and_health() {
 #[test]
 fn sigterm_stops_the_server() {
     let net = Net::new("cli_sigterm");
-    let mut s = Server::start(&net, Syntax::Conf, &full_config(&net));
+    let mut s = Server::start(SEXTANT, &net, Syntax::Conf, &full_config(&net));
     s.signal(libc::SIGTERM);
     let end = Instant::now() + EVENTUALLY;
     while s.is_running() && Instant::now() < end {
@@ -325,14 +324,14 @@ fn sigterm_stops_the_server() {
 fn demo_serves_what_it_prints() {
     let demo_addr: SocketAddr = "127.0.0.1:5353".parse().unwrap();
     if UdpSocket::bind(demo_addr).is_err() || TcpListener::bind(demo_addr).is_err() {
-        eprintln!("SKIPPED demo test: 127.0.0.1:5353 is in use on this machine");
+        cannot_run("the demo test needs 127.0.0.1:5353, which is in use on this machine");
         return;
     }
     let net = Net::new("cli_demo");
     let dir = net.tempdir();
     let out_path = dir.join("demo.out");
     let err_path = dir.join("demo.err");
-    let child = Command::new(bin())
+    let child = Command::new(SEXTANT.0)
         .arg("demo")
         .stdin(Stdio::null())
         .stdout(fs::File::create(&out_path).unwrap())
@@ -432,7 +431,7 @@ fn check_accepts_the_shipped_examples() {
         if !p.exists() {
             panic!("{f} is missing");
         }
-        let out = run_bin(&["check", p.to_str().unwrap()]);
+        let out = SEXTANT.run(&["check", p.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{f}:\n{}", output_text(&out));
     }
 }
@@ -447,7 +446,7 @@ fn check_reports_toml_errors_with_file_and_line() {
     );
     let dir = net.scratch();
     let path = dir.write("ok.toml", &good);
-    let out = run_bin(&["check", &path]);
+    let out = SEXTANT.run(&["check", &path]);
     assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
 
     // An unknown key and a reference to an undefined site.
@@ -458,7 +457,7 @@ fn check_reports_toml_errors_with_file_and_line() {
     );
     let dir = net.scratch();
     let path = dir.write("bad.toml", &bad);
-    let out = run_bin(&["check", &path]);
+    let out = SEXTANT.run(&["check", &path]);
     let all = output_text(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
     let unknown_key_line = pre + 1;
@@ -479,7 +478,7 @@ fn toml_sighup_reload_adds_a_domain() {
         net.toml_preamble(),
         net.svc_ip(0)
     );
-    let s = Server::start(&net, Syntax::Toml, &base);
+    let s = Server::start(SEXTANT, &net, Syntax::Toml, &base);
     let g0 = s.generation();
     assert_eq!(s.dns.query_a("app.example.com"), vec![net.svc_ip(0)]);
     let next = format!(
@@ -497,9 +496,7 @@ fn toml_sighup_reload_adds_a_domain() {
     // A broken TOML file keeps the running config.
     let g1 = s.generation();
     s.reload("version = 1\n[server\n");
-    let said = wait_until(EVENTUALLY, || {
-        !s.api_ok("/v1/status")["last_reload_error"].is_null()
-    });
+    let said = wait_until(EVENTUALLY, || s.status().last_reload_error.is_some());
     assert!(said, "failed TOML reload not reported in /v1/status");
     assert_eq!(s.generation(), g1);
     assert_eq!(s.dns.query_a("new.example.com"), vec![net.svc_ip(1)]);

@@ -2,9 +2,9 @@
 //! SOA/NS, NXDOMAIN/NODATA with SOA, REFUSED, EDNS echo, truncation and TCP
 //! retry, ECS echo, malformed packets, case-insensitivity.
 
-mod common;
+use sextant_test_support::prelude::*;
 
-use common::*;
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpStream};
@@ -49,7 +49,7 @@ fn config(net: &Net) -> String {
 
 fn start(name: &str) -> (Net, Server) {
     let net = Net::new(name);
-    let server = Server::start(&net, Syntax::Conf, &config(&net));
+    let server = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net));
     (net, server)
 }
 
@@ -498,9 +498,7 @@ fn responses_are_not_answered() {
 #[test]
 fn dig_sees_authoritative_answers() {
     if !have_program("dig") {
-        eprintln!(
-            "SKIPPED dig test: dig is not installed (scripts/setup.sh installs bind9-dnsutils)"
-        );
+        cannot_run("the dig test needs dig (scripts/setup.sh installs bind9-dnsutils)");
         return;
     }
     let (net, s) = start("dns_dig");
@@ -584,7 +582,7 @@ domains = [{{ name = "app.example.com", ttl = 42 }}]
         net.svc_ip(0)
     )
     .unwrap();
-    let s = Server::start(&net, Syntax::Toml, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Toml, &c);
     let r = s.dns.query("app.example.com", RecordType::A);
     assert!(r.metadata.authoritative);
     assert_eq!(a_records(&r), vec![net.svc_ip(0)]);

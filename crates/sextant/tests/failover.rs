@@ -2,9 +2,9 @@
 //! the answers, comes back and returns; the fallback chain when everything is
 //! down (backup vserver, backup IP, EDR/NODATA, last resort).
 
-mod common;
+use sextant_test_support::prelude::*;
 
-use common::*;
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
@@ -61,20 +61,20 @@ fn dead_tcp_backend_leaves_answers_and_returns() {
     let net = Net::new("failover_tcp");
     let a = Backend::tcp(net.svc_ip(0));
     let b = Backend::tcp(net.svc_ip(1));
-    let s = Server::start(&net, Syntax::Conf, &two_tcp_services(&net, &a, &b));
-    s.wait_state("sA", "UP");
-    s.wait_state("sB", "UP");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &two_tcp_services(&net, &a, &b));
+    s.wait_state("sA", State::Up);
+    s.wait_state("sB", State::Up);
     let both = [a.ip(), b.ip()];
     eventually_answers(&s, "app.example.com", &both, "both up");
     eventually(EVENTUALLY, "both services answered", || {
         seen(&s, "app.example.com", 8).len() == 2
     });
-    let up_since = s.service("sA").unwrap()["last_change"].clone();
+    let up_since = s.service("sA").unwrap().last_change;
 
     // Kill A: it goes DOWN and leaves the answers.
     let addr_a = a.kill();
-    s.wait_state("sA", "DOWN");
-    assert_eq!(s.service_state("sB").as_deref(), Some("UP"));
+    s.wait_state("sA", State::Down);
+    assert_eq!(s.service_state("sB"), Some(State::Up));
     eventually_answers(&s, "app.example.com", &[b.ip()], "A dead");
     for _ in 0..20 {
         assert_eq!(
@@ -85,13 +85,13 @@ fn dead_tcp_backend_leaves_answers_and_returns() {
     }
     let down = s.service("sA").unwrap();
     assert_ne!(
-        down["last_change"], up_since,
-        "last_change moves on a state change: {down}"
+        down.last_change, up_since,
+        "last_change moves on a state change: {down:?}"
     );
 
     // Bring A back on the same address: UP again and answered again.
     let a2 = Backend::tcp_at(addr_a);
-    s.wait_state("sA", "UP");
+    s.wait_state("sA", State::Up);
     eventually(EVENTUALLY, "A answered again", || {
         seen(&s, "app.example.com", 8).contains(&a2.ip())
     });
@@ -123,9 +123,9 @@ fn service_without_backend_is_down_and_never_answered() {
          bind gslb vserver vs_app -serviceName sB\n\
          bind gslb vserver vs_app -domainName app.example.com -TTL 5\n",
     );
-    let s = Server::start(&net, Syntax::Conf, &c);
-    s.wait_state("sA", "DOWN");
-    s.wait_state("sB", "UP");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
+    s.wait_state("sA", State::Down);
+    s.wait_state("sB", State::Up);
     eventually_answers(&s, "app.example.com", &[b.ip()], "A never up");
 }
 
@@ -151,9 +151,9 @@ fn http_monitor_follows_status_code() {
          bind gslb vserver vs_web -serviceName hB\n\
          bind gslb vserver vs_web -domainName web.example.com -TTL 5\n",
     );
-    let s = Server::start(&net, Syntax::Conf, &c);
-    s.wait_state("hA", "UP");
-    s.wait_state("hB", "UP");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
+    s.wait_state("hA", State::Up);
+    s.wait_state("hB", State::Up);
     // A service is UP before its first probe: wait for probes to arrive.
     eventually(EVENTUALLY, "the HTTP monitor probes the backend", || {
         a.requests().len() >= 2
@@ -165,18 +165,18 @@ fn http_monitor_follows_status_code() {
     );
 
     a.set_status(503);
-    s.wait_state("hA", "DOWN");
+    s.wait_state("hA", State::Down);
     eventually_answers(&s, "web.example.com", &[b.ip()], "A answers 503");
 
     a.set_status(200);
-    s.wait_state("hA", "UP");
+    s.wait_state("hA", State::Up);
     eventually(EVENTUALLY, "A answered again after 200", || {
         seen(&s, "web.example.com", 8).contains(&a.ip())
     });
 
     // A closed port is DOWN too.
     drop(b);
-    s.wait_state("hB", "DOWN");
+    s.wait_state("hB", State::Down);
     eventually_answers(&s, "web.example.com", &[a.ip()], "B closed");
 }
 
@@ -214,19 +214,20 @@ fn backup_vserver_takes_over_when_all_down() {
     );
     // The backup vserver must exist before the vserver that names it.
     let s = Server::start(
+        SEXTANT,
         &net,
         Syntax::Conf,
         &one_service(&net, &a, "-backupVServer vs_backup", "", &extra),
     );
-    s.wait_state("sA", "UP");
+    s.wait_state("sA", State::Up);
     eventually_answers(&s, "app.example.com", &[a.ip()], "primary up");
 
     let addr = a.kill();
-    s.wait_state("sA", "DOWN");
+    s.wait_state("sA", State::Down);
     eventually_answers(&s, "app.example.com", &[backup_ip], "primary down");
 
     let a2 = Backend::tcp_at(addr);
-    s.wait_state("sA", "UP");
+    s.wait_state("sA", State::Up);
     eventually_answers(&s, "app.example.com", &[a2.ip()], "primary back");
 }
 
@@ -236,14 +237,15 @@ fn backup_ip_when_all_down() {
     let a = Backend::tcp(net.svc_ip(0));
     let backup = net.svc_ip(9);
     let s = Server::start(
+        SEXTANT,
         &net,
         Syntax::Conf,
         &one_service(&net, &a, "", &format!("-backupIP {backup}"), ""),
     );
-    s.wait_state("sA", "UP");
+    s.wait_state("sA", State::Up);
     eventually_answers(&s, "app.example.com", &[a.ip()], "primary up");
     drop(a);
-    s.wait_state("sA", "DOWN");
+    s.wait_state("sA", State::Down);
     eventually_answers(&s, "app.example.com", &[backup], "backup IP");
 }
 
@@ -252,14 +254,15 @@ fn edr_answers_nodata_when_all_down() {
     let net = Net::new("failover_edr");
     let a = Backend::tcp(net.svc_ip(0));
     let s = Server::start(
+        SEXTANT,
         &net,
         Syntax::Conf,
         &one_service(&net, &a, "-EDR ENABLED", "", ""),
     );
-    s.wait_state("sA", "UP");
+    s.wait_state("sA", State::Up);
     eventually_answers(&s, "app.example.com", &[a.ip()], "up");
     drop(a);
-    s.wait_state("sA", "DOWN");
+    s.wait_state("sA", State::Down);
     let mut last = None;
     let ok = wait_until(EVENTUALLY, || {
         let r = s.dns.query("app.example.com", RecordType::A);
@@ -278,10 +281,15 @@ fn last_resort_answer_when_all_down_without_fallback() {
     let net = Net::new("failover_last_resort");
     let a = Backend::tcp(net.svc_ip(0));
     let ip = a.ip();
-    let s = Server::start(&net, Syntax::Conf, &one_service(&net, &a, "", "", ""));
-    s.wait_state("sA", "UP");
+    let s = Server::start(
+        SEXTANT,
+        &net,
+        Syntax::Conf,
+        &one_service(&net, &a, "", "", ""),
+    );
+    s.wait_state("sA", State::Up);
     drop(a);
-    s.wait_state("sA", "DOWN");
+    s.wait_state("sA", State::Down);
     for _ in 0..10 {
         let r = s.dns.query("app.example.com", RecordType::A);
         assert_eq!(r.metadata.response_code, ResponseCode::NoError, "{r:?}");
@@ -310,6 +318,7 @@ fn backup_chain_vserver_then_backup_ip() {
         bk.port()
     );
     let s = Server::start(
+        SEXTANT,
         &net,
         Syntax::Conf,
         &one_service(
@@ -320,14 +329,14 @@ fn backup_chain_vserver_then_backup_ip() {
             &extra,
         ),
     );
-    s.wait_state("sA", "UP");
-    s.wait_state("sBackup", "UP");
+    s.wait_state("sA", State::Up);
+    s.wait_state("sBackup", State::Up);
     eventually_answers(&s, "app.example.com", &[a.ip()], "primary");
     drop(a);
-    s.wait_state("sA", "DOWN");
+    s.wait_state("sA", State::Down);
     eventually_answers(&s, "app.example.com", &[bk.ip()], "backup vserver");
     drop(bk);
-    s.wait_state("sBackup", "DOWN");
+    s.wait_state("sBackup", State::Down);
     eventually_answers(&s, "app.example.com", &[backup_ip], "backup IP");
 }
 
@@ -408,9 +417,9 @@ domains = [{{ name = "app.example.com", ttl = 7, backup_ip = "{backup_ip}" }}]
         k_port = bk.port(),
     )
     .unwrap();
-    let s = Server::start(&net, Syntax::Toml, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Toml, &c);
     for svc in ["sA", "sB", "sBackup"] {
-        s.wait_state(svc, "UP");
+        s.wait_state(svc, State::Up);
     }
     eventually(EVENTUALLY, "both primaries answered", || {
         seen(&s, "app.example.com", 8) == [a.ip(), b.ip()].into_iter().collect()
@@ -419,21 +428,21 @@ domains = [{{ name = "app.example.com", ttl = 7, backup_ip = "{backup_ip}" }}]
     assert_eq!(r.answers[0].ttl, 7, "TTL from the TOML domain binding");
 
     let addr_a = a.kill();
-    s.wait_state("sA", "DOWN");
+    s.wait_state("sA", State::Down);
     eventually_answers(&s, "app.example.com", &[b.ip()], "A dead");
 
     b.set_status(503);
-    s.wait_state("sB", "DOWN");
+    s.wait_state("sB", State::Down);
     eventually_answers(&s, "app.example.com", &[bk.ip()], "backup vserver");
 
     drop(bk);
-    s.wait_state("sBackup", "DOWN");
+    s.wait_state("sBackup", State::Down);
     eventually_answers(&s, "app.example.com", &[backup_ip], "backup IP");
 
     b.set_status(200);
     let a2 = Backend::tcp_at(addr_a);
-    s.wait_state("sA", "UP");
-    s.wait_state("sB", "UP");
+    s.wait_state("sA", State::Up);
+    s.wait_state("sB", State::Up);
     eventually(EVENTUALLY, "primaries back", || {
         seen(&s, "app.example.com", 8) == [a2.ip(), b.ip()].into_iter().collect()
     });
@@ -474,11 +483,11 @@ domains = [{{ name = "app.example.com", ttl = 5 }}]
         a.port()
     )
     .unwrap();
-    let s = Server::start(&net, Syntax::Toml, &c);
-    s.wait_state("sA", "UP");
+    let s = Server::start(SEXTANT, &net, Syntax::Toml, &c);
+    s.wait_state("sA", State::Up);
     eventually_answers(&s, "app.example.com", &[a.ip()], "up");
     drop(a);
-    s.wait_state("sA", "DOWN");
+    s.wait_state("sA", State::Down);
     let mut last = None;
     let ok = wait_until(EVENTUALLY, || {
         let r = s.dns.query("app.example.com", RecordType::A);

@@ -12,9 +12,9 @@
 //! What the answers must be is docs/locations.md; the syntax is
 //! docs/config.md.
 
-mod common;
+use sextant_test_support::prelude::*;
 
-use common::*;
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -135,15 +135,15 @@ fn seed_000_preferred_locations() {
     ));
     c.push_str(SEED_POLICY);
 
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     for name in &names {
-        s.wait_state(name, "UP");
+        s.wait_state(name, State::Up);
     }
     let svc = |i: usize| (SEED_SERVICES[i].0, ip(i));
     let name = "app.example.com";
     let mut kill = |i: usize| {
         backends[i].take().expect("backend still running").kill();
-        s.wait_state(SEED_SERVICES[i].0, "DOWN");
+        s.wait_state(SEED_SERVICES[i].0, State::Down);
     };
 
     // Step 1: everything UP: the perfect match of the first preferred
@@ -261,8 +261,8 @@ fn wildcard_perfect_matches_are_balanced() {
     )
     .unwrap();
 
-    let s = Server::start(&net, Syntax::Conf, &c);
-    s.wait_state("eu-dead", "DOWN");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
+    s.wait_state("eu-dead", State::Down);
     let ip = |i: u8| net.svc_ip(i);
     let want = [("eu-uk", ip(0)), ("eu-fr", ip(1)), ("eu-de", ip(2))];
     assert_answers(&s, client, "eu.example.com", &want, "Europe.*.*.*");
@@ -323,7 +323,7 @@ fn ipv6_locations_choose_aaaa_answers() {
         &names,
         "v6ecs.example.com",
     ));
-    let s = Server::start_dns_on(&net, Syntax::Conf, &c, dns);
+    let s = Server::start_dns_on(SEXTANT, &net, Syntax::Conf, &c, dns);
 
     let aaaa = |name: &str, ecs: Option<(&str, u8)>| -> (Vec<Ipv6Addr>, Option<u8>) {
         let mut q = build_query(name, RecordType::AAAA, Some(1232));
@@ -408,7 +408,7 @@ fn ecs_subnet_decides_the_client_location() {
         "plain.example.com",
     ));
     c.push_str(SEED_POLICY);
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     let hk = net.svc_ip(0);
     let uk = net.svc_ip(1);
 
@@ -526,9 +526,9 @@ fn static_proximity_prefers_longest_shared_prefix() {
         &order,
         "prox.example.com",
     ));
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     for n in &names {
-        s.wait_state(n, "UP");
+        s.wait_state(n, State::Up);
     }
     let svc = |i: u8| (services[i as usize].0, net.svc_ip(i));
     let name = "prox.example.com";
@@ -543,13 +543,13 @@ fn static_proximity_prefers_longest_shared_prefix() {
 
     // Leeds down: Paris shares the continent.
     backends[0].take().unwrap().kill();
-    s.wait_state("uk-leeds", "DOWN");
+    s.wait_state("uk-leeds", State::Down);
     assert_answers(&s, client, name, &[svc(1)], "Leeds DOWN");
 
     // Paris down too: nothing shares a qualifier and there are no
     // coordinates: the backup method (round robin) answers the UP one.
     backends[1].take().unwrap().kill();
-    s.wait_state("fr-paris", "DOWN");
+    s.wait_state("fr-paris", State::Down);
     assert_answers(&s, client, name, &[svc(2)], "Leeds and Paris DOWN");
     let trace = s.explain(name, &client.to_string());
     assert!(
@@ -595,7 +595,7 @@ fn custom_location_overrides_location_file() {
         &["svc-za", "svc-jp", "svc-uk"],
         "file.example.com",
     ));
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     let name = "file.example.com";
     assert_answers(
         &s,
@@ -654,7 +654,7 @@ fn unmatched_policy_leaves_vserver_method_in_charge() {
         "rr.example.com",
     ));
     c.push_str(SEED_POLICY);
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     let svc = |i: u8| (services[i as usize].0, net.svc_ip(i));
 
     // The policy matches the Zambian client: Asia.HK on both vservers.
@@ -693,7 +693,7 @@ fn explain_cli_on_the_seed_example() {
     let conf =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/prefloc.conf");
     let conf = conf.to_str().unwrap();
-    let out = run_bin(&[
+    let out = SEXTANT.run(&[
         "explain",
         "--config",
         conf,
@@ -745,7 +745,7 @@ fn drop_policy_sends_no_response() {
          bind dns global pdrop 10"
     )
     .unwrap();
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
 
     // The other client is answered (also proves the server is up).
     assert_eq!(
@@ -888,8 +888,8 @@ bind = {{ priority = 100, goto = "END" }}
         hk_port = hk_backend.port(),
     )
     .unwrap();
-    let s = Server::start(&net, Syntax::Toml, &c);
-    s.wait_state("asia-hk", "UP");
+    let s = Server::start(SEXTANT, &net, Syntax::Toml, &c);
+    s.wait_state("asia-hk", State::Up);
     let name = "app.example.com";
 
     // The seed's policy from TOML: Asia.HK, then Europe.UK.
@@ -904,6 +904,6 @@ bind = {{ priority = 100, goto = "END" }}
     // the coordinates decide: Paris is nearest.
     assert_answers(&s, madrid, name, &[("europe-fr", paris)], "TOML, Madrid");
     hk_backend.kill();
-    s.wait_state("asia-hk", "DOWN");
+    s.wait_state("asia-hk", State::Down);
     assert_answers(&s, zmb, name, &[("europe-uk", uk)], "TOML, Asia.HK DOWN");
 }

@@ -13,20 +13,20 @@
 //!   keepalive timeout notices. The test's own DNS and API requests open
 //!   their sockets inside the namespace on a helper thread that joined it
 //!   with setns(2) ([`Netns::run`]); nothing else of the host is touched.
-//!   These tests need root, `ip` and `iptables`; without them they print
-//!   SKIPPED and pass.
+//!   These tests need root, `ip` and `iptables`; without them they fail
+//!   under CI (`CI=true`) and print SKIPPED elsewhere.
 //!
 //! No raw timing is asserted except generous "eventually" deadlines; the
 //! backup parent takeover is measured and printed (`takeover took N ms`).
-
-mod common;
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use sextant_test_support::prelude::*;
+
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 
 /// Keepalive timeout of the host-namespace tests (`-MEPKeepAliveTimeout 1`).
 const MESH_KA: Duration = Duration::from_secs(1);
@@ -40,22 +40,38 @@ fn zone() -> &'static str {
 const TCP_MONITOR: &str =
     "add lb monitor tcp-fast TCP -interval 200 MSEC -resptimeout 100 MSEC -retries 2\n";
 
-fn str_of(v: &serde_json::Value) -> Option<&str> {
-    v.as_str()
+/// A string field of a `/v1/sites` entry by its JSON name (`None`: null).
+fn site_field<'a>(e: &'a Site, key: &str) -> Option<&'a str> {
+    match key {
+        "name" => Some(&e.name),
+        "ip" => Some(&e.ip),
+        "role" => Some(&e.role),
+        "type" => Some(&e.kind),
+        "mep" => Some(&e.mep),
+        "public_ip" => e.public_ip.as_deref(),
+        "parent" => e.parent.as_deref(),
+        "current_parent" => e.current_parent.as_deref(),
+        "adopted_for" => e.adopted_for.as_deref(),
+        "via" => e.via.as_deref(),
+        "last_message" => e.last_message.as_deref(),
+        "link" => e.link.as_deref(),
+        "last_down_reason" => e.last_down_reason.as_deref(),
+        _ => panic!("/v1/sites entries have no string field {key}"),
+    }
 }
 
-/// Checks string fields of a `/v1/sites` entry (`None`: null or absent).
+/// Checks string fields of a `/v1/sites` entry (`None`: null).
 fn expect_fields(
     at: &SiteServer,
     site: &str,
     fields: &[(&str, Option<&str>)],
-) -> Result<serde_json::Value, String> {
+) -> Result<Site, String> {
     let e = at.try_site(site)?;
     for (key, want) in fields {
-        let got = str_of(&e[*key]);
+        let got = site_field(&e, key);
         if got != *want {
             return Err(format!(
-                "at {}: /v1/sites {site}.{key} is {got:?}, want {want:?}; entry: {e}",
+                "at {}: /v1/sites {site}.{key} is {got:?}, want {want:?}; entry: {e:?}",
                 at.name
             ));
         }
@@ -63,10 +79,10 @@ fn expect_fields(
     Ok(e)
 }
 
-fn expect_state(at: &SiteServer, service: &str, state: &str) -> Result<serde_json::Value, String> {
+fn expect_state(at: &SiteServer, service: &str, state: State) -> Result<Service, String> {
     let s = at.try_service(service)?;
-    if s["state"] != state {
-        return Err(format!("at {}: {service} is not {state}: {s}", at.name));
+    if s.state != state {
+        return Err(format!("at {}: {service} is not {state:?}: {s:?}", at.name));
     }
     Ok(s)
 }
@@ -139,7 +155,16 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
     let config = mesh_config(&net, &backends, svc_ip[3]);
     let names = ["site1", "site2", "site3"];
     let mut sites: Vec<SiteServer> = (0..3u8)
-        .map(|k| SiteServer::start(&scratch.0, names[k as usize], net.site_ip(k), &config, None))
+        .map(|k| {
+            SiteServer::start(
+                SEXTANT,
+                &scratch.0,
+                names[k as usize],
+                net.site_ip(k),
+                &config,
+                None,
+            )
+        })
         .collect();
 
     // Each site sees the other two UP over a direct peer link with an RTT.
@@ -147,18 +172,14 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
         for other in names.iter().filter(|n| **n != s.name) {
             eventually_ok(EVENTUALLY, &format!("{} sees {other} UP", s.name), || {
                 let e = expect_fields(s, other, &[("mep", Some("UP")), ("link", Some("peer"))])?;
-                if e["link_rtt_ms"].as_f64().is_none() || !e["last_message"].is_string() {
-                    return Err(format!("no link RTT or last message yet: {e}"));
+                if e.link_rtt_ms.is_none() || e.last_message.is_none() {
+                    return Err(format!("no link RTT or last message yet: {e:?}"));
                 }
                 Ok(())
             });
         }
-        let mep = s.mep_counters();
-        assert!(
-            mep["peer_up"].as_u64() >= Some(2),
-            "{}: /v1/status mep: {mep}",
-            s.name
-        );
+        let mep = s.mep();
+        assert!(mep.peer_up >= 2, "{}: /v1/status mep: {mep:?}", s.name);
     }
     // Remote services take their state from their own site.
     for s in &sites[..2] {
@@ -166,11 +187,11 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
             EVENTUALLY,
             &format!("{} has svc3 from site3", s.name),
             || {
-                let v = expect_state(s, "svc3", "UP")?;
-                let reason = v["reason"].as_str().unwrap_or_default();
+                let v = expect_state(s, "svc3", State::Up)?;
+                let reason = v.reason.as_str();
                 if !reason.contains("metric exchange") || !reason.contains("site3") {
                     return Err(format!(
-                        "reason does not name metric exchange and site3: {v}"
+                        "reason does not name metric exchange and site3: {v:?}"
                     ));
                 }
                 Ok(())
@@ -194,19 +215,21 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
     // over MEP (they do not probe it themselves while MEP is UP).
     backends.remove(2).kill();
     eventually_ok(EVENTUALLY, "site3 sees its own svc3 DOWN", || {
-        expect_state(&sites[2], "svc3", "DOWN").map(|_| ())
+        expect_state(&sites[2], "svc3", State::Down).map(|_| ())
     });
     for s in &sites[..2] {
         eventually_ok(
             EVENTUALLY,
             &format!("{} sees svc3 DOWN over MEP", s.name),
             || {
-                let v = expect_state(s, "svc3", "DOWN")?;
-                let reason = v["reason"].as_str().unwrap_or_default();
+                let v = expect_state(s, "svc3", State::Down)?;
+                let reason = v.reason.as_str();
                 if reason.contains("metric exchange") && reason.contains("site3") {
                     Ok(())
                 } else {
-                    Err(format!("reason does not say metric exchange / site3: {v}"))
+                    Err(format!(
+                        "reason does not say metric exchange / site3: {v:?}"
+                    ))
                 }
             },
         );
@@ -239,12 +262,12 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
     }
     for s in &sites[..2] {
         eventually_ok(EVENTUALLY, &format!("{} sees svc3b DOWN", s.name), || {
-            let v = expect_state(s, "svc3b", "DOWN")?;
-            let reason = v["reason"].as_str().unwrap_or_default();
+            let v = expect_state(s, "svc3b", State::Down)?;
+            let reason = v.reason.as_str();
             if reason.contains("metric exchange") {
                 Ok(())
             } else {
-                Err(format!("reason does not say metric exchange: {v}"))
+                Err(format!("reason does not say metric exchange: {v:?}"))
             }
         });
         // svc3 is probed here now that MEP is DOWN (-triggerMonitor
@@ -252,7 +275,7 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
         // reason names is checked by
         // trigger_monitor_mepdown_probes_remote_services_only_while_mep_is_down.)
         eventually_ok(EVENTUALLY, &format!("{} has svc3 DOWN", s.name), || {
-            expect_state(s, "svc3", "DOWN").map(|_| ())
+            expect_state(s, "svc3", State::Down).map(|_| ())
         });
         let got = answers(s, "www.example.com", 12).unwrap_or_else(|e| panic!("{e}"));
         assert!(
@@ -260,7 +283,7 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
             "{} answers a service of the lost site3: {got:?}",
             s.name
         );
-        assert!(s.mep_counter("peer_down") >= 1);
+        assert!(s.mep().peer_down >= 1);
         assert!(
             s.log().contains("metric exchange DOWN"),
             "{}: no 'metric exchange DOWN' in the log",
@@ -301,36 +324,28 @@ fn trigger_monitor_mepdown_probes_remote_services_only_while_mep_is_down() {
             b.port()
         );
     }
-    let s1 = SiteServer::start(&scratch.0, "site1", net.site_ip(0), &c, None);
-    let mut s2 = SiteServer::start(&scratch.0, "site2", net.site_ip(1), &c, None);
+    let s1 = SiteServer::start(SEXTANT, &scratch.0, "site1", net.site_ip(0), &c, None);
+    let mut s2 = SiteServer::start(SEXTANT, &scratch.0, "site2", net.site_ip(1), &c, None);
     eventually_ok(EVENTUALLY, "svc2 UP at site1 over MEP", || {
         expect_fields(&s1, "site2", &[("mep", Some("UP"))])?;
-        let v = expect_state(&s1, "svc2", "UP")?;
-        if v["reason"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("metric exchange")
-        {
+        let v = expect_state(&s1, "svc2", State::Up)?;
+        if v.reason.contains("metric exchange") {
             Ok(())
         } else {
-            Err(format!("not from metric exchange: {v}"))
+            Err(format!("not from metric exchange: {v:?}"))
         }
     });
     let mut failures: Vec<String> = Vec::new();
 
     // svc2's backend dies while MEP is UP: site2 sees it and tells site1.
-    let detail_before = s1.service("svc2")["monitors"][0]["last_detail"].clone();
+    let detail_before = last_detail(&s1.service("svc2"));
     b2.kill();
     eventually_ok(EVENTUALLY, "site1 learns svc2 DOWN from site2", || {
-        let v = expect_state(&s1, "svc2", "DOWN")?;
-        if v["reason"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("metric exchange")
-        {
+        let v = expect_state(&s1, "svc2", State::Down)?;
+        if v.reason.contains("metric exchange") {
             Ok(())
         } else {
-            Err(format!("not from metric exchange: {v}"))
+            Err(format!("not from metric exchange: {v:?}"))
         }
     });
     // Five more probe intervals: site1's monitor of svc2 must not have
@@ -338,11 +353,11 @@ fn trigger_monitor_mepdown_probes_remote_services_only_while_mep_is_down() {
     // before MEP came UP, or none).
     thread::sleep(Duration::from_secs(1));
     let v = s1.service("svc2");
-    let detail_after = v["monitors"][0]["last_detail"].clone();
+    let detail_after = last_detail(&v);
     if detail_after != detail_before {
         failures.push(format!(
             "site1 probed site2's svc2 while MEP with site2 was UP (-triggerMonitor MEPDOWN): \
-             its monitor's last_detail went from {detail_before} to {detail_after}; service: {v}"
+             its monitor's last_detail went from {detail_before:?} to {detail_after:?}; service: {v:?}"
         ));
     }
 
@@ -352,18 +367,13 @@ fn trigger_monitor_mepdown_probes_remote_services_only_while_mep_is_down() {
         expect_fields(&s1, "site2", &[("mep", Some("DOWN"))]).map(|_| ())
     });
     let decided = wait_until(EVENTUALLY, || {
-        s1.try_service("svc2").is_ok_and(|v| {
-            v["state"] == "DOWN"
-                && v["reason"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .contains("monitor tcp-fast")
-        })
+        s1.try_service("svc2")
+            .is_ok_and(|v| v.state == State::Down && v.reason.contains("monitor tcp-fast"))
     });
     if !decided {
         failures.push(format!(
             "MEP with site2 DOWN for {EVENTUALLY:?}, yet site1's svc2 does not show its own \
-             monitor's verdict: {}",
+             monitor's verdict: {:?}",
             s1.service("svc2")
         ));
     }
@@ -405,16 +415,14 @@ fn lc_config(net: &Net, b1: &Backend, b2: &Backend) -> String {
     c
 }
 
-fn trace_of(e: &serde_json::Value) -> String {
-    e["trace"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|l| l.as_str().unwrap_or_default())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
+fn trace_of(e: &Explain) -> String {
+    e.trace.join("\n")
+}
+
+/// The last detail of a service's first monitor (None: no monitor, or no
+/// result yet).
+fn last_detail(s: &Service) -> Option<String> {
+    s.monitors.first().and_then(|m| m.last_detail.clone())
 }
 
 /// `n` answers in a row are exactly `want`.
@@ -451,14 +459,14 @@ fn least_connection_follows_counts_carried_over_mep() {
     let b2 = Backend::tcp(net.svc_ip(1));
     let (ip1, ip2) = (b1.ip(), b2.ip());
     let config = lc_config(&net, &b1, &b2);
-    let s1 = SiteServer::start(&scratch.0, "site1", net.site_ip(0), &config, None);
-    let mut s2 = SiteServer::start(&scratch.0, "site2", net.site_ip(1), &config, None);
+    let s1 = SiteServer::start(SEXTANT, &scratch.0, "site1", net.site_ip(0), &config, None);
+    let mut s2 = SiteServer::start(SEXTANT, &scratch.0, "site2", net.site_ip(1), &config, None);
     eventually_ok(EVENTUALLY, "MEP UP between the sites", || {
         expect_fields(&s1, "site2", &[("mep", Some("UP"))])?;
         expect_fields(&s2, "site1", &[("mep", Some("UP"))]).map(|_| ())
     });
     eventually_ok(EVENTUALLY, "svc2 UP at site1 over MEP", || {
-        expect_state(&s1, "svc2", "UP").map(|_| ())
+        expect_state(&s1, "svc2", State::Up).map(|_| ())
     });
 
     // Nothing pushed yet: no figures, the backup method answers.
@@ -467,7 +475,7 @@ fn least_connection_follows_counts_carried_over_mep() {
     assert!(
         trace.contains("LEASTCONNECTION cannot decide")
             && trace.contains("backup method ROUNDROBIN"),
-        "before any push: {e}"
+        "before any push: {e:?}"
     );
 
     // A site accepts figures for its own services only: svc2's count is
@@ -516,7 +524,7 @@ fn least_connection_follows_counts_carried_over_mep() {
         expect_fields(&s1, "site2", &[("mep", Some("DOWN"))]).map(|_| ())
     });
     eventually_ok(EVENTUALLY, "site1 falls back to the backup method", || {
-        expect_state(&s1, "svc2", "UP")?;
+        expect_state(&s1, "svc2", State::Up)?;
         let e = s1.explain("lc.example.com", "127.0.0.1");
         let trace = trace_of(&e);
         if trace.contains("LEASTCONNECTION cannot decide")
@@ -524,7 +532,7 @@ fn least_connection_follows_counts_carried_over_mep() {
         {
             Ok(())
         } else {
-            Err(format!("no fallback in the trace: {e}"))
+            Err(format!("no fallback in the trace: {e:?}"))
         }
     });
     let got = answers(&s1, "lc.example.com", 6).unwrap_or_else(|e| panic!("{e}"));
@@ -560,6 +568,7 @@ fn mismatched_passwords_never_bring_mep_up() {
     let net = Net::for_sites("mep_auth", 2);
     let scratch = net.scratch();
     let a = SiteServer::start(
+        SEXTANT,
         &scratch.0,
         "a",
         net.site_ip(0),
@@ -567,6 +576,7 @@ fn mismatched_passwords_never_bring_mep_up() {
         None,
     );
     let b = SiteServer::start(
+        SEXTANT,
         &scratch.0,
         "b",
         net.site_ip(1),
@@ -580,19 +590,19 @@ fn mismatched_passwords_never_bring_mep_up() {
         for (at, other) in [(&a, "b"), (&b, "a")] {
             let e = at.site(other);
             assert_ne!(
-                e["mep"], "UP",
-                "{} shows {other} UP with a wrong password: {e}",
+                e.mep, "UP",
+                "{} shows {other} UP with a wrong password: {e:?}",
                 at.name
             );
         }
         thread::sleep(Duration::from_millis(100));
     }
     eventually_ok(EVENTUALLY, "the acceptor counts the failure", || {
-        let n = b.mep_counter("auth_failed");
+        let n = b.mep().auth_failed;
         if n > 0 {
             Ok(())
         } else {
-            Err(format!("b: mep counters {}", b.mep_counters()))
+            Err(format!("b: mep counters {:?}", b.mep()))
         }
     });
     assert!(
@@ -602,8 +612,8 @@ fn mismatched_passwords_never_bring_mep_up() {
     );
     eprintln!(
         "auth_failed: a = {}, b = {}; 'authentication failed' in a's log: {}",
-        a.mep_counter("auth_failed"),
-        b.mep_counter("auth_failed"),
+        a.mep().auth_failed,
+        b.mep().auth_failed,
         a.log().contains("authentication failed")
     );
 
@@ -651,8 +661,8 @@ fn child_site_has_no_dns_listener_and_its_parent_answers_for_it() {
         backend.ip(),
         backend.port()
     );
-    let p = SiteServer::start(&scratch.0, "P", p_ip, &parent_config, None);
-    let c = SiteServer::start(&scratch.0, "C", c_ip, &child_config, None);
+    let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &parent_config, None);
+    let c = SiteServer::start(SEXTANT, &scratch.0, "C", c_ip, &child_config, None);
 
     // A child opens no DNS listener at all (the harness's --dns-listen is
     // reported and not used).
@@ -683,13 +693,9 @@ fn child_site_has_no_dns_listener_and_its_parent_answers_for_it() {
         EVENTUALLY,
         "the parent learns the child's service is DOWN",
         || {
-            let v = expect_state(&p, "svc_c", "DOWN")?;
-            if !v["reason"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("metric exchange")
-            {
-                return Err(format!("reason: {v}"));
+            let v = expect_state(&p, "svc_c", State::Down)?;
+            if !v.reason.contains("metric exchange") {
+                return Err(format!("reason: {v:?}"));
             }
             expect_answer(&p, "c.example.com", &[])
         },
@@ -737,12 +743,7 @@ struct Pc {
 impl Pc {
     fn start(tag: &str) -> Option<Pc> {
         let ns = Netns::create(tag)?;
-        let scratch = Net {
-            name: format!("mep_pc_{tag}"),
-            x: 0,
-            y: 0,
-        }
-        .scratch();
+        let scratch = Scratch::new(&format!("mep_pc_{tag}"));
         // The children's services: real TCP listeners inside the namespace.
         let backends: Vec<Backend> = (0..3).map(|i| ns.run(|| Backend::tcp(b_ip(i)))).collect();
         let ka = PC_KA.as_millis();
@@ -781,7 +782,16 @@ impl Pc {
             );
         }
         let parents: Vec<SiteServer> = (0..3)
-            .map(|i| SiteServer::start(&scratch.0, PARENTS[i], p_ip(i), &pconf, Some(ns.clone())))
+            .map(|i| {
+                SiteServer::start(
+                    SEXTANT,
+                    &scratch.0,
+                    PARENTS[i],
+                    p_ip(i),
+                    &pconf,
+                    Some(ns.clone()),
+                )
+            })
             .collect();
 
         // A child holds only itself, its parent and its own service, which
@@ -803,7 +813,14 @@ impl Pc {
                     cip = c_ip(i),
                     n = i + 1
                 );
-                SiteServer::start(&scratch.0, CHILDREN[i], c_ip(i), &conf, Some(ns.clone()))
+                SiteServer::start(
+                    SEXTANT,
+                    &scratch.0,
+                    CHILDREN[i],
+                    c_ip(i),
+                    &conf,
+                    Some(ns.clone()),
+                )
             })
             .collect();
         Some(Pc {
@@ -953,7 +970,7 @@ fn check_p2_has_child1(pc: &Pc) -> Result<(), String> {
     )?;
     expect_fields(pc.c(0), "child_site1", &[("current_parent", Some("P2"))])?;
     for p in [pc.p(1), pc.p(2)] {
-        expect_state(p, "svc_c1", "UP")?;
+        expect_state(p, "svc_c1", State::Up)?;
         expect_answer(p, "c1.example.com", &[b_ip(0)])?;
     }
     Ok(())
@@ -995,7 +1012,7 @@ fn seed_scenario_1_backup_parent_takes_over_and_the_parent_returns() {
     pc.wait_steady("cold start converges", 2 * EVENTUALLY);
 
     // --- P1 silent: all its links dropped.
-    let adopted0 = pc.p(1).mep_counter("adopted");
+    let adopted0 = pc.p(1).mep().adopted;
     let links = pc.links_of_parent(0);
     pc.ns.cut(&links);
     let t0 = Instant::now();
@@ -1004,15 +1021,15 @@ fn seed_scenario_1_backup_parent_takes_over_and_the_parent_returns() {
     eventually_ok(EVENTUALLY, "scenario 1: P2 has child_site1", || {
         check_p2_has_child1(&pc)
     });
-    assert!(pc.p(1).mep_counter("adopted") > adopted0);
+    assert!(pc.p(1).mep().adopted > adopted0);
     // P3 assumes P2 has the child: it neither adopts nor offers.
     assert_eq!(
-        pc.p(2).mep_counter("adopted"),
+        pc.p(2).mep().adopted,
         0,
         "P3 adopted something although P2 is first in P1's backup list"
     );
     assert_eq!(
-        pc.p(2).mep_counter("adoption_refused"),
+        pc.p(2).mep().adoption_refused,
         0,
         "P3 offered itself although P2 is first in P1's backup list"
     );
@@ -1020,18 +1037,18 @@ fn seed_scenario_1_backup_parent_takes_over_and_the_parent_returns() {
         pc.p(1).log().contains("took over child site child_site1"),
         "P2's log does not record the takeover"
     );
-    let released0 = pc.p(1).mep_counter("released");
+    let released0 = pc.p(1).mep().released;
 
     // --- P1 reachable again: child_site1 goes back to it.
     pc.ns.heal(&links);
     eventually_ok(EVENTUALLY, "P1 back: child_site1 returns to P1", || {
         check_child1_back_with_p1(&pc)
     });
-    assert!(pc.p(1).mep_counter("released") > released0);
-    assert!(pc.c(0).mep_counter("parent_changed") >= 2);
+    assert!(pc.p(1).mep().released > released0);
+    assert!(pc.c(0).mep().parent_changed >= 2);
 
     // --- P1 crashes (SIGKILL) and restarts.
-    let adopted1 = pc.p(1).mep_counter("adopted");
+    let adopted1 = pc.p(1).mep().adopted;
     let t0 = Instant::now();
     pc.parents[0].kill();
     let took = pc.wait_adopted(1, 0, 0, t0, takeover_bound());
@@ -1039,7 +1056,7 @@ fn seed_scenario_1_backup_parent_takes_over_and_the_parent_returns() {
     eventually_ok(EVENTUALLY, "scenario 1 (crash): P2 has child_site1", || {
         check_p2_has_child1(&pc)
     });
-    assert!(pc.p(1).mep_counter("adopted") > adopted1);
+    assert!(pc.p(1).mep().adopted > adopted1);
     pc.parents[0].restart();
     eventually_ok(
         EVENTUALLY,
@@ -1056,8 +1073,8 @@ fn seed_scenario_2_child_refuses_a_backup_parent_while_its_parent_is_up() {
         return;
     };
     pc.wait_steady("cold start converges", 2 * EVENTUALLY);
-    let refused0 = pc.p(1).mep_counter("adoption_refused");
-    let adopted0 = pc.p(1).mep_counter("adopted");
+    let refused0 = pc.p(1).mep().adoption_refused;
+    let adopted0 = pc.p(1).mep().adopted;
     let link = [(p_ip(0), p_ip(1))];
     pc.ns.cut(&link);
 
@@ -1066,11 +1083,11 @@ fn seed_scenario_2_child_refuses_a_backup_parent_while_its_parent_is_up() {
         expect_fields(pc.p(0), "P2", &[("mep", Some("DOWN"))]).map(|_| ())
     });
     eventually_ok(EVENTUALLY, "child_site1 refuses P2's offer", || {
-        let n = pc.p(1).mep_counter("adoption_refused");
+        let n = pc.p(1).mep().adoption_refused;
         if n > refused0 {
             Ok(())
         } else {
-            Err(format!("P2's mep counters: {}", pc.p(1).mep_counters()))
+            Err(format!("P2's mep counters: {:?}", pc.p(1).mep()))
         }
     });
     let log = pc.p(1).log();
@@ -1098,11 +1115,11 @@ fn seed_scenario_2_child_refuses_a_backup_parent_while_its_parent_is_up() {
         thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(
-        pc.p(1).mep_counter("adopted"),
+        pc.p(1).mep().adopted,
         adopted0,
         "P2 adopted child_site1 while P1 was UP"
     );
-    assert_eq!(pc.p(2).mep_counter("adopted"), 0);
+    assert_eq!(pc.p(2).mep().adopted, 0);
 
     pc.ns.heal(&link);
     pc.wait_steady("scenario 2 healed", EVENTUALLY);
@@ -1118,9 +1135,9 @@ fn seed_scenario_3_partial_partition_then_the_preferred_backup_takes_over() {
         return;
     };
     pc.wait_steady("cold start converges", 2 * EVENTUALLY);
-    let p2_adopted0 = pc.p(1).mep_counter("adopted");
-    let p2_refused0 = pc.p(1).mep_counter("adoption_refused");
-    let p3_adopted0 = pc.p(2).mep_counter("adopted");
+    let p2_adopted0 = pc.p(1).mep().adopted;
+    let p2_refused0 = pc.p(1).mep().adoption_refused;
+    let p3_adopted0 = pc.p(2).mep().adopted;
 
     let first = [
         (p_ip(0), p_ip(2)), // P1 - P3
@@ -1146,7 +1163,7 @@ fn seed_scenario_3_partial_partition_then_the_preferred_backup_takes_over() {
         )?;
         expect_fields(pc.c(0), "child_site1", &[("current_parent", Some("P3"))])?;
         expect_fields(pc.p(1), "P1", &[("mep", Some("UP"))])?;
-        expect_state(pc.p(2), "svc_c1", "UP")?;
+        expect_state(pc.p(2), "svc_c1", State::Up)?;
         expect_answer(pc.p(2), "c1.example.com", &[b_ip(0)])
     });
     // P2 sees P1 UP: no action, no offer.
@@ -1154,17 +1171,17 @@ fn seed_scenario_3_partial_partition_then_the_preferred_backup_takes_over() {
     expect_fields(pc.p(1), "P1", &[("mep", Some("UP"))]).unwrap_or_else(|e| panic!("{e}"));
     expect_fields(pc.p(1), "child_site1", &[("adopted_for", None)])
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(pc.p(1).mep_counter("adopted"), p2_adopted0, "P2 acted");
+    assert_eq!(pc.p(1).mep().adopted, p2_adopted0, "P2 acted");
     assert_eq!(
-        pc.p(1).mep_counter("adoption_refused"),
+        pc.p(1).mep().adoption_refused,
         p2_refused0,
         "P2 made an offer although it sees P1 UP"
     );
-    assert!(pc.p(2).mep_counter("adopted") > p3_adopted0);
+    assert!(pc.p(2).mep().adopted > p3_adopted0);
 
     // Now P1-P2 goes DOWN too: P2 is P1's most preferred backup.
-    let p3_released0 = pc.p(2).mep_counter("released");
-    let p3_refused0 = pc.p(2).mep_counter("adoption_refused");
+    let p3_released0 = pc.p(2).mep().released;
+    let p3_refused0 = pc.p(2).mep().adoption_refused;
     let second = [(p_ip(0), p_ip(1))];
     pc.ns.cut(&second);
     let t0 = Instant::now();
@@ -1182,23 +1199,23 @@ fn seed_scenario_3_partial_partition_then_the_preferred_backup_takes_over() {
             ],
         )?;
         expect_fields(pc.c(0), "child_site1", &[("current_parent", Some("P2"))])?;
-        expect_state(pc.p(1), "svc_c1", "UP")?;
+        expect_state(pc.p(1), "svc_c1", State::Up)?;
         expect_answer(pc.p(1), "c1.example.com", &[b_ip(0)])?;
-        let released = pc.p(2).mep_counter("released");
+        let released = pc.p(2).mep().released;
         if released <= p3_released0 {
             return Err(format!(
-                "P3 has not released child_site1: {}",
-                pc.p(2).mep_counters()
+                "P3 has not released child_site1: {:?}",
+                pc.p(2).mep()
             ));
         }
         Ok(())
     });
     // P3 keeps offering and is refused: P2 is more preferred.
     eventually_ok(EVENTUALLY, "child_site1 refuses P3 now", || {
-        if pc.p(2).mep_counter("adoption_refused") > p3_refused0 {
+        if pc.p(2).mep().adoption_refused > p3_refused0 {
             Ok(())
         } else {
-            Err(format!("P3's counters: {}", pc.p(2).mep_counters()))
+            Err(format!("P3's counters: {:?}", pc.p(2).mep()))
         }
     });
     expect_fields(pc.c(0), "child_site1", &[("current_parent", Some("P2"))])

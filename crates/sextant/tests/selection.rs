@@ -5,9 +5,9 @@
 //! The server may run several UDP workers, each with its own rotation, so
 //! proportions are asserted approximately over many queries.
 
-mod common;
+use sextant_test_support::prelude::*;
 
-use common::*;
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr};
@@ -64,7 +64,7 @@ fn weighted_round_robin_honours_weights() {
         &[3, 1],
         "w.example.com",
     ));
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     let ips = s.dns.sample_a("w.example.com", 400);
     assert_eq!(ips.len(), 400, "one address per answer");
     let m = counts(&ips);
@@ -89,7 +89,7 @@ fn round_robin_spreads_evenly() {
         &[],
         "rr.example.com",
     ));
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     let m = counts(&s.dns.sample_a("rr.example.com", 300));
     assert_eq!(m.len(), 3, "every UP service appears: {m:?}");
     for i in 0..3 {
@@ -110,7 +110,7 @@ fn source_ip_persistence_keeps_client_on_its_service() {
         &[],
         "p.example.com",
     ));
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     let mut firsts = BTreeSet::new();
     for k in 0..8 {
         let client = net.client_ip(k);
@@ -155,9 +155,9 @@ fn persistence_moves_client_when_its_service_goes_down() {
         writeln!(c, "bind gslb vserver vs_p -serviceName s{i}").unwrap();
     }
     c.push_str("bind gslb vserver vs_p -domainName p.example.com -TTL 5\n");
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     for i in 0..3 {
-        s.wait_state(&format!("s{i}"), "UP");
+        s.wait_state(&format!("s{i}"), State::Up);
     }
     let client = net.client_ip(3);
     let first = s.dns.query_a_from(client, "p.example.com")[0];
@@ -167,7 +167,7 @@ fn persistence_moves_client_when_its_service_goes_down() {
         .expect("known");
     let mut backends = backends;
     drop(backends.remove(idx));
-    s.wait_state(&format!("s{idx}"), "DOWN");
+    s.wait_state(&format!("s{idx}"), State::Down);
     let mut now = Vec::new();
     eventually(EVENTUALLY, "client leaves its DOWN service", || {
         now = s.dns.query_a_from(client, "p.example.com");
@@ -194,7 +194,7 @@ fn source_ip_hash_is_stable_per_client() {
         &[],
         "h.example.com",
     ));
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     let mut distinct = BTreeSet::new();
     for k in 0..30 {
         let client = net.client_ip(k);
@@ -227,7 +227,7 @@ fn source_ip_hash_uses_ecs_address_when_enabled() {
         &[],
         "e.example.com",
     ));
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     let ask = |src: Ipv4Addr, ecs: Ipv4Addr| -> Vec<Ipv4Addr> {
         let q = with_ecs(
             build_query("e.example.com", RecordType::A, Some(1232)),
@@ -285,8 +285,8 @@ fn mir_answers_every_up_service() {
         writeln!(c, "bind gslb vserver vs_mir -serviceName m{i}").unwrap();
     }
     c.push_str("bind gslb vserver vs_mir -domainName mir.example.com -TTL 5\n");
-    let s = Server::start(&net, Syntax::Conf, &c);
-    s.wait_state("m3", "DOWN");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
+    s.wait_state("m3", State::Down);
     let want: BTreeSet<Ipv4Addr> = live.iter().map(|b| b.ip()).collect();
     let mut last = BTreeSet::new();
     let ok = wait_until(EVENTUALLY, || {
@@ -324,7 +324,7 @@ fn least_connection_falls_back_to_backup_method_visibly() {
         &[],
         "lrt.example.com",
     ));
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     for name in ["lc.example.com", "lrt.example.com"] {
         let m = counts(&s.dns.sample_a(name, 40));
         assert_eq!(
@@ -366,7 +366,7 @@ fn every_documented_method_is_accepted_and_answers() {
         )
         .unwrap();
     }
-    let s = Server::start(&net, Syntax::Conf, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
     for (i, m) in methods.iter().enumerate() {
         assert_eq!(
             s.dns.query_a(&format!("m{i}.example.com")),
@@ -388,11 +388,10 @@ fn explain_trace_names_the_vserver() {
         &[],
         "x.example.com",
     ));
-    let s = Server::start(&net, Syntax::Conf, &c);
-    let v = s.api_ok("/v1/explain?name=x.example.com&client=127.0.0.1");
-    let trace = v["trace"].as_array().expect("trace array");
-    assert!(!trace.is_empty(), "empty trace: {v}");
-    assert!(trace.iter().all(Value::is_string), "trace of strings: {v}");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &c);
+    // A typed read: the trace is an array of strings.
+    let v = s.explain_full("x.example.com", "127.0.0.1");
+    assert!(!v.trace.is_empty(), "empty trace: {v:?}");
     let text = s.explain("x.example.com", "127.0.0.1");
     assert!(
         text.contains("vs_x"),
@@ -447,7 +446,7 @@ services = [{ name = "t0" }, { name = "t1" }, { name = "t2" }, { name = "t3" }]
 domains = [{ name = "mir.example.com" }]
 "#,
     );
-    let s = Server::start(&net, Syntax::Toml, &c);
+    let s = Server::start(SEXTANT, &net, Syntax::Toml, &c);
 
     let m = counts(&s.dns.sample_a("w.example.com", 400));
     let heavy = m.get(&net.svc_ip(0)).copied().unwrap_or(0);

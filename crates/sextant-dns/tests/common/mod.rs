@@ -1,5 +1,6 @@
 //! Test helpers: a query builder that can also build malformed queries, and
-//! response decoding through hickory-proto (an independent parser).
+//! an in-process server. Responses are decoded through hickory-proto (an
+//! independent parser) by `sextant_test_support::dns::{decode, answer_addrs}`.
 #![allow(dead_code)]
 
 pub mod model;
@@ -8,6 +9,7 @@ use std::net::IpAddr;
 
 use hickory_proto::op::Message;
 use sextant_dns::{DnsShared, Transport, Worker, respond};
+use sextant_test_support::dns::decode;
 
 pub const CLIENT: [u8; 4] = [198, 18, 0, 7];
 
@@ -162,22 +164,4 @@ impl Server {
     pub fn tcp(&mut self, request: &[u8]) -> Message {
         decode(&self.raw(request, Transport::Tcp).expect("answered"))
     }
-}
-
-pub fn decode(bytes: &[u8]) -> Message {
-    Message::from_vec(bytes)
-        .unwrap_or_else(|e| panic!("response does not parse: {e}: {bytes:02x?}"))
-}
-
-/// The addresses in the answer section.
-pub fn answer_addrs(m: &Message) -> Vec<IpAddr> {
-    use hickory_proto::rr::RData;
-    m.answers
-        .iter()
-        .filter_map(|r| match &r.data {
-            RData::A(a) => Some(IpAddr::V4(a.0)),
-            RData::AAAA(a) => Some(IpAddr::V6(a.0)),
-            _ => None,
-        })
-        .collect()
 }

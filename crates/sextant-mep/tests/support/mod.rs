@@ -8,11 +8,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{Model, RpcNode, Site};
+use sextant_core::{Model, RpcNode};
 use sextant_mep::frame::{self, DEFAULT_MAX_FRAME, FrameReader};
 use sextant_mep::message::{LoadMetrics, Message, Role, ServiceEntry, ServiceState, SiteMetrics};
 use sextant_mep::session::{Action, Session, SessionConfig};
 use sextant_mep::{LocalReport, MepEvent, MepHandle, Options};
+use sextant_test_support::model::{LinkedSite, ModelBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::mpsc;
@@ -67,22 +68,26 @@ pub fn model(specs: &[Spec], local: &str, keepalive: Duration) -> Model {
             .collect(),
         None => specs.iter().collect(),
     };
-    let mut m = Model::default();
-    for s in &included {
-        m.sites.push(Site::new(s.name, s.ip));
-    }
-    for (i, s) in included.iter().enumerate() {
-        m.sites[i].parent = s.parent.and_then(|p| m.site_by_name(p));
-        if me.parent.is_none() {
-            m.sites[i].backup_parents = s
-                .backups
-                .iter()
-                .map(|b| m.site_by_name(b).unwrap())
-                .collect();
-        }
-    }
-    let id = m.site_by_name(local).unwrap();
-    m.set_local_site(id);
+    // A child does not hold the backup lists ("can be done only on the
+    // parent site").
+    let no_backups: &[&str] = &[];
+    let sites: Vec<LinkedSite<'_>> = included
+        .iter()
+        .map(|s| LinkedSite {
+            name: s.name,
+            ip: s.ip,
+            parent: s.parent,
+            backups: if me.parent.is_none() {
+                &s.backups
+            } else {
+                no_backups
+            },
+        })
+        .collect();
+    let mut b = ModelBuilder::new();
+    b.add_linked_sites(&sites);
+    b.set_local(local);
+    let mut m = b.build();
     m.params.mep_port = PORT;
     m.params.mep_secure_port = SECURE_PORT;
     m.params.mep_keepalive_timeout = keepalive;

@@ -1,0 +1,62 @@
+//! Typed reads of the REST API: every `/v1/...` answer is parsed into the
+//! `sextant-api` struct the daemon serialises, so a renamed or retyped
+//! field breaks the test that reads it.
+
+use std::net::SocketAddr;
+
+use serde::de::DeserializeOwned;
+pub use sextant_api::{
+    ApiError, DnsCounters, Explain, MepCounters, MonitorState, PushMetrics, Service, Site, State,
+    Status,
+};
+
+use crate::http::http_get;
+
+pub const STATUS: &str = "/v1/status";
+pub const SERVICES: &str = "/v1/services";
+pub const SITES: &str = "/v1/sites";
+
+/// The explain path for `name` (which may carry more parameters, as in
+/// `x.example.com&type=AAAA`) asked by `client`.
+pub fn explain_path(name: &str, client: &str) -> String {
+    format!("/v1/explain?name={name}&client={client}")
+}
+
+/// GET `path` at `addr`; it must answer 200 with JSON that parses as `T`.
+pub fn api_get<T: DeserializeOwned>(addr: SocketAddr, path: &str) -> Result<T, String> {
+    let (status, body) = http_get(addr, path).map_err(|e| format!("GET {path}: {e}"))?;
+    if status != 200 {
+        return Err(format!("GET {path} -> {status}: {body}"));
+    }
+    serde_json::from_str(&body).map_err(|e| {
+        format!(
+            "GET {path}: not a {} ({e}): {body}",
+            std::any::type_name::<T>()
+        )
+    })
+}
+
+/// `GET /v1/status`.
+pub fn api_status(addr: SocketAddr) -> Result<Status, String> {
+    api_get(addr, STATUS)
+}
+
+/// `GET /v1/services`.
+pub fn api_services(addr: SocketAddr) -> Result<Vec<Service>, String> {
+    api_get(addr, SERVICES)
+}
+
+/// `GET /v1/sites`.
+pub fn api_sites(addr: SocketAddr) -> Result<Vec<Site>, String> {
+    api_get(addr, SITES)
+}
+
+/// `GET /v1/explain?name=NAME&client=CLIENT`.
+pub fn api_explain(addr: SocketAddr, name: &str, client: &str) -> Result<Explain, String> {
+    api_get(addr, &explain_path(name, client))
+}
+
+/// The entry of `name` (case-insensitive) in a `/v1/sites` answer.
+pub fn find_site<'a>(sites: &'a [Site], name: &str) -> Option<&'a Site> {
+    sites.iter().find(|s| s.name.eq_ignore_ascii_case(name))
+}

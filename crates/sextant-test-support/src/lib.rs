@@ -1,0 +1,70 @@
+//! Test support shared by Sextant's crates. Used only as a
+//! `[dev-dependencies]` entry.
+//!
+//! * [`ci`]: a test that cannot run here fails under CI (`CI=true`) and
+//!   prints `SKIPPED` elsewhere;
+//! * [`model`]: hand-built `sextant_core::Model`s;
+//! * [`alloc`]: a per-thread counting global allocator;
+//! * [`net`]: the loopback addresses one end-to-end test owns;
+//! * [`scratch`]: scratch directories;
+//! * [`wait`]: "eventually, within a generous deadline";
+//! * [`http`] and [`api`]: an HTTP/1.0 client and typed reads of the REST API;
+//! * [`dns`]: a DNS client over real sockets (hickory-proto);
+//! * [`backend`]: TCP and HTTP backends;
+//! * [`process`]: the `sextant` binary as a server, a site or a command;
+//! * [`netns`]: network namespaces with iptables to cut links.
+//!
+//! Nothing here asserts a wall-clock time: waits are "eventually, within a
+//! generous deadline".
+//!
+//! The binary under test is passed in by the caller: only the `sextant`
+//! crate's own integration tests know its path, as
+//! `env!("CARGO_BIN_EXE_sextant")` (see [`process::Bin`]). An end-to-end
+//! test reads:
+//!
+//! ```ignore
+//! use sextant_test_support::prelude::*;
+//!
+//! const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+//!
+//! #[test]
+//! fn a_dead_backend_goes_down() {
+//!     let net = Net::new("a_dead_backend_goes_down");
+//!     let backend = Backend::tcp(net.svc_ip(0));
+//!     let config = format!("{}add gslb service s0 {} TCP {} ...", net.conf_preamble(),
+//!                          backend.ip(), backend.port());
+//!     let s = Server::start(SEXTANT, &net, Syntax::Conf, &config);
+//!     assert_eq!(s.dns.query_a("app.example.com"), vec![backend.ip()]);
+//!     let services: Vec<Service> = s.services(); // typed GET /v1/services
+//!     backend.kill();
+//!     s.wait_state("s0", State::Down);
+//! }
+//! ```
+
+pub mod alloc;
+pub mod api;
+pub mod backend;
+pub mod ci;
+pub mod dns;
+pub mod http;
+pub mod model;
+pub mod net;
+pub mod netns;
+pub mod process;
+pub mod scratch;
+pub mod wait;
+
+/// Everything an end-to-end test usually needs, for `use ...::prelude::*`.
+pub mod prelude {
+    pub use crate::api::*;
+    pub use crate::backend::Backend;
+    pub use crate::ci::{cannot_run, have_program, under_ci};
+    pub use crate::dns::*;
+    pub use crate::http::{http_get, http_post};
+    pub use crate::net::*;
+    pub use crate::netns::Netns;
+    pub use crate::process::*;
+    pub use crate::scratch::Scratch;
+    pub use crate::wait::*;
+    pub use serde_json::Value;
+}

@@ -1,0 +1,663 @@
+//! The `sextant` binary under test: as one server on a test's own address
+//! ([`Server`]), as one site of several ([`SiteServer`], in the host's
+//! network namespace or a [`Netns`]), or as a command run to completion
+//! ([`Bin::run`]).
+//!
+//! Only the `sextant` crate's own integration tests know where the binary
+//! is (`env!("CARGO_BIN_EXE_sextant")` is set for them alone), so each of
+//! its test files names it once and passes it in:
+//!
+//! ```ignore
+//! const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+//! let s = Server::start(SEXTANT, &net, Syntax::Conf, &config);
+//! ```
+
+use std::fs;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use sextant_api::{Explain, MepCounters, Service, Site, State, Status};
+
+use crate::api::{self, api_get};
+use crate::dns::{Dns, Message, RecordType, a_records, build_query};
+use crate::http::{http_get, http_post};
+use crate::net::{API_PORT, DNS_PORT, Net};
+use crate::netns::Netns;
+use crate::wait::{EVENTUALLY, READY, wait_until};
+
+/// The path of the `sextant` binary under test.
+#[derive(Clone, Copy, Debug)]
+pub struct Bin(pub &'static str);
+
+impl Bin {
+    /// A command for the binary: `RUST_LOG` from `SEXTANT_TEST_LOG`
+    /// (default `info`), backtraces on, stdin closed.
+    pub fn command(self) -> Command {
+        let mut cmd = Command::new(self.0);
+        self.prepare(&mut cmd);
+        cmd
+    }
+
+    /// The same as [`Bin::command`], run inside `ns` (`ip netns exec`
+    /// execs the binary in place: the pid is sextant's).
+    pub fn command_in(self, ns: Option<&Netns>) -> Command {
+        match ns {
+            Some(ns) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", &ns.name, self.0]);
+                self.prepare(&mut cmd);
+                cmd
+            }
+            None => self.command(),
+        }
+    }
+
+    /// Runs the binary with `args` to completion (bounded by a deadline of
+    /// 60 s), capturing its output.
+    pub fn run(self, args: &[&str]) -> Output {
+        let mut child = Command::new(self.0)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sextant");
+        let end = Instant::now() + Duration::from_secs(60);
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                return child.wait_with_output().unwrap();
+            }
+            if Instant::now() >= end {
+                let _ = child.kill();
+                let out = child.wait_with_output().unwrap();
+                panic!(
+                    "sextant {args:?} did not finish within 60s\nstdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn prepare(self, cmd: &mut Command) {
+        cmd.env(
+            "RUST_LOG",
+            std::env::var("SEXTANT_TEST_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null());
+    }
+}
+
+/// The child gets SIGKILL if the thread that spawns it dies without running
+/// destructors (a test killed by a timeout), so no server outlives its test.
+fn die_with_parent(cmd: &mut Command) -> &mut Command {
+    // SAFETY: prctl(2) only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Waits until `GET /v1/status` answers 200 at `api` (run by `get`), or
+/// the child exits, or [`READY`] passes. `what` and `log` are for messages.
+fn wait_ready(
+    child: &mut Option<Child>,
+    get: impl Fn() -> Result<(u16, String), String>,
+    what: &str,
+    log: impl Fn() -> String,
+) -> Result<(), String> {
+    let end = Instant::now() + READY;
+    loop {
+        if let Some(status) = child.as_mut().expect("spawned").try_wait().unwrap() {
+            *child = None;
+            return Err(format!(
+                "{what} exited before it was ready ({status})\n--- log ---\n{}",
+                log()
+            ));
+        }
+        if let Ok((200, _)) = get() {
+            return Ok(());
+        }
+        if Instant::now() >= end {
+            return Err(format!(
+                "{what} not ready within {READY:?} (GET /v1/status)\n--- log ---\n{}",
+                log()
+            ));
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// SIGTERM, then SIGKILL if it has not gone after 5 s.
+fn terminate(mut child: Child) -> Option<ExitStatus> {
+    if let Ok(Some(st)) = child.try_wait() {
+        return Some(st);
+    }
+    // SAFETY: kill(2) on our own, not yet reaped child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some(st);
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+/// `kill(pid, sig)`; panics if it fails.
+fn signal(pid: i32, sig: i32, what: &str) {
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    let rc = unsafe { libc::kill(pid, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig}) of {what} failed");
+}
+
+/// Config syntax of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    Conf,
+    Toml,
+}
+
+impl Syntax {
+    fn ext(self) -> &'static str {
+        match self {
+            Syntax::Conf => "conf",
+            Syntax::Toml => "toml",
+        }
+    }
+}
+
+/// `sextant serve` on a test's own address ([`Net`]): DNS on
+/// SERVER_IP:5300 (or another listener, [`Server::start_dns_on`]) and the
+/// API on SERVER_IP:8080. Stopped on drop; its log and config are printed
+/// if the test is failing.
+pub struct Server {
+    child: Option<Child>,
+    pub net: Net,
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub stderr_path: PathBuf,
+    pub stdout_path: PathBuf,
+    pub dns: Dns,
+}
+
+impl Server {
+    /// Writes `config` and starts `sextant serve` on the test's address,
+    /// waiting until the API answers. Panics (with the server log) if it
+    /// does not come up.
+    pub fn start(bin: Bin, net: &Net, syntax: Syntax, config: &str) -> Server {
+        Self::start_with(bin, net, syntax, config, &[])
+    }
+
+    /// Like [`Server::start`], with extra arguments to `serve`.
+    pub fn start_with(bin: Bin, net: &Net, syntax: Syntax, config: &str, extra: &[&str]) -> Server {
+        Self::try_start(bin, net, syntax, config, extra).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`Server::start_with`] but returns the log instead of panicking.
+    pub fn try_start(
+        bin: Bin,
+        net: &Net,
+        syntax: Syntax,
+        config: &str,
+        extra: &[&str],
+    ) -> Result<Server, String> {
+        Self::spawn(bin, net, syntax, config, net.dns_addr(), extra)
+    }
+
+    /// Like [`Server::start`], but the DNS listener is `dns` (for example
+    /// `[::1]:PORT`) instead of the test's own IPv4 address; the API stays
+    /// on the test's address, and `dns` is what [`Server::dns`] talks to.
+    pub fn start_dns_on(
+        bin: Bin,
+        net: &Net,
+        syntax: Syntax,
+        config: &str,
+        dns: SocketAddr,
+    ) -> Server {
+        Self::spawn(bin, net, syntax, config, dns, &[]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn spawn(
+        bin: Bin,
+        net: &Net,
+        syntax: Syntax,
+        config: &str,
+        dns: SocketAddr,
+        extra: &[&str],
+    ) -> Result<Server, String> {
+        let dir = net.tempdir();
+        let config_path = dir.join(format!("sextant.{}", syntax.ext()));
+        fs::write(&config_path, config).expect("write config");
+        let stderr_path = dir.join("stderr.log");
+        let stdout_path = dir.join("stdout.log");
+        let dns_arg = dns.to_string();
+        let api = net.api_addr().to_string();
+        let child = bin
+            .command()
+            .args([
+                "serve",
+                "--config",
+                config_path.to_str().unwrap(),
+                "--dns-listen",
+                &dns_arg,
+                "--api-listen",
+                &api,
+            ])
+            .args(extra)
+            .stdout(fs::File::create(&stdout_path).unwrap())
+            .stderr(fs::File::create(&stderr_path).unwrap())
+            .spawn()
+            .map_err(|e| format!("cannot spawn {}: {e}", bin.0))?;
+        let mut server = Server {
+            child: Some(child),
+            net: net.clone(),
+            dir,
+            config: config_path,
+            stderr_path,
+            stdout_path,
+            dns: Dns::new(dns),
+        };
+        let api_addr = net.api_addr();
+        wait_ready(
+            &mut server.child,
+            || http_get(api_addr, "/v1/status"),
+            "sextant",
+            || fs::read_to_string(&server.stderr_path).unwrap_or_default(),
+        )
+        .map_err(|e| format!("{e}\n--- config ---\n{config}"))?;
+        Ok(server)
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().expect("server running").id() as i32
+    }
+
+    /// The server's stderr so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait().unwrap().is_none(),
+            None => false,
+        }
+    }
+
+    pub fn signal(&self, sig: i32) {
+        signal(self.pid(), sig, "sextant");
+    }
+
+    /// Rewrites the config file and sends SIGHUP.
+    pub fn reload(&self, config: &str) {
+        fs::write(&self.config, config).expect("rewrite config");
+        self.signal(libc::SIGHUP);
+    }
+
+    /// GET on the API: the status and the body as JSON (a JSON string of
+    /// the body if it is not JSON); panics on transport errors. For
+    /// answers that are not a typed `/v1/...` result, such as errors.
+    pub fn api(&self, path: &str) -> (u16, serde_json::Value) {
+        let (status, body) = http_get(self.net.api_addr(), path)
+            .unwrap_or_else(|e| panic!("GET {path}: {e}\n--- stderr ---\n{}", self.log()));
+        let v = serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body));
+        (status, v)
+    }
+
+    /// GET that must answer 200 with a `T`.
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> T {
+        api_get(self.net.api_addr(), path)
+            .unwrap_or_else(|e| panic!("{e}\n--- stderr ---\n{}", self.log()))
+    }
+
+    /// `GET /v1/status`.
+    pub fn status(&self) -> Status {
+        self.get(api::STATUS)
+    }
+
+    /// `GET /v1/services`.
+    pub fn services(&self) -> Vec<Service> {
+        self.get(api::SERVICES)
+    }
+
+    /// `GET /v1/sites`.
+    pub fn sites(&self) -> Vec<Site> {
+        self.get(api::SITES)
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.status().generation
+    }
+
+    /// The `/v1/services` entry of a service by name.
+    pub fn service(&self, name: &str) -> Option<Service> {
+        self.services().into_iter().find(|s| s.name == name)
+    }
+
+    /// The state of a service by name, from /v1/services.
+    pub fn service_state(&self, name: &str) -> Option<State> {
+        self.service(name).map(|s| s.state)
+    }
+
+    /// Waits until the API reports `state` for `svc`.
+    #[track_caller]
+    pub fn wait_state(&self, svc: &str, state: State) {
+        let mut last = None;
+        let ok = wait_until(EVENTUALLY, || {
+            last = self.service_state(svc);
+            last == Some(state)
+        });
+        assert!(
+            ok,
+            "service {svc} not {state:?} within {EVENTUALLY:?} (last: {last:?})"
+        );
+    }
+
+    /// `GET /v1/explain?name=NAME&client=CLIENT` (NAME may carry more
+    /// parameters: `x.example.com&type=AAAA`).
+    pub fn explain_full(&self, name: &str, client: &str) -> Explain {
+        self.get(&api::explain_path(name, client))
+    }
+
+    /// The /v1/explain trace for a query, as one string.
+    pub fn explain(&self, name: &str, client: &str) -> String {
+        self.explain_full(name, client).trace.join("\n")
+    }
+
+    /// SIGTERM, then SIGKILL if it has not gone after a few seconds.
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        terminate(self.child.take()?)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        if thread::panicking() {
+            eprintln!(
+                "===== sextant stderr ({}) =====\n{}\n===== config ({}) =====\n{}\n===== end =====",
+                self.stderr_path.display(),
+                self.log(),
+                self.config.display(),
+                fs::read_to_string(&self.config).unwrap_or_default()
+            );
+        } else {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// One site of a multi-site test: `sextant serve --local-site NAME` with
+/// DNS on SITE_IP:5300 and the API on SITE_IP:8080, in the host's network
+/// namespace or in a [`Netns`]. Its API and DNS helpers open their sockets
+/// in the site's namespace. Stopped (by pid) on drop; its log is printed if
+/// the test is failing.
+pub struct SiteServer {
+    pub name: String,
+    pub ip: Ipv4Addr,
+    pub dns: Dns,
+    pub api_addr: SocketAddr,
+    pub config: PathBuf,
+    pub log_path: PathBuf,
+    pub ns: Option<Arc<Netns>>,
+    bin: Bin,
+    child: Option<Child>,
+}
+
+impl SiteServer {
+    /// Writes `config` to DIR/NAME.conf and starts the site, waiting until
+    /// its API answers.
+    pub fn start(
+        bin: Bin,
+        dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        config: &str,
+        ns: Option<Arc<Netns>>,
+    ) -> SiteServer {
+        let config_path = dir.join(format!("{name}.conf"));
+        fs::write(&config_path, config).expect("write site config");
+        let mut site = SiteServer {
+            name: name.to_string(),
+            ip,
+            dns: Dns::new(SocketAddr::new(IpAddr::V4(ip), DNS_PORT)),
+            api_addr: SocketAddr::new(IpAddr::V4(ip), API_PORT),
+            config: config_path,
+            log_path: dir.join(format!("{name}.log")),
+            ns,
+            bin,
+            child: None,
+        };
+        let _ = fs::remove_file(&site.log_path);
+        site.spawn();
+        site
+    }
+
+    /// Starts the process again after [`SiteServer::kill`] or
+    /// [`SiteServer::stop`] (same configuration file; the log is appended).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "site {} is running", self.name);
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        let mut log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("open site log");
+        let _ = writeln!(log, "===== test harness: starting site {} =====", self.name);
+        let dns = self.dns.server.to_string();
+        let api = self.api_addr.to_string();
+        let config = self.config.to_str().expect("utf-8 path").to_string();
+        let mut cmd = self.bin.command_in(self.ns.as_deref());
+        let child = die_with_parent(&mut cmd)
+            .args([
+                "serve",
+                "--config",
+                config.as_str(),
+                "--local-site",
+                &self.name,
+                "--dns-listen",
+                &dns,
+                "--api-listen",
+                &api,
+                "--udp-workers",
+                "1",
+            ])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn site {}: {e}", self.name));
+        let mut child = Some(child);
+        let ready = wait_ready(
+            &mut child,
+            || self.get("/v1/status"),
+            &format!("site {}", self.name),
+            || self.log(),
+        );
+        self.child = child;
+        if let Err(e) = ready {
+            panic!(
+                "{e}\n--- config ---\n{}",
+                fs::read_to_string(&self.config).unwrap_or_default()
+            );
+        }
+    }
+
+    /// Runs `f` in the site's network namespace (directly without one).
+    pub fn in_ns<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.ns {
+            Some(ns) => ns.run(f),
+            None => f(),
+        }
+    }
+
+    pub fn pid(&self) -> Option<i32> {
+        self.child.as_ref().map(|c| c.id() as i32)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait().unwrap().is_none(),
+            None => false,
+        }
+    }
+
+    /// GET on the site's API.
+    pub fn get(&self, path: &str) -> Result<(u16, String), String> {
+        let addr = self.api_addr;
+        self.in_ns(|| http_get(addr, path))
+    }
+
+    /// GET that must answer 200 with a `T`.
+    pub fn try_api<T: DeserializeOwned + Send>(&self, path: &str) -> Result<T, String> {
+        let addr = self.api_addr;
+        self.in_ns(|| api_get(addr, path))
+            .map_err(|e| format!("site {}: {e}", self.name))
+    }
+
+    /// Like [`SiteServer::try_api`]; panics on failure.
+    pub fn api<T: DeserializeOwned + Send>(&self, path: &str) -> T {
+        self.try_api(path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// POST of a JSON body on the site's API.
+    pub fn post(&self, path: &str, json: &str) -> (u16, String) {
+        let addr = self.api_addr;
+        self.in_ns(|| http_post(addr, path, json))
+            .unwrap_or_else(|e| panic!("site {}: POST {path}: {e}", self.name))
+    }
+
+    /// `/v1/status`.
+    pub fn status(&self) -> Status {
+        self.api(api::STATUS)
+    }
+
+    /// `/v1/sites`.
+    pub fn try_sites(&self) -> Result<Vec<Site>, String> {
+        self.try_api(api::SITES)
+    }
+
+    /// The `/v1/sites` entry of `site` (case-insensitive name).
+    pub fn try_site(&self, site: &str) -> Result<Site, String> {
+        let sites = self.try_sites()?;
+        api::find_site(&sites, site).cloned().ok_or_else(|| {
+            format!(
+                "site {}: /v1/sites has no entry {site}: {sites:?}",
+                self.name
+            )
+        })
+    }
+
+    pub fn site(&self, site: &str) -> Site {
+        self.try_site(site).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The `mep` counters of `/v1/status`; panics when MEP is not running.
+    pub fn mep(&self) -> MepCounters {
+        self.status()
+            .mep
+            .unwrap_or_else(|| panic!("site {}: /v1/status has no mep counters", self.name))
+    }
+
+    /// The `/v1/services` entry of a service.
+    pub fn try_service(&self, name: &str) -> Result<Service, String> {
+        let all: Vec<Service> = self.try_api(api::SERVICES)?;
+        all.iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .ok_or_else(|| format!("site {}: /v1/services has no {name}: {all:?}", self.name))
+    }
+
+    pub fn service(&self, name: &str) -> Service {
+        self.try_service(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A DNS query over UDP from 127.0.0.1 (in the site's namespace).
+    pub fn try_query(&self, name: &str, rtype: RecordType) -> Result<Message, String> {
+        let dns = self.dns.clone();
+        let q = build_query(name, rtype, None);
+        self.in_ns(|| dns.try_udp_from(None, &q))
+            .map_err(|e| format!("site {}: {e}", self.name))
+    }
+
+    /// The A addresses the site answers for `name`.
+    pub fn try_query_a(&self, name: &str) -> Result<Vec<Ipv4Addr>, String> {
+        self.try_query(name, RecordType::A).map(|m| a_records(&m))
+    }
+
+    pub fn query_a(&self, name: &str) -> Vec<Ipv4Addr> {
+        self.try_query_a(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The `/v1/explain` answer for `name` asked by `client`.
+    pub fn explain(&self, name: &str, client: &str) -> Explain {
+        self.api(&api::explain_path(name, client))
+    }
+
+    /// The site's log (stderr and stdout) so far.
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Rewrites the configuration file and sends SIGHUP.
+    pub fn reload(&self, config: &str) {
+        fs::write(&self.config, config).expect("rewrite site config");
+        let pid = self.pid().expect("site running");
+        signal(pid, libc::SIGHUP, &format!("site {}", self.name));
+    }
+
+    /// SIGKILL by pid, as a crash: no goodbye to the peers.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM by pid, then SIGKILL if it has not gone after 5 s.
+    pub fn stop(&mut self) {
+        if let Some(child) = self.child.take() {
+            terminate(child);
+        }
+    }
+}
+
+impl Drop for SiteServer {
+    fn drop(&mut self) {
+        self.stop();
+        if thread::panicking() {
+            let log = self.log();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(200)..];
+            eprintln!(
+                "===== site {} ({}) log, last {} lines: {} =====\n{}\n===== end of site {} =====",
+                self.name,
+                self.ip,
+                tail.len(),
+                self.log_path.display(),
+                tail.join("\n"),
+                self.name
+            );
+        }
+    }
+}
