@@ -15,7 +15,10 @@ fn model(n: usize) -> Arc<Model> {
     m.sites
         .push(Site::new("local", IpAddr::V4(Ipv4Addr::LOCALHOST)));
     m.set_local_site(0);
-    m.monitors.push(Monitor::new("tcp", MonitorKind::Tcp));
+    let mut tcp = Monitor::new("tcp", MonitorKind::Tcp);
+    // One failure takes a service DOWN, one success brings it back.
+    tcp.retries = 1;
+    m.monitors.push(tcp);
     for i in 0..n {
         m.services.push(Service {
             name: format!("svc{i}"),

@@ -136,6 +136,9 @@ pub struct Engine {
     base: Snapshot,
     index: Index,
     services: Vec<Svc>,
+    /// Per service: the load figures the decision core sees, kept up to
+    /// date as their inputs change, so a publication only copies them.
+    figures: Vec<ServiceMetrics>,
     status: StatusBuilder,
     /// Lower-case site name → what metric exchange says of it.
     peers: HashMap<String, Peer>,
@@ -184,7 +187,7 @@ impl Engine {
     fn fresh(model: Arc<Model>, generation: u64) -> Engine {
         let base = Snapshot::new(Arc::clone(&model), generation);
         let index = Index::new(&model);
-        let services = model
+        let services: Vec<Svc> = model
             .services
             .iter()
             .map(|s| Svc {
@@ -218,6 +221,7 @@ impl Engine {
             generation,
             base,
             index,
+            figures: vec![ServiceMetrics::NONE; services.len()],
             services,
             status,
             peers: HashMap::new(),
@@ -288,6 +292,7 @@ impl Engine {
             Event::LocalFigures { service, metrics } => {
                 if let Some(svc) = self.services.get_mut(service as usize) {
                     svc.local_metrics = metrics;
+                    self.refresh_figures(service as usize);
                     self.figures_dirty = true;
                     self.report_dirty = true;
                 }
@@ -373,6 +378,7 @@ impl Engine {
                 last_response: p.response_time,
             };
         }
+        self.refresh_figures(i);
         self.figures_dirty = true;
         if self.is_local(i) {
             self.report_dirty = true;
@@ -610,9 +616,9 @@ impl Engine {
         let changed = self.services[i].up != up;
         if let Some(st) = self.status.get_mut(i as ServiceId) {
             if st.reason != reason {
-                // A new reason is published at once, like a new state.
+                // Published with the next figures (a new state goes at once).
                 st.reason = Arc::clone(&reason);
-                self.states_dirty = true;
+                self.figures_dirty = true;
             }
             if changed {
                 st.last_change = Some(now);
@@ -636,6 +642,7 @@ impl Engine {
     fn settle_all(&mut self, touched: &[ServiceId], now: Duration, effects: &mut Vec<Effect>) {
         for s in touched {
             self.refresh_gate(*s as usize, effects);
+            self.refresh_figures(*s as usize);
         }
         for s in touched {
             let (up, reason) = self.verdict(*s as usize);
@@ -670,6 +677,7 @@ impl Engine {
     /// holds, per service, its state before a reload, if it had one.
     fn settle_everything(&mut self, now: Duration, old_up: Option<&[Option<bool>]>) {
         for i in 0..self.services.len() {
+            self.refresh_figures(i);
             self.services[i].gate_open = self.monitors_decide(i);
             let (up, reason) = self.verdict(i);
             let was = old_up.and_then(|o| o.get(i).copied().flatten());
@@ -916,7 +924,7 @@ impl Engine {
             .iter()
             .map(|s| ServiceState { up: s.up })
             .collect();
-        let metrics = self.metrics();
+        let metrics: Arc<[ServiceMetrics]> = Arc::from(&self.figures[..]);
         let status = self.status.publish();
         let snapshot = self.base.with_health(states, metrics, status);
         self.states_dirty = false;
@@ -935,27 +943,26 @@ impl Engine {
         }
     }
 
-    /// The load figures the decision core sees: measured here for local
-    /// services (the monitors' response time standing in when no source
-    /// gives one), reported by the owning site for remote ones.
-    fn metrics(&self) -> Arc<[ServiceMetrics]> {
-        (0..self.services.len())
-            .map(|i| {
-                let svc = &self.services[i];
-                if self.uses_metric_exchange(i) {
-                    return svc.report.as_ref().map(|r| r.metrics).unwrap_or_default();
-                }
-                let mut m = svc.local_metrics;
-                if m.response_time_us.is_none() {
-                    m.response_time_us = self
-                        .status
-                        .get(i as ServiceId)
-                        .and_then(|s| s.monitors.iter().filter_map(|m| m.last_response).max())
-                        .map(|d| d.as_micros() as u64);
-                }
-                m
-            })
-            .collect()
+    /// Re-derives the load figures the decision core sees for one service:
+    /// measured here for local services (the monitors' response time
+    /// standing in when no source gives one), reported by the owning site for
+    /// remote ones.
+    fn refresh_figures(&mut self, i: usize) {
+        let svc = &self.services[i];
+        let m = if self.uses_metric_exchange(i) {
+            svc.report.as_ref().map(|r| r.metrics).unwrap_or_default()
+        } else {
+            let mut m = svc.local_metrics;
+            if m.response_time_us.is_none() {
+                m.response_time_us = self
+                    .status
+                    .get(i as ServiceId)
+                    .and_then(|s| s.monitors.iter().filter_map(|m| m.last_response).max())
+                    .map(|d| d.as_micros() as u64);
+            }
+            m
+        };
+        self.figures[i] = m;
     }
 
     /// This site's report, when it takes part in metric exchange.
@@ -964,7 +971,7 @@ impl Engine {
         if !self.model.site(local).metric_exchange || self.model.sites.len() < 2 {
             return None;
         }
-        let metrics = self.metrics();
+        let metrics = &self.figures;
         Some(LocalReport {
             services: self.index.site_services[local as usize]
                 .iter()
