@@ -414,6 +414,8 @@ fn report(plan: &Plan, i: usize, services: usize, n: u64) -> LocalReport {
                     (k + 10) as u8,
                 )),
                 port: 443,
+                public_ip: None,
+                public_port: None,
                 state: ServiceState::Up,
                 metrics: LoadMetrics {
                     connections: Some(200 + wobble(k64, 97)),
@@ -788,16 +790,19 @@ fn sizes(plan: &[Plan], services: usize) -> Sizes {
     Sizes {
         report: frame_len(&Message::ServiceStates(ServiceStates {
             entries: r.services.clone(),
+            ..Default::default()
         })) + frame_len(&Message::SiteMetrics(r.site)),
         relay: frame_len(&Message::ChildReport(ChildReport {
             child: plan[i].name.clone(),
             up: true,
             services: Some(r.services.clone()),
+            states: None,
             site_metrics: None,
         })) + frame_len(&Message::ChildReport(ChildReport {
             child: plan[i].name.clone(),
             up: true,
             services: None,
+            states: None,
             site_metrics: Some(r.site),
         })),
         keepalive: frame_len(&Message::Keepalive(Keepalive {

@@ -266,6 +266,8 @@ pub fn report(service: &str, ip: &str, connections: u64) -> LocalReport {
             service: service.to_owned(),
             ip: ip.parse().unwrap(),
             port: 80,
+            public_ip: None,
+            public_port: None,
             state: ServiceState::Up,
             metrics: LoadMetrics {
                 connections: Some(connections),
