@@ -353,10 +353,12 @@ impl StreamReceiver {
                 Step::Nothing
             });
         }
+        // Senders never send an empty delta, so an empty step is a
+        // heartbeat: it names the state the sender is at.
         if empty && m.seq == have {
             return Ok(Step::Nothing);
         }
-        if have.checked_add(1) == Some(m.seq) {
+        if !empty && have.checked_add(1) == Some(m.seq) {
             self.seq = Some(m.seq);
             return Ok(Step::Delta {
                 entries: m.entries,
@@ -660,9 +662,9 @@ mod tests {
         let d = s.set(&list(12, 3));
         feed(&mut r, &mut v, s.changes(d, 1 << 20));
         assert!(v.matches(&list(12, 3)));
-        // A heartbeat that is ahead is a gap too.
+        // A heartbeat that is ahead is a gap too, even by one.
         let mut hb = s.heartbeat();
-        hb.seq += 3;
+        hb.seq += 1;
         assert!(matches!(r.on_states(hb), Ok(Step::Resync { .. })));
     }
 
