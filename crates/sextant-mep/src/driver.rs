@@ -1227,7 +1227,8 @@ impl Inner {
             && matches!(kind, Some(LinkKind::ToChild | LinkKind::Adopted))
             && !self.children.contains_key(&k)
         {
-            self.children.insert(k.clone(), ChildData::new(name.clone()));
+            self.children
+                .insert(k.clone(), ChildData::new(name.clone()));
             self.relay(ChildReport {
                 child: name,
                 up: true,
@@ -1307,7 +1308,10 @@ impl Inner {
                     Step::Nothing => return,
                     Step::Resync { have } => {
                         tracing::debug!(from = %name, ?have, "gap in the service stream: asking for a snapshot");
-                        self.send(id, Message::ResyncRequest(ResyncRequest { child: None, have }));
+                        self.send(
+                            id,
+                            Message::ResyncRequest(ResyncRequest { child: None, have }),
+                        );
                         return;
                     }
                     Step::Full(entries) => (true, entries, Vec::new()),
@@ -1425,7 +1429,7 @@ impl Inner {
                 list: to_wire(list.clone()),
             })
             .collect();
-        lists.sort_by(|a, b| key(&a.parent).cmp(&key(&b.parent)));
+        lists.sort_by_key(|b| key(&b.parent));
         let st = StateFile {
             version: state::STATE_VERSION,
             site: self.cfg.local.name.clone(),
@@ -1550,11 +1554,7 @@ impl Inner {
                 c.relayed.remove(&ck);
             } else if let Some(st) = r.states {
                 if !c.relayed.contains_key(&ck) && c.relayed.len() >= MAX_RELAYED_STREAMS {
-                    return self.stream_error(
-                        id,
-                        Some(&r.child),
-                        StreamError::SnapshotTooLarge,
-                    );
+                    return self.stream_error(id, Some(&r.child), StreamError::SnapshotTooLarge);
                 }
                 match c.relayed.entry(ck.clone()).or_default().on_states(st) {
                     Err(e) => return self.stream_error(id, Some(&r.child), e),
@@ -2475,11 +2475,10 @@ mod tests {
         sink.push(delta("B", vec![entry(1, 1)], vec![entry(9, 0).key()]));
         sink.push(delta("B", vec![entry(9, 2)], vec![entry(1, 1).key()]));
         let mut views: HashMap<String, View> = HashMap::new();
-        views.entry("B".into()).or_default().apply(
-            true,
-            &[entry(1, 0), entry(7, 0)],
-            &[],
-        );
+        views
+            .entry("B".into())
+            .or_default()
+            .apply(true, &[entry(1, 0), entry(7, 0)], &[]);
         let mut n = 0;
         while let (Some(e), _) = sink.pop(true) {
             n += 1;

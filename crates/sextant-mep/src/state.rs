@@ -136,7 +136,8 @@ mod tests {
     use crate::message::SiteAddr;
 
     fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("sextant-mep-state-{name}-{}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("sextant-mep-state-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).unwrap();
         d
@@ -180,13 +181,19 @@ mod tests {
         assert!(matches!(e, StateError::Parse { .. }));
         assert!(e.to_string().contains("x.json"), "{e}");
         fs::write(&p, br#"{"version":9,"site":"a","backup_lists":[]}"#).unwrap();
-        assert!(matches!(load(&p), Err(StateError::Version { version: 9, .. })));
+        assert!(matches!(
+            load(&p),
+            Err(StateError::Version { version: 9, .. })
+        ));
         // A directory where the file should be.
-        let e = save(&d, &StateFile {
-            version: 1,
-            site: "a".into(),
-            backup_lists: vec![],
-        });
+        let e = save(
+            &d,
+            &StateFile {
+                version: 1,
+                site: "a".into(),
+                backup_lists: vec![],
+            },
+        );
         assert!(e.is_err());
         let _ = fs::remove_dir_all(&d);
     }

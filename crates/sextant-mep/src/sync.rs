@@ -406,7 +406,10 @@ impl StreamReceiver {
         }
         p.entries.extend(m.entries);
         if !m.last {
-            p.next_part = p.next_part.checked_add(1).ok_or(StreamError::SnapshotTooLarge)?;
+            p.next_part = p
+                .next_part
+                .checked_add(1)
+                .ok_or(StreamError::SnapshotTooLarge)?;
             self.partial = Some(p);
             return Ok(Step::Nothing);
         }
@@ -490,7 +493,11 @@ impl Merged {
     pub fn into_parts(self) -> (bool, Vec<ServiceEntry>, Vec<ServiceKey>) {
         let mut removed: Vec<ServiceKey> = self.removed.into_iter().collect();
         removed.sort_unstable();
-        (self.full, self.entries.into_iter().flatten().collect(), removed)
+        (
+            self.full,
+            self.entries.into_iter().flatten().collect(),
+            removed,
+        )
     }
 }
 
@@ -538,7 +545,7 @@ mod tests {
             port: 80 + (i % 3) as u16,
             public_ip: None,
             public_port: None,
-            state: if conns % 2 == 0 {
+            state: if conns.is_multiple_of(2) {
                 ServiceState::Up
             } else {
                 ServiceState::Down
@@ -590,11 +597,7 @@ mod tests {
         let mut r = StreamReceiver::new();
         let mut v = View::default();
         let steps = feed(&mut r, &mut v, parts);
-        assert!(
-            steps[..steps.len() - 1]
-                .iter()
-                .all(|s| *s == Step::Nothing)
-        );
+        assert!(steps[..steps.len() - 1].iter().all(|s| *s == Step::Nothing));
         assert!(matches!(steps.last(), Some(Step::Full(e)) if e.len() == 30_000));
         assert!(v.matches(&l));
     }

@@ -348,10 +348,14 @@ async fn oversized_frame_from_an_up_peer_closes_that_session() {
     // A small frame limit on B; A sends a report bigger than it.
     let specs = [site("A", "127.77.8.1"), site("B", "127.77.8.2")];
     let mut a = Node::start(&specs, "A", KA);
-    let mut b = Node::start_with(model(&specs, "B", KA), "B", Options {
+    let mut b = Node::start_with(
+        model(&specs, "B", KA),
+        "B",
+        Options {
             max_frame: 2048,
             ..Default::default()
-        });
+        },
+    );
     a.wait_up("B", WAIT).await;
     b.wait_up("A", WAIT).await;
     let mut big = report("svcA", "10.0.0.1", 1);

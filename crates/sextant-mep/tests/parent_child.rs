@@ -480,9 +480,11 @@ async fn a_child_restarted_while_its_parent_is_down_is_adopted_thanks_to_its_sta
     // Without the file, a restarted child does not know P2 and refuses it.
     let mut bare = Node::start(&specs, "C1", KA);
     let mut p2 = Node::start(&specs, "P2", KA);
-    bare.wait(WAIT, "Refused P2", |e| {
-        matches!(e, MepEvent::Refused { peer, .. } if peer.ip() == specs[1].ip)
-    })
+    bare.wait(
+        WAIT,
+        "Refused P2",
+        |e| matches!(e, MepEvent::Refused { peer, .. } if peer.ip() == specs[1].ip),
+    )
     .await;
     bare.stop();
     p2.stop();

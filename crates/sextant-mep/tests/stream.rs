@@ -176,10 +176,17 @@ async fn gaps_requests_and_hostile_parts_over_the_wire() {
     let mine = many(5, 3, 1);
     a.handle().publish(local(mine.clone()));
     let first = read_until(&mut fake, |m| matches!(m, Message::ServiceStates(_))).await;
-    assert!(matches!(first, Message::ServiceStates(ServiceStates { full: true, .. })));
+    assert!(matches!(
+        first,
+        Message::ServiceStates(ServiceStates { full: true, .. })
+    ));
     fake.send(Message::ResyncRequest(ResyncRequest::default()))
         .await;
-    let again = read_until(&mut fake, |m| matches!(m, Message::ServiceStates(s) if s.full)).await;
+    let again = read_until(
+        &mut fake,
+        |m| matches!(m, Message::ServiceStates(s) if s.full),
+    )
+    .await;
     match again {
         Message::ServiceStates(s) => {
             assert!(s.last);
@@ -198,9 +205,11 @@ async fn gaps_requests_and_hostile_parts_over_the_wire() {
         removed: vec![],
     }))
     .await;
-    a.wait(WAIT, "BadFrame", |e| {
-        matches!(e, MepEvent::BadFrame { reason, .. } if reason.contains("part 3"))
-    })
+    a.wait(
+        WAIT,
+        "BadFrame",
+        |e| matches!(e, MepEvent::BadFrame { reason, .. } if reason.contains("part 3")),
+    )
     .await;
     a.wait_down("B", WAIT).await;
     let st = a.handle().status();
@@ -283,9 +292,10 @@ async fn a_relay_of_thirty_thousand_child_services() {
     p2.stop();
     let mut p2 = Node::start(&specs, "P2", KA);
     p2.wait_view("C1", &next, WAIT).await;
-    assert!(p2.seen.iter().any(|e| matches!(
-        e,
-        MepEvent::Services { full: true, .. }
-    )));
+    assert!(
+        p2.seen
+            .iter()
+            .any(|e| matches!(e, MepEvent::Services { full: true, .. }))
+    );
     drop(p1);
 }
