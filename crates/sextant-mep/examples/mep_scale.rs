@@ -1614,10 +1614,11 @@ fn unlimited_frame_len(m: &Message) -> f64 {
     (frame::HEADER_LEN + m.to_json().map_or(0, |b| b.len())) as f64
 }
 
-/// Service `k` of the measured site, its figures at `version`.
+/// Service `k` of the measured site, its figures at `version`: about 88
+/// bytes of JSON, near the 78 of the report.
 fn stream_entry(k: usize, version: u64) -> ServiceEntry {
     ServiceEntry {
-        service: format!("svc-{k:06}"),
+        service: format!("s{k}"),
         ip: IpAddr::V4(Ipv4Addr::new(10, (k >> 16) as u8, (k >> 8) as u8, k as u8)),
         port: 443,
         public_ip: None,
@@ -1625,7 +1626,6 @@ fn stream_entry(k: usize, version: u64) -> ServiceEntry {
         state: ServiceState::Up,
         metrics: LoadMetrics {
             connections: Some(100 + version % 900),
-            response_time_ms: Some(2.5),
             ..Default::default()
         },
     }
