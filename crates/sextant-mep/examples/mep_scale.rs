@@ -1654,8 +1654,8 @@ async fn stream_sites(a: &Args, net: u8) -> StreamSites {
     let source = plan[0].name.clone();
     for i in 0..plan.len() {
         let (tx, mut rx) = mpsc::channel(4096);
-        let h = sextant_mep::start(Arc::new(model_for(&plan, &full, i)), 1, tx)
-            .unwrap_or_else(|e| {
+        let h =
+            sextant_mep::start(Arc::new(model_for(&plan, &full, i)), 1, tx).unwrap_or_else(|e| {
                 eprintln!("mep_scale: cannot start {}: {e}", plan[i].name);
                 std::process::exit(1)
             });
@@ -1846,7 +1846,9 @@ async fn run_stream(a: Args) -> i32 {
     let elapsed = t0.elapsed().as_secs_f64();
     let sent = sites.sent() - b0;
     let after = sent as f64 / peers / elapsed;
-    sites.wait_sync(&last, Instant::now(), Duration::from_secs(10)).await;
+    sites
+        .wait_sync(&last, Instant::now(), Duration::from_secs(10))
+        .await;
     let fulls: u64 = sites.views[1..]
         .iter()
         .zip(&ev0)
@@ -1854,7 +1856,11 @@ async fn run_stream(a: Args) -> i32 {
         .sum();
     let rate = 1.0 / (ka / 3).as_secs_f64();
     emit("churn_services", m, "services of the measured site");
-    emit("churn_changes_per_s", per_s, "services changing every second");
+    emit(
+        "churn_changes_per_s",
+        per_s,
+        "services changing every second",
+    );
     emit(
         "churn_whole_list_B",
         whole,

@@ -312,6 +312,7 @@ pub fn start_with(
             site_metrics: None,
             report_sent: Duration::ZERO,
             lose_next_delta: false,
+            relay_beat_at: Duration::ZERO,
             state_file: options.state_file,
             children: HashMap::new(),
             received_lists: HashMap::new(),
@@ -832,6 +833,8 @@ struct Inner {
     site_metrics: Option<SiteMetrics>,
     /// When the last heartbeat (and site metrics) went out.
     report_sent: Duration,
+    /// When the next relay heartbeats are due.
+    relay_beat_at: Duration,
     /// Test hook: drop the next delta of `own` (see
     /// `MepHandle::lose_next_delta`).
     lose_next_delta: bool,
@@ -1554,7 +1557,11 @@ impl Inner {
                 c.relayed.remove(&ck);
             } else if let Some(st) = r.states {
                 if !c.relayed.contains_key(&ck) && c.relayed.len() >= MAX_RELAYED_STREAMS {
-                    return self.stream_error(id, Some(&r.child), StreamError::SnapshotTooLarge);
+                    return self.stream_error(
+                        id,
+                        Some(&r.child),
+                        StreamError::TooManyStreams(MAX_RELAYED_STREAMS),
+                    );
                 }
                 match c.relayed.entry(ck.clone()).or_default().on_states(st) {
                     Err(e) => return self.stream_error(id, Some(&r.child), e),
@@ -1991,7 +1998,11 @@ impl Inner {
             let targets = self.report_targets();
             self.broadcast(&targets, &Message::ServiceStates(self.own.heartbeat()));
             self.broadcast(&targets, &Message::SiteMetrics(site));
-            if self.topo.role() == Role::Parent {
+            // Relay heartbeats: one frame per child and peer parent, so they
+            // go every keepalive timeout only (a third of the rate), which
+            // still reveals a lost relay delta within T.
+            if self.topo.role() == Role::Parent && now >= self.relay_beat_at {
+                self.relay_beat_at = now + self.cfg.timeout;
                 let peers = self.peer_conns();
                 let beats: Vec<Message> = self
                     .children

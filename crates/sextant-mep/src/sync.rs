@@ -294,6 +294,8 @@ pub enum StreamError {
     DeltaInSnapshot,
     #[error("snapshot of more than {SNAPSHOT_MAX_ENTRIES} entries")]
     SnapshotTooLarge,
+    #[error("more than {0} relayed streams on one connection")]
+    TooManyStreams(usize),
 }
 
 #[derive(Debug)]
