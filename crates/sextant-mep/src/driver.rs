@@ -10,9 +10,10 @@
 //! * one task per connection, running a [`Session`]: it reads frames, feeds
 //!   them to the session, writes what the session sends, and reports the
 //!   session's events here;
-//! * a ticker (every keepalive interval): resends the local report, marks
-//!   sites never reached as DOWN one keepalive timeout after start (and
-//!   after each reload);
+//! * a ticker (every keepalive interval): sends the heartbeat of the local
+//!   service stream and the site metrics (relay heartbeats every keepalive
+//!   timeout), marks sites never reached as DOWN one keepalive timeout
+//!   after start (and after each reload);
 //! * a forwarder that moves [`MepEvent`]s into the caller's channel, so no
 //!   lock is ever held while waiting for the caller; reports (`Services`,
 //!   `SiteMetrics`) are coalesced per site and never delay state changes
@@ -1203,6 +1204,14 @@ impl Inner {
         }
         self.active.insert(k.clone(), id);
         self.topo.peer_up(&name);
+        // A child whose parent reconnected: no ParentChanged follows, so
+        // the new session gets its snapshot here.
+        if replaced
+            && self.topo.role() == Role::Child
+            && self.topo.current_parent().map(key).as_deref() == Some(k.as_str())
+        {
+            self.send_report_to(id);
+        }
         self.site_info(&k, &name).rtt = None;
         if !replaced {
             tracing::debug!(site = %name, peer = %addr, secure, "MEP is UP");
