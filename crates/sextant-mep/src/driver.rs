@@ -352,9 +352,11 @@ pub fn start_with(
 }
 
 impl MepHandle {
-    /// Our local services' states and figures and our site figures. Sent to
-    /// every UP peer that needs them when they change, and again every
-    /// keepalive interval.
+    /// Our local services' states and figures and our site figures: always
+    /// the whole current list, so the binary needs no memory of what it
+    /// sent. The driver sends each receiver a snapshot once and then only
+    /// what changed since the previous publish (see `docs/mep.md`,
+    /// "Service state stream").
     pub fn publish(&self, report: LocalReport) {
         let now = self.shared.now();
         self.shared.lock().publish(report, now);

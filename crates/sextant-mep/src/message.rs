@@ -438,9 +438,11 @@ pub struct AcceptParent {
 /// "Each parent site exchanges health information with the child sites and
 /// with other parent sites."
 ///
-/// Sent when the child's link comes up (`up`, with the child's last figures),
-/// when the child's figures change (`up`, with the part that changed), and
-/// when the link goes down (`up: false`, nothing else).
+/// Sent when the child's link comes up (`up`, nothing else), for each step
+/// of the sender's relay stream of the child's services and when its site
+/// figures change (`up`, with `states` and/or `site_metrics`), as a relay
+/// heartbeat (`up`, `states` empty), and when the link goes down (`up:
+/// false`, nothing else).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChildReport {
     pub child: String,
