@@ -745,6 +745,11 @@ struct Conn {
     stream: StreamReceiver,
     /// The peer's relay streams of its children, by child key.
     relayed: HashMap<String, StreamReceiver>,
+    /// When we last answered a ResyncRequest, by stream ("" for our own
+    /// services, else the child key): a snapshot may be megabytes, so a
+    /// peer asking again and again is answered once per keepalive interval
+    /// (a real receiver repeats its request with its next heartbeat).
+    resync_answered: HashMap<String, Duration>,
 }
 
 struct Dialer {
@@ -1044,6 +1049,7 @@ impl Inner {
                 offer: None,
                 stream: StreamReceiver::new(),
                 relayed: HashMap::new(),
+                resync_answered: HashMap::new(),
             },
         );
         Some(Reg {
@@ -1476,6 +1482,25 @@ impl Inner {
     /// A peer asks for a fresh snapshot of one of our streams.
     fn on_resync_request(&mut self, id: u64, from: &str, r: ResyncRequest) {
         tracing::debug!(%from, child = ?r.child, have = ?r.have, "snapshot requested");
+        let Some(now) = self.shared().map(|s| s.now()) else {
+            return;
+        };
+        let interval = self.cfg.interval();
+        let stream = r.child.as_deref().map(key).unwrap_or_default();
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if c.resync_answered.len() > MAX_RELAYED_STREAMS {
+            c.resync_answered.clear();
+        }
+        if c.resync_answered
+            .get(&stream)
+            .is_some_and(|&t| now < t + interval)
+        {
+            tracing::debug!(%from, child = ?r.child, "snapshot requested again too soon: ignored");
+            return;
+        }
+        c.resync_answered.insert(stream, now);
         match r.child {
             None => {
                 if self.report_targets().contains(&id) {
