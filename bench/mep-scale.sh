@@ -20,6 +20,14 @@
 #                   skipped unless root with unshare and iptables.
 #   mesh            32-site flat mesh, keepalive KA_MS, failed site dropped
 #   mesh-blackhole  the same with the iptables blackhole
+#   stream          the service state stream: a site with SYNC_SERVICES
+#                   (100,000) services comes into sync with STREAM_PEERS (2)
+#                   peers (time, bytes), then a site with CHURN_SERVICES
+#                   (10,000) of which CHURN_PERCENT (1) % change every second:
+#                   bytes per second per peer, measured, next to what the
+#                   whole-list resend before the stream cost (computed from
+#                   the message size x rate); keepalive KA_STREAM_MS (10 s,
+#                   the default of -MEPKeepAliveTimeout)
 #
 # Prints a summary table; every figure of every run (one MODE.KEY=VALUE line
 # each, with a comment) lands in bench/out/mep-scale/RUN.txt, progress and
@@ -35,11 +43,17 @@ CHILDREN="${CHILDREN:-1024}"
 MESH="${MESH:-32}"
 WINDOW_S="${WINDOW_S:-5}"
 RUN_TIMEOUT_S="${RUN_TIMEOUT_S:-60}"
-RUNS="${RUNS:-tree tree-fit tree-blackhole mesh mesh-blackhole}"
+RUNS="${RUNS:-tree tree-fit tree-blackhole mesh mesh-blackhole stream}"
+KA_STREAM_MS="${KA_STREAM_MS:-10000}"
+SYNC_SERVICES="${SYNC_SERVICES:-100000}"
+CHURN_SERVICES="${CHURN_SERVICES:-10000}"
+CHURN_PERCENT="${CHURN_PERCENT:-1}"
+STREAM_PEERS="${STREAM_PEERS:-2}"
+STREAM_WINDOW_S="${STREAM_WINDOW_S:-10}"
 
 echo "== building the benchmark (cargo build --release -p sextant-mep --example mep_scale)" >&2
 cargo build --release -p sextant-mep --example mep_scale >&2 || exit 1
-BIN="$PWD/target/release/examples/mep_scale"
+BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/mep_scale"
 OUT="$PWD/bench/out/mep-scale"
 mkdir -p "$OUT"
 
@@ -89,6 +103,9 @@ for r in $RUNS; do
         tree-blackhole) run tree-blackhole --netns "${TREE[@]}" --keepalive-ms "$KA_FIT_MS" --fail blackhole ;;
         mesh) run mesh "${MESHA[@]}" --keepalive-ms "$KA_MS" ;;
         mesh-blackhole) run mesh-blackhole --netns "${MESHA[@]}" --keepalive-ms "$KA_MS" --fail blackhole ;;
+        stream) run stream --stream --keepalive-ms "$KA_STREAM_MS" --sync-services "$SYNC_SERVICES" \
+            --churn-services "$CHURN_SERVICES" --churn-percent "$CHURN_PERCENT" --peers "$STREAM_PEERS" \
+            --window-s "$STREAM_WINDOW_S" ;;
         *) echo "unknown run $r" >&2; exit 64 ;;
     esac
 done
@@ -107,6 +124,7 @@ get() {
         run sites ka_ms start_s converge_s visible_s detect_s takeover_s bound_s return_s \
         "tx_B/s" "rx_B/s" "KiB/st" cpu result
     for r in $RUNS; do
+        [ "$r" = stream ] && continue
         [ "${RC[$r]:-}" = skipped ] && { printf '%-15s skipped\n' "$r"; continue; }
         [ -f "$OUT/$r.txt" ] || continue
         case $r in tree*) who=parent ;; *) who=site ;; esac
@@ -125,5 +143,16 @@ get() {
     echo "per-socket TCP_INFO counters over a ${WINDOW_S} s steady window; KiB/st: (VmRSS - baseline) / sites;"
     echo "cpu: cores the whole process used in that window. Estimates, per-child figures, memory, event"
     echo "backlog and publish ratio: $OUT/RUN.txt"
+    if [ -f "$OUT/stream.txt" ] && [[ " $RUNS " == *" stream "* ]]; then
+        case ${RC[stream]:-?} in 0) result=ok ;; 2) result=TIMEOUT ;; 3) result=BOUND-MISSED ;; *) result="rc=${RC[stream]}" ;; esac
+        echo
+        echo "Service state stream (keepalive $(get stream keepalive_ms) ms, $(get stream peers) peers; $result):"
+        echo "  $(get stream sync_services) services in sync: $(get stream sync_converge_s) s," \
+            "$(get stream sync_bytes_per_peer) B per peer ($(get stream sync_snapshot_parts) frames;" \
+            "as one frame it would be $(get stream sync_whole_frame_B) B)"
+        echo "  $(get stream churn_services) services, $(get stream churn_changes_per_s) changing per second:" \
+            "before $(get stream churn_before_Bps_per_peer) B/s per peer (computed)," \
+            "after $(get stream churn_after_Bps_per_peer) B/s per peer (measured)"
+    fi
 } | tee "$OUT/summary.txt"
 exit $status

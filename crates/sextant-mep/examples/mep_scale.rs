@@ -83,6 +83,7 @@ use sextant_mep::frame;
 use sextant_mep::message::{
     ChildReport, Keepalive, KeepaliveAck, LoadMetrics, ServiceEntry, ServiceState, ServiceStates,
 };
+use sextant_mep::sync::View;
 use sextant_mep::{
     DEFAULT_MAX_FRAME, LocalReport, MepEvent, MepHandle, MepState, Message, message::SiteMetrics,
 };
@@ -220,12 +221,23 @@ struct Args {
     fail: Fail,
     threads: Option<usize>,
     poll: Duration,
+    /// `--stream`: the service state stream measurements instead.
+    stream: bool,
+    /// `--stream`: services of the site in the sync measurement.
+    sync_services: usize,
+    /// `--stream`: services of the site in the churn measurement.
+    churn_services: usize,
+    /// `--stream`: percent of those changing every second.
+    churn_percent: f64,
+    /// `--stream`: peers of the measured site.
+    peers: usize,
 }
 
 fn usage(msg: &str) -> ! {
     eprintln!("mep_scale: {msg}");
     eprintln!(
-        "usage: mep_scale (--parents P --children C | --mesh N) [--keepalive-ms 1000] \
+        "usage: mep_scale (--parents P --children C | --mesh N | --stream [--sync-services 100000] \
+         [--churn-services 10000] [--churn-percent 1] [--peers 2]) [--keepalive-ms 1000] \
          [--window-s 5] [--timeout-s 120] [--net 90] [--port 3011] [--services 4] \
          [--fail stop|blackhole] [--threads N] [--poll-ms 50]"
     );
@@ -246,6 +258,11 @@ fn parse_args() -> Args {
         fail: Fail::Stop,
         threads: None,
         poll: Duration::from_millis(50),
+        stream: false,
+        sync_services: 100_000,
+        churn_services: 10_000,
+        churn_percent: 1.0,
+        peers: 2,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -276,9 +293,20 @@ fn parse_args() -> Args {
                     other => usage(&format!("--fail: stop or blackhole, not {other}")),
                 }
             }
+            "--stream" => a.stream = true,
+            "--sync-services" => a.sync_services = num(&flag, val()),
+            "--churn-services" => a.churn_services = num(&flag, val()),
+            "--churn-percent" => a.churn_percent = num(&flag, val()),
+            "--peers" => a.peers = num(&flag, val()),
             "-h" | "--help" => usage("help"),
             other => usage(&format!("unknown argument {other}")),
         }
+    }
+    if a.stream {
+        if a.peers == 0 || a.sync_services == 0 || a.churn_services == 0 {
+            usage("--stream needs --peers, --sync-services and --churn-services above 0");
+        }
+        return a;
     }
     match a.mesh {
         Some(n) if n < 2 => usage("--mesh needs at least 2 sites"),
@@ -414,6 +442,8 @@ fn report(plan: &Plan, i: usize, services: usize, n: u64) -> LocalReport {
                     (k + 10) as u8,
                 )),
                 port: 443,
+                public_ip: None,
+                public_port: None,
                 state: ServiceState::Up,
                 metrics: LoadMetrics {
                     connections: Some(200 + wobble(k64, 97)),
@@ -788,16 +818,19 @@ fn sizes(plan: &[Plan], services: usize) -> Sizes {
     Sizes {
         report: frame_len(&Message::ServiceStates(ServiceStates {
             entries: r.services.clone(),
+            ..Default::default()
         })) + frame_len(&Message::SiteMetrics(r.site)),
         relay: frame_len(&Message::ChildReport(ChildReport {
             child: plan[i].name.clone(),
             up: true,
             services: Some(r.services.clone()),
+            states: None,
             site_metrics: None,
         })) + frame_len(&Message::ChildReport(ChildReport {
             child: plan[i].name.clone(),
             up: true,
             services: None,
+            states: None,
             site_metrics: Some(r.site),
         })),
         keepalive: frame_len(&Message::Keepalive(Keepalive {
@@ -853,7 +886,13 @@ fn traffic(
 fn main() {
     let a = parse_args();
     started();
-    let mode: &'static str = if a.mesh.is_some() { "mesh" } else { "tree" };
+    let mode: &'static str = if a.stream {
+        "stream"
+    } else if a.mesh.is_some() {
+        "mesh"
+    } else {
+        "tree"
+    };
     MODE.set(mode).unwrap();
     if a.fail == Fail::Blackhole && !in_private_netns() {
         usage(
@@ -887,7 +926,11 @@ fn main() {
         rt.worker_threads(t);
     }
     let rt = rt.build().expect("tokio runtime");
-    let code = rt.block_on(run(a, fd_limit));
+    let code = if a.stream {
+        rt.block_on(run_stream(a))
+    } else {
+        rt.block_on(run(a, fd_limit))
+    };
     // Do not wait for the drivers' tasks.
     std::process::exit(code);
 }
@@ -1562,4 +1605,296 @@ async fn run(a: Args, fd_limit: u64) -> i32 {
         },
     );
     if missed == 0 { 0 } else { 3 }
+}
+
+// ---------------------------------------------------------------- stream
+
+/// The size a frame of `m` would have, whatever the limit.
+fn unlimited_frame_len(m: &Message) -> f64 {
+    (frame::HEADER_LEN + m.to_json().map_or(0, |b| b.len())) as f64
+}
+
+/// Service `k` of the measured site, its figures at `version`: about 88
+/// bytes of JSON, near the 78 of the issue's report.
+fn stream_entry(k: usize, version: u64) -> ServiceEntry {
+    ServiceEntry {
+        service: format!("s{k}"),
+        ip: IpAddr::V4(Ipv4Addr::new(10, (k >> 16) as u8, (k >> 8) as u8, k as u8)),
+        port: 443,
+        public_ip: None,
+        public_port: None,
+        state: ServiceState::Up,
+        metrics: LoadMetrics {
+            connections: Some(100 + version % 900),
+            ..Default::default()
+        },
+    }
+}
+
+/// One peer's picture of the measured site, from its events.
+#[derive(Default)]
+struct PeerView {
+    view: View,
+    services_events: u64,
+    full_events: u64,
+}
+
+struct StreamSites {
+    /// Index 0 is the measured site; the others are its peers.
+    handles: Vec<MepHandle>,
+    views: Vec<Arc<Mutex<PeerView>>>,
+    ips: Vec<Ipv4Addr>,
+}
+
+async fn stream_sites(a: &Args, net: u8) -> StreamSites {
+    let plan = plan_mesh(a.peers + 1, net);
+    let full = full_model(&plan, a);
+    let mut handles = Vec::new();
+    let mut views = Vec::new();
+    let source = plan[0].name.clone();
+    for i in 0..plan.len() {
+        let (tx, mut rx) = mpsc::channel(4096);
+        let h =
+            sextant_mep::start(Arc::new(model_for(&plan, &full, i)), 1, tx).unwrap_or_else(|e| {
+                eprintln!("mep_scale: cannot start {}: {e}", plan[i].name);
+                std::process::exit(1)
+            });
+        let pv = Arc::new(Mutex::new(PeerView::default()));
+        let (pv2, src) = (pv.clone(), source.clone());
+        tokio::spawn(async move {
+            while let Some(e) = rx.recv().await {
+                match e {
+                    MepEvent::Services {
+                        from_site,
+                        full,
+                        entries,
+                        removed,
+                        ..
+                    } if from_site == src => {
+                        let mut v = pv2.lock().unwrap();
+                        v.view.apply(full, &entries, &removed);
+                        v.services_events += 1;
+                        v.full_events += u64::from(full);
+                    }
+                    MepEvent::PeerDown { reason, .. } => tally(&format!("PeerDown: {reason}")),
+                    MepEvent::BadFrame { reason, .. } => tally(&format!("BadFrame: {reason}")),
+                    _ => {}
+                }
+            }
+        });
+        handles.push(h);
+        views.push(pv);
+    }
+    let sites = StreamSites {
+        handles,
+        views,
+        ips: plan.iter().map(|p| p.ip).collect(),
+    };
+    // Every peer UP with the measured site.
+    loop {
+        let up = sites.handles[0]
+            .status()
+            .iter()
+            .filter(|s| s.state == MepState::Up)
+            .count();
+        if up == a.peers {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sites
+}
+
+impl StreamSites {
+    /// Waits until every peer's view is `list`; returns how long it took.
+    async fn wait_sync(&self, list: &[ServiceEntry], since: Instant, limit: Duration) -> Duration {
+        loop {
+            let all = self.views[1..].iter().all(|v| {
+                let v = v.lock().unwrap();
+                v.view.entries.len() == list.len() && v.view.matches(list)
+            });
+            if all {
+                return since.elapsed();
+            }
+            if since.elapsed() > limit {
+                eprintln!("mep_scale: peers not in sync within {limit:?}");
+                BOUND_MISSED.fetch_add(1, Ordering::Relaxed);
+                return since.elapsed();
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Payload bytes the measured site has sent so far (all its sockets).
+    fn sent(&self) -> u64 {
+        scan_sockets()
+            .iter()
+            .filter(|((local, _), _)| *local.ip() == self.ips[0])
+            .map(|(_, b)| b.sent)
+            .sum()
+    }
+}
+
+async fn run_stream(a: Args) -> i32 {
+    let ka = a.keepalive;
+    let peers = a.peers as f64;
+    emit("keepalive_ms", ka.as_millis(), "MEP keepalive timeout");
+    emit("peers", a.peers, "peers of the measured site (flat mesh)");
+
+    // 1. A site with many services comes into sync with its peers.
+    phase("sync");
+    let n = a.sync_services;
+    let sites = stream_sites(&a, a.net.unwrap_or(92)).await;
+    let list: Vec<ServiceEntry> = (0..n).map(|k| stream_entry(k, 1)).collect();
+    let whole = unlimited_frame_len(&Message::ServiceStates(ServiceStates {
+        entries: list.clone(),
+        ..Default::default()
+    }));
+    emit("sync_services", n, "services of the measured site");
+    emit(
+        "sync_whole_frame_B",
+        whole,
+        &format!(
+            "one ServiceStates with all of them (protocol before the stream: refused above {DEFAULT_MAX_FRAME} B)"
+        ),
+    );
+    let mut sender = sextant_mep::sync::StreamSender::new();
+    sender.set(&list);
+    let parts = sender.snapshot(DEFAULT_MAX_FRAME - 2);
+    emit(
+        "sync_snapshot_parts",
+        parts.len(),
+        "frames of the split snapshot",
+    );
+    let b0 = sites.sent();
+    let cpu0 = cpu_time();
+    let t0 = Instant::now();
+    sites.handles[0].publish(LocalReport {
+        services: list.clone(),
+        site: SiteMetrics::default(),
+    });
+    let took = sites.wait_sync(&list, t0, a.timeout / 2).await;
+    let sent = sites.sent() - b0;
+    emit(
+        "sync_converge_s",
+        secs(took),
+        "publish of the whole list until every peer's event-applied view equals it",
+    );
+    emit(
+        "sync_bytes_per_peer",
+        format!("{:.0}", sent as f64 / peers),
+        "bytes the site sent per peer to get there (TCP_INFO)",
+    );
+    emit(
+        "sync_bytes_per_service",
+        format!("{:.1}", sent as f64 / peers / n as f64),
+        "of which per service",
+    );
+    emit(
+        "sync_cpu_s",
+        format!("{:.2}", (cpu_time() - cpu0).as_secs_f64()),
+        "CPU seconds of the whole process (encode, decode, apply, compare)",
+    );
+    drop(sites);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // 2. 10,000 services, 1 % of them changing every second.
+    phase("churn");
+    let m = a.churn_services;
+    let per_s = ((m as f64 * a.churn_percent / 100.0).round() as usize).max(1);
+    let sites = stream_sites(&a, a.net.unwrap_or(92).wrapping_add(1)).await;
+    let mut versions = vec![1u64; m];
+    let make = |v: &[u64]| -> Vec<ServiceEntry> {
+        v.iter()
+            .enumerate()
+            .map(|(k, &ver)| stream_entry(k, ver))
+            .collect()
+    };
+    let list = make(&versions);
+    sites.handles[0].publish(LocalReport {
+        services: list.clone(),
+        site: SiteMetrics::default(),
+    });
+    sites.wait_sync(&list, Instant::now(), a.timeout / 4).await;
+    let whole = unlimited_frame_len(&Message::ServiceStates(ServiceStates {
+        entries: list.clone(),
+        ..Default::default()
+    }));
+    let ev0: Vec<u64> = sites.views[1..]
+        .iter()
+        .map(|v| v.lock().unwrap().full_events)
+        .collect();
+    let window = a.window;
+    let b0 = sites.sent();
+    let t0 = Instant::now();
+    let mut next = 0usize;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    let mut last = list;
+    while t0.elapsed() < window {
+        for _ in 0..per_s {
+            versions[next % m] += 1;
+            next += 1;
+        }
+        last = make(&versions);
+        sites.handles[0].publish(LocalReport {
+            services: last.clone(),
+            site: SiteMetrics::default(),
+        });
+        tick.tick().await;
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    let sent = sites.sent() - b0;
+    let after = sent as f64 / peers / elapsed;
+    sites
+        .wait_sync(&last, Instant::now(), Duration::from_secs(10))
+        .await;
+    let fulls: u64 = sites.views[1..]
+        .iter()
+        .zip(&ev0)
+        .map(|(v, f0)| v.lock().unwrap().full_events - f0)
+        .sum();
+    let rate = 1.0 / (ka / 3).as_secs_f64();
+    emit("churn_services", m, "services of the measured site");
+    emit(
+        "churn_changes_per_s",
+        per_s,
+        "services changing every second",
+    );
+    emit(
+        "churn_whole_list_B",
+        whole,
+        "one ServiceStates with the whole list (what every report was before)",
+    );
+    emit(
+        "churn_before_Bps_per_peer",
+        format!("{:.0}", whole * (rate + 1.0)),
+        &format!(
+            "before: the whole list every keepalive/3 ({rate:.2}/s) and at each change (1/s), keepalives aside"
+        ),
+    );
+    emit(
+        "churn_after_Bps_per_peer",
+        format!("{after:.0}"),
+        &format!(
+            "after: deltas + heartbeats + site metrics + keepalives, measured (TCP_INFO) over {elapsed:.1} s"
+        ),
+    );
+    emit(
+        "churn_after_B_per_change",
+        format!("{:.1}", after / per_s as f64),
+        "of which per changed service",
+    );
+    emit(
+        "churn_snapshots_during_window",
+        fulls,
+        "snapshots the peers received in the window (0: no resync needed)",
+    );
+    print_reasons();
+    drop(sites);
+    if BOUND_MISSED.load(Ordering::Relaxed) > 0 {
+        3
+    } else {
+        0
+    }
 }

@@ -10,9 +10,10 @@
 //! * one task per connection, running a [`Session`]: it reads frames, feeds
 //!   them to the session, writes what the session sends, and reports the
 //!   session's events here;
-//! * a ticker (every keepalive interval): resends the local report, marks
-//!   sites never reached as DOWN one keepalive timeout after start (and
-//!   after each reload);
+//! * a ticker (every keepalive interval): sends the heartbeat of the local
+//!   service stream and the site metrics (relay heartbeats every keepalive
+//!   timeout), marks sites never reached as DOWN one keepalive timeout
+//!   after start (and after each reload);
 //! * a forwarder that moves [`MepEvent`]s into the caller's channel, so no
 //!   lock is ever held while waiting for the caller; reports (`Services`,
 //!   `SiteMetrics`) are coalesced per site and never delay state changes
@@ -43,6 +44,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -60,10 +62,12 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use crate::frame::{self, DEFAULT_MAX_FRAME, FrameReader};
 use crate::message::{
-    AcceptParent, BackupParents, ChildReport, Hello, LdnsRttEntry, Message, Role as WireRole,
-    ServiceEntry, ServiceStates, SessionEntry, SiteAddr, SiteMetrics,
+    AcceptParent, BackupParents, ChildReport, Hello, LdnsRttEntry, Message, ResyncRequest,
+    Role as WireRole, ServiceEntry, ServiceKey, ServiceStates, SessionEntry, SiteAddr, SiteMetrics,
 };
 use crate::session::{Action, CloseReason, Session, SessionConfig, SessionEvent, State};
+use crate::state::{self, StateFile};
+use crate::sync::{Merged, Step, StreamError, StreamReceiver, StreamSender};
 use crate::tls;
 use crate::topology::{Accept, Link, LinkKind, Role, SiteRef, Topology, TopologyError};
 
@@ -84,11 +88,20 @@ const BULK_IN_FLIGHT: usize = 32;
 /// `READ_BUF_MAX` (or the frame limit, if smaller).
 const READ_BUF_MIN: usize = 1024;
 const READ_BUF_MAX: usize = 64 * 1024;
+/// Relayed child streams one peer connection may hold: a peer parent relays
+/// at most the children of the configuration (1024 in the largest ones), so
+/// more is a hostile or broken peer, not a topology.
+const MAX_RELAYED_STREAMS: usize = 8192;
+/// Room a `ChildReport` needs around its `states` (child name aside):
+/// field names, `up`, the child's site metrics.
+const CHILD_REPORT_OVERHEAD: usize = 512;
 
 /// This site's own figures, as the binary measures them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LocalReport {
-    /// Every local service with its state and load figures.
+    /// Every local service with its state and load figures: always the
+    /// whole current list, so the binary need not track what it sent; the
+    /// driver diffs it against the previous one and sends only the changes.
     pub services: Vec<ServiceEntry>,
     pub site: SiteMetrics,
 }
@@ -103,11 +116,20 @@ pub enum MepEvent {
     /// The site is no longer reachable over MEP (neither directly nor
     /// relayed). Its services' MEP-reported states are stale from now on.
     PeerDown { site: String, reason: String },
-    /// The full list of `from_site`'s services with states and load figures.
+    /// What `from_site` reports of its services, as a step of its stream
+    /// (sites send a snapshot once, then only what changed).
+    ///
+    /// `full`: `entries` is the whole list of `from_site`'s services;
+    /// replace everything known from that site. Otherwise `entries` are new
+    /// or changed entries and `removed` the keys of entries that are gone
+    /// (the two are disjoint). Entries are identified by [`ServiceKey`]
+    /// (the sender's ip and port), never by name. Apply events in order.
     Services {
         from_site: String,
         via: Option<String>,
+        full: bool,
         entries: Vec<ServiceEntry>,
+        removed: Vec<ServiceKey>,
     },
     SiteMetrics {
         from_site: String,
@@ -224,12 +246,17 @@ pub enum MepError {
 pub struct Options {
     /// Largest frame accepted or sent (the frame `length` field).
     pub max_frame: usize,
+    /// (Child) Where the backup-parent lists received are kept across
+    /// restarts, so a child restarted while its parent is down can still
+    /// be adopted (see [`crate::state`]). `None`: memory only.
+    pub state_file: Option<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             max_frame: DEFAULT_MAX_FRAME,
+            state_file: None,
         }
     }
 }
@@ -282,8 +309,12 @@ pub fn start_with(
             active: HashMap::new(),
             dialers: HashMap::new(),
             sites: HashMap::new(),
-            report: None,
+            own: StreamSender::new(),
+            site_metrics: None,
             report_sent: Duration::ZERO,
+            lose_next_delta: false,
+            relay_beat_at: Duration::ZERO,
+            state_file: options.state_file,
             children: HashMap::new(),
             received_lists: HashMap::new(),
             accepted_offer: None,
@@ -301,6 +332,7 @@ pub fn start_with(
     {
         let mut inner = shared.lock();
         inner.listen()?;
+        inner.load_state();
         let now = shared.now();
         inner.unreached_at = Some(now + inner.cfg.timeout);
         let fwd = rt.spawn(forward_events(sink, events));
@@ -320,9 +352,11 @@ pub fn start_with(
 }
 
 impl MepHandle {
-    /// Our local services' states and figures and our site figures. Sent to
-    /// every UP peer that needs them when they change, and again every
-    /// keepalive interval.
+    /// Our local services' states and figures and our site figures: always
+    /// the whole current list, so the binary needs no memory of what it
+    /// sent. The driver sends each receiver a snapshot once and then only
+    /// what changed since the previous publish (see `docs/mep.md`,
+    /// "Service state stream").
     pub fn publish(&self, report: LocalReport) {
         let now = self.shared.now();
         self.shared.lock().publish(report, now);
@@ -370,6 +404,14 @@ impl MepHandle {
     pub fn stop(self) {
         drop(self);
     }
+
+    /// Test hook: the next delta of this node's own stream is numbered but
+    /// not sent, as if the network had lost it, so tests can watch the
+    /// receivers notice the gap and resync.
+    #[doc(hidden)]
+    pub fn lose_next_delta(&self) {
+        self.shared.lock().lose_next_delta = true;
+    }
 }
 
 impl Drop for MepHandle {
@@ -379,10 +421,11 @@ impl Drop for MepHandle {
 }
 
 /// Events on their way to the caller. State changes and the rarer messages
-/// keep their order; `Services` and `SiteMetrics` are coalesced to the
-/// latest per site (each is a complete snapshot) and handed over only while
-/// the caller's channel is nearly empty, so they can neither pile up nor
-/// delay a state change.
+/// keep their order; `Services` and `SiteMetrics` are coalesced per site
+/// (the pending `Services` steps of a site are merged into one, see
+/// [`Merged`]; `SiteMetrics` are complete, so the latest wins) and handed
+/// over only while the caller's channel is nearly empty, so they can
+/// neither pile up nor delay a state change, and nothing is lost.
 #[derive(Default)]
 struct EventSink {
     q: Mutex<EventQueue>,
@@ -404,8 +447,28 @@ struct EventQueue {
 
 #[derive(Default)]
 struct PendingReports {
-    services: Option<MepEvent>,
+    services: Option<PendingServices>,
     metrics: Option<MepEvent>,
+}
+
+/// A site's `Services` events not handed over yet, merged.
+struct PendingServices {
+    from_site: String,
+    via: Option<String>,
+    merged: Merged,
+}
+
+impl PendingServices {
+    fn into_event(self) -> MepEvent {
+        let (full, entries, removed) = self.merged.into_parts();
+        MepEvent::Services {
+            from_site: self.from_site,
+            via: self.via,
+            full,
+            entries,
+            removed,
+        }
+    }
 }
 
 impl EventSink {
@@ -436,10 +499,28 @@ impl EventSink {
                     q.bulk_order.push_back(k.clone());
                     PendingReports::default()
                 });
-                if matches!(e, MepEvent::Services { .. }) {
-                    p.services = Some(e);
-                } else {
-                    p.metrics = Some(e);
+                match e {
+                    MepEvent::Services {
+                        from_site,
+                        via,
+                        full,
+                        entries,
+                        removed,
+                    } => match &mut p.services {
+                        Some(ps) => {
+                            ps.from_site = from_site;
+                            ps.via = via;
+                            ps.merged.push(full, entries, removed);
+                        }
+                        None => {
+                            p.services = Some(PendingServices {
+                                from_site,
+                                via,
+                                merged: Merged::new(full, entries, removed),
+                            });
+                        }
+                    },
+                    other => p.metrics = Some(other),
                 }
             }
             None => q.ordered.push_back(e),
@@ -461,7 +542,11 @@ impl EventSink {
                 let Some(mut p) = q.bulk.remove(&k) else {
                     continue;
                 };
-                let e = p.services.take().or_else(|| p.metrics.take());
+                let e = p
+                    .services
+                    .take()
+                    .map(PendingServices::into_event)
+                    .or_else(|| p.metrics.take());
                 if p.metrics.is_some() {
                     q.bulk.insert(k.clone(), p);
                     q.bulk_order.push_front(k);
@@ -586,6 +671,16 @@ impl Cfg {
     }
 }
 
+/// Largest JSON body of one of our own `ServiceStates`.
+fn own_budget(max_frame: usize) -> usize {
+    max_frame.saturating_sub(2)
+}
+
+/// Largest JSON body of the `states` of a `ChildReport` relaying `child`.
+fn relay_budget(max_frame: usize, child: &str) -> usize {
+    max_frame.saturating_sub(2 + CHILD_REPORT_OVERHEAD + 2 * child.len())
+}
+
 fn key(name: &str) -> String {
     name.to_ascii_lowercase()
 }
@@ -646,6 +741,15 @@ struct Conn {
     acting_for: Option<String>,
     /// Inbound, child only: the peer offers to act for this parent.
     offer: Option<String>,
+    /// The peer's own service stream.
+    stream: StreamReceiver,
+    /// The peer's relay streams of its children, by child key.
+    relayed: HashMap<String, StreamReceiver>,
+    /// When we last answered a ResyncRequest, by stream ("" for our own
+    /// services, else the child key): a snapshot may be megabytes, so a
+    /// peer asking again and again is answered once per keepalive interval
+    /// (a real receiver repeats its request with its next heartbeat).
+    resync_answered: HashMap<String, Duration>,
 }
 
 struct Dialer {
@@ -693,12 +797,27 @@ struct SiteInfo {
 /// A parent's copy of one of its children's figures, for relaying.
 struct ChildData {
     name: String,
-    services: Option<Vec<ServiceEntry>>,
+    /// This node's relay stream of the child's services (its own numbering:
+    /// the child's stream goes to this node only).
+    relay: StreamSender,
     metrics: Option<SiteMetrics>,
-    /// Changed since the last relay: relayed together, in one ChildReport,
-    /// once the frames of one read are handled (see `flush_relay`).
-    services_dirty: bool,
+    /// Relay steps not sent yet, and whether the metrics changed since the
+    /// last relay: sent together once the frames of one read are handled
+    /// (see `flush_relay`), the metrics in the first ChildReport.
+    outbox: Vec<ServiceStates>,
     metrics_dirty: bool,
+}
+
+impl ChildData {
+    fn new(name: String) -> ChildData {
+        ChildData {
+            name,
+            relay: StreamSender::new(),
+            metrics: None,
+            outbox: Vec::new(),
+            metrics_dirty: false,
+        }
+    }
 }
 
 struct Inner {
@@ -716,8 +835,19 @@ struct Inner {
     active: HashMap<String, u64>,
     dialers: HashMap<String, Dialer>,
     sites: HashMap<String, SiteInfo>,
-    report: Option<LocalReport>,
+    /// Our own service stream (the list as last published).
+    own: StreamSender,
+    /// Our site figures as last published; `None` until the first publish.
+    site_metrics: Option<SiteMetrics>,
+    /// When the last heartbeat (and site metrics) went out.
     report_sent: Duration,
+    /// When the next relay heartbeats are due.
+    relay_beat_at: Duration,
+    /// Test hook: drop the next delta of `own` (see
+    /// `MepHandle::lose_next_delta`).
+    lose_next_delta: bool,
+    /// Child: where received backup lists are kept.
+    state_file: Option<PathBuf>,
     /// Parent: my confirmed children (own and adopted) by key.
     children: HashMap<String, ChildData>,
     /// Child: backup lists received, by parent key (replayed on reload).
@@ -917,6 +1047,9 @@ impl Inner {
                 confirmed: false,
                 acting_for,
                 offer: None,
+                stream: StreamReceiver::new(),
+                relayed: HashMap::new(),
+                resync_answered: HashMap::new(),
             },
         );
         Some(Reg {
@@ -1079,6 +1212,14 @@ impl Inner {
         }
         self.active.insert(k.clone(), id);
         self.topo.peer_up(&name);
+        // A child whose parent reconnected: no ParentChanged follows, so
+        // the new session gets its snapshot here.
+        if replaced
+            && self.topo.role() == Role::Child
+            && self.topo.current_parent().map(key).as_deref() == Some(k.as_str())
+        {
+            self.send_report_to(id);
+        }
         self.site_info(&k, &name).rtt = None;
         if !replaced {
             tracing::debug!(site = %name, peer = %addr, secure, "MEP is UP");
@@ -1097,40 +1238,22 @@ impl Inner {
         }
         if role != Role::Child && kind == Some(LinkKind::Peer) {
             self.send_report_to(id);
-            let reports: Vec<Message> = self
-                .children
-                .values()
-                .map(|c| {
-                    Message::ChildReport(ChildReport {
-                        child: c.name.clone(),
-                        up: true,
-                        services: c.services.clone(),
-                        site_metrics: c.metrics,
-                    })
-                })
-                .collect();
-            for m in reports {
-                self.send(id, m);
+            let keys: Vec<String> = self.children.keys().cloned().collect();
+            for ck in keys {
+                self.send_child_snapshot(id, &ck);
             }
         }
         if role == Role::Parent
             && matches!(kind, Some(LinkKind::ToChild | LinkKind::Adopted))
             && !self.children.contains_key(&k)
         {
-            self.children.insert(
-                k.clone(),
-                ChildData {
-                    name: name.clone(),
-                    services: None,
-                    metrics: None,
-                    services_dirty: false,
-                    metrics_dirty: false,
-                },
-            );
+            self.children
+                .insert(k.clone(), ChildData::new(name.clone()));
             self.relay(ChildReport {
                 child: name,
                 up: true,
                 services: None,
+                states: None,
                 site_metrics: None,
             });
         }
@@ -1194,18 +1317,47 @@ impl Inner {
                 tracing::debug!(from = %name, kind = %msg.kind(), "data before the link is confirmed ignored");
             }
             Message::ServiceStates(s) => {
-                if let Some(child) = self.children.get_mut(&k)
-                    && child.services.as_ref() != Some(&s.entries)
-                {
-                    child.services = Some(s.entries.clone());
-                    child.services_dirty = true;
+                let Some(c) = self.conns.get_mut(&id) else {
+                    return;
+                };
+                let step = match c.stream.on_states(s) {
+                    Ok(step) => step,
+                    Err(e) => return self.stream_error(id, None, e),
+                };
+                let (full, entries, removed) = match step {
+                    Step::Nothing => return,
+                    Step::Resync { have } => {
+                        tracing::debug!(from = %name, ?have, "gap in the service stream: asking for a snapshot");
+                        self.send(
+                            id,
+                            Message::ResyncRequest(ResyncRequest { child: None, have }),
+                        );
+                        return;
+                    }
+                    Step::Full(entries) => (true, entries, Vec::new()),
+                    Step::Delta { entries, removed } => (false, entries, removed),
+                };
+                if let Some(child) = self.children.get_mut(&k) {
+                    let diff = if full {
+                        child.relay.set(&entries)
+                    } else {
+                        child.relay.apply(entries.clone(), &removed)
+                    };
+                    let budget = relay_budget(self.cfg.max_frame, &child.name);
+                    let steps = child.relay.changes(diff, budget);
+                    child.outbox.extend(steps);
                 }
-                self.emit(MepEvent::Services {
-                    from_site: name,
-                    via: None,
-                    entries: s.entries,
-                });
+                if full || !entries.is_empty() || !removed.is_empty() {
+                    self.emit(MepEvent::Services {
+                        from_site: name,
+                        via: None,
+                        full,
+                        entries,
+                        removed,
+                    });
+                }
             }
+            Message::ResyncRequest(r) => self.on_resync_request(id, &name, r),
             Message::SiteMetrics(m) => {
                 if let Some(child) = self.children.get_mut(&k)
                     && child.metrics != Some(m)
@@ -1227,7 +1379,7 @@ impl Inner {
                 from_site: name,
                 entries: s.entries,
             }),
-            Message::ChildReport(r) => self.on_child_report(&k, &name, r),
+            Message::ChildReport(r) => self.on_child_report(id, &k, &name, r),
             other => {
                 tracing::debug!(from = %name, kind = %other.kind(), "message ignored");
             }
@@ -1235,9 +1387,160 @@ impl Inner {
     }
 
     fn remember_list(&mut self, parent: &str, list: Vec<SiteRef>) {
-        self.received_lists
-            .insert(key(parent), (parent.to_owned(), list.clone()));
+        let entry = (parent.to_owned(), list.clone());
+        let old = self.received_lists.insert(key(parent), entry.clone());
         self.topo.set_backup_list(parent, list);
+        if old.as_ref() != Some(&entry) {
+            self.save_state();
+        }
+    }
+
+    /// (Child) Seeds the topology with the backup lists of the state file.
+    fn load_state(&mut self) {
+        let Some(path) = self.state_file.clone() else {
+            return;
+        };
+        match state::load(&path) {
+            Ok(None) => {
+                tracing::debug!(path = %path.display(), "no MEP state file yet");
+            }
+            Ok(Some(st)) if key(&st.site) != key(&self.cfg.local.name) => {
+                tracing::warn!(path = %path.display(), file_site = %st.site, site = %self.cfg.local.name, "MEP state file of another site ignored");
+            }
+            Ok(Some(st)) => {
+                if self.topo.role() != Role::Child {
+                    tracing::debug!(path = %path.display(), "MEP state file ignored: not a child site");
+                    return;
+                }
+                let n = st.backup_lists.len();
+                for b in st.backup_lists {
+                    let list: Vec<SiteRef> = b
+                        .list
+                        .into_iter()
+                        .map(|s| SiteRef {
+                            name: s.name,
+                            ip: s.ip,
+                        })
+                        .collect();
+                    self.received_lists
+                        .insert(key(&b.parent), (b.parent.clone(), list.clone()));
+                    self.topo.set_backup_list(&b.parent, list);
+                }
+                tracing::info!(path = %path.display(), lists = n, "backup parent lists restored from the MEP state file");
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "MEP state file ignored");
+            }
+        }
+    }
+
+    /// (Child) Writes the backup lists held to the state file. Lists change
+    /// rarely (when a parent's configuration does), so the write is done
+    /// in place; it is small and replaces the file atomically.
+    fn save_state(&self) {
+        let Some(path) = &self.state_file else {
+            return;
+        };
+        let mut lists: Vec<BackupParents> = self
+            .received_lists
+            .values()
+            .map(|(parent, list)| BackupParents {
+                parent: parent.clone(),
+                list: to_wire(list.clone()),
+            })
+            .collect();
+        lists.sort_by_key(|b| key(&b.parent));
+        let st = StateFile {
+            version: state::STATE_VERSION,
+            site: self.cfg.local.name.clone(),
+            backup_lists: lists,
+        };
+        match state::save(path, &st) {
+            Ok(()) => tracing::debug!(path = %path.display(), "MEP state file written"),
+            Err(e) => tracing::warn!(error = %e, "MEP state file not written"),
+        }
+    }
+
+    /// A peer broke the rules of a service stream: its session cannot be
+    /// trusted to converge, so it is closed (the peer reconnects and starts
+    /// afresh with a snapshot).
+    fn stream_error(&mut self, id: u64, child: Option<&str>, e: StreamError) {
+        let Some(c) = self.conns.get(&id) else { return };
+        let reason = match child {
+            None => format!("protocol error: service stream: {e}"),
+            Some(ch) => format!("protocol error: relay stream of {ch}: {e}"),
+        };
+        tracing::debug!(site = %c.site.name, peer = %c.addr, %reason, "MEP session closed");
+        self.emit(MepEvent::BadFrame {
+            peer: c.addr,
+            site: c.site.name.clone(),
+            reason: reason.clone(),
+        });
+        self.reject(id, reason);
+    }
+
+    /// A peer asks for a fresh snapshot of one of our streams.
+    fn on_resync_request(&mut self, id: u64, from: &str, r: ResyncRequest) {
+        tracing::debug!(%from, child = ?r.child, have = ?r.have, "snapshot requested");
+        let Some(now) = self.shared().map(|s| s.now()) else {
+            return;
+        };
+        let interval = self.cfg.interval();
+        let stream = r.child.as_deref().map(key).unwrap_or_default();
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if c.resync_answered.len() > MAX_RELAYED_STREAMS {
+            c.resync_answered.clear();
+        }
+        if c.resync_answered
+            .get(&stream)
+            .is_some_and(|&t| now < t + interval)
+        {
+            tracing::debug!(%from, child = ?r.child, "snapshot requested again too soon: ignored");
+            return;
+        }
+        c.resync_answered.insert(stream, now);
+        match r.child {
+            None => {
+                if self.report_targets().contains(&id) {
+                    self.send_report_to(id);
+                }
+            }
+            Some(child) => {
+                let is_peer = self
+                    .conns
+                    .get(&id)
+                    .and_then(|c| self.links.get(&c.key))
+                    .is_some_and(|l| l.kind == LinkKind::Peer);
+                if is_peer && self.topo.role() == Role::Parent {
+                    self.send_child_snapshot(id, &key(&child));
+                }
+            }
+        }
+    }
+
+    /// Sends connection `id` (a peer parent) the relay snapshot of child
+    /// `ck`, with its site metrics.
+    fn send_child_snapshot(&mut self, id: u64, ck: &str) {
+        let Some(child) = self.children.get_mut(ck) else {
+            return;
+        };
+        let budget = relay_budget(self.cfg.max_frame, &child.name);
+        let parts = child.relay.snapshot(budget);
+        let (name, metrics) = (child.name.clone(), child.metrics);
+        for (i, st) in parts.into_iter().enumerate() {
+            self.send(
+                id,
+                Message::ChildReport(ChildReport {
+                    child: name.clone(),
+                    up: true,
+                    services: None,
+                    states: Some(st),
+                    site_metrics: metrics.filter(|_| i == 0),
+                }),
+            );
+        }
     }
 
     /// Child: decides the adoption offer on connection `id`.
@@ -1271,7 +1574,7 @@ impl Inner {
     }
 
     /// Parent: a peer parent relays one of its children.
-    fn on_child_report(&mut self, from_key: &str, from: &str, r: ChildReport) {
+    fn on_child_report(&mut self, id: u64, from_key: &str, from: &str, r: ChildReport) {
         if self.topo.role() == Role::Child
             || self.links.get(from_key).map(|l| l.kind) != Some(LinkKind::Peer)
         {
@@ -1281,6 +1584,43 @@ impl Inner {
         let ck = key(&r.child);
         if ck == key(&self.cfg.local.name) {
             return;
+        }
+        // The relay stream: followed even while we reach the child directly,
+        // so its numbering holds when we no longer do.
+        let mut services = None;
+        if let Some(c) = self.conns.get_mut(&id) {
+            if !r.up {
+                c.relayed.remove(&ck);
+            } else if let Some(st) = r.states {
+                if !c.relayed.contains_key(&ck) && c.relayed.len() >= MAX_RELAYED_STREAMS {
+                    return self.stream_error(
+                        id,
+                        Some(&r.child),
+                        StreamError::TooManyStreams(MAX_RELAYED_STREAMS),
+                    );
+                }
+                match c.relayed.entry(ck.clone()).or_default().on_states(st) {
+                    Err(e) => return self.stream_error(id, Some(&r.child), e),
+                    Ok(Step::Nothing) => {}
+                    Ok(Step::Resync { have }) => {
+                        tracing::debug!(%from, child = %r.child, ?have, "gap in a relay stream: asking for a snapshot");
+                        self.send(
+                            id,
+                            Message::ResyncRequest(ResyncRequest {
+                                child: Some(r.child.clone()),
+                                have,
+                            }),
+                        );
+                    }
+                    Ok(Step::Full(entries)) => services = Some((true, entries, Vec::new())),
+                    Ok(Step::Delta { entries, removed }) => {
+                        services = Some((false, entries, removed))
+                    }
+                }
+            } else if let Some(entries) = r.services {
+                // A sender from before the stream: a complete list.
+                services = Some((true, entries, Vec::new()));
+            }
         }
         let info = self.site_info(&ck, &r.child);
         if r.up {
@@ -1292,11 +1632,15 @@ impl Inner {
         let direct = self.active.contains_key(&ck);
         self.announce(&ck);
         if r.up && !direct {
-            if let Some(entries) = r.services {
+            if let Some((full, entries, removed)) = services
+                && (full || !entries.is_empty() || !removed.is_empty())
+            {
                 self.emit(MepEvent::Services {
                     from_site: r.child.clone(),
                     via: Some(from.to_owned()),
+                    full,
                     entries,
+                    removed,
                 });
             }
             if let Some(metrics) = r.site_metrics {
@@ -1318,9 +1662,10 @@ impl Inner {
     }
 
     /// Relays what changed of the child on connection `id` since its last
-    /// relay: services and site metrics in one ChildReport. Called once the
-    /// frames of one read are handled, so a child's ServiceStates and
-    /// SiteMetrics, which it writes together, go out as one message.
+    /// relay: the relay steps of its services, the site metrics in the
+    /// first. Called once the frames of one read are handled, so a child's
+    /// ServiceStates and SiteMetrics, which it writes together, usually go
+    /// out as one message.
     fn flush_relay(&mut self, id: u64) {
         let Some(c) = self.conns.get(&id).filter(|c| c.confirmed) else {
             return;
@@ -1328,21 +1673,36 @@ impl Inner {
         let Some(child) = self.children.get_mut(&c.key) else {
             return;
         };
-        if !child.services_dirty && !child.metrics_dirty {
+        if child.outbox.is_empty() && !child.metrics_dirty {
             return;
         }
-        let r = ChildReport {
-            child: child.name.clone(),
-            up: true,
-            services: child
-                .services
-                .clone()
-                .filter(|_| std::mem::take(&mut child.services_dirty)),
-            site_metrics: child
-                .metrics
-                .filter(|_| std::mem::take(&mut child.metrics_dirty)),
-        };
-        self.relay(r);
+        let name = child.name.clone();
+        let mut metrics = child
+            .metrics
+            .filter(|_| std::mem::take(&mut child.metrics_dirty));
+        let steps = std::mem::take(&mut child.outbox);
+        let mut reports = Vec::with_capacity(steps.len().max(1));
+        for st in steps {
+            reports.push(ChildReport {
+                child: name.clone(),
+                up: true,
+                services: None,
+                states: Some(st),
+                site_metrics: metrics.take(),
+            });
+        }
+        if let Some(m) = metrics {
+            reports.push(ChildReport {
+                child: name,
+                up: true,
+                services: None,
+                states: None,
+                site_metrics: Some(m),
+            });
+        }
+        for r in reports {
+            self.relay(r);
+        }
     }
 
     /// Confirmed connections with peer parents / mesh peers.
@@ -1368,38 +1728,42 @@ impl Inner {
         }
     }
 
-    fn send_report_to(&self, id: u64) {
-        if let Some(r) = &self.report {
-            self.send(
-                id,
-                Message::ServiceStates(ServiceStates {
-                    entries: r.services.clone(),
-                }),
-            );
-            self.send(id, Message::SiteMetrics(r.site));
+    /// Sends connection `id` a snapshot of our services and our site
+    /// figures (a new receiver, or one that asked for it).
+    fn send_report_to(&mut self, id: u64) {
+        let Some(site) = self.site_metrics else {
+            return;
+        };
+        let budget = own_budget(self.cfg.max_frame);
+        for st in self.own.snapshot(budget) {
+            self.send(id, Message::ServiceStates(st));
         }
+        self.send(id, Message::SiteMetrics(site));
     }
 
     fn publish(&mut self, report: LocalReport, now: Duration) {
         if self.stopped {
             return;
         }
-        let old = self.report.replace(report);
-        let r = self.report.as_ref().expect("just set");
-        let services_changed = old.as_ref().is_none_or(|o| o.services != r.services);
-        let site_changed = old.as_ref().is_none_or(|o| o.site != r.site);
-        if services_changed && site_changed {
+        let diff = self.own.set(&report.services);
+        let site_changed = self.site_metrics != Some(report.site);
+        self.site_metrics = Some(report.site);
+        let targets = self.report_targets();
+        let budget = own_budget(self.cfg.max_frame);
+        let was_started = self.own.started();
+        let steps = self.own.changes(diff, budget);
+        if !steps.is_empty() && site_changed {
             self.report_sent = now;
         }
-        let targets = self.report_targets();
-        if services_changed {
-            let msg = Message::ServiceStates(ServiceStates {
-                entries: r.services.clone(),
-            });
-            self.broadcast(&targets, &msg);
+        for (i, st) in steps.into_iter().enumerate() {
+            if i == 0 && was_started && std::mem::take(&mut self.lose_next_delta) {
+                tracing::debug!(seq = st.seq, "test hook: delta not sent");
+                continue;
+            }
+            self.broadcast(&targets, &Message::ServiceStates(st));
         }
         if site_changed {
-            self.broadcast(&targets, &Message::SiteMetrics(r.site));
+            self.broadcast(&targets, &Message::SiteMetrics(report.site));
         }
     }
 
@@ -1466,6 +1830,7 @@ impl Inner {
                 child: name.clone(),
                 up: false,
                 services: None,
+                states: None,
                 site_metrics: None,
             });
         }
@@ -1659,15 +2024,39 @@ impl Inner {
             self.topo.mark_unreached_down();
             self.after_change();
         }
-        if self.report.is_some() && now >= self.report_sent + self.cfg.interval() {
+        if let Some(site) = self.site_metrics
+            && now >= self.report_sent + self.cfg.interval()
+        {
+            // No periodic resend of the services: a heartbeat (the latest
+            // seq, nothing else) lets receivers notice a lost delta; the
+            // site figures are small and complete, so they are resent.
             self.report_sent = now;
-            if let Some(r) = &self.report {
-                let targets = self.report_targets();
-                let msg = Message::ServiceStates(ServiceStates {
-                    entries: r.services.clone(),
-                });
-                self.broadcast(&targets, &msg);
-                self.broadcast(&targets, &Message::SiteMetrics(r.site));
+            let targets = self.report_targets();
+            self.broadcast(&targets, &Message::ServiceStates(self.own.heartbeat()));
+            self.broadcast(&targets, &Message::SiteMetrics(site));
+            // Relay heartbeats: one frame per child and peer parent, so they
+            // go every keepalive timeout only (a third of the rate), which
+            // still reveals a lost relay delta within T.
+            if self.topo.role() == Role::Parent && now >= self.relay_beat_at {
+                self.relay_beat_at = now + self.cfg.timeout;
+                let peers = self.peer_conns();
+                let beats: Vec<Message> = self
+                    .children
+                    .values()
+                    .filter(|c| c.relay.started())
+                    .map(|c| {
+                        Message::ChildReport(ChildReport {
+                            child: c.name.clone(),
+                            up: true,
+                            services: None,
+                            states: Some(c.relay.heartbeat()),
+                            site_metrics: None,
+                        })
+                    })
+                    .collect();
+                for m in beats {
+                    self.broadcast(&peers, &m);
+                }
             }
         }
         self.tasks.retain(|h| !h.is_finished());
@@ -2039,21 +2428,50 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::{LoadMetrics, ServiceState};
+    use crate::sync::View;
 
-    fn services(site: &str, n: usize) -> MepEvent {
+    fn entry(i: u8, conns: u64) -> ServiceEntry {
+        ServiceEntry {
+            service: format!("s{i}"),
+            ip: IpAddr::from([10, 0, 0, i]),
+            port: 80,
+            public_ip: None,
+            public_port: None,
+            state: ServiceState::Up,
+            metrics: LoadMetrics {
+                connections: Some(conns),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn full(site: &str, entries: Vec<ServiceEntry>) -> MepEvent {
         MepEvent::Services {
             from_site: site.into(),
             via: None,
-            entries: Vec::with_capacity(n),
+            full: true,
+            entries,
+            removed: Vec::new(),
+        }
+    }
+
+    fn delta(site: &str, entries: Vec<ServiceEntry>, removed: Vec<ServiceKey>) -> MepEvent {
+        MepEvent::Services {
+            from_site: site.into(),
+            via: None,
+            full: false,
+            entries,
+            removed,
         }
     }
 
     #[test]
     fn reports_are_coalesced_and_state_changes_go_first() {
         let sink = EventSink::default();
-        sink.push(services("A", 1));
-        sink.push(services("B", 1));
-        sink.push(services("A", 2));
+        sink.push(full("A", vec![entry(1, 1)]));
+        sink.push(full("B", vec![entry(1, 1)]));
+        sink.push(full("A", vec![entry(2, 2)]));
         sink.push(MepEvent::SiteMetrics {
             from_site: "a".into(),
             via: None,
@@ -2069,13 +2487,17 @@ mod tests {
             (Some(MepEvent::PeerUp { .. }), true)
         ));
         assert!(matches!(sink.pop(false), (None, true)));
-        // A's latest services (not the first), then its metrics, then B.
+        // A's latest snapshot (not the first), then its metrics, then B.
         match sink.pop(true).0 {
             Some(MepEvent::Services {
-                from_site, entries, ..
+                from_site,
+                entries,
+                full,
+                ..
             }) => {
                 assert_eq!(from_site, "A");
-                assert_eq!(entries.capacity(), 2);
+                assert!(full);
+                assert_eq!(entries, vec![entry(2, 2)]);
             }
             e => panic!("{e:?}"),
         }
@@ -2090,10 +2512,48 @@ mod tests {
     }
 
     #[test]
+    fn pending_deltas_are_merged_not_dropped() {
+        let sink = EventSink::default();
+        // A snapshot then deltas: one snapshot with the deltas applied.
+        sink.push(full("A", vec![entry(1, 1), entry(2, 1)]));
+        sink.push(delta("A", vec![entry(3, 1)], vec![entry(1, 1).key()]));
+        sink.push(delta("A", vec![entry(2, 5)], vec![]));
+        // Deltas after deltas: one delta.
+        sink.push(delta("B", vec![entry(1, 1)], vec![entry(9, 0).key()]));
+        sink.push(delta("B", vec![entry(9, 2)], vec![entry(1, 1).key()]));
+        let mut views: HashMap<String, View> = HashMap::new();
+        views
+            .entry("B".into())
+            .or_default()
+            .apply(true, &[entry(1, 0), entry(7, 0)], &[]);
+        let mut n = 0;
+        while let (Some(e), _) = sink.pop(true) {
+            n += 1;
+            let MepEvent::Services {
+                from_site,
+                full,
+                entries,
+                removed,
+                ..
+            } = e
+            else {
+                panic!("{e:?}")
+            };
+            views
+                .entry(from_site)
+                .or_default()
+                .apply(full, &entries, &removed);
+        }
+        assert_eq!(n, 2);
+        assert!(views["A"].matches(&[entry(2, 5), entry(3, 1)]));
+        assert!(views["B"].matches(&[entry(7, 0), entry(9, 2)]));
+    }
+
+    #[test]
     fn peer_down_drops_the_sites_pending_reports() {
         let sink = EventSink::default();
-        sink.push(services("A", 1));
-        sink.push(services("B", 1));
+        sink.push(full("A", vec![]));
+        sink.push(full("B", vec![]));
         sink.push(MepEvent::PeerDown {
             site: "a".into(),
             reason: "x".into(),

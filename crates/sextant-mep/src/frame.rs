@@ -173,10 +173,20 @@ mod tests {
                 hmac: "00ff".into(),
             }),
             Message::ServiceStates(ServiceStates {
+                seq: 3,
+                full: false,
+                part: 0,
+                last: true,
+                removed: vec![ServiceKey {
+                    ip: "10.0.0.9".parse().unwrap(),
+                    port: 8080,
+                }],
                 entries: vec![ServiceEntry {
                     service: "s1".into(),
                     ip: "::1".parse().unwrap(),
                     port: 443,
+                    public_ip: Some("2001:db8::1".parse().unwrap()),
+                    public_port: Some(8443),
                     state: ServiceState::Down,
                     metrics: LoadMetrics {
                         connections: Some(1),
@@ -226,7 +236,19 @@ mod tests {
                 child: "c1".into(),
                 up: true,
                 services: Some(vec![]),
+                states: Some(ServiceStates {
+                    seq: 1,
+                    full: true,
+                    part: 2,
+                    last: false,
+                    entries: vec![],
+                    removed: vec![],
+                }),
                 site_metrics: Some(SiteMetrics::default()),
+            }),
+            Message::ResyncRequest(ResyncRequest {
+                child: Some("c1".into()),
+                have: Some(41),
             }),
         ]
     }

@@ -4,6 +4,9 @@
 //! * [`frame`] and [`message`]: the wire format (pure).
 //! * [`session`]: the state machine of one connection — handshake,
 //!   challenge-response authentication, keepalives, RTT (pure).
+//! * [`sync`]: the service state stream — snapshot, numbered deltas,
+//!   resync — and the merging of its steps (pure).
+//! * [`state`]: the child's state file (backup lists kept across restarts).
 //! * [`topology`]: who links with whom, who initiates, backup-parent takeover
 //!   and return (pure).
 //! * [`driver`]: the tokio side — listeners, connections from the site IP,
@@ -15,6 +18,8 @@ pub mod driver;
 pub mod frame;
 pub mod message;
 pub mod session;
+pub mod state;
+pub mod sync;
 mod tls;
 pub mod topology;
 

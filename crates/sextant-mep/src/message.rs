@@ -35,6 +35,7 @@ pub enum Message {
     Reject(Reject),
     AcceptParent(AcceptParent),
     ChildReport(ChildReport),
+    ResyncRequest(ResyncRequest),
 }
 
 /// The kind byte of each message in the frame header.
@@ -53,10 +54,11 @@ pub enum Kind {
     Reject = 10,
     AcceptParent = 11,
     ChildReport = 12,
+    ResyncRequest = 13,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Hello,
         Kind::AuthProof,
         Kind::ServiceStates,
@@ -69,6 +71,7 @@ impl Kind {
         Kind::Reject,
         Kind::AcceptParent,
         Kind::ChildReport,
+        Kind::ResyncRequest,
     ];
 
     /// The kind with this header byte, if any.
@@ -90,6 +93,7 @@ impl Kind {
             Kind::Reject => "Reject",
             Kind::AcceptParent => "AcceptParent",
             Kind::ChildReport => "ChildReport",
+            Kind::ResyncRequest => "ResyncRequest",
         }
     }
 }
@@ -115,6 +119,7 @@ impl Message {
             Message::Reject(_) => Kind::Reject,
             Message::AcceptParent(_) => Kind::AcceptParent,
             Message::ChildReport(_) => Kind::ChildReport,
+            Message::ResyncRequest(_) => Kind::ResyncRequest,
         }
     }
 
@@ -133,6 +138,7 @@ impl Message {
             Message::Reject(m) => serde_json::to_vec(m),
             Message::AcceptParent(m) => serde_json::to_vec(m),
             Message::ChildReport(m) => serde_json::to_vec(m),
+            Message::ResyncRequest(m) => serde_json::to_vec(m),
         }
     }
 
@@ -151,6 +157,7 @@ impl Message {
             Kind::Reject => Message::Reject(serde_json::from_slice(body)?),
             Kind::AcceptParent => Message::AcceptParent(serde_json::from_slice(body)?),
             Kind::ChildReport => Message::ChildReport(serde_json::from_slice(body)?),
+            Kind::ResyncRequest => Message::ResyncRequest(serde_json::from_slice(body)?),
         })
     }
 }
@@ -206,25 +213,107 @@ pub struct AuthProof {
     pub hmac: String,
 }
 
-/// The state and load figures of the sender's local services.
+/// The state and load figures of the sender's local services, as one step
+/// of a sequenced stream (see `docs/mep.md`, "Service state stream").
 ///
-/// Always the complete list (a snapshot, not a delta): a service missing
-/// from it is unknown to the sender.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// A full list of 30,000 services does not fit in one frame, and resending
+/// everything every few seconds costs more than what changes; so a stream
+/// starts with a snapshot (`full`, possibly split into `part`s, applied only
+/// once the `last` part is in) and continues with numbered deltas (`seq`
+/// one more each time). A receiver that sees a gap asks for a new snapshot
+/// with [`ResyncRequest`]. A non-full message without entries or removals
+/// whose `seq` is the latest one is a heartbeat: it lets a receiver notice a
+/// lost delta without waiting for the next change.
+///
+/// Every field but `entries` defaults so that the body of protocol 1 before
+/// the stream (`{"entries":[...]}`) still decodes, as a complete snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServiceStates {
+    /// The sender's sequence number of this step of the stream. All parts
+    /// of one snapshot carry the same number; the first delta after it
+    /// carries the next one.
+    #[serde(default)]
+    pub seq: u64,
+    /// A snapshot (the entries replace everything known of the stream),
+    /// not a delta.
+    #[serde(default = "yes")]
+    pub full: bool,
+    /// Index of this part of a snapshot split over several frames, from 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub part: u32,
+    /// This is the last part of its snapshot (always true for a delta).
+    #[serde(default = "yes")]
+    pub last: bool,
+    /// New or changed entries (a delta), or the entries of this part (a
+    /// snapshot).
+    #[serde(default)]
     pub entries: Vec<ServiceEntry>,
+    /// Keys of the entries gone since the previous step (deltas only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<ServiceKey>,
+}
+
+impl Default for ServiceStates {
+    fn default() -> Self {
+        ServiceStates {
+            seq: 0,
+            full: true,
+            part: 0,
+            last: true,
+            entries: Vec::new(),
+            removed: Vec::new(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Identity of an entry within one site's report: the sender's (ip, port).
+///
+/// Names are local to each site's configuration, so the receiver matches a
+/// report to its own configured service by address, never by name; the key
+/// is the sender's `ip` and `port` (the private ones: `public_ip` and
+/// `public_port` are what the receiver compares with its configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ServiceKey {
+    pub ip: IpAddr,
+    pub port: u16,
 }
 
 /// One local service of the sender.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServiceEntry {
-    /// The service name as configured at the sender.
+    /// The service name as configured at the sender (informational: the
+    /// receiver matches by address, see [`ServiceKey`]).
     pub service: String,
     pub ip: IpAddr,
     pub port: u16,
+    /// The address clients reach the service at, when it differs from
+    /// `ip` (NAT): the receiving site configures remote services by their
+    /// public address, so it matches on this when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_ip: Option<IpAddr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_port: Option<u16>,
     pub state: ServiceState,
     #[serde(default)]
     pub metrics: LoadMetrics,
+}
+
+impl ServiceEntry {
+    /// The entry's identity within its site's stream.
+    pub fn key(&self) -> ServiceKey {
+        ServiceKey {
+            ip: self.ip,
+            port: self.port,
+        }
+    }
 }
 
 /// A service's health as its own site sees it.
@@ -349,20 +438,41 @@ pub struct AcceptParent {
 /// "Each parent site exchanges health information with the child sites and
 /// with other parent sites."
 ///
-/// Sent when the child's link comes up (`up`, with the child's last figures),
-/// when the child's figures change (`up`, with the part that changed), and
-/// when the link goes down (`up: false`, nothing else).
+/// Sent when the child's link comes up (`up`, nothing else), for each step
+/// of the sender's relay stream of the child's services and when its site
+/// figures change (`up`, with `states` and/or `site_metrics`), as a relay
+/// heartbeat (`up`, `states` empty), and when the link goes down (`up:
+/// false`, nothing else).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChildReport {
     pub child: String,
     /// MEP between the sender and the child is UP.
     pub up: bool,
-    /// The child's last [`ServiceStates`] entries, when included.
+    /// The child's complete service list, as sent before the sequenced
+    /// stream; still accepted (as an unsequenced snapshot), never sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub services: Option<Vec<ServiceEntry>>,
+    /// One step of the sender's relay stream of the child's services: the
+    /// relaying parent numbers it itself (one stream per child and sender),
+    /// with the same rules as [`ServiceStates`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<ServiceStates>,
     /// The child's last [`SiteMetrics`], when included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub site_metrics: Option<SiteMetrics>,
+}
+
+/// The receiver of a stream saw a gap (or a delta before any snapshot) and
+/// asks for a fresh snapshot; the sender answers on the same connection.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ResyncRequest {
+    /// `None`: the sender's own services; `Some(child)`: the sender's relay
+    /// of that child ([`ChildReport`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<String>,
+    /// The last `seq` the receiver applied, if any (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub have: Option<u64>,
 }
 
 #[cfg(test)]
@@ -384,6 +494,8 @@ mod tests {
             service: "svc".into(),
             ip: "10.0.0.1".parse().unwrap(),
             port: 80,
+            public_ip: None,
+            public_port: None,
             state: ServiceState::Up,
             metrics: LoadMetrics {
                 connections: Some(3),
@@ -394,6 +506,42 @@ mod tests {
         assert_eq!(
             j,
             r#"{"service":"svc","ip":"10.0.0.1","port":80,"state":"UP","metrics":{"connections":3}}"#
+        );
+        let e2 = ServiceEntry {
+            public_ip: Some("192.0.2.1".parse().unwrap()),
+            public_port: Some(8080),
+            ..e.clone()
+        };
+        let j = serde_json::to_string(&e2).unwrap();
+        assert_eq!(
+            j,
+            r#"{"service":"svc","ip":"10.0.0.1","port":80,"public_ip":"192.0.2.1","public_port":8080,"state":"UP","metrics":{"connections":3}}"#
+        );
+        assert_eq!(serde_json::from_str::<ServiceEntry>(&j).unwrap(), e2);
+        // The body of protocol 1 before the stream is a complete snapshot.
+        let old: ServiceStates = serde_json::from_str(
+            r#"{"entries":[{"service":"svc","ip":"10.0.0.1","port":80,"state":"UP","metrics":{"connections":3}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            old,
+            ServiceStates {
+                entries: vec![e],
+                ..Default::default()
+            }
+        );
+        let d = ServiceStates {
+            seq: 7,
+            full: false,
+            removed: vec![ServiceKey {
+                ip: "10.0.0.2".parse().unwrap(),
+                port: 443,
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            r#"{"seq":7,"full":false,"last":true,"entries":[],"removed":[{"ip":"10.0.0.2","port":443}]}"#
         );
         let h = Hello {
             site: "a".into(),

@@ -81,11 +81,21 @@ async fn three_sites_full_mesh() {
                 .await;
         }
     }
-    // Periodic resend: a node that missed nothing still hears again within
-    // a keepalive interval (KA / 3) or so.
+    // No periodic resend of unchanged services (only a sequence heartbeat,
+    // which raises no event); a change still travels at once.
     nodes[0].forget();
+    nodes[0].drain_for(Duration::from_millis(700)).await;
+    assert!(
+        !nodes[0]
+            .seen
+            .iter()
+            .any(|e| matches!(e, MepEvent::Services { .. })),
+        "{:?}",
+        nodes[0].seen
+    );
+    nodes[2].publish("svcC", "10.0.0.3", 33);
     nodes[0]
-        .wait_services("C", "svcC", 3, Duration::from_millis(700))
+        .wait_services("C", "svcC", 33, Duration::from_millis(500))
         .await;
 }
 
@@ -340,7 +350,14 @@ async fn oversized_frame_from_an_up_peer_closes_that_session() {
     // A small frame limit on B; A sends a report bigger than it.
     let specs = [site("A", "127.77.8.1"), site("B", "127.77.8.2")];
     let mut a = Node::start(&specs, "A", KA);
-    let mut b = Node::start_with(model(&specs, "B", KA), "B", Options { max_frame: 2048 });
+    let mut b = Node::start_with(
+        model(&specs, "B", KA),
+        "B",
+        Options {
+            max_frame: 2048,
+            ..Default::default()
+        },
+    );
     a.wait_up("B", WAIT).await;
     b.wait_up("A", WAIT).await;
     let mut big = report("svcA", "10.0.0.1", 1);
@@ -348,6 +365,7 @@ async fn oversized_frame_from_an_up_peer_closes_that_session() {
         .map(|i| {
             let mut e = big.services[0].clone();
             e.service = format!("service-number-{i}");
+            e.port = 1000 + i;
             e
         })
         .collect();

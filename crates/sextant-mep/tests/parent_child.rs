@@ -431,3 +431,115 @@ async fn takeover_after_a_silent_parent_within_the_bound() {
         .await;
     drop((to_p2, to_c1));
 }
+
+fn state_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("sextant-mep-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+async fn wait_file_contains(path: &std::path::Path, what: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if std::fs::read_to_string(path).is_ok_and(|s| s.contains(what)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never contained {what}",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Issue: a child keeps the last backup-parent list it received in a state
+/// file, so that a child restarted while its parent is down can still be
+/// adopted.
+#[tokio::test]
+async fn a_child_restarted_while_its_parent_is_down_is_adopted_thanks_to_its_state_file() {
+    use sextant_mep::Options;
+    let specs = [
+        site("P1", "127.78.7.1").backups(&["P2"]),
+        site("P2", "127.78.7.2").backups(&["P1"]),
+        site("C1", "127.78.7.3").child_of("P1"),
+    ];
+    let dir = state_dir("state");
+    let path = dir.join("c1.mep-state.json");
+    let with_file = || Options {
+        state_file: Some(path.clone()),
+        ..Default::default()
+    };
+    // An earlier run: the child meets its parent and learns the list.
+    let mut c1 = Node::start_with(model(&specs, "C1", KA), "C1", with_file());
+    let mut p1 = Node::start(&specs, "P1", KA);
+    c1.wait_parent(Some("P1"), WAIT).await;
+    wait_file_contains(&path, "127.78.7.2").await;
+    c1.stop();
+    p1.stop();
+    drop((c1, p1));
+    // Let the runtime drop the aborted listeners.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Without the file, a restarted child does not know P2 and refuses it.
+    let mut bare = Node::start(&specs, "C1", KA);
+    let mut p2 = Node::start(&specs, "P2", KA);
+    bare.wait(
+        WAIT,
+        "Refused P2",
+        |e| matches!(e, MepEvent::Refused { peer, .. } if peer.ip() == specs[1].ip),
+    )
+    .await;
+    bare.stop();
+    p2.stop();
+    drop((bare, p2));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // With it, the child (parent still DOWN) accepts P2's takeover.
+    let t0 = Instant::now();
+    let mut c1 = Node::start_with(model(&specs, "C1", KA), "C1", with_file());
+    let mut p2 = Node::start(&specs, "P2", KA);
+    c1.wait_parent(Some("P2"), WAIT).await;
+    p2.wait(WAIT, "Adopted C1", |e| {
+        matches!(e, MepEvent::Adopted { child, for_parent } if child == "C1" && for_parent == "P1")
+    })
+    .await;
+    eprintln!("restarted child adopted {:?} after start", t0.elapsed());
+    c1.publish("svcC1", "10.7.0.3", 5);
+    assert_eq!(p2.wait_services("C1", "svcC1", 5, WAIT).await, None);
+    drop((c1, p2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A corrupt state file is ignored (logged), never a crash, and is replaced
+/// by a good one once a list arrives.
+#[tokio::test]
+async fn a_corrupt_state_file_is_ignored_and_replaced() {
+    use sextant_mep::Options;
+    let specs = [
+        site("P1", "127.78.8.1").backups(&["P2"]),
+        site("P2", "127.78.8.2").backups(&["P1"]),
+        site("C1", "127.78.8.3").child_of("P1"),
+    ];
+    let dir = state_dir("corrupt");
+    let path = dir.join("c1.mep-state.json");
+    std::fs::write(&path, b"{\"version\":1,\"site\":\"C1\",\"backup_lists\":[{").unwrap();
+    let mut c1 = Node::start_with(
+        model(&specs, "C1", KA),
+        "C1",
+        Options {
+            state_file: Some(path.clone()),
+            ..Default::default()
+        },
+    );
+    let _p1 = Node::start(&specs, "P1", KA);
+    c1.wait_parent(Some("P1"), WAIT).await;
+    wait_file_contains(&path, "127.78.8.2").await;
+    let st: sextant_mep::state::StateFile =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(st.site, "C1");
+    assert_eq!(st.backup_lists.len(), 1);
+    assert_eq!(st.backup_lists[0].parent, "P1");
+    let _ = std::fs::remove_dir_all(&dir);
+}

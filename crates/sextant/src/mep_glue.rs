@@ -66,14 +66,15 @@ pub fn translate(event: MepEvent, counters: &MepCounters) -> Option<Event> {
         MepEvent::Services {
             from_site,
             via,
+            full,
             entries,
-            ..
+            removed,
         } => Some(Event::PeerServices(PeerServices {
             site: from_site,
             via,
-            full: true,
+            full,
             entries: entries.into_iter().map(entry_to_state).collect(),
-            removed: Vec::new(),
+            removed: removed.into_iter().map(|k| (k.ip, k.port)).collect(),
         })),
         MepEvent::Sessions { from_site, entries } => Some(Event::PeerSessions {
             site: from_site,
@@ -132,8 +133,8 @@ fn entry_to_state(e: ServiceEntry) -> PeerEntry {
         name: e.service,
         ip: e.ip,
         port: e.port,
-        public_ip: None,
-        public_port: None,
+        public_ip: e.public_ip,
+        public_port: e.public_port,
     }
 }
 
@@ -147,6 +148,8 @@ pub fn report_to_wire(r: &sextant_state::LocalReport) -> LocalReport {
                 service: s.name.to_string(),
                 ip: s.ip,
                 port: s.port,
+                public_ip: s.public_ip,
+                public_port: s.public_port,
                 state: if s.up {
                     ServiceState::Up
                 } else {

@@ -222,6 +222,16 @@ pub fn run_model(overrides: Overrides, mut model: Model, workers: usize) -> anyh
 /// How long in-flight work may take to finish after SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
+/// Where a child keeps the last backup-parent lists it received (seed 001),
+/// next to its configuration: `DIR/NAME.mep-state.json` for `DIR/NAME.conf`.
+fn mep_state_file(config: &Path) -> PathBuf {
+    let stem = config
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "sextant".to_string());
+    config.with_file_name(format!("{stem}.mep-state.json"))
+}
+
 fn is_child(model: &Model) -> bool {
     model
         .local_site
@@ -281,7 +291,11 @@ pub async fn serve(
 
     let (mep_tx, mep_rx) = mpsc::channel(1024);
     let mep = if wants_metric_exchange(&model) {
-        Some(sextant_mep::start(Arc::clone(&model), generation, mep_tx).with_context(|| {
+        let options = sextant_mep::Options {
+            state_file: is_child(&model).then(|| mep_state_file(&overrides.config)),
+            ..Default::default()
+        };
+        Some(sextant_mep::start_with(Arc::clone(&model), generation, mep_tx, options).with_context(|| {
             "cannot start metric exchange (the local site's IP must be an address of this host; \
              `-metricExchange DISABLED` on the site turns metric exchange off)"
         })?)

@@ -12,6 +12,7 @@ use sextant_core::{Model, RpcNode};
 use sextant_mep::frame::{self, DEFAULT_MAX_FRAME, FrameReader};
 use sextant_mep::message::{LoadMetrics, Message, Role, ServiceEntry, ServiceState, SiteMetrics};
 use sextant_mep::session::{Action, Session, SessionConfig};
+use sextant_mep::sync::View;
 use sextant_mep::{LocalReport, MepEvent, MepHandle, Options};
 use sextant_test_support::model::{LinkedSite, ModelBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -112,6 +113,9 @@ pub struct Node {
     pub seen: Vec<MepEvent>,
     /// Events received but not yet matched by a `wait`.
     pending: std::collections::VecDeque<MepEvent>,
+    /// Every site's services as the events so far say (applied in order,
+    /// as the binary does).
+    pub views: std::collections::HashMap<String, View>,
 }
 
 impl Node {
@@ -133,6 +137,7 @@ impl Node {
             events: rx,
             seen: Vec::new(),
             pending: Default::default(),
+            views: Default::default(),
         }
     }
 
@@ -162,7 +167,7 @@ impl Node {
         loop {
             match tokio::time::timeout_at(deadline, self.events.recv()).await {
                 Ok(Some(e)) => {
-                    self.seen.push(e.clone());
+                    self.record(&e);
                     if pred(&e) {
                         return e;
                     }
@@ -184,10 +189,64 @@ impl Node {
     pub async fn drain_for(&mut self, d: Duration) -> &[MepEvent] {
         let deadline = Instant::now() + d;
         while let Ok(Some(e)) = tokio::time::timeout_at(deadline, self.events.recv()).await {
-            self.seen.push(e.clone());
+            self.record(&e);
             self.pending.push_back(e);
         }
         &self.seen
+    }
+
+    fn record(&mut self, e: &MepEvent) {
+        if let MepEvent::Services {
+            from_site,
+            full,
+            entries,
+            removed,
+            ..
+        } = e
+        {
+            self.views
+                .entry(from_site.clone())
+                .or_default()
+                .apply(*full, entries, removed);
+            // Big lists: keep a summary only.
+            self.seen.push(MepEvent::Services {
+                from_site: from_site.clone(),
+                via: None,
+                full: *full,
+                entries: entries.iter().take(3).cloned().collect(),
+                removed: removed.iter().take(3).copied().collect(),
+            });
+        } else {
+            self.seen.push(e.clone());
+        }
+    }
+
+    /// Waits until the events received make `site`'s view equal `list`.
+    pub async fn wait_view(&mut self, site: &str, list: &[ServiceEntry], within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.views.get(site).is_some_and(|v| v.matches(list)) {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Ok(Some(e)) => {
+                    self.record(&e);
+                    if !matches!(e, MepEvent::Services { .. }) {
+                        self.pending.push_back(e);
+                    }
+                }
+                Ok(None) => panic!("{}: event channel closed", self.name),
+                Err(_) => {
+                    let have = self.views.get(site).map_or(0, |v| v.entries.len());
+                    let tail: Vec<_> = self.seen.iter().rev().take(20).collect();
+                    panic!(
+                        "{}: view of {site} ({have} entries) is not the {} published within {within:?}; last events: {tail:#?}",
+                        self.name,
+                        list.len()
+                    )
+                }
+            }
+        }
     }
 
     /// Forgets every event received so far.
@@ -271,6 +330,8 @@ pub fn report(service: &str, ip: &str, connections: u64) -> LocalReport {
             service: service.to_owned(),
             ip: ip.parse().unwrap(),
             port: 80,
+            public_ip: None,
+            public_port: None,
             state: ServiceState::Up,
             metrics: LoadMetrics {
                 connections: Some(connections),
@@ -282,6 +343,27 @@ pub fn report(service: &str, ip: &str, connections: u64) -> LocalReport {
             ..Default::default()
         },
     }
+}
+
+/// `n` services of one site, all distinct by (ip, port); `version` moves
+/// the figures of the services `k` with `k % every == 0`.
+pub fn many(n: usize, version: u64, every: usize) -> Vec<ServiceEntry> {
+    (0..n)
+        .map(|k| ServiceEntry {
+            service: format!("svc-{k}"),
+            ip: std::net::Ipv4Addr::new(10, (k >> 16) as u8, (k >> 8) as u8, k as u8).into(),
+            port: 443,
+            public_ip: (k % 7 == 0)
+                .then(|| std::net::Ipv4Addr::new(192, 0, (k >> 8) as u8, k as u8).into()),
+            public_port: (k % 7 == 0).then_some(8443),
+            state: ServiceState::Up,
+            metrics: LoadMetrics {
+                connections: Some(if k % every.max(1) == 0 { version } else { 0 }),
+                response_time_ms: Some(1.5),
+                ..Default::default()
+            },
+        })
+        .collect()
 }
 
 pub fn secs(s: f64) -> Duration {
