@@ -380,6 +380,7 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
     });
 
     // C2's backend dies. Sample P every 100 ms for about 3 s.
+    let w1_before = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
     b2.kill();
     let t0 = Instant::now();
     let mut failures: Vec<String> = Vec::new();
@@ -430,10 +431,10 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
     if w1.state != State::Up {
         failures.push(format!("after the samples web_c1 is {w1:?}"));
     }
-    if w1.last_change.is_some() {
+    if w1.last_change != w1_before.last_change {
         failures.push(format!(
-            "web_c1 changed state at some point (last_change {:?}): {w1:?}",
-            w1.last_change
+            "web_c1 changed state after the kill (last_change {:?} before, now {:?}): {w1:?}",
+            w1_before.last_change, w1.last_change
         ));
     }
     // Each child sees only its own svc_c1.
