@@ -346,6 +346,48 @@ fn dns_of(ip: Ipv4Addr) -> SocketAddr {
 // a. Service names repeat across children
 // ---------------------------------------------------------------------------
 
+/// Samples P every 100 ms for about 3 s: `web_c1` UP in `/v1/services`
+/// and `c1.example.com` answered with `ip1`. Returns the samples and when
+/// `web_c2` was first seen DOWN.
+fn watch_web_c1(
+    p: &SiteServer,
+    ip1: Ipv4Addr,
+    after: &str,
+    failures: &mut Vec<String>,
+) -> (usize, Option<Duration>) {
+    let t0 = Instant::now();
+    let mut samples = 0;
+    let mut c2_down_after = None;
+    while t0.elapsed() < Duration::from_secs(3) {
+        let ms = t0.elapsed().as_millis();
+        match services(p) {
+            Ok(list) => {
+                samples += 1;
+                match list.iter().find(|s| s.name == "web_c1") {
+                    Some(s) if s.state == State::Up => {}
+                    other => failures.push(format!("{ms} ms after {after}: web_c1 is {other:?}")),
+                }
+                if c2_down_after.is_none()
+                    && list
+                        .iter()
+                        .any(|s| s.name == "web_c2" && s.state == State::Down)
+                {
+                    c2_down_after = Some(t0.elapsed());
+                }
+            }
+            Err(e) => failures.push(format!("{ms} ms after {after}: {e}")),
+        }
+        match p.try_query_a("c1.example.com") {
+            Ok(got) if got == [ip1] => {}
+            other => failures.push(format!(
+                "{ms} ms after {after}: c1.example.com answered {other:?}, want [{ip1}]"
+            )),
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    (samples, c2_down_after)
+}
+
 /// Parent P answers for two children C1 and C2, each a process of its own
 /// with a local service called `svc_c1` (different backends). At P they
 /// are `web_c1` (C1) and `web_c2` (C2). C2's backend dies: `web_c2` goes
@@ -392,7 +434,7 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
     };
     let p = SiteServer::start(&scratch.0, "P", p_ip, &pconf, None);
     let c1 = SiteServer::start(&scratch.0, "C1", c1_ip, &child_conf("C1", c1_ip, &b1), None);
-    let c2 = SiteServer::start(&scratch.0, "C2", c2_ip, &child_conf("C2", c2_ip, &b2), None);
+    let mut c2 = SiteServer::start(&scratch.0, "C2", c2_ip, &child_conf("C2", c2_ip, &b2), None);
 
     eventually_ok(EVENTUALLY, "P linked with both children, both UP", || {
         expect_mep(&p, "C1", "UP")?;
@@ -410,43 +452,10 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
     // C2's backend dies. Sample P every 100 ms for about 3 s.
     let w1_before = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
     b2.kill();
-    let t0 = Instant::now();
     let mut failures: Vec<String> = Vec::new();
-    let mut samples = 0;
-    let mut c2_down_after = None;
-    while t0.elapsed() < Duration::from_secs(3) {
-        match services(&p) {
-            Ok(list) => {
-                samples += 1;
-                match list.iter().find(|s| s.name == "web_c1") {
-                    Some(s) if s.state == State::Up => {}
-                    other => failures.push(format!(
-                        "{} ms after the kill: web_c1 is {other:?}",
-                        t0.elapsed().as_millis()
-                    )),
-                }
-                if c2_down_after.is_none()
-                    && list
-                        .iter()
-                        .any(|s| s.name == "web_c2" && s.state == State::Down)
-                {
-                    c2_down_after = Some(t0.elapsed());
-                }
-            }
-            Err(e) => failures.push(e),
-        }
-        match p.try_query_a("c1.example.com") {
-            Ok(got) if got == [ip1] => {}
-            other => failures.push(format!(
-                "{} ms after the kill: c1.example.com answered {other:?}, want [{ip1}]",
-                t0.elapsed().as_millis()
-            )),
-        }
-        thread::sleep(Duration::from_millis(100));
-    }
+    let (samples, c2_down_after) = watch_web_c1(&p, ip1, "C2's backend killed", &mut failures);
     eprintln!(
-        "{samples} samples of P's /v1/services in 3 s; web_c2 DOWN at P after {:?}",
-        c2_down_after
+        "{samples} samples of P's /v1/services in 3 s; web_c2 DOWN at P after {c2_down_after:?}"
     );
     eventually_ok(EVENTUALLY, "web_c2 DOWN at P, told by C2", || {
         let s = expect_service(&p, "web_c2", State::Down)?;
@@ -456,21 +465,31 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
         expect_answer(&p, "c2.example.com", &[])
     });
     let w1 = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
-    if w1.state != State::Up {
-        failures.push(format!("after the samples web_c1 is {w1:?}"));
-    }
-    if w1.last_change != w1_before.last_change {
+    if w1.state != State::Up || w1.last_change != w1_before.last_change {
         failures.push(format!(
-            "web_c1 changed state after the kill (last_change {:?} before, now {:?}): {w1:?}",
-            w1_before.last_change, w1.last_change
+            "web_c1 changed state after the kill (last_change {:?} before): {w1:?}",
+            w1_before.last_change
         ));
     }
     // Each child sees only its own svc_c1.
     expect_service(&c1, "svc_c1", State::Up).unwrap_or_else(|e| panic!("{e}"));
     expect_service(&c2, "svc_c1", State::Down).unwrap_or_else(|e| panic!("{e}"));
+
+    // C2 itself goes away (SIGKILL): its service is DOWN at P for want of
+    // a report, C1's is not touched.
+    c2.kill();
+    let (samples2, _) = watch_web_c1(&p, ip1, "C2's process killed", &mut failures);
+    eventually_ok(EVENTUALLY, "P sees C2 DOWN", || {
+        expect_mep(&p, "C2", "DOWN")?;
+        expect_service(&p, "web_c2", State::Down).map(|_| ())
+    });
+    let w1 = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
+    if w1.state != State::Up || w1.last_change != w1_before.last_change {
+        failures.push(format!("web_c1 changed state after C2 went away: {w1:?}"));
+    }
     assert!(
         failures.is_empty(),
-        "names repeated across children ({samples} samples):\n{}",
+        "names repeated across children ({samples} + {samples2} samples):\n{}",
         failures.join("\n")
     );
     drop((p, c1, c2));
@@ -583,6 +602,23 @@ fn services_configured_only_at_the_parent_follow_its_monitor_or_say_what_to_add(
         "/v1/explain does not list web_mon as DOWN by its monitor: {e:?}"
     );
     expect_service(&p, "web_c1", State::Up).unwrap_or_else(|e| panic!("{e}"));
+
+    // C1 adds a service at web_bare's address, under a name of its own
+    // (reload): P matches the report by site and IP:port, and web_bare
+    // takes its state from C1 now.
+    c.reload(&format!(
+        "{cconf}add gslb service svc_extra {} TCP {} -siteName C1\n\
+         bind gslb service svc_extra -monitorName tcp\n",
+        bare.ip(),
+        bare.port()
+    ));
+    eventually_ok(EVENTUALLY, "web_bare UP at P, reported by C1", || {
+        let b = expect_service(&p, "web_bare", State::Up)?;
+        if !b.reason.contains("metric exchange") || !b.reason.contains("C1") {
+            return Err(format!("web_bare's reason is not C1's report: {b:?}"));
+        }
+        expect_answer(&p, "bare.example.com", &[bare.ip()])
+    });
     drop((p, c));
     drop(scratch);
 }
@@ -1633,5 +1669,102 @@ fn a_service_added_by_a_reload_is_not_answered_before_its_first_result() {
         bad.last()
     );
     drop(site);
+    drop(scratch);
+}
+
+/// A TCP port on `ip` that never completes a handshake: a listener with a
+/// backlog of 0 whose queue the test fills and never accepts from, so
+/// further SYNs are dropped (a backend that has hung, seen from its
+/// monitor: a connect that times out). Returns the listener and the
+/// connections that fill its queue; both must be kept.
+fn silent_port(ip: Ipv4Addr) -> (std::net::TcpListener, Vec<TcpStream>, u16) {
+    use std::os::fd::AsRawFd;
+    let l = std::net::TcpListener::bind((ip, 0)).expect("bind");
+    // SAFETY: listen(2) again on our own listening socket, to shrink its
+    // backlog.
+    let rc = unsafe { libc::listen(l.as_raw_fd(), 0) };
+    assert_eq!(rc, 0, "listen(fd, 0)");
+    let addr = l.local_addr().unwrap();
+    let mut fill = Vec::new();
+    for _ in 0..8 {
+        match TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Ok(c) => fill.push(c),
+            Err(_) => return (l, fill, addr.port()),
+        }
+    }
+    panic!("cannot make {addr} silent: 8 connections completed with a backlog of 0");
+}
+
+/// As above, with a dead backend that does not refuse but never answers
+/// (its monitor's probe runs into the 1 s response timeout): DNS still
+/// waits for that first result.
+#[test]
+fn dns_waits_for_a_first_result_that_takes_the_whole_response_timeout() {
+    let net = Net::for_sites("state_first_result_silent", 1);
+    let scratch = net.scratch();
+    let ip = net.site_ip(0);
+    let live = Backend::tcp(net.svc_ip(1));
+    let dead_ip = net.svc_ip(0);
+    let (_silent, _fill, dead_port) = silent_port(dead_ip);
+    let conf = format!(
+        "add service adns1 {ip} ADNS {DNS_PORT}\n\
+         add gslb site site1 {ip}\n{}\
+         add lb monitor tcp TCP -interval 5 SEC -resptimeout 1 SEC -retries 3\n\
+         add gslb service dead {dead_ip} TCP {dead_port} -siteName site1\n\
+         bind gslb service dead -monitorName tcp\n\
+         add gslb service live {} TCP {} -siteName site1\n\
+         bind gslb service live -monitorName tcp\n\
+         add gslb vserver vs TCP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs -serviceName dead\n\
+         bind gslb vserver vs -serviceName live\n\
+         bind gslb vserver vs -domainName www.example.com -TTL 5\n",
+        zone(),
+        live.ip(),
+        live.port()
+    );
+    let config_path = scratch.0.join("site1.conf");
+    fs::write(&config_path, &conf).unwrap();
+    let q = build_query("www.example.com", RecordType::A, None)
+        .to_vec()
+        .unwrap();
+    let dns = Dns::new(dns_of(ip));
+    let mut p = Proc::spawn(
+        &scratch.0,
+        "site1",
+        &serve_args(&config_path, "site1", api_of(ip), Some(dns_of(ip))),
+        api_of(ip),
+    );
+    let t0 = p.started;
+    let mut first: Option<Duration> = None;
+    let mut answers: Vec<(u128, Vec<Ipv4Addr>)> = Vec::new();
+    while answers.len() < 40 {
+        assert!(
+            t0.elapsed() < READY,
+            "no DNS answer within {READY:?} of the start"
+        );
+        if let Some(st) = p.try_wait() {
+            panic!("the server exited ({st}):\n{}", p.log());
+        }
+        if let Ok(Some(bytes)) = dns.raw_udp(&q, Duration::from_millis(50)) {
+            let m = Message::from_vec(&bytes).expect("parse DNS response");
+            first.get_or_insert(t0.elapsed());
+            answers.push((t0.elapsed().as_millis(), a_records(&m)));
+        }
+    }
+    let dead_state: Option<Service> = typed_at::<Vec<Service>>(api_of(ip), "/v1/services")
+        .ok()
+        .and_then(|l| l.into_iter().find(|s| s.name == "dead"));
+    eprintln!("first DNS answer {first:?} after the start; dead now: {dead_state:?}");
+    let bad: Vec<&(u128, Vec<Ipv4Addr>)> = answers
+        .iter()
+        .filter(|(_, a)| a.as_slice() != [live.ip()])
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "answers other than the live backend {} (silent one: {dead_ip}:{dead_port}); \
+         (ms after start, answer): {bad:?}",
+        live.ip()
+    );
+    drop(p);
     drop(scratch);
 }
