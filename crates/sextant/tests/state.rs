@@ -496,6 +496,99 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
     drop(scratch);
 }
 
+/// Names *and* private addresses repeat: both children run `svc_c1` on
+/// the same private IP:port (the seed's "private IP address of the load
+/// balancing virtual server"), told apart by their `-publicIP`, as seed
+/// 001 writes it (`add gslb service NAME PRIVATE_IP http 80 -sitename
+/// CHILD -publicip PUBLIC_IP`). C2's monitor probes another port
+/// (`-destPort`), so C2's state can change while C1's stays UP; P must
+/// follow each child for its own service only.
+#[test]
+fn the_same_private_address_at_two_children_is_told_apart_by_site_and_public_ip() {
+    let net = Net::for_sites("state_same_private", 3);
+    let scratch = net.scratch();
+    let (p_ip, c1_ip, c2_ip) = (net.site_ip(0), net.site_ip(1), net.site_ip(2));
+    let shared = Backend::tcp(net.svc_ip(0));
+    let (priv_ip, priv_port) = (shared.ip(), shared.port());
+    let c2_probe_port = Net::closed_port(priv_ip);
+    let (pub1, pub2) = (net.svc_ip(11), net.svc_ip(12));
+    let mut pconf = format!(
+        "add service adns1 {p_ip} ADNS {DNS_PORT}\n{KA_1S}\
+         add gslb site P {p_ip}\n\
+         add gslb site C1 {c1_ip} -parentSite P\n\
+         add gslb site C2 {c2_ip} -parentSite P\n{}",
+        zone()
+    );
+    for (n, public) in [(1, pub1), (2, pub2)] {
+        pconf += &format!(
+            "add gslb service web_c{n} {priv_ip} TCP {priv_port} -siteName C{n} -publicIP {public}\n\
+             add gslb vserver vs_c{n} TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
+             bind gslb vserver vs_c{n} -serviceName web_c{n}\n\
+             bind gslb vserver vs_c{n} -domainName c{n}.example.com -TTL 5\n"
+        );
+    }
+    let c1conf = format!(
+        "{KA_1S}add gslb site P {p_ip}\n\
+         add gslb site C1 {c1_ip} -parentSite P\n{TCP_MONITOR}\
+         add gslb service svc_c1 {priv_ip} TCP {priv_port} -siteName C1 -publicIP {pub1}\n\
+         bind gslb service svc_c1 -monitorName tcp\n"
+    );
+    let c2conf = format!(
+        "{KA_1S}add gslb site P {p_ip}\n\
+         add gslb site C2 {c2_ip} -parentSite P\n\
+         add lb monitor tcp TCP -interval 200 MSEC -resptimeout 100 MSEC -retries 2 -destPort {c2_probe_port}\n\
+         add gslb service svc_c1 {priv_ip} TCP {priv_port} -siteName C2 -publicIP {pub2}\n\
+         bind gslb service svc_c1 -monitorName tcp\n"
+    );
+    let p = SiteServer::start(&scratch.0, "P", p_ip, &pconf, None);
+    let _c1 = SiteServer::start(&scratch.0, "C1", c1_ip, &c1conf, None);
+    let _c2 = SiteServer::start(&scratch.0, "C2", c2_ip, &c2conf, None);
+
+    let settled = |c2_up: bool| -> Result<(), String> {
+        let want = if c2_up { State::Up } else { State::Down };
+        let answer2: Vec<Ipv4Addr> = if c2_up { vec![pub2] } else { vec![] };
+        expect_mep(&p, "C1", "UP")?;
+        expect_mep(&p, "C2", "UP")?;
+        expect_service(&p, "web_c1", State::Up)?;
+        let s2 = expect_service(&p, "web_c2", want)?;
+        if !s2.reason.contains("site C2 reports it") {
+            return Err(format!("web_c2's state is not C2's report: {s2:?}"));
+        }
+        expect_answer(&p, "c1.example.com", &[pub1])?;
+        expect_answer(&p, "c2.example.com", &answer2)
+    };
+    eventually_ok(
+        EVENTUALLY,
+        "web_c1 UP, web_c2 DOWN (C2 probes a closed port)",
+        || settled(false),
+    );
+    let w1_before = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
+    let mut failures = Vec::new();
+
+    // C2's probe port comes alive: C2 reports svc_c1 UP.
+    let c2_target = Backend::tcp_at(SocketAddr::from((priv_ip, c2_probe_port)));
+    eventually_ok(EVENTUALLY, "web_c2 UP, reported by C2", || settled(true));
+    watch_web_c1(&p, pub1, "C2's service came UP", &mut failures);
+    // And goes again.
+    c2_target.kill();
+    eventually_ok(EVENTUALLY, "web_c2 DOWN again", || settled(false));
+    watch_web_c1(&p, pub1, "C2's service went DOWN", &mut failures);
+    let w1 = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
+    if w1.state != State::Up || w1.last_change != w1_before.last_change {
+        failures.push(format!(
+            "web_c1 changed state while only C2's service did (last_change {:?} before): {w1:?}",
+            w1_before.last_change
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "the same private address at two children:\n{}",
+        failures.join("\n")
+    );
+    drop(p);
+    drop(scratch);
+}
+
 // ---------------------------------------------------------------------------
 // b. Services configured at the parent only
 // ---------------------------------------------------------------------------
