@@ -847,6 +847,32 @@ fn a_child_without_an_adns_service_starts_and_opens_no_dns_socket() {
         expect_answer(&p, "c.example.com", &[b.ip()])
     });
     assert!(c.try_wait().is_none(), "the child exited");
+
+    // A reload (SIGHUP) keeps it without DNS sockets.
+    // SAFETY: kill(2) on our own, not yet reaped child.
+    assert_eq!(unsafe { libc::kill(c.pid(), libc::SIGHUP) }, 0);
+    eventually_ok(EVENTUALLY, "the child reloads", || {
+        let st: Status = typed_at(c.api, "/v1/status")?;
+        if st.generation >= 2 {
+            Ok(())
+        } else {
+            Err(format!("generation {}", st.generation))
+        }
+    });
+    let inodes = socket_inodes(c.pid());
+    let udp: Vec<u16> = ports_of("udp", &inodes)
+        .into_iter()
+        .chain(ports_of("udp6", &inodes))
+        .collect();
+    assert!(
+        udp.is_empty(),
+        "after a reload the child has UDP sockets on {udp:?}"
+    );
+    assert!(
+        !c.log().contains("DNS answering"),
+        "the child answers DNS after a reload:\n{}",
+        c.log()
+    );
     drop(p);
     drop(c);
     drop(scratch);
