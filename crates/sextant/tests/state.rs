@@ -10,19 +10,21 @@
 //! Nothing here asserts a wall-clock duration except generous bounds; the
 //! figures that matter are measured and printed.
 
-mod common;
 
 use std::fs;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use sextant_test_support::prelude::*;
 use serde::de::DeserializeOwned;
 use sextant_api::{Explain, Service, Site, State, Status};
+
+/// The binary under test.
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 
 /// `-MEPKeepAliveTimeout 1`: a peer is DOWN after 1 s of silence.
 const KA_1S: &str = "set gslb parameter -MEPKeepAliveTimeout 1\n";
@@ -175,7 +177,7 @@ impl Proc {
         use std::os::unix::process::CommandExt;
         let log_path = dir.join(format!("{name}.log"));
         let log = fs::File::create(&log_path).expect("create log");
-        let mut cmd = Command::new(bin());
+        let mut cmd = SEXTANT.command();
         cmd.args(args)
             .env(
                 "RUST_LOG",
@@ -196,7 +198,7 @@ impl Proc {
         let started = Instant::now();
         let child = cmd
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", bin()));
+            .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", SEXTANT.0));
         Proc {
             name: name.to_string(),
             child: Some(child),
@@ -432,9 +434,9 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
             b.port()
         )
     };
-    let p = SiteServer::start(&scratch.0, "P", p_ip, &pconf, None);
-    let c1 = SiteServer::start(&scratch.0, "C1", c1_ip, &child_conf("C1", c1_ip, &b1), None);
-    let mut c2 = SiteServer::start(&scratch.0, "C2", c2_ip, &child_conf("C2", c2_ip, &b2), None);
+    let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &pconf, None);
+    let c1 = SiteServer::start(SEXTANT, &scratch.0, "C1", c1_ip, &child_conf("C1", c1_ip, &b1), None);
+    let mut c2 = SiteServer::start(SEXTANT, &scratch.0, "C2", c2_ip, &child_conf("C2", c2_ip, &b2), None);
 
     eventually_ok(EVENTUALLY, "P linked with both children, both UP", || {
         expect_mep(&p, "C1", "UP")?;
@@ -540,9 +542,9 @@ fn the_same_private_address_at_two_children_is_told_apart_by_site_and_public_ip(
          add gslb service svc_c1 {priv_ip} TCP {priv_port} -siteName C2 -publicIP {pub2}\n\
          bind gslb service svc_c1 -monitorName tcp\n"
     );
-    let p = SiteServer::start(&scratch.0, "P", p_ip, &pconf, None);
-    let _c1 = SiteServer::start(&scratch.0, "C1", c1_ip, &c1conf, None);
-    let _c2 = SiteServer::start(&scratch.0, "C2", c2_ip, &c2conf, None);
+    let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &pconf, None);
+    let _c1 = SiteServer::start(SEXTANT, &scratch.0, "C1", c1_ip, &c1conf, None);
+    let _c2 = SiteServer::start(SEXTANT, &scratch.0, "C2", c2_ip, &c2conf, None);
 
     let settled = |c2_up: bool| -> Result<(), String> {
         let want = if c2_up { State::Up } else { State::Down };
@@ -639,8 +641,8 @@ fn services_configured_only_at_the_parent_follow_its_monitor_or_say_what_to_add(
         own.ip(),
         own.port()
     );
-    let p = SiteServer::start(&scratch.0, "P", p_ip, &pconf, None);
-    let c = SiteServer::start(&scratch.0, "C1", c_ip, &cconf, None);
+    let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &pconf, None);
+    let c = SiteServer::start(SEXTANT, &scratch.0, "C1", c_ip, &cconf, None);
     let bare_addr = format!("{}:{}", bare.ip(), bare.port());
 
     eventually_ok(
@@ -834,7 +836,7 @@ fn a_child_without_an_adns_service_starts_and_opens_no_dns_socket() {
         b.ip(),
         b.port()
     );
-    let p = SiteServer::start(&scratch.0, "P", p_ip, &pconf, None);
+    let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &pconf, None);
     eventually_ok(EVENTUALLY, "P answers the child's service", || {
         expect_mep(&p, "C", "UP")?;
         let sites: Vec<Site> = typed_at(c.api, "/v1/sites")?;
@@ -925,7 +927,7 @@ fn backup_parent_list_before_the_site_is_added_is_refused_at_its_column() {
     let scratch = net.scratch();
     let (wrong, line, column) = backup_parent_example(&net, true);
     let path = scratch.write("parents.conf", &wrong);
-    let out = run_bin(&["check", &path]);
+    let out = SEXTANT.run(&["check", &path]);
     let text = output_text(&out);
     assert_eq!(
         out.status.code(),
@@ -976,7 +978,7 @@ fn backup_parent_list_before_the_site_is_added_is_refused_at_its_column() {
 
     let (right, _, _) = backup_parent_example(&net, false);
     let path = scratch.write("parents-ok.conf", &right);
-    let out = run_bin(&["check", &path]);
+    let out = SEXTANT.run(&["check", &path]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -1002,9 +1004,9 @@ fn automatic_config_sync_is_warned_about_by_check_and_at_start() {
         zone()
     );
     let line = 4;
-    let site = SiteServer::start(&scratch.0, "SiteP1", p1, &conf, None);
+    let site = SiteServer::start(SEXTANT, &scratch.0, "SiteP1", p1, &conf, None);
     let path = site.config.to_str().unwrap().to_string();
-    let out = run_bin(&["check", &path]);
+    let out = SEXTANT.run(&["check", &path]);
     let text = output_text(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     let want = format!("warning: {path}:{line}: -automaticConfigSync");
@@ -1103,14 +1105,14 @@ fn start_persistence_pair(
     p2_exchange: bool,
 ) -> (SiteServer, SiteServer, Vec<Backend>) {
     let backends: Vec<Backend> = (0..4).map(|i| Backend::tcp(net.svc_ip(i))).collect();
-    let p1 = SiteServer::start(
+    let p1 = SiteServer::start(SEXTANT, 
         dir,
         "P1",
         net.site_ip(0),
         &persistence_config(net, 0, &backends, p2_exchange),
         None,
     );
-    let p2 = SiteServer::start(
+    let p2 = SiteServer::start(SEXTANT, 
         dir,
         "P2",
         net.site_ip(1),
@@ -1295,7 +1297,7 @@ fn sigterm_exits_zero_and_the_peer_sees_the_session_closed() {
         )
     };
     let mut p1 = Proc::serve(&scratch.0, "P1", &conf(p1_ip), api_of(p1_ip), None);
-    let p2 = SiteServer::start(&scratch.0, "P2", p2_ip, &conf(p2_ip), None);
+    let p2 = SiteServer::start(SEXTANT, &scratch.0, "P2", p2_ip, &conf(p2_ip), None);
     eventually_ok(EVENTUALLY, "P1 and P2 linked", || {
         expect_mep(&p2, "P1", "UP")?;
         let s = find_site(typed_at(p1.api, "/v1/sites")?, "P2")?;
@@ -1392,8 +1394,8 @@ fn idle_tcp_dns_connections_do_not_disturb_metric_exchange() {
             zone()
         )
     };
-    let s1 = SiteServer::start(&scratch.0, "S1", s1_ip, &conf(s1_ip), None);
-    let s2 = SiteServer::start(&scratch.0, "S2", s2_ip, &conf(s2_ip), None);
+    let s1 = SiteServer::start(SEXTANT, &scratch.0, "S1", s1_ip, &conf(s1_ip), None);
+    let s2 = SiteServer::start(SEXTANT, &scratch.0, "S2", s2_ip, &conf(s2_ip), None);
     eventually_ok(EVENTUALLY, "S1 and S2 linked", || {
         expect_mep(&s1, "S2", "UP")?;
         expect_mep(&s2, "S1", "UP").map(|_| ())
@@ -1517,8 +1519,8 @@ fn idle_tcp_dns_connections_do_not_starve_a_server_with_the_default_fd_limit() {
         )
     };
     raise_nofile(4 * (IDLE + STALLED) as u64);
-    let s1 = SiteServer::start(&scratch.0, "S1", s1_ip, &conf(s1_ip), None);
-    let s2 = SiteServer::start(&scratch.0, "S2", s2_ip, &conf(s2_ip), None);
+    let s1 = SiteServer::start(SEXTANT, &scratch.0, "S1", s1_ip, &conf(s1_ip), None);
+    let s2 = SiteServer::start(SEXTANT, &scratch.0, "S2", s2_ip, &conf(s2_ip), None);
     set_nofile_soft_of(s1.pid().expect("S1 running"), 1024);
     eventually_ok(EVENTUALLY, "S1 and S2 linked, svc1 UP", || {
         expect_mep(&s1, "S2", "UP")?;
@@ -1734,7 +1736,7 @@ fn a_service_added_by_a_reload_is_not_answered_before_its_first_result() {
          bind gslb service dead -monitorName tcp\n\
          bind gslb vserver vs -serviceName dead\n"
     );
-    let site = SiteServer::start(&scratch.0, "site1", ip, &base, None);
+    let site = SiteServer::start(SEXTANT, &scratch.0, "site1", ip, &base, None);
     eventually_ok(EVENTUALLY, "live UP", || {
         expect_service(&site, "live", State::Up)?;
         expect_answer(&site, "www.example.com", &[live.ip()])
