@@ -15,6 +15,7 @@
 // Unsafe code is confined to `mmsg` (batched UDP system calls).
 #![deny(unsafe_code)]
 
+mod limits;
 #[cfg(target_os = "linux")]
 mod mmsg;
 mod respond;

@@ -86,7 +86,7 @@ pub async fn serve_tcp_with(listener: TcpListener, shared: Arc<DnsShared>, confi
                 continue;
             }
         };
-        if open.load(Ordering::Relaxed) >= config.max_connections {
+        if open.load(Ordering::Relaxed) >= crate::limits::connection_cap(config.max_connections) {
             shared.stats.incr(0, crate::Counter::TcpRejected);
             drop(stream);
             continue;

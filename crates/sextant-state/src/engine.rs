@@ -815,6 +815,14 @@ impl Engine {
                 st.last_change = os.last_change;
             }
         }
+        // A monitored service the reload adds (or whose address changed) was
+        // never seen UP: it is DOWN until its first result, so DNS, which
+        // answers already, never points at it unprobed.
+        for (i, was) in old_up.iter().enumerate() {
+            if was.is_none() && !model.services[i].monitors.is_empty() {
+                self.services[i].up = false;
+            }
+        }
         self.settle_everything(now, Some(&old_up));
         if !self.ready {
             self.awaiting_first = self.count_awaiting();

@@ -171,6 +171,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Serves a loaded configuration with `workers` UDP threads until SIGTERM.
 pub fn run_model(overrides: Overrides, mut model: Model, workers: usize) -> anyhow::Result<()> {
+    raise_file_limit();
     for w in &model.warnings {
         warn!("{w}");
     }
@@ -217,6 +218,36 @@ pub fn run_model(overrides: Overrides, mut model: Model, workers: usize) -> anyh
         info!("stopped");
     }
     result
+}
+
+/// Raises the soft limit on open files to the hard one (a daemon that holds
+/// many TCP DNS clients, probes and peers should not stop at the usual
+/// soft 1024); logs the limit in force.
+fn raise_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2)/setrlimit(2) read and write one rlimit struct
+    // that lives for the duration of the calls.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    info!(
+        open_files = limit.rlim_cur,
+        "file descriptor limit (half of it at most for TCP DNS clients)"
+    );
 }
 
 /// How long in-flight work may take to finish after SIGTERM.

@@ -10,7 +10,6 @@
 //! Nothing here asserts a wall-clock duration except generous bounds; the
 //! figures that matter are measured and printed.
 
-
 use std::fs;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -19,9 +18,9 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use sextant_test_support::prelude::*;
 use serde::de::DeserializeOwned;
 use sextant_api::{Explain, Service, Site, State, Status};
+use sextant_test_support::prelude::*;
 
 /// The binary under test.
 const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
@@ -435,8 +434,22 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
         )
     };
     let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &pconf, None);
-    let c1 = SiteServer::start(SEXTANT, &scratch.0, "C1", c1_ip, &child_conf("C1", c1_ip, &b1), None);
-    let mut c2 = SiteServer::start(SEXTANT, &scratch.0, "C2", c2_ip, &child_conf("C2", c2_ip, &b2), None);
+    let c1 = SiteServer::start(
+        SEXTANT,
+        &scratch.0,
+        "C1",
+        c1_ip,
+        &child_conf("C1", c1_ip, &b1),
+        None,
+    );
+    let mut c2 = SiteServer::start(
+        SEXTANT,
+        &scratch.0,
+        "C2",
+        c2_ip,
+        &child_conf("C2", c2_ip, &b2),
+        None,
+    );
 
     eventually_ok(EVENTUALLY, "P linked with both children, both UP", || {
         expect_mep(&p, "C1", "UP")?;
@@ -1105,14 +1118,16 @@ fn start_persistence_pair(
     p2_exchange: bool,
 ) -> (SiteServer, SiteServer, Vec<Backend>) {
     let backends: Vec<Backend> = (0..4).map(|i| Backend::tcp(net.svc_ip(i))).collect();
-    let p1 = SiteServer::start(SEXTANT, 
+    let p1 = SiteServer::start(
+        SEXTANT,
         dir,
         "P1",
         net.site_ip(0),
         &persistence_config(net, 0, &backends, p2_exchange),
         None,
     );
-    let p2 = SiteServer::start(SEXTANT, 
+    let p2 = SiteServer::start(
+        SEXTANT,
         dir,
         "P2",
         net.site_ip(1),
@@ -1597,14 +1612,9 @@ fn idle_tcp_dns_connections_do_not_starve_a_server_with_the_default_fd_limit() {
         "{samples} samples, {} failed checks; {emfile} log lines of S1 say 'Too many open files'",
         failures.len()
     );
-    // BUG: `sextant serve` keeps up to 1024 TCP DNS connections whatever
-    // its descriptor limit and does not raise its soft RLIMIT_NOFILE. With
-    // the usual soft limit of 1024, idle DNS clients take every descriptor:
-    // S1's TCP monitor then fails with EMFILE and takes S1's own healthy
-    // svc1 DOWN (a local error counted as the backend's failure), so S1
-    // answers nothing for www.example.com, and S1's API accepts but never
-    // answers (seen 2026-12-01: "monitor tcp: TCP connect ... failed: Too
-    // many open files (os error 24)").
+    // At most half of its descriptors go to TCP DNS clients (the cap is
+    // read at each accept), so the monitors, metric exchange and the API
+    // keep theirs even under a soft limit of 1024 set after the start.
     assert!(
         failures.is_empty(),
         "{} TCP DNS connections to S1 (soft NOFILE 1024), {} failed checks in {samples} samples:\n{}",
@@ -1774,13 +1784,8 @@ fn a_service_added_by_a_reload_is_not_answered_before_its_first_result() {
         status(&site).unwrap().generation > g0,
         "the reload was not applied"
     );
-    // BUG: after a reload, a newly added monitored service counts as UP
-    // until its monitor's first result (the engine keeps `ready` from the
-    // old configuration and a new service starts UP, "waiting for the
-    // first probe result"), so DNS answers a dead backend that was never
-    // probed: seen answered from 2 ms to ~58 ms after SIGHUP here, where
-    // the probe is refused at once; with a backend that does not answer
-    // the window is the monitor's jitter plus its response timeout.
+    // A monitored service a reload adds is DOWN until its first result
+    // (it was never seen UP), so no answer points at it unprobed.
     eprintln!(
         "{} answers in 4 s after SIGHUP; 'dead' in /v1/services after {reloaded_at:?}, DOWN after {dead_down_at:?}",
         answers.len()
