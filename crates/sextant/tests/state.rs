@@ -1904,3 +1904,91 @@ fn dns_waits_for_a_first_result_that_takes_the_whole_response_timeout() {
     drop(p);
     drop(scratch);
 }
+
+// ---------------------------------------------------------------------------
+// e. A child keeps the last backup-parent list in a state file
+// ---------------------------------------------------------------------------
+
+/// Seed 001: the parent sends its backup list to its children over MEP. A
+/// child keeps the last list in a state file next to its configuration, so
+/// that when it restarts while its parent is DOWN, the backup parent can
+/// still take it over; without the file it could not (it would know no
+/// backup list and refuse every offer).
+#[test]
+fn a_child_restarted_while_its_parent_is_down_is_adopted_thanks_to_its_state_file() {
+    let net = Net::for_sites("state_file", 3);
+    let scratch = net.scratch();
+    let backend = Backend::tcp(net.svc_ip(0));
+    let (p1_ip, p2_ip, c_ip) = (net.site_ip(0), net.site_ip(1), net.site_ip(2));
+    let parent = format!(
+        "{KA_1S}add gslb site SiteP1 {p1_ip}\n\
+         add gslb site SiteP2 {p2_ip}\n\
+         add gslb site child_site1 {c_ip} -parentSite SiteP1\n\
+         set gslb site SiteP1 -backupParentlist SiteP2\n\
+         set gslb site SiteP2 -backupParentlist SiteP1\n{}\
+         add gslb service web_c1 {} TCP {} -siteName child_site1\n\
+         add gslb vserver vs TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
+         bind gslb vserver vs -serviceName web_c1\n\
+         bind gslb vserver vs -domainName c1.example.com -TTL 5\n",
+        zone(),
+        backend.ip(),
+        backend.port()
+    );
+    // The child's configuration, as the seed has it: itself and its parent
+    // (not the backup parent), and its own service; no ADNS.
+    let child = format!(
+        "{KA_1S}add gslb site SiteP1 {p1_ip}\n\
+         add gslb site child_site1 {c_ip} -parentSite SiteP1\n{TCP_MONITOR}\
+         add gslb service lb_vip {} TCP {} -siteName child_site1\n\
+         bind gslb service lb_vip -monitorName tcp\n",
+        backend.ip(),
+        backend.port()
+    );
+    let mut p1 = SiteServer::start(SEXTANT, &scratch.0, "SiteP1", p1_ip, &parent, None);
+    let p2 = SiteServer::start(SEXTANT, &scratch.0, "SiteP2", p2_ip, &parent, None);
+    let mut c = SiteServer::start(SEXTANT, &scratch.0, "child_site1", c_ip, &child, None);
+    let state_file = scratch.0.join("child_site1.mep-state.json");
+    eventually_ok(EVENTUALLY, "the child reports through SiteP1 and keeps the list", || {
+        expect_service(&p2, "web_c1", State::Up)?;
+        let text = fs::read_to_string(&state_file)
+            .map_err(|e| format!("{}: {e}", state_file.display()))?;
+        if !text.contains("SiteP2") {
+            return Err(format!("state file without SiteP2: {text}"));
+        }
+        Ok(())
+    });
+
+    // The child goes (maintenance), then its parent crashes; the child
+    // comes back while the parent is DOWN.
+    c.stop();
+    p1.kill();
+    c.restart();
+    let t0 = Instant::now();
+    eventually_ok(EVENTUALLY, "SiteP2 takes the restarted child over", || {
+        let s = expect_mep(&p2, "child_site1", "UP")?;
+        if s.adopted_for.as_deref() != Some("SiteP1") {
+            return Err(format!("child_site1 at SiteP2: {s:?}"));
+        }
+        expect_service(&p2, "web_c1", State::Up).map(|_| ())
+    });
+    eprintln!("restarted child adopted by SiteP2 after {:?}", t0.elapsed());
+    expect_answer(&p2, "c1.example.com", &[backend.ip()]).unwrap_or_else(|e| panic!("{e}"));
+    let log = c.log();
+    assert!(
+        log.contains("accepted a backup parent's takeover"),
+        "the child's log does not show the takeover:\n{log}"
+    );
+
+    // The same restart without the file: the child knows no backup list
+    // and refuses SiteP2 (three keepalive timeouts are plenty for an offer).
+    c.stop();
+    fs::remove_file(&state_file).expect("remove the state file");
+    c.restart();
+    thread::sleep(Duration::from_secs(3));
+    let s = site_entry(&p2, "child_site1").unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(
+        s.mep, "UP",
+        "without its state file the restarted child was adopted anyway: {s:?}"
+    );
+    drop((p2, c));
+}
