@@ -4,9 +4,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{Model, ServiceId, ServiceMetrics, Snapshot, VServerId};
+use sextant_core::{Model, ServiceId, Snapshot, VServerId};
 
-use crate::event::{SharedSession, SiteFigures};
+use crate::event::{ReportedService, SharedSession, SiteFigures};
 
 /// One thing for the edges to do, in the order given.
 #[derive(Debug, Clone)]
@@ -43,20 +43,8 @@ pub enum Effect {
 /// This site's services as it reports them to other sites.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LocalReport {
-    pub services: Vec<ReportEntry>,
+    pub services: Vec<ReportedService>,
     pub site: SiteFigures,
-}
-
-/// One local service in this site's report.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReportEntry {
-    pub name: Arc<str>,
-    pub ip: IpAddr,
-    pub port: u16,
-    pub public_ip: Option<IpAddr>,
-    pub public_port: Option<u16>,
-    pub up: bool,
-    pub metrics: ServiceMetrics,
 }
 
 /// A persistence entry to record in this node's session table.

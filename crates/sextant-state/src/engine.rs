@@ -16,9 +16,9 @@ use sextant_core::{
 /// up here, it never adds them (so it cannot flood a map).
 type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<sextant_core::snapshot::FnvHasher>>;
 
-use crate::effect::{Effect, InstallSession, LocalReport, ReportEntry};
+use crate::effect::{Effect, InstallSession, LocalReport};
 use crate::event::{
-    Event, LocalSession, PeerEntry, PeerServices, Probe, SharedSession, SiteFigures,
+    Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
 };
 
 /// The longest new load figures and probe details wait before they are
@@ -470,7 +470,7 @@ impl Engine {
         self.settle_all(&touched, now, effects);
     }
 
-    fn match_entry(&self, site: SiteId, e: &PeerEntry) -> Option<ServiceId> {
+    fn match_entry(&self, site: SiteId, e: &ReportedService) -> Option<ServiceId> {
         let public = match (e.public_ip, e.public_port) {
             (None, None) => None,
             (ip, port) => Some((ip.unwrap_or(e.ip), port.unwrap_or(e.port))),
@@ -992,7 +992,7 @@ impl Engine {
                 .map(|id| {
                     let i = *id as usize;
                     let s = &self.model.services[i];
-                    ReportEntry {
+                    ReportedService {
                         name: Arc::clone(&self.index.names[i]),
                         ip: s.ip,
                         port: s.port,

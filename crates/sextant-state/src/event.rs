@@ -64,15 +64,16 @@ pub struct PeerServices {
     pub site: String,
     pub via: Option<String>,
     pub full: bool,
-    pub entries: Vec<PeerEntry>,
+    pub entries: Vec<ReportedService>,
     pub removed: Vec<(IpAddr, u16)>,
 }
 
-/// One service as its own site reports it.
+/// One service as its own site reports it over metric exchange: in other
+/// sites' reports (events) and in this site's own (effects).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PeerEntry {
+pub struct ReportedService {
     /// The name at the reporting site (shown, never used to match).
-    pub name: String,
+    pub name: Arc<str>,
     pub ip: IpAddr,
     pub port: u16,
     pub public_ip: Option<IpAddr>,

@@ -14,6 +14,8 @@ pub mod engine;
 pub mod event;
 pub mod replay;
 
-pub use effect::{Effect, InstallSession, LocalReport, ReportEntry};
+pub use effect::{Effect, InstallSession, LocalReport};
 pub use engine::{Engine, FIGURES_FLUSH, NO_MONITOR};
-pub use event::{Event, LocalSession, PeerEntry, PeerServices, Probe, SharedSession, SiteFigures};
+pub use event::{
+    Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
+};

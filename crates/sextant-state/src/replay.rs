@@ -43,7 +43,7 @@ use sextant_core::{
 use crate::effect::Effect;
 use crate::engine::Engine;
 use crate::event::{
-    Event, LocalSession, PeerEntry, PeerServices, Probe, SharedSession, SiteFigures,
+    Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
 };
 
 /// Where replays start on the wall clock: 2027-01-15T08:00:00Z.
@@ -583,7 +583,7 @@ fn parse_metrics(kvs: &[&str]) -> Option<ServiceMetrics> {
 }
 
 /// `NAME@IP:PORT[>PUBIP:PUBPORT]=UP|DOWN[;conn=N...]`.
-fn parse_entry(tok: &str) -> Option<PeerEntry> {
+fn parse_entry(tok: &str) -> Option<ReportedService> {
     let (head, figures) = match tok.split_once(';') {
         Some((h, f)) => (h, f.split(';').collect::<Vec<_>>()),
         None => (tok, Vec::new()),
@@ -600,8 +600,8 @@ fn parse_entry(tok: &str) -> Option<PeerEntry> {
         None => (addrs, None),
     };
     let (ip, port) = parse_addr(addr)?;
-    Some(PeerEntry {
-        name: name.to_string(),
+    Some(ReportedService {
+        name: name.into(),
         ip,
         port,
         public_ip: public.map(|p| p.0),

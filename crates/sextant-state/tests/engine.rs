@@ -4,38 +4,34 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol, Site};
-use sextant_state::{Effect, Engine, Event, PeerEntry, PeerServices, Probe};
+use sextant_core::{Model, Monitor, MonitorKind};
+use sextant_state::{Effect, Engine, Event, PeerServices, Probe, ReportedService};
+use sextant_test_support::model::{ModelBuilder, ip, service};
 
 const T0: Duration = Duration::from_secs(1_800_000_000);
 
 /// A local site `l` and a remote site `r`, `n` services each, every local
 /// one with a TCP monitor.
 fn model(n: usize) -> Arc<Model> {
-    let mut m = Model::default();
-    m.sites
-        .push(Site::new("l", IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1))));
-    m.sites
-        .push(Site::new("r", IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2))));
-    m.set_local_site(0);
-    m.monitors.push(Monitor::new("tcp", MonitorKind::Tcp));
+    let mut b = ModelBuilder::new();
+    b.add_site("l", ip("127.0.0.1"));
+    b.add_site("r", ip("127.0.0.2"));
+    b.set_local("l");
+    b.model.monitors.push(Monitor::new("tcp", MonitorKind::Tcp));
     for site in 0..2u32 {
         for i in 0..n {
-            m.services.push(Service {
-                name: format!("s{site}-{i}"),
-                ip: IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + (site << 20) + i as u32)),
-                port: 80,
-                protocol: ServiceProtocol::Http,
-                site,
-                public_ip: None,
-                public_port: None,
-                max_clients: 0,
-                monitors: if site == 0 { vec![0] } else { Vec::new() },
-                load_source: Default::default(),
-            });
+            let mut s = service(
+                &format!("s{site}-{i}"),
+                IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + (site << 20) + i as u32)),
+            );
+            s.site = site;
+            if site == 0 {
+                s.monitors = vec![0];
+            }
+            b.push_service(s);
         }
     }
-    Arc::new(m)
+    Arc::new(b.build())
 }
 
 fn states(effects: &[Effect]) -> Option<Vec<bool>> {
@@ -121,8 +117,8 @@ fn a_reload_of_the_same_configuration_keeps_every_state_and_logs_no_transition()
             full: true,
             entries: (0..500)
                 .filter(|i| i % 2 == 0)
-                .map(|i| PeerEntry {
-                    name: format!("remote name {i}"),
+                .map(|i| ReportedService {
+                    name: format!("remote name {i}").into(),
                     ip: m.services[500 + i].ip,
                     port: 80,
                     public_ip: None,

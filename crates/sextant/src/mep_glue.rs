@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sextant_core::ServiceMetrics;
 use sextant_mep::message::{LoadMetrics, ServiceEntry, ServiceState, SessionEntry, Sessions};
 use sextant_mep::{LocalReport, MepEvent, Message};
-use sextant_state::{Event, PeerEntry, PeerServices, SharedSession};
+use sextant_state::{Event, PeerServices, ReportedService, SharedSession};
 use tracing::{info, warn};
 
 /// Totals since start, for `/v1/status`.
@@ -126,11 +126,11 @@ pub fn translate(event: MepEvent, counters: &MepCounters) -> Option<Event> {
     }
 }
 
-fn entry_to_state(e: ServiceEntry) -> PeerEntry {
-    PeerEntry {
+fn entry_to_state(e: ServiceEntry) -> ReportedService {
+    ReportedService {
         metrics: to_core(&e.metrics),
         up: e.state == ServiceState::Up,
-        name: e.service,
+        name: e.service.into(),
         ip: e.ip,
         port: e.port,
         public_ip: e.public_ip,

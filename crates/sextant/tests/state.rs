@@ -1948,15 +1948,19 @@ fn a_child_restarted_while_its_parent_is_down_is_adopted_thanks_to_its_state_fil
     let p2 = SiteServer::start(SEXTANT, &scratch.0, "SiteP2", p2_ip, &parent, None);
     let mut c = SiteServer::start(SEXTANT, &scratch.0, "child_site1", c_ip, &child, None);
     let state_file = scratch.0.join("child_site1.mep-state.json");
-    eventually_ok(EVENTUALLY, "the child reports through SiteP1 and keeps the list", || {
-        expect_service(&p2, "web_c1", State::Up)?;
-        let text = fs::read_to_string(&state_file)
-            .map_err(|e| format!("{}: {e}", state_file.display()))?;
-        if !text.contains("SiteP2") {
-            return Err(format!("state file without SiteP2: {text}"));
-        }
-        Ok(())
-    });
+    eventually_ok(
+        EVENTUALLY,
+        "the child reports through SiteP1 and keeps the list",
+        || {
+            expect_service(&p2, "web_c1", State::Up)?;
+            let text = fs::read_to_string(&state_file)
+                .map_err(|e| format!("{}: {e}", state_file.display()))?;
+            if !text.contains("SiteP2") {
+                return Err(format!("state file without SiteP2: {text}"));
+            }
+            Ok(())
+        },
+    );
 
     // The child goes (maintenance), then its parent crashes; the child
     // comes back while the parent is DOWN.
