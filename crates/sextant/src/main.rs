@@ -34,8 +34,12 @@ struct Cli {
 enum Command {
     /// Run the server: authoritative GSLB DNS, health monitors and the REST API.
     ///
-    /// SIGHUP re-reads the configuration file; an invalid file is reported and
-    /// the running configuration stays in force.
+    /// DNS answers once every monitored service has its first probe result
+    /// (or its response timeout has passed). A child site (`-parentSite`)
+    /// reports its services to its parent and opens no DNS listener. SIGHUP
+    /// re-reads the configuration file; an invalid file is reported and the
+    /// running configuration stays in force. SIGTERM closes metric exchange
+    /// sessions and exits 0.
     Serve(ServeArgs),
 
     /// Validate a configuration file (.conf appliance syntax or .toml).
