@@ -231,7 +231,35 @@ impl SessionTable {
         }
     }
 
-    /// Drops every entry (e.g. when a reload renumbers vservers).
+    /// Carries the entries over a reload that renumbers vservers and
+    /// services: `vserver` and `service` map an old id to the new one, or to
+    /// `None` when it is gone (its entries are dropped). Entries whose
+    /// service is no longer bound there are left to the decision core, which
+    /// ignores a sticky service that is not a candidate.
+    pub fn renumber(
+        &self,
+        vserver: impl Fn(VServerId) -> Option<VServerId>,
+        service: impl Fn(ServiceId) -> Option<ServiceId>,
+    ) {
+        let mut moved = Vec::new();
+        for s in self.shards.iter() {
+            let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
+            moved.extend(shard.map.drain());
+            shard.journal.clear();
+            shard.new_since_sweep = 0;
+        }
+        let now = self.now();
+        for ((v, key), e) in moved {
+            if e.expires <= now {
+                continue;
+            }
+            if let (Some(v), Some(svc)) = (vserver(v), service(e.service)) {
+                self.put(now, (v, key), svc, e.expires, false);
+            }
+        }
+    }
+
+    /// Drops every entry.
     pub fn clear(&self) {
         for s in self.shards.iter() {
             let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
@@ -348,6 +376,23 @@ mod tests {
         assert_eq!(t.get(0, ip(3)), Some(3));
         t.record(0, ip(3), 4, ttl);
         assert_eq!(t.drain_journal().len(), 1, "a local refresh is shared");
+    }
+
+    #[test]
+    fn a_renumbering_moves_entries_and_drops_what_is_gone() {
+        let t = SessionTable::new();
+        let ttl = Duration::from_secs(60);
+        t.record(0, ip(1), 10, ttl);
+        t.record(1, ip(2), 11, ttl);
+        t.record(2, ip(3), 12, ttl);
+        t.renumber(
+            |v| [Some(5), Some(6), None][v as usize],
+            |s| if s == 11 { None } else { Some(s + 100) },
+        );
+        assert_eq!(t.get(5, ip(1)), Some(110));
+        assert_eq!(t.get(6, ip(2)), None, "its service is gone");
+        assert_eq!(t.get(2, ip(3)), None, "its vserver is gone");
+        assert_eq!(t.len(), 1);
     }
 
     #[test]

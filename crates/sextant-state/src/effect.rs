@@ -18,6 +18,9 @@ pub enum Effect {
         model: Arc<Model>,
         generation: u64,
         closed_gates: Vec<ServiceId>,
+        /// Persistence entries carry over: old vserver id → new one, and old
+        /// service id → new one (by name; `None`: gone).
+        renumber: Renumbering,
     },
     /// Make this the state DNS and the API read (one atomic swap).
     Publish(Arc<Snapshot>),
@@ -38,6 +41,14 @@ pub enum Effect {
     /// Every monitored service has its first result (or its time is up):
     /// DNS may answer now.
     Ready,
+}
+
+/// How a reload renumbers vservers and services, so that state kept at
+/// the edges by id (persistence entries) survives it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Renumbering {
+    pub vservers: Vec<Option<VServerId>>,
+    pub services: Vec<Option<ServiceId>>,
 }
 
 /// This site's services as it reports them to other sites.

@@ -16,7 +16,7 @@ use sextant_core::{
 /// up here, it never adds them (so it cannot flood a map).
 type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<sextant_core::snapshot::FnvHasher>>;
 
-use crate::effect::{Effect, InstallSession, LocalReport};
+use crate::effect::{Effect, InstallSession, LocalReport, Renumbering};
 use crate::event::{
     Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
 };
@@ -828,10 +828,35 @@ impl Engine {
             self.awaiting_first = self.count_awaiting();
         }
         // First, so that what follows is read against the new configuration.
+        let renumber = Renumbering {
+            vservers: old
+                .model
+                .vservers
+                .iter()
+                .map(|v| {
+                    self.index
+                        .vservers
+                        .get(&v.name.to_ascii_lowercase())
+                        .copied()
+                })
+                .collect(),
+            services: old
+                .model
+                .services
+                .iter()
+                .map(|s| {
+                    self.index
+                        .services
+                        .get(&s.name.to_ascii_lowercase())
+                        .copied()
+                })
+                .collect(),
+        };
         effects.push(Effect::Restart {
             model,
             generation: self.generation,
             closed_gates: self.closed_gates(),
+            renumber,
         });
         for (i, was) in old_up.iter().enumerate() {
             if let Some(was) = was

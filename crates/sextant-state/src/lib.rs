@@ -14,7 +14,7 @@ pub mod engine;
 pub mod event;
 pub mod replay;
 
-pub use effect::{Effect, InstallSession, LocalReport};
+pub use effect::{Effect, InstallSession, LocalReport, Renumbering};
 pub use engine::{Engine, FIGURES_FLUSH, NO_MONITOR};
 pub use event::{
     Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,

@@ -245,6 +245,7 @@ impl Runner<'_> {
                     model: m,
                     generation,
                     closed_gates,
+                    ..
                 } => format!(
                     "restart generation {generation}: {} services, gates closed: [{}]",
                     m.services.len(),

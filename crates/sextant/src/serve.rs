@@ -730,6 +730,7 @@ fn carry_out(
                 model,
                 generation,
                 closed_gates,
+                renumber,
             } => {
                 if let Some(m) = edges.monitors.take() {
                     m.stop();
@@ -737,8 +738,11 @@ fn carry_out(
                 if let Some(l) = edges.loads.take() {
                     l.stop();
                 }
-                // Entries point at the old configuration's numbering.
-                daemon.dns.sessions.clear();
+                // Persistence entries survive the reload under the new ids.
+                daemon.dns.sessions.renumber(
+                    |v| renumber.vservers.get(v as usize).copied().flatten(),
+                    |s| renumber.services.get(s as usize).copied().flatten(),
+                );
                 edges.gates = Gates::open(model.services.len());
                 for s in closed_gates {
                     edges.gates.set(s, false);
