@@ -560,7 +560,6 @@ async fn state_task(
             tokio::time::Instant::now() + wait
         });
         let event = tokio::select! {
-            biased;
             Some(ev) = inputs.mep.recv() => {
                 match crate::mep_glue::translate(note_site_metrics(&daemon, ev), &daemon.mep_counters) {
                     Some(e) => e,
