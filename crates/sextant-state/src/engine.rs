@@ -331,6 +331,8 @@ impl Engine {
                 if f != self.own_site {
                     self.own_site = f;
                     self.report_dirty = true;
+                    // Sent with the next publication, within FIGURES_FLUSH.
+                    self.figures_dirty = true;
                 }
             }
             Event::LocalSessions(entries) => self.share_sessions(entries, &mut effects),
@@ -343,6 +345,8 @@ impl Engine {
         if !self.ready && (self.awaiting_first == 0 || now >= self.ready_deadline) {
             self.ready = true;
             effects.push(Effect::Ready);
+            // Publish (and report) at once.
+            self.states_dirty = true;
         }
         let flush_due = self.last_publish.is_none_or(|t| now >= t + FIGURES_FLUSH);
         if self.states_dirty || (self.figures_dirty && flush_due) {
@@ -970,7 +974,9 @@ impl Engine {
         self.figures_dirty = false;
         self.last_publish = Some(now);
         effects.push(Effect::Publish(Arc::new(snapshot)));
-        if self.report_dirty {
+        // Nothing is reported before every monitored service has its first
+        // result: a peer must not answer with a backend never seen UP.
+        if self.report_dirty && self.ready {
             self.report_dirty = false;
             if let Some(report) = self.local_report()
                 && self.last_report.as_deref() != Some(&report)
