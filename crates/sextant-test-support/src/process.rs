@@ -419,6 +419,14 @@ impl Drop for Server {
 /// namespace or in a [`Netns`]. Its API and DNS helpers open their sockets
 /// in the site's namespace. Stopped (by pid) on drop; its log is printed if
 /// the test is failing.
+///
+/// [`SiteServer::start`] waits until the API answers;
+/// [`SiteServer::start_without_dns`] does too but passes no
+/// `--dns-listen`; [`SiteServer::spawn`] does not wait, for a test that
+/// watches the process from its first moment or expects it to exit
+/// ([`SiteServer::try_wait`], [`SiteServer::wait_exit`]). The `expect_*`
+/// checks return why they do not hold, for
+/// [`crate::wait::eventually_ok`].
 pub struct SiteServer {
     pub name: String,
     pub ip: Ipv4Addr,
