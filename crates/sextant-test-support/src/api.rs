@@ -3,6 +3,7 @@
 //! field breaks the test that reads it.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 pub use sextant_api::{
@@ -10,7 +11,7 @@ pub use sextant_api::{
     Status,
 };
 
-use crate::http::http_get;
+use crate::http::{http_get, http_get_within};
 
 pub const STATUS: &str = "/v1/status";
 pub const SERVICES: &str = "/v1/services";
@@ -24,7 +25,24 @@ pub fn explain_path(name: &str, client: &str) -> String {
 
 /// GET `path` at `addr`; it must answer 200 with JSON that parses as `T`.
 pub fn api_get<T: DeserializeOwned>(addr: SocketAddr, path: &str) -> Result<T, String> {
-    let (status, body) = http_get(addr, path).map_err(|e| format!("GET {path}: {e}"))?;
+    parse(path, http_get(addr, path))
+}
+
+/// Like [`api_get`], with `timeout` for the connect and each read and write
+/// ([`http_get_within`]).
+pub fn api_get_within<T: DeserializeOwned>(
+    addr: SocketAddr,
+    path: &str,
+    timeout: Duration,
+) -> Result<T, String> {
+    parse(path, http_get_within(addr, path, timeout))
+}
+
+fn parse<T: DeserializeOwned>(
+    path: &str,
+    answer: Result<(u16, String), String>,
+) -> Result<T, String> {
+    let (status, body) = answer.map_err(|e| format!("GET {path}: {e}"))?;
     if status != 200 {
         return Err(format!("GET {path} -> {status}: {body}"));
     }

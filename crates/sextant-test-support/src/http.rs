@@ -6,15 +6,35 @@ use std::time::Duration;
 
 /// Minimal HTTP/1.0 GET: returns (status, body).
 pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .map_err(|e| format!("connect {addr}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    get(addr, path, Duration::from_secs(2), Duration::from_secs(5))
+}
+
+/// Like [`http_get`], with `timeout` for the connect and for each read and
+/// write (a short one, so a stuck server does not stall a sampling loop).
+pub fn http_get_within(
+    addr: SocketAddr,
+    path: &str,
+    timeout: Duration,
+) -> Result<(u16, String), String> {
+    get(addr, path, timeout, timeout)
+}
+
+fn get(
+    addr: SocketAddr,
+    path: &str,
+    connect: Duration,
+    io: Duration,
+) -> Result<(u16, String), String> {
+    let mut s =
+        TcpStream::connect_timeout(&addr, connect).map_err(|e| format!("connect {addr}: {e}"))?;
+    s.set_read_timeout(Some(io)).unwrap();
+    s.set_write_timeout(Some(io)).unwrap();
     let req = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     s.write_all(req.as_bytes())
         .map_err(|e| format!("write: {e}"))?;
     let mut buf = Vec::new();
-    s.read_to_end(&mut buf).map_err(|e| format!("read: {e}"))?;
+    s.read_to_end(&mut buf)
+        .map_err(|e| format!("no answer within {io:?}: {e}"))?;
     let text = String::from_utf8_lossy(&buf).into_owned();
     let (head, body) = text
         .split_once("\r\n\r\n")

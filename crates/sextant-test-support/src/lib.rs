@@ -60,7 +60,7 @@ pub mod prelude {
     pub use crate::backend::Backend;
     pub use crate::ci::{cannot_run, have_program, under_ci};
     pub use crate::dns::*;
-    pub use crate::http::{http_get, http_post};
+    pub use crate::http::{http_get, http_get_within, http_post};
     pub use crate::net::*;
     pub use crate::netns::Netns;
     pub use crate::process::*;

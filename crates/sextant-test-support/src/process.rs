@@ -97,6 +97,15 @@ impl Bin {
     }
 }
 
+/// A finished command's stdout and stderr, for assertion messages.
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "--- stdout ---\n{}--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// The child gets SIGKILL if the thread that spawns it dies without running
 /// destructors (a test killed by a timeout), so no server outlives its test.
 fn die_with_parent(cmd: &mut Command) -> &mut Command {
@@ -410,9 +419,19 @@ impl Drop for Server {
 /// namespace or in a [`Netns`]. Its API and DNS helpers open their sockets
 /// in the site's namespace. Stopped (by pid) on drop; its log is printed if
 /// the test is failing.
+///
+/// [`SiteServer::start`] waits until the API answers;
+/// [`SiteServer::start_without_dns`] does too but passes no
+/// `--dns-listen`; [`SiteServer::spawn`] does not wait, for a test that
+/// watches the process from its first moment or expects it to exit
+/// ([`SiteServer::try_wait`], [`SiteServer::wait_exit`]). The `expect_*`
+/// checks return why they do not hold, for
+/// [`crate::wait::eventually_ok`].
 pub struct SiteServer {
     pub name: String,
     pub ip: Ipv4Addr,
+    /// SITE_IP:5300; nothing listens there for a site started with
+    /// [`SiteServer::start_without_dns`].
     pub dns: Dns,
     pub api_addr: SocketAddr,
     pub config: PathBuf,
@@ -420,6 +439,10 @@ pub struct SiteServer {
     pub ns: Option<Arc<Netns>>,
     bin: Bin,
     child: Option<Child>,
+    /// Whether `serve` gets `--dns-listen SITE_IP:5300`.
+    dns_listen: bool,
+    /// When the process was last spawned.
+    started: Instant,
 }
 
 impl SiteServer {
@@ -433,9 +456,42 @@ impl SiteServer {
         config: &str,
         ns: Option<Arc<Netns>>,
     ) -> SiteServer {
+        Self::new(bin, dir, name, ip, config, ns, true).launched(true)
+    }
+
+    /// Like [`SiteServer::start`] (host namespace) but without
+    /// `--dns-listen`: `serve` opens only the listeners its configuration
+    /// asks for (none for DNS in a child's file without an ADNS service).
+    pub fn start_without_dns(
+        bin: Bin,
+        dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        config: &str,
+    ) -> SiteServer {
+        Self::new(bin, dir, name, ip, config, None, false).launched(true)
+    }
+
+    /// Like [`SiteServer::start`] (host namespace) but returns as soon as
+    /// the process is spawned, without waiting for its API: for a test that
+    /// queries it from its first moment ([`SiteServer::started`]), or one
+    /// that expects it to refuse to start ([`SiteServer::wait_exit`]).
+    pub fn spawn(bin: Bin, dir: &Path, name: &str, ip: Ipv4Addr, config: &str) -> SiteServer {
+        Self::new(bin, dir, name, ip, config, None, true).launched(false)
+    }
+
+    fn new(
+        bin: Bin,
+        dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        config: &str,
+        ns: Option<Arc<Netns>>,
+        dns_listen: bool,
+    ) -> SiteServer {
         let config_path = dir.join(format!("{name}.conf"));
         fs::write(&config_path, config).expect("write site config");
-        let mut site = SiteServer {
+        let site = SiteServer {
             name: name.to_string(),
             ip,
             dns: Dns::new(SocketAddr::new(IpAddr::V4(ip), DNS_PORT)),
@@ -445,20 +501,28 @@ impl SiteServer {
             ns,
             bin,
             child: None,
+            dns_listen,
+            started: Instant::now(),
         };
         let _ = fs::remove_file(&site.log_path);
-        site.spawn();
         site
+    }
+
+    fn launched(mut self, wait: bool) -> SiteServer {
+        self.launch(wait);
+        self
     }
 
     /// Starts the process again after [`SiteServer::kill`] or
     /// [`SiteServer::stop`] (same configuration file; the log is appended).
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "site {} is running", self.name);
-        self.spawn();
+        self.launch(true);
     }
 
-    fn spawn(&mut self) {
+    /// Spawns the process; with `wait`, waits until its API answers
+    /// (panics with the log and config if it does not).
+    fn launch(&mut self, wait: bool) {
         let mut log = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -469,24 +533,27 @@ impl SiteServer {
         let api = self.api_addr.to_string();
         let config = self.config.to_str().expect("utf-8 path").to_string();
         let mut cmd = self.bin.command_in(self.ns.as_deref());
-        let child = die_with_parent(&mut cmd)
-            .args([
-                "serve",
-                "--config",
-                config.as_str(),
-                "--local-site",
-                &self.name,
-                "--dns-listen",
-                &dns,
-                "--api-listen",
-                &api,
-                "--udp-workers",
-                "1",
-            ])
+        die_with_parent(&mut cmd).args([
+            "serve",
+            "--config",
+            config.as_str(),
+            "--local-site",
+            &self.name,
+        ]);
+        if self.dns_listen {
+            cmd.args(["--dns-listen", &dns]);
+        }
+        self.started = Instant::now();
+        let child = cmd
+            .args(["--api-listen", &api, "--udp-workers", "1"])
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot spawn site {}: {e}", self.name));
+        if !wait {
+            self.child = Some(child);
+            return;
+        }
         let mut child = Some(child);
         let ready = wait_ready(
             &mut child,
@@ -522,6 +589,40 @@ impl SiteServer {
         }
     }
 
+    /// When the process was last spawned.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The exit status if the process has exited by itself (it is then
+    /// reaped: the site is stopped); `None` while it runs.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        let st = self.child.as_mut()?.try_wait().unwrap()?;
+        self.child = None;
+        Some(st)
+    }
+
+    /// Waits up to `deadline` for the process to exit by itself; its exit
+    /// status, or `None` if it still runs.
+    pub fn wait_exit(&mut self, deadline: Duration) -> Option<ExitStatus> {
+        let end = Instant::now() + deadline;
+        loop {
+            if let Some(st) = self.try_wait() {
+                return Some(st);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends `sig` to the running process.
+    pub fn signal(&self, sig: i32) {
+        let pid = self.pid().expect("site running");
+        signal(pid, sig, &format!("site {}", self.name));
+    }
+
     /// GET on the site's API.
     pub fn get(&self, path: &str) -> Result<(u16, String), String> {
         let addr = self.api_addr;
@@ -548,6 +649,10 @@ impl SiteServer {
     }
 
     /// `/v1/status`.
+    pub fn try_status(&self) -> Result<Status, String> {
+        self.try_api(api::STATUS)
+    }
+
     pub fn status(&self) -> Status {
         self.api(api::STATUS)
     }
@@ -579,9 +684,14 @@ impl SiteServer {
             .unwrap_or_else(|| panic!("site {}: /v1/status has no mep counters", self.name))
     }
 
+    /// `/v1/services`.
+    pub fn try_services(&self) -> Result<Vec<Service>, String> {
+        self.try_api(api::SERVICES)
+    }
+
     /// The `/v1/services` entry of a service.
     pub fn try_service(&self, name: &str) -> Result<Service, String> {
-        let all: Vec<Service> = self.try_api(api::SERVICES)?;
+        let all = self.try_services()?;
         all.iter()
             .find(|s| s.name == name)
             .cloned()
@@ -590,6 +700,43 @@ impl SiteServer {
 
     pub fn service(&self, name: &str) -> Service {
         self.try_service(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The `/v1/sites` entry of `site`, which must show metric exchange
+    /// with it as `want` (`UP`, `DOWN`...).
+    pub fn expect_mep(&self, site: &str, want: &str) -> Result<Site, String> {
+        let e = self.try_site(site)?;
+        if e.mep != want {
+            return Err(format!(
+                "at {}: metric exchange with {site} is {}, want {want}: {e:?}",
+                self.name, e.mep
+            ));
+        }
+        Ok(e)
+    }
+
+    /// The `/v1/services` entry of `service`, which must be in `state`.
+    pub fn expect_service(&self, service: &str, state: State) -> Result<Service, String> {
+        let s = self.try_service(service)?;
+        if s.state != state {
+            return Err(format!(
+                "at {}: {service} is not {state:?}: {s:?}",
+                self.name
+            ));
+        }
+        Ok(s)
+    }
+
+    /// The site must answer exactly `want` (in order) for `name`.
+    pub fn expect_answer(&self, name: &str, want: &[Ipv4Addr]) -> Result<(), String> {
+        let got = self.try_query_a(name)?;
+        if got != want {
+            return Err(format!(
+                "at {}: {name} answered {got:?}, want {want:?}",
+                self.name
+            ));
+        }
+        Ok(())
     }
 
     /// A DNS query over UDP from 127.0.0.1 (in the site's namespace).
@@ -622,8 +769,7 @@ impl SiteServer {
     /// Rewrites the configuration file and sends SIGHUP.
     pub fn reload(&self, config: &str) {
         fs::write(&self.config, config).expect("rewrite site config");
-        let pid = self.pid().expect("site running");
-        signal(pid, libc::SIGHUP, &format!("site {}", self.name));
+        self.signal(libc::SIGHUP);
     }
 
     /// SIGKILL by pid, as a crash: no goodbye to the peers.
@@ -634,11 +780,10 @@ impl SiteServer {
         }
     }
 
-    /// SIGTERM by pid, then SIGKILL if it has not gone after 5 s.
-    pub fn stop(&mut self) {
-        if let Some(child) = self.child.take() {
-            terminate(child);
-        }
+    /// SIGTERM by pid, then SIGKILL if it has not gone after 5 s; the exit
+    /// status (`None` if it was not running).
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        terminate(self.child.take()?)
     }
 }
 
@@ -650,10 +795,11 @@ impl Drop for SiteServer {
             let lines: Vec<&str> = log.lines().collect();
             let tail = &lines[lines.len().saturating_sub(200)..];
             eprintln!(
-                "===== site {} ({}) log, last {} lines: {} =====\n{}\n===== end of site {} =====",
+                "===== site {} ({}) log, last {} lines, {:?} after its last start: {} =====\n{}\n===== end of site {} =====",
                 self.name,
                 self.ip,
                 tail.len(),
+                self.started.elapsed(),
                 self.log_path.display(),
                 tail.join("\n"),
                 self.name

@@ -79,25 +79,6 @@ fn expect_fields(
     Ok(e)
 }
 
-fn expect_state(at: &SiteServer, service: &str, state: State) -> Result<Service, String> {
-    let s = at.try_service(service)?;
-    if s.state != state {
-        return Err(format!("at {}: {service} is not {state:?}: {s:?}", at.name));
-    }
-    Ok(s)
-}
-
-fn expect_answer(at: &SiteServer, name: &str, want: &[Ipv4Addr]) -> Result<(), String> {
-    let got = at.try_query_a(name)?;
-    if got != want {
-        return Err(format!(
-            "at {}: {name} answered {got:?}, want {want:?}",
-            at.name
-        ));
-    }
-    Ok(())
-}
-
 // ---------------------------------------------------------------------------
 // 1. Flat mesh
 // ---------------------------------------------------------------------------
@@ -187,7 +168,7 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
             EVENTUALLY,
             &format!("{} has svc3 from site3", s.name),
             || {
-                let v = expect_state(s, "svc3", State::Up)?;
+                let v = s.expect_service("svc3", State::Up)?;
                 let reason = v.reason.as_str();
                 if !reason.contains("metric exchange") || !reason.contains("site3") {
                     return Err(format!(
@@ -215,14 +196,14 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
     // over MEP (they do not probe it themselves while MEP is UP).
     backends.remove(2).kill();
     eventually_ok(EVENTUALLY, "site3 sees its own svc3 DOWN", || {
-        expect_state(&sites[2], "svc3", State::Down).map(|_| ())
+        sites[2].expect_service("svc3", State::Down).map(|_| ())
     });
     for s in &sites[..2] {
         eventually_ok(
             EVENTUALLY,
             &format!("{} sees svc3 DOWN over MEP", s.name),
             || {
-                let v = expect_state(s, "svc3", State::Down)?;
+                let v = s.expect_service("svc3", State::Down)?;
                 let reason = v.reason.as_str();
                 if reason.contains("metric exchange") && reason.contains("site3") {
                     Ok(())
@@ -262,7 +243,7 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
     }
     for s in &sites[..2] {
         eventually_ok(EVENTUALLY, &format!("{} sees svc3b DOWN", s.name), || {
-            let v = expect_state(s, "svc3b", State::Down)?;
+            let v = s.expect_service("svc3b", State::Down)?;
             let reason = v.reason.as_str();
             if reason.contains("metric exchange") {
                 Ok(())
@@ -275,7 +256,7 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
         // reason names is checked by
         // trigger_monitor_mepdown_probes_remote_services_only_while_mep_is_down.)
         eventually_ok(EVENTUALLY, &format!("{} has svc3 DOWN", s.name), || {
-            expect_state(s, "svc3", State::Down).map(|_| ())
+            s.expect_service("svc3", State::Down).map(|_| ())
         });
         let got = answers(s, "www.example.com", 12).unwrap_or_else(|e| panic!("{e}"));
         assert!(
@@ -328,7 +309,7 @@ fn trigger_monitor_mepdown_probes_remote_services_only_while_mep_is_down() {
     let mut s2 = SiteServer::start(SEXTANT, &scratch.0, "site2", net.site_ip(1), &c, None);
     eventually_ok(EVENTUALLY, "svc2 UP at site1 over MEP", || {
         expect_fields(&s1, "site2", &[("mep", Some("UP"))])?;
-        let v = expect_state(&s1, "svc2", State::Up)?;
+        let v = s1.expect_service("svc2", State::Up)?;
         if v.reason.contains("metric exchange") {
             Ok(())
         } else {
@@ -341,7 +322,7 @@ fn trigger_monitor_mepdown_probes_remote_services_only_while_mep_is_down() {
     let detail_before = last_detail(&s1.service("svc2"));
     b2.kill();
     eventually_ok(EVENTUALLY, "site1 learns svc2 DOWN from site2", || {
-        let v = expect_state(&s1, "svc2", State::Down)?;
+        let v = s1.expect_service("svc2", State::Down)?;
         if v.reason.contains("metric exchange") {
             Ok(())
         } else {
@@ -466,7 +447,7 @@ fn least_connection_follows_counts_carried_over_mep() {
         expect_fields(&s2, "site1", &[("mep", Some("UP"))]).map(|_| ())
     });
     eventually_ok(EVENTUALLY, "svc2 UP at site1 over MEP", || {
-        expect_state(&s1, "svc2", State::Up).map(|_| ())
+        s1.expect_service("svc2", State::Up).map(|_| ())
     });
 
     // Nothing pushed yet: no figures, the backup method answers.
@@ -524,7 +505,7 @@ fn least_connection_follows_counts_carried_over_mep() {
         expect_fields(&s1, "site2", &[("mep", Some("DOWN"))]).map(|_| ())
     });
     eventually_ok(EVENTUALLY, "site1 falls back to the backup method", || {
-        expect_state(&s1, "svc2", State::Up)?;
+        s1.expect_service("svc2", State::Up)?;
         let e = s1.explain("lc.example.com", "127.0.0.1");
         let trace = trace_of(&e);
         if trace.contains("LEASTCONNECTION cannot decide")
@@ -685,7 +666,7 @@ fn child_site_has_no_dns_listener_and_its_parent_answers_for_it() {
         expect_fields(&c, "P", &[("mep", Some("UP")), ("link", Some("to-parent"))]).map(|_| ())
     });
     eventually_ok(EVENTUALLY, "the parent answers the child's service", || {
-        expect_answer(&p, "c.example.com", &[backend.ip()])
+        p.expect_answer("c.example.com", &[backend.ip()])
     });
     let ip = backend.ip();
     backend.kill();
@@ -693,11 +674,11 @@ fn child_site_has_no_dns_listener_and_its_parent_answers_for_it() {
         EVENTUALLY,
         "the parent learns the child's service is DOWN",
         || {
-            let v = expect_state(&p, "svc_c", State::Down)?;
+            let v = p.expect_service("svc_c", State::Down)?;
             if !v.reason.contains("metric exchange") {
                 return Err(format!("reason: {v:?}"));
             }
-            expect_answer(&p, "c.example.com", &[])
+            p.expect_answer("c.example.com", &[])
         },
     );
     let _ = ip;
@@ -859,7 +840,7 @@ impl Pc {
                         ("adopted_for", None),
                     ],
                 )?;
-                expect_answer(p, &domain(j), &[b_ip(j)])?;
+                p.expect_answer(&domain(j), &[b_ip(j)])?;
             }
         }
         for (i, c) in self.children.iter().enumerate() {
@@ -970,8 +951,8 @@ fn check_p2_has_child1(pc: &Pc) -> Result<(), String> {
     )?;
     expect_fields(pc.c(0), "child_site1", &[("current_parent", Some("P2"))])?;
     for p in [pc.p(1), pc.p(2)] {
-        expect_state(p, "svc_c1", State::Up)?;
-        expect_answer(p, "c1.example.com", &[b_ip(0)])?;
+        p.expect_service("svc_c1", State::Up)?;
+        p.expect_answer("c1.example.com", &[b_ip(0)])?;
     }
     Ok(())
 }
@@ -1108,8 +1089,8 @@ fn seed_scenario_2_child_refuses_a_backup_parent_while_its_parent_is_up() {
                 &[("mep", Some("UP")), ("link", Some("to-child"))],
             )?;
             expect_fields(pc.p(2), "child_site1", &[("current_parent", Some("P1"))])?;
-            expect_answer(pc.p(0), "c1.example.com", &[b_ip(0)])?;
-            expect_answer(pc.p(2), "c1.example.com", &[b_ip(0)])
+            pc.p(0).expect_answer("c1.example.com", &[b_ip(0)])?;
+            pc.p(2).expect_answer("c1.example.com", &[b_ip(0)])
         };
         check().unwrap_or_else(|e| panic!("scenario 2: {e}"));
         thread::sleep(Duration::from_millis(100));
@@ -1163,8 +1144,8 @@ fn seed_scenario_3_partial_partition_then_the_preferred_backup_takes_over() {
         )?;
         expect_fields(pc.c(0), "child_site1", &[("current_parent", Some("P3"))])?;
         expect_fields(pc.p(1), "P1", &[("mep", Some("UP"))])?;
-        expect_state(pc.p(2), "svc_c1", State::Up)?;
-        expect_answer(pc.p(2), "c1.example.com", &[b_ip(0)])
+        pc.p(2).expect_service("svc_c1", State::Up)?;
+        pc.p(2).expect_answer("c1.example.com", &[b_ip(0)])
     });
     // P2 sees P1 UP: no action, no offer.
     thread::sleep(2 * PC_KA);
@@ -1199,8 +1180,8 @@ fn seed_scenario_3_partial_partition_then_the_preferred_backup_takes_over() {
             ],
         )?;
         expect_fields(pc.c(0), "child_site1", &[("current_parent", Some("P2"))])?;
-        expect_state(pc.p(1), "svc_c1", State::Up)?;
-        expect_answer(pc.p(1), "c1.example.com", &[b_ip(0)])?;
+        pc.p(1).expect_service("svc_c1", State::Up)?;
+        pc.p(1).expect_answer("c1.example.com", &[b_ip(0)])?;
         let released = pc.p(2).mep().released;
         if released <= p3_released0 {
             return Err(format!(

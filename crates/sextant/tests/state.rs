@@ -13,13 +13,11 @@
 use std::fs;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::ExitStatus;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde::de::DeserializeOwned;
-use sextant_api::{Explain, Service, Site, State, Status};
 use sextant_test_support::prelude::*;
 
 /// The binary under test.
@@ -38,309 +36,101 @@ const TCP_MONITOR: &str =
     "add lb monitor tcp TCP -interval 200 MSEC -resptimeout 100 MSEC -retries 2\n";
 
 // ---------------------------------------------------------------------------
-// Typed API reads
+// Configuration text
 // ---------------------------------------------------------------------------
 
-fn typed<T: DeserializeOwned>(at: &SiteServer, path: &str) -> Result<T, String> {
-    let (code, body) = at
-        .get(path)
-        .map_err(|e| format!("site {}: GET {path}: {e}", at.name))?;
-    if code != 200 {
-        return Err(format!("site {}: GET {path} -> {code}: {body}", at.name));
-    }
-    serde_json::from_str(&body).map_err(|e| {
-        format!(
-            "site {}: GET {path}: not the API type ({e}): {body}",
-            at.name
-        )
-    })
-}
-
-fn typed_at<T: DeserializeOwned>(addr: SocketAddr, path: &str) -> Result<T, String> {
-    let (code, body) = http_get(addr, path).map_err(|e| format!("GET {addr}{path}: {e}"))?;
-    if code != 200 {
-        return Err(format!("GET {addr}{path} -> {code}: {body}"));
-    }
-    serde_json::from_str(&body)
-        .map_err(|e| format!("GET {addr}{path}: not the API type ({e}): {body}"))
-}
-
-fn services(at: &SiteServer) -> Result<Vec<Service>, String> {
-    typed(at, "/v1/services")
-}
-
-fn service(at: &SiteServer, name: &str) -> Result<Service, String> {
-    services(at)?
-        .into_iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| format!("site {}: /v1/services has no {name}", at.name))
-}
-
-fn find_site(list: Vec<Site>, name: &str) -> Result<Site, String> {
-    let names: Vec<String> = list.iter().map(|s| s.name.clone()).collect();
-    list.into_iter()
-        .find(|s| s.name.eq_ignore_ascii_case(name))
-        .ok_or_else(|| format!("/v1/sites has no {name} (sites: {names:?})"))
-}
-
-fn site_entry(at: &SiteServer, name: &str) -> Result<Site, String> {
-    find_site(typed(at, "/v1/sites")?, name).map_err(|e| format!("site {}: {e}", at.name))
-}
-
-fn status(at: &SiteServer) -> Result<Status, String> {
-    typed(at, "/v1/status")
-}
-
-fn explain(at: &SiteServer, name: &str, client: Ipv4Addr) -> Result<Explain, String> {
-    typed(at, &format!("/v1/explain?name={name}&client={client}"))
-}
-
-fn expect_mep(at: &SiteServer, other: &str, want: &str) -> Result<Site, String> {
-    let e = site_entry(at, other)?;
-    if e.mep != want {
-        return Err(format!(
-            "at {}: metric exchange with {other} is {}, want {want}: {e:?}",
-            at.name, e.mep
-        ));
-    }
-    Ok(e)
-}
-
-fn expect_service(at: &SiteServer, name: &str, want: State) -> Result<Service, String> {
-    let s = service(at, name)?;
-    if s.state != want {
-        return Err(format!("at {}: {name} is not {want:?}: {s:?}", at.name));
-    }
-    Ok(s)
-}
-
-fn expect_answer(at: &SiteServer, name: &str, want: &[Ipv4Addr]) -> Result<(), String> {
-    let got = at.try_query_a(name)?;
-    if got != want {
-        return Err(format!(
-            "at {}: {name} answered {got:?}, want {want:?}",
-            at.name
-        ));
-    }
-    Ok(())
-}
-
-/// GET with short timeouts of its own (the harness's wait seconds); the
-/// body of a 200 answer.
-fn quick_get(addr: SocketAddr, path: &str, timeout: Duration) -> Result<String, String> {
-    use std::io::Read;
-    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
-    s.set_read_timeout(Some(timeout)).unwrap();
-    s.set_write_timeout(Some(timeout)).unwrap();
-    s.write_all(
-        format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .map_err(|e| format!("write: {e}"))?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf)
-        .map_err(|e| format!("no answer within {timeout:?}: {e}"))?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("no header end in {text:?}"))?;
-    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
-        return Err(format!("not 200: {head}"));
-    }
-    Ok(body.to_string())
-}
-
-fn output_text(out: &std::process::Output) -> String {
+/// `add gslb service NAME IP TCP PORT -siteName SITE EXTRA`, bound to the
+/// `tcp` monitor.
+fn monitored_service(name: &str, addr: SocketAddr, site: &str, extra: &str) -> String {
     format!(
-        "--- stdout ---\n{}--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        "add gslb service {name} {} TCP {} -siteName {site}{extra}\n\
+         bind gslb service {name} -monitorName tcp\n",
+        addr.ip(),
+        addr.port()
     )
 }
 
+/// A round-robin vserver `VS` with EDR, one service and one domain.
+fn vserver(vs: &str, service: &str, domain: &str) -> String {
+    format!(
+        "add gslb vserver {vs} TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
+         bind gslb vserver {vs} -serviceName {service}\n\
+         bind gslb vserver {vs} -domainName {domain} -TTL 5\n"
+    )
+}
+
+/// Parent P's file up to its services: its ADNS service, `KA_1S`, itself,
+/// its `children` and the zone.
+fn parent_head(p_ip: Ipv4Addr, children: &[(&str, Ipv4Addr)]) -> String {
+    let mut c =
+        format!("add service adns1 {p_ip} ADNS {DNS_PORT}\n{KA_1S}add gslb site P {p_ip}\n");
+    for (name, ip) in children {
+        c += &format!("add gslb site {name} {ip} -parentSite P\n");
+    }
+    c + zone()
+}
+
+/// A child's file up to its monitor: `KA_1S`, its parent and itself; no
+/// ADNS service, no vserver.
+fn child_head((parent, p_ip): (&str, Ipv4Addr), (me, ip): (&str, Ipv4Addr)) -> String {
+    format!(
+        "{KA_1S}add gslb site {parent} {p_ip}\n\
+         add gslb site {me} {ip} -parentSite {parent}\n"
+    )
+}
+
+/// A child's whole file: [`child_head`], `TCP_MONITOR` and one service of
+/// its own at `addr` bound to it (`extra` ends its `add gslb service`).
+fn child_conf(
+    parent: (&str, Ipv4Addr),
+    me: (&str, Ipv4Addr),
+    service: &str,
+    addr: SocketAddr,
+    extra: &str,
+) -> String {
+    child_head(parent, me) + TCP_MONITOR + &monitored_service(service, addr, me.0, extra)
+}
+
+/// The head of a file of peer sites: `me`'s ADNS service, the keepalive
+/// timeout, and every site (no zone).
+fn peers_head(me: Ipv4Addr, keepalive: Duration, sites: &[(&str, Ipv4Addr)]) -> String {
+    let mut c = format!(
+        "add service adns1 {me} ADNS {DNS_PORT}\n\
+         set gslb parameter -MEPKeepAliveTimeout {}\n",
+        keepalive.as_secs()
+    );
+    for (name, ip) in sites {
+        c += &format!("add gslb site {name} {ip}\n");
+    }
+    c
+}
+
 // ---------------------------------------------------------------------------
-// A `sextant serve` process the test starts itself (exact arguments, exit
-// status, queries from the moment it starts)
+// Checks
 // ---------------------------------------------------------------------------
 
-struct Proc {
-    name: String,
-    child: Option<Child>,
-    log_path: PathBuf,
-    api: SocketAddr,
-    started: Instant,
+/// Metric exchange UP between `a` and `b`, as each sees the other.
+fn linked(a: &SiteServer, b: &SiteServer) -> Result<(), String> {
+    a.expect_mep(&b.name, "UP")?;
+    b.expect_mep(&a.name, "UP").map(|_| ())
 }
 
-impl Proc {
-    /// Spawns `sextant ARGS`, logging to DIR/NAME.log; does not wait.
-    fn spawn(dir: &Path, name: &str, args: &[&str], api: SocketAddr) -> Proc {
-        use std::os::unix::process::CommandExt;
-        let log_path = dir.join(format!("{name}.log"));
-        let log = fs::File::create(&log_path).expect("create log");
-        let mut cmd = SEXTANT.command();
-        cmd.args(args)
-            .env(
-                "RUST_LOG",
-                std::env::var("SEXTANT_TEST_LOG").unwrap_or_else(|_| "info".into()),
-            )
-            .env("RUST_BACKTRACE", "1")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("clone log"))
-            .stderr(log);
-        // SAFETY: prctl(2) only, between fork and exec: the server gets
-        // SIGKILL if the test process dies without running destructors.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let started = Instant::now();
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", SEXTANT.0));
-        Proc {
-            name: name.to_string(),
-            child: Some(child),
-            log_path,
-            api,
-            started,
-        }
-    }
-
-    /// `sextant serve --config CONFIG --local-site SITE --api-listen API
-    /// [--dns-listen DNS]`, waiting until its API answers.
-    fn serve(
-        dir: &Path,
-        site: &str,
-        config: &str,
-        api: SocketAddr,
-        dns: Option<SocketAddr>,
-    ) -> Proc {
-        let config_path = dir.join(format!("{site}.conf"));
-        fs::write(&config_path, config).expect("write config");
-        let mut p = Proc::spawn(dir, site, &serve_args(&config_path, site, api, dns), api);
-        p.wait_api();
-        p
-    }
-
-    fn wait_api(&mut self) {
-        let end = Instant::now() + READY;
-        loop {
-            if let Some(st) = self.try_wait() {
-                panic!(
-                    "{} exited before its API answered ({st}); log:\n{}",
-                    self.name,
-                    self.log()
-                );
-            }
-            if let Ok((200, _)) = http_get(self.api, "/v1/status") {
-                return;
-            }
-            assert!(
-                Instant::now() < end,
-                "{}: API not answering within {READY:?}; log:\n{}",
-                self.name,
-                self.log()
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.as_ref().expect("running").id() as i32
-    }
-
-    fn try_wait(&mut self) -> Option<ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().unwrap())
-    }
-
-    /// Waits up to `deadline` for the process to exit by itself.
-    fn wait_exit(&mut self, deadline: Duration) -> Option<ExitStatus> {
-        let end = Instant::now() + deadline;
-        loop {
-            if let Some(st) = self.try_wait() {
-                self.child = None;
-                return Some(st);
-            }
-            if Instant::now() >= end {
-                return None;
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.log_path).unwrap_or_default()
-    }
+/// The `peer_down` counter of `at`'s metric exchange (0 without one).
+fn peer_down(at: &SiteServer) -> Result<u64, String> {
+    at.try_status()
+        .map(|st| st.mep.unwrap_or_default().peer_down)
 }
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            if let Ok(None) = child.try_wait() {
-                // SAFETY: kill(2) on our own, not yet reaped child.
-                unsafe {
-                    libc::kill(child.id() as i32, libc::SIGTERM);
-                }
-                let end = Instant::now() + Duration::from_secs(5);
-                while Instant::now() < end {
-                    if let Ok(Some(_)) = child.try_wait() {
-                        break;
-                    }
-                    thread::sleep(Duration::from_millis(20));
-                }
-                let _ = child.kill();
-            }
-            let _ = child.wait();
-        }
-        if thread::panicking() {
-            let log = self.log();
-            let lines: Vec<&str> = log.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(200)..];
-            eprintln!(
-                "===== {} log (last {} lines, {:?} after start) =====\n{}\n===== end of {} =====",
-                self.name,
-                tail.len(),
-                self.started.elapsed(),
-                tail.join("\n"),
-                self.name
-            );
-        }
+/// Pushes a failure unless `service` at `at` is still UP with the same
+/// `last_change` as `before`; `when` says after what.
+fn unchanged(at: &SiteServer, before: &Service, when: &str, failures: &mut Vec<String>) {
+    let now = at.service(&before.name);
+    if now.state != State::Up || now.last_change != before.last_change {
+        failures.push(format!(
+            "{} changed state {when} (last_change {:?} before): {now:?}",
+            before.name, before.last_change
+        ));
     }
-}
-
-fn serve_args<'a>(
-    config: &'a Path,
-    site: &'a str,
-    api: SocketAddr,
-    dns: Option<SocketAddr>,
-) -> Vec<&'a str> {
-    // Leaked: a handful of short strings per test.
-    let api: &'a str = Box::leak(api.to_string().into_boxed_str());
-    let mut args = vec![
-        "serve",
-        "--config",
-        config.to_str().expect("utf-8 path"),
-        "--local-site",
-        site,
-        "--api-listen",
-        api,
-        "--udp-workers",
-        "1",
-    ];
-    if let Some(dns) = dns {
-        args.push("--dns-listen");
-        args.push(Box::leak(dns.to_string().into_boxed_str()));
-    }
-    args
-}
-
-fn api_of(ip: Ipv4Addr) -> SocketAddr {
-    SocketAddr::from((ip, API_PORT))
-}
-
-fn dns_of(ip: Ipv4Addr) -> SocketAddr {
-    SocketAddr::from((ip, DNS_PORT))
 }
 
 // ---------------------------------------------------------------------------
@@ -361,7 +151,7 @@ fn watch_web_c1(
     let mut c2_down_after = None;
     while t0.elapsed() < Duration::from_secs(3) {
         let ms = t0.elapsed().as_millis();
-        match services(p) {
+        match p.try_services() {
             Ok(list) => {
                 samples += 1;
                 match list.iter().find(|s| s.name == "web_c1") {
@@ -404,34 +194,23 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
     let b2 = Backend::tcp(net.svc_ip(1));
     let (ip1, ip2) = (b1.ip(), b2.ip());
 
-    let mut pconf = format!(
-        "add service adns1 {p_ip} ADNS {DNS_PORT}\n{KA_1S}\
-         add gslb site P {p_ip}\n\
-         add gslb site C1 {c1_ip} -parentSite P\n\
-         add gslb site C2 {c2_ip} -parentSite P\n{}",
-        zone()
-    );
+    let mut pconf = parent_head(p_ip, &[("C1", c1_ip), ("C2", c2_ip)]);
     for (n, b) in [(1, &b1), (2, &b2)] {
         pconf += &format!(
-            "add gslb service web_c{n} {} TCP {} -siteName C{n}\n\
-             add gslb vserver vs_c{n} TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
-             bind gslb vserver vs_c{n} -serviceName web_c{n}\n\
-             bind gslb vserver vs_c{n} -domainName c{n}.example.com -TTL 5\n",
+            "add gslb service web_c{n} {} TCP {} -siteName C{n}\n",
             b.ip(),
             b.port()
+        );
+        pconf += &vserver(
+            &format!("vs_c{n}"),
+            &format!("web_c{n}"),
+            &format!("c{n}.example.com"),
         );
     }
     // Each child: itself, its parent, its own service (the same name in
     // both children), monitored there. No ADNS, no vserver.
-    let child_conf = |me: &str, ip: Ipv4Addr, b: &Backend| {
-        format!(
-            "{KA_1S}add gslb site P {p_ip}\n\
-             add gslb site {me} {ip} -parentSite P\n{TCP_MONITOR}\
-             add gslb service svc_c1 {} TCP {} -siteName {me}\n\
-             bind gslb service svc_c1 -monitorName tcp\n",
-            b.ip(),
-            b.port()
-        )
+    let child = |me: &str, ip: Ipv4Addr, b: &Backend| {
+        child_conf(("P", p_ip), (me, ip), "svc_c1", b.addr, "")
     };
     let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &pconf, None);
     let c1 = SiteServer::start(
@@ -439,7 +218,7 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
         &scratch.0,
         "C1",
         c1_ip,
-        &child_conf("C1", c1_ip, &b1),
+        &child("C1", c1_ip, &b1),
         None,
     );
     let mut c2 = SiteServer::start(
@@ -447,25 +226,25 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
         &scratch.0,
         "C2",
         c2_ip,
-        &child_conf("C2", c2_ip, &b2),
+        &child("C2", c2_ip, &b2),
         None,
     );
 
     eventually_ok(EVENTUALLY, "P linked with both children, both UP", || {
-        expect_mep(&p, "C1", "UP")?;
-        expect_mep(&p, "C2", "UP")?;
+        p.expect_mep("C1", "UP")?;
+        p.expect_mep("C2", "UP")?;
         for (svc, site) in [("web_c1", "C1"), ("web_c2", "C2")] {
-            let s = expect_service(&p, svc, State::Up)?;
+            let s = p.expect_service(svc, State::Up)?;
             if !s.reason.contains("metric exchange") || !s.reason.contains(site) {
                 return Err(format!("{svc}'s reason does not name {site}: {s:?}"));
             }
         }
-        expect_answer(&p, "c1.example.com", &[ip1])?;
-        expect_answer(&p, "c2.example.com", &[ip2])
+        p.expect_answer("c1.example.com", &[ip1])?;
+        p.expect_answer("c2.example.com", &[ip2])
     });
 
     // C2's backend dies. Sample P every 100 ms for about 3 s.
-    let w1_before = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
+    let w1_before = p.service("web_c1");
     b2.kill();
     let mut failures: Vec<String> = Vec::new();
     let (samples, c2_down_after) = watch_web_c1(&p, ip1, "C2's backend killed", &mut failures);
@@ -473,35 +252,28 @@ fn names_repeat_across_children_and_each_report_reaches_its_own_service() {
         "{samples} samples of P's /v1/services in 3 s; web_c2 DOWN at P after {c2_down_after:?}"
     );
     eventually_ok(EVENTUALLY, "web_c2 DOWN at P, told by C2", || {
-        let s = expect_service(&p, "web_c2", State::Down)?;
+        let s = p.expect_service("web_c2", State::Down)?;
         if !s.reason.contains("C2") {
             return Err(format!("web_c2's reason does not name C2: {s:?}"));
         }
-        expect_answer(&p, "c2.example.com", &[])
+        p.expect_answer("c2.example.com", &[])
     });
-    let w1 = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
-    if w1.state != State::Up || w1.last_change != w1_before.last_change {
-        failures.push(format!(
-            "web_c1 changed state after the kill (last_change {:?} before): {w1:?}",
-            w1_before.last_change
-        ));
-    }
+    unchanged(&p, &w1_before, "after the kill", &mut failures);
     // Each child sees only its own svc_c1.
-    expect_service(&c1, "svc_c1", State::Up).unwrap_or_else(|e| panic!("{e}"));
-    expect_service(&c2, "svc_c1", State::Down).unwrap_or_else(|e| panic!("{e}"));
+    c1.expect_service("svc_c1", State::Up)
+        .unwrap_or_else(|e| panic!("{e}"));
+    c2.expect_service("svc_c1", State::Down)
+        .unwrap_or_else(|e| panic!("{e}"));
 
     // C2 itself goes away (SIGKILL): its service is DOWN at P for want of
     // a report, C1's is not touched.
     c2.kill();
     let (samples2, _) = watch_web_c1(&p, ip1, "C2's process killed", &mut failures);
     eventually_ok(EVENTUALLY, "P sees C2 DOWN", || {
-        expect_mep(&p, "C2", "DOWN")?;
-        expect_service(&p, "web_c2", State::Down).map(|_| ())
+        p.expect_mep("C2", "DOWN")?;
+        p.expect_service("web_c2", State::Down).map(|_| ())
     });
-    let w1 = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
-    if w1.state != State::Up || w1.last_change != w1_before.last_change {
-        failures.push(format!("web_c1 changed state after C2 went away: {w1:?}"));
-    }
+    unchanged(&p, &w1_before, "after C2 went away", &mut failures);
     assert!(
         failures.is_empty(),
         "names repeated across children ({samples} + {samples2} samples):\n{}",
@@ -527,34 +299,29 @@ fn the_same_private_address_at_two_children_is_told_apart_by_site_and_public_ip(
     let (priv_ip, priv_port) = (shared.ip(), shared.port());
     let c2_probe_port = Net::closed_port(priv_ip);
     let (pub1, pub2) = (net.svc_ip(11), net.svc_ip(12));
-    let mut pconf = format!(
-        "add service adns1 {p_ip} ADNS {DNS_PORT}\n{KA_1S}\
-         add gslb site P {p_ip}\n\
-         add gslb site C1 {c1_ip} -parentSite P\n\
-         add gslb site C2 {c2_ip} -parentSite P\n{}",
-        zone()
-    );
+    let mut pconf = parent_head(p_ip, &[("C1", c1_ip), ("C2", c2_ip)]);
     for (n, public) in [(1, pub1), (2, pub2)] {
         pconf += &format!(
-            "add gslb service web_c{n} {priv_ip} TCP {priv_port} -siteName C{n} -publicIP {public}\n\
-             add gslb vserver vs_c{n} TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
-             bind gslb vserver vs_c{n} -serviceName web_c{n}\n\
-             bind gslb vserver vs_c{n} -domainName c{n}.example.com -TTL 5\n"
+            "add gslb service web_c{n} {priv_ip} TCP {priv_port} -siteName C{n} -publicIP {public}\n"
+        );
+        pconf += &vserver(
+            &format!("vs_c{n}"),
+            &format!("web_c{n}"),
+            &format!("c{n}.example.com"),
         );
     }
-    let c1conf = format!(
-        "{KA_1S}add gslb site P {p_ip}\n\
-         add gslb site C1 {c1_ip} -parentSite P\n{TCP_MONITOR}\
-         add gslb service svc_c1 {priv_ip} TCP {priv_port} -siteName C1 -publicIP {pub1}\n\
-         bind gslb service svc_c1 -monitorName tcp\n"
+    let c1conf = child_conf(
+        ("P", p_ip),
+        ("C1", c1_ip),
+        "svc_c1",
+        shared.addr,
+        &format!(" -publicIP {pub1}"),
     );
-    let c2conf = format!(
-        "{KA_1S}add gslb site P {p_ip}\n\
-         add gslb site C2 {c2_ip} -parentSite P\n\
-         add lb monitor tcp TCP -interval 200 MSEC -resptimeout 100 MSEC -retries 2 -destPort {c2_probe_port}\n\
-         add gslb service svc_c1 {priv_ip} TCP {priv_port} -siteName C2 -publicIP {pub2}\n\
-         bind gslb service svc_c1 -monitorName tcp\n"
-    );
+    let c2conf = child_head(("P", p_ip), ("C2", c2_ip))
+        + &format!(
+            "add lb monitor tcp TCP -interval 200 MSEC -resptimeout 100 MSEC -retries 2 -destPort {c2_probe_port}\n"
+        )
+        + &monitored_service("svc_c1", shared.addr, "C2", &format!(" -publicIP {pub2}"));
     let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &pconf, None);
     let _c1 = SiteServer::start(SEXTANT, &scratch.0, "C1", c1_ip, &c1conf, None);
     let _c2 = SiteServer::start(SEXTANT, &scratch.0, "C2", c2_ip, &c2conf, None);
@@ -562,22 +329,22 @@ fn the_same_private_address_at_two_children_is_told_apart_by_site_and_public_ip(
     let settled = |c2_up: bool| -> Result<(), String> {
         let want = if c2_up { State::Up } else { State::Down };
         let answer2: Vec<Ipv4Addr> = if c2_up { vec![pub2] } else { vec![] };
-        expect_mep(&p, "C1", "UP")?;
-        expect_mep(&p, "C2", "UP")?;
-        expect_service(&p, "web_c1", State::Up)?;
-        let s2 = expect_service(&p, "web_c2", want)?;
+        p.expect_mep("C1", "UP")?;
+        p.expect_mep("C2", "UP")?;
+        p.expect_service("web_c1", State::Up)?;
+        let s2 = p.expect_service("web_c2", want)?;
         if !s2.reason.contains("site C2 reports it") {
             return Err(format!("web_c2's state is not C2's report: {s2:?}"));
         }
-        expect_answer(&p, "c1.example.com", &[pub1])?;
-        expect_answer(&p, "c2.example.com", &answer2)
+        p.expect_answer("c1.example.com", &[pub1])?;
+        p.expect_answer("c2.example.com", &answer2)
     };
     eventually_ok(
         EVENTUALLY,
         "web_c1 UP, web_c2 DOWN (C2 probes a closed port)",
         || settled(false),
     );
-    let w1_before = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
+    let w1_before = p.service("web_c1");
     let mut failures = Vec::new();
 
     // C2's probe port comes alive: C2 reports svc_c1 UP.
@@ -588,13 +355,7 @@ fn the_same_private_address_at_two_children_is_told_apart_by_site_and_public_ip(
     c2_target.kill();
     eventually_ok(EVENTUALLY, "web_c2 DOWN again", || settled(false));
     watch_web_c1(&p, pub1, "C2's service went DOWN", &mut failures);
-    let w1 = service(&p, "web_c1").unwrap_or_else(|e| panic!("{e}"));
-    if w1.state != State::Up || w1.last_change != w1_before.last_change {
-        failures.push(format!(
-            "web_c1 changed state while only C2's service did (last_change {:?} before): {w1:?}",
-            w1_before.last_change
-        ));
-    }
+    unchanged(&p, &w1_before, "while only C2's service did", &mut failures);
     assert!(
         failures.is_empty(),
         "the same private address at two children:\n{}",
@@ -621,39 +382,23 @@ fn services_configured_only_at_the_parent_follow_its_monitor_or_say_what_to_add(
     let own = Backend::tcp(net.svc_ip(0));
     let mon = Backend::tcp(net.svc_ip(1));
     let bare = Backend::tcp(net.svc_ip(2));
-    let pconf = format!(
-        "add service adns1 {p_ip} ADNS {DNS_PORT}\n{KA_1S}\
-         add gslb site P {p_ip}\n\
-         add gslb site C1 {c_ip} -parentSite P\n{}{TCP_MONITOR}\
-         add gslb service web_c1 {} TCP {} -siteName C1\n\
-         add gslb service web_mon {} TCP {} -siteName C1\n\
-         bind gslb service web_mon -monitorName tcp\n\
-         add gslb service web_bare {} TCP {} -siteName C1\n\
-         add gslb vserver vs_c1 TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
-         bind gslb vserver vs_c1 -serviceName web_c1\n\
-         bind gslb vserver vs_c1 -domainName c1.example.com -TTL 5\n\
-         add gslb vserver vs_mon TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
-         bind gslb vserver vs_mon -serviceName web_mon\n\
-         bind gslb vserver vs_mon -domainName mon.example.com -TTL 5\n\
-         add gslb vserver vs_bare TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
-         bind gslb vserver vs_bare -serviceName web_bare\n\
-         bind gslb vserver vs_bare -domainName bare.example.com -TTL 5\n",
-        zone(),
-        own.ip(),
-        own.port(),
-        mon.ip(),
-        mon.port(),
-        bare.ip(),
-        bare.port()
-    );
-    let cconf = format!(
-        "{KA_1S}add gslb site P {p_ip}\n\
-         add gslb site C1 {c_ip} -parentSite P\n{TCP_MONITOR}\
-         add gslb service svc_c1 {} TCP {} -siteName C1\n\
-         bind gslb service svc_c1 -monitorName tcp\n",
-        own.ip(),
-        own.port()
-    );
+    let pconf = parent_head(p_ip, &[("C1", c_ip)])
+        + TCP_MONITOR
+        + &format!(
+            "add gslb service web_c1 {} TCP {} -siteName C1\n",
+            own.ip(),
+            own.port()
+        )
+        + &monitored_service("web_mon", mon.addr, "C1", "")
+        + &format!(
+            "add gslb service web_bare {} TCP {} -siteName C1\n",
+            bare.ip(),
+            bare.port()
+        )
+        + &vserver("vs_c1", "web_c1", "c1.example.com")
+        + &vserver("vs_mon", "web_mon", "mon.example.com")
+        + &vserver("vs_bare", "web_bare", "bare.example.com");
+    let cconf = child_conf(("P", p_ip), ("C1", c_ip), "svc_c1", own.addr, "");
     let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &pconf, None);
     let c = SiteServer::start(SEXTANT, &scratch.0, "C1", c_ip, &cconf, None);
     let bare_addr = format!("{}:{}", bare.ip(), bare.port());
@@ -662,13 +407,13 @@ fn services_configured_only_at_the_parent_follow_its_monitor_or_say_what_to_add(
         EVENTUALLY,
         "P linked with C1, every service settled",
         || {
-            expect_mep(&p, "C1", "UP")?;
-            expect_service(&p, "web_c1", State::Up)?;
-            let m = expect_service(&p, "web_mon", State::Up)?;
+            p.expect_mep("C1", "UP")?;
+            p.expect_service("web_c1", State::Up)?;
+            let m = p.expect_service("web_mon", State::Up)?;
             if !m.reason.starts_with("monitor tcp") {
                 return Err(format!("web_mon's reason is not its monitor's: {m:?}"));
             }
-            let b = expect_service(&p, "web_bare", State::Down)?;
+            let b = p.expect_service("web_bare", State::Down)?;
             for want in [
                 "reports no service at",
                 "add gslb service",
@@ -679,12 +424,12 @@ fn services_configured_only_at_the_parent_follow_its_monitor_or_say_what_to_add(
                     return Err(format!("web_bare's reason lacks {want:?}: {b:?}"));
                 }
             }
-            expect_answer(&p, "c1.example.com", &[own.ip()])?;
-            expect_answer(&p, "mon.example.com", &[mon.ip()])?;
-            expect_answer(&p, "bare.example.com", &[])
+            p.expect_answer("c1.example.com", &[own.ip()])?;
+            p.expect_answer("mon.example.com", &[mon.ip()])?;
+            p.expect_answer("bare.example.com", &[])
         },
     );
-    let e = explain(&p, "bare.example.com", Ipv4Addr::LOCALHOST).unwrap_or_else(|e| panic!("{e}"));
+    let e = p.explain("bare.example.com", "127.0.0.1");
     assert!(
         e.down.iter().any(|d| d.contains("web_bare")
             && d.contains("reports no service at")
@@ -696,36 +441,32 @@ fn services_configured_only_at_the_parent_follow_its_monitor_or_say_what_to_add(
     // web_mon's backend dies: P's own monitor takes it DOWN.
     mon.kill();
     eventually_ok(EVENTUALLY, "web_mon DOWN at P by its monitor", || {
-        let m = expect_service(&p, "web_mon", State::Down)?;
+        let m = p.expect_service("web_mon", State::Down)?;
         if !m.reason.starts_with("monitor tcp") {
             return Err(format!("web_mon's reason is not its monitor's: {m:?}"));
         }
-        expect_answer(&p, "mon.example.com", &[])
+        p.expect_answer("mon.example.com", &[])
     });
-    let e = explain(&p, "mon.example.com", Ipv4Addr::LOCALHOST).unwrap_or_else(|e| panic!("{e}"));
+    let e = p.explain("mon.example.com", "127.0.0.1");
     assert!(
         e.down
             .iter()
             .any(|d| d.contains("web_mon") && d.contains("monitor tcp")),
         "/v1/explain does not list web_mon as DOWN by its monitor: {e:?}"
     );
-    expect_service(&p, "web_c1", State::Up).unwrap_or_else(|e| panic!("{e}"));
+    p.expect_service("web_c1", State::Up)
+        .unwrap_or_else(|e| panic!("{e}"));
 
     // C1 adds a service at web_bare's address, under a name of its own
     // (reload): P matches the report by site and IP:port, and web_bare
     // takes its state from C1 now.
-    c.reload(&format!(
-        "{cconf}add gslb service svc_extra {} TCP {} -siteName C1\n\
-         bind gslb service svc_extra -monitorName tcp\n",
-        bare.ip(),
-        bare.port()
-    ));
+    c.reload(&(cconf + &monitored_service("svc_extra", bare.addr, "C1", "")));
     eventually_ok(EVENTUALLY, "web_bare UP at P, reported by C1", || {
-        let b = expect_service(&p, "web_bare", State::Up)?;
+        let b = p.expect_service("web_bare", State::Up)?;
         if !b.reason.contains("metric exchange") || !b.reason.contains("C1") {
             return Err(format!("web_bare's reason is not C1's report: {b:?}"));
         }
-        expect_answer(&p, "bare.example.com", &[bare.ip()])
+        p.expect_answer("bare.example.com", &[bare.ip()])
     });
     drop((p, c));
     drop(scratch);
@@ -772,6 +513,13 @@ fn ports_of(file: &str, inodes: &[String]) -> Vec<u16> {
         .collect()
 }
 
+/// [`ports_of`] over `/proc/net/PROTO` and `/proc/net/PROTO6`.
+fn ports_of_both(proto: &str, inodes: &[String]) -> Vec<u16> {
+    let mut ports = ports_of(proto, inodes);
+    ports.extend(ports_of(&format!("{proto}6"), inodes));
+    ports
+}
+
 /// A child's file has no ADNS service: `sextant serve --config C.conf
 /// --local-site C` (no --dns-listen) starts, logs that it is a child and
 /// answers no DNS, `/v1/status` works, and its parent answers for it.
@@ -781,20 +529,13 @@ fn a_child_without_an_adns_service_starts_and_opens_no_dns_socket() {
     let scratch = net.scratch();
     let (p_ip, c_ip) = (net.site_ip(0), net.site_ip(1));
     let b = Backend::tcp(net.svc_ip(0));
-    let cconf = format!(
-        "{KA_1S}add gslb site P {p_ip}\n\
-         add gslb site C {c_ip} -parentSite P\n{TCP_MONITOR}\
-         add gslb service svc_c {} TCP {} -siteName C\n\
-         bind gslb service svc_c -monitorName tcp\n",
-        b.ip(),
-        b.port()
-    );
-    let mut c = Proc::serve(&scratch.0, "C", &cconf, api_of(c_ip), None);
+    let cconf = child_conf(("P", p_ip), ("C", c_ip), "svc_c", b.addr, "");
+    let mut c = SiteServer::start_without_dns(SEXTANT, &scratch.0, "C", c_ip, &cconf);
     eprintln!(
         "child C answered its API {:?} after start",
-        c.started.elapsed()
+        c.started().elapsed()
     );
-    let st: Status = typed_at(c.api, "/v1/status").unwrap_or_else(|e| panic!("{e}"));
+    let st = c.try_status().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(st.local_site.as_deref(), Some("C"), "{st:?}");
     assert!(st.mep.is_some(), "metric exchange not running at C: {st:?}");
     let log = c.log();
@@ -808,22 +549,17 @@ fn a_child_without_an_adns_service_starts_and_opens_no_dns_socket() {
     );
     // No DNS socket at all: no UDP socket, no TCP listener but the API and
     // metric exchange.
-    let inodes = socket_inodes(c.pid());
-    assert!(!inodes.is_empty(), "no sockets found for pid {}", c.pid());
-    let udp: Vec<u16> = ports_of("udp", &inodes)
-        .into_iter()
-        .chain(ports_of("udp6", &inodes))
-        .collect();
-    let tcp: Vec<u16> = ports_of("tcp", &inodes)
-        .into_iter()
-        .chain(ports_of("tcp6", &inodes))
-        .collect();
+    let pid = c.pid().expect("C running");
+    let inodes = socket_inodes(pid);
+    assert!(!inodes.is_empty(), "no sockets found for pid {pid}");
+    let udp = ports_of_both("udp", &inodes);
+    let tcp = ports_of_both("tcp", &inodes);
     assert!(udp.is_empty(), "the child has UDP sockets on ports {udp:?}");
     assert!(
         tcp.iter().all(|p| *p == API_PORT || *p == MEP_PORT),
         "the child listens on TCP ports {tcp:?} (only the API {API_PORT} and metric exchange {MEP_PORT} expected)"
     );
-    let dns = Dns::new(dns_of(c_ip));
+    let dns = &c.dns;
     let q = build_query("example.com", RecordType::SOA, None)
         .to_vec()
         .unwrap();
@@ -837,47 +573,37 @@ fn a_child_without_an_adns_service_starts_and_opens_no_dns_socket() {
     );
 
     // Its parent dials it and answers for its service.
-    let pconf = format!(
-        "add service adns1 {p_ip} ADNS {DNS_PORT}\n{KA_1S}\
-         add gslb site P {p_ip}\n\
-         add gslb site C {c_ip} -parentSite P\n{}\
-         add gslb service web_c {} TCP {} -siteName C\n\
-         add gslb vserver vs_c TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
-         bind gslb vserver vs_c -serviceName web_c\n\
-         bind gslb vserver vs_c -domainName c.example.com -TTL 5\n",
-        zone(),
-        b.ip(),
-        b.port()
-    );
+    let pconf = parent_head(p_ip, &[("C", c_ip)])
+        + &format!(
+            "add gslb service web_c {} TCP {} -siteName C\n",
+            b.ip(),
+            b.port()
+        )
+        + &vserver("vs_c", "web_c", "c.example.com");
     let p = SiteServer::start(SEXTANT, &scratch.0, "P", p_ip, &pconf, None);
     eventually_ok(EVENTUALLY, "P answers the child's service", || {
-        expect_mep(&p, "C", "UP")?;
-        let sites: Vec<Site> = typed_at(c.api, "/v1/sites")?;
-        let me = find_site(sites, "C")?;
+        p.expect_mep("C", "UP")?;
+        let me = c.try_site("C")?;
         if me.current_parent.as_deref() != Some("P") {
             return Err(format!("C's current parent: {me:?}"));
         }
-        expect_service(&p, "web_c", State::Up)?;
-        expect_answer(&p, "c.example.com", &[b.ip()])
+        p.expect_service("web_c", State::Up)?;
+        p.expect_answer("c.example.com", &[b.ip()])
     });
-    assert!(c.try_wait().is_none(), "the child exited");
+    assert!(c.is_running(), "the child exited");
 
     // A reload (SIGHUP) keeps it without DNS sockets.
-    // SAFETY: kill(2) on our own, not yet reaped child.
-    assert_eq!(unsafe { libc::kill(c.pid(), libc::SIGHUP) }, 0);
+    c.signal(libc::SIGHUP);
     eventually_ok(EVENTUALLY, "the child reloads", || {
-        let st: Status = typed_at(c.api, "/v1/status")?;
+        let st = c.try_status()?;
         if st.generation >= 2 {
             Ok(())
         } else {
             Err(format!("generation {}", st.generation))
         }
     });
-    let inodes = socket_inodes(c.pid());
-    let udp: Vec<u16> = ports_of("udp", &inodes)
-        .into_iter()
-        .chain(ports_of("udp6", &inodes))
-        .collect();
+    let inodes = socket_inodes(pid);
+    let udp = ports_of_both("udp", &inodes);
     assert!(
         udp.is_empty(),
         "after a reload the child has UDP sockets on {udp:?}"
@@ -939,7 +665,8 @@ fn backup_parent_list_before_the_site_is_added_is_refused_at_its_column() {
     let net = Net::for_sites("state_backup_order", 6);
     let scratch = net.scratch();
     let (wrong, line, column) = backup_parent_example(&net, true);
-    let path = scratch.write("parents.conf", &wrong);
+    // The file serve reads below: SiteP1's, DIR/SiteP1.conf.
+    let path = scratch.write("SiteP1.conf", &wrong);
     let out = SEXTANT.run(&["check", &path]);
     let text = output_text(&out);
     assert_eq!(
@@ -964,17 +691,8 @@ fn backup_parent_list_before_the_site_is_added_is_refused_at_its_column() {
     eprintln!("check: {error}");
 
     // serve refuses to start with the same message.
-    let mut serve = Proc::spawn(
-        &scratch.0,
-        "serve_wrong_order",
-        &serve_args(
-            Path::new(&path),
-            "SiteP1",
-            api_of(net.site_ip(0)),
-            Some(dns_of(net.site_ip(0))),
-        ),
-        api_of(net.site_ip(0)),
-    );
+    let mut serve = SiteServer::spawn(SEXTANT, &scratch.0, "SiteP1", net.site_ip(0), &wrong);
+    assert_eq!(serve.config, Path::new(&path), "serve reads another file");
     let st = serve.wait_exit(READY);
     let log = serve.log();
     let st = st.unwrap_or_else(|| {
@@ -1053,13 +771,10 @@ fn automatic_config_sync_is_warned_about_by_check_and_at_start() {
 const PERSIST: Duration = Duration::from_secs(3);
 
 fn persistence_config(net: &Net, me: u8, backends: &[Backend], p2_exchange: bool) -> String {
-    let mut c = format!(
-        "add service adns1 {} ADNS {DNS_PORT}\n{KA_1S}\
-         add gslb site P1 {}\n\
-         add gslb site P2 {}\n",
+    let mut c = peers_head(
         net.site_ip(me),
-        net.site_ip(0),
-        net.site_ip(1)
+        Duration::from_secs(1),
+        &[("P1", net.site_ip(0)), ("P2", net.site_ip(1))],
     );
     if !p2_exchange {
         c += "set gslb site P2 -sessionExchange DISABLED\n";
@@ -1067,13 +782,11 @@ fn persistence_config(net: &Net, me: u8, backends: &[Backend], p2_exchange: bool
     c += zone();
     c += TCP_MONITOR;
     for (i, b) in backends.iter().enumerate() {
-        c += &format!(
-            "add gslb service svc{n} {} TCP {} -siteName P{site}\n\
-             bind gslb service svc{n} -monitorName tcp\n",
-            b.ip(),
-            b.port(),
-            n = i + 1,
-            site = i / 2 + 1
+        c += &monitored_service(
+            &format!("svc{}", i + 1),
+            b.addr,
+            &format!("P{}", i / 2 + 1),
+            "",
         );
     }
     c += &format!(
@@ -1101,7 +814,7 @@ fn one_answer(at: &SiteServer, client: Ipv4Addr) -> Ipv4Addr {
 /// The answer `at` would give `client` next (explain peeks: it takes no
 /// round-robin turn), and whether a persistence entry decided it.
 fn peek(at: &SiteServer, client: Ipv4Addr) -> (Ipv4Addr, bool) {
-    let e = explain(at, "www.example.com", client).unwrap_or_else(|e| panic!("{e}"));
+    let e = at.explain("www.example.com", &client.to_string());
     assert_eq!(e.answers.len(), 1, "{}: explain {e:?}", at.name);
     let ip = e.answers[0]
         .parse()
@@ -1135,11 +848,10 @@ fn start_persistence_pair(
         None,
     );
     eventually_ok(EVENTUALLY, "P1 and P2 linked, all four services UP", || {
-        expect_mep(&p1, "P2", "UP")?;
-        expect_mep(&p2, "P1", "UP")?;
+        linked(&p1, &p2)?;
         for at in [&p1, &p2] {
             for i in 1..=4 {
-                expect_service(at, &format!("svc{i}"), State::Up)?;
+                at.expect_service(&format!("svc{i}"), State::Up)?;
             }
         }
         Ok(())
@@ -1301,61 +1013,42 @@ fn sigterm_exits_zero_and_the_peer_sees_the_session_closed() {
     let net = Net::for_sites("state_sigterm", 2);
     let scratch = net.scratch();
     let (p1_ip, p2_ip) = (net.site_ip(0), net.site_ip(1));
-    let conf = |me: Ipv4Addr| {
-        format!(
-            "add service adns1 {me} ADNS {DNS_PORT}\n\
-             set gslb parameter -MEPKeepAliveTimeout {}\n\
-             add gslb site P1 {p1_ip}\n\
-             add gslb site P2 {p2_ip}\n{}",
-            KA.as_secs(),
-            zone()
-        )
-    };
-    let mut p1 = Proc::serve(&scratch.0, "P1", &conf(p1_ip), api_of(p1_ip), None);
+    let conf = |me: Ipv4Addr| peers_head(me, KA, &[("P1", p1_ip), ("P2", p2_ip)]) + zone();
+    let mut p1 = SiteServer::start_without_dns(SEXTANT, &scratch.0, "P1", p1_ip, &conf(p1_ip));
     let p2 = SiteServer::start(SEXTANT, &scratch.0, "P2", p2_ip, &conf(p2_ip), None);
-    eventually_ok(EVENTUALLY, "P1 and P2 linked", || {
-        expect_mep(&p2, "P1", "UP")?;
-        let s = find_site(typed_at(p1.api, "/v1/sites")?, "P2")?;
-        if s.mep != "UP" {
-            return Err(format!("P1 sees P2 {s:?}"));
-        }
-        Ok(())
-    });
-    let down0 = status(&p2).unwrap().mep.unwrap_or_default().peer_down;
+    eventually_ok(EVENTUALLY, "P1 and P2 linked", || linked(&p2, &p1));
+    let down0 = peer_down(&p2).unwrap();
 
-    // SAFETY: kill(2) on our own, not yet reaped child.
-    let rc = unsafe { libc::kill(p1.pid(), libc::SIGTERM) };
-    assert_eq!(rc, 0);
+    p1.signal(libc::SIGTERM);
     let t0 = Instant::now();
     let bound = Duration::from_secs(10);
     let mut exited: Option<(ExitStatus, Duration)> = None;
-    let mut peer_down: Option<Duration> = None;
-    while t0.elapsed() < bound && (exited.is_none() || peer_down.is_none()) {
+    let mut saw_down: Option<Duration> = None;
+    while t0.elapsed() < bound && (exited.is_none() || saw_down.is_none()) {
         if exited.is_none()
             && let Some(st) = p1.try_wait()
         {
             exited = Some((st, t0.elapsed()));
         }
-        if peer_down.is_none() && expect_mep(&p2, "P1", "DOWN").is_ok() {
-            peer_down = Some(t0.elapsed());
+        if saw_down.is_none() && p2.expect_mep("P1", "DOWN").is_ok() {
+            saw_down = Some(t0.elapsed());
         }
         thread::sleep(Duration::from_millis(10));
     }
-    let reason = site_entry(&p2, "P1").ok().and_then(|s| s.last_down_reason);
+    let reason = p2.try_site("P1").ok().and_then(|s| s.last_down_reason);
     eprintln!(
         "after SIGTERM: P1 exited {:?}; P2 saw P1 DOWN after {:?} (keepalive timeout {KA:?}); \
          last_down_reason {reason:?}",
-        exited, peer_down
+        exited, saw_down
     );
     let (st, _) = exited.unwrap_or_else(|| panic!("P1 still running {bound:?} after SIGTERM"));
-    p1.child = None;
     assert_eq!(st.code(), Some(0), "P1 exited {st} after SIGTERM");
     assert!(
-        peer_down.is_some(),
+        saw_down.is_some(),
         "P2 did not see P1 DOWN within {bound:?} of the SIGTERM (keepalive timeout {KA:?}): \
          the session was not closed"
     );
-    let down1 = status(&p2).unwrap().mep.unwrap_or_default().peer_down;
+    let down1 = peer_down(&p2).unwrap();
     assert!(down1 > down0, "P2's peer_down counter did not move");
     assert!(
         p2.log().contains("metric exchange DOWN site=P1"),
@@ -1374,6 +1067,30 @@ fn sigterm_exits_zero_and_the_peer_sees_the_session_closed() {
 // ---------------------------------------------------------------------------
 // 6b. Idle TCP DNS connections do not disturb metric exchange
 // ---------------------------------------------------------------------------
+
+/// `idle` TCP connections to `target` that send nothing and `stalled` ones
+/// that send one byte of a length prefix and no more; also how many could
+/// not be opened.
+fn open_tcp_dns_clients(
+    target: SocketAddr,
+    idle: usize,
+    stalled: usize,
+) -> (Vec<TcpStream>, usize) {
+    let mut conns: Vec<TcpStream> = Vec::with_capacity(idle + stalled);
+    let mut failed = 0;
+    for i in 0..idle + stalled {
+        match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
+            Ok(mut c) => {
+                if i >= idle {
+                    let _ = c.write_all(&[0]);
+                }
+                conns.push(c);
+            }
+            Err(_) => failed += 1,
+        }
+    }
+    (conns, failed)
+}
 
 fn raise_nofile(want: u64) {
     let mut r = libc::rlimit {
@@ -1402,37 +1119,17 @@ fn idle_tcp_dns_connections_do_not_disturb_metric_exchange() {
     let scratch = net.scratch();
     let (s1_ip, s2_ip) = (net.site_ip(0), net.site_ip(1));
     let conf = |me: Ipv4Addr| {
-        format!(
-            "add service adns1 {me} ADNS {DNS_PORT}\n{KA_1S}\
-             add gslb site S1 {s1_ip}\n\
-             add gslb site S2 {s2_ip}\n{}",
-            zone()
-        )
+        peers_head(me, Duration::from_secs(1), &[("S1", s1_ip), ("S2", s2_ip)]) + zone()
     };
     let s1 = SiteServer::start(SEXTANT, &scratch.0, "S1", s1_ip, &conf(s1_ip), None);
     let s2 = SiteServer::start(SEXTANT, &scratch.0, "S2", s2_ip, &conf(s2_ip), None);
-    eventually_ok(EVENTUALLY, "S1 and S2 linked", || {
-        expect_mep(&s1, "S2", "UP")?;
-        expect_mep(&s2, "S1", "UP").map(|_| ())
-    });
-    let down = |s: &SiteServer| status(s).unwrap().mep.unwrap_or_default().peer_down;
+    eventually_ok(EVENTUALLY, "S1 and S2 linked", || linked(&s1, &s2));
+    let down = |s: &SiteServer| peer_down(s).unwrap();
     let (d1, d2) = (down(&s1), down(&s2));
 
-    let target = dns_of(s1_ip);
+    let target = s1.dns.server;
     let t_open = Instant::now();
-    let mut conns: Vec<TcpStream> = Vec::with_capacity(IDLE + STALLED);
-    let mut failed = 0;
-    for i in 0..IDLE + STALLED {
-        match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
-            Ok(mut c) => {
-                if i >= IDLE {
-                    let _ = c.write_all(&[0]);
-                }
-                conns.push(c);
-            }
-            Err(_) => failed += 1,
-        }
-    }
+    let (conns, failed) = open_tcp_dns_clients(target, IDLE, STALLED);
     eprintln!(
         "opened {} TCP connections to {target} in {} ms ({failed} failed)",
         conns.len(),
@@ -1449,14 +1146,14 @@ fn idle_tcp_dns_connections_do_not_disturb_metric_exchange() {
     while t0.elapsed() < Duration::from_secs(5) {
         samples += 1;
         for (at, other) in [(&s1, "S2"), (&s2, "S1")] {
-            if let Err(e) = expect_mep(at, other, "UP") {
+            if let Err(e) = at.expect_mep(other, "UP") {
                 failures.push(format!("{} ms: {e}", t0.elapsed().as_millis()));
             }
         }
         thread::sleep(Duration::from_millis(100));
     }
     let (e1, e2) = (down(&s1), down(&s2));
-    let st = status(&s1).unwrap();
+    let st = s1.status();
     eprintln!(
         "{samples} samples in 5 s; S1 dns: queries_tcp {}, tcp_rejected {}; peer_down S1 {d1}->{e1}, S2 {d2}->{e2}",
         st.dns.queries_tcp, st.dns.tcp_rejected
@@ -1465,7 +1162,8 @@ fn idle_tcp_dns_connections_do_not_disturb_metric_exchange() {
         failures.push(format!("new peer_down: S1 {d1} -> {e1}, S2 {d2} -> {e2}"));
     }
     // UDP DNS still answers.
-    expect_answer(&s1, "www.nothing.example.com", &[]).unwrap_or_else(|e| panic!("{e}"));
+    s1.expect_answer("www.nothing.example.com", &[])
+        .unwrap_or_else(|e| panic!("{e}"));
     drop(conns);
     assert!(
         failures.is_empty(),
@@ -1519,46 +1217,24 @@ fn idle_tcp_dns_connections_do_not_starve_a_server_with_the_default_fd_limit() {
     let (s1_ip, s2_ip) = (net.site_ip(0), net.site_ip(1));
     let b1 = Backend::tcp(net.svc_ip(0));
     let conf = |me: Ipv4Addr| {
-        format!(
-            "add service adns1 {me} ADNS {DNS_PORT}\n{KA_1S}\
-             add gslb site S1 {s1_ip}\n\
-             add gslb site S2 {s2_ip}\n{}{TCP_MONITOR}\
-             add gslb service svc1 {} TCP {} -siteName S1\n\
-             bind gslb service svc1 -monitorName tcp\n\
-             add gslb vserver vs TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
-             bind gslb vserver vs -serviceName svc1\n\
-             bind gslb vserver vs -domainName www.example.com -TTL 5\n",
-            zone(),
-            b1.ip(),
-            b1.port()
-        )
+        peers_head(me, Duration::from_secs(1), &[("S1", s1_ip), ("S2", s2_ip)])
+            + zone()
+            + TCP_MONITOR
+            + &monitored_service("svc1", b1.addr, "S1", "")
+            + &vserver("vs", "svc1", "www.example.com")
     };
     raise_nofile(4 * (IDLE + STALLED) as u64);
     let s1 = SiteServer::start(SEXTANT, &scratch.0, "S1", s1_ip, &conf(s1_ip), None);
     let s2 = SiteServer::start(SEXTANT, &scratch.0, "S2", s2_ip, &conf(s2_ip), None);
     set_nofile_soft_of(s1.pid().expect("S1 running"), 1024);
     eventually_ok(EVENTUALLY, "S1 and S2 linked, svc1 UP", || {
-        expect_mep(&s1, "S2", "UP")?;
-        expect_mep(&s2, "S1", "UP")?;
-        expect_service(&s1, "svc1", State::Up)?;
-        expect_service(&s2, "svc1", State::Up).map(|_| ())
+        linked(&s1, &s2)?;
+        s1.expect_service("svc1", State::Up)?;
+        s2.expect_service("svc1", State::Up).map(|_| ())
     });
-    let down = |s: &SiteServer| status(s).map(|st| st.mep.unwrap_or_default().peer_down);
-    let (d1, d2) = (down(&s1).unwrap(), down(&s2).unwrap());
-    let target = dns_of(s1_ip);
-    let mut conns: Vec<TcpStream> = Vec::with_capacity(IDLE + STALLED);
-    let mut failed = 0;
-    for i in 0..IDLE + STALLED {
-        match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
-            Ok(mut c) => {
-                if i >= IDLE {
-                    let _ = c.write_all(&[0]);
-                }
-                conns.push(c);
-            }
-            Err(_) => failed += 1,
-        }
-    }
+    let (d1, d2) = (peer_down(&s1).unwrap(), peer_down(&s2).unwrap());
+    let target = s1.dns.server;
+    let (conns, failed) = open_tcp_dns_clients(target, IDLE, STALLED);
     eprintln!(
         "opened {} TCP connections to {target} ({failed} failed), server soft NOFILE 1024",
         conns.len()
@@ -1572,9 +1248,7 @@ fn idle_tcp_dns_connections_do_not_starve_a_server_with_the_default_fd_limit() {
     while t0.elapsed() < Duration::from_secs(5) {
         samples += 1;
         let ms = t0.elapsed().as_millis();
-        match quick_get(s1.api_addr, "/v1/services", Duration::from_millis(500))
-            .and_then(|b| serde_json::from_str::<Vec<Service>>(&b).map_err(|e| e.to_string()))
-        {
+        match api_get_within::<Vec<Service>>(s1.api_addr, SERVICES, Duration::from_millis(500)) {
             Ok(list) => {
                 if !list
                     .iter()
@@ -1585,10 +1259,10 @@ fn idle_tcp_dns_connections_do_not_starve_a_server_with_the_default_fd_limit() {
             }
             Err(e) => failures.push(format!("{ms} ms: S1's API: {e}")),
         }
-        if let Err(e) = expect_answer(&s1, "www.example.com", &[b1.ip()]) {
+        if let Err(e) = s1.expect_answer("www.example.com", &[b1.ip()]) {
             failures.push(format!("{ms} ms: {e}"));
         }
-        if let Err(e) = expect_mep(&s2, "S1", "UP") {
+        if let Err(e) = s2.expect_mep("S1", "UP") {
             failures.push(format!("{ms} ms: {e}"));
         }
         thread::sleep(Duration::from_millis(100));
@@ -1602,9 +1276,9 @@ fn idle_tcp_dns_connections_do_not_starve_a_server_with_the_default_fd_limit() {
     // Once the connections are gone S1's API answers again: compare the
     // peer_down counters.
     eventually_ok(EVENTUALLY, "S1's API answers again", || {
-        down(&s1).map(|_| ())
+        peer_down(&s1).map(|_| ())
     });
-    let (e1, e2) = (down(&s1).unwrap(), down(&s2).unwrap());
+    let (e1, e2) = (peer_down(&s1).unwrap(), peer_down(&s2).unwrap());
     if e1 != d1 || e2 != d2 {
         failures.push(format!("new peer_down: S1 {d1} -> {e1}, S2 {d2} -> {e2}"));
     }
@@ -1635,6 +1309,64 @@ fn idle_tcp_dns_connections_do_not_starve_a_server_with_the_default_fd_limit() {
 // 6c. DNS waits for the monitors' first results
 // ---------------------------------------------------------------------------
 
+/// The monitor of the first-result tests: a result every 5 s at most.
+const SLOW_MONITOR: &str = "add lb monitor tcp TCP -interval 5 SEC -resptimeout 1 SEC -retries 3\n";
+
+/// site1 alone, with its ADNS service, the zone and `SLOW_MONITOR`.
+fn site1_head(ip: Ipv4Addr) -> String {
+    format!(
+        "add service adns1 {ip} ADNS {DNS_PORT}\n\
+         add gslb site site1 {ip}\n{}{SLOW_MONITOR}",
+        zone()
+    )
+}
+
+/// site1 with a monitored service `dead` at `dead` and `live` at `live`,
+/// both bound to the round-robin vserver of www.example.com.
+fn first_result_conf(ip: Ipv4Addr, dead: SocketAddr, live: &Backend) -> String {
+    site1_head(ip)
+        + &monitored_service("dead", dead, "site1", "")
+        + &monitored_service("live", live.addr, "site1", "")
+        + "add gslb vserver vs TCP -lbMethod ROUNDROBIN\n\
+           bind gslb vserver vs -serviceName dead\n\
+           bind gslb vserver vs -serviceName live\n\
+           bind gslb vserver vs -domainName www.example.com -TTL 5\n"
+}
+
+/// A DNS answer's A records and when it came (ms after some start).
+type Timed = (u128, Vec<Ipv4Addr>);
+
+/// Queries `p` (spawned, not yet ready) for www.example.com's A records in
+/// a tight loop, 50 ms per query, from its start until `n` answers came;
+/// panics if it exits or [`READY`] passes first. The answers with their
+/// time (ms after the start), when the first came, and how many queries
+/// were sent.
+fn answers_from_the_start(p: &mut SiteServer, n: usize) -> (Vec<Timed>, Option<Duration>, u64) {
+    let q = build_query("www.example.com", RecordType::A, None)
+        .to_vec()
+        .unwrap();
+    let t0 = p.started();
+    let mut first: Option<Duration> = None;
+    let mut sent = 0u64;
+    let mut answers = Vec::new();
+    while answers.len() < n {
+        assert!(
+            t0.elapsed() < READY,
+            "no DNS answer within {READY:?} of the start ({sent} queries)"
+        );
+        if let Some(st) = p.try_wait() {
+            panic!("the server exited ({st}):\n{}", p.log());
+        }
+        sent += 1;
+        if let Ok(Some(bytes)) = p.dns.raw_udp(&q, Duration::from_millis(50)) {
+            let m = Message::from_vec(&bytes).expect("parse DNS response");
+            first.get_or_insert(t0.elapsed());
+            answers.push((t0.elapsed().as_millis(), a_records(&m)));
+        }
+    }
+    (answers, first, sent)
+}
+
 /// A parent with a dead backend (nothing listens on its port) and a live
 /// one, both monitored (`-interval 5 SEC -resptimeout 1 SEC -retries 3`)
 /// and bound to one round-robin vserver. Queried in a tight loop from the
@@ -1648,55 +1380,9 @@ fn dns_answers_only_after_every_monitor_has_its_first_result() {
     let live = Backend::tcp(net.svc_ip(1));
     let dead_ip = net.svc_ip(0);
     let dead_port = Net::closed_port(dead_ip);
-    let conf = format!(
-        "add service adns1 {ip} ADNS {DNS_PORT}\n\
-         add gslb site site1 {ip}\n{}\
-         add lb monitor tcp TCP -interval 5 SEC -resptimeout 1 SEC -retries 3\n\
-         add gslb service dead {dead_ip} TCP {dead_port} -siteName site1\n\
-         bind gslb service dead -monitorName tcp\n\
-         add gslb service live {} TCP {} -siteName site1\n\
-         bind gslb service live -monitorName tcp\n\
-         add gslb vserver vs TCP -lbMethod ROUNDROBIN\n\
-         bind gslb vserver vs -serviceName dead\n\
-         bind gslb vserver vs -serviceName live\n\
-         bind gslb vserver vs -domainName www.example.com -TTL 5\n",
-        zone(),
-        live.ip(),
-        live.port()
-    );
-    let config_path = scratch.0.join("site1.conf");
-    fs::write(&config_path, &conf).unwrap();
-    let q = build_query("www.example.com", RecordType::A, None)
-        .to_vec()
-        .unwrap();
-    let dns = Dns::new(dns_of(ip));
-    let mut p = Proc::spawn(
-        &scratch.0,
-        "site1",
-        &serve_args(&config_path, "site1", api_of(ip), Some(dns_of(ip))),
-        api_of(ip),
-    );
-    let t0 = p.started;
-    let mut first: Option<Duration> = None;
-    let mut sent = 0u64;
-    let mut answers: Vec<Vec<Ipv4Addr>> = Vec::new();
-    while answers.len() < 40 {
-        assert!(
-            t0.elapsed() < READY,
-            "no DNS answer within {READY:?} of the start ({sent} queries)"
-        );
-        if let Some(st) = p.try_wait() {
-            panic!("the server exited ({st}):\n{}", p.log());
-        }
-        sent += 1;
-        if let Ok(Some(bytes)) = dns.raw_udp(&q, Duration::from_millis(50)) {
-            let m = Message::from_vec(&bytes).expect("parse DNS response");
-            if first.is_none() {
-                first = Some(t0.elapsed());
-            }
-            answers.push(a_records(&m));
-        }
-    }
+    let conf = first_result_conf(ip, SocketAddr::from((dead_ip, dead_port)), &live);
+    let mut p = SiteServer::spawn(SEXTANT, &scratch.0, "site1", ip, &conf);
+    let (answers, first, sent) = answers_from_the_start(&mut p, 40);
     let log = p.log();
     eprintln!(
         "first DNS answer {:?} after the start ({sent} queries sent); API ready: {}",
@@ -1705,6 +1391,7 @@ fn dns_answers_only_after_every_monitor_has_its_first_result() {
     );
     let bad: Vec<(usize, &Vec<Ipv4Addr>)> = answers
         .iter()
+        .map(|(_, a)| a)
         .enumerate()
         .filter(|(_, a)| a.as_slice() != [live.ip()])
         .collect();
@@ -1728,36 +1415,26 @@ fn a_service_added_by_a_reload_is_not_answered_before_its_first_result() {
     let live = Backend::tcp(net.svc_ip(1));
     let dead_ip = net.svc_ip(0);
     let dead_port = Net::closed_port(dead_ip);
-    let base = format!(
-        "add service adns1 {ip} ADNS {DNS_PORT}\n\
-         add gslb site site1 {ip}\n{}\
-         add lb monitor tcp TCP -interval 5 SEC -resptimeout 1 SEC -retries 3\n\
-         add gslb service live {} TCP {} -siteName site1\n\
-         bind gslb service live -monitorName tcp\n\
-         add gslb vserver vs TCP -lbMethod ROUNDROBIN\n\
-         bind gslb vserver vs -serviceName live\n\
-         bind gslb vserver vs -domainName www.example.com -TTL 5\n",
-        zone(),
-        live.ip(),
-        live.port()
-    );
-    let added = format!(
-        "{base}add gslb service dead {dead_ip} TCP {dead_port} -siteName site1\n\
-         bind gslb service dead -monitorName tcp\n\
-         bind gslb vserver vs -serviceName dead\n"
-    );
+    let base = site1_head(ip)
+        + &monitored_service("live", live.addr, "site1", "")
+        + "add gslb vserver vs TCP -lbMethod ROUNDROBIN\n\
+           bind gslb vserver vs -serviceName live\n\
+           bind gslb vserver vs -domainName www.example.com -TTL 5\n";
+    let added = base.clone()
+        + &monitored_service("dead", SocketAddr::from((dead_ip, dead_port)), "site1", "")
+        + "bind gslb vserver vs -serviceName dead\n";
     let site = SiteServer::start(SEXTANT, &scratch.0, "site1", ip, &base, None);
     eventually_ok(EVENTUALLY, "live UP", || {
-        expect_service(&site, "live", State::Up)?;
-        expect_answer(&site, "www.example.com", &[live.ip()])
+        site.expect_service("live", State::Up)?;
+        site.expect_answer("www.example.com", &[live.ip()])
     });
-    let g0 = status(&site).unwrap().generation;
+    let g0 = site.status().generation;
     let q = build_query("www.example.com", RecordType::A, None)
         .to_vec()
         .unwrap();
     site.reload(&added);
     let t0 = Instant::now();
-    let mut answers: Vec<(u128, Vec<Ipv4Addr>)> = Vec::new();
+    let mut answers: Vec<Timed> = Vec::new();
     let mut reloaded_at = None;
     let mut dead_down_at = None;
     while t0.elapsed() < Duration::from_secs(4) {
@@ -1766,7 +1443,7 @@ fn a_service_added_by_a_reload_is_not_answered_before_its_first_result() {
             answers.push((t0.elapsed().as_millis(), a_records(&m)));
         }
         if (reloaded_at.is_none() || dead_down_at.is_none())
-            && let Ok(list) = services(&site)
+            && let Ok(list) = site.try_services()
         {
             if reloaded_at.is_none() && list.iter().any(|s| s.name == "dead") {
                 reloaded_at = Some(t0.elapsed());
@@ -1780,17 +1457,14 @@ fn a_service_added_by_a_reload_is_not_answered_before_its_first_result() {
             }
         }
     }
-    assert!(
-        status(&site).unwrap().generation > g0,
-        "the reload was not applied"
-    );
+    assert!(site.status().generation > g0, "the reload was not applied");
     // A monitored service a reload adds is DOWN until its first result
     // (it was never seen UP), so no answer points at it unprobed.
     eprintln!(
         "{} answers in 4 s after SIGHUP; 'dead' in /v1/services after {reloaded_at:?}, DOWN after {dead_down_at:?}",
         answers.len()
     );
-    let bad: Vec<&(u128, Vec<Ipv4Addr>)> = answers
+    let bad: Vec<&Timed> = answers
         .iter()
         .filter(|(_, a)| a.as_slice() != [live.ip()])
         .collect();
@@ -1842,56 +1516,12 @@ fn dns_waits_for_a_first_result_that_takes_the_whole_response_timeout() {
     let live = Backend::tcp(net.svc_ip(1));
     let dead_ip = net.svc_ip(0);
     let (_silent, _fill, dead_port) = silent_port(dead_ip);
-    let conf = format!(
-        "add service adns1 {ip} ADNS {DNS_PORT}\n\
-         add gslb site site1 {ip}\n{}\
-         add lb monitor tcp TCP -interval 5 SEC -resptimeout 1 SEC -retries 3\n\
-         add gslb service dead {dead_ip} TCP {dead_port} -siteName site1\n\
-         bind gslb service dead -monitorName tcp\n\
-         add gslb service live {} TCP {} -siteName site1\n\
-         bind gslb service live -monitorName tcp\n\
-         add gslb vserver vs TCP -lbMethod ROUNDROBIN\n\
-         bind gslb vserver vs -serviceName dead\n\
-         bind gslb vserver vs -serviceName live\n\
-         bind gslb vserver vs -domainName www.example.com -TTL 5\n",
-        zone(),
-        live.ip(),
-        live.port()
-    );
-    let config_path = scratch.0.join("site1.conf");
-    fs::write(&config_path, &conf).unwrap();
-    let q = build_query("www.example.com", RecordType::A, None)
-        .to_vec()
-        .unwrap();
-    let dns = Dns::new(dns_of(ip));
-    let mut p = Proc::spawn(
-        &scratch.0,
-        "site1",
-        &serve_args(&config_path, "site1", api_of(ip), Some(dns_of(ip))),
-        api_of(ip),
-    );
-    let t0 = p.started;
-    let mut first: Option<Duration> = None;
-    let mut answers: Vec<(u128, Vec<Ipv4Addr>)> = Vec::new();
-    while answers.len() < 40 {
-        assert!(
-            t0.elapsed() < READY,
-            "no DNS answer within {READY:?} of the start"
-        );
-        if let Some(st) = p.try_wait() {
-            panic!("the server exited ({st}):\n{}", p.log());
-        }
-        if let Ok(Some(bytes)) = dns.raw_udp(&q, Duration::from_millis(50)) {
-            let m = Message::from_vec(&bytes).expect("parse DNS response");
-            first.get_or_insert(t0.elapsed());
-            answers.push((t0.elapsed().as_millis(), a_records(&m)));
-        }
-    }
-    let dead_state: Option<Service> = typed_at::<Vec<Service>>(api_of(ip), "/v1/services")
-        .ok()
-        .and_then(|l| l.into_iter().find(|s| s.name == "dead"));
+    let conf = first_result_conf(ip, SocketAddr::from((dead_ip, dead_port)), &live);
+    let mut p = SiteServer::spawn(SEXTANT, &scratch.0, "site1", ip, &conf);
+    let (answers, first, _) = answers_from_the_start(&mut p, 40);
+    let dead_state: Option<Service> = p.try_service("dead").ok();
     eprintln!("first DNS answer {first:?} after the start; dead now: {dead_state:?}");
-    let bad: Vec<&(u128, Vec<Ipv4Addr>)> = answers
+    let bad: Vec<&Timed> = answers
         .iter()
         .filter(|(_, a)| a.as_slice() != [live.ip()])
         .collect();
@@ -1926,23 +1556,20 @@ fn a_child_restarted_while_its_parent_is_down_is_adopted_thanks_to_its_state_fil
          add gslb site child_site1 {c_ip} -parentSite SiteP1\n\
          set gslb site SiteP1 -backupParentlist SiteP2\n\
          set gslb site SiteP2 -backupParentlist SiteP1\n{}\
-         add gslb service web_c1 {} TCP {} -siteName child_site1\n\
-         add gslb vserver vs TCP -lbMethod ROUNDROBIN -EDR ENABLED\n\
-         bind gslb vserver vs -serviceName web_c1\n\
-         bind gslb vserver vs -domainName c1.example.com -TTL 5\n",
+         add gslb service web_c1 {} TCP {} -siteName child_site1\n{}",
         zone(),
         backend.ip(),
-        backend.port()
+        backend.port(),
+        vserver("vs", "web_c1", "c1.example.com")
     );
     // The child's configuration, as the seed has it: itself and its parent
     // (not the backup parent), and its own service; no ADNS.
-    let child = format!(
-        "{KA_1S}add gslb site SiteP1 {p1_ip}\n\
-         add gslb site child_site1 {c_ip} -parentSite SiteP1\n{TCP_MONITOR}\
-         add gslb service lb_vip {} TCP {} -siteName child_site1\n\
-         bind gslb service lb_vip -monitorName tcp\n",
-        backend.ip(),
-        backend.port()
+    let child = child_conf(
+        ("SiteP1", p1_ip),
+        ("child_site1", c_ip),
+        "lb_vip",
+        backend.addr,
+        "",
     );
     let mut p1 = SiteServer::start(SEXTANT, &scratch.0, "SiteP1", p1_ip, &parent, None);
     let p2 = SiteServer::start(SEXTANT, &scratch.0, "SiteP2", p2_ip, &parent, None);
@@ -1952,7 +1579,7 @@ fn a_child_restarted_while_its_parent_is_down_is_adopted_thanks_to_its_state_fil
         EVENTUALLY,
         "the child reports through SiteP1 and keeps the list",
         || {
-            expect_service(&p2, "web_c1", State::Up)?;
+            p2.expect_service("web_c1", State::Up)?;
             let text = fs::read_to_string(&state_file)
                 .map_err(|e| format!("{}: {e}", state_file.display()))?;
             if !text.contains("SiteP2") {
@@ -1969,14 +1596,15 @@ fn a_child_restarted_while_its_parent_is_down_is_adopted_thanks_to_its_state_fil
     c.restart();
     let t0 = Instant::now();
     eventually_ok(EVENTUALLY, "SiteP2 takes the restarted child over", || {
-        let s = expect_mep(&p2, "child_site1", "UP")?;
+        let s = p2.expect_mep("child_site1", "UP")?;
         if s.adopted_for.as_deref() != Some("SiteP1") {
             return Err(format!("child_site1 at SiteP2: {s:?}"));
         }
-        expect_service(&p2, "web_c1", State::Up).map(|_| ())
+        p2.expect_service("web_c1", State::Up).map(|_| ())
     });
     eprintln!("restarted child adopted by SiteP2 after {:?}", t0.elapsed());
-    expect_answer(&p2, "c1.example.com", &[backend.ip()]).unwrap_or_else(|e| panic!("{e}"));
+    p2.expect_answer("c1.example.com", &[backend.ip()])
+        .unwrap_or_else(|e| panic!("{e}"));
     let log = c.log();
     assert!(
         log.contains("accepted a backup parent's takeover"),
@@ -1989,7 +1617,7 @@ fn a_child_restarted_while_its_parent_is_down_is_adopted_thanks_to_its_state_fil
     fs::remove_file(&state_file).expect("remove the state file");
     c.restart();
     thread::sleep(Duration::from_secs(3));
-    let s = site_entry(&p2, "child_site1").unwrap_or_else(|e| panic!("{e}"));
+    let s = p2.site("child_site1");
     assert_ne!(
         s.mep, "UP",
         "without its state file the restarted child was adopted anyway: {s:?}"
