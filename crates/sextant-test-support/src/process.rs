@@ -501,7 +501,9 @@ impl SiteServer {
             ns,
             bin,
             child: None,
-            dns_listen,
+            // A child site runs as an operator runs it (seed 001: no ADNS
+            // service on a child), without --dns-listen.
+            dns_listen: dns_listen && !is_child_site(config, name),
             started: Instant::now(),
         };
         let _ = fs::remove_file(&site.log_path);
@@ -806,4 +808,18 @@ impl Drop for SiteServer {
             );
         }
     }
+}
+
+/// Whether `config` (appliance syntax) makes site `name` a child
+/// (`add gslb site NAME IP ... -parentSite P`).
+fn is_child_site(config: &str, name: &str) -> bool {
+    config.lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.len() > 3
+            && w[0] == "add"
+            && w[1] == "gslb"
+            && w[2] == "site"
+            && w[3].eq_ignore_ascii_case(name)
+            && w.iter().any(|t| t.eq_ignore_ascii_case("-parentSite"))
+    })
 }
