@@ -420,6 +420,10 @@ async fn wait_for_signals(overrides: Overrides, inputs: mpsc::Sender<Input>) -> 
     }
 }
 
+/// At most this many probe results waiting in the channel are applied (and
+/// published) together.
+const PROBE_BATCH: usize = 1024;
+
 /// How often this node samples its own CPU and memory use for its reports.
 const SITE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -523,16 +527,29 @@ async fn state_task(
                 }
             }
             Some(obs) = obs_rx.recv() => {
-                if obs.generation != engine.generation() {
+                // Results already waiting are applied with this one and
+                // published once (at start every service's first result
+                // arrives within a second; one publication each is N²).
+                let generation = engine.generation();
+                let batch: Vec<Event> = std::iter::once(obs)
+                    .chain(std::iter::from_fn(|| obs_rx.try_recv().ok()).take(PROBE_BATCH - 1))
+                    .filter(|o| o.generation == generation)
+                    .map(|o| {
+                        Event::Probe(Probe {
+                            service: o.service,
+                            monitor: o.monitor,
+                            success: o.success,
+                            detail: o.detail,
+                            response_time: o.response_time,
+                        })
+                    })
+                    .collect();
+                if batch.is_empty() {
                     continue;
                 }
-                Event::Probe(Probe {
-                    service: obs.service,
-                    monitor: obs.monitor,
-                    success: obs.success,
-                    detail: obs.detail,
-                    response_time: obs.response_time,
-                })
+                let effects = engine.apply_all(batch, wall_now());
+                carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
+                continue;
             }
             Some(load) = load_rx.recv() => {
                 if load.generation != engine.generation() {
