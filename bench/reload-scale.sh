@@ -15,7 +15,8 @@
 # on port 8080, where nothing listens, so each probe is refused at once.
 #
 # * start: from launching the process until GET /v1/status answers *and* a
-#   DNS query for one of the domains is answered; RSS (VmRSS) right then.
+#   DNS query for one of the domains is answered; then until every service's
+#   first probe result is applied (health known), and RSS (VmRSS) then.
 # * reload, RELOADS times: the file is replaced by one with one service's IP
 #   changed (alternately, so every reload is a real change), SIGHUP, and the
 #   wall time until /v1/status shows the next generation; parse_ms and
@@ -102,6 +103,7 @@ answers() { # answers NAME: a DNS query for NAME A gets an address back
 vm_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "-" }'; }
 minimum() { tr ' ' '\n' | grep -v '^$' | sort -g | head -1; }
+maximum() { tr ' ' '\n' | grep -v '^$' | sort -g | tail -1; }
 
 # DNS prober: queries the domains in turn until $1 exists (at most 100,000
 # queries); writes "ok fail" to $2.
@@ -154,11 +156,25 @@ run_size() {
     rss_kb=$(vm_kb "$SERVER_PID" VmRSS)
     cpu_start=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$SERVER_PID/stat")
     echo "start_s=$start_s rss_kb=$rss_kb cpu_s=$cpu_start" >> "$detail"
-    echo "   started in ${start_s} s, VmRSS ${rss_kb} kB, ${cpu_start} s CPU" >&2
+    echo "   answering in ${start_s} s, VmRSS ${rss_kb} kB, ${cpu_start} s CPU" >&2
+    # Every backend refuses, so each service logs exactly one "service DOWN"
+    # when its first result is applied: N of them means health is known for
+    # all (DNS may answer before that, at the engine's ready deadline).
+    local health_s="-" downs=0
+    deadline=$(( $(date +%s) + START_TIMEOUT_S ))
+    while [ "$(date +%s)" -lt "$deadline" ] && alive "$SERVER_PID"; do
+        downs=$(grep -c 'service DOWN' "$log")
+        [ "$downs" -ge "$n" ] && { health_s=$(elapsed "$t0" "$(now)"); break; }
+        sleep 0.1
+    done
+    [ "$health_s" = - ] && health_s=">${START_TIMEOUT_S}(${downs})"
+    rss_kb=$(vm_kb "$SERVER_PID" VmRSS)
+    echo "health_s=$health_s rss_kb=$rss_kb" >> "$detail"
+    echo "   every first probe result applied after ${health_s} s, VmRSS ${rss_kb} kB" >&2
     sleep "$SETTLE_S"
 
     # ---- reloads
-    local gen r file reload_list="" parse_list="" apply_list="" q_ok=0 q_fail=0
+    local gen r file reload_list="" parse_list="" apply_list="" q_ok=0 q_fail=0 reload_failed=""
     gen=$(generation)
     for r in $(seq "$RELOADS"); do
         if [ $((r % 2)) = 1 ]; then file="$b"; else file="$a"; fi
@@ -185,6 +201,7 @@ run_size() {
         if [ "${got:-0}" != "$want" ]; then
             echo "bench: N=$n reload $r: generation ${got:-none}, wanted $want within ${RELOAD_TIMEOUT_S} s" >&2
             echo "reload=$r failed generation=${got:-none}" >> "$detail"
+            reload_failed=">${RELOAD_TIMEOUT_S}"
             break
         fi
         local secs line pm am
@@ -225,13 +242,15 @@ run_size() {
     echo "stop_s=$stop_s exit=$code" >> "$detail"
     echo "   stopped in ${stop_s} s, exit status $code" >&2
 
-    local rmin rmed pmed amed
-    rmin=$(minimum <<< "$reload_list"); rmed=$(median <<< "$reload_list")
+    local rmin rmed rmax pmed amed reload_col
+    rmin=$(minimum <<< "$reload_list"); rmed=$(median <<< "$reload_list"); rmax=$(maximum <<< "$reload_list")
+    reload_col="${rmin:--}/${rmed:--}/${rmax:--}"
+    [ -n "$reload_failed" ] && reload_col="FAILED${reload_failed}"
     pmed=$(median <<< "$parse_list"); amed=$(median <<< "$apply_list")
-    ROWS+=("$(printf '%7s %7s %7s %7s %13s %8s %8s %11s %8s %6s %6s' "$n" "$start_s" \
+    ROWS+=("$(printf '%7s %7s %8s %7s %7s %19s %8s %8s %11s %8s %6s %6s' "$n" "$start_s" "$health_s" \
         "$(awk -v k="$rss_kb" 'BEGIN { printf "%.1f", k / 1024 }')" \
         "$(awk -v k="$rss_kb" -v n="$n" 'BEGIN { printf "%.2f", k / n }')" \
-        "${rmin:--}/${rmed:--}" "$pmed" "$amed" "$q_fail/$((q_ok + q_fail))" \
+        "$reload_col" "$pmed" "$amed" "$q_fail/$((q_ok + q_fail))" \
         "$(awk -v k="${hwm:-0}" 'BEGIN { printf "%.1f", k / 1024 }')" "$stop_s" "$code")")
 }
 
@@ -242,11 +261,12 @@ done
 {
     echo
     echo "Reload and start at scale: $("$BIN" --version 2>/dev/null || echo sextant), $(nproc) cores, --udp-workers 1, $RELOADS reloads per N ($(date -u +%Y-%m-%dT%H:%MZ))"
-    printf '%7s %7s %7s %7s %13s %8s %8s %11s %8s %6s %6s\n' N start_s RSS_MB KB/svc reload_s parse_ms apply_ms dns_fail peak_MB stop_s exit
+    printf '%7s %7s %8s %7s %7s %19s %8s %8s %11s %8s %6s %6s\n' N start_s health_s RSS_MB KB/svc reload_s parse_ms apply_ms dns_fail peak_MB stop_s exit
     for row in "${ROWS[@]}"; do echo "$row"; done
     echo
-    echo "start_s: launch until /v1/status and a DNS answer; RSS_MB: VmRSS then; reload_s: SIGHUP until"
-    echo "/v1/status shows the next generation, min/median; parse_ms, apply_ms: medians from the log;"
-    echo "dns_fail: failed/sent dig queries during all reloads; peak_MB: VmHWM after the reloads."
+    echo "start_s: launch until /v1/status and a DNS answer; health_s: launch until every service's first"
+    echo "probe result is applied; RSS_MB, KB/svc: VmRSS then; reload_s: SIGHUP until /v1/status shows the"
+    echo "next generation, min/median/max; parse_ms, apply_ms: medians from the log; dns_fail: failed/sent"
+    echo "dig queries during all reloads; peak_MB: VmHWM after the reloads."
     echo "Per-N detail and server logs: $OUT/"
 } | tee "$OUT/summary.txt"
