@@ -404,6 +404,7 @@ async fn wait_for_signals(overrides: Overrides, inputs: mpsc::Sender<Input>) -> 
                     continue;
                 }
                 info!("SIGHUP: reloading the configuration");
+                let signalled = Instant::now();
                 let overrides = overrides.clone();
                 let inputs = inputs.clone();
                 let loading = Arc::clone(&loading);
@@ -411,7 +412,7 @@ async fn wait_for_signals(overrides: Overrides, inputs: mpsc::Sender<Input>) -> 
                     let started = Instant::now();
                     let result = load(&overrides).map(Box::new).map_err(|e| format!("{e:#}"));
                     loading.store(false, std::sync::atomic::Ordering::Release);
-                    let _ = inputs.blocking_send(Input::Reloaded { result, parse: started.elapsed() });
+                    let _ = inputs.blocking_send(Input::Reloaded { result, parse: started.elapsed(), signalled });
                 });
             }
             _ = term.recv() => { info!("SIGTERM: stopping"); return Ok(()); }
@@ -431,10 +432,12 @@ const SITE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
 pub enum Input {
     /// Load figures pushed over the API.
     Figures(sextant_core::ServiceId, sextant_core::ServiceMetrics),
-    /// A configuration re-read after SIGHUP, and how long reading took.
+    /// A configuration re-read after SIGHUP, how long reading took, and
+    /// when the signal came.
     Reloaded {
         result: Result<Box<Model>, String>,
         parse: Duration,
+        signalled: Instant,
     },
 }
 
@@ -559,7 +562,7 @@ async fn state_task(
             }
             Some(input) = inputs.inputs.recv() => match input {
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
-                Input::Reloaded { result: Ok(mut model), parse } => {
+                Input::Reloaded { result: Ok(mut model), parse, signalled } => {
                     warn_fixed_listeners(&daemon, &model);
                     for w in &model.warnings {
                         warn!("{w}");
@@ -569,6 +572,7 @@ async fn state_task(
                     }
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(Arc::new(*model)), wall_now());
+                    let engine_time = started.elapsed();
                     carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
                     daemon.dns.sessions.set_sharing(engine.session_exchange());
                     session_tick = tokio::time::interval(engine.session_share_interval());
@@ -579,7 +583,9 @@ async fn state_task(
                         generation = engine.generation(),
                         services = engine.model().services.len(),
                         parse_ms = parse.as_millis() as u64,
+                        engine_ms = engine_time.as_millis() as u64,
                         apply_ms = started.elapsed().as_millis() as u64,
+                        total_ms = signalled.elapsed().as_millis() as u64,
                         "configuration reloaded"
                     );
                     log_start(engine.model(), &daemon.config_file);
