@@ -19,8 +19,9 @@
 #   first probe result is applied (health known), and RSS (VmRSS) then.
 # * reload, RELOADS times: the file is replaced by one with one service's IP
 #   changed (alternately, so every reload is a real change), SIGHUP, and the
-#   wall time until /v1/status shows the next generation; parse_ms and
-#   apply_ms from the server's "configuration reloaded" log line. While each
+#   wall time until /v1/status shows the next generation; parse_ms,
+#   engine_ms, apply_ms (and total_ms, in the detail file) from the server's
+#   "configuration reloaded" log line. While each
 #   reload runs (from just before the signal until 0.5 s after the new
 #   generation shows), a loop of dig queries (+tries=1 +time=1) counts answers
 #   and failures.
@@ -174,7 +175,7 @@ run_size() {
     sleep "$SETTLE_S"
 
     # ---- reloads
-    local gen r file reload_list="" parse_list="" apply_list="" q_ok=0 q_fail=0 reload_failed=""
+    local gen r file reload_list="" parse_list="" apply_list="" engine_list="" q_ok=0 q_fail=0 reload_failed=""
     gen=$(generation)
     for r in $(seq "$RELOADS"); do
         if [ $((r % 2)) = 1 ]; then file="$b"; else file="$a"; fi
@@ -204,7 +205,7 @@ run_size() {
             reload_failed=">${RELOAD_TIMEOUT_S}"
             break
         fi
-        local secs line pm am
+        local secs line pm am em tm
         secs=$(elapsed "$t0" "$t1")
         line=""
         for _ in $(seq 100); do
@@ -214,9 +215,11 @@ run_size() {
         done
         pm=$(sed -nE 's/.*parse_ms=([0-9]+).*/\1/p' <<< "$line")
         am=$(sed -nE 's/.*apply_ms=([0-9]+).*/\1/p' <<< "$line")
-        reload_list+=" $secs"; parse_list+=" ${pm:-}"; apply_list+=" ${am:-}"
-        echo "reload=$r generation=$want wall_s=$secs parse_ms=${pm:--} apply_ms=${am:--} dns_ok=$ok dns_fail=$fail" >> "$detail"
-        echo "   reload $r: generation $want in ${secs} s (parse ${pm:--} ms, apply ${am:--} ms), DNS ${ok} answered / ${fail} failed" >&2
+        em=$(sed -nE 's/.*engine_ms=([0-9]+).*/\1/p' <<< "$line")
+        tm=$(sed -nE 's/.*total_ms=([0-9]+).*/\1/p' <<< "$line")
+        reload_list+=" $secs"; parse_list+=" ${pm:-}"; apply_list+=" ${am:-}"; engine_list+=" ${em:-}"
+        echo "reload=$r generation=$want wall_s=$secs parse_ms=${pm:--} engine_ms=${em:--} apply_ms=${am:--} total_ms=${tm:--} dns_ok=$ok dns_fail=$fail" >> "$detail"
+        echo "   reload $r: generation $want in ${secs} s (log: parse ${pm:--} ms, engine ${em:--} ms, apply ${am:--} ms, total ${tm:--} ms), DNS ${ok} answered / ${fail} failed" >&2
         gen=$want
         sleep "$SETTLE_S"
     done
@@ -242,15 +245,15 @@ run_size() {
     echo "stop_s=$stop_s exit=$code" >> "$detail"
     echo "   stopped in ${stop_s} s, exit status $code" >&2
 
-    local rmin rmed rmax pmed amed reload_col
+    local rmin rmed rmax pmed amed emed reload_col
     rmin=$(minimum <<< "$reload_list"); rmed=$(median <<< "$reload_list"); rmax=$(maximum <<< "$reload_list")
     reload_col="${rmin:--}/${rmed:--}/${rmax:--}"
     [ -n "$reload_failed" ] && reload_col="FAILED${reload_failed}"
-    pmed=$(median <<< "$parse_list"); amed=$(median <<< "$apply_list")
-    ROWS+=("$(printf '%7s %7s %8s %7s %7s %19s %8s %8s %11s %8s %6s %6s' "$n" "$start_s" "$health_s" \
+    pmed=$(median <<< "$parse_list"); amed=$(median <<< "$apply_list"); emed=$(median <<< "$engine_list")
+    ROWS+=("$(printf '%7s %7s %8s %7s %7s %19s %8s %9s %8s %11s %8s %6s %6s' "$n" "$start_s" "$health_s" \
         "$(awk -v k="$rss_kb" 'BEGIN { printf "%.1f", k / 1024 }')" \
         "$(awk -v k="$rss_kb" -v n="$n" 'BEGIN { printf "%.2f", k / n }')" \
-        "$reload_col" "$pmed" "$amed" "$q_fail/$((q_ok + q_fail))" \
+        "$reload_col" "$pmed" "${emed:--}" "$amed" "$q_fail/$((q_ok + q_fail))" \
         "$(awk -v k="${hwm:-0}" 'BEGIN { printf "%.1f", k / 1024 }')" "$stop_s" "$code")")
 }
 
@@ -261,12 +264,13 @@ done
 {
     echo
     echo "Reload and start at scale: $("$BIN" --version 2>/dev/null || echo sextant), $(nproc) cores, --udp-workers 1, $RELOADS reloads per N ($(date -u +%Y-%m-%dT%H:%MZ))"
-    printf '%7s %7s %8s %7s %7s %19s %8s %8s %11s %8s %6s %6s\n' N start_s health_s RSS_MB KB/svc reload_s parse_ms apply_ms dns_fail peak_MB stop_s exit
+    printf '%7s %7s %8s %7s %7s %19s %8s %9s %8s %11s %8s %6s %6s\n' N start_s health_s RSS_MB KB/svc reload_s parse_ms engine_ms apply_ms dns_fail peak_MB stop_s exit
     for row in "${ROWS[@]}"; do echo "$row"; done
     echo
     echo "start_s: launch until /v1/status and a DNS answer; health_s: launch until every service's first"
     echo "probe result is applied; RSS_MB, KB/svc: VmRSS then; reload_s: SIGHUP until /v1/status shows the"
-    echo "next generation, min/median/max; parse_ms, apply_ms: medians from the log; dns_fail: failed/sent"
+    echo "next generation, min/median/max; parse_ms, engine_ms, apply_ms: medians from the log (apply_ms = engine_ms"
+    echo "+ stopping and starting the monitors; the new generation shows before the monitors start); dns_fail: failed/sent"
     echo "dig queries during all reloads; peak_MB: VmHWM after the reloads."
     echo "Per-N detail and server logs: $OUT/"
 } | tee "$OUT/summary.txt"
