@@ -529,37 +529,9 @@ async fn state_task(
                     None => continue,
                 }
             }
-            Some(obs) = obs_rx.recv() => {
-                // Results already waiting are applied with this one and
-                // published once (at start every service's first result
-                // arrives within a second; one publication each is N²).
-                let generation = engine.generation();
-                let batch: Vec<Event> = std::iter::once(obs)
-                    .chain(std::iter::from_fn(|| obs_rx.try_recv().ok()).take(PROBE_BATCH - 1))
-                    .filter(|o| o.generation == generation)
-                    .map(|o| {
-                        Event::Probe(Probe {
-                            service: o.service,
-                            monitor: o.monitor,
-                            success: o.success,
-                            detail: o.detail,
-                            response_time: o.response_time,
-                        })
-                    })
-                    .collect();
-                if batch.is_empty() {
-                    continue;
-                }
-                let effects = engine.apply_all(batch, wall_now());
-                carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
-                continue;
-            }
-            Some(load) = load_rx.recv() => {
-                if load.generation != engine.generation() {
-                    continue;
-                }
-                Event::LocalFigures { service: load.service, metrics: load.metrics }
-            }
+            // Before probe results: after a restart of the monitors every
+            // service's result arrives within about a second (longer on a
+            // busy machine), and a reload must not wait for all of them.
             Some(input) = inputs.inputs.recv() => match input {
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
                 Input::Reloaded { result: Ok(mut model), parse, signalled } => {
@@ -599,6 +571,37 @@ async fn state_task(
                     continue;
                 }
             },
+            Some(obs) = obs_rx.recv() => {
+                // Results already waiting are applied with this one and
+                // published once (at start every service's first result
+                // arrives within a second; one publication each is N²).
+                let generation = engine.generation();
+                let batch: Vec<Event> = std::iter::once(obs)
+                    .chain(std::iter::from_fn(|| obs_rx.try_recv().ok()).take(PROBE_BATCH - 1))
+                    .filter(|o| o.generation == generation)
+                    .map(|o| {
+                        Event::Probe(Probe {
+                            service: o.service,
+                            monitor: o.monitor,
+                            success: o.success,
+                            detail: o.detail,
+                            response_time: o.response_time,
+                        })
+                    })
+                    .collect();
+                if batch.is_empty() {
+                    continue;
+                }
+                let effects = engine.apply_all(batch, wall_now());
+                carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
+                continue;
+            }
+            Some(load) = load_rx.recv() => {
+                if load.generation != engine.generation() {
+                    continue;
+                }
+                Event::LocalFigures { service: load.service, metrics: load.metrics }
+            }
             _ = site_tick.tick(), if has_mep => {
                 let sample = crate::site_metrics::sample(&mut cpu);
                 if let Ok(mut m) = daemon.site_metrics.lock() {
