@@ -6,12 +6,15 @@ bench/reload-scale.sh, everything on loopback.
 
 Two sites, both with metric exchange off (no MEP listener, no peer): `fra`
 (LOCAL, 127.0.0.1) and `ams` (127.0.0.2). Services come in groups of 10, one
-group per application: 5 at fra (127.16.0.0/12 addresses), 5 at ams
-(127.80.0.0/12 addresses), all on port 8080 where nothing listens, so the TCP
+group per application: 5 at fra (addresses from 127.192.0.1), 5 at ams
+(from 127.208.0.1), all on port 8080 where nothing listens, so the TCP
 monitor bound to every service (60 s interval) fails fast with a refused
 connection. Each group is one vserver with one domain under the zone
 gslb.example.com, weights 1-100. With --edit K the K-th service (0-based)
-gets another IP: the same configuration with one real change, for a reload.
+gets another IP (127.200.x.y or 127.216.x.y): the same configuration with
+one real change, for a reload. The ranges are far from the 127.80-127.100
+ones other tests on this machine listen on, and port 8080 is below the
+ephemeral range, so a probe never reaches a listener or connects to itself.
 """
 import sys
 
@@ -55,11 +58,11 @@ def main() -> int:
         for j in range(per_group):
             if made == n:
                 break
-            site, base = ("fra", 16) if j < per_site else ("ams", 80)
+            site, base = ("fra", 192) if j < per_site else ("ams", 208)
             name = f"{app}-{site}-{j % per_site + 1}"
             addr = ip(base, count[site])
             if edit is not None and made == edit:
-                addr = ip(base + 48, count[site])  # 127.64.x.y / 127.128.x.y: unused
+                addr = ip(base + 8, count[site])  # 127.200.x.y / 127.216.x.y: unused
             count[site] += 1
             made += 1
             services.append(f"add gslb service {name} {addr} HTTP 8080 -siteName {site}")

@@ -11,7 +11,7 @@
 # Per N: bench/gen-reload-config.py writes the configuration (two sites with
 # metric exchange off, N services split between them, a TCP monitor with a
 # 60 s interval bound to every service, one vserver and domain per 10
-# services, one zone); the services' addresses are in 127.16/12 and 127.80/12
+# services, one zone); the services' addresses are from 127.192.0.1 and 127.208.0.1
 # on port 8080, where nothing listens, so each probe is refused at once.
 #
 # * start: from launching the process until GET /v1/status answers *and* a
