@@ -218,7 +218,7 @@ run_size() {
         em=$(sed -nE 's/.*engine_ms=([0-9]+).*/\1/p' <<< "$line")
         tm=$(sed -nE 's/.*total_ms=([0-9]+).*/\1/p' <<< "$line")
         reload_list+=" $secs"; parse_list+=" ${pm:-}"; apply_list+=" ${am:-}"; engine_list+=" ${em:-}"
-        echo "reload=$r generation=$want wall_s=$secs parse_ms=${pm:--} engine_ms=${em:--} apply_ms=${am:--} total_ms=${tm:--} dns_ok=$ok dns_fail=$fail" >> "$detail"
+        echo "reload=$r generation=$want wall_s=$secs parse_ms=${pm:--} engine_ms=${em:--} apply_ms=${am:--} total_ms=${tm:--} dns_ok=$ok dns_fail=$fail rss_kb=$(vm_kb "$SERVER_PID" VmRSS)" >> "$detail"
         echo "   reload $r: generation $want in ${secs} s (log: parse ${pm:--} ms, engine ${em:--} ms, apply ${am:--} ms, total ${tm:--} ms), DNS ${ok} answered / ${fail} failed" >&2
         gen=$want
         sleep "$SETTLE_S"
