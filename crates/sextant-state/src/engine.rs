@@ -292,9 +292,41 @@ impl Engine {
 
     /// Applies one event at `now`; returns what the edges must do, in order.
     pub fn apply(&mut self, event: Event, now: Duration) -> Vec<Effect> {
+        self.apply_all(std::iter::once(event), now)
+    }
+
+    /// Applies events that arrived together at `now`, in order, and
+    /// publishes once after the last: the same effects as one [`apply`]
+    /// per event, without the intermediate publications (each costs time
+    /// linear in the number of services, so a burst of N probe results,
+    /// such as every service's first result at start, would cost N²).
+    ///
+    /// [`apply`]: Engine::apply
+    pub fn apply_all(
+        &mut self,
+        events: impl IntoIterator<Item = Event>,
+        now: Duration,
+    ) -> Vec<Effect> {
         let mut effects = Vec::new();
+        for event in events {
+            self.handle(event, now, &mut effects);
+        }
+        if !self.ready && (self.awaiting_first == 0 || now >= self.ready_deadline) {
+            self.ready = true;
+            effects.push(Effect::Ready);
+            // Publish (and report) at once.
+            self.states_dirty = true;
+        }
+        let flush_due = self.last_publish.is_none_or(|t| now >= t + FIGURES_FLUSH);
+        if self.states_dirty || (self.figures_dirty && flush_due) {
+            self.publish(now, &mut effects);
+        }
+        effects
+    }
+
+    fn handle(&mut self, event: Event, now: Duration, effects: &mut Vec<Effect>) {
         match event {
-            Event::Probe(p) => self.probe(p, now, &mut effects),
+            Event::Probe(p) => self.probe(p, now, effects),
             Event::LocalFigures { service, metrics } => {
                 if let Some(svc) = self.services.get_mut(service as usize) {
                     svc.local_metrics = metrics;
@@ -310,7 +342,7 @@ impl Engine {
                 peer.via = via;
                 if let Some(id) = self.index.site(&site) {
                     let touched = self.index.site_services[id as usize].clone();
-                    self.settle_all(&touched, now, &mut effects);
+                    self.settle_all(&touched, now, effects);
                 }
             }
             Event::PeerDown { site, .. } => {
@@ -323,10 +355,10 @@ impl Engine {
                         self.services[*s as usize].report = None;
                     }
                     self.figures_dirty = true;
-                    self.settle_all(&touched, now, &mut effects);
+                    self.settle_all(&touched, now, effects);
                 }
             }
-            Event::PeerServices(report) => self.peer_services(report, now, &mut effects),
+            Event::PeerServices(report) => self.peer_services(report, now, effects),
             Event::OwnSiteFigures(f) => {
                 if f != self.own_site {
                     self.own_site = f;
@@ -335,24 +367,11 @@ impl Engine {
                     self.figures_dirty = true;
                 }
             }
-            Event::LocalSessions(entries) => self.share_sessions(entries, &mut effects),
-            Event::PeerSessions { site, entries } => {
-                self.install_sessions(&site, entries, &mut effects)
-            }
-            Event::Reload(model) => self.reload(model, now, &mut effects),
+            Event::LocalSessions(entries) => self.share_sessions(entries, effects),
+            Event::PeerSessions { site, entries } => self.install_sessions(&site, entries, effects),
+            Event::Reload(model) => self.reload(model, now, effects),
             Event::Tick => {}
         }
-        if !self.ready && (self.awaiting_first == 0 || now >= self.ready_deadline) {
-            self.ready = true;
-            effects.push(Effect::Ready);
-            // Publish (and report) at once.
-            self.states_dirty = true;
-        }
-        let flush_due = self.last_publish.is_none_or(|t| now >= t + FIGURES_FLUSH);
-        if self.states_dirty || (self.figures_dirty && flush_due) {
-            self.publish(now, &mut effects);
-        }
-        effects
     }
 
     // ---- probes -------------------------------------------------------

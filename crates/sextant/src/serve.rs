@@ -449,6 +449,7 @@ async fn wait_for_signals(overrides: Overrides, inputs: mpsc::Sender<Input>) -> 
                     continue;
                 }
                 info!("SIGHUP: reloading the configuration");
+                let signalled = Instant::now();
                 let overrides = overrides.clone();
                 let inputs = inputs.clone();
                 let loading = Arc::clone(&loading);
@@ -456,7 +457,7 @@ async fn wait_for_signals(overrides: Overrides, inputs: mpsc::Sender<Input>) -> 
                     let started = Instant::now();
                     let result = load(&overrides).map(Box::new).map_err(|e| format!("{e:#}"));
                     loading.store(false, std::sync::atomic::Ordering::Release);
-                    let _ = inputs.blocking_send(Input::Reloaded { result, parse: started.elapsed() });
+                    let _ = inputs.blocking_send(Input::Reloaded { result, parse: started.elapsed(), signalled });
                 });
             }
             _ = term.recv() => { info!("SIGTERM: stopping"); return Ok(()); }
@@ -465,6 +466,10 @@ async fn wait_for_signals(overrides: Overrides, inputs: mpsc::Sender<Input>) -> 
     }
 }
 
+/// At most this many probe results waiting in the channel are applied (and
+/// published) together.
+const PROBE_BATCH: usize = 1024;
+
 /// How often this node samples its own CPU and memory use for its reports.
 const SITE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -472,10 +477,12 @@ const SITE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
 pub enum Input {
     /// Load figures pushed over the API.
     Figures(sextant_core::ServiceId, sextant_core::ServiceMetrics),
-    /// A configuration re-read after SIGHUP, and how long reading took.
+    /// A configuration re-read after SIGHUP, how long reading took, and
+    /// when the signal came.
     Reloaded {
         result: Result<Box<Model>, String>,
         parse: Duration,
+        signalled: Instant,
     },
 }
 
@@ -566,27 +573,12 @@ async fn state_task(
                     None => continue,
                 }
             }
-            Some(obs) = obs_rx.recv() => {
-                if obs.generation != engine.generation() {
-                    continue;
-                }
-                Event::Probe(Probe {
-                    service: obs.service,
-                    monitor: obs.monitor,
-                    success: obs.success,
-                    detail: obs.detail,
-                    response_time: obs.response_time,
-                })
-            }
-            Some(load) = load_rx.recv() => {
-                if load.generation != engine.generation() {
-                    continue;
-                }
-                Event::LocalFigures { service: load.service, metrics: load.metrics }
-            }
+            // Before probe results: after a restart of the monitors every
+            // service's result arrives within about a second (longer on a
+            // busy machine), and a reload must not wait for all of them.
             Some(input) = inputs.inputs.recv() => match input {
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
-                Input::Reloaded { result: Ok(mut model), parse } => {
+                Input::Reloaded { result: Ok(mut model), parse, signalled } => {
                     if is_child(&model) {
                         model.dns_listen.clear();
                     }
@@ -596,6 +588,7 @@ async fn state_task(
                     }
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(Arc::new(*model)), wall_now());
+                    let engine_time = started.elapsed();
                     carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
                     daemon.dns.sessions.set_sharing(engine.session_exchange());
                     session_tick = tokio::time::interval(engine.session_share_interval());
@@ -606,7 +599,9 @@ async fn state_task(
                         generation = engine.generation(),
                         services = engine.model().services.len(),
                         parse_ms = parse.as_millis() as u64,
+                        engine_ms = engine_time.as_millis() as u64,
                         apply_ms = started.elapsed().as_millis() as u64,
+                        total_ms = signalled.elapsed().as_millis() as u64,
                         "configuration reloaded"
                     );
                     log_start(engine.model(), &daemon.config_file);
@@ -620,6 +615,37 @@ async fn state_task(
                     continue;
                 }
             },
+            Some(obs) = obs_rx.recv() => {
+                // Results already waiting are applied with this one and
+                // published once (at start every service's first result
+                // arrives within a second; one publication each is N²).
+                let generation = engine.generation();
+                let batch: Vec<Event> = std::iter::once(obs)
+                    .chain(std::iter::from_fn(|| obs_rx.try_recv().ok()).take(PROBE_BATCH - 1))
+                    .filter(|o| o.generation == generation)
+                    .map(|o| {
+                        Event::Probe(Probe {
+                            service: o.service,
+                            monitor: o.monitor,
+                            success: o.success,
+                            detail: o.detail,
+                            response_time: o.response_time,
+                        })
+                    })
+                    .collect();
+                if batch.is_empty() {
+                    continue;
+                }
+                let effects = engine.apply_all(batch, wall_now());
+                carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
+                continue;
+            }
+            Some(load) = load_rx.recv() => {
+                if load.generation != engine.generation() {
+                    continue;
+                }
+                Event::LocalFigures { service: load.service, metrics: load.metrics }
+            }
             _ = site_tick.tick(), if has_mep => {
                 let sample = crate::site_metrics::sample(&mut cpu);
                 if let Ok(mut m) = daemon.site_metrics.lock() {

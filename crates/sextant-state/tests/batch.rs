@@ -1,0 +1,116 @@
+//! `Engine::apply_all`: the same outcome as one `apply` per event, with one
+//! publication for the whole batch.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol, Site};
+use sextant_state::{Effect, Engine, Event, Probe};
+
+fn model(n: usize) -> Arc<Model> {
+    let mut m = Model::default();
+    m.sites
+        .push(Site::new("local", IpAddr::V4(Ipv4Addr::LOCALHOST)));
+    m.set_local_site(0);
+    m.monitors.push(Monitor::new("tcp", MonitorKind::Tcp));
+    for i in 0..n {
+        m.services.push(Service {
+            name: format!("svc{i}"),
+            ip: IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i as u32)),
+            port: 80,
+            protocol: ServiceProtocol::Http,
+            site: 0,
+            public_ip: None,
+            public_port: None,
+            max_clients: 0,
+            monitors: vec![0],
+            load_source: Default::default(),
+        });
+    }
+    Arc::new(m)
+}
+
+fn probe(service: u32, success: bool) -> Event {
+    Event::Probe(Probe {
+        service,
+        monitor: 0,
+        success,
+        detail: if success {
+            "TCP connect in 0.2ms"
+        } else {
+            "TCP connect refused"
+        }
+        .into(),
+        response_time: success.then_some(Duration::from_micros(200)),
+    })
+}
+
+/// Everything but the publications, comparable across the two runs.
+fn summary(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Publish(_) => None,
+            Effect::Transition {
+                service,
+                up,
+                reason,
+            } => Some(format!("transition {service} {up} {reason}")),
+            Effect::Ready => Some("ready".into()),
+            other => Some(format!("{other:?}")),
+        })
+        .collect()
+}
+
+fn publications(effects: &[Effect]) -> usize {
+    effects
+        .iter()
+        .filter(|e| matches!(e, Effect::Publish(_)))
+        .count()
+}
+
+#[test]
+fn a_batch_has_the_effects_of_its_events_and_one_publication() {
+    let n = 50;
+    let start = Duration::from_secs(1_800_000_000);
+    let now = start + Duration::from_millis(10);
+    let m = model(n);
+    // Every service's first result, half of them failing.
+    let events = || (0..n as u32).map(|i| probe(i, i % 2 == 0));
+
+    let (mut one_by_one, _) = Engine::new(Arc::clone(&m), 1, start);
+    let mut sequential = Vec::new();
+    for e in events() {
+        sequential.extend(one_by_one.apply(e, now));
+    }
+    let (mut batched, _) = Engine::new(Arc::clone(&m), 1, start);
+    let batch = batched.apply_all(events(), now);
+
+    assert_eq!(summary(&batch), summary(&sequential));
+    assert!(summary(&batch).iter().any(|s| s == "ready"));
+    // Half the first results are failures, each a transition published at
+    // once; a first success changes only the reason (published later).
+    assert_eq!(
+        publications(&sequential),
+        n / 2,
+        "one publication per transition"
+    );
+    assert_eq!(publications(&batch), 1);
+    let Some(Effect::Publish(last)) = batch.iter().rev().find(|e| matches!(e, Effect::Publish(_)))
+    else {
+        unreachable!()
+    };
+    let Some(Effect::Publish(want)) = sequential
+        .iter()
+        .rev()
+        .find(|e| matches!(e, Effect::Publish(_)))
+    else {
+        unreachable!()
+    };
+    for i in 0..n as u32 {
+        assert_eq!(last.is_up(i), want.is_up(i), "service {i}");
+        assert_eq!(last.is_up(i), i % 2 == 0, "service {i}");
+    }
+    assert!(batched.apply_all(Vec::new(), now).is_empty());
+}
