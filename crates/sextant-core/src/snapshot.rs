@@ -61,7 +61,7 @@ struct Compiled {
     domains: FnvMap<Box<str>, DomainId>,
     zones: FnvMap<Box<str>, ZoneId>,
     /// Per vserver: binding indices in smooth weighted round-robin order.
-    schedules: Vec<Box<[u32]>>,
+    schedules: Vec<Arc<[u32]>>,
     /// Per vserver: how many round-robin turns have been taken. Shared by
     /// every worker so consecutive queries rotate, whichever thread answers.
     turns: Box<[AtomicU64]>,
@@ -94,6 +94,13 @@ const MAX_SCHEDULE: u64 = 1 << 16;
 impl Snapshot {
     /// Builds the lookup tables for `model`; every service starts UP.
     pub fn new(model: Arc<Model>, generation: u64) -> Self {
+        Snapshot::after(model, generation, None)
+    }
+
+    /// [`Snapshot::new`] for a reload: tables that do not change with the
+    /// configuration's edits (a vserver's round-robin schedule, when its
+    /// weights are the same) are taken from `previous` instead of rebuilt.
+    pub fn after(model: Arc<Model>, generation: u64, previous: Option<&Snapshot>) -> Self {
         let domains = model
             .domains
             .iter()
@@ -106,11 +113,7 @@ impl Snapshot {
             .enumerate()
             .map(|(i, z)| (z.apex.clone().into_boxed_str(), i as ZoneId))
             .collect();
-        let schedules = model
-            .vservers
-            .iter()
-            .map(|v| smooth_wrr_schedule(&v.bindings.iter().map(|b| b.weight).collect::<Vec<_>>()))
-            .collect();
+        let schedules = schedules(&model, previous);
         let states = vec![ServiceState::default(); model.services.len()].into();
         let metrics = vec![ServiceMetrics::NONE; model.services.len()].into();
         let turns = model.vservers.iter().map(|_| AtomicU64::new(0)).collect();
@@ -199,6 +202,14 @@ impl Snapshot {
             metrics,
             status,
             generation: self.generation,
+        }
+    }
+
+    /// The same tables and health under another generation number.
+    pub fn with_generation(&self, generation: u64) -> Self {
+        Snapshot {
+            generation,
+            ..self.clone()
         }
     }
 
@@ -312,6 +323,44 @@ impl Snapshot {
     }
 }
 
+/// Every vserver's round-robin schedule; one whose weights are those of the
+/// vserver of the same name in `previous` shares its schedule.
+fn schedules(model: &Model, previous: Option<&Snapshot>) -> Vec<Arc<[u32]>> {
+    let old: FnvMap<&str, VServerId> = previous
+        .map(|p| {
+            p.model()
+                .vservers
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.name.as_str(), i as VServerId))
+                .collect()
+        })
+        .unwrap_or_default();
+    model
+        .vservers
+        .iter()
+        .map(|v| {
+            let same = previous.and_then(|p| {
+                let id = *old.get(v.name.as_str())?;
+                let o = p.model().vservers.get(id as usize)?;
+                let equal = o.bindings.len() == v.bindings.len()
+                    && o.bindings
+                        .iter()
+                        .zip(&v.bindings)
+                        .all(|(a, b)| a.weight == b.weight);
+                equal
+                    .then(|| p.compiled.schedules.get(id as usize).cloned())
+                    .flatten()
+            });
+            same.unwrap_or_else(|| {
+                Arc::from(smooth_wrr_schedule(
+                    &v.bindings.iter().map(|b| b.weight).collect::<Vec<_>>(),
+                ))
+            })
+        })
+        .collect()
+}
+
 /// The smooth weighted round-robin order (as in nginx): each binding appears
 /// `weight` times, spread out rather than in bursts. Empty when the total
 /// weight is too large to tabulate.
@@ -347,6 +396,42 @@ mod tests {
         assert_eq!(s.iter().filter(|i| **i == 0).count(), 5);
         // never three of the heavy one... in a row at the wrap either
         assert_eq!(&s[..], &[0, 0, 1, 0, 2, 0, 0]);
+    }
+
+    #[test]
+    fn a_reload_shares_the_schedules_of_vservers_whose_weights_did_not_change() {
+        use crate::model::{Binding, ServiceProtocol, VServer};
+        let vs = |name: &str, w: &[u32]| {
+            let mut v = VServer::new(name, ServiceProtocol::Http);
+            v.bindings = w
+                .iter()
+                .map(|w| Binding {
+                    service: 0,
+                    weight: *w,
+                })
+                .collect();
+            v
+        };
+        let mut m = Model {
+            vservers: vec![vs("a", &[3, 1]), vs("b", &[1, 1])],
+            ..Default::default()
+        };
+        let first = Snapshot::new(Arc::new(m.clone()), 1);
+        m.vservers = vec![vs("new", &[2]), vs("b", &[1, 1]), vs("a", &[1, 3])];
+        let second = Snapshot::after(Arc::new(m), 2, Some(&first));
+        assert!(Arc::ptr_eq(
+            &first.compiled.schedules[1],
+            &second.compiled.schedules[1]
+        ));
+        assert!(!Arc::ptr_eq(
+            &first.compiled.schedules[0],
+            &second.compiled.schedules[2]
+        ));
+        assert_eq!(
+            &second.compiled.schedules[2][..],
+            &smooth_wrr_schedule(&[1, 3])[..]
+        );
+        assert_eq!(second.schedule(0), &[0, 0]);
     }
 
     #[test]

@@ -101,6 +101,7 @@ pub fn start_gated(
 ) -> Monitors {
     let mut tasks = JoinSet::new();
     let mut pairs = 0;
+    let monitors: Vec<Arc<Monitor>> = model.monitors.iter().cloned().map(Arc::new).collect();
     let mut ping_checked = [false; 2];
     for (service_id, service) in model.services.iter().enumerate() {
         let service_id = service_id as ServiceId;
@@ -120,7 +121,7 @@ pub fn start_gated(
             let job = Job {
                 service: service_id,
                 monitor_id,
-                monitor: monitor.clone(),
+                monitor: Arc::clone(&monitors[monitor_id as usize]),
                 target,
                 generation,
                 jitter: jitter(service_id, monitor_id, monitor.interval),
@@ -152,7 +153,8 @@ fn check_ping_once(checked: &mut [bool; 2], ip: IpAddr) {
 struct Job {
     service: ServiceId,
     monitor_id: MonitorId,
-    monitor: Monitor,
+    /// Shared by every pair of the monitor.
+    monitor: Arc<Monitor>,
     target: SocketAddr,
     generation: u64,
     jitter: Duration,
@@ -170,7 +172,10 @@ impl Job {
             if !self.gates.is_open(self.service) {
                 continue;
             }
-            let result = probe(&self.monitor, self.target).await;
+            // Boxed: the probe's future is about 6 KB, and a task that held
+            // it inline would keep that between probes too (at 100,000
+            // services, half the daemon's memory).
+            let result = Box::pin(probe(&self.monitor, self.target)).await;
             let observation = Observation {
                 service: self.service,
                 monitor: self.monitor_id,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use sextant_core::{Model, Monitor, MonitorKind};
-use sextant_state::{Engine, Event, FIGURES_FLUSH, Probe};
+use sextant_state::{Engine, Event, FIGURES_FLUSH, Prepared, Probe};
 use sextant_test_support::model::{ModelBuilder, ip, service};
 
 /// A local site with `n` services, each with one TCP monitor.
@@ -96,7 +96,12 @@ fn bench(c: &mut Criterion) {
         });
         // A reload of the same configuration (carry-over of every service).
         g.bench_with_input(BenchmarkId::new("reload_carry_over", n), &n, |b, _| {
-            b.iter(|| engine.apply(Event::Reload(Arc::clone(&m)), t))
+            b.iter(|| {
+                engine.apply(
+                    Event::Reload(Box::new(Prepared::new(Arc::clone(&m), None))),
+                    t,
+                )
+            })
         });
     }
     g.finish();

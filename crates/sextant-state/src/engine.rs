@@ -63,7 +63,7 @@ struct Peer {
 }
 
 /// Lookups the engine needs per event; all maps, never scans.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Index {
     /// (site, answer IP, answer port) → service: public address where set.
     by_answer: HashMap<(SiteId, IpAddr, u16), ServiceId>,
@@ -131,6 +131,40 @@ impl Index {
     }
 }
 
+/// A configuration made ready for the engine: its lookup tables built. This
+/// is the costly part of taking a configuration in, and it is pure, so the
+/// edges build it off the state task ([`Prepared::new`]) and the engine's
+/// reload only carries state over.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    model: Arc<Model>,
+    base: Snapshot,
+    index: Index,
+}
+
+/// Two prepared configurations are equal when their configurations are.
+impl PartialEq for Prepared {
+    fn eq(&self, other: &Self) -> bool {
+        self.model == other.model
+    }
+}
+
+impl Prepared {
+    /// Builds the tables of `model`, sharing with `previous` (the snapshot
+    /// in force) what the edit did not change.
+    pub fn new(model: Arc<Model>, previous: Option<&Snapshot>) -> Prepared {
+        Prepared {
+            base: Snapshot::after(Arc::clone(&model), 0, previous),
+            index: Index::new(&model),
+            model,
+        }
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+}
+
 /// A site's state engine: events in, effects out. Pure: `now` (wall-clock
 /// time since the UNIX epoch) is passed in, nothing here reads a clock,
 /// opens a socket or draws a random number.
@@ -170,7 +204,7 @@ impl Engine {
     /// with what the edges must do first: set the gates, publish, and
     /// maybe answer at once.
     pub fn new(model: Arc<Model>, generation: u64, now: Duration) -> (Engine, Vec<Effect>) {
-        let mut engine = Engine::fresh(model, generation);
+        let mut engine = Engine::fresh(Prepared::new(model, None), generation);
         engine.settle_everything(now, None);
         engine.ready_deadline = now + engine.first_probe_window();
         engine.awaiting_first = engine.count_awaiting();
@@ -190,9 +224,9 @@ impl Engine {
         (engine, effects)
     }
 
-    fn fresh(model: Arc<Model>, generation: u64) -> Engine {
-        let base = Snapshot::new(Arc::clone(&model), generation);
-        let index = Index::new(&model);
+    fn fresh(prepared: Prepared, generation: u64) -> Engine {
+        let Prepared { model, base, index } = prepared;
+        let base = base.with_generation(generation);
         let services: Vec<Svc> = model
             .services
             .iter()
@@ -369,7 +403,7 @@ impl Engine {
             }
             Event::LocalSessions(entries) => self.share_sessions(entries, effects),
             Event::PeerSessions { site, entries } => self.install_sessions(&site, entries, effects),
-            Event::Reload(model) => self.reload(model, now, effects),
+            Event::Reload(prepared) => self.reload(*prepared, now, effects),
             Event::Tick => {}
         }
     }
@@ -761,8 +795,9 @@ impl Engine {
     /// A new configuration, keeping what is still true: the state of every
     /// service whose address is unchanged (matched by name), the tally of
     /// every monitor whose definition is unchanged, what peers reported.
-    fn reload(&mut self, model: Arc<Model>, now: Duration, effects: &mut Vec<Effect>) {
-        let old = std::mem::replace(self, Engine::fresh(Arc::clone(&model), self.generation + 1));
+    fn reload(&mut self, prepared: Prepared, now: Duration, effects: &mut Vec<Effect>) {
+        let model = Arc::clone(&prepared.model);
+        let old = std::mem::replace(self, Engine::fresh(prepared, self.generation + 1));
         self.peers = old.peers;
         // Sender keys stay valid only where the service kept its id.
         self.matched = old

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{Model, MonitorId, ServiceId, ServiceMetrics, VServerId};
+use sextant_core::{MonitorId, ServiceId, ServiceMetrics, VServerId};
 
 /// One input of the state engine.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,8 +38,9 @@ pub enum Event {
         site: String,
         entries: Vec<SharedSession>,
     },
-    /// A new, already validated configuration.
-    Reload(Arc<Model>),
+    /// A new, already validated configuration, its tables built
+    /// ([`crate::Prepared::new`]).
+    Reload(Box<crate::engine::Prepared>),
     /// Time passed: publish what waits, decide what is due.
     Tick,
 }

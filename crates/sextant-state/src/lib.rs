@@ -15,7 +15,7 @@ pub mod event;
 pub mod replay;
 
 pub use effect::{Effect, InstallSession, LocalReport, Renumbering};
-pub use engine::{Engine, FIGURES_FLUSH, NO_MONITOR};
+pub use engine::{Engine, FIGURES_FLUSH, NO_MONITOR, Prepared};
 pub use event::{
     Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
 };

@@ -41,7 +41,7 @@ use sextant_core::{
 };
 
 use crate::effect::Effect;
-use crate::engine::Engine;
+use crate::engine::{Engine, Prepared};
 use crate::event::{
     Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
 };
@@ -131,7 +131,14 @@ pub fn run(
                         "> {line} ({} services)",
                         model.services.len()
                     );
-                    r.event(Event::Reload(Arc::new(model)), n)?;
+                    let previous = r.snapshot.clone();
+                    r.event(
+                        Event::Reload(Box::new(Prepared::new(
+                            Arc::new(model),
+                            previous.as_deref(),
+                        ))),
+                        n,
+                    )?;
                 }
             }
             "at" => {

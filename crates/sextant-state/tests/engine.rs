@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{Model, Monitor, MonitorKind};
-use sextant_state::{Effect, Engine, Event, PeerServices, Probe, ReportedService};
+use sextant_state::{Effect, Engine, Event, PeerServices, Prepared, Probe, ReportedService};
 use sextant_test_support::model::{ModelBuilder, ip, service};
 
 const T0: Duration = Duration::from_secs(1_800_000_000);
@@ -135,7 +135,10 @@ fn a_reload_of_the_same_configuration_keeps_every_state_and_logs_no_transition()
     let before = states(&e.apply(Event::Tick, t + Duration::from_secs(1)))
         .or(last)
         .expect("published");
-    let effects = e.apply(Event::Reload(Arc::clone(&m)), t + Duration::from_secs(2));
+    let effects = e.apply(
+        Event::Reload(Box::new(Prepared::new(Arc::clone(&m), None))),
+        t + Duration::from_secs(2),
+    );
     assert!(
         !effects
             .iter()

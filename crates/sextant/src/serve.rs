@@ -17,7 +17,7 @@ use anyhow::{Context, bail};
 use sextant_core::{Model, Snapshot};
 use sextant_dns::DnsShared;
 use sextant_health::Gates;
-use sextant_state::{Effect, Engine, Event, LocalSession, Probe, SiteFigures};
+use sextant_state::{Effect, Engine, Event, LocalSession, Prepared, Probe, SiteFigures};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{error, info, warn};
 
@@ -379,7 +379,7 @@ pub async fn serve(
         }
     };
     tokio::spawn(answer);
-    let result = wait_for_signals(overrides, input_tx).await;
+    let result = wait_for_signals(overrides, Arc::clone(&daemon), input_tx).await;
     state.abort();
     // Close metric exchange sessions so peers see this site go at once.
     if let Ok(mut mep) = daemon.mep.lock()
@@ -435,34 +435,79 @@ fn log_start(model: &Model, file: &Path) {
 /// SIGHUP re-reads the configuration off the state task (parsing a large
 /// file takes a while; nothing waits for it); SIGTERM and SIGINT end the
 /// process.
-async fn wait_for_signals(overrides: Overrides, inputs: mpsc::Sender<Input>) -> anyhow::Result<()> {
+async fn wait_for_signals(
+    overrides: Overrides,
+    daemon: Arc<Daemon>,
+    inputs: mpsc::Sender<Input>,
+) -> anyhow::Result<()> {
+    use std::sync::atomic::{AtomicU8, Ordering};
     use tokio::signal::unix::{SignalKind, signal};
     let mut hup = signal(SignalKind::hangup())?;
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
-    let loading = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // 0: idle; 1: a reload runs; 2: it runs and another SIGHUP came, so it
+    // reads the file once more when done (an edit saved meanwhile counts).
+    let loading = Arc::new(AtomicU8::new(0));
     loop {
         tokio::select! {
             _ = hup.recv() => {
-                if loading.swap(true, std::sync::atomic::Ordering::AcqRel) {
-                    info!("SIGHUP: a reload is already running; this one is folded into it");
+                if loading.fetch_max(1, Ordering::AcqRel) > 0 {
+                    loading.store(2, Ordering::Release);
+                    info!("SIGHUP: a reload is running; the file is read again when it is done");
                     continue;
                 }
                 info!("SIGHUP: reloading the configuration");
-                let signalled = Instant::now();
-                let overrides = overrides.clone();
-                let inputs = inputs.clone();
-                let loading = Arc::clone(&loading);
-                tokio::task::spawn_blocking(move || {
-                    let started = Instant::now();
-                    let result = load(&overrides).map(Box::new).map_err(|e| format!("{e:#}"));
-                    loading.store(false, std::sync::atomic::Ordering::Release);
-                    let _ = inputs.blocking_send(Input::Reloaded { result, parse: started.elapsed(), signalled });
+                let (overrides, daemon, inputs, loading) =
+                    (overrides.clone(), Arc::clone(&daemon), inputs.clone(), Arc::clone(&loading));
+                tokio::task::spawn_blocking(move || loop {
+                    let signalled = Instant::now();
+                    let input = prepare_reload(&overrides, &daemon, signalled);
+                    if inputs.blocking_send(input).is_err() {
+                        return;
+                    }
+                    // Again if a SIGHUP came meanwhile, else idle.
+                    if loading.compare_exchange(1, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                        return;
+                    }
+                    loading.store(1, Ordering::Release);
                 });
             }
             _ = term.recv() => { info!("SIGTERM: stopping"); return Ok(()); }
             _ = int.recv() => { info!("SIGINT: stopping"); return Ok(()); }
         }
+    }
+}
+
+/// Reads and validates the file and builds its tables, off the state task
+/// (at 100,000 services this is most of a reload's time).
+fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) -> Input {
+    let started = Instant::now();
+    let result = load(overrides).map(|mut model| {
+        if is_child(&model) {
+            model.dns_listen.clear();
+        }
+        warn_fixed_listeners(daemon, &model);
+        for w in &model.warnings {
+            warn!("{w}");
+        }
+        let parsed = started.elapsed();
+        let running = daemon.dns.snapshot.load_full();
+        let prepared = Prepared::new(Arc::new(model), Some(&running));
+        (Box::new(prepared), parsed)
+    });
+    match result {
+        Ok((prepared, parse)) => Input::Reloaded {
+            result: Ok(prepared),
+            parse,
+            prepare: started.elapsed() - parse,
+            signalled,
+        },
+        Err(e) => Input::Reloaded {
+            result: Err(format!("{e:#}")),
+            parse: started.elapsed(),
+            prepare: Duration::ZERO,
+            signalled,
+        },
     }
 }
 
@@ -477,11 +522,12 @@ const SITE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
 pub enum Input {
     /// Load figures pushed over the API.
     Figures(sextant_core::ServiceId, sextant_core::ServiceMetrics),
-    /// A configuration re-read after SIGHUP, how long reading took, and
-    /// when the signal came.
+    /// A configuration re-read after SIGHUP with its tables built, how long
+    /// reading and building took, and when the signal came.
     Reloaded {
-        result: Result<Box<Model>, String>,
+        result: Result<Box<Prepared>, String>,
         parse: Duration,
+        prepare: Duration,
         signalled: Instant,
     },
 }
@@ -578,16 +624,9 @@ async fn state_task(
             // busy machine), and a reload must not wait for all of them.
             Some(input) = inputs.inputs.recv() => match input {
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
-                Input::Reloaded { result: Ok(mut model), parse, signalled } => {
-                    if is_child(&model) {
-                        model.dns_listen.clear();
-                    }
-                    warn_fixed_listeners(&daemon, &model);
-                    for w in &model.warnings {
-                        warn!("{w}");
-                    }
+                Input::Reloaded { result: Ok(prepared), parse, prepare, signalled } => {
                     let started = Instant::now();
-                    let effects = engine.apply(Event::Reload(Arc::new(*model)), wall_now());
+                    let effects = engine.apply(Event::Reload(prepared), wall_now());
                     let engine_time = started.elapsed();
                     carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
                     daemon.dns.sessions.set_sharing(engine.session_exchange());
@@ -599,12 +638,12 @@ async fn state_task(
                         generation = engine.generation(),
                         services = engine.model().services.len(),
                         parse_ms = parse.as_millis() as u64,
+                        prepare_ms = prepare.as_millis() as u64,
                         engine_ms = engine_time.as_millis() as u64,
                         apply_ms = started.elapsed().as_millis() as u64,
                         total_ms = signalled.elapsed().as_millis() as u64,
                         "configuration reloaded"
                     );
-                    log_start(engine.model(), &daemon.config_file);
                     continue;
                 }
                 Input::Reloaded { result: Err(e), .. } => {
