@@ -131,21 +131,19 @@ impl Index {
     }
 }
 
-/// A configuration made ready for the engine: its lookup tables built. This
-/// is the costly part of taking a configuration in, and it is pure, so the
-/// edges build it off the state task ([`Prepared::new`]) and the engine's
-/// reload only carries state over.
+/// A configuration made ready for the engine: its lookup tables built and
+/// a fresh engine for it. This is the costly part of taking a configuration
+/// in, and it is pure, so the edges build it off the state task
+/// ([`Prepared::new`]) and the engine's reload only carries state over.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    model: Arc<Model>,
-    base: Snapshot,
-    index: Index,
+    engine: Box<Engine>,
 }
 
 /// Two prepared configurations are equal when their configurations are.
 impl PartialEq for Prepared {
     fn eq(&self, other: &Self) -> bool {
-        self.model == other.model
+        self.engine.model == other.engine.model
     }
 }
 
@@ -153,22 +151,22 @@ impl Prepared {
     /// Builds the tables of `model`, sharing with `previous` (the snapshot
     /// in force) what the edit did not change.
     pub fn new(model: Arc<Model>, previous: Option<&Snapshot>) -> Prepared {
+        let base = Snapshot::after(Arc::clone(&model), 0, previous);
+        let index = Index::new(&model);
         Prepared {
-            base: Snapshot::after(Arc::clone(&model), 0, previous),
-            index: Index::new(&model),
-            model,
+            engine: Box::new(Engine::fresh(model, base, index, 0)),
         }
     }
 
     pub fn model(&self) -> &Arc<Model> {
-        &self.model
+        &self.engine.model
     }
 }
 
 /// A site's state engine: events in, effects out. Pure: `now` (wall-clock
 /// time since the UNIX epoch) is passed in, nothing here reads a clock,
 /// opens a socket or draws a random number.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Engine {
     model: Arc<Model>,
     generation: u64,
@@ -204,7 +202,9 @@ impl Engine {
     /// with what the edges must do first: set the gates, publish, and
     /// maybe answer at once.
     pub fn new(model: Arc<Model>, generation: u64, now: Duration) -> (Engine, Vec<Effect>) {
-        let mut engine = Engine::fresh(Prepared::new(model, None), generation);
+        let base = Snapshot::new(Arc::clone(&model), generation);
+        let index = Index::new(&model);
+        let mut engine = Engine::fresh(model, base, index, generation);
         engine.settle_everything(now, None);
         engine.ready_deadline = now + engine.first_probe_window();
         engine.awaiting_first = engine.count_awaiting();
@@ -224,9 +224,7 @@ impl Engine {
         (engine, effects)
     }
 
-    fn fresh(prepared: Prepared, generation: u64) -> Engine {
-        let Prepared { model, base, index } = prepared;
-        let base = base.with_generation(generation);
+    fn fresh(model: Arc<Model>, base: Snapshot, index: Index, generation: u64) -> Engine {
         let services: Vec<Svc> = model
             .services
             .iter()
@@ -796,8 +794,11 @@ impl Engine {
     /// service whose address is unchanged (matched by name), the tally of
     /// every monitor whose definition is unchanged, what peers reported.
     fn reload(&mut self, prepared: Prepared, now: Duration, effects: &mut Vec<Effect>) {
-        let model = Arc::clone(&prepared.model);
-        let old = std::mem::replace(self, Engine::fresh(prepared, self.generation + 1));
+        let mut fresh = *prepared.engine;
+        fresh.generation = self.generation + 1;
+        fresh.base = fresh.base.with_generation(fresh.generation);
+        let model = Arc::clone(&fresh.model);
+        let old = std::mem::replace(self, fresh);
         self.peers = old.peers;
         // Sender keys stay valid only where the service kept its id.
         self.matched = old
@@ -836,10 +837,15 @@ impl Engine {
             })
             .collect();
         let mut old_up = vec![None; model.services.len()];
-        for (new_id, service) in model.services.iter().enumerate() {
-            let Some(&old_id) = old.index.services.get(&service.name.to_ascii_lowercase()) else {
-                continue;
-            };
+        // (new id, old id) of every service whose name both have.
+        let same_name: Vec<(usize, ServiceId)> = self
+            .index
+            .services
+            .iter()
+            .filter_map(|(name, &new_id)| Some((new_id as usize, *old.index.services.get(name)?)))
+            .collect();
+        for (new_id, old_id) in same_name {
+            let service = &model.services[new_id];
             let old_service = old.model.service(old_id);
             if old_service.ip != service.ip
                 || old_service.port != service.port
