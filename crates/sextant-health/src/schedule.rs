@@ -6,15 +6,20 @@
 //! `MissedTickBehavior::Delay` a probe that takes longer than the interval
 //! pushes the next one back instead of bursting to catch up. Tasks live in a
 //! `JoinSet`, so dropping [`Monitors`] aborts them all at their next await.
+//! A reload ([`Monitors::restart`]) keeps the task of every binding whose
+//! target and monitor definition are unchanged (it only learns its new ids,
+//! generation and gates), so a large configuration is not re-probed from
+//! scratch, and nothing new is spawned for it.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sextant_core::{Model, Monitor, MonitorId, MonitorKind, ServiceId};
 use tokio::sync::mpsc::Sender;
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::MissedTickBehavior;
 
 use crate::{Observation, ping, probe};
@@ -30,6 +35,40 @@ const MAX_JITTER: Duration = Duration::from_secs(1);
 pub struct Monitors {
     tasks: JoinSet<()>,
     pairs: usize,
+    /// Every running binding by its target, service and monitor names, for
+    /// reloads.
+    jobs: HashMap<JobKey, Vec<Running>>,
+    tx: Sender<Observation>,
+}
+
+/// What makes a binding the same across a reload: the address it probes,
+/// and the service's and the monitor's names (lower case). The state engine
+/// keeps a service's health by the same names and address, so a binding
+/// that keeps running is one whose results the engine keeps too.
+type JobKey = (SocketAddr, String, String);
+
+/// One running binding: its definition and the ids it reports under.
+#[derive(Debug)]
+struct Running {
+    monitor: Arc<Monitor>,
+    slot: Arc<Slot>,
+    task: AbortHandle,
+}
+
+/// What a binding's task reads at every tick, so a reload can renumber it
+/// without stopping it.
+#[derive(Debug)]
+struct Slot {
+    service: AtomicU32,
+    monitor: AtomicU32,
+    generation: AtomicU64,
+    gates: Mutex<Gates>,
+}
+
+impl Slot {
+    fn gates(&self) -> Gates {
+        self.gates.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 impl Monitors {
@@ -45,6 +84,105 @@ impl Monitors {
 
     pub fn is_empty(&self) -> bool {
         self.pairs == 0
+    }
+
+    /// The probes of a reloaded configuration: a binding whose target,
+    /// service name and monitor (name and definition) are unchanged keeps
+    /// running, under its new ids, `generation` and `gates`; the others
+    /// stop, new ones start.
+    /// Returns the probes and how many bindings kept running.
+    pub fn restart(
+        mut self,
+        model: Arc<Model>,
+        generation: u64,
+        gates: Gates,
+    ) -> (Monitors, usize) {
+        let mut old = std::mem::take(&mut self.jobs);
+        let tasks = std::mem::replace(&mut self.tasks, JoinSet::new());
+        let tx = self.tx.clone();
+        let mut next = Monitors {
+            tasks,
+            pairs: 0,
+            jobs: HashMap::new(),
+            tx,
+        };
+        let mut kept = 0;
+        next.spawn_all(&model, generation, &gates, |key, monitor| {
+            let list = old.get_mut(key)?;
+            let i = list.iter().position(|r| *r.monitor == *monitor)?;
+            kept += 1;
+            Some(list.swap_remove(i))
+        });
+        for r in old.into_values().flatten() {
+            r.task.abort();
+        }
+        (next, kept)
+    }
+
+    /// Starts (or, through `reuse`, renumbers) the task of every binding.
+    fn spawn_all(
+        &mut self,
+        model: &Model,
+        generation: u64,
+        gates: &Gates,
+        mut reuse: impl FnMut(&JobKey, &Monitor) -> Option<Running>,
+    ) {
+        let monitors: Vec<Arc<Monitor>> = model.monitors.iter().cloned().map(Arc::new).collect();
+        let mut ping_checked = [false; 2];
+        for (service_id, service) in model.services.iter().enumerate() {
+            let service_id = service_id as ServiceId;
+            for &monitor_id in &service.monitors {
+                let Some(monitor) = monitors.get(monitor_id as usize) else {
+                    tracing::warn!(
+                        service = %service.name,
+                        monitor_id,
+                        "service is bound to a monitor that does not exist; not probing it"
+                    );
+                    continue;
+                };
+                if monitor.kind == MonitorKind::Ping {
+                    check_ping_once(&mut ping_checked, service.ip);
+                }
+                let target = SocketAddr::new(service.ip, monitor.dest_port.unwrap_or(service.port));
+                let key = (
+                    target,
+                    service.name.to_ascii_lowercase(),
+                    monitor.name.to_ascii_lowercase(),
+                );
+                let running = match reuse(&key, monitor) {
+                    Some(r) => {
+                        r.slot.service.store(service_id, Ordering::Relaxed);
+                        r.slot.monitor.store(monitor_id, Ordering::Relaxed);
+                        r.slot.generation.store(generation, Ordering::Relaxed);
+                        *r.slot.gates.lock().unwrap_or_else(|p| p.into_inner()) = gates.clone();
+                        r
+                    }
+                    None => {
+                        let slot = Arc::new(Slot {
+                            service: AtomicU32::new(service_id),
+                            monitor: AtomicU32::new(monitor_id),
+                            generation: AtomicU64::new(generation),
+                            gates: Mutex::new(gates.clone()),
+                        });
+                        let job = Job {
+                            monitor: Arc::clone(monitor),
+                            target,
+                            jitter: jitter(service_id, monitor_id, monitor.interval),
+                            slot: Arc::clone(&slot),
+                        };
+                        let task = self.tasks.spawn(job.run(self.tx.clone()));
+                        Running {
+                            monitor: Arc::clone(monitor),
+                            slot,
+                            task,
+                        }
+                    }
+                };
+                self.jobs.entry(key).or_default().push(running);
+                self.pairs += 1;
+            }
+        }
+        tracing::debug!(generation, pairs = self.pairs, "health monitors started");
     }
 }
 
@@ -99,40 +237,14 @@ pub fn start_gated(
     tx: Sender<Observation>,
     gates: Gates,
 ) -> Monitors {
-    let mut tasks = JoinSet::new();
-    let mut pairs = 0;
-    let monitors: Vec<Arc<Monitor>> = model.monitors.iter().cloned().map(Arc::new).collect();
-    let mut ping_checked = [false; 2];
-    for (service_id, service) in model.services.iter().enumerate() {
-        let service_id = service_id as ServiceId;
-        for &monitor_id in &service.monitors {
-            let Some(monitor) = model.monitors.get(monitor_id as usize) else {
-                tracing::warn!(
-                    service = %service.name,
-                    monitor_id,
-                    "service is bound to a monitor that does not exist; not probing it"
-                );
-                continue;
-            };
-            if monitor.kind == MonitorKind::Ping {
-                check_ping_once(&mut ping_checked, service.ip);
-            }
-            let target = SocketAddr::new(service.ip, monitor.dest_port.unwrap_or(service.port));
-            let job = Job {
-                service: service_id,
-                monitor_id,
-                monitor: Arc::clone(&monitors[monitor_id as usize]),
-                target,
-                generation,
-                jitter: jitter(service_id, monitor_id, monitor.interval),
-                gates: gates.clone(),
-            };
-            tasks.spawn(job.run(tx.clone()));
-            pairs += 1;
-        }
-    }
-    tracing::debug!(generation, pairs, "health monitors started");
-    Monitors { tasks, pairs }
+    let mut monitors = Monitors {
+        tasks: JoinSet::new(),
+        pairs: 0,
+        jobs: HashMap::new(),
+        tx,
+    };
+    monitors.spawn_all(&model, generation, &gates, |_, _| None);
+    monitors
 }
 
 /// Logs, once per address family and start, that PING cannot work here.
@@ -151,14 +263,12 @@ fn check_ping_once(checked: &mut [bool; 2], ip: IpAddr) {
 
 /// The schedule of one (service, monitor) pair.
 struct Job {
-    service: ServiceId,
-    monitor_id: MonitorId,
     /// Shared by every pair of the monitor.
     monitor: Arc<Monitor>,
     target: SocketAddr,
-    generation: u64,
     jitter: Duration,
-    gates: Gates,
+    /// The ids and gates it reports under, renumbered by reloads.
+    slot: Arc<Slot>,
 }
 
 impl Job {
@@ -169,7 +279,11 @@ impl Job {
         loop {
             // The first tick completes at once: the first probe is immediate.
             ticks.tick().await;
-            if !self.gates.is_open(self.service) {
+            if !self
+                .slot
+                .gates()
+                .is_open(self.slot.service.load(Ordering::Relaxed))
+            {
                 continue;
             }
             // Boxed: the probe's future is about 6 KB, and a task that held
@@ -177,12 +291,12 @@ impl Job {
             // services, half the daemon's memory).
             let result = Box::pin(probe(&self.monitor, self.target)).await;
             let observation = Observation {
-                service: self.service,
-                monitor: self.monitor_id,
+                service: self.slot.service.load(Ordering::Relaxed),
+                monitor: self.slot.monitor.load(Ordering::Relaxed),
                 success: result.success,
                 detail: result.detail,
                 response_time: result.response_time,
-                generation: self.generation,
+                generation: self.slot.generation.load(Ordering::Relaxed),
             };
             if tx.send(observation).await.is_err() {
                 return; // nobody listens any more

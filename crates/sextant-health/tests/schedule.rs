@@ -136,3 +136,63 @@ async fn dropping_the_handle_stops_and_closed_receiver_ends_tasks() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     drop(monitors);
 }
+
+/// A reload keeps the task of a binding whose target, service and monitor
+/// are unchanged (it reports under its new ids and generation), stops the
+/// bindings that are gone and starts the new ones.
+#[tokio::test(start_paused = true)]
+async fn a_restart_keeps_unchanged_bindings_and_renumbers_them() {
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = up.local_addr().unwrap().port();
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let first = Model {
+        monitors: vec![tcp_monitor(None)],
+        services: vec![
+            service("kept", lo, port, vec![0]),
+            service("gone", lo, port, vec![0]),
+        ],
+        ..Model::default()
+    };
+    let (tx, mut rx) = mpsc::channel::<Observation>(64);
+    let monitors = start(Arc::new(first), 1, tx);
+    // Both probe at least once under generation 1.
+    let mut seen = HashMap::new();
+    while seen.len() < 2 {
+        let o = timeout(Duration::from_secs(2), rx.recv()).await.unwrap().unwrap();
+        assert_eq!(o.generation, 1);
+        seen.insert(o.service, ());
+    }
+    // The reload puts a new service first (so "kept" becomes id 1) and a
+    // second monitor, an identical definition, at index 0.
+    let mut slower = tcp_monitor(None);
+    slower.name = "other".into();
+    let second = Model {
+        monitors: vec![slower, tcp_monitor(None)],
+        services: vec![
+            service("new", lo, port, vec![0]),
+            service("kept", lo, port, vec![1]),
+        ],
+        ..Model::default()
+    };
+    let gates = sextant_health::Gates::open(2);
+    let (monitors, kept) = monitors.restart(Arc::new(second), 2, gates);
+    assert_eq!(kept, 1, "only (kept, tcp) is the same binding");
+    assert_eq!(monitors.len(), 2);
+    // From now on only generation 2 under the new numbering: (new, 0) and
+    // (kept, 1); nothing of "gone" (which was id 1, monitor 0).
+    let mut after = HashMap::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    while after.len() < 2 {
+        let o = tokio::time::timeout_at(deadline, rx.recv()).await.unwrap().unwrap();
+        if o.generation == 1 {
+            continue; // sent before the restart
+        }
+        assert_eq!(o.generation, 2);
+        assert!(
+            matches!((o.service, o.monitor), (0, 0) | (1, 1)),
+            "an observation under the old numbering: {o:?}"
+        );
+        after.insert((o.service, o.monitor), ());
+    }
+    drop(monitors);
+}

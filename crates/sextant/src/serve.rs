@@ -566,13 +566,27 @@ struct Edges {
 }
 
 impl Edges {
+    /// Starts the monitors and load sources of the configuration in force;
+    /// after a reload, the monitors of unchanged bindings keep running.
     fn start(&mut self) {
-        self.monitors = Some(sextant_health::start_gated(
-            Arc::clone(&self.model),
-            self.generation,
-            self.obs_tx.clone(),
-            self.gates.clone(),
-        ));
+        self.monitors = Some(match self.monitors.take() {
+            Some(running) => {
+                let (monitors, kept) =
+                    running.restart(Arc::clone(&self.model), self.generation, self.gates.clone());
+                info!(
+                    kept,
+                    started = monitors.len() - kept,
+                    "health monitors: unchanged bindings keep probing"
+                );
+                monitors
+            }
+            None => sextant_health::start_gated(
+                Arc::clone(&self.model),
+                self.generation,
+                self.obs_tx.clone(),
+                self.gates.clone(),
+            ),
+        });
         self.loads = Some(sextant_health::start_load_sources(
             Arc::clone(&self.model),
             self.generation,
@@ -796,9 +810,6 @@ fn carry_out(
                 closed_gates,
                 renumber,
             } => {
-                if let Some(m) = edges.monitors.take() {
-                    m.stop();
-                }
                 if let Some(l) = edges.loads.take() {
                     l.stop();
                 }
