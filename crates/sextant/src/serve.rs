@@ -633,9 +633,9 @@ async fn state_task(
                     None => continue,
                 }
             }
-            // Before probe results: after a restart of the monitors every
-            // service's result arrives within about a second (longer on a
-            // busy machine), and a reload must not wait for all of them.
+            // The branches are served fairly (select! picks at random among
+            // the ready ones), so a reload never waits behind a stream of
+            // probe results, nor they behind it.
             Some(input) = inputs.inputs.recv() => match input {
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
                 Input::Reloaded { result: Ok(prepared), parse, prepare, signalled } => {
