@@ -158,7 +158,10 @@ async fn a_restart_keeps_unchanged_bindings_and_renumbers_them() {
     // Both probe at least once under generation 1.
     let mut seen = HashMap::new();
     while seen.len() < 2 {
-        let o = timeout(Duration::from_secs(2), rx.recv()).await.unwrap().unwrap();
+        let o = timeout(Duration::from_secs(2), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(o.generation, 1);
         seen.insert(o.service, ());
     }
@@ -183,7 +186,10 @@ async fn a_restart_keeps_unchanged_bindings_and_renumbers_them() {
     let mut after = HashMap::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
     while after.len() < 2 {
-        let o = tokio::time::timeout_at(deadline, rx.recv()).await.unwrap().unwrap();
+        let o = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
         if o.generation == 1 {
             continue; // sent before the restart
         }
