@@ -48,6 +48,27 @@ pub(crate) fn build(draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
 /// Lower-cased name → index, for lookups by name.
 type Index = HashMap<String, u32>;
 
+/// Looks a name up case-insensitively in an index of lower-case names,
+/// lowering short names on the stack (this runs once per reference, and a
+/// file of 100,000 services has several hundred thousand).
+fn lookup(index: &Index, name: &str) -> Option<u32> {
+    if !name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return index.get(name).copied();
+    }
+    let mut buf = [0u8; 128];
+    match buf.get_mut(..name.len()) {
+        Some(lower) => {
+            lower.copy_from_slice(name.as_bytes());
+            lower.make_ascii_lowercase();
+            // Lowering ASCII letters keeps the bytes valid UTF-8.
+            std::str::from_utf8(lower)
+                .ok()
+                .and_then(|l| index.get(l).copied())
+        }
+        None => index.get(&name.to_ascii_lowercase()).copied(),
+    }
+}
+
 struct Validator<'d> {
     syntax: Syntax,
     diag: &'d mut Diag,
@@ -90,7 +111,7 @@ impl Validator<'_> {
 
     /// Looks `r` up in `index`, reporting it if it is not defined.
     fn resolve(&mut self, r: &Ref, kind: Kind, index: &Index) -> Option<u32> {
-        let found = index.get(&r.name.to_ascii_lowercase()).copied();
+        let found = lookup(index, &r.name);
         if found.is_none() {
             let hint = self.syntax.how_to_define(kind, &r.name);
             self.diag.error(
@@ -444,14 +465,22 @@ impl Validator<'_> {
     /// with a Prometheus source, which needs a URL and at least one metric.
     fn load_source(&mut self, d: &DraftService) -> LoadSource {
         let load = &d.load;
-        let ctx = match self.syntax {
-            Syntax::Appliance => format!("service \"{}\"", d.name),
-            Syntax::Toml => format!("[[service]] {}", d.name),
-        };
         let kind = load
             .source
             .map(|(k, _)| k)
             .unwrap_or(LoadSourceKind::Monitors);
+        let defaults = load.source.is_none()
+            && load.url.is_none()
+            && load.interval.is_none()
+            && load.metrics.iter().all(Option::is_none);
+        if defaults {
+            // The common case: nothing to check, nothing to format.
+            return LoadSource::Monitors;
+        }
+        let ctx = match self.syntax {
+            Syntax::Appliance => format!("service \"{}\"", d.name),
+            Syntax::Toml => format!("[[service]] {}", d.name),
+        };
         let source_key = self.key("-loadSource", "load: source");
         let metric_keys = self.metric_keys();
         if kind != LoadSourceKind::Prometheus {
