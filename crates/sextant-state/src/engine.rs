@@ -26,7 +26,7 @@ use crate::event::{
 pub const FIGURES_FLUSH: Duration = Duration::from_millis(200);
 
 /// Margin on top of the monitors' first-probe window before DNS answers
-/// anyway (see [`Engine::ready_deadline`]).
+/// anyway (see `Engine::first_probe_window`).
 const READY_SLACK: Duration = Duration::from_millis(250);
 
 /// The monitors spread their first probes over at most this much (see
@@ -157,10 +157,6 @@ impl Prepared {
             engine: Box::new(Engine::fresh(model, base, index, 0)),
         }
     }
-
-    pub fn model(&self) -> &Arc<Model> {
-        &self.engine.model
-    }
 }
 
 /// A site's state engine: events in, effects out. Pure: `now` (wall-clock
@@ -282,15 +278,6 @@ impl Engine {
 
     pub fn generation(&self) -> u64 {
         self.generation
-    }
-
-    pub fn is_ready(&self) -> bool {
-        self.ready
-    }
-
-    /// When DNS answers at the latest even without every first result.
-    pub fn ready_deadline(&self) -> Duration {
-        self.ready_deadline
     }
 
     /// Whether the local site shares persistence sessions with the other

@@ -5,30 +5,25 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol, Site};
+use sextant_core::{Model, Monitor, MonitorKind};
 use sextant_state::{Effect, Engine, Event, Probe};
+use sextant_test_support::model::{ModelBuilder, ip, service};
 
+/// A local site with `n` services, each with one TCP monitor.
 fn model(n: usize) -> Arc<Model> {
-    let mut m = Model::default();
-    m.sites
-        .push(Site::new("local", IpAddr::V4(Ipv4Addr::LOCALHOST)));
-    m.set_local_site(0);
-    m.monitors.push(Monitor::new("tcp", MonitorKind::Tcp));
+    let mut b = ModelBuilder::new();
+    b.add_site("local", ip("127.0.0.1"));
+    b.set_local("local");
+    b.model.monitors.push(Monitor::new("tcp", MonitorKind::Tcp));
     for i in 0..n {
-        m.services.push(Service {
-            name: format!("svc{i}"),
-            ip: IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i as u32)),
-            port: 80,
-            protocol: ServiceProtocol::Http,
-            site: 0,
-            public_ip: None,
-            public_port: None,
-            max_clients: 0,
-            monitors: vec![0],
-            load_source: Default::default(),
-        });
+        let mut s = service(
+            &format!("svc{i}"),
+            IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i as u32)),
+        );
+        s.monitors = vec![0];
+        b.push_service(s);
     }
-    Arc::new(m)
+    Arc::new(b.build())
 }
 
 fn probe(service: u32, success: bool) -> Event {
