@@ -7,6 +7,7 @@
 //! two syntaxes accept exactly the same configurations.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use sextant_core::{GslbParams, LoadKind, Monitor, ServiceProtocol, Soa, TriggerMonitor, VServer};
 
@@ -64,8 +65,8 @@ pub(crate) struct Ref {
     pub name: String,
     pub line: usize,
     /// What the reference is part of, for messages: `bind gslb vserver vs1`
-    /// or `[[service]] svc1: site`.
-    pub context: String,
+    /// or `[[service]] svc1: site`. Shared by the references of one line.
+    pub context: Arc<str>,
 }
 
 #[derive(Debug, Default)]
@@ -151,8 +152,17 @@ pub(crate) struct DraftService {
     pub public_ip: Option<IpAddr>,
     pub public_port: Option<u16>,
     pub max_clients: u32,
-    /// Where the service's load figures come from.
-    pub load: DraftLoad,
+    /// Where the service's load figures come from; `None` until a load
+    /// setting is given (most services take the default, and the settings
+    /// are most of a service's size).
+    pub load: Option<Box<DraftLoad>>,
+}
+
+impl DraftService {
+    /// The load settings, made on first use.
+    pub(crate) fn load_mut(&mut self) -> &mut DraftLoad {
+        self.load.get_or_insert_with(Box::default)
+    }
 }
 
 /// The kinds of load source (`-loadSource`, `load.source`).

@@ -10,10 +10,13 @@
 //!   to the end of the line (a `#` inside a word, as in `vs#1`, is part of
 //!   the word: appliance names may contain `#`).
 
-/// One word of a command line.
+use std::borrow::Cow;
+
+/// One word of a command line. Its text borrows from the line unless
+/// quoting changed it (a file of 100,000 services has millions of words).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Token {
-    pub text: String,
+pub(crate) struct Token<'a> {
+    pub text: Cow<'a, str>,
     /// Any part of the token was quoted: it is a value, never an option.
     pub quoted: bool,
     /// Byte offsets of the token as written in the line, quotes included
@@ -22,7 +25,7 @@ pub(crate) struct Token {
     pub end: usize,
 }
 
-impl Token {
+impl Token<'_> {
     /// Whether this token names an option (`-name`): unquoted, a hyphen and a
     /// letter. `-1` is a (negative) value, not an option.
     pub(crate) fn is_option(&self) -> bool {
@@ -40,84 +43,112 @@ impl Token {
     }
 }
 
+fn is_separator(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r')
+}
+
 /// Splits `line` into tokens, or says why it cannot.
-pub(crate) fn tokenize(line: &str) -> Result<Vec<Token>, String> {
-    let mut tokens = Vec::new();
-    let mut chars = line.char_indices().peekable();
+///
+/// Works on bytes: every character with a meaning here is ASCII, and a
+/// UTF-8 sequence never contains an ASCII byte, so slicing at those bytes
+/// keeps the text valid.
+pub(crate) fn tokenize(line: &str) -> Result<Vec<Token<'_>>, String> {
+    let bytes = line.as_bytes();
+    let mut tokens = Vec::with_capacity(12);
+    let mut i = 0;
     loop {
-        // Skip separators.
-        while chars
-            .next_if(|(_, c)| *c == ' ' || *c == '\t' || *c == '\r')
-            .is_some()
-        {}
-        let Some(&(start, first)) = chars.peek() else {
-            break;
-        };
-        if first == '#' {
+        while i < bytes.len() && is_separator(bytes[i]) {
+            i += 1;
+        }
+        if i == bytes.len() || bytes[i] == b'#' {
             break;
         }
-        let mut text = String::new();
-        let mut quoted = false;
-        while let Some(&(pos, c)) = chars.peek() {
-            match c {
-                ' ' | '\t' | '\r' => break,
-                '"' => {
-                    chars.next();
-                    quoted = true;
+        let start = i;
+        while i < bytes.len() && !is_separator(bytes[i]) && bytes[i] != b'"' && bytes[i] != b'\'' {
+            i += 1;
+        }
+        if i == bytes.len() || is_separator(bytes[i]) {
+            // The common case: a plain word, borrowed from the line as it is.
+            tokens.push(Token {
+                text: Cow::Borrowed(&line[start..i]),
+                quoted: false,
+                start,
+                end: i,
+            });
+            continue;
+        }
+        // Quoted parts: the text is built up, unquoting as it goes.
+        let mut text = String::from(&line[start..i]);
+        while i < bytes.len() && !is_separator(bytes[i]) {
+            match bytes[i] {
+                b'"' => {
+                    let open = i;
+                    i += 1;
                     let mut closed = false;
-                    while let Some((_, c)) = chars.next() {
-                        match c {
-                            '"' => {
+                    while i < bytes.len() {
+                        let run = i;
+                        while i < bytes.len() && bytes[i] != b'"' && bytes[i] != b'\\' {
+                            i += 1;
+                        }
+                        text.push_str(&line[run..i]);
+                        match bytes.get(i) {
+                            Some(b'"') => {
+                                i += 1;
                                 closed = true;
                                 break;
                             }
-                            '\\' => match chars.peek() {
-                                Some(&(_, e @ ('"' | '\\'))) => {
-                                    text.push(e);
-                                    chars.next();
+                            Some(_) => {
+                                // A backslash: it escapes a quote or a backslash only.
+                                match bytes.get(i + 1) {
+                                    Some(&e @ (b'"' | b'\\')) => {
+                                        text.push(char::from(e));
+                                        i += 2;
+                                    }
+                                    _ => {
+                                        text.push('\\');
+                                        i += 1;
+                                    }
                                 }
-                                _ => text.push('\\'),
-                            },
-                            other => text.push(other),
+                            }
+                            None => {}
                         }
                     }
                     if !closed {
                         return Err(format!(
                             "unterminated quoted string: the \" at column {} is never closed",
-                            column(line, pos)
+                            column(line, open)
                         ));
                     }
                 }
-                '\'' => {
-                    chars.next();
-                    quoted = true;
-                    let mut closed = false;
-                    for (_, c) in chars.by_ref() {
-                        if c == '\'' {
-                            closed = true;
-                            break;
-                        }
-                        text.push(c);
-                    }
-                    if !closed {
+                b'\'' => {
+                    let open = i;
+                    let Some(len) = bytes[i + 1..].iter().position(|&b| b == b'\'') else {
                         return Err(format!(
                             "unterminated quoted string: the ' at column {} is never closed",
-                            column(line, pos)
+                            column(line, open)
                         ));
-                    }
+                    };
+                    text.push_str(&line[i + 1..i + 1 + len]);
+                    i += len + 2;
                 }
-                other => {
-                    text.push(other);
-                    chars.next();
+                _ => {
+                    let run = i;
+                    while i < bytes.len()
+                        && !is_separator(bytes[i])
+                        && bytes[i] != b'"'
+                        && bytes[i] != b'\''
+                    {
+                        i += 1;
+                    }
+                    text.push_str(&line[run..i]);
                 }
             }
         }
-        let end = chars.peek().map_or(line.len(), |&(pos, _)| pos);
         tokens.push(Token {
-            text,
-            quoted,
+            text: Cow::Owned(text),
+            quoted: true,
             start,
-            end,
+            end: i,
         });
     }
     Ok(tokens)
@@ -136,7 +167,7 @@ mod tests {
         tokenize(line)
             .expect("tokenizes")
             .into_iter()
-            .map(|t| t.text)
+            .map(|t| t.text.into_owned())
             .collect()
     }
 
@@ -159,6 +190,18 @@ mod tests {
         assert_eq!(texts(r#"a"b c"d"#), ["ab cd"]);
         assert_eq!(texts(r#""""#), [""]);
         assert_eq!(texts("a b\r"), ["a", "b"]);
+    }
+
+    #[test]
+    fn plain_words_borrow_and_quoted_ones_are_unquoted() {
+        let t = tokenize("add größe \"ä b\"c 'x'").expect("tokenizes");
+        assert!(matches!(t[0].text, Cow::Borrowed("add")));
+        assert!(matches!(t[1].text, Cow::Borrowed("größe")));
+        assert_eq!(t[2].text, "ä bc");
+        assert!(t[2].quoted && !t[1].quoted);
+        assert_eq!(t[3].text, "x");
+        assert_eq!(texts("a\t\tb  "), ["a", "b"]);
+        assert_eq!(texts(r#""a\\""#), [r#"a\"#]);
     }
 
     #[test]

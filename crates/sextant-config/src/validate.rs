@@ -7,6 +7,9 @@
 //! recorded the returned model is incomplete and the caller discards it.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use sextant_core::snapshot::FnvMap;
 
 use sextant_core::{
     Binding, Domain, HttpUrl, LoadKind, LoadSource, MetricSelector, Model, MonitorKind,
@@ -22,7 +25,7 @@ use crate::error::Diag;
 use crate::scalar::{check_domain, check_name, normalize_name};
 
 /// Builds the model from `draft`, recording every problem in `diag`.
-pub(crate) fn build(draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
+pub(crate) fn build(mut draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
     let mut v = Validator {
         syntax,
         diag,
@@ -32,7 +35,7 @@ pub(crate) fn build(draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
     v.listeners(&draft);
     let sites = v.sites(&draft);
     let monitors = v.monitors(&draft);
-    let services = v.services(&draft, &sites);
+    let services = v.services(&mut draft, &sites);
     v.monitor_bindings(&draft, &services, &monitors);
     let vservers = v.vservers(&draft);
     v.service_bindings(&draft, &vservers, &services);
@@ -45,8 +48,24 @@ pub(crate) fn build(draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
     v.model
 }
 
+/// Records `value` for `key` unless the key was seen before; then it is the
+/// first value, for "already ... (line N)" messages.
+fn first_time<K: std::hash::Hash + Eq, V: Copy>(
+    seen: &mut FnvMap<K, V>,
+    key: K,
+    value: V,
+) -> Result<(), V> {
+    match seen.entry(key) {
+        Entry::Occupied(first) => Err(*first.get()),
+        Entry::Vacant(slot) => {
+            slot.insert(value);
+            Ok(())
+        }
+    }
+}
+
 /// Lower-cased name → index, for lookups by name.
-type Index = HashMap<String, u32>;
+type Index = FnvMap<String, u32>;
 
 /// Looks a name up case-insensitively in an index of lower-case names,
 /// lowering short names on the stack (this runs once per reference, and a
@@ -86,24 +105,27 @@ impl Validator<'_> {
 
     /// Indexes names, reporting duplicates (names are case-insensitive).
     fn index<'a>(&mut self, kind: Kind, items: impl Iterator<Item = (&'a str, usize)>) -> Index {
-        let mut index = Index::new();
-        let mut first_line: HashMap<String, usize> = HashMap::new();
+        let mut index = Index::default();
+        let mut lines = Vec::new();
         for (i, (name, line)) in items.enumerate() {
+            lines.push(line);
             if let Err(e) = check_name(name) {
                 self.diag.error(line, format!("{} name: {e}", kind.noun()));
             }
-            let key = name.to_ascii_lowercase();
-            if let Some(first) = first_line.get(&key) {
-                self.diag.error(
-                    line,
-                    format!(
-                        "{} \"{name}\" is already defined on line {first} (names are case-insensitive)",
-                        kind.noun()
-                    ),
-                );
-            } else {
-                first_line.insert(key.clone(), line);
-                index.insert(key, i as u32);
+            match index.entry(name.to_ascii_lowercase()) {
+                Entry::Occupied(first) => {
+                    let first = lines[*first.get() as usize];
+                    self.diag.error(
+                        line,
+                        format!(
+                            "{} \"{name}\" is already defined on line {first} (names are case-insensitive)",
+                            kind.noun()
+                        ),
+                    );
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(i as u32);
+                }
             }
         }
         index
@@ -434,19 +456,22 @@ impl Validator<'_> {
         index
     }
 
-    fn services(&mut self, draft: &Draft, sites: &Index) -> Index {
+    /// The services, their names moved out of the draft (nothing after this
+    /// reads them there).
+    fn services(&mut self, draft: &mut Draft, sites: &Index) -> Index {
         let index = self.index(
             Kind::Service,
             draft.services.iter().map(|s| (s.name.as_str(), s.line)),
         );
-        for d in &draft.services {
+        self.model.services.reserve_exact(draft.services.len());
+        for d in &mut draft.services {
             let site = match &d.site {
                 Some(r) => self.resolve(r, Kind::Site, sites).unwrap_or(0),
                 None => 0,
             };
             let load_source = self.load_source(d);
             self.model.services.push(Service {
-                name: d.name.clone(),
+                name: std::mem::take(&mut d.name),
                 ip: d.ip,
                 port: d.port,
                 protocol: d.protocol,
@@ -464,7 +489,9 @@ impl Validator<'_> {
     /// The load source of a service, checked: the Prometheus settings only
     /// with a Prometheus source, which needs a URL and at least one metric.
     fn load_source(&mut self, d: &DraftService) -> LoadSource {
-        let load = &d.load;
+        let Some(load) = d.load.as_deref() else {
+            return LoadSource::Monitors;
+        };
         let kind = load
             .source
             .map(|(k, _)| k)
@@ -588,7 +615,7 @@ impl Validator<'_> {
             );
         }
         let [connections, response_time, bandwidth, packets, custom_load] = selectors;
-        LoadSource::Prometheus(PrometheusSource {
+        LoadSource::Prometheus(Box::new(PrometheusSource {
             url,
             interval,
             connections,
@@ -596,7 +623,7 @@ impl Validator<'_> {
             bandwidth,
             packets,
             custom_load,
-        })
+        }))
     }
 
     /// The setting naming each figure's metric, in this syntax, indexed
@@ -629,14 +656,14 @@ impl Validator<'_> {
     }
 
     fn monitor_bindings(&mut self, draft: &Draft, services: &Index, monitors: &Index) {
-        let mut seen: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut seen: FnvMap<(u32, u32), usize> = FnvMap::default();
         for b in &draft.monitor_bindings {
             let svc = self.resolve(&b.service, Kind::Service, services);
             let mon = self.resolve(&b.monitor, Kind::Monitor, monitors);
             let (Some(svc), Some(mon)) = (svc, mon) else {
                 continue;
             };
-            if let Some(first) = seen.get(&(svc, mon)) {
+            if let Err(first) = first_time(&mut seen, (svc, mon), b.monitor.line) {
                 self.diag.error(
                     b.monitor.line,
                     format!(
@@ -646,7 +673,6 @@ impl Validator<'_> {
                 );
                 continue;
             }
-            seen.insert((svc, mon), b.monitor.line);
             self.model.services[svc as usize].monitors.push(mon);
         }
     }
@@ -730,14 +756,14 @@ impl Validator<'_> {
     }
 
     fn service_bindings(&mut self, draft: &Draft, vservers: &Index, services: &Index) {
-        let mut seen: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut seen: FnvMap<(u32, u32), usize> = FnvMap::default();
         for b in &draft.service_bindings {
             let vs = self.resolve(&b.vserver, Kind::VServer, vservers);
             let svc = self.resolve(&b.service, Kind::Service, services);
             let (Some(vs), Some(svc)) = (vs, svc) else {
                 continue;
             };
-            if let Some(first) = seen.get(&(vs, svc)) {
+            if let Err(first) = first_time(&mut seen, (vs, svc), b.service.line) {
                 self.diag.error(
                     b.service.line,
                     format!(
@@ -747,7 +773,6 @@ impl Validator<'_> {
                 );
                 continue;
             }
-            seen.insert((vs, svc), b.service.line);
             self.model.vservers[vs as usize].bindings.push(Binding {
                 service: svc,
                 weight: b.weight,
@@ -756,8 +781,9 @@ impl Validator<'_> {
     }
 
     fn domains(&mut self, draft: &Draft, vservers: &Index) {
-        let mut seen: HashMap<String, (String, usize)> = HashMap::new();
-        for b in &draft.domain_bindings {
+        // Domain → the binding that claimed it first.
+        let mut seen: FnvMap<String, usize> = FnvMap::default();
+        for (i, b) in draft.domain_bindings.iter().enumerate() {
             let name = normalize_name(&b.name);
             let vs = self.resolve(&b.vserver, Kind::VServer, vservers);
             if let Err(e) = check_domain(&name) {
@@ -771,17 +797,17 @@ impl Validator<'_> {
                     format!("{}: TTL {} is above {MAX_TTL}", b.vserver.context, b.ttl),
                 );
             }
-            if let Some((other, line)) = seen.get(&name) {
+            if let Err(first) = first_time(&mut seen, name.clone(), i) {
+                let first = &draft.domain_bindings[first];
                 self.diag.error(
                     b.line,
                     format!(
-                        "{}: domain \"{name}\" is already bound to vserver \"{other}\" (line {line}); a domain belongs to exactly one vserver",
-                        b.vserver.context
+                        "{}: domain \"{name}\" is already bound to vserver \"{}\" (line {}); a domain belongs to exactly one vserver",
+                        b.vserver.context, first.vserver.name, first.line
                     ),
                 );
                 continue;
             }
-            seen.insert(name.clone(), (b.vserver.name.clone(), b.line));
             let Some(vs) = vs else { continue };
             self.model.domains.push(Domain {
                 name,

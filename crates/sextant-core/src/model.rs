@@ -160,7 +160,7 @@ pub enum LoadSource {
     /// Figures pushed with `POST /v1/services/NAME/metrics`.
     Push,
     /// Scraped from a Prometheus text endpoint.
-    Prometheus(PrometheusSource),
+    Prometheus(Box<PrometheusSource>),
 }
 
 /// A Prometheus text endpoint and the metric names that carry each figure.

@@ -52,7 +52,9 @@ impl Hasher for FnvHasher {
     }
 }
 
-type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<FnvHasher>>;
+/// A map hashed with [`FnvHasher`], for keys that are names or ids from the
+/// configuration (the operator's own, so no collision attack to fear).
+pub type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<FnvHasher>>;
 
 /// Per-configuration tables, shared by every snapshot of one configuration.
 #[derive(Debug)]

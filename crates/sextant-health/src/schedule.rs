@@ -11,12 +11,13 @@
 //! generation and gates), so a large configuration is not re-probed from
 //! scratch, and nothing new is spawned for it.
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sextant_core::snapshot::FnvMap;
 use sextant_core::{Model, Monitor, MonitorId, MonitorKind, ServiceId};
 use tokio::sync::mpsc::Sender;
 use tokio::task::{AbortHandle, JoinSet};
@@ -37,7 +38,11 @@ pub struct Monitors {
     pairs: usize,
     /// Every running binding by its target, service and monitor names, for
     /// reloads.
-    jobs: HashMap<JobKey, Vec<Running>>,
+    jobs: FnvMap<JobKey, Running>,
+    /// Bindings whose key another already has (only two services whose
+    /// names differ in case alone, which validation rejects): they run, and
+    /// a reload restarts them.
+    unkeyed: Vec<Running>,
     tx: Sender<Observation>,
 }
 
@@ -45,7 +50,7 @@ pub struct Monitors {
 /// and the service's and the monitor's names (lower case). The state engine
 /// keeps a service's health by the same names and address, so a binding
 /// that keeps running is one whose results the engine keeps too.
-type JobKey = (SocketAddr, String, String);
+type JobKey = (SocketAddr, Box<str>, Arc<str>);
 
 /// One running binding: its definition and the ids it reports under.
 #[derive(Debug)]
@@ -103,17 +108,19 @@ impl Monitors {
         let mut next = Monitors {
             tasks,
             pairs: 0,
-            jobs: HashMap::new(),
+            jobs: FnvMap::default(),
+            unkeyed: Vec::new(),
             tx,
         };
         let mut kept = 0;
         next.spawn_all(&model, generation, &gates, |key, monitor| {
-            let list = old.get_mut(key)?;
-            let i = list.iter().position(|r| *r.monitor == *monitor)?;
+            if old.get(key).is_none_or(|r| *r.monitor != *monitor) {
+                return None;
+            }
             kept += 1;
-            Some(list.swap_remove(i))
+            old.remove(key)
         });
-        for r in old.into_values().flatten() {
+        for r in old.into_values().chain(std::mem::take(&mut self.unkeyed)) {
             r.task.abort();
         }
         (next, kept)
@@ -128,6 +135,12 @@ impl Monitors {
         mut reuse: impl FnMut(&JobKey, &Monitor) -> Option<Running>,
     ) {
         let monitors: Vec<Arc<Monitor>> = model.monitors.iter().cloned().map(Arc::new).collect();
+        let monitor_keys: Vec<Arc<str>> = model
+            .monitors
+            .iter()
+            .map(|m| m.name.to_ascii_lowercase().into())
+            .collect();
+        self.jobs.reserve(model.services.len());
         let mut ping_checked = [false; 2];
         for (service_id, service) in model.services.iter().enumerate() {
             let service_id = service_id as ServiceId;
@@ -146,8 +159,8 @@ impl Monitors {
                 let target = SocketAddr::new(service.ip, monitor.dest_port.unwrap_or(service.port));
                 let key = (
                     target,
-                    service.name.to_ascii_lowercase(),
-                    monitor.name.to_ascii_lowercase(),
+                    service.name.to_ascii_lowercase().into_boxed_str(),
+                    Arc::clone(&monitor_keys[monitor_id as usize]),
                 );
                 let running = match reuse(&key, monitor) {
                     Some(r) => {
@@ -178,7 +191,12 @@ impl Monitors {
                         }
                     }
                 };
-                self.jobs.entry(key).or_default().push(running);
+                match self.jobs.entry(key) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(running);
+                    }
+                    Entry::Occupied(_) => self.unkeyed.push(running),
+                }
                 self.pairs += 1;
             }
         }
@@ -240,7 +258,8 @@ pub fn start_gated(
     let mut monitors = Monitors {
         tasks: JoinSet::new(),
         pairs: 0,
-        jobs: HashMap::new(),
+        jobs: FnvMap::default(),
+        unkeyed: Vec::new(),
         tx,
     };
     monitors.spawn_all(&model, generation, &gates, |_, _| None);

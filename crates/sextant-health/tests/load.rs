@@ -158,10 +158,10 @@ async fn scrapes_local_services_and_shares_an_endpoint() {
     let mut remote = prometheus(exporter.url("/remote"), 100);
     remote.connections = Some("haproxy_backend_current_sessions".into());
     let m = model(vec![
-        service("web", 0, LoadSource::Prometheus(web)),
-        service("api", 0, LoadSource::Prometheus(api)),
+        service("web", 0, LoadSource::Prometheus(Box::new(web))),
+        service("api", 0, LoadSource::Prometheus(Box::new(api))),
         service("pushed", 0, LoadSource::Push),
-        service("remote", 1, LoadSource::Prometheus(remote)),
+        service("remote", 1, LoadSource::Prometheus(Box::new(remote))),
     ]);
 
     let (tx, mut rx) = mpsc::channel(64);
@@ -248,8 +248,8 @@ async fn failed_scrapes_report_no_figures() {
     let mut b = prometheus(format!("http://{closed}/metrics"), 50);
     b.connections = Some("c".into());
     let m = model(vec![
-        service("a", 0, LoadSource::Prometheus(a)),
-        service("b", 0, LoadSource::Prometheus(b)),
+        service("a", 0, LoadSource::Prometheus(Box::new(a))),
+        service("b", 0, LoadSource::Prometheus(Box::new(b))),
     ]);
     let (tx, mut rx) = mpsc::channel(64);
     let _sources = start_load_sources(Arc::new(m), 1, tx);
@@ -296,7 +296,7 @@ async fn chunked_bodies_histograms_and_garbage() {
     let mut src = prometheus(exporter.url("/"), 80);
     src.response_time = Some("rt".into());
     src.packets = Some("pk".into());
-    let m = model(vec![service("s", 0, LoadSource::Prometheus(src))]);
+    let m = model(vec![service("s", 0, LoadSource::Prometheus(Box::new(src)))]);
     let (tx, mut rx) = mpsc::channel(64);
     let _sources = start_load_sources(Arc::new(m), 1, tx);
 
@@ -332,13 +332,21 @@ async fn only_the_local_site_is_scraped_and_stop_stops() {
     let mut src = prometheus(exporter.url("/"), 20);
     src.connections = Some("c".into());
     // Remote only: nothing to do.
-    let m = model(vec![service("r", 1, LoadSource::Prometheus(src.clone()))]);
+    let m = model(vec![service(
+        "r",
+        1,
+        LoadSource::Prometheus(Box::new(src.clone())),
+    )]);
     let (tx, _rx) = mpsc::channel(64);
     let sources = start_load_sources(Arc::new(m), 1, tx);
     assert!(sources.is_empty());
     assert_eq!(sources.endpoints(), 0);
     // No local site at all: nothing either.
-    let mut m = model(vec![service("l", 0, LoadSource::Prometheus(src.clone()))]);
+    let mut m = model(vec![service(
+        "l",
+        0,
+        LoadSource::Prometheus(Box::new(src.clone())),
+    )]);
     m.local_site = None;
     m.sites[0].kind = sextant_core::SiteKind::Remote;
     let (tx, _rx) = mpsc::channel(64);
@@ -347,7 +355,7 @@ async fn only_the_local_site_is_scraped_and_stop_stops() {
     assert_eq!(exporter.requests(), 0);
 
     // Local: scraped until stopped.
-    let m = model(vec![service("l", 0, LoadSource::Prometheus(src))]);
+    let m = model(vec![service("l", 0, LoadSource::Prometheus(Box::new(src)))]);
     let (tx, mut rx) = mpsc::channel(64);
     let sources = start_load_sources(Arc::new(m), 1, tx);
     next(&mut rx).await;
@@ -364,7 +372,7 @@ async fn a_silent_exporter_times_out() {
     let addr = common::silent_tcp_server().await;
     let mut src = prometheus(format!("http://{addr}/"), 20);
     src.connections = Some("c".into());
-    let m = model(vec![service("s", 0, LoadSource::Prometheus(src))]);
+    let m = model(vec![service("s", 0, LoadSource::Prometheus(Box::new(src)))]);
     let (tx, mut rx) = mpsc::channel(64);
     let _sources = start_load_sources(Arc::new(m), 1, tx);
     let o = next(&mut rx).await;

@@ -75,18 +75,20 @@ struct Index {
     site_services: Vec<Vec<ServiceId>>,
     /// Lower-case vserver name → vserver.
     vservers: HashMap<String, sextant_core::VServerId>,
-    /// Lower-case service name → service.
-    services: HashMap<String, ServiceId>,
     /// Per service: its name, shared with every report.
     names: Vec<Arc<str>>,
 }
 
 impl Index {
     fn new(model: &Model) -> Self {
+        let n = model.services.len();
         let mut ix = Index {
             site_services: vec![Vec::new(); model.sites.len()],
+            names: Vec::with_capacity(n),
             ..Default::default()
         };
+        ix.by_answer.reserve(n);
+        ix.by_address.reserve(n);
         for (i, site) in model.sites.iter().enumerate() {
             ix.sites.insert(site.name.to_ascii_lowercase(), i as SiteId);
         }
@@ -100,7 +102,6 @@ impl Index {
                 .entry((s.site, s.answer_ip(), s.public_port.unwrap_or(s.port)))
                 .or_insert(id);
             ix.by_address.entry((s.site, s.ip, s.port)).or_insert(id);
-            ix.services.entry(s.name.to_ascii_lowercase()).or_insert(id);
             if let Some(list) = ix.site_services.get_mut(s.site as usize) {
                 list.push(id);
             }
@@ -824,13 +825,22 @@ impl Engine {
             })
             .collect();
         let mut old_up = vec![None; model.services.len()];
-        // (new id, old id) of every service whose name both have.
-        let same_name: Vec<(usize, ServiceId)> = self
-            .index
-            .services
+        // Old id → new id of every service whose name both have (names are
+        // unique, case-insensitively, in a valid configuration).
+        let mut renumbered_services = vec![None; old.model.services.len()];
+        for (new_id, s) in model.services.iter().enumerate() {
+            if let Some(old_id) = old.base.service_by_name(&s.name)
+                && let Some(slot) = renumbered_services.get_mut(old_id as usize)
+            {
+                *slot = Some(new_id as ServiceId);
+            }
+        }
+        let same_name = renumbered_services
             .iter()
-            .filter_map(|(name, &new_id)| Some((new_id as usize, *old.index.services.get(name)?)))
-            .collect();
+            .enumerate()
+            .filter_map(|(old_id, new_id)| {
+                Some((new_id.map(|n| n as usize)?, old_id as ServiceId))
+            });
         for (new_id, old_id) in same_name {
             let service = &model.services[new_id];
             let old_service = old.model.service(old_id);
@@ -891,17 +901,7 @@ impl Engine {
                         .copied()
                 })
                 .collect(),
-            services: old
-                .model
-                .services
-                .iter()
-                .map(|s| {
-                    self.index
-                        .services
-                        .get(&s.name.to_ascii_lowercase())
-                        .copied()
-                })
-                .collect(),
+            services: renumbered_services,
         };
         effects.push(Effect::Restart {
             model,

@@ -14,6 +14,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc instead of the system allocator: a configuration of 100,000
+/// services is some millions of small allocations, which glibc's malloc makes
+/// the largest cost of a reload and leaves fragmented afterwards
+/// (docs/architecture.md, "Allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Sextant answers DNS for load-balanced names with the best healthy site.
 ///
 /// Start with `sextant demo` to see it answer real queries on 127.0.0.1:5353,

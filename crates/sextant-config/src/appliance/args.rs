@@ -3,6 +3,9 @@
 //! case-insensitively, as on the appliance; messages use the canonical
 //! spelling from the table.
 
+use std::borrow::Cow;
+
+use smallvec::SmallVec;
 use std::time::Duration;
 
 use crate::duration::{self, Unit};
@@ -33,28 +36,32 @@ pub(crate) const fn opt(name: &'static str, arity: Arity) -> OptSpec {
     OptSpec { name, arity }
 }
 
-/// An option as given on the line.
+/// An option as given on the line; it borrows the line's tokens.
 #[derive(Debug, Clone)]
-pub(crate) struct Opt {
+pub(crate) struct Opt<'t> {
     pub name: &'static str,
-    pub values: Vec<String>,
-    /// Byte offset in the line of each value as written (quotes included),
-    /// for errors that point at one value.
-    pub starts: Vec<usize>,
+    /// The value tokens (their `start` is the byte offset in the line as
+    /// written, quotes included, for errors that point at one value).
+    pub values: &'t [Token<'t>],
     /// The unit word after a [`Arity::Duration`] value, if any.
-    pub unit: Option<String>,
+    pub unit: Option<&'t str>,
 }
 
-impl Opt {
+impl<'t> Opt<'t> {
     /// The single value of a `One`/`Duration` option (empty if missing,
     /// which the parser has already reported).
-    pub(crate) fn value(&self) -> &str {
-        self.values.first().map(String::as_str).unwrap_or("")
+    pub(crate) fn value(&self) -> &'t str {
+        self.values.first().map(|t| &*t.text).unwrap_or("")
+    }
+
+    /// The texts of the values.
+    pub(crate) fn texts(&self) -> impl Iterator<Item = &'t str> + 't {
+        self.values.iter().map(|t| &*t.text)
     }
 
     /// The value as a duration, in `default` units unless a unit word follows.
     pub(crate) fn duration(&self, default: Unit) -> Result<Duration, String> {
-        let unit = match &self.unit {
+        let unit = match self.unit {
             Some(word) => Unit::from_appliance_word(word)
                 .ok_or_else(|| format!("unknown unit \"{word}\"; expected MSEC, SEC or MIN"))?,
             None => default,
@@ -68,23 +75,24 @@ impl Opt {
     }
 }
 
-/// A command's arguments after the command words.
+/// A command's arguments after the command words, borrowing its tokens.
 #[derive(Debug, Default)]
-pub(crate) struct Args {
-    pub positional: Vec<Token>,
+pub(crate) struct Args<'t> {
+    pub positional: &'t [Token<'t>],
     /// The options given with their values. An option whose value is missing
     /// is reported and left out, so that its absence causes no further errors.
-    pub opts: Vec<Opt>,
+    /// (Inline up to four: a line rarely has more, and files have many lines.)
+    pub opts: SmallVec<[Opt<'t>; 4]>,
     /// Some option was not recognised (and has been reported).
     pub unknown: bool,
     /// Any option token at all was given.
     pub any: bool,
     /// Recognised options that were given, with or without their values.
-    pub mentioned: Vec<&'static str>,
+    pub mentioned: SmallVec<[&'static str; 4]>,
 }
 
-impl Args {
-    pub(crate) fn get(&self, name: &str) -> Option<&Opt> {
+impl<'t> Args<'t> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Opt<'t>> {
         self.opts.iter().find(|o| o.name == name)
     }
 
@@ -113,25 +121,27 @@ fn is_unit_word(t: &Token) -> bool {
 }
 
 /// Parses `tokens` against `specs`, reporting problems as `ctx: ...` on `line`.
-pub(crate) fn parse(
-    tokens: &[Token],
+pub(crate) fn parse<'t>(
+    tokens: &'t [Token<'t>],
     specs: &[OptSpec],
     ctx: &str,
     line: usize,
     diag: &mut Diag,
-) -> Args {
-    let mut args = Args::default();
+) -> Args<'t> {
     let mut i = 0;
     while i < tokens.len() && !tokens[i].is_option() && !tokens[i].is_dash_lookalike() {
-        args.positional.push(tokens[i].clone());
         i += 1;
     }
+    let mut args = Args {
+        positional: &tokens[..i],
+        ..Args::default()
+    };
     while i < tokens.len() {
         let t = &tokens[i];
         i += 1;
         args.any = true;
-        let name: String = if t.is_option() {
-            t.text[1..].to_string()
+        let name: Cow<'_, str> = if t.is_option() {
+            Cow::Borrowed(&t.text[1..])
         } else if t.is_dash_lookalike() {
             let rest: String = t.text.chars().skip(1).collect();
             diag.error(
@@ -141,7 +151,7 @@ pub(crate) fn parse(
                     t.text
                 ),
             );
-            rest
+            Cow::Owned(rest)
         } else {
             diag.error(
                 line,
@@ -181,8 +191,7 @@ pub(crate) fn parse(
         let mut missing_value = false;
         let mut o = Opt {
             name: spec.name,
-            values: Vec::new(),
-            starts: Vec::new(),
+            values: &[],
             unit: None,
         };
         let takes_value = |i: usize| i < tokens.len() && !tokens[i].is_option();
@@ -190,12 +199,11 @@ pub(crate) fn parse(
             Arity::Flag => {}
             Arity::One | Arity::Duration => {
                 if takes_value(i) {
-                    o.values.push(tokens[i].text.clone());
-                    o.starts.push(tokens[i].start);
+                    o.values = &tokens[i..i + 1];
                     i += 1;
                     if spec.arity == Arity::Duration && i < tokens.len() && is_unit_word(&tokens[i])
                     {
-                        o.unit = Some(tokens[i].text.clone());
+                        o.unit = Some(&tokens[i].text);
                         i += 1;
                     }
                 } else {
@@ -204,11 +212,11 @@ pub(crate) fn parse(
                 }
             }
             Arity::Many => {
+                let first = i;
                 while takes_value(i) && !tokens[i].is_dash_lookalike() {
-                    o.values.push(tokens[i].text.clone());
-                    o.starts.push(tokens[i].start);
                     i += 1;
                 }
+                o.values = &tokens[first..i];
                 if o.values.is_empty() {
                     missing_value = true;
                     diag.error(

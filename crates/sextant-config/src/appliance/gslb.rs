@@ -67,23 +67,23 @@ fn trigger_monitor(text: &str) -> Result<TriggerMonitor, String> {
 pub(super) fn add_site(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let ctx = context("add gslb site", tokens);
     let args = r.args(line, &ctx, tokens, SITE_ADD_OPTS);
-    let pos: Vec<String> = args.positional.iter().map(|t| t.text.clone()).collect();
+    let pos: Vec<&str> = args.positional.iter().map(|t| &*t.text).collect();
     let mut positional_type = None;
     let (name, ip_text) = match pos.as_slice() {
-        [name, ip] => (name.clone(), ip.clone()),
+        [name, ip] => (*name, *ip),
         [name, ty, ip] if site_type(ty).is_ok() => {
             positional_type = site_type(ty).ok();
-            (name.clone(), ip.clone())
+            (*name, *ip)
         }
         _ => {
             // Let the generic check produce the message.
             if r.positional(line, &ctx, &args, &["NAME", "IP"]).is_none() {
                 return;
             }
-            (pos[0].clone(), pos[1].clone())
+            (pos[0], pos[1])
         }
     };
-    let ip = match scalar::ip(&ip_text) {
+    let ip = match scalar::ip(ip_text) {
         Ok(ip) => ip,
         Err(e) => {
             r.error(line, &ctx, format!("site IP: {e}"));
@@ -105,7 +105,7 @@ pub(super) fn add_site(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         context: ctx.clone(),
     });
     r.draft.sites.push(DraftSite {
-        name,
+        name: name.to_string(),
         line,
         ip,
         public_ip: None,
@@ -215,14 +215,13 @@ fn apply_site_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args:
                 r.draft.sites[idx].backup_parents = o
                     .values
                     .iter()
-                    .zip(&o.starts)
-                    .map(|(name, &start)| BackupParent {
+                    .map(|t| BackupParent {
                         site: Ref {
-                            name: name.clone(),
+                            name: t.text.to_string(),
                             line,
-                            context: ctx.to_string(),
+                            context: ctx.into(),
                         },
-                        column: Some(crate::lexer::column(raw, start)),
+                        column: Some(crate::lexer::column(raw, t.start)),
                     })
                     .collect();
             }
@@ -323,7 +322,7 @@ pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         public_ip: None,
         public_port: None,
         max_clients: 0,
-        load: DraftLoad::default(),
+        load: None,
     });
     let idx = r.draft.services.len() - 1;
     apply_service_opts(r, line, &ctx, idx, &args);
@@ -375,7 +374,7 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
                 .ok_or_else(|| format!("expected PROMETHEUS, PUSH or MONITORS, found \"{v}\""))
         })
     {
-        let load = &mut r.draft.services[idx].load;
+        let load = r.draft.services[idx].load_mut();
         if kind != LoadSourceKind::Prometheus {
             load.clear_prometheus();
         }
@@ -412,16 +411,16 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
                 r.error(line, ctx, "-cipHeader: the header name is empty");
             }
             "loadURL" => {
-                r.draft.services[idx].load.url = Some((o.value().to_string(), line));
+                r.draft.services[idx].load_mut().url = Some((o.value().to_string(), line));
             }
             "loadInterval" => {
                 if let Some(d) = r.duration(line, ctx, o, Unit::Seconds) {
-                    r.draft.services[idx].load.interval = Some((d, line));
+                    r.draft.services[idx].load_mut().interval = Some((d, line));
                 }
             }
             name => {
                 if let Some((_, kind)) = METRIC_OPTS.iter().find(|(n, _)| *n == name) {
-                    r.draft.services[idx].load.metrics[DraftLoad::slot(*kind)] =
+                    r.draft.services[idx].load_mut().metrics[DraftLoad::slot(*kind)] =
                         Some((o.value().to_string(), line));
                 }
             }
@@ -574,7 +573,7 @@ fn apply_vserver_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
                 r.draft.vservers[idx].backup_vserver = Some(Ref {
                     name: o.value().to_string(),
                     line,
-                    context: ctx.to_string(),
+                    context: ctx.into(),
                 });
             }
             "netmask" => {

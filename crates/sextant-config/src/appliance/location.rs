@@ -44,7 +44,7 @@ pub(super) fn add_location(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
             coordinates,
         },
         line,
-        context: ctx,
+        context: ctx.to_string(),
     });
 }
 
@@ -77,6 +77,6 @@ fn add_file(r: &mut Reader<'_>, line: usize, tokens: &[Token], command: &str) {
         path,
         format,
         line,
-        context: ctx,
+        context: ctx.to_string(),
     });
 }

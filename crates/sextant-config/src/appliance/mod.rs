@@ -181,7 +181,7 @@ impl Reader<'_> {
                     .iter()
                     .take_while(|t| !t.is_option())
                     .take(3)
-                    .map(|t| t.text.as_str())
+                    .map(|t| &*t.text)
                     .collect();
                 self.diag.error(
                     line,
@@ -196,27 +196,27 @@ impl Reader<'_> {
     }
 
     /// Parses the options of a command (see [`args::parse`]).
-    pub(crate) fn args(
+    pub(crate) fn args<'t>(
         &mut self,
         line: usize,
         ctx: &str,
-        tokens: &[Token],
+        tokens: &'t [Token<'t>],
         specs: &[OptSpec],
-    ) -> args::Args {
+    ) -> args::Args<'t> {
         args::parse(tokens, specs, ctx, line, self.diag)
     }
 
     /// Checks the positional arguments against `usage` (their names, e.g.
     /// `["NAME", "IP"]`) and returns them when the count is right.
-    pub(crate) fn positional<'a>(
+    pub(crate) fn positional<'a, const N: usize>(
         &mut self,
         line: usize,
         ctx: &str,
-        args: &'a args::Args,
-        usage: &[&str],
-    ) -> Option<Vec<&'a str>> {
-        let given: Vec<&str> = args.positional.iter().map(|t| t.text.as_str()).collect();
-        if given.len() < usage.len() {
+        args: &'a args::Args<'_>,
+        usage: &[&str; N],
+    ) -> Option<[&'a str; N]> {
+        let given = args.positional;
+        if given.len() < N {
             self.diag.error(
                 line,
                 format!(
@@ -227,17 +227,17 @@ impl Reader<'_> {
             );
             return None;
         }
-        if given.len() > usage.len() {
+        if given.len() > N {
             self.diag.error(
                 line,
                 format!(
                     "{ctx}: unexpected argument \"{}\"; expected {} and then options",
-                    given[usage.len()],
+                    given[N].text,
                     usage.join(" ")
                 ),
             );
         }
-        Some(given[..usage.len()].to_vec())
+        Some(std::array::from_fn(|i| &*given[i].text))
     }
 
     /// Converts an option's value with `f`, reporting `ctx: -opt: error`.
@@ -245,7 +245,7 @@ impl Reader<'_> {
         &mut self,
         line: usize,
         ctx: &str,
-        o: &args::Opt,
+        o: &args::Opt<'_>,
         f: impl FnOnce(&str) -> Result<T, String>,
     ) -> Option<T> {
         match f(o.value()) {
@@ -262,7 +262,7 @@ impl Reader<'_> {
         &mut self,
         line: usize,
         ctx: &str,
-        o: &args::Opt,
+        o: &args::Opt<'_>,
         default: crate::duration::Unit,
     ) -> Option<std::time::Duration> {
         match o.duration(default) {
@@ -287,10 +287,23 @@ impl Reader<'_> {
     }
 }
 
-/// `verb object NAME` for messages, or just `verb object` without a name.
-pub(crate) fn context(command: &str, tokens: &[Token]) -> String {
-    match tokens.first() {
-        Some(t) if !t.is_option() => format!("{command} {}", t.text),
-        _ => command.to_string(),
+/// `verb object NAME` for messages, or just `verb object` without a name;
+/// the references a line makes share it.
+pub(crate) fn context(command: &str, tokens: &[Token]) -> std::sync::Arc<str> {
+    let Some(name) = tokens.first().filter(|t| !t.is_option()) else {
+        return command.into();
+    };
+    // Joined on the stack, so that the one allocation is the shared one
+    // (this runs for every line of a file).
+    let mut buf = [0u8; 192];
+    let (c, n) = (command.len(), name.text.len());
+    match buf.get_mut(..c + 1 + n) {
+        Some(joined) => {
+            joined[..c].copy_from_slice(command.as_bytes());
+            joined[c] = b' ';
+            joined[c + 1..].copy_from_slice(name.text.as_bytes());
+            std::str::from_utf8(joined).unwrap_or(command).into()
+        }
+        None => format!("{command} {}", name.text).into(),
     }
 }

@@ -425,7 +425,7 @@ fn http_or_udp_opt(
         }
         (MonitorKind::Http(c) | MonitorKind::Https(c), "respCode") => {
             let mut codes = Vec::new();
-            for v in &o.values {
+            for v in o.texts() {
                 match scalar::status_range(v) {
                     Ok(range) => codes.push(range),
                     Err(e) => r.error(line, ctx, format!("-respCode: {e}")),
@@ -463,7 +463,7 @@ fn dns_opt(r: &mut Reader<'_>, line: usize, ctx: &str, m: &mut Monitor, o: &supe
         }
         "IPAddress" => {
             c.expect_addresses.clear();
-            for v in &o.values {
+            for v in o.texts() {
                 match scalar::ip(v) {
                     Ok(ip) => c.expect_addresses.push(ip),
                     Err(e) => r.error(line, ctx, format!("-IPAddress: {e}")),
@@ -472,7 +472,7 @@ fn dns_opt(r: &mut Reader<'_>, line: usize, ctx: &str, m: &mut Monitor, o: &supe
         }
         "rcode" => {
             c.expect_rcodes.clear();
-            for v in &o.values {
+            for v in o.texts() {
                 match scalar::rcode(v) {
                     Ok(n) => c.expect_rcodes.push(n),
                     Err(e) => r.error(line, ctx, format!("-rcode: {e}")),

@@ -60,7 +60,7 @@ pub(super) fn add_action(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
             let mut list = Vec::new();
             match args.get("preferredLocList") {
                 Some(o) => {
-                    for (i, text) in o.values.iter().enumerate() {
+                    for (i, text) in o.texts().enumerate() {
                         match preferred_location(i + 1, text) {
                             Ok(l) => list.push(l),
                             Err(e) => r.error(line, &ctx, format!("-preferredLocList: {e}")),
@@ -117,7 +117,7 @@ pub(super) fn add_policy(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         );
         return;
     }
-    let name = pos[0].text.clone();
+    let name = pos[0].text.to_string();
     let action = &pos[pos.len() - 1];
     let rule_tokens = &pos[1..pos.len() - 1];
     let raw = r.raw;
@@ -141,7 +141,7 @@ pub(super) fn add_policy(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         rule,
         rule_text: text,
         action: Some(Ref {
-            name: action.text.clone(),
+            name: action.text.to_string(),
             line,
             context: ctx,
         }),

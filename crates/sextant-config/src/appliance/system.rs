@@ -138,7 +138,7 @@ pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
             "ldnsProbeOrder" => {
                 let mut order = Vec::new();
                 let mut ok = true;
-                for v in &o.values {
+                for v in o.texts() {
                     match probe(v) {
                         Ok(pr) if order.contains(&pr) => {
                             r.error(line, &ctx, format!("-ldnsProbeOrder: {v} is listed twice"));
@@ -246,7 +246,7 @@ pub(super) fn enable_feature(r: &mut Reader<'_>, line: usize, tokens: &[Token]) 
     if args.positional.is_empty() {
         r.error(line, ctx, "missing feature names, e.g. GSLB LB");
     }
-    for t in &args.positional {
+    for t in args.positional {
         if !FEATURES.iter().any(|f| f.eq_ignore_ascii_case(&t.text)) {
             r.error(
                 line,
@@ -265,7 +265,7 @@ pub(super) fn enable_feature(r: &mut Reader<'_>, line: usize, tokens: &[Token]) 
 pub(super) fn enable_mode(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let ctx = "enable ns mode";
     let args = r.args(line, ctx, tokens, &[]);
-    let words: Vec<&str> = args.positional.iter().map(|t| t.text.as_str()).collect();
+    let words: Vec<&str> = args.positional.iter().map(|t| &*t.text).collect();
     r.error(
         line,
         ctx,

@@ -296,7 +296,7 @@ impl Native<'_> {
         Ref {
             name: v.get_ref().clone(),
             line: self.at(v),
-            context: ctx.to_string(),
+            context: ctx.into(),
         }
     }
 
@@ -746,7 +746,7 @@ impl Native<'_> {
                     public_ip: None,
                     public_port: None,
                     max_clients: 0,
-                    load: DraftLoad::default(),
+                    load: None,
                 });
             }
             return;
@@ -773,10 +773,7 @@ impl Native<'_> {
             .as_ref()
             .and_then(|v| self.int(&ctx, "max_clients", v, 0, 4_294_967_294))
             .unwrap_or(0) as u32;
-        let load = match &s.load {
-            Some(l) => self.load(&ctx, l),
-            None => DraftLoad::default(),
-        };
+        let load = s.load.as_ref().map(|l| Box::new(self.load(&ctx, l)));
         if let Some(v) = &s.public_port {
             self.no_effect(self.at(v), Scope::Service, "publicPort");
         }
