@@ -151,7 +151,16 @@ impl Validator<'_> {
 
     fn params(&mut self, draft: &Draft) {
         let p = &draft.params;
-        if p.ldns_probe_timeout >= p.ldns_probe_interval {
+        let too_long: Vec<_> = sextant_core::LdnsProbe::ALL
+            .into_iter()
+            .filter(|k| p.ldns_monitor(*k).timeout >= p.ldns_monitor(*k).interval)
+            .collect();
+        let all_alike = too_long.len() == 3
+            && [&p.ldns_dns, &p.ldns_tcp]
+                .iter()
+                .all(|m| (m.interval, m.timeout) == (p.ldns_ping.interval, p.ldns_ping.timeout));
+        if all_alike {
+            // As the GSLB parameters set them, for all three monitors at once.
             let (t, i) = (
                 self.key("-ldnsProbeTimeout", "ldns_probe_timeout"),
                 self.key("-ldnsProbeInterval", "ldns_probe_interval"),
@@ -160,10 +169,28 @@ impl Validator<'_> {
                 draft.params_line,
                 format!(
                     "GSLB parameters: {t} ({}) must be shorter than {i} ({})",
-                    duration::format(p.ldns_probe_timeout),
-                    duration::format(p.ldns_probe_interval)
+                    duration::format(p.ldns_ping.timeout),
+                    duration::format(p.ldns_ping.interval)
                 ),
             );
+        }
+        for kind in too_long.into_iter().filter(|_| !all_alike) {
+            let m = p.ldns_monitor(kind);
+            {
+                let (t, i) = (
+                    self.key("-resptimeout", "response_timeout"),
+                    self.key("-interval", "interval"),
+                );
+                self.diag.error(
+                    draft.params_line,
+                    format!(
+                        "LDNS monitor {}: {t} ({}) must be shorter than {i} ({})",
+                        kind.monitor_name(),
+                        duration::format(m.timeout),
+                        duration::format(m.interval)
+                    ),
+                );
+            }
         }
         if p.mep_port == p.mep_secure_port {
             let (a, b) = (

@@ -242,10 +242,35 @@ fn set_lb_monitor() {
         "set lb monitor M TCP -interval 10 -resptimeout 4\n",
         // The seed's example for the built-in LDNS probe monitors.
         "set lb monitor ldns-tcp LDNS-TCP -interval 10 sec -resptimeout 5 sec\n",
+        // The issue's: an unprivileged port for a test LDNS.
+        "set lb monitor ldns-dns LDNS-DNS -destPort 5399\n",
     ));
     assert_eq!(m.monitors[0].interval, Duration::from_secs(10));
-    assert_eq!(m.params.ldns_probe_interval, Duration::from_secs(10));
-    assert_eq!(m.params.ldns_probe_timeout, Duration::from_secs(5));
+    let tcp = m.params.ldns_monitor(LdnsProbe::DnsTcp);
+    assert_eq!(
+        (tcp.interval, tcp.timeout),
+        (Duration::from_secs(10), Duration::from_secs(5))
+    );
+    // Each built-in monitor has its own settings.
+    let dns = m.params.ldns_monitor(LdnsProbe::DnsUdp);
+    assert_eq!(
+        (dns.interval, dns.dest_port),
+        (Duration::from_secs(5), Some(5399))
+    );
+    assert_eq!(
+        m.params.ldns_monitor(LdnsProbe::Ping).timeout,
+        Duration::from_secs(2)
+    );
+    one_error(
+        "set lb monitor ldns-ping LDNS-PING -destPort 53\n",
+        1,
+        &["PING probe has no port"],
+    );
+    one_error(
+        "set lb monitor ldns-dns LDNS-DNS -interval 2 -resptimeout 2\n",
+        1,
+        &["ldns-dns", "must be shorter"],
+    );
     one_error(
         "set lb monitor nope -interval 1\n",
         1,
@@ -719,8 +744,13 @@ fn gslb_parameters() {
     assert_eq!(p.rtt_tolerance, Duration::from_millis(10));
     assert_eq!((p.ldns_v4_mask, p.ldns_v6_mask), (24, 48));
     assert!(p.drop_ldns_requests && p.automatic_config_sync);
-    assert_eq!(p.ldns_probe_interval, Duration::from_secs(3));
-    assert_eq!(p.ldns_probe_timeout, Duration::from_millis(500));
+    for kind in LdnsProbe::ALL {
+        let mon = p.ldns_monitor(kind);
+        assert_eq!(
+            (mon.interval, mon.timeout),
+            (Duration::from_secs(3), Duration::from_millis(500))
+        );
+    }
     assert_eq!((p.mep_port, p.mep_secure_port), (13011, 13009));
 
     one_error(

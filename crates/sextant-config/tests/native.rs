@@ -371,6 +371,7 @@ mep_port = 13011
 mep_secure_port = 13009
 ldns_probe_interval = "1.5s"
 ldns_probe_timeout = "1s"
+ldns_dns = { interval = "10s", response_timeout = "5s", dest_port = 5399 }
 
 [[monitor]]
 name = "d"
@@ -419,7 +420,15 @@ ns = ["ns1.example.org"]
     assert_eq!(p.ldns_probe_order, vec![LdnsProbe::DnsTcp, LdnsProbe::Ping]);
     assert!(p.drop_ldns_requests && p.automatic_config_sync);
     assert_eq!((p.mep_port, p.mep_secure_port), (13011, 13009));
-    assert_eq!(p.ldns_probe_interval, Duration::from_millis(1500));
+    assert_eq!(
+        p.ldns_monitor(LdnsProbe::Ping).interval,
+        Duration::from_millis(1500)
+    );
+    let dns = p.ldns_monitor(LdnsProbe::DnsUdp);
+    assert_eq!(
+        (dns.interval, dns.timeout, dns.dest_port),
+        (Duration::from_secs(10), Duration::from_secs(5), Some(5399))
+    );
     match &m.monitors[0].kind {
         MonitorKind::Dns(c) => {
             assert_eq!(c.query, "health.example.com");

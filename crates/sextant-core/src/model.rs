@@ -587,10 +587,62 @@ pub struct GslbParams {
     /// Metric exchange port; default 3011 (3009 for the secure variant).
     pub mep_port: u16,
     pub mep_secure_port: u16,
-    /// How often RTT probes are sent to each LDNS; default 5 s.
-    pub ldns_probe_interval: Duration,
-    /// RTT probe timeout; default 2 s.
-    pub ldns_probe_timeout: Duration,
+    /// The built-in LDNS monitors (`ldns-ping`, `ldns-dns`, `ldns-tcp`),
+    /// tuned with `set lb monitor ldns-dns LDNS-DNS -interval ...`;
+    /// `-ldnsProbeInterval` / `-ldnsProbeTimeout` set all three.
+    pub ldns_ping: LdnsMonitor,
+    pub ldns_dns: LdnsMonitor,
+    pub ldns_tcp: LdnsMonitor,
+    /// At most this many LDNS entries; the least recently queried one makes
+    /// room for a new one. Default 100,000.
+    pub ldns_max_entries: usize,
+    /// At most this many new LDNS entries per second (more are counted and
+    /// dropped), so spoofed sources cannot turn the site into a prober of
+    /// arbitrary addresses. Default 100.
+    pub ldns_new_per_second: u32,
+    /// At most this many LDNS probes per second in all (more wait). Default 2,000.
+    pub ldns_probes_per_second: u32,
+}
+
+/// One built-in LDNS probe monitor's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LdnsMonitor {
+    /// How often each LDNS is probed; default 5 s.
+    pub interval: Duration,
+    /// How long a probe waits for its answer; default 2 s.
+    pub timeout: Duration,
+    /// Port of the DNS probes (`-destPort`); default 53. Unused by PING.
+    pub dest_port: Option<u16>,
+}
+
+impl Default for LdnsMonitor {
+    fn default() -> Self {
+        LdnsMonitor {
+            interval: Duration::from_secs(5),
+            timeout: Duration::from_secs(2),
+            dest_port: None,
+        }
+    }
+}
+
+impl GslbParams {
+    /// The settings of the monitor of `kind`.
+    pub fn ldns_monitor(&self, kind: LdnsProbe) -> &LdnsMonitor {
+        match kind {
+            LdnsProbe::Ping => &self.ldns_ping,
+            LdnsProbe::DnsUdp => &self.ldns_dns,
+            LdnsProbe::DnsTcp => &self.ldns_tcp,
+        }
+    }
+
+    /// The settings of the monitor of `kind`, to change them.
+    pub fn ldns_monitor_mut(&mut self, kind: LdnsProbe) -> &mut LdnsMonitor {
+        match kind {
+            LdnsProbe::Ping => &mut self.ldns_ping,
+            LdnsProbe::DnsUdp => &mut self.ldns_dns,
+            LdnsProbe::DnsTcp => &mut self.ldns_tcp,
+        }
+    }
 }
 
 impl Default for GslbParams {
@@ -606,16 +658,33 @@ impl Default for GslbParams {
             automatic_config_sync: false,
             mep_port: 3011,
             mep_secure_port: 3009,
-            ldns_probe_interval: Duration::from_secs(5),
-            ldns_probe_timeout: Duration::from_secs(2),
+            ldns_ping: LdnsMonitor::default(),
+            ldns_dns: LdnsMonitor::default(),
+            ldns_tcp: LdnsMonitor::default(),
+            ldns_max_entries: 100_000,
+            ldns_new_per_second: 100,
+            ldns_probes_per_second: 2_000,
         }
     }
 }
 
 /// One kind of LDNS round-trip probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LdnsProbe {
     Ping,
     DnsUdp,
     DnsTcp,
+}
+
+impl LdnsProbe {
+    pub const ALL: [LdnsProbe; 3] = [LdnsProbe::Ping, LdnsProbe::DnsUdp, LdnsProbe::DnsTcp];
+
+    /// The built-in monitor's name (`ldns-ping`, ...), as the API shows it.
+    pub fn monitor_name(self) -> &'static str {
+        match self {
+            LdnsProbe::Ping => "ldns-ping",
+            LdnsProbe::DnsUdp => "ldns-dns",
+            LdnsProbe::DnsTcp => "ldns-tcp",
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! `add/set lb monitor`, `bind gslb service -monitorName` and
 //! `bind lb monitor`.
 
-use sextant_core::{DnsCheck, DnsQueryType, HttpCheck, Monitor, MonitorKind, UdpCheck};
+use sextant_core::{DnsCheck, DnsQueryType, HttpCheck, LdnsProbe, Monitor, MonitorKind, UdpCheck};
 
 use super::args::Args;
 use super::{Arity, OptSpec, Reader, context, opt};
@@ -155,19 +155,21 @@ const UDP: &[OptSpec] = &[
     opt("send", Arity::One),
     opt("recv", Arity::One),
 ];
-/// The built-in LDNS probe monitors take only their timing.
+/// The built-in LDNS probe monitors take their timing and, for the DNS
+/// probes, the port.
 const LDNS: &[OptSpec] = &[
     opt("interval", Arity::Duration),
     opt("resptimeout", Arity::Duration),
+    opt("destPort", Arity::One),
 ];
 
 /// The appliance's built-in RTT probe monitors, which `set lb monitor` may
-/// tune (seed 003); in Sextant they share one interval and one timeout,
-/// `GslbParams::ldns_probe_interval` / `ldns_probe_timeout`.
-const LDNS_MONITORS: &[(&str, &str)] = &[
-    ("ldns-ping", "LDNS-PING"),
-    ("ldns-dns", "LDNS-DNS"),
-    ("ldns-tcp", "LDNS-TCP"),
+/// tune like any other (seed 003): `GslbParams::ldns_ping`, `ldns_dns`,
+/// `ldns_tcp`.
+const LDNS_MONITORS: &[(&str, &str, LdnsProbe)] = &[
+    ("ldns-ping", "LDNS-PING", LdnsProbe::Ping),
+    ("ldns-dns", "LDNS-DNS", LdnsProbe::DnsUdp),
+    ("ldns-tcp", "LDNS-TCP", LdnsProbe::DnsTcp),
 ];
 
 /// `add lb monitor NAME TYPE [options]`.
@@ -233,11 +235,11 @@ pub(super) fn set_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         );
         return;
     };
-    if let Some((_, ldns_type)) = LDNS_MONITORS
+    if let Some((_, ldns_type, kind)) = LDNS_MONITORS
         .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(&name))
+        .find(|(n, _, _)| n.eq_ignore_ascii_case(&name))
     {
-        set_ldns_monitor(r, line, &ctx, ldns_type, tokens);
+        set_ldns_monitor(r, line, &ctx, (ldns_type, *kind), tokens);
         return;
     }
     let Some(idx) = r
@@ -289,7 +291,13 @@ pub(super) fn set_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     }
 }
 
-fn set_ldns_monitor(r: &mut Reader<'_>, line: usize, ctx: &str, ty: &str, tokens: &[Token]) {
+fn set_ldns_monitor(
+    r: &mut Reader<'_>,
+    line: usize,
+    ctx: &str,
+    (ty, kind): (&str, LdnsProbe),
+    tokens: &[Token],
+) {
     let args = r.args(line, ctx, tokens, LDNS);
     if args.positional.len() > 2 {
         r.error(
@@ -310,14 +318,21 @@ fn set_ldns_monitor(r: &mut Reader<'_>, line: usize, ctx: &str, ty: &str, tokens
     if let Some(o) = args.get("interval")
         && let Some(d) = r.duration(line, ctx, o, Unit::Seconds)
     {
-        r.draft.params.ldns_probe_interval = d;
+        r.draft.params.ldns_monitor_mut(kind).interval = d;
         r.draft.params_line = line;
     }
     if let Some(o) = args.get("resptimeout")
         && let Some(d) = r.duration(line, ctx, o, Unit::Seconds)
     {
-        r.draft.params.ldns_probe_timeout = d;
+        r.draft.params.ldns_monitor_mut(kind).timeout = d;
         r.draft.params_line = line;
+    }
+    if let Some(o) = args.get("destPort") {
+        if kind == LdnsProbe::Ping {
+            r.error(line, ctx, "-destPort: a PING probe has no port");
+        } else if let Some(p) = r.value(line, ctx, o, scalar::port) {
+            r.draft.params.ldns_monitor_mut(kind).dest_port = Some(p);
+        }
     }
     if args.any {
         r.no_effect(line, Scope::Monitor, "ldnsMonitor");
@@ -325,7 +340,7 @@ fn set_ldns_monitor(r: &mut Reader<'_>, line: usize, ctx: &str, ty: &str, tokens
         r.error(
             line,
             ctx,
-            "nothing to set; give -interval and/or -resptimeout",
+            "nothing to set; give -interval, -resptimeout and/or -destPort",
         );
     }
 }

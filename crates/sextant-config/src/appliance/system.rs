@@ -117,12 +117,16 @@ pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
             }
             "ldnsProbeInterval" => {
                 if let Some(d) = bounded(r, line, &ctx, o, Unit::Seconds, ms(1), s(3600)) {
-                    r.draft.params.ldns_probe_interval = d;
+                    for kind in LdnsProbe::ALL {
+                        r.draft.params.ldns_monitor_mut(kind).interval = d;
+                    }
                 }
             }
             "ldnsProbeTimeout" => {
                 if let Some(d) = bounded(r, line, &ctx, o, Unit::Seconds, ms(1), s(3600)) {
-                    r.draft.params.ldns_probe_timeout = d;
+                    for kind in LdnsProbe::ALL {
+                        r.draft.params.ldns_monitor_mut(kind).timeout = d;
+                    }
                 }
             }
             "ldnsMask" => {

@@ -349,12 +349,44 @@ impl Native<'_> {
         if let Some(v) = &g.ldns_probe_interval
             && let Some(d) = self.duration(ctx, "ldns_probe_interval", v, ms(1), s(3600))
         {
-            p.ldns_probe_interval = d;
+            for kind in LdnsProbe::ALL {
+                p.ldns_monitor_mut(kind).interval = d;
+            }
         }
         if let Some(v) = &g.ldns_probe_timeout
             && let Some(d) = self.duration(ctx, "ldns_probe_timeout", v, ms(1), s(3600))
         {
-            p.ldns_probe_timeout = d;
+            for kind in LdnsProbe::ALL {
+                p.ldns_monitor_mut(kind).timeout = d;
+            }
+        }
+        for (kind, table) in [
+            (LdnsProbe::Ping, &g.ldns_ping),
+            (LdnsProbe::DnsUdp, &g.ldns_dns),
+            (LdnsProbe::DnsTcp, &g.ldns_tcp),
+        ] {
+            let Some(t) = table else { continue };
+            let ctx = format!("[gslb.{}]", kind.monitor_name().replace('-', "_"));
+            let t = t.get_ref();
+            if let Some(v) = &t.interval
+                && let Some(d) = self.duration(&ctx, "interval", v, ms(1), s(3600))
+            {
+                p.ldns_monitor_mut(kind).interval = d;
+            }
+            if let Some(v) = &t.response_timeout
+                && let Some(d) = self.duration(&ctx, "response_timeout", v, ms(1), s(3600))
+            {
+                p.ldns_monitor_mut(kind).timeout = d;
+            }
+            if let Some(v) = &t.dest_port {
+                if kind == LdnsProbe::Ping {
+                    let at = self.at(v);
+                    self.diag
+                        .error(at, format!("{ctx}: dest_port: a PING probe has no port"));
+                } else if let Some(port) = self.port(&ctx, "dest_port", v) {
+                    p.ldns_monitor_mut(kind).dest_port = Some(port);
+                }
+            }
         }
         if let Some(v) = &g.ldns_v4_mask
             && let Some(m) = self.int(ctx, "ldns_v4_mask", v, 1, 32)

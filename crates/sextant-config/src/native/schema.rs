@@ -31,6 +31,18 @@ pub(super) struct GslbT {
     pub(super) mep_secure_port: Option<Spanned<i64>>,
     pub(super) ldns_probe_interval: Option<Spanned<String>>,
     pub(super) ldns_probe_timeout: Option<Spanned<String>>,
+    /// The built-in LDNS monitors (`[gslb.ldns_dns]` ...).
+    pub(super) ldns_ping: Option<Spanned<LdnsMonitorT>>,
+    pub(super) ldns_dns: Option<Spanned<LdnsMonitorT>>,
+    pub(super) ldns_tcp: Option<Spanned<LdnsMonitorT>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LdnsMonitorT {
+    pub(super) interval: Option<Spanned<String>>,
+    pub(super) response_timeout: Option<Spanned<String>>,
+    pub(super) dest_port: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
