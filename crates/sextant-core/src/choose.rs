@@ -8,7 +8,7 @@
 
 use std::net::IpAddr;
 
-use crate::decide::{AnswerBuf, Cursor, Decision, Outcome, Reason, Sessions, Stick};
+use crate::decide::{AnswerBuf, Cursor, Decision, LdnsUse, Outcome, Reason, Sessions, Stick};
 use crate::load::LoadKind;
 use crate::location::Location;
 use crate::location_db::PlaceId;
@@ -28,17 +28,44 @@ pub(crate) struct Client {
     pub from_ecs: bool,
     /// The ECS source prefix when the address came from ECS, else 0.
     pub scope: u8,
+    /// The LDNS: the query's source address, never the ECS address (the
+    /// RTT method measures the path to the resolver).
+    pub ldns: IpAddr,
     place: Option<Option<PlaceId>>,
+    /// The LDNS group and its row in the RTT table, once looked up.
+    rtt_row: Option<(IpAddr, Option<u32>)>,
 }
 
 impl Client {
-    pub fn new(addr: IpAddr, from_ecs: bool, scope: u8) -> Self {
+    pub fn new(addr: IpAddr, from_ecs: bool, scope: u8, ldns: IpAddr) -> Self {
         Client {
             addr,
             from_ecs,
             scope,
+            ldns,
             place: None,
+            rtt_row: None,
         }
+    }
+
+    /// The LDNS's row in the RTT table.
+    fn rtt_row(&mut self, snap: &Snapshot) -> Option<u32> {
+        let ldns = self.ldns;
+        self.rtt_row
+            .get_or_insert_with(|| {
+                let group = snap.ldns_group(ldns);
+                (group, snap.rtt().row(group))
+            })
+            .1
+    }
+
+    /// What the RTT method needed of the LDNS, for the DNS path (which
+    /// marks a known row queried and hands an unknown group to the prober).
+    pub fn ldns_use(&self) -> Option<LdnsUse> {
+        self.rtt_row.map(|(group, row)| match row {
+            Some(row) => LdnsUse::Known(row),
+            None => LdnsUse::Unknown(group),
+        })
     }
 
     /// The client's place in the location database.
@@ -75,6 +102,12 @@ enum Set {
         num: u64,
         den: u32,
     },
+    /// Services whose site's RTT to the LDNS (row `row` of the table) is at
+    /// most `max_us`: the smallest plus the vserver's tolerance.
+    Rtt {
+        row: u32,
+        max_us: u32,
+    },
 }
 
 /// How one service of the set is picked.
@@ -106,6 +139,19 @@ pub(crate) fn choose<S: Sessions, T: Tracer>(
     eligible: &impl Fn(usize) -> bool,
     w: Work<'_, S, T>,
 ) -> Decision {
+    let mut decision = choose_among(snap, vs_id, client, preferred, eligible, w);
+    decision.ldns = client.ldns_use();
+    decision
+}
+
+fn choose_among<S: Sessions, T: Tracer>(
+    snap: &Snapshot,
+    vs_id: VServerId,
+    client: &mut Client,
+    preferred: Option<(DnsActionId, &[Location])>,
+    eligible: &impl Fn(usize) -> bool,
+    w: Work<'_, S, T>,
+) -> Decision {
     let model = snap.model();
     let vs = model.vserver(vs_id);
     w.trace.record(TraceEvent::Client {
@@ -117,6 +163,7 @@ pub(crate) fn choose<S: Sessions, T: Tracer>(
         reason: Reason::Method(vs.method),
         ecs_scope: 0,
         stick: None,
+        ldns: None,
     };
 
     let persist_key = vs
@@ -195,6 +242,7 @@ pub(crate) fn choose<S: Sessions, T: Tracer>(
                     },
                     Set::Shared(n) => OutWhy::FartherThan { shared: n as u8 },
                     Set::Least { kind, .. } => OutWhy::MoreLoaded { kind },
+                    Set::Rtt { .. } => OutWhy::FartherByRtt,
                     Set::All => continue,
                 };
                 w.trace.record(TraceEvent::OutOfSet {
@@ -300,6 +348,10 @@ fn contains(
             snap.metrics(b.service)
                 .get(kind)
                 .is_some_and(|f| per_weight_cmp(f, load_weight(kind, b), num, den).is_eq())
+        }
+        Set::Rtt { row, max_us } => {
+            let site = snap.model().service(vs.bindings[i].service).site;
+            snap.rtt().rtt_us(row, site).is_some_and(|r| r <= max_us)
         }
     }
 }
@@ -433,8 +485,56 @@ fn plan_for<T: Tracer>(
         }
         LbMethod::LeastPackets => least_plan(snap, vs, method, LoadKind::Packets, eligible, trace),
         LbMethod::CustomLoad => least_plan(snap, vs, method, LoadKind::CustomLoad, eligible, trace),
-        LbMethod::Rtt => Err(FallbackWhy::NoRtt),
+        LbMethod::Rtt => rtt_plan(snap, vs, client, eligible, trace),
     }
+}
+
+/// The RTT method (seed 003): the services at the site with the smallest
+/// RTT to the query's LDNS, and with `-tolerance N` those at every site
+/// within N ms of it; round robin among them. Cannot decide while no
+/// candidate's site has an RTT to this LDNS. The answer depends on the
+/// resolver, not on the client subnet, so it is not per client.
+fn rtt_plan<T: Tracer>(
+    snap: &Snapshot,
+    vs: &VServer,
+    client: &mut Client,
+    eligible: &impl Fn(usize) -> bool,
+    trace: &mut T,
+) -> Result<Plan, FallbackWhy> {
+    let Some(row) = client.rtt_row(snap) else {
+        return Err(FallbackWhy::NoRtt);
+    };
+    let table = snap.rtt();
+    let model = snap.model();
+    let mut best: Option<u32> = None;
+    for (i, b) in vs.bindings.iter().enumerate() {
+        if !eligible(i) {
+            continue;
+        }
+        let site = model.service(b.service).site;
+        let rtt_us = table.rtt_us(row, site);
+        trace.record(TraceEvent::Rtt {
+            service: b.service,
+            site,
+            rtt_us,
+        });
+        if let Some(r) = rtt_us {
+            best = Some(best.map_or(r, |b| b.min(r)));
+        }
+    }
+    let best = best.ok_or(FallbackWhy::NoRtt)?;
+    let tolerance_us = u32::try_from(vs.rtt_tolerance.as_micros()).unwrap_or(u32::MAX);
+    let max_us = best.saturating_add(tolerance_us);
+    trace.record(TraceEvent::RttBest {
+        best_us: best,
+        tolerance_us,
+    });
+    Ok(Plan {
+        set: Set::Rtt { row, max_us },
+        pick: Pick::RoundRobin,
+        method: LbMethod::Rtt,
+        per_client: false,
+    })
 }
 
 /// What a binding's figure is divided by: its weight (at least 1) for the

@@ -146,6 +146,17 @@ pub struct Decision {
     /// depended on the client address, 0 otherwise.
     pub ecs_scope: u8,
     pub stick: Option<Stick>,
+    /// Set when the RTT method looked the LDNS up.
+    pub ldns: Option<LdnsUse>,
+}
+
+/// What the RTT method found of the query's LDNS in the RTT table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LdnsUse {
+    /// Its row: the DNS path marks it queried (entries expire unqueried).
+    Known(u32),
+    /// Not in the table: this LDNS group is new, for the prober.
+    Unknown(IpAddr),
 }
 
 /// Where the chosen addresses go; reused across queries so the hot path
@@ -321,8 +332,8 @@ fn client_of(snap: &Snapshot, query: &Query<'_>, domain: Option<DomainId>) -> Cl
         .map(|d| snap.model().vserver(snap.model().domain(d).vserver).ecs)
         .unwrap_or(false);
     match query.ecs {
-        Some(ecs) if ecs_enabled => Client::new(ecs.addr, true, ecs.source_prefix),
-        _ => Client::new(query.source, false, 0),
+        Some(ecs) if ecs_enabled => Client::new(ecs.addr, true, ecs.source_prefix, query.source),
+        _ => Client::new(query.source, false, 0, query.source),
     }
 }
 
@@ -400,6 +411,7 @@ fn plain(outcome: Outcome, reason: Reason) -> Decision {
         reason,
         ecs_scope: 0,
         stick: None,
+        ldns: None,
     }
 }
 

@@ -14,14 +14,15 @@ pub mod location;
 pub mod location_db;
 pub mod model;
 pub mod policy;
+pub mod rtt;
 pub mod select;
 pub mod snapshot;
 pub mod status;
 pub mod trace;
 
 pub use decide::{
-    AnswerBuf, ClientSubnet, Cursor, Decision, NoSessions, Outcome, Query, QueryType, Reason,
-    Sessions, Stick, decide,
+    AnswerBuf, ClientSubnet, Cursor, Decision, LdnsUse, NoSessions, Outcome, Query, QueryType,
+    Reason, Sessions, Stick, decide,
 };
 pub use health::{HealthTally, Transition};
 pub use load::{HttpUrl, LoadKind, MetricSelector, ServiceMetrics};
@@ -32,6 +33,7 @@ pub use policy::{
     DnsAction, DnsActionId, DnsActionKind, DnsPolicy, DnsPolicyId, Expr, Goto, PolicyBinding,
     RequestFacts,
 };
+pub use rtt::{RttCell, RttTable, RttTableBuilder};
 pub use snapshot::{ServiceState, Snapshot};
 pub use status::{MonitorStatus, ServiceStatus, StatusBuilder, StatusTable};
 pub use trace::{FallbackWhy, MatchPass, NoTrace, OutWhy, SkipWhy, TraceEvent, Tracer, VecTrace};

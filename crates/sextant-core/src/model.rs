@@ -406,6 +406,9 @@ pub struct VServer {
     /// Prefix lengths for SOURCEIPHASH (`-netmask`, `-v6netmasklen`).
     pub hash_v4_mask: u8,
     pub hash_v6_mask: u8,
+    /// RTT method: answers are balanced among the sites within this much
+    /// of the smallest RTT (`-tolerance`, ms); 0 = the best site only.
+    pub rtt_tolerance: Duration,
 }
 
 impl VServer {
@@ -423,6 +426,7 @@ impl VServer {
             bindings: Vec::new(),
             hash_v4_mask: 32,
             hash_v6_mask: 128,
+            rtt_tolerance: Duration::ZERO,
         }
     }
 }

@@ -8,12 +8,14 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::load::ServiceMetrics;
 use crate::location_db::{Place, PlaceId};
 use crate::model::{DomainId, Model, ServiceId, VServerId, ZoneId};
+use crate::rtt::RttTable;
 use crate::status::StatusTable;
 
 /// The health the core sees for one service.
@@ -86,6 +88,8 @@ pub struct Snapshot {
     metrics: Arc<[ServiceMetrics]>,
     /// Per service: why it has its state (empty until an edge says).
     status: StatusTable,
+    /// Round-trip times from the sites to the LDNS that query (RTT method).
+    rtt: Arc<RttTable>,
     generation: u64,
 }
 
@@ -155,6 +159,7 @@ impl Snapshot {
             states,
             metrics,
             status: StatusTable::default(),
+            rtt: Arc::default(),
             generation,
         }
     }
@@ -169,6 +174,7 @@ impl Snapshot {
             states,
             metrics: Arc::clone(&self.metrics),
             status: self.status.clone(),
+            rtt: Arc::clone(&self.rtt),
             generation: self.generation,
         }
     }
@@ -184,6 +190,7 @@ impl Snapshot {
             states: Arc::clone(&self.states),
             metrics,
             status: self.status.clone(),
+            rtt: Arc::clone(&self.rtt),
             generation: self.generation,
         }
     }
@@ -203,8 +210,29 @@ impl Snapshot {
             states,
             metrics,
             status,
+            rtt: Arc::clone(&self.rtt),
             generation: self.generation,
         }
+    }
+
+    /// The same configuration and health with another RTT table.
+    pub fn with_rtt(&self, rtt: Arc<RttTable>) -> Self {
+        Snapshot {
+            rtt,
+            ..self.clone()
+        }
+    }
+
+    /// The RTTs from the sites to the LDNS that queried (RTT method).
+    pub fn rtt(&self) -> &Arc<RttTable> {
+        &self.rtt
+    }
+
+    /// The LDNS group of a query's source address (`-ldnsMask`,
+    /// `-v6ldnsMaskLen`): the key of the RTT table.
+    pub fn ldns_group(&self, source: IpAddr) -> IpAddr {
+        let p = &self.compiled.model.params;
+        crate::select::mask_ip(source, p.ldns_v4_mask, p.ldns_v6_mask)
     }
 
     /// The same tables and health under another generation number.

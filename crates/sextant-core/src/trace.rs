@@ -84,6 +84,8 @@ pub enum OutWhy {
     /// Its load figure (per unit of weight, for the LEAST* methods) is
     /// higher than the lowest.
     MoreLoaded { kind: LoadKind },
+    /// Its site's RTT to the LDNS is beyond the best plus the tolerance.
+    FartherByRtt,
 }
 
 /// Why a candidate service was not taken.
@@ -132,6 +134,16 @@ pub enum TraceEvent {
     /// A metric-driven method found its lowest figure: `tied` candidates
     /// share it, and round robin picks among them.
     LeastLoad { method: LbMethod, tied: u32 },
+    /// RTT method: a candidate's site and that site's RTT to the LDNS
+    /// (`None`: not measured, or the site's metric exchange is down).
+    Rtt {
+        service: ServiceId,
+        site: crate::model::SiteId,
+        rtt_us: Option<u32>,
+    },
+    /// RTT method: the smallest RTT and the vserver's tolerance; services
+    /// whose site is within both are in the running.
+    RttBest { best_us: u32, tolerance_us: u32 },
     /// The query name is a GSLB domain served by this vserver.
     Domain {
         domain: DomainId,
@@ -311,6 +323,10 @@ impl TraceEvent {
                     "passed over {}: shares fewer than {shared} leading location qualifiers with the client",
                     located(service)
                 ),
+                OutWhy::FartherByRtt => format!(
+                    "passed over {}: its site's RTT to the LDNS is beyond the best plus the tolerance",
+                    svc(service)
+                ),
                 OutWhy::MoreLoaded { kind } => format!(
                     "passed over {}: higher {}{} than the lowest",
                     svc(service),
@@ -345,6 +361,45 @@ impl TraceEvent {
                 ),
                 _ => format!("{} {}", svc(service), kind.phrase(*figure)),
             },
+            TraceEvent::Rtt {
+                service,
+                site,
+                rtt_us,
+            } => {
+                let site = model
+                    .sites
+                    .get(*site as usize)
+                    .map_or("?", |s| s.name.as_str());
+                match rtt_us {
+                    Some(us) => format!(
+                        "{} at site {site}: RTT to the LDNS {}",
+                        svc(service),
+                        fmt_us(*us)
+                    ),
+                    None => format!(
+                        "{} at site {site}: no RTT to the LDNS (not measured yet, or the site's metric exchange is down)",
+                        svc(service)
+                    ),
+                }
+            }
+            TraceEvent::RttBest {
+                best_us,
+                tolerance_us,
+            } => {
+                if *tolerance_us == 0 {
+                    format!(
+                        "RTT: the smallest is {}; the services at that site are in the running",
+                        fmt_us(*best_us)
+                    )
+                } else {
+                    format!(
+                        "RTT: the smallest is {}; with the tolerance of {} the services at sites up to {} are in the running",
+                        fmt_us(*best_us),
+                        fmt_us(*tolerance_us),
+                        fmt_us(best_us.saturating_add(*tolerance_us))
+                    )
+                }
+            }
             TraceEvent::LeastLoad { method, tied } => {
                 let kind = LoadKind::of_method(*method).unwrap_or(LoadKind::Connections);
                 let what = if kind.per_weight() {
@@ -444,4 +499,9 @@ impl TraceEvent {
             }
         }
     }
+}
+
+/// Microseconds as an operator reads them: `12.3 ms`.
+fn fmt_us(us: u32) -> String {
+    format!("{:.1} ms", f64::from(us) / 1000.0)
 }

@@ -587,9 +587,11 @@ fn apply_vserver_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
                 }
             }
             "tolerance" => {
-                // The RTT tolerance of this vserver, in ms. Checked; the model
-                // has no per-vserver tolerance yet (see docs/config.md).
-                r.value(line, ctx, o, |v| scalar::int_in(v, 0, 100));
+                // The RTT tolerance of this vserver, in ms (0-100 on the appliance).
+                if let Some(ms) = r.value(line, ctx, o, |v| scalar::int_in(v, 0, 100)) {
+                    r.draft.vservers[idx].vserver.rtt_tolerance =
+                        std::time::Duration::from_millis(ms as u64);
+                }
             }
             "dnsRecordType" => {
                 r.value(line, ctx, o, |v| {

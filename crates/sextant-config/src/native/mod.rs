@@ -955,6 +955,17 @@ impl Native<'_> {
         {
             vs.hash_v6_mask = m as u8;
         }
+        if let Some(t) = &v.rtt_tolerance
+            && let Some(d) = self.duration(
+                &ctx,
+                "rtt_tolerance",
+                t,
+                Duration::ZERO,
+                Duration::from_millis(100),
+            )
+        {
+            vs.rtt_tolerance = d;
+        }
         let backup_vserver = v.backup_vserver.as_ref().map(|b| self.reference(&ctx, b));
         let vserver_ref = self.reference(&ctx, &v.name);
         for b in &v.services {

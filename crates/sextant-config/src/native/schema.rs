@@ -138,6 +138,8 @@ pub(super) struct VServerT {
     pub(super) backup_vserver: Option<Spanned<String>>,
     pub(super) hash_v4_mask: Option<Spanned<i64>>,
     pub(super) hash_v6_mask: Option<Spanned<i64>>,
+    /// RTT method: balance among sites within this of the best (`-tolerance`).
+    pub(super) rtt_tolerance: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) services: Vec<Spanned<BindingT>>,
     #[serde(default)]
