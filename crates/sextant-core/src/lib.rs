@@ -33,7 +33,7 @@ pub use policy::{
     DnsAction, DnsActionId, DnsActionKind, DnsPolicy, DnsPolicyId, Expr, Goto, PolicyBinding,
     RequestFacts,
 };
-pub use rtt::{RttCell, RttTable, RttTableBuilder};
+pub use rtt::{LdnsStats, RttCell, RttRowInfo, RttTable, RttTableBuilder};
 pub use snapshot::{ServiceState, Snapshot};
 pub use status::{MonitorStatus, ServiceStatus, StatusBuilder, StatusTable};
 pub use trace::{FallbackWhy, MatchPass, NoTrace, OutWhy, SkipWhy, TraceEvent, Tracer, VecTrace};

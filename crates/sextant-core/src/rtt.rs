@@ -30,11 +30,39 @@ pub struct RttCell {
     pub at: Duration,
 }
 
+/// About one row, for the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RttRowInfo {
+    /// When this site last saw a query from the LDNS (engine clock).
+    pub last_query: Option<Duration>,
+    /// Whether another site still reports queries from it.
+    pub peers_interested: bool,
+}
+
+/// How the LDNS table has been kept bounded, for the API and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LdnsStats {
+    /// Entries made for new LDNS groups.
+    pub created: u64,
+    /// New groups refused because more than the allowed number per second
+    /// arrived.
+    pub rate_limited: u64,
+    /// Entries removed to make room (the least recently queried).
+    pub evicted: u64,
+    /// Entries removed because no site queried them for the entry timeout.
+    pub expired: u64,
+    /// Sources never probed (unspecified, multicast, broadcast, this site's
+    /// own address).
+    pub ignored: u64,
+}
+
 /// The published RTT table.
 #[derive(Debug, Default)]
 pub struct RttTable {
     rows: FnvMap<IpAddr, u32>,
     keys: Box<[IpAddr]>,
+    info: Box<[RttRowInfo]>,
+    stats: LdnsStats,
     sites: usize,
     /// `keys.len() × sites` RTTs in µs; [`UNKNOWN`] where none is usable.
     rtt_us: Box<[u32]>,
@@ -55,6 +83,7 @@ impl RttTable {
                 ..RttTable::default()
             },
             keys: Vec::new(),
+            info: Vec::new(),
             rtt_us: Vec::new(),
             cells: Vec::new(),
         }
@@ -104,12 +133,20 @@ impl RttTable {
         self.keys.is_empty()
     }
 
-    /// Every row: the LDNS group and each site's cell.
-    pub fn rows(&self) -> impl Iterator<Item = (IpAddr, &[Option<RttCell>])> + '_ {
-        self.keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| (*k, &self.cells[i * self.sites..(i + 1) * self.sites]))
+    /// Every row: the LDNS group, what is known of it, and each site's cell.
+    pub fn rows(&self) -> impl Iterator<Item = (IpAddr, RttRowInfo, &[Option<RttCell>])> + '_ {
+        self.keys.iter().enumerate().map(|(i, k)| {
+            (
+                *k,
+                self.info.get(i).copied().unwrap_or_default(),
+                &self.cells[i * self.sites..(i + 1) * self.sites],
+            )
+        })
+    }
+
+    /// How the table was kept bounded.
+    pub fn stats(&self) -> LdnsStats {
+        self.stats
     }
 }
 
@@ -118,6 +155,7 @@ impl RttTable {
 pub struct RttTableBuilder {
     table: RttTable,
     keys: Vec<IpAddr>,
+    info: Vec<RttRowInfo>,
     rtt_us: Vec<u32>,
     cells: Vec<Option<RttCell>>,
 }
@@ -127,11 +165,22 @@ impl RttTableBuilder {
     /// ignored): `cells[site]` is each site's usable measurement. Missing
     /// trailing sites read as unknown.
     pub fn row(&mut self, ldns: IpAddr, cells: &[Option<RttCell>]) -> &mut Self {
+        self.row_with(ldns, RttRowInfo::default(), cells)
+    }
+
+    /// [`RttTableBuilder::row`] with what the API shows about the row.
+    pub fn row_with(
+        &mut self,
+        ldns: IpAddr,
+        info: RttRowInfo,
+        cells: &[Option<RttCell>],
+    ) -> &mut Self {
         if self.table.rows.contains_key(&ldns) {
             return self;
         }
         self.table.rows.insert(ldns, self.keys.len() as u32);
         self.keys.push(ldns);
+        self.info.push(info);
         for site in 0..self.table.sites {
             let cell = cells.get(site).copied().flatten();
             self.rtt_us.push(cell.map_or(UNKNOWN, |c| {
@@ -142,10 +191,27 @@ impl RttTableBuilder {
         self
     }
 
+    /// The counters to publish with the table.
+    pub fn stats(&mut self, stats: LdnsStats) -> &mut Self {
+        self.table.stats = stats;
+        self
+    }
+
+    /// Room for `rows` rows.
+    pub fn reserve(&mut self, rows: usize) -> &mut Self {
+        self.table.rows.reserve(rows);
+        self.keys.reserve(rows);
+        self.info.reserve(rows);
+        self.rtt_us.reserve(rows * self.table.sites);
+        self.cells.reserve(rows * self.table.sites);
+        self
+    }
+
     pub fn build(self) -> RttTable {
         let n = self.keys.len();
         RttTable {
             keys: self.keys.into(),
+            info: self.info.into(),
             rtt_us: self.rtt_us.into(),
             cells: self.cells.into(),
             queried: (0..n).map(|_| AtomicBool::new(false)).collect(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sextant_core::{Model, ServiceId, Snapshot, VServerId};
 
-use crate::event::{ReportedService, SharedSession, SiteFigures};
+use crate::event::{ReportedService, SharedRtt, SharedSession, SiteFigures};
 
 /// One thing for the edges to do, in the order given.
 #[derive(Debug, Clone)]
@@ -41,6 +41,14 @@ pub enum Effect {
     /// Every monitored service has its first result (or its time is up):
     /// DNS may answer now.
     Ready,
+    /// Start probing these LDNS groups, stop probing those.
+    ProbeLdns {
+        add: Vec<IpAddr>,
+        remove: Vec<IpAddr>,
+    },
+    /// Send these RTTs (changes beyond the tolerance, interest) to the
+    /// other parents.
+    ShareRtt(Vec<SharedRtt>),
 }
 
 /// How a reload renumbers vservers and services, so that state kept at

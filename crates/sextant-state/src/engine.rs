@@ -20,6 +20,7 @@ use crate::effect::{Effect, InstallSession, LocalReport, Renumbering};
 use crate::event::{
     Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
 };
+use crate::ldns::{self, LdnsBook, LdnsOut};
 
 /// The longest new load figures and probe details wait before they are
 /// published (a state change is published at once).
@@ -192,6 +193,8 @@ pub struct Engine {
     ready_deadline: Duration,
     /// (service, monitor slot) pairs with an open gate and no result yet.
     awaiting_first: usize,
+    /// The LDNS table of the RTT method.
+    ldns: LdnsBook,
 }
 
 impl Engine {
@@ -270,6 +273,7 @@ impl Engine {
             ready: false,
             ready_deadline: Duration::ZERO,
             awaiting_first: 0,
+            ldns: LdnsBook::default(),
         }
     }
 
@@ -303,11 +307,17 @@ impl Engine {
             self.last_publish
                 .map_or(Duration::ZERO, |t| t + FIGURES_FLUSH)
         });
+        let flush = flush.or_else(|| {
+            self.ldns.dirty.then(|| {
+                self.last_publish
+                    .map_or(Duration::ZERO, |t| t + FIGURES_FLUSH)
+            })
+        });
         let ready = (!self.ready).then_some(self.ready_deadline);
-        match (flush, ready) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [flush, ready, self.ldns.next_wake()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Applies one event at `now`; returns what the edges must do, in order.
@@ -338,7 +348,7 @@ impl Engine {
             self.states_dirty = true;
         }
         let flush_due = self.last_publish.is_none_or(|t| now >= t + FIGURES_FLUSH);
-        if self.states_dirty || (self.figures_dirty && flush_due) {
+        if self.states_dirty || ((self.figures_dirty || self.ldns.dirty) && flush_due) {
             self.publish(now, &mut effects);
         }
         effects
@@ -364,6 +374,7 @@ impl Engine {
                     let touched = self.index.site_services[id as usize].clone();
                     self.settle_all(&touched, now, effects);
                 }
+                self.with_ldns(effects, |book, ctx, out| book.peer_up(now, ctx, out));
             }
             Event::PeerDown { site, .. } => {
                 let peer = self.peers.entry(site.to_ascii_lowercase()).or_default();
@@ -376,6 +387,7 @@ impl Engine {
                     }
                     self.figures_dirty = true;
                     self.settle_all(&touched, now, effects);
+                    self.ldns.peer_down(id);
                 }
             }
             Event::PeerServices(report) => self.peer_services(report, now, effects),
@@ -390,7 +402,26 @@ impl Engine {
             Event::LocalSessions(entries) => self.share_sessions(entries, effects),
             Event::PeerSessions { site, entries } => self.install_sessions(&site, entries, effects),
             Event::Reload(prepared) => self.reload(*prepared, now, effects),
-            Event::Tick => {}
+            Event::LdnsQueried(groups) => {
+                self.with_ldns(effects, |book, ctx, out| {
+                    book.queried(&groups, now, ctx, out)
+                });
+            }
+            Event::LdnsSample { group, sample } => {
+                self.with_ldns(effects, |book, ctx, out| {
+                    book.own_sample(group, sample, now, ctx, out)
+                });
+            }
+            Event::PeerRtt { site, entries } => {
+                if let Some(id) = self.index.site(&site) {
+                    self.with_ldns(effects, |book, ctx, out| {
+                        book.peer(id, &entries, now, ctx, out)
+                    });
+                }
+            }
+            Event::Tick => {
+                self.with_ldns(effects, |book, ctx, out| book.tick(now, ctx, out));
+            }
         }
     }
 
@@ -523,6 +554,43 @@ impl Engine {
 
     fn local_site(&self) -> Option<SiteId> {
         self.model.local_site
+    }
+
+    /// Per site: whether metric exchange with it is up.
+    fn peers_up(&self) -> Vec<bool> {
+        self.model
+            .sites
+            .iter()
+            .map(|s| {
+                self.peers
+                    .get(&s.name.to_ascii_lowercase())
+                    .is_some_and(|p| p.up)
+            })
+            .collect()
+    }
+
+    /// Runs one step of the LDNS book and turns what it decided into effects.
+    fn with_ldns(
+        &mut self,
+        effects: &mut Vec<Effect>,
+        step: impl FnOnce(&mut LdnsBook, &ldns::Ctx<'_>, &mut LdnsOut),
+    ) {
+        let peers_up = self.peers_up();
+        let ctx = ldns::Ctx {
+            model: &self.model,
+            peers_up: &peers_up,
+        };
+        let mut out = LdnsOut::default();
+        step(&mut self.ldns, &ctx, &mut out);
+        if !out.probe_add.is_empty() || !out.probe_remove.is_empty() {
+            effects.push(Effect::ProbeLdns {
+                add: out.probe_add,
+                remove: out.probe_remove,
+            });
+        }
+        if !out.share.is_empty() {
+            effects.push(Effect::ShareRtt(out.share));
+        }
     }
 
     fn is_local(&self, service: usize) -> bool {
@@ -806,6 +874,7 @@ impl Engine {
         self.ready_deadline = old.ready_deadline;
         self.last_publish = old.last_publish;
         self.last_report = old.last_report;
+        self.ldns = old.ldns.reloaded(&old.model, &model);
         let old_monitors: HashMap<String, MonitorId> = old
             .model
             .monitors
@@ -1016,7 +1085,12 @@ impl Engine {
             .collect();
         let metrics: Arc<[ServiceMetrics]> = Arc::from(&self.figures[..]);
         let status = self.status.publish();
-        let snapshot = self.base.with_health(states, metrics, status);
+        let peers_up = self.peers_up();
+        let rtt = self.ldns.table(&ldns::Ctx {
+            model: &self.model,
+            peers_up: &peers_up,
+        });
+        let snapshot = self.base.with_health(states, metrics, status).with_rtt(rtt);
         self.states_dirty = false;
         self.figures_dirty = false;
         self.last_publish = Some(now);

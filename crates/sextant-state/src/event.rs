@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{MonitorId, ServiceId, ServiceMetrics, VServerId};
+use sextant_core::{LdnsProbe, MonitorId, ServiceId, ServiceMetrics, VServerId};
 
 /// One input of the state engine.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +37,21 @@ pub enum Event {
     PeerSessions {
         site: String,
         entries: Vec<SharedSession>,
+    },
+    /// LDNS groups (query sources, masked or not) that queried a domain
+    /// whose vserver uses RTT, since the last such event: new ones get an
+    /// entry (bounded, see [`crate::ldns`]), known ones stay alive.
+    LdnsQueried(Vec<IpAddr>),
+    /// One probe cycle of this site's LDNS prober for `group`: the RTT and
+    /// the probe that measured it, or `None` when every kind failed.
+    LdnsSample {
+        group: IpAddr,
+        sample: Option<(Duration, LdnsProbe)>,
+    },
+    /// Another parent's RTTs to LDNS groups (only the changes it sends).
+    PeerRtt {
+        site: String,
+        entries: Vec<SharedRtt>,
     },
     /// A new, already validated configuration, its tables built
     /// ([`crate::Prepared::new`]).
@@ -109,4 +124,17 @@ pub struct SharedSession {
     pub prefix: u8,
     pub service: String,
     pub remaining: Duration,
+}
+
+/// One site's RTT to one LDNS group as parents exchange it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedRtt {
+    pub group: IpAddr,
+    /// `None`: the site cannot measure it (every probe failed) or has not yet.
+    pub rtt: Option<Duration>,
+    pub kind: Option<LdnsProbe>,
+    /// The site's own clients query through this LDNS: keep it alive.
+    pub queried: bool,
+    /// The site dropped the group.
+    pub removed: bool,
 }

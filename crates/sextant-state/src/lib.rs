@@ -12,10 +12,12 @@
 pub mod effect;
 pub mod engine;
 pub mod event;
+mod ldns;
 pub mod replay;
 
 pub use effect::{Effect, InstallSession, LocalReport, Renumbering};
 pub use engine::{Engine, FIGURES_FLUSH, NO_MONITOR, Prepared};
 pub use event::{
-    Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
+    Event, LocalSession, PeerServices, Probe, ReportedService, SharedRtt, SharedSession,
+    SiteFigures,
 };

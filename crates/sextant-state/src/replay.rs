@@ -19,6 +19,9 @@
 //! at 2 site-figures cpu=N mem=N
 //! at 2 local-session VSERVER CLIENT SERVICE SECONDS
 //! at 2 peer-session SITE VSERVER CLIENT/PREFIX SERVICE SECONDS
+//! at 2 ldns-query GROUP...    # LDNS that queried an RTT domain here
+//! at 2 ldns-sample GROUP MS ping|dns|tcp   # or: ldns-sample GROUP fail
+//! at 2 peer-rtt SITE GROUP=MS[/ping|dns|tcp][,queried][,removed]...   # MS may be `-` (none)
 //! at 3 reload                  # a new configuration until `end`
 //! at 4 tick
 //! show states                 # every service with its state and reason
@@ -36,14 +39,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{
-    AnswerBuf, Cursor, Model, NoSessions, Outcome, Query, QueryType, ServiceMetrics, Snapshot,
-    decide, trace::NoTrace,
+    AnswerBuf, Cursor, LdnsProbe, Model, NoSessions, Outcome, Query, QueryType, ServiceMetrics,
+    Snapshot, decide, trace::NoTrace,
 };
 
 use crate::effect::Effect;
 use crate::engine::{Engine, Prepared};
 use crate::event::{
-    Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
+    Event, LocalSession, PeerServices, Probe, ReportedService, SharedRtt, SharedSession,
+    SiteFigures,
 };
 
 /// Where replays start on the wall clock: 2027-01-15T08:00:00Z.
@@ -312,6 +316,27 @@ impl Runner<'_> {
                         .join(", ")
                 ),
                 Effect::Ready => "ready: DNS answers".to_string(),
+                Effect::ProbeLdns { add, remove } => format!(
+                    "probe ldns{}{}",
+                    add.iter().map(|g| format!(" +{g}")).collect::<String>(),
+                    remove.iter().map(|g| format!(" -{g}")).collect::<String>()
+                ),
+                Effect::ShareRtt(list) => format!(
+                    "share rtt [{}]",
+                    list.iter()
+                        .map(|r| format!(
+                            "{}={}{}{}{}",
+                            r.group,
+                            r.rtt
+                                .map_or("-".to_string(), |d| format!("{}ms", d.as_millis())),
+                            r.kind
+                                .map_or(String::new(), |k| format!("/{}", probe_word(k))),
+                            if r.queried { ",queried" } else { "" },
+                            if r.removed { ",removed" } else { "" }
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
             };
             let _ = writeln!(self.out.transcript, "  {text}");
             self.last_effects.push(text);
@@ -433,6 +458,34 @@ impl Runner<'_> {
                     remaining: secs(w[4]).ok_or_else(|| syntax("bad seconds".into()))?,
                 }])
             }
+            Some("ldns-query") if w.len() >= 2 => Event::LdnsQueried(
+                w[1..]
+                    .iter()
+                    .map(|a| a.parse().map_err(|_| syntax(format!("bad address {a}"))))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Some("ldns-sample") if w.len() >= 3 => {
+                let group = w[1]
+                    .parse()
+                    .map_err(|_| syntax(format!("bad address {}", w[1])))?;
+                let sample = match (w[2], w.get(3)) {
+                    ("fail", _) => None,
+                    (ms, Some(kind)) => Some((
+                        millis(ms).ok_or_else(|| syntax("bad milliseconds".into()))?,
+                        parse_probe(kind)
+                            .ok_or_else(|| syntax("kind is ping, dns or tcp".into()))?,
+                    )),
+                    _ => return Err(syntax("ldns-sample GROUP MS KIND | GROUP fail".into())),
+                };
+                Event::LdnsSample { group, sample }
+            }
+            Some("peer-rtt") if w.len() >= 3 => Event::PeerRtt {
+                site: w[1].to_string(),
+                entries: w[2..]
+                    .iter()
+                    .map(|t| parse_shared_rtt(t).ok_or_else(|| syntax(format!("bad entry {t}"))))
+                    .collect::<Result<_, _>>()?,
+            },
             Some("peer-session") if w.len() == 6 => {
                 let (key, prefix) = w[3]
                     .split_once('/')
@@ -617,4 +670,53 @@ fn parse_entry(tok: &str) -> Option<ReportedService> {
         up,
         metrics: parse_metrics(&figures)?,
     })
+}
+
+fn millis(text: &str) -> Option<Duration> {
+    let ms: f64 = text.parse().ok()?;
+    (ms >= 0.0 && ms.is_finite()).then(|| Duration::from_secs_f64(ms / 1000.0))
+}
+
+fn parse_probe(word: &str) -> Option<LdnsProbe> {
+    match word {
+        "ping" => Some(LdnsProbe::Ping),
+        "dns" => Some(LdnsProbe::DnsUdp),
+        "tcp" => Some(LdnsProbe::DnsTcp),
+        _ => None,
+    }
+}
+
+fn probe_word(kind: LdnsProbe) -> &'static str {
+    match kind {
+        LdnsProbe::Ping => "ping",
+        LdnsProbe::DnsUdp => "dns",
+        LdnsProbe::DnsTcp => "tcp",
+    }
+}
+
+/// `GROUP=MS[/KIND][,queried][,removed]`, MS `-` for none.
+fn parse_shared_rtt(token: &str) -> Option<SharedRtt> {
+    let (group, rest) = token.split_once('=')?;
+    let mut parts = rest.split(',');
+    let measured = parts.next()?;
+    let (ms, kind) = match measured.split_once('/') {
+        Some((ms, k)) => (ms, Some(parse_probe(k)?)),
+        None => (measured, None),
+    };
+    let rtt = if ms == "-" { None } else { Some(millis(ms)?) };
+    let mut r = SharedRtt {
+        group: group.parse().ok()?,
+        rtt,
+        kind,
+        queried: false,
+        removed: false,
+    };
+    for flag in parts {
+        match flag {
+            "queried" => r.queried = true,
+            "removed" => r.removed = true,
+            _ => return None,
+        }
+    }
+    Some(r)
 }
