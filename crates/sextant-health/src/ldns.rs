@@ -204,9 +204,10 @@ impl LdnsProber {
         }
     }
 
-    /// New settings; targets keep running under them. A new period applies
-    /// to the wait after the current cycle; a cycle in progress finishes
-    /// under the settings it started with.
+    /// New settings; targets keep running under them. A target waiting for
+    /// its next cycle re-times the wait with the new period (counted from
+    /// the start of its last cycle); a cycle in progress finishes under the
+    /// settings it started with. The rate cap changes at once.
     pub fn reconfigure(&mut self, config: LdnsProberConfig) {
         self.shared
             .bucket
