@@ -17,11 +17,12 @@ use sextant_core::{DnsCheck, DnsQueryType};
 use crate::{ProbeError, Success, udp};
 
 const TYPE_A: u16 = 1;
+pub(crate) const TYPE_NS: u16 = 2;
 const TYPE_AAAA: u16 = 28;
 const CLASS_IN: u16 = 1;
 const HEADER_LEN: usize = 12;
 /// Largest DNS message over UDP we accept (EDNS-sized, without sending EDNS).
-const MAX_MESSAGE: usize = 4096;
+pub(crate) const MAX_MESSAGE: usize = 4096;
 /// Bound on compression pointers followed for one name.
 const MAX_POINTER_HOPS: usize = 32;
 const MAX_NAME_LEN: usize = 255;
@@ -92,7 +93,7 @@ pub(crate) fn judge(check: &DnsCheck, response: &Response) -> Result<Success, Pr
 /// instance; mixing in a counter keeps ids distinct in a burst. Together
 /// with the random source port this makes blind spoofing of monitor answers
 /// impractical without a dependency on a random number crate.
-fn query_id() -> u16 {
+pub(crate) fn query_id() -> u16 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     (RandomState::new().hash_one(n) & 0xffff) as u16
@@ -107,12 +108,18 @@ fn qtype(t: DnsQueryType) -> u16 {
 
 /// Encodes a query with RD=0 (we ask the target itself, not its recursion).
 pub fn encode_query(id: u16, name: &str, query_type: DnsQueryType) -> Result<Vec<u8>, ProbeError> {
+    encode_query_type(id, name, qtype(query_type))
+}
+
+/// [`encode_query`] for any numeric query type (the LDNS probe asks
+/// `. IN NS`, which monitors cannot configure).
+pub(crate) fn encode_query_type(id: u16, name: &str, qtype: u16) -> Result<Vec<u8>, ProbeError> {
     let mut out = Vec::with_capacity(HEADER_LEN + name.len() + 6);
     out.extend_from_slice(&id.to_be_bytes());
     out.extend_from_slice(&[0, 0]); // QR=0, opcode QUERY, RD=0
     out.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]); // QD=1, AN=NS=AR=0
     encode_name(name, &mut out)?;
-    out.extend_from_slice(&qtype(query_type).to_be_bytes());
+    out.extend_from_slice(&qtype.to_be_bytes());
     out.extend_from_slice(&CLASS_IN.to_be_bytes());
     Ok(out)
 }
@@ -158,7 +165,7 @@ pub struct Response {
 impl Response {
     /// Whether this response echoes our question (when it echoes one at
     /// all: some servers leave the question out of error responses).
-    fn is_answer_to(&self, name: &str, qtype: u16) -> bool {
+    pub(crate) fn is_answer_to(&self, name: &str, qtype: u16) -> bool {
         match &self.question {
             None => true,
             Some((qname, t)) => {

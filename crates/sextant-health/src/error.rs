@@ -104,3 +104,10 @@ impl ProbeError {
         }
     }
 }
+
+/// A failed bind to a configured source address, as an I/O error that says
+/// which address (the usual cause: it is not one of this host's addresses).
+/// Its kind is kept, so callers classify it like any other I/O error.
+pub(crate) fn bind_error(local: IpAddr, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot send from {local}: {e}"))
+}

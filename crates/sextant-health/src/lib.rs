@@ -17,6 +17,10 @@
 //!
 //! The crate also runs the local *load sources* ([`load`]): Prometheus
 //! endpoints scraped for the load figures of the metric-driven methods.
+//!
+//! And it measures the round trip from this site to clients' local DNS
+//! resolvers ([`ldns`]) for the dynamic RTT method: PING, DNS over UDP, DNS
+//! over TCP, in the configured order, sent from the site's own address.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -27,6 +31,7 @@ use tokio::time::Instant;
 pub mod dns;
 mod error;
 pub mod http;
+pub mod ldns;
 pub mod load;
 pub mod ping;
 mod schedule;

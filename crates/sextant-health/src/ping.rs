@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use tokio::io::unix::AsyncFd;
 
+use crate::error::bind_error;
 use crate::{ProbeError, Success};
 
 const ECHO_REQUEST_V4: u8 = 8;
@@ -43,9 +44,22 @@ enum Flavor {
 /// Sends an echo request to `ip` and waits (unbounded; the caller applies
 /// the response timeout) for the matching reply.
 pub(crate) async fn probe(ip: IpAddr) -> Result<Success, ProbeError> {
+    probe_from(ip, None).await
+}
+
+/// [`probe`] sending from `source` (`None`: the kernel's choice). The LDNS
+/// probe sends from the site's own address, so the reply comes back to it
+/// and the RTT is the site's.
+pub(crate) async fn probe_from(ip: IpAddr, source: Option<IpAddr>) -> Result<Success, ProbeError> {
     let ping_err = |source| ProbeError::Ping { addr: ip, source };
     let (socket, flavor) = open(ip)?;
     socket.set_nonblocking(true).map_err(ping_err)?;
+    if let Some(local) = source {
+        // Port 0: a ping socket picks its identifier, a raw one ignores it.
+        socket
+            .bind(&SockAddr::from(SocketAddr::new(local, 0)))
+            .map_err(|e| ping_err(bind_error(local, e)))?;
+    }
     socket
         .connect(&SockAddr::from(SocketAddr::new(ip, 0)))
         .map_err(ping_err)?;

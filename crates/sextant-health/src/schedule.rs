@@ -327,12 +327,16 @@ impl Job {
 /// A deterministic delay in `[0, min(interval, 1s))` from the pair's ids,
 /// so the same configuration always spreads its probes the same way.
 pub(crate) fn jitter(service: ServiceId, monitor: MonitorId, interval: Duration) -> Duration {
+    jitter_of((u64::from(service) << 32) | u64::from(monitor), interval)
+}
+
+/// A deterministic delay in `[0, min(interval, 1s))` from any stable key.
+pub(crate) fn jitter_of(key: u64, interval: Duration) -> Duration {
     let span = interval.min(MAX_JITTER).as_millis() as u64;
     if span == 0 {
         return Duration::ZERO;
     }
-    let h = splitmix64((u64::from(service) << 32) | u64::from(monitor));
-    Duration::from_millis(h % span)
+    Duration::from_millis(splitmix64(key) % span)
 }
 
 /// SplitMix64's finalizer: a cheap, well-mixed, stable hash of a `u64`.

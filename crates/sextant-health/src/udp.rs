@@ -12,13 +12,14 @@
 //! timeout; replies without it are skipped (another one may follow).
 
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use sextant_core::UdpCheck;
 use tokio::net::UdpSocket;
 use tokio::time::{Instant, timeout_at};
 
+use crate::error::bind_error;
 use crate::{ProbeError, Success, http::contains};
 
 /// Sent when the monitor has no payload: some stacks drop empty datagrams
@@ -81,12 +82,24 @@ pub(crate) async fn probe(
 /// A UDP socket on an ephemeral port, connected to `target` so that the
 /// kernel filters other senders and reports ICMP errors to us.
 pub(crate) async fn connected_socket(target: SocketAddr) -> io::Result<UdpSocket> {
-    let local: SocketAddr = if target.is_ipv4() {
-        (Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (Ipv6Addr::UNSPECIFIED, 0).into()
+    connected_socket_from(target, None).await
+}
+
+/// [`connected_socket`] sending from `source` (`None`: the kernel's
+/// choice), for probes that must leave from the site's own address.
+pub(crate) async fn connected_socket_from(
+    target: SocketAddr,
+    source: Option<IpAddr>,
+) -> io::Result<UdpSocket> {
+    let local: SocketAddr = match source {
+        Some(ip) => (ip, 0).into(),
+        None if target.is_ipv4() => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        None => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
-    let socket = UdpSocket::bind(local).await?;
+    let socket = UdpSocket::bind(local).await.map_err(|e| match source {
+        Some(ip) => bind_error(ip, e),
+        None => e,
+    })?;
     socket.connect(target).await?;
     Ok(socket)
 }

@@ -10,6 +10,8 @@
 //! * [`wait`]: "eventually, within a generous deadline";
 //! * [`http`] and [`api`]: an HTTP/1.0 client and typed reads of the REST API;
 //! * [`dns`]: a DNS client over real sockets (hickory-proto);
+//! * [`ldns`]: an LDNS emulator, a DNS responder over UDP and TCP whose
+//!   answers are delayed per source address (the per-site RTT);
 //! * [`backend`]: TCP and HTTP backends;
 //! * [`process`]: the `sextant` binary as a server, a site or a command;
 //! * [`netns`]: network namespaces with iptables to cut links.
@@ -47,6 +49,7 @@ pub mod backend;
 pub mod ci;
 pub mod dns;
 pub mod http;
+pub mod ldns;
 pub mod model;
 pub mod net;
 pub mod netns;
@@ -61,6 +64,7 @@ pub mod prelude {
     pub use crate::ci::{cannot_run, have_program, under_ci};
     pub use crate::dns::*;
     pub use crate::http::{http_get, http_get_within, http_post};
+    pub use crate::ldns::LdnsEmulator;
     pub use crate::net::*;
     pub use crate::netns::Netns;
     pub use crate::process::*;
