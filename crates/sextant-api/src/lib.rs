@@ -165,6 +165,67 @@ pub struct Explain {
     pub down: Vec<String>,
 }
 
+/// `GET /v1/ldns`: the RTT method's table of local DNS resolvers (seed
+/// 003), with how it was kept bounded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ldns {
+    pub entries: Vec<LdnsEntry>,
+    /// Entries made for new LDNS groups.
+    pub created: u64,
+    /// New groups refused: more than the allowed number per second arrived.
+    pub rate_limited: u64,
+    /// Entries removed to make room (the least recently queried).
+    pub evicted: u64,
+    /// Entries removed because no site queried through them for the entry
+    /// timeout.
+    pub expired: u64,
+    /// Sources never probed (unspecified, multicast, broadcast, a site's
+    /// own address).
+    pub ignored: u64,
+    /// New LDNS the DNS path could not hand over (its queue was full).
+    pub queue_dropped: u64,
+    /// This site's probes: sent, cycles that gave an RTT, cycles in which
+    /// every kind failed, probes that waited for the probe rate limit.
+    pub probes_sent: u64,
+    pub probe_samples: u64,
+    pub probe_failures: u64,
+    pub probes_rate_limited: u64,
+    /// RTT messages this site sent to the other parents, and the entries
+    /// in them (a site sends an RTT only when it moved by more than
+    /// `-RTTTolerance`, or when a peer comes up).
+    pub rtt_messages_sent: u64,
+    pub rtt_entries_sent: u64,
+}
+
+/// One LDNS group and every site's RTT to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LdnsEntry {
+    /// The group: the query source masked with `-ldnsMask` /
+    /// `-v6ldnsMaskLen` (`198.51.100.0`).
+    pub ldns: String,
+    pub prefix_len: u8,
+    /// Seconds since a query from it reached this site (`None`: none
+    /// within the entry timeout; other sites keep it alive).
+    pub last_query_age_seconds: Option<f64>,
+    /// Another parent's clients query through it.
+    pub peers_interested: bool,
+    /// One per site, in configuration order.
+    pub sites: Vec<LdnsSiteRtt>,
+}
+
+/// One site's RTT to one LDNS group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LdnsSiteRtt {
+    pub site: String,
+    /// `None`: not measured, every probe failed, or the site's metric
+    /// exchange is down (its RTT is stale and not used).
+    pub rtt_ms: Option<f64>,
+    /// The monitor that measured it: `ldns-ping`, `ldns-dns`, `ldns-tcp`.
+    pub probe: Option<String>,
+    /// Seconds since it was measured (or received).
+    pub age_seconds: Option<f64>,
+}
+
 /// The body of every API error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApiError {

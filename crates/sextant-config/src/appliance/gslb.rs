@@ -590,7 +590,7 @@ fn apply_vserver_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
                 // The RTT tolerance of this vserver, in ms (0-100 on the appliance).
                 if let Some(ms) = r.value(line, ctx, o, |v| scalar::int_in(v, 0, 100)) {
                     r.draft.vservers[idx].vserver.rtt_tolerance =
-                        std::time::Duration::from_millis(ms as u64);
+                        std::time::Duration::from_millis(ms);
                 }
             }
             "dnsRecordType" => {
