@@ -33,8 +33,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arc_swap::ArcSwap;
 use sextant_core::{AnswerBuf, Cursor, Snapshot};
 
-pub use respond::{MAX_MESSAGE, respond, udp_limit};
 pub use ldns::LdnsQueue;
+pub use respond::{MAX_MESSAGE, respond, udp_limit};
 pub use sessions::{SessionEntry, SessionTable};
 pub use stats::{Counter, DnsStats, StatsSnapshot};
 pub use tcp::{TcpConfig, bind_tcp, serve_tcp, serve_tcp_with};

@@ -158,10 +158,7 @@ async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns> {
             } else {
                 model.params.ldns_v6_mask
             },
-            last_query_age_seconds: info
-                .last_query
-                .filter(|t| now < *t + timeout)
-                .map(age),
+            last_query_age_seconds: info.last_query.filter(|t| now < *t + timeout).map(age),
             peers_interested: info.peers_interested,
             sites: model
                 .sites
@@ -170,7 +167,9 @@ async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns> {
                 .map(|(site, cell)| sextant_api::LdnsSiteRtt {
                     site: site.name.clone(),
                     rtt_ms: cell.map(|c| c.rtt.as_secs_f64() * 1000.0),
-                    probe: cell.and_then(|c| c.kind).map(|k| k.monitor_name().to_string()),
+                    probe: cell
+                        .and_then(|c| c.kind)
+                        .map(|k| k.monitor_name().to_string()),
                     age_seconds: cell.map(|c| age(c.at)),
                 })
                 .collect(),

@@ -200,7 +200,9 @@ pub fn rtt_to_wire(list: &[SharedRtt], v4_mask: u8, v6_mask: u8) -> Message {
                     r.group,
                     if r.group.is_ipv4() { v4_mask } else { v6_mask }
                 ),
-                rtt_us: r.rtt.map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64),
+                rtt_us: r
+                    .rtt
+                    .map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64),
                 probe: r.kind.map(|k| probe_word(k).to_string()),
                 queried: r.queried,
                 removed: r.removed,
@@ -220,7 +222,10 @@ fn probe_word(kind: LdnsProbe) -> &'static str {
 /// One received RTT entry; malformed ones are dropped (an unknown probe
 /// word only loses the kind).
 fn rtt_from_wire(e: &LdnsRttEntry) -> Option<SharedRtt> {
-    let addr = e.prefix.split_once('/').map_or(e.prefix.as_str(), |(a, _)| a);
+    let addr = e
+        .prefix
+        .split_once('/')
+        .map_or(e.prefix.as_str(), |(a, _)| a);
     Some(SharedRtt {
         group: addr.parse().ok()?,
         rtt: e.rtt_us.map(Duration::from_micros),

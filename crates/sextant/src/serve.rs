@@ -8,9 +8,9 @@
 //! engine is the only place a site's state is decided and the only writer of
 //! the published snapshot.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -602,7 +602,8 @@ impl Edges {
             self.ldns = None;
             return;
         };
-        let config = sextant_health::ldns::LdnsProberConfig::from_params(&model.params, Some(site.ip));
+        let config =
+            sextant_health::ldns::LdnsProberConfig::from_params(&model.params, Some(site.ip));
         match self.ldns.as_mut() {
             Some(p) => p.reconfigure(config),
             None => {
