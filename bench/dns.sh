@@ -4,6 +4,7 @@
 #
 #   bench/dns.sh                 # 20 s at full load, then 10 s at 1000 qps
 #   DURATION=5 LAT_DURATION=5 bench/dns.sh
+#   METHOD=RTT bench/dns.sh      # the same answers chosen by the RTT method
 #
 # Prints queries per second under full load, and latency at a fixed 1000 qps:
 # dnsperf's own average/stddev, and p50/p90/p99/max computed from the
@@ -22,10 +23,11 @@ API_PORT="${API_PORT:-8099}"
 SERVER_CPU="${SERVER_CPU:-0}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 UDP_WORKERS="${UDP_WORKERS:-1}"   # one worker per server core: the server is pinned to one
+METHOD="${METHOD:-ROUNDROBIN}"    # ROUNDROBIN or RTT
 
 command -v dnsperf >/dev/null 2>&1 && command -v dig >/dev/null 2>&1 \
-    && command -v taskset >/dev/null 2>&1 || scripts/setup.sh
-for tool in dnsperf dig taskset; do
+    && command -v taskset >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 || scripts/setup.sh
+for tool in dnsperf dig taskset curl; do
     command -v "$tool" >/dev/null 2>&1 || { echo "bench: $tool is missing (scripts/setup.sh)" >&2; exit 1; }
 done
 
@@ -48,15 +50,32 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+case "$METHOD" in
+    ROUNDROBIN)
+        # One site; the four services are all there.
+        SITES="add gslb site bench $ADDR -siteType LOCAL"
+        SITE_OF=(bench bench bench bench) ;;
+    RTT)
+        # Three sites without metric exchange: this site (127.0.0.2, so
+        # that dnsperf's 127.0.0.1 is an LDNS it probes, not its own
+        # address) has b1 and b2 and the only RTT; b3 and b4 are at the
+        # others, which never report one. Every answer runs the RTT
+        # comparison over the four and picks among b1 and b2.
+        SITES="add gslb site bench 127.0.0.2 -siteType LOCAL -metricExchange DISABLED
+add gslb site far1 127.0.0.3 -metricExchange DISABLED
+add gslb site far2 127.0.0.4 -metricExchange DISABLED"
+        SITE_OF=(bench bench far1 far2) ;;
+    *) echo "bench: METHOD is ROUNDROBIN or RTT" >&2; exit 2 ;;
+esac
 cat > "$WORK/bench.conf" <<CONF
-# One vserver, round robin over 4 unmonitored services, one zone.
+# One vserver over 4 unmonitored services ($METHOD), one zone.
 add service bench-dns $ADDR ADNS $PORT
-add gslb site bench $ADDR -siteType LOCAL
-add gslb service b1 127.0.50.1 HTTP 80 -siteName bench
-add gslb service b2 127.0.50.2 HTTP 80 -siteName bench
-add gslb service b3 127.0.50.3 HTTP 80 -siteName bench
-add gslb service b4 127.0.50.4 HTTP 80 -siteName bench
-add gslb vserver gv-bench HTTP -lbMethod ROUNDROBIN
+$SITES
+add gslb service b1 127.0.50.1 HTTP 80 -siteName ${SITE_OF[0]}
+add gslb service b2 127.0.50.2 HTTP 80 -siteName ${SITE_OF[1]}
+add gslb service b3 127.0.50.3 HTTP 80 -siteName ${SITE_OF[2]}
+add gslb service b4 127.0.50.4 HTTP 80 -siteName ${SITE_OF[3]}
+add gslb vserver gv-bench HTTP -lbMethod $METHOD
 bind gslb vserver gv-bench -serviceName b1
 bind gslb vserver gv-bench -serviceName b2
 bind gslb vserver gv-bench -serviceName b3
@@ -90,6 +109,24 @@ if [ -z "$ready" ]; then
     echo "bench: sextant did not answer www.bench.example on $ADDR:$PORT; its log:" >&2
     cat "$OUT/server.log" >&2
     exit 1
+fi
+if [ "$METHOD" = RTT ]; then
+    # Until this site has probed dnsperf's address, answers come from the
+    # fallback; measure only RTT answers.
+    rtt=""
+    for _ in $(seq 100); do
+        if curl -s "http://$ADDR:$API_PORT/v1/explain?name=www.bench.example&client=$ADDR" \
+            | grep -q '"reason":"chosen by RTT"'; then
+            rtt=1; break
+        fi
+        dig @"$ADDR" -p "$PORT" +short +time=1 +tries=1 www.bench.example A > /dev/null 2>&1 || true
+        sleep 0.2
+    done
+    if [ -z "$rtt" ]; then
+        echo "bench: answers are not chosen by RTT; /v1/ldns:" >&2
+        curl -s "http://$ADDR:$API_PORT/v1/ldns" >&2
+        exit 1
+    fi
 fi
 
 # CPU time (user + system, in clock ticks) the server process has used so far.
@@ -137,7 +174,7 @@ fi
 
 {
     echo "$("$BIN" --version 2>/dev/null || echo 'sextant (version unknown)') on $(nproc) cores; server on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU"
-    echo "queries: 80% GSLB A (ROUNDROBIN over 4), 10% AAAA NODATA, 10% NXDOMAIN"
+    echo "queries: 80% GSLB A ($METHOD over 4), 10% AAAA NODATA, 10% NXDOMAIN"
     echo "full load (${DURATION}s, -c $CLIENTS -q $OUTSTANDING): ${qps} queries/s, lost: ${lost:-?}"
     echo "server CPU during the load run: ${server_cpu} of one core" \
         "($(awk -v q="$qps" -v c="$server_cpu" 'BEGIN { if (c > 0) printf "%.0f", q / c; else print "?" }') queries/s per fully used server core, extrapolated linearly;" \
@@ -150,4 +187,4 @@ fi
     else
         echo "no per-query latencies in dnsperf -v output"
     fi
-} | tee "$OUT/summary.txt"
+} | tee "$OUT/summary-$METHOD.txt"

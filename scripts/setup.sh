@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Sextant's tests and benchmarks need on a fresh Debian machine:
-# dig (bind9-dnsutils), dnsperf, ip (iproute2), iptables, taskset (util-linux).
+# dig (bind9-dnsutils), dnsperf, ip (iproute2), iptables, taskset (util-linux),
+# curl (bench/dns.sh METHOD=RTT reads the API).
 # Idempotent: installs only what is missing, and touches nothing but Debian's
 # package registry. Run as root (CI runs it as root); as another user it uses
 # sudo when that works without a password, and otherwise says what is missing.
@@ -13,6 +14,7 @@ have dnsperf  || need+=(dnsperf)
 have ip       || need+=(iproute2)
 have iptables || need+=(iptables)
 have taskset  || need+=(util-linux)
+have curl     || need+=(curl)
 
 if [ "${#need[@]}" -eq 0 ]; then
     exit 0
