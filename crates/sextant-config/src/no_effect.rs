@@ -79,8 +79,6 @@ const fn row(
     }
 }
 
-const NO_RTT: &str = "Sextant does not measure LDNS round-trip times yet";
-
 /// Every setting that is accepted but has no effect. Delete a row when its
 /// setting is implemented.
 pub(crate) const NO_EFFECT: &[NoEffect] = &[
@@ -95,84 +93,11 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
     ),
     row(
         Scope::Param,
-        "ldnsEntryTimeout",
-        "-ldnsEntryTimeout",
-        Some("[gslb] ldns_entry_timeout"),
-        Why::NotYet,
-        NO_RTT,
-    ),
-    row(
-        Scope::Param,
-        "RTTTolerance",
-        "-RTTTolerance",
-        Some("[gslb] rtt_tolerance"),
-        Why::NotYet,
-        NO_RTT,
-    ),
-    row(
-        Scope::Param,
-        "ldnsMask",
-        "-ldnsMask",
-        Some("[gslb] ldns_v4_mask"),
-        Why::NotYet,
-        NO_RTT,
-    ),
-    row(
-        Scope::Param,
-        "v6ldnsMaskLen",
-        "-v6ldnsMaskLen",
-        Some("[gslb] ldns_v6_mask"),
-        Why::NotYet,
-        NO_RTT,
-    ),
-    row(
-        Scope::Param,
-        "ldnsProbeOrder",
-        "-ldnsProbeOrder",
-        Some("[gslb] ldns_probe_order"),
-        Why::NotYet,
-        "Sextant sends no LDNS round-trip probes yet",
-    ),
-    row(
-        Scope::Param,
-        "ldnsProbeInterval",
-        "-ldnsProbeInterval",
-        Some("[gslb] ldns_probe_interval"),
-        Why::NotYet,
-        "Sextant sends no LDNS round-trip probes yet",
-    ),
-    row(
-        Scope::Param,
-        "ldnsProbeTimeout",
-        "-ldnsProbeTimeout",
-        Some("[gslb] ldns_probe_timeout"),
-        Why::NotYet,
-        "Sextant sends no LDNS round-trip probes yet",
-    ),
-    row(
-        Scope::Monitor,
-        "ldnsMonitor",
-        "set lb monitor ldns-ping|ldns-dns|ldns-tcp",
-        None,
-        Why::NotYet,
-        "Sextant sends no LDNS round-trip probes yet",
-    ),
-    row(
-        Scope::Param,
         "dropLdnsReq",
         "-dropLdnsReq",
         Some("[gslb] drop_ldns_requests"),
         Why::NotYet,
-        "requests are answered whether or not a round-trip time is known, since none is measured yet",
-    ),
-    // -- gslb site
-    row(
-        Scope::Site,
-        "nwMetricExchange",
-        "-nwMetricExchange",
-        Some("[[site]] nw_metric_exchange"),
-        Why::NotYet,
-        "sites exchange no LDNS round-trip times yet",
+        "a query whose LDNS has no round-trip time yet is answered by the backup method (round robin unless set), not dropped",
     ),
     // -- gslb service
     row(
@@ -224,30 +149,6 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
         "flushing connections is the load balancer's job; Sextant only answers DNS",
     ),
     // -- gslb vserver
-    row(
-        Scope::VServer,
-        "lbMethod RTT",
-        "-lbMethod RTT",
-        Some("[[vserver]] lb_method = \"RTT\""),
-        Why::NotYet,
-        "Sextant does not measure LDNS round-trip times yet, so the vserver always answers by its backup method, or by round robin without one",
-    ),
-    row(
-        Scope::VServer,
-        "backupLBMethod RTT",
-        "-backupLBMethod RTT",
-        Some("[[vserver]] backup_lb_method = \"RTT\""),
-        Why::NotYet,
-        "Sextant does not measure LDNS round-trip times yet, so round robin is used instead",
-    ),
-    row(
-        Scope::VServer,
-        "tolerance",
-        "-tolerance",
-        None,
-        Why::NotYet,
-        "a per-vserver RTT tolerance needs LDNS round-trip times, which Sextant does not measure yet",
-    ),
     row(
         Scope::VServer,
         "persistenceId",

@@ -72,26 +72,14 @@ fn every_appliance_setting_without_effect_warns_once_per_use_at_its_line() {
     assert_eq!(
         warned(&m, "t.conf"),
         pairs(&[
-            (2, "-nwMetricExchange"),
             (4, "-automaticConfigSync"),
-            (5, "-ldnsEntryTimeout"),
-            (5, "-RTTTolerance"),
-            (6, "-ldnsMask"),
-            (6, "-v6ldnsMaskLen"),
-            (6, "-ldnsProbeOrder"),
             (7, "-dropLdnsReq"),
-            (7, "-ldnsProbeInterval"),
-            (7, "-ldnsProbeTimeout"),
-            (8, "set lb monitor ldns-ping|ldns-dns|ldns-tcp"),
             (9, "-maxClient"),
             (10, "-cip"),
             (10, "-cipHeader"),
             (11, "-cltTimeout"),
             (11, "-svrTimeout"),
             (11, "-downStateFlush"),
-            (12, "-lbMethod RTT"),
-            (12, "-backupLBMethod RTT"),
-            (13, "-tolerance"),
             (13, "-persistenceId"),
             (13, "-dnsRecordType"),
             (13, "-appflowLog"),
@@ -153,18 +141,8 @@ backup_lb_method = "RTT"
         warned(&m, "t.toml"),
         pairs(&[
             (3, "[gslb] automatic_config_sync"),
-            (4, "[gslb] ldns_entry_timeout"),
-            (5, "[gslb] rtt_tolerance"),
-            (6, "[gslb] ldns_v4_mask"),
-            (7, "[gslb] ldns_v6_mask"),
-            (8, "[gslb] ldns_probe_order"),
             (9, "[gslb] drop_ldns_requests"),
-            (10, "[gslb] ldns_probe_interval"),
-            (11, "[gslb] ldns_probe_timeout"),
-            (16, "[[site]] nw_metric_exchange"),
             (25, "[[service]] max_clients"),
-            (29, "[[vserver]] lb_method = \"RTT\""),
-            (30, "[[vserver]] backup_lb_method = \"RTT\""),
         ])
     );
 }
@@ -272,10 +250,16 @@ fn warnings_are_in_line_order_across_kinds() {
     // The TOML reader reads [gslb] after [[vserver]] here; the warnings
     // still come in line order.
     let text = r#"version = 1
-[[vserver]]
-name = "vs"
+[[site]]
+name = "p1"
+ip = "10.0.0.1"
+[[service]]
+name = "s1"
+ip = "10.1.0.1"
+port = 80
 protocol = "HTTP"
-lb_method = "RTT"
+site = "p1"
+max_clients = 100
 [gslb]
 drop_ldns_requests = false
 "#;
@@ -283,8 +267,8 @@ drop_ldns_requests = false
     assert_eq!(
         warned(&m, "t.toml"),
         pairs(&[
-            (5, "[[vserver]] lb_method = \"RTT\""),
-            (7, "[gslb] drop_ldns_requests"),
+            (11, "[[service]] max_clients"),
+            (13, "[gslb] drop_ldns_requests"),
         ])
     );
 }

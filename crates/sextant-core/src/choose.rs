@@ -242,7 +242,14 @@ fn choose_among<S: Sessions, T: Tracer>(
                     },
                     Set::Shared(n) => OutWhy::FartherThan { shared: n as u8 },
                     Set::Least { kind, .. } => OutWhy::MoreLoaded { kind },
-                    Set::Rtt { .. } => OutWhy::FartherByRtt,
+                    Set::Rtt { row, .. } => {
+                        let site = model.service(b.service).site;
+                        if snap.rtt().rtt_us(row, site).is_some() {
+                            OutWhy::FartherByRtt
+                        } else {
+                            OutWhy::NoRtt
+                        }
+                    }
                     Set::All => continue,
                 };
                 w.trace.record(TraceEvent::OutOfSet {

@@ -119,7 +119,9 @@ impl RttTable {
         self.queried
             .iter()
             .zip(self.keys.iter())
-            .filter(|(flag, _)| flag.swap(false, Ordering::Relaxed))
+            // Read first: most rows are not marked, and a read writes no
+            // cache line the DNS workers share.
+            .filter(|(flag, _)| flag.load(Ordering::Relaxed) && flag.swap(false, Ordering::Relaxed))
             .map(|(_, key)| *key)
             .collect()
     }

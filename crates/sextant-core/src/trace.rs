@@ -86,6 +86,8 @@ pub enum OutWhy {
     MoreLoaded { kind: LoadKind },
     /// Its site's RTT to the LDNS is beyond the best plus the tolerance.
     FartherByRtt,
+    /// Its site has no usable RTT to the LDNS.
+    NoRtt,
 }
 
 /// Why a candidate service was not taken.
@@ -325,6 +327,10 @@ impl TraceEvent {
                 ),
                 OutWhy::FartherByRtt => format!(
                     "passed over {}: its site's RTT to the LDNS is beyond the best plus the tolerance",
+                    svc(service)
+                ),
+                OutWhy::NoRtt => format!(
+                    "passed over {}: its site has no RTT to the LDNS",
                     svc(service)
                 ),
                 OutWhy::MoreLoaded { kind } => format!(

@@ -15,6 +15,7 @@
 // Unsafe code is confined to `mmsg` (batched UDP system calls).
 #![deny(unsafe_code)]
 
+pub mod ldns;
 mod limits;
 #[cfg(target_os = "linux")]
 mod mmsg;
@@ -32,6 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arc_swap::ArcSwap;
 use sextant_core::{AnswerBuf, Cursor, Snapshot};
 
+pub use ldns::LdnsQueue;
 pub use respond::{MAX_MESSAGE, respond, udp_limit};
 pub use sessions::{SessionEntry, SessionTable};
 pub use stats::{Counter, DnsStats, StatsSnapshot};
@@ -51,6 +53,8 @@ pub struct DnsShared {
     /// Source-IP persistence entries.
     pub sessions: SessionTable,
     pub stats: DnsStats,
+    /// New LDNS groups for the RTT method's prober.
+    pub ldns: LdnsQueue,
 }
 
 impl DnsShared {
@@ -59,6 +63,7 @@ impl DnsShared {
             snapshot: ArcSwap::from_pointee(snapshot),
             sessions: SessionTable::new(),
             stats: DnsStats::default(),
+            ldns: LdnsQueue::default(),
         }
     }
 

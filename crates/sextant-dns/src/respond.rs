@@ -7,7 +7,7 @@
 
 use std::net::IpAddr;
 
-use sextant_core::{NoTrace, Outcome, Query, Snapshot, decide};
+use sextant_core::{LdnsUse, NoTrace, Outcome, Query, Snapshot, decide};
 
 use crate::stats::Counter;
 use crate::wire::Rcode;
@@ -169,6 +169,11 @@ impl Answering<'_> {
             self.worker_answers,
             &mut NoTrace,
         );
+        match decision.ldns {
+            Some(LdnsUse::Known(row)) => self.snapshot.rtt().mark_queried(row),
+            Some(LdnsUse::Unknown(group)) => self.shared.ldns.offer(group),
+            None => {}
+        }
         let model = self.snapshot.model();
         if let Some(stick) = decision.stick {
             let persistence = model

@@ -206,7 +206,10 @@ mod tests {
             Message::LdnsRtt(LdnsRtt {
                 entries: vec![LdnsRttEntry {
                     prefix: "198.51.100.0/24".into(),
-                    rtt_us: 1234,
+                    rtt_us: Some(1234),
+                    probe: None,
+                    queried: true,
+                    removed: false,
                 }],
             }),
             Message::Sessions(Sessions {

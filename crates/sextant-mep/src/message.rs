@@ -369,7 +369,20 @@ pub struct LdnsRtt {
 pub struct LdnsRttEntry {
     /// The LDNS group, as a prefix (`198.51.100.0/24`, `2001:db8::/56`).
     pub prefix: String,
-    pub rtt_us: u64,
+    /// The sender's RTT to it; absent when it cannot measure it (every
+    /// probe failed) or has not yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<u64>,
+    /// The probe that measured it (`ping`, `dns`, `tcp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
+    /// The sender's clients query through this LDNS (keeps the entry alive
+    /// at the other sites, which probe it too).
+    #[serde(default)]
+    pub queried: bool,
+    /// The sender dropped the group.
+    #[serde(default)]
+    pub removed: bool,
 }
 
 /// Persistence sessions the sender created (carried, not interpreted, by

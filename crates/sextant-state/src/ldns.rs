@@ -159,10 +159,13 @@ impl LdnsBook {
             }
             if ctx.ignored(group) {
                 self.stats.ignored += 1;
+                // The counters are published with the table.
+                self.dirty = true;
                 continue;
             }
             if !self.take_token(now, p.ldns_new_per_second) {
                 self.stats.rate_limited += 1;
+                self.dirty = true;
                 continue;
             }
             let mut e = Entry::new(ctx.model.sites.len());
@@ -317,6 +320,7 @@ impl LdnsBook {
         }
         for group in gone {
             self.stats.expired += 1;
+            self.dirty = true;
             self.remove(group, ctx, out);
         }
     }

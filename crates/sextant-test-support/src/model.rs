@@ -7,10 +7,11 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sextant_core::{
-    Binding, Domain, LbMethod, LoadSource, Model, Service, ServiceProtocol, ServiceState, Site,
-    Snapshot, Soa, VServer, Zone,
+    Binding, Domain, LbMethod, LdnsProbe, LoadSource, Model, RttCell, RttTable, Service,
+    ServiceProtocol, ServiceState, Site, Snapshot, Soa, VServer, Zone,
 };
 
 /// Parses an address; panics on a typo.
@@ -121,6 +122,14 @@ impl ModelBuilder {
         self.push_service(service(name, ip))
     }
 
+    /// Adds [`service`]`(name, ip)` at site `site`.
+    pub fn add_service_at(&mut self, name: &str, ip: IpAddr, site: u32) -> u32 {
+        self.push_service(Service {
+            site,
+            ..service(name, ip)
+        })
+    }
+
     pub fn push_service(&mut self, s: Service) -> u32 {
         self.model.services.push(s);
         (self.model.services.len() - 1) as u32
@@ -202,4 +211,24 @@ pub fn with_down(s: &Snapshot, down: &[u32]) -> Snapshot {
         })
         .collect();
     s.with_states(states.into())
+}
+
+/// An RTT measurement of `ms` milliseconds (by DNS over UDP, at time 0).
+pub fn rtt_ms(ms: u64) -> RttCell {
+    RttCell {
+        rtt: Duration::from_millis(ms),
+        kind: Some(LdnsProbe::DnsUdp),
+        at: Duration::ZERO,
+    }
+}
+
+/// An RTT table for `sites` sites: one row per (LDNS group, each site's
+/// RTT in ms or `None` for unknown).
+pub fn rtt_table(sites: usize, rows: &[(IpAddr, &[Option<u64>])]) -> Arc<RttTable> {
+    let mut b = RttTable::builder(sites);
+    for (group, cells) in rows {
+        let cells: Vec<Option<RttCell>> = cells.iter().map(|c| c.map(rtt_ms)).collect();
+        b.row(*group, &cells);
+    }
+    Arc::new(b.build())
 }

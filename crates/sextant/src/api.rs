@@ -24,6 +24,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/services/{name}/metrics", post(push_metrics))
         .route("/v1/sites", get(sites))
         .route("/v1/explain", get(explain))
+        .route("/v1/ldns", get(ldns))
         .fallback(not_found)
         .with_state(daemon)
 }
@@ -31,7 +32,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such endpoint; try /v1/status, /v1/services, /v1/sites or /v1/explain?name=..&client=..",
+        "no such endpoint; try /v1/status, /v1/services, /v1/sites, /v1/ldns or /v1/explain?name=..&client=..",
     )
 }
 
@@ -136,6 +137,61 @@ pub fn service_views(snap: &Snapshot) -> Vec<sextant_api::Service> {
             }
         })
         .collect()
+}
+
+/// The RTT method's LDNS table: every group with every site's RTT, from
+/// the same publication DNS answers from.
+async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns> {
+    use std::sync::atomic::Ordering;
+    let snap = d.dns.snapshot.load();
+    let model = snap.model();
+    let table = snap.rtt();
+    let now = crate::serve::wall_now();
+    let age = |at: Duration| now.saturating_sub(at).as_secs_f64();
+    let timeout = model.params.ldns_entry_timeout;
+    let entries = table
+        .rows()
+        .map(|(group, info, cells)| sextant_api::LdnsEntry {
+            ldns: group.to_string(),
+            prefix_len: if group.is_ipv4() {
+                model.params.ldns_v4_mask
+            } else {
+                model.params.ldns_v6_mask
+            },
+            last_query_age_seconds: info.last_query.filter(|t| now < *t + timeout).map(age),
+            peers_interested: info.peers_interested,
+            sites: model
+                .sites
+                .iter()
+                .zip(cells)
+                .map(|(site, cell)| sextant_api::LdnsSiteRtt {
+                    site: site.name.clone(),
+                    rtt_ms: cell.map(|c| c.rtt.as_secs_f64() * 1000.0),
+                    probe: cell
+                        .and_then(|c| c.kind)
+                        .map(|k| k.monitor_name().to_string()),
+                    age_seconds: cell.map(|c| age(c.at)),
+                })
+                .collect(),
+        })
+        .collect();
+    let stats = table.stats();
+    let prober = d.ldns.prober.lock().map(|c| *c).unwrap_or_default();
+    Json(sextant_api::Ldns {
+        entries,
+        created: stats.created,
+        rate_limited: stats.rate_limited,
+        evicted: stats.evicted,
+        expired: stats.expired,
+        ignored: stats.ignored,
+        queue_dropped: d.dns.ldns.dropped(),
+        probes_sent: prober.probes_sent,
+        probe_samples: prober.samples,
+        probe_failures: prober.failures,
+        probes_rate_limited: prober.rate_limited,
+        rtt_messages_sent: d.ldns.messages_sent.load(Ordering::Relaxed),
+        rtt_entries_sent: d.ldns.entries_sent.load(Ordering::Relaxed),
+    })
 }
 
 async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {

@@ -25,11 +25,15 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
     let path = std::env::temp_dir().join(format!("sextant-demo-{}.conf", std::process::id()));
     std::fs::write(&path, DEMO_CONFIG)
         .with_context(|| format!("cannot write the demo configuration to {}", path.display()))?;
+    let defaults = sextant_core::GslbParams::default();
     let overrides = Overrides {
         config: path.clone(),
         local_site: None,
         dns_listen: Some(dns_listen),
         api_listen: Some(api_listen),
+        ldns_new_per_second: defaults.ldns_new_per_second,
+        ldns_max_entries: defaults.ldns_max_entries,
+        ldns_probes_per_second: defaults.ldns_probes_per_second,
     };
     let model = serve::load(&overrides)?;
     let backends = Backends::start(&model)?;

@@ -113,6 +113,18 @@ pub struct ServeArgs {
     /// UDP worker threads (default: one per core).
     #[arg(long)]
     udp_workers: Option<usize>,
+    /// RTT method: at most this many new LDNS entries per second (more
+    /// are counted and dropped, so spoofed sources cannot make this site
+    /// probe arbitrary addresses).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    ldns_new_per_second: u32,
+    /// RTT method: at most this many LDNS entries; the least recently
+    /// queried one makes room for a new one.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    ldns_max_entries: u64,
+    /// RTT method: at most this many LDNS probes per second in all.
+    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..))]
+    ldns_probes_per_second: u32,
 }
 
 fn main() -> ExitCode {

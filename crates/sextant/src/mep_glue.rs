@@ -4,11 +4,14 @@
 //! they mean for the site is decided by the engine.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-use sextant_core::ServiceMetrics;
-use sextant_mep::message::{LoadMetrics, ServiceEntry, ServiceState, SessionEntry, Sessions};
+use sextant_core::{LdnsProbe, ServiceMetrics};
+use sextant_mep::message::{
+    LdnsRtt, LdnsRttEntry, LoadMetrics, ServiceEntry, ServiceState, SessionEntry, Sessions,
+};
 use sextant_mep::{LocalReport, MepEvent, Message};
-use sextant_state::{Event, PeerServices, ReportedService, SharedSession};
+use sextant_state::{Event, PeerServices, ReportedService, SharedRtt, SharedSession};
 use tracing::{info, warn};
 
 /// Totals since start, for `/v1/status`.
@@ -122,7 +125,11 @@ pub fn translate(event: MepEvent, counters: &MepCounters) -> Option<Event> {
             info!(%child, %for_parent, %reason, "child site refused the takeover");
             None
         }
-        MepEvent::SiteMetrics { .. } | MepEvent::LdnsRtt { .. } => None,
+        MepEvent::LdnsRtt { from_site, entries } => Some(Event::PeerRtt {
+            site: from_site,
+            entries: entries.iter().filter_map(rtt_from_wire).collect(),
+        }),
+        MepEvent::SiteMetrics { .. } => None,
     }
 }
 
@@ -178,6 +185,58 @@ pub fn sessions_to_wire(list: &[SharedSession]) -> Message {
                 expires_in_s: s.remaining.as_secs().max(1),
             })
             .collect(),
+    })
+}
+
+/// This site's RTTs for the other parents; groups as prefixes of the
+/// LDNS masks (which are the same across the GSLB domain).
+pub fn rtt_to_wire(list: &[SharedRtt], v4_mask: u8, v6_mask: u8) -> Message {
+    Message::LdnsRtt(LdnsRtt {
+        entries: list
+            .iter()
+            .map(|r| LdnsRttEntry {
+                prefix: format!(
+                    "{}/{}",
+                    r.group,
+                    if r.group.is_ipv4() { v4_mask } else { v6_mask }
+                ),
+                rtt_us: r
+                    .rtt
+                    .map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64),
+                probe: r.kind.map(|k| probe_word(k).to_string()),
+                queried: r.queried,
+                removed: r.removed,
+            })
+            .collect(),
+    })
+}
+
+fn probe_word(kind: LdnsProbe) -> &'static str {
+    match kind {
+        LdnsProbe::Ping => "ping",
+        LdnsProbe::DnsUdp => "dns",
+        LdnsProbe::DnsTcp => "tcp",
+    }
+}
+
+/// One received RTT entry; malformed ones are dropped (an unknown probe
+/// word only loses the kind).
+fn rtt_from_wire(e: &LdnsRttEntry) -> Option<SharedRtt> {
+    let addr = e
+        .prefix
+        .split_once('/')
+        .map_or(e.prefix.as_str(), |(a, _)| a);
+    Some(SharedRtt {
+        group: addr.parse().ok()?,
+        rtt: e.rtt_us.map(Duration::from_micros),
+        kind: e.probe.as_deref().and_then(|p| match p {
+            "ping" => Some(LdnsProbe::Ping),
+            "dns" => Some(LdnsProbe::DnsUdp),
+            "tcp" => Some(LdnsProbe::DnsTcp),
+            _ => None,
+        }),
+        queried: e.queried,
+        removed: e.removed,
     })
 }
 

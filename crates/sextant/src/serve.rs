@@ -10,6 +10,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -44,6 +45,16 @@ pub struct Daemon {
     /// Other sites' CPU and memory use, as they last reported it.
     pub peer_site_metrics:
         std::sync::Mutex<std::collections::HashMap<String, sextant_mep::message::SiteMetrics>>,
+    /// The LDNS prober's counters and the RTT messages sent, for `/v1/ldns`.
+    pub ldns: LdnsCounters,
+}
+
+/// What `/v1/ldns` tells of this site's probing and RTT exchange.
+#[derive(Debug, Default)]
+pub struct LdnsCounters {
+    pub prober: Mutex<sextant_health::ldns::LdnsProberCounters>,
+    pub messages_sent: AtomicU64,
+    pub entries_sent: AtomicU64,
 }
 
 /// The settings of a serve run that come from the command line.
@@ -53,6 +64,10 @@ pub struct Overrides {
     pub local_site: Option<String>,
     pub dns_listen: Option<SocketAddr>,
     pub api_listen: Option<SocketAddr>,
+    /// The LDNS table's bounds (`--ldns-...`).
+    pub ldns_new_per_second: u32,
+    pub ldns_max_entries: usize,
+    pub ldns_probes_per_second: u32,
 }
 
 impl From<&ServeArgs> for Overrides {
@@ -62,6 +77,9 @@ impl From<&ServeArgs> for Overrides {
             local_site: a.local_site.clone(),
             dns_listen: a.dns_listen,
             api_listen: a.api_listen,
+            ldns_new_per_second: a.ldns_new_per_second,
+            ldns_max_entries: usize::try_from(a.ldns_max_entries).unwrap_or(usize::MAX),
+            ldns_probes_per_second: a.ldns_probes_per_second,
         }
     }
 }
@@ -81,6 +99,9 @@ pub fn load(overrides: &Overrides) -> anyhow::Result<Model> {
     if let Some(api) = overrides.api_listen {
         model.api_listen = Some(api);
     }
+    model.params.ldns_new_per_second = overrides.ldns_new_per_second;
+    model.params.ldns_max_entries = overrides.ldns_max_entries;
+    model.params.ldns_probes_per_second = overrides.ldns_probes_per_second;
     Ok(model)
 }
 
@@ -344,6 +365,7 @@ pub async fn serve(
         inputs: input_tx.clone(),
         site_metrics: Default::default(),
         peer_site_metrics: Default::default(),
+        ldns: LdnsCounters::default(),
     });
 
     let listener = tokio::net::TcpListener::bind(api_listen)
@@ -515,6 +537,9 @@ fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) ->
 /// published) together.
 const PROBE_BATCH: usize = 1024;
 
+/// How often new LDNS and query marks go from the DNS path to the engine.
+const LDNS_SWEEP: Duration = Duration::from_millis(250);
+
 /// How often this node samples its own CPU and memory use for its reports.
 const SITE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -547,7 +572,7 @@ fn wants_metric_exchange(model: &Model) -> bool {
 }
 
 /// Wall-clock time for the engine (the only clock it sees).
-fn wall_now() -> Duration {
+pub fn wall_now() -> Duration {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
@@ -563,9 +588,33 @@ struct Edges {
     loads: Option<sextant_health::LoadSources>,
     obs_tx: mpsc::Sender<sextant_health::Observation>,
     load_tx: mpsc::Sender<sextant_health::LoadObservation>,
+    /// The RTT method's LDNS prober (parents only).
+    ldns: Option<sextant_health::ldns::LdnsProber>,
+    ldns_tx: mpsc::Sender<sextant_health::ldns::LdnsSample>,
 }
 
 impl Edges {
+    /// Starts the LDNS prober on a parent, or gives it the new settings.
+    fn start_ldns(&mut self) {
+        let model = &self.model;
+        let local = model.local_site.and_then(|l| model.sites.get(l as usize));
+        let Some(site) = local.filter(|s| s.parent.is_none()) else {
+            self.ldns = None;
+            return;
+        };
+        let config =
+            sextant_health::ldns::LdnsProberConfig::from_params(&model.params, Some(site.ip));
+        match self.ldns.as_mut() {
+            Some(p) => p.reconfigure(config),
+            None => {
+                self.ldns = Some(sextant_health::ldns::LdnsProber::start(
+                    config,
+                    self.ldns_tx.clone(),
+                ))
+            }
+        }
+    }
+
     /// Starts the monitors and load sources of the configuration in force;
     /// after a reload, the monitors of unchanged bindings keep running.
     fn start(&mut self) {
@@ -592,6 +641,7 @@ impl Edges {
             self.generation,
             self.load_tx.clone(),
         ));
+        self.start_ldns();
     }
 }
 
@@ -605,6 +655,7 @@ async fn state_task(
 ) {
     let (obs_tx, mut obs_rx) = mpsc::channel(4096);
     let (load_tx, mut load_rx) = mpsc::channel(1024);
+    let (ldns_tx, mut ldns_rx) = mpsc::channel(4096);
     let mut edges = Edges {
         model: Arc::clone(engine.model()),
         generation: engine.generation(),
@@ -613,7 +664,14 @@ async fn state_task(
         loads: None,
         obs_tx,
         load_tx,
+        ldns: None,
+        ldns_tx,
     };
+    // New LDNS from the DNS path and the query marks of the published RTT
+    // table reach the engine this often.
+    let mut ldns_tick = tokio::time::interval(LDNS_SWEEP);
+    ldns_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut swept: Option<Arc<sextant_core::RttTable>> = None;
     carry_out(&daemon, &mut edges, &mut inputs.ready, first);
     edges.start();
     daemon.dns.sessions.set_sharing(engine.session_exchange());
@@ -722,6 +780,36 @@ async fn state_task(
                 }
                 Event::LocalSessions(entries)
             }
+            Some(sample) = ldns_rx.recv() => {
+                let sextant_health::ldns::LdnsSample { ldns, outcome } = sample;
+                Event::LdnsSample {
+                    group: ldns,
+                    sample: match outcome {
+                        sextant_health::ldns::LdnsOutcome::Rtt { rtt, kind } => Some((rtt, kind)),
+                        sextant_health::ldns::LdnsOutcome::Failed { detail } => {
+                            tracing::debug!(%ldns, %detail, "LDNS probe cycle failed");
+                            None
+                        }
+                    },
+                }
+            }
+            _ = ldns_tick.tick() => {
+                if let (Some(p), Ok(mut c)) = (edges.ldns.as_ref(), daemon.ldns.prober.lock()) {
+                    *c = p.counters();
+                }
+                let mut groups = daemon.dns.ldns.drain();
+                let current = Arc::clone(daemon.dns.snapshot.load().rtt());
+                // Marks made in a table replaced since the last sweep count too.
+                if let Some(old) = swept.as_ref().filter(|old| !Arc::ptr_eq(old, &current)) {
+                    groups.extend(old.take_queried());
+                }
+                groups.extend(current.take_queried());
+                swept = Some(current);
+                if groups.is_empty() {
+                    continue;
+                }
+                Event::LdnsQueried(groups)
+            }
             _ = sleep_until(wake) => Event::Tick,
             else => break,
         };
@@ -802,6 +890,33 @@ fn carry_out(
             Effect::Ready => {
                 if let Some(tx) = ready.take() {
                     let _ = tx.send(());
+                }
+            }
+            Effect::ProbeLdns { add, remove } => {
+                if let Some(p) = edges.ldns.as_mut() {
+                    for g in add {
+                        p.add(g);
+                    }
+                    for g in remove {
+                        p.remove(g);
+                    }
+                }
+            }
+            Effect::ShareRtt(list) => {
+                if let Ok(mep) = daemon.mep.lock()
+                    && let Some(m) = mep.as_ref()
+                {
+                    let p = &edges.model.params;
+                    m.send_to_peers(crate::mep_glue::rtt_to_wire(
+                        &list,
+                        p.ldns_v4_mask,
+                        p.ldns_v6_mask,
+                    ));
+                    daemon.ldns.messages_sent.fetch_add(1, Ordering::Relaxed);
+                    daemon
+                        .ldns
+                        .entries_sent
+                        .fetch_add(list.len() as u64, Ordering::Relaxed);
                 }
             }
             Effect::Restart {

@@ -334,9 +334,7 @@ fn set_ldns_monitor(
             r.draft.params.ldns_monitor_mut(kind).dest_port = Some(p);
         }
     }
-    if args.any {
-        r.no_effect(line, Scope::Monitor, "ldnsMonitor");
-    } else {
+    if !args.any {
         r.error(
             line,
             ctx,
