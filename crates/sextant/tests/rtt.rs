@@ -376,6 +376,26 @@ fn the_answer_is_the_site_with_the_smallest_rtt_and_follows_a_change() {
             &[NO_RTT],
         )
     });
+    // The LDNS is the query's source, never the EDNS Client Subnet: a query
+    // from the same LDNS carrying another client subnet is answered by the
+    // same RTTs, and the subnet gets no entry of its own.
+    let ecs_client: IpAddr = "198.51.100.7".parse().unwrap();
+    let q = with_ecs(build_query(NAME, RecordType::A, Some(1232)), ecs_client, 32);
+    for _ in 0..5 {
+        let got = a_records(&nyc.dns.udp_from(Some(ldns), &q));
+        assert_eq!(
+            got,
+            [layout.svc_of("fra")],
+            "a query from the LDNS {ldns} with ECS {ecs_client}/32 is not answered by the LDNS's RTTs"
+        );
+    }
+    let t = nyc.ldns();
+    assert!(
+        t.entries
+            .iter()
+            .all(|e| e.ldns != "198.51.100.7" && e.ldns != "198.51.100.0"),
+        "the ECS address became an LDNS entry: {t:?}"
+    );
     // The other parents have the RTTs too and answer the same.
     for s in [fra, sgp] {
         eventually_ok(
