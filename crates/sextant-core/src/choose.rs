@@ -105,6 +105,7 @@ enum Set {
     /// Services whose site's RTT to the LDNS (row `row` of the table) is at
     /// most `max_us`: the smallest plus the vserver's tolerance.
     Rtt {
+        vserver: VServerId,
         row: u32,
         max_us: u32,
     },
@@ -356,10 +357,14 @@ fn contains(
                 .get(kind)
                 .is_some_and(|f| per_weight_cmp(f, load_weight(kind, b), num, den).is_eq())
         }
-        Set::Rtt { row, max_us } => {
-            let site = snap.model().service(vs.bindings[i].service).site;
-            snap.rtt().rtt_us(row, site).is_some_and(|r| r <= max_us)
-        }
+        Set::Rtt {
+            vserver,
+            row,
+            max_us,
+        } => snap
+            .rtt()
+            .rtt_us(row, snap.binding_site(vserver, i))
+            .is_some_and(|r| r <= max_us),
     }
 }
 
@@ -416,11 +421,11 @@ fn method_plan<T: Tracer>(
     trace: &mut T,
 ) -> (Plan, Reason) {
     let vs = snap.model().vserver(vs_id);
-    match plan_for(snap, vs, vs.method, client, eligible, trace) {
+    match plan_for(snap, vs_id, vs.method, client, eligible, trace) {
         Ok(plan) => (plan, Reason::Method(vs.method)),
         Err(why) => {
             let wanted = vs.backup_method.unwrap_or(LbMethod::RoundRobin);
-            let (backup, plan) = match plan_for(snap, vs, wanted, client, eligible, trace) {
+            let (backup, plan) = match plan_for(snap, vs_id, wanted, client, eligible, trace) {
                 Ok(plan) if wanted != vs.method => (wanted, plan),
                 _ => (LbMethod::RoundRobin, round_robin_plan()),
             };
@@ -454,12 +459,13 @@ fn round_robin_plan() -> Plan {
 /// How `method` would choose, or why it cannot.
 fn plan_for<T: Tracer>(
     snap: &Snapshot,
-    vs: &VServer,
+    vs_id: VServerId,
     method: LbMethod,
     client: &mut Client,
     eligible: &impl Fn(usize) -> bool,
     trace: &mut T,
 ) -> Result<Plan, FallbackWhy> {
+    let vs = snap.model().vserver(vs_id);
     match method {
         LbMethod::RoundRobin => Ok(round_robin_plan()),
         LbMethod::SourceIpHash => Ok(Plan {
@@ -492,7 +498,7 @@ fn plan_for<T: Tracer>(
         }
         LbMethod::LeastPackets => least_plan(snap, vs, method, LoadKind::Packets, eligible, trace),
         LbMethod::CustomLoad => least_plan(snap, vs, method, LoadKind::CustomLoad, eligible, trace),
-        LbMethod::Rtt => rtt_plan(snap, vs, client, eligible, trace),
+        LbMethod::Rtt => rtt_plan(snap, vs_id, client, eligible, trace),
     }
 }
 
@@ -503,7 +509,7 @@ fn plan_for<T: Tracer>(
 /// resolver, not on the client subnet, so it is not per client.
 fn rtt_plan<T: Tracer>(
     snap: &Snapshot,
-    vs: &VServer,
+    vs_id: VServerId,
     client: &mut Client,
     eligible: &impl Fn(usize) -> bool,
     trace: &mut T,
@@ -512,13 +518,13 @@ fn rtt_plan<T: Tracer>(
         return Err(FallbackWhy::NoRtt);
     };
     let table = snap.rtt();
-    let model = snap.model();
+    let vs = snap.model().vserver(vs_id);
     let mut best: Option<u32> = None;
     for (i, b) in vs.bindings.iter().enumerate() {
         if !eligible(i) {
             continue;
         }
-        let site = model.service(b.service).site;
+        let site = snap.binding_site(vs_id, i);
         let rtt_us = table.rtt_us(row, site);
         trace.record(TraceEvent::Rtt {
             service: b.service,
@@ -537,7 +543,11 @@ fn rtt_plan<T: Tracer>(
         tolerance_us,
     });
     Ok(Plan {
-        set: Set::Rtt { row, max_us },
+        set: Set::Rtt {
+            vserver: vs_id,
+            row,
+            max_us,
+        },
         pick: Pick::RoundRobin,
         method: LbMethod::Rtt,
         per_client: false,

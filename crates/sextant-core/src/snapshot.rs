@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::load::ServiceMetrics;
 use crate::location_db::{Place, PlaceId};
-use crate::model::{DomainId, Model, ServiceId, VServerId, ZoneId};
+use crate::model::{DomainId, Model, ServiceId, SiteId, VServerId, ZoneId};
 use crate::rtt::RttTable;
 use crate::status::StatusTable;
 
@@ -73,6 +73,11 @@ struct Compiled {
     services_by_name: FnvMap<Box<str>, ServiceId>,
     /// Per service: its place in the location database (by answer address).
     service_places: Box<[Option<PlaceId>]>,
+    /// Per vserver, per binding: the site of the bound service, flat
+    /// (`binding_site_start[v]..` for vserver `v`), so that the RTT method
+    /// reads one short array instead of every bound service's record.
+    binding_sites: Box<[SiteId]>,
+    binding_site_start: Box<[u32]>,
     /// Whether any bound DNS policy looks at the client's location.
     policies_need_location: bool,
     /// This node is a child site: only parents answer DNS.
@@ -127,6 +132,17 @@ impl Snapshot {
             .local_site
             .and_then(|s| model.sites.get(s as usize))
             .is_some_and(|s| s.parent.is_some());
+        let mut binding_site_start = Vec::with_capacity(model.vservers.len());
+        let mut binding_sites = Vec::new();
+        for vs in &model.vservers {
+            binding_site_start.push(binding_sites.len() as u32);
+            binding_sites.extend(vs.bindings.iter().map(|b| {
+                model
+                    .services
+                    .get(b.service as usize)
+                    .map_or(SiteId::MAX, |s| s.site)
+            }));
+        }
         let service_places = model
             .services
             .iter()
@@ -152,6 +168,8 @@ impl Snapshot {
                 schedules,
                 turns,
                 service_places,
+                binding_sites: binding_sites.into(),
+                binding_site_start: binding_site_start.into(),
                 services_by_name,
                 policies_need_location,
                 child,
@@ -326,6 +344,16 @@ impl Snapshot {
 }
 
 impl Snapshot {
+    /// The site of binding `i` of vserver `vs`.
+    pub fn binding_site(&self, vs: VServerId, i: usize) -> SiteId {
+        let c = &self.compiled;
+        c.binding_site_start
+            .get(vs as usize)
+            .and_then(|start| c.binding_sites.get(*start as usize + i))
+            .copied()
+            .unwrap_or(SiteId::MAX)
+    }
+
     /// The location of a service (of its public IP, or its IP), if known.
     pub fn service_place(&self, service: ServiceId) -> Option<&Place> {
         let id = (*self.compiled.service_places.get(service as usize)?)?;
