@@ -1122,3 +1122,78 @@ fn a_flood_of_spoofed_sources_makes_a_bounded_number_of_entries() {
     drop(site);
     drop(scratch);
 }
+
+// ---------------------------------------------------------------------------
+// 9. Error replies are RTT samples
+// ---------------------------------------------------------------------------
+
+/// Two independent single-site parents, one probing by DNS over UDP only
+/// (`-ldnsProbeOrder DNS`), the other by DNS over TCP only (`TCP`). LDNS a
+/// is an emulator that answers REFUSED after 30 ms; LDNS b has nothing
+/// listening on the probe port. Both sites measure both: REFUSED is a DNS
+/// error reply, b gives an ICMP port unreachable (UDP) or a TCP reset, and
+/// each counts as a sample (seed 003).
+#[test]
+fn dns_errors_port_unreachable_and_tcp_resets_count_as_rtt_samples() {
+    let net = Net::for_sites("rtt_errors", 2);
+    let scratch = net.scratch();
+    let (a, b) = (net.client_ip(0), net.client_ip(1));
+    let emu = LdnsEmulator::start(SocketAddr::new(IpAddr::V4(a), 0));
+    emu.set_rcode(5);
+    let mut sites = Vec::new();
+    for (k, (name, order, probe)) in [("udp", "DNS", "ldns-dns"), ("tcp", "TCP", "ldns-tcp")]
+        .into_iter()
+        .enumerate()
+    {
+        let layout = Layout::new(
+            &[name],
+            vec![net.site_ip(k as u8)],
+            vec![net.svc_ip(k as u8)],
+        );
+        emu.set_delay(layout.ip(name), ms(30));
+        let params = format!("set gslb parameter -ldnsProbeOrder {order}\n");
+        let conf = layout.conf(
+            0,
+            emu.addr().port(),
+            &params,
+            "",
+            &layout.unmonitored_services(),
+            "",
+        );
+        let site = SiteServer::start(SEXTANT, &scratch.0, name, layout.ips[0], &conf, None);
+        sites.push((site, probe));
+    }
+    for (site, probe) in &sites {
+        for (ldns, min_ms, what) in [
+            (a, 30.0, "a REFUSED answer after 30 ms"),
+            (b, 0.0, "nothing listening on the probe port"),
+        ] {
+            eventually_ok(
+                CONVERGE,
+                &format!("{} measures {ldns} ({what}) by {probe}", site.name),
+                || {
+                    site.try_query_a_from(ldns, NAME)?;
+                    let e = ldns_entry(site, ldns)?;
+                    let c = ldns_site(&e, &site.name)
+                        .ok_or_else(|| format!("no cell of {}: {e:?}", site.name))?;
+                    match (c.probe.as_deref(), c.rtt_ms) {
+                        (Some(p), Some(r)) if p == *probe && r >= min_ms => Ok(()),
+                        got => Err(format!(
+                            "{}'s RTT to {ldns} is {got:?} (probe, ms), want {probe} with at \
+                             least {min_ms} ms; /v1/ldns: {:?}",
+                            site.name,
+                            site.try_ldns()
+                        )),
+                    }
+                },
+            );
+        }
+        assert!(
+            emu.queries_from(IpAddr::V4(site.ip)) > 0,
+            "the emulator got no probe from {}",
+            site.name
+        );
+    }
+    drop(sites);
+    drop(scratch);
+}
