@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 pub use sextant_api::{
-    ApiError, DnsCounters, Explain, MepCounters, MonitorState, PushMetrics, Service, Site, State,
-    Status,
+    ApiError, DnsCounters, Explain, Ldns, LdnsEntry, LdnsSiteRtt, MepCounters, MonitorState,
+    PushMetrics, Service, Site, State, Status,
 };
 
 use crate::http::{http_get, http_get_within};
@@ -16,6 +16,8 @@ use crate::http::{http_get, http_get_within};
 pub const STATUS: &str = "/v1/status";
 pub const SERVICES: &str = "/v1/services";
 pub const SITES: &str = "/v1/sites";
+/// The RTT method's LDNS table ([`Ldns`]).
+pub const LDNS: &str = "/v1/ldns";
 
 /// The explain path for `name` (which may carry more parameters, as in
 /// `x.example.com&type=AAAA`) asked by `client`.
@@ -77,4 +79,23 @@ pub fn api_explain(addr: SocketAddr, name: &str, client: &str) -> Result<Explain
 /// The entry of `name` (case-insensitive) in a `/v1/sites` answer.
 pub fn find_site<'a>(sites: &'a [Site], name: &str) -> Option<&'a Site> {
     sites.iter().find(|s| s.name.eq_ignore_ascii_case(name))
+}
+
+/// `GET /v1/ldns`.
+pub fn api_ldns(addr: SocketAddr) -> Result<Ldns, String> {
+    api_get(addr, LDNS)
+}
+
+/// The entry of the LDNS group `ldns` (its address as text) in a
+/// `/v1/ldns` answer.
+pub fn find_ldns<'a>(table: &'a Ldns, ldns: &str) -> Option<&'a LdnsEntry> {
+    table.entries.iter().find(|e| e.ldns == ldns)
+}
+
+/// Site `site`'s measurement (case-insensitive name) in an LDNS entry.
+pub fn ldns_site<'a>(entry: &'a LdnsEntry, site: &str) -> Option<&'a LdnsSiteRtt> {
+    entry
+        .sites
+        .iter()
+        .find(|s| s.site.eq_ignore_ascii_case(site))
 }

@@ -209,6 +209,60 @@ impl Dns {
         (0..n).flat_map(|_| self.query_a(name)).collect()
     }
 
+    /// One query `q` from each of `sources` (a fresh UDP socket bound to
+    /// each), sent in batches of `batch` sockets; each batch waits up to
+    /// `wait` for its answers. Returns how many queries were answered (a
+    /// datagram with the query's ID came back). For floods of spoofed
+    /// sources: bounded in sockets and time whatever the server does.
+    pub fn flood_from(
+        &self,
+        sources: &[Ipv4Addr],
+        q: &Message,
+        batch: usize,
+        wait: Duration,
+    ) -> Result<usize, String> {
+        let bytes = q.to_vec().map_err(|e| format!("encode: {e}"))?;
+        let mut answered = 0;
+        for chunk in sources.chunks(batch.max(1)) {
+            let mut socks = Vec::with_capacity(chunk.len());
+            for &src in chunk {
+                let sock = UdpSocket::bind((src, 0)).map_err(|e| format!("bind {src}: {e}"))?;
+                sock.connect(self.server)
+                    .map_err(|e| format!("connect: {e}"))?;
+                sock.set_nonblocking(true)
+                    .map_err(|e| format!("non-blocking: {e}"))?;
+                // A send refused now (an ICMP error of an earlier packet)
+                // just counts as unanswered.
+                let _ = sock.send(&bytes);
+                socks.push(Some(sock));
+            }
+            let end = Instant::now() + wait;
+            let mut buf = vec![0u8; 4096];
+            while socks.iter().any(Option::is_some) && Instant::now() < end {
+                let mut progress = false;
+                for slot in socks.iter_mut() {
+                    let Some(sock) = slot else { continue };
+                    match sock.recv(&mut buf) {
+                        Ok(n) if n >= 2 && buf[..2] == bytes[..2] => {
+                            answered += 1;
+                            *slot = None;
+                            progress = true;
+                        }
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(_) => {
+                            *slot = None;
+                        }
+                    }
+                }
+                if !progress {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+        }
+        Ok(answered)
+    }
+
     /// Like [`Dns::raw_udp_from`], from any local address, IPv4 or IPv6
     /// (the server must listen in the same family).
     pub fn raw_udp_from_ip(

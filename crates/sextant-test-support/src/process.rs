@@ -23,7 +23,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
-use sextant_api::{Explain, MepCounters, Service, Site, State, Status};
+use sextant_api::{Explain, Ldns, MepCounters, Service, Site, State, Status};
 
 use crate::api::{self, api_get};
 use crate::dns::{Dns, Message, RecordType, a_records, build_query};
@@ -443,6 +443,8 @@ pub struct SiteServer {
     dns_listen: bool,
     /// When the process was last spawned.
     started: Instant,
+    /// More arguments to `serve` ([`SiteServer::start_with`]).
+    extra: Vec<String>,
 }
 
 impl SiteServer {
@@ -457,6 +459,22 @@ impl SiteServer {
         ns: Option<Arc<Netns>>,
     ) -> SiteServer {
         Self::new(bin, dir, name, ip, config, ns, true).launched(true)
+    }
+
+    /// Like [`SiteServer::start`], with more arguments to `serve` (e.g.
+    /// `--ldns-new-per-second 20`), kept for [`SiteServer::restart`].
+    pub fn start_with(
+        bin: Bin,
+        dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        config: &str,
+        ns: Option<Arc<Netns>>,
+        extra: &[&str],
+    ) -> SiteServer {
+        let mut site = Self::new(bin, dir, name, ip, config, ns, true);
+        site.extra = extra.iter().map(|a| a.to_string()).collect();
+        site.launched(true)
     }
 
     /// Like [`SiteServer::start`] (host namespace) but without
@@ -505,6 +523,7 @@ impl SiteServer {
             // service on a child), without --dns-listen.
             dns_listen: dns_listen && !is_child_site(config, name),
             started: Instant::now(),
+            extra: Vec::new(),
         };
         let _ = fs::remove_file(&site.log_path);
         site
@@ -548,6 +567,7 @@ impl SiteServer {
         self.started = Instant::now();
         let child = cmd
             .args(["--api-listen", &api, "--udp-workers", "1"])
+            .args(&self.extra)
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
@@ -756,6 +776,26 @@ impl SiteServer {
 
     pub fn query_a(&self, name: &str) -> Vec<Ipv4Addr> {
         self.try_query_a(name).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The A addresses the site answers for `name` asked over UDP from
+    /// `source` (in the site's namespace): for a test whose LDNS (the
+    /// query's source address) matters, as for the RTT method.
+    pub fn try_query_a_from(&self, source: Ipv4Addr, name: &str) -> Result<Vec<Ipv4Addr>, String> {
+        let dns = self.dns.clone();
+        let q = build_query(name, RecordType::A, None);
+        self.in_ns(|| dns.try_udp_from(Some(source), &q))
+            .map(|m| a_records(&m))
+            .map_err(|e| format!("site {}: {e}", self.name))
+    }
+
+    /// `/v1/ldns`: the RTT method's LDNS table.
+    pub fn try_ldns(&self) -> Result<Ldns, String> {
+        self.try_api(api::LDNS)
+    }
+
+    pub fn ldns(&self) -> Ldns {
+        self.try_ldns().unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The `/v1/explain` answer for `name` asked by `client`.
