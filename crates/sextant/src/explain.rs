@@ -161,6 +161,67 @@ pub fn offline(
     crate::serve::apply_local_site(&mut model, local_site)?;
     let snap = Snapshot::new(Arc::new(model), 1);
     let e = explain(&snap, &NoSessions, name, qtype, client, ecs)?;
+    print(
+        &e,
+        "every service assumed UP, no RTTs measured (offline; `--server ADDR` asks a running server)",
+    );
+    Ok(())
+}
+
+/// `sextant explain --server ADDR`: the running server's explanation, with
+/// its live health, figures and RTTs.
+pub fn live(
+    server: std::net::SocketAddr,
+    client: IpAddr,
+    ecs: Option<&str>,
+    name: &str,
+    qtype: &str,
+) -> anyhow::Result<()> {
+    let mut path = format!("/v1/explain?name={name}&client={client}&type={qtype}");
+    if let Some(ecs) = ecs {
+        path.push_str(&format!("&ecs={ecs}"));
+    }
+    let (status, body) = http_get(server, &path)
+        .map_err(|e| anyhow::anyhow!("cannot ask the server at {server}: {e} (is `sextant serve` running with --api-listen {server}?)"))?;
+    if status != 200 {
+        let why = serde_json::from_str::<sextant_api::ApiError>(&body)
+            .map(|e| e.error)
+            .unwrap_or(body);
+        anyhow::bail!("the server at {server} answered {status}: {why}");
+    }
+    let e: sextant_api::Explain = serde_json::from_str(&body).map_err(|e| {
+        anyhow::anyhow!("the server at {server} sent an explanation this sextant cannot read: {e}")
+    })?;
+    print(&e, &format!("live, from the server at {server}"));
+    Ok(())
+}
+
+/// A plain HTTP/1.0 GET on the API's address: status and body.
+fn http_get(server: std::net::SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let timeout = std::time::Duration::from_secs(5);
+    let mut stream = std::net::TcpStream::connect_timeout(&server, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {server}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    stream.take(16 << 20).read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw);
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "not an HTTP response");
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(bad)?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(bad)?;
+    Ok((status, body.to_string()))
+}
+
+/// Prints an explanation for a terminal.
+fn print(e: &sextant_api::Explain, health: &str) {
     println!(
         "query:   {} {} from {}{}",
         e.name,
@@ -171,9 +232,7 @@ pub fn offline(
             .map(|s| format!(" (ECS {s})"))
             .unwrap_or_default()
     );
-    println!(
-        "health:  every service assumed UP (offline; ask the server's /v1/explain for live health)"
-    );
+    println!("health:  {health}");
     println!("rcode:   {}", e.rcode);
     if e.answers.is_empty() {
         println!("answer:  (none)");
@@ -195,5 +254,4 @@ pub fn offline(
     for (i, step) in e.trace.iter().enumerate() {
         println!("  {}. {step}", i + 1);
     }
-    Ok(())
 }

@@ -70,14 +70,19 @@ enum Command {
         api_listen: SocketAddr,
     },
 
-    /// Explain offline how a query would be answered, with every service UP.
+    /// Explain how a query is answered: offline from a file (every service
+    /// UP, no RTTs measured), or live from a running server.
     ///
-    /// Runs the same decision code as the server. For the live answer, with
-    /// real health, ask the running server: `GET /v1/explain?name=..&client=..`.
+    /// Offline runs the same decision code as the server. With `--server`
+    /// it asks the running server (`GET /v1/explain`), so the explanation has
+    /// the real health, load figures and RTTs to the LDNS.
     Explain {
-        /// The configuration file.
+        /// The configuration file (offline).
+        #[arg(long, required_unless_present = "server", conflicts_with = "server")]
+        config: Option<PathBuf>,
+        /// A running server's REST API address, e.g. 127.0.0.1:8053 (live).
         #[arg(long)]
-        config: PathBuf,
+        server: Option<SocketAddr>,
         /// The address the query comes from (the client's LDNS).
         #[arg(long)]
         client: IpAddr,
@@ -139,19 +144,26 @@ fn main() -> ExitCode {
         } => demo::run(dns_listen, api_listen),
         Command::Explain {
             config,
+            server,
             client,
             ecs,
             local_site,
             name,
             qtype,
-        } => explain::offline(
-            &config,
-            local_site.as_deref(),
-            client,
-            ecs.as_deref(),
-            &name,
-            &qtype,
-        ),
+        } => match (server, config) {
+            (Some(server), _) => explain::live(server, client, ecs.as_deref(), &name, &qtype),
+            (None, Some(config)) => explain::offline(
+                &config,
+                local_site.as_deref(),
+                client,
+                ecs.as_deref(),
+                &name,
+                &qtype,
+            ),
+            (None, None) => Err(anyhow::anyhow!(
+                "give --config FILE (offline) or --server ADDR (a running server)"
+            )),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

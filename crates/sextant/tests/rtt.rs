@@ -376,6 +376,33 @@ fn the_answer_is_the_site_with_the_smallest_rtt_and_follows_a_change() {
             &[NO_RTT],
         )
     });
+    // `sextant explain --server` shows the same comparison from the command
+    // line, live.
+    let out = SEXTANT.run(&[
+        "explain",
+        "--server",
+        &nyc.api_addr.to_string(),
+        "--client",
+        &ldns.to_string(),
+        NAME,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "live, from the server at",
+        "reason:  chosen by RTT",
+        "at site fra: RTT to the LDNS",
+        "RTT: the smallest is",
+    ] {
+        assert!(
+            stdout.contains(want),
+            "`sextant explain --server` lacks {want:?}:\n{stdout}"
+        );
+    }
     // The LDNS is the query's source, never the EDNS Client Subnet: a query
     // from the same LDNS carrying another client subnet is answered by the
     // same RTTs, and the subnet gets no entry of its own.
