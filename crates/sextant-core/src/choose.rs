@@ -109,6 +109,9 @@ enum Set {
         row: u32,
         max_us: u32,
     },
+    /// The same for a vserver of at most 64 bindings, worked out once: bit
+    /// `i` is binding `i` (round robin tests membership per schedule slot).
+    RttBits(u64),
 }
 
 /// How one service of the set is picked.
@@ -243,9 +246,13 @@ fn choose_among<S: Sessions, T: Tracer>(
                     },
                     Set::Shared(n) => OutWhy::FartherThan { shared: n as u8 },
                     Set::Least { kind, .. } => OutWhy::MoreLoaded { kind },
-                    Set::Rtt { row, .. } => {
+                    Set::Rtt { .. } | Set::RttBits(_) => {
                         let site = model.service(b.service).site;
-                        if snap.rtt().rtt_us(row, site).is_some() {
+                        let row = client.ldns_use().and_then(|u| match u {
+                            LdnsUse::Known(row) => Some(row),
+                            LdnsUse::Unknown(_) => None,
+                        });
+                        if row.is_some_and(|row| snap.rtt().rtt_us(row, site).is_some()) {
                             OutWhy::FartherByRtt
                         } else {
                             OutWhy::NoRtt
@@ -365,6 +372,7 @@ fn contains(
             .rtt()
             .rtt_us(row, snap.binding_site(vserver, i))
             .is_some_and(|r| r <= max_us),
+        Set::RttBits(bits) => i < 64 && bits >> i & 1 == 1,
     }
 }
 
@@ -520,6 +528,8 @@ fn rtt_plan<T: Tracer>(
     let table = snap.rtt();
     let vs = snap.model().vserver(vs_id);
     let mut best: Option<u32> = None;
+    // Each eligible binding's RTT, for the membership bits below.
+    let mut rtts = [u32::MAX; 64];
     for (i, b) in vs.bindings.iter().enumerate() {
         if !eligible(i) {
             continue;
@@ -533,6 +543,9 @@ fn rtt_plan<T: Tracer>(
         });
         if let Some(r) = rtt_us {
             best = Some(best.map_or(r, |b| b.min(r)));
+            if let Some(slot) = rtts.get_mut(i) {
+                *slot = r;
+            }
         }
     }
     let best = best.ok_or(FallbackWhy::NoRtt)?;
@@ -542,12 +555,22 @@ fn rtt_plan<T: Tracer>(
         best_us: best,
         tolerance_us,
     });
-    Ok(Plan {
-        set: Set::Rtt {
+    let set = if vs.bindings.len() <= 64 {
+        let bits = rtts
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r <= max_us)
+            .fold(0u64, |bits, (i, _)| bits | 1 << i);
+        Set::RttBits(bits)
+    } else {
+        Set::Rtt {
             vserver: vs_id,
             row,
             max_us,
-        },
+        }
+    };
+    Ok(Plan {
+        set,
         pick: Pick::RoundRobin,
         method: LbMethod::Rtt,
         per_client: false,
