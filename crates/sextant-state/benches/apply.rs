@@ -107,5 +107,77 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// The RTT method's LDNS table at 1,000 to 100,000 entries: one RTT sample
+/// (applied; no publication), and the publication after one changed RTT,
+/// which rebuilds the published table.
+fn bench_ldns(c: &mut Criterion) {
+    let start = Duration::from_secs(1_800_000_000);
+    let mut g = c.benchmark_group("ldns");
+    g.sample_size(20);
+    for n in [1_000u32, 10_000, 100_000] {
+        let mut b = ModelBuilder::new();
+        b.add_site("local", ip("127.0.0.1"));
+        b.add_site("peer", ip("127.0.0.2"));
+        b.set_local("local");
+        b.model.params.ldns_new_per_second = n;
+        b.model.params.ldns_max_entries = n as usize;
+        // The publication bench moves the clock on: keep entries alive.
+        b.model.params.ldns_entry_timeout = Duration::from_secs(1 << 40);
+        let (mut engine, _) = Engine::new(Arc::new(b.build()), 1, start);
+        let group = |i: u32| IpAddr::V4(Ipv4Addr::from(0xc000_0000 + i));
+        let mut t = start + Duration::from_secs(1);
+        engine.apply(Event::LdnsQueried((0..n).map(group).collect()), t);
+        for i in 0..n {
+            engine.apply(
+                Event::LdnsSample {
+                    group: group(i),
+                    sample: Some((Duration::from_millis(20), sextant_core::LdnsProbe::Ping)),
+                },
+                t,
+            );
+        }
+        t += FIGURES_FLUSH;
+        engine.apply(Event::Tick, t);
+        let mut i = 0u32;
+        let mut ms = 20u64;
+        g.bench_with_input(BenchmarkId::new("apply_sample", n), &n, |bch, _| {
+            bch.iter(|| {
+                i = (i + 1) % n;
+                ms = 20 + (ms + 7) % 40;
+                engine.apply(
+                    Event::LdnsSample {
+                        group: group(i),
+                        sample: Some((Duration::from_millis(ms), sextant_core::LdnsProbe::Ping)),
+                    },
+                    t,
+                )
+            })
+        });
+        g.bench_with_input(
+            BenchmarkId::new("publish_after_a_change", n),
+            &n,
+            |bch, _| {
+                bch.iter(|| {
+                    i = (i + 1) % n;
+                    ms = 20 + (ms + 7) % 40;
+                    engine.apply(
+                        Event::LdnsSample {
+                            group: group(i),
+                            sample: Some((
+                                Duration::from_millis(ms),
+                                sextant_core::LdnsProbe::Ping,
+                            )),
+                        },
+                        t,
+                    );
+                    t += FIGURES_FLUSH;
+                    engine.apply(Event::Tick, t)
+                })
+            },
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_ldns);
 criterion_main!(benches);
