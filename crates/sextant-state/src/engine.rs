@@ -195,6 +195,8 @@ pub struct Engine {
     awaiting_first: usize,
     /// The LDNS table of the RTT method.
     ldns: LdnsBook,
+    /// RTTs to send to the other parents with the next publication.
+    pending_rtt: Vec<crate::event::SharedRtt>,
 }
 
 impl Engine {
@@ -274,6 +276,7 @@ impl Engine {
             ready_deadline: Duration::ZERO,
             awaiting_first: 0,
             ldns: LdnsBook::default(),
+            pending_rtt: Vec::new(),
         }
     }
 
@@ -589,7 +592,10 @@ impl Engine {
             });
         }
         if !out.share.is_empty() {
-            effects.push(Effect::ShareRtt(out.share));
+            // Sent with the next publication (within FIGURES_FLUSH), one
+            // message for every change meanwhile.
+            self.pending_rtt.extend(out.share);
+            self.ldns.dirty = true;
         }
     }
 
@@ -875,6 +881,7 @@ impl Engine {
         self.last_publish = old.last_publish;
         self.last_report = old.last_report;
         self.ldns = old.ldns.reloaded(&old.model, &model);
+        self.pending_rtt = old.pending_rtt;
         let old_monitors: HashMap<String, MonitorId> = old
             .model
             .monitors
@@ -1091,6 +1098,17 @@ impl Engine {
             peers_up: &peers_up,
         });
         let snapshot = self.base.with_health(states, metrics, status).with_rtt(rtt);
+        if !self.pending_rtt.is_empty() {
+            // The latest of each group only.
+            let mut seen = std::collections::HashSet::new();
+            let mut list: Vec<_> = std::mem::take(&mut self.pending_rtt)
+                .into_iter()
+                .rev()
+                .filter(|r| seen.insert(r.group))
+                .collect();
+            list.reverse();
+            effects.push(Effect::ShareRtt(list));
+        }
         self.states_dirty = false;
         self.figures_dirty = false;
         self.last_publish = Some(now);
