@@ -144,6 +144,15 @@ pub(crate) fn choose<S: Sessions, T: Tracer>(
     w: Work<'_, S, T>,
 ) -> Decision {
     let mut decision = choose_among(snap, vs_id, client, preferred, eligible, w);
+    // An answer that did not reach the RTT method (a persistence entry, a
+    // preferred location) on a vserver that uses it still keeps the LDNS
+    // in use: its entry must not expire while its clients are persisted.
+    let vs = snap.model().vserver(vs_id);
+    if decision.ldns.is_none()
+        && (vs.method == LbMethod::Rtt || vs.backup_method == Some(LbMethod::Rtt))
+    {
+        client.rtt_row(snap);
+    }
     decision.ldns = client.ldns_use();
     decision
 }

@@ -683,3 +683,48 @@ proptest! {
         }
     }
 }
+
+/// One persistence entry: every client of vserver 0 sticks to `service`.
+struct Sticky(ServiceId);
+
+impl Sessions for Sticky {
+    fn lookup(&self, vserver: VServerId, _key: IpAddr) -> Option<ServiceId> {
+        (vserver == 0).then_some(self.0)
+    }
+}
+
+#[test]
+fn a_persisted_answer_still_keeps_the_ldns_in_use() {
+    let mut m = model(LbMethod::Rtt);
+    m.vservers[0].persistence = Some(Persistence {
+        timeout: Duration::from_secs(60),
+        v4_mask: 32,
+        v6_mask: 128,
+    });
+    let s = snap(m, table());
+    let nyc_1 = s.service_by_name("nyc-1").expect("nyc-1");
+    let mut out = AnswerBuf::default();
+    // A known LDNS: its row is marked queried although persistence answered.
+    let d = decide(
+        &s,
+        &query(LDNS_AMS),
+        &mut Cursor::new(1),
+        &Sticky(nyc_1),
+        &mut out,
+        &mut NoTrace,
+    );
+    assert_eq!(d.reason, Reason::Persistence);
+    assert_eq!(out.addrs, ips(&[NYC_1]));
+    let row = s.rtt().row(ip(LDNS_AMS)).expect("row");
+    assert_eq!(d.ldns, Some(LdnsUse::Known(row)));
+    // An unknown one is still handed to the prober.
+    let d = decide(
+        &s,
+        &query("192.0.2.200"),
+        &mut Cursor::new(1),
+        &Sticky(nyc_1),
+        &mut out,
+        &mut NoTrace,
+    );
+    assert_eq!(d.ldns, Some(LdnsUse::Unknown(ip("192.0.2.200"))));
+}
