@@ -8,26 +8,22 @@ use std::time::Duration;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use sextant_core::{Model, Monitor, MonitorKind};
 use sextant_state::{Engine, Event, FIGURES_FLUSH, Prepared, Probe};
-use sextant_test_support::model::{ModelBuilder, ip, service};
+use sextant_test_support::model::{ModelBuilder, ip, monitored_site};
 
 /// A local site with `n` services, each with one TCP monitor.
 fn model(n: usize) -> Arc<Model> {
-    let mut b = ModelBuilder::new();
-    b.add_site("local", ip("127.0.0.1"));
-    b.set_local("local");
     let mut tcp = Monitor::new("tcp", MonitorKind::Tcp);
     // One failure takes a service DOWN, one success brings it back.
     tcp.retries = 1;
-    b.model.monitors.push(tcp);
-    for i in 0..n {
-        let mut s = service(
-            &format!("svc{i}"),
-            IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i as u32)),
-        );
-        s.monitors = vec![0];
-        b.push_service(s);
+    Arc::new(monitored_site(n, tcp))
+}
+
+/// An LDNS probe sample of `ms` for `group`.
+fn sample(group: IpAddr, ms: u64) -> Event {
+    Event::LdnsSample {
+        group,
+        sample: Some((Duration::from_millis(ms), sextant_core::LdnsProbe::Ping)),
     }
-    Arc::new(b.build())
 }
 
 fn probe(service: u32, success: bool) -> Event {
@@ -128,13 +124,7 @@ fn bench_ldns(c: &mut Criterion) {
         let mut t = start + Duration::from_secs(1);
         engine.apply(Event::LdnsQueried((0..n).map(group).collect()), t);
         for i in 0..n {
-            engine.apply(
-                Event::LdnsSample {
-                    group: group(i),
-                    sample: Some((Duration::from_millis(20), sextant_core::LdnsProbe::Ping)),
-                },
-                t,
-            );
+            engine.apply(sample(group(i), 20), t);
         }
         t += FIGURES_FLUSH;
         engine.apply(Event::Tick, t);
@@ -144,13 +134,7 @@ fn bench_ldns(c: &mut Criterion) {
             bch.iter(|| {
                 i = (i + 1) % n;
                 ms = 20 + (ms + 7) % 40;
-                engine.apply(
-                    Event::LdnsSample {
-                        group: group(i),
-                        sample: Some((Duration::from_millis(ms), sextant_core::LdnsProbe::Ping)),
-                    },
-                    t,
-                )
+                engine.apply(sample(group(i), ms), t)
             })
         });
         g.bench_with_input(
@@ -160,16 +144,7 @@ fn bench_ldns(c: &mut Criterion) {
                 bch.iter(|| {
                     i = (i + 1) % n;
                     ms = 20 + (ms + 7) % 40;
-                    engine.apply(
-                        Event::LdnsSample {
-                            group: group(i),
-                            sample: Some((
-                                Duration::from_millis(ms),
-                                sextant_core::LdnsProbe::Ping,
-                            )),
-                        },
-                        t,
-                    );
+                    engine.apply(sample(group(i), ms), t);
                     t += FIGURES_FLUSH;
                     engine.apply(Event::Tick, t)
                 })

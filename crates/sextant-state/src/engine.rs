@@ -197,6 +197,8 @@ pub struct Engine {
     ldns: LdnsBook,
     /// RTTs to send to the other parents with the next publication.
     pending_rtt: Vec<crate::event::SharedRtt>,
+    /// Per site: metric exchange with it is up ([`Engine::refresh_peers_up`]).
+    peers_up: Vec<bool>,
 }
 
 impl Engine {
@@ -277,6 +279,7 @@ impl Engine {
             awaiting_first: 0,
             ldns: LdnsBook::default(),
             pending_rtt: Vec::new(),
+            peers_up: Vec::new(),
         }
     }
 
@@ -373,6 +376,7 @@ impl Engine {
                 peer.up = true;
                 peer.reported = false;
                 peer.via = via;
+                self.refresh_peers_up();
                 if let Some(id) = self.index.site(&site) {
                     let touched = self.index.site_services[id as usize].clone();
                     self.settle_all(&touched, now, effects);
@@ -383,6 +387,7 @@ impl Engine {
                 let peer = self.peers.entry(site.to_ascii_lowercase()).or_default();
                 peer.up = false;
                 peer.reported = false;
+                self.refresh_peers_up();
                 if let Some(id) = self.index.site(&site) {
                     let touched = self.index.site_services[id as usize].clone();
                     for s in &touched {
@@ -559,9 +564,11 @@ impl Engine {
         self.model.local_site
     }
 
-    /// Per site: whether metric exchange with it is up.
-    fn peers_up(&self) -> Vec<bool> {
-        self.model
+    /// Works out, per site, whether metric exchange with it is up: when a
+    /// peer comes or goes and at a reload, not per LDNS event.
+    fn refresh_peers_up(&mut self) {
+        self.peers_up = self
+            .model
             .sites
             .iter()
             .map(|s| {
@@ -578,10 +585,9 @@ impl Engine {
         effects: &mut Vec<Effect>,
         step: impl FnOnce(&mut LdnsBook, &ldns::Ctx<'_>, &mut LdnsOut),
     ) {
-        let peers_up = self.peers_up();
         let ctx = ldns::Ctx {
             model: &self.model,
-            peers_up: &peers_up,
+            peers_up: &self.peers_up,
         };
         let mut out = LdnsOut::default();
         step(&mut self.ldns, &ctx, &mut out);
@@ -882,6 +888,7 @@ impl Engine {
         self.last_report = old.last_report;
         self.ldns = old.ldns.reloaded(&old.model, &model);
         self.pending_rtt = old.pending_rtt;
+        self.refresh_peers_up();
         let old_monitors: HashMap<String, MonitorId> = old
             .model
             .monitors
@@ -1092,10 +1099,9 @@ impl Engine {
             .collect();
         let metrics: Arc<[ServiceMetrics]> = Arc::from(&self.figures[..]);
         let status = self.status.publish();
-        let peers_up = self.peers_up();
         let rtt = self.ldns.table(&ldns::Ctx {
             model: &self.model,
-            peers_up: &peers_up,
+            peers_up: &self.peers_up,
         });
         let snapshot = self.base.with_health(states, metrics, status).with_rtt(rtt);
         if !self.pending_rtt.is_empty() {

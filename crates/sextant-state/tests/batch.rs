@@ -1,29 +1,16 @@
 //! `Engine::apply_all`: the same outcome as one `apply` per event, with one
 //! publication for the whole batch.
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{Model, Monitor, MonitorKind};
 use sextant_state::{Effect, Engine, Event, Probe};
-use sextant_test_support::model::{ModelBuilder, ip, service};
+use sextant_test_support::model::monitored_site;
 
 /// A local site with `n` services, each with one TCP monitor.
 fn model(n: usize) -> Arc<Model> {
-    let mut b = ModelBuilder::new();
-    b.add_site("local", ip("127.0.0.1"));
-    b.set_local("local");
-    b.model.monitors.push(Monitor::new("tcp", MonitorKind::Tcp));
-    for i in 0..n {
-        let mut s = service(
-            &format!("svc{i}"),
-            IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i as u32)),
-        );
-        s.monitors = vec![0];
-        b.push_service(s);
-    }
-    Arc::new(b.build())
+    Arc::new(monitored_site(n, Monitor::new("tcp", MonitorKind::Tcp)))
 }
 
 fn probe(service: u32, success: bool) -> Event {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{
-    Binding, Domain, LbMethod, LdnsProbe, LoadSource, Model, RttCell, RttTable, Service,
+    Binding, Domain, LbMethod, LdnsProbe, LoadSource, Model, Monitor, RttCell, RttTable, Service,
     ServiceProtocol, ServiceState, Site, Snapshot, Soa, VServer, Zone,
 };
 
@@ -195,6 +195,24 @@ pub fn www_model(services: &[(&str, &str, u32)], method: LbMethod) -> Model {
         &["ns1.example.com"],
         3600,
     );
+    b.build()
+}
+
+/// A local site `local` (127.0.0.1) with `n` services (`svc0`, ... on
+/// 10.0.0.0/8), each bound to `monitor`, the model's only monitor.
+pub fn monitored_site(n: usize, monitor: Monitor) -> Model {
+    let mut b = ModelBuilder::new();
+    b.add_site("local", ip("127.0.0.1"));
+    b.set_local("local");
+    b.model.monitors.push(monitor);
+    for i in 0..n {
+        let mut s = service(
+            &format!("svc{i}"),
+            IpAddr::from((0x0a00_0000 + i as u32).to_be_bytes()),
+        );
+        s.monitors = vec![0];
+        b.push_service(s);
+    }
     b.build()
 }
 

@@ -458,7 +458,7 @@ impl SiteServer {
         config: &str,
         ns: Option<Arc<Netns>>,
     ) -> SiteServer {
-        Self::new(bin, dir, name, ip, config, ns, true).launched(true)
+        Self::start_with(bin, dir, name, ip, config, ns, &[])
     }
 
     /// Like [`SiteServer::start`], with more arguments to `serve` (e.g.
