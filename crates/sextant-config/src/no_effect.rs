@@ -91,14 +91,6 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
         Why::NotYet,
         "parent sites do not synchronize their configuration; give each parent site its own copy of the file",
     ),
-    row(
-        Scope::Param,
-        "dropLdnsReq",
-        "-dropLdnsReq",
-        Some("[gslb] drop_ldns_requests"),
-        Why::NotYet,
-        "a query whose LDNS has no round-trip time yet is answered by the backup method (round robin unless set), not dropped",
-    ),
     // -- gslb service
     row(
         Scope::Service,

@@ -73,7 +73,6 @@ fn every_appliance_setting_without_effect_warns_once_per_use_at_its_line() {
         warned(&m, "t.conf"),
         pairs(&[
             (4, "-automaticConfigSync"),
-            (7, "-dropLdnsReq"),
             (9, "-maxClient"),
             (10, "-cip"),
             (10, "-cipHeader"),
@@ -141,7 +140,6 @@ backup_lb_method = "RTT"
         warned(&m, "t.toml"),
         pairs(&[
             (3, "[gslb] automatic_config_sync"),
-            (9, "[gslb] drop_ldns_requests"),
             (25, "[[service]] max_clients"),
         ])
     );
@@ -150,14 +148,14 @@ backup_lb_method = "RTT"
 #[test]
 fn each_use_is_one_warning_whatever_the_value() {
     let m = conf(
-        "set gslb parameter -dropLdnsReq DISABLED\nset gslb parameter -dropLdnsReq ENABLED -MEPKeepAliveTimeout 5\nset gslb parameter -dropLdnsReq DISABLED\n",
+        "set gslb parameter -automaticConfigSync DISABLED\nset gslb parameter -automaticConfigSync ENABLED -MEPKeepAliveTimeout 5\nset gslb parameter -automaticConfigSync DISABLED\n",
     );
     assert_eq!(
         warned(&m, "t.conf"),
         pairs(&[
-            (1, "-dropLdnsReq"),
-            (2, "-dropLdnsReq"),
-            (3, "-dropLdnsReq")
+            (1, "-automaticConfigSync"),
+            (2, "-automaticConfigSync"),
+            (3, "-automaticConfigSync")
         ])
     );
 }
@@ -261,14 +259,14 @@ protocol = "HTTP"
 site = "p1"
 max_clients = 100
 [gslb]
-drop_ldns_requests = false
+automatic_config_sync = false
 "#;
     let m = toml(text);
     assert_eq!(
         warned(&m, "t.toml"),
         pairs(&[
             (11, "[[service]] max_clients"),
-            (13, "[gslb] drop_ldns_requests"),
+            (13, "[gslb] automatic_config_sync"),
         ])
     );
 }

@@ -49,7 +49,7 @@ impl Client {
     }
 
     /// The LDNS's row in the RTT table.
-    fn rtt_row(&mut self, snap: &Snapshot) -> Option<u32> {
+    pub fn rtt_row(&mut self, snap: &Snapshot) -> Option<u32> {
         let ldns = self.ldns;
         self.rtt_row
             .get_or_insert_with(|| {
@@ -73,6 +73,47 @@ impl Client {
         *self
             .place
             .get_or_insert_with(|| snap.model().locations.lookup_id(self.addr))
+    }
+}
+
+/// Which bindings of a vserver may answer (UP and of the queried family).
+/// For a vserver of at most 64 bindings this is worked out once per
+/// decision as a bit mask, so that the round-robin schedule walk and the
+/// RTT method test bits instead of reading service records per slot.
+pub(crate) struct Eligible<F> {
+    mask: Option<u64>,
+    test: F,
+}
+
+impl<F: Fn(usize) -> bool> Eligible<F> {
+    pub fn new(bindings: usize, test: F) -> Self {
+        let mask = (bindings <= 64).then(|| {
+            (0..bindings)
+                .filter(|i| test(*i))
+                .fold(0u64, |m, i| m | 1 << i)
+        });
+        Eligible { mask, test }
+    }
+
+    #[inline]
+    pub fn has(&self, i: usize) -> bool {
+        match self.mask {
+            Some(m) => i < 64 && m >> i & 1 == 1,
+            None => (self.test)(i),
+        }
+    }
+
+    /// Whether any of the first `bindings` bindings may answer.
+    pub fn any(&self, bindings: usize) -> bool {
+        match self.mask {
+            Some(m) => m != 0,
+            None => (0..bindings).any(&self.test),
+        }
+    }
+
+    /// The mask, when the vserver is small enough to have one.
+    fn mask(&self) -> Option<u64> {
+        self.mask
     }
 }
 
@@ -140,7 +181,7 @@ pub(crate) fn choose<S: Sessions, T: Tracer>(
     vs_id: VServerId,
     client: &mut Client,
     preferred: Option<(DnsActionId, &[Location])>,
-    eligible: &impl Fn(usize) -> bool,
+    eligible: &Eligible<impl Fn(usize) -> bool>,
     w: Work<'_, S, T>,
 ) -> Decision {
     let mut decision = choose_among(snap, vs_id, client, preferred, eligible, w);
@@ -148,9 +189,7 @@ pub(crate) fn choose<S: Sessions, T: Tracer>(
     // preferred location) on a vserver that uses it still keeps the LDNS
     // in use: its entry must not expire while its clients are persisted.
     let vs = snap.model().vserver(vs_id);
-    if decision.ldns.is_none()
-        && (vs.method == LbMethod::Rtt || vs.backup_method == Some(LbMethod::Rtt))
-    {
+    if decision.ldns.is_none() && vs.uses_rtt() {
         client.rtt_row(snap);
     }
     decision.ldns = client.ldns_use();
@@ -162,7 +201,7 @@ fn choose_among<S: Sessions, T: Tracer>(
     vs_id: VServerId,
     client: &mut Client,
     preferred: Option<(DnsActionId, &[Location])>,
-    eligible: &impl Fn(usize) -> bool,
+    eligible: &Eligible<impl Fn(usize) -> bool>,
     w: Work<'_, S, T>,
 ) -> Decision {
     let model = snap.model();
@@ -187,7 +226,7 @@ fn choose_among<S: Sessions, T: Tracer>(
             vs.bindings
                 .iter()
                 .position(|b| b.service == service)
-                .filter(|i| eligible(*i))
+                .filter(|i| eligible.has(*i))
         });
         if let Some(i) = kept {
             let service = vs.bindings[i].service;
@@ -217,6 +256,11 @@ fn choose_among<S: Sessions, T: Tracer>(
         }
         None => {
             let (plan, reason) = method_plan(snap, vs_id, client, eligible, w.trace);
+            if reason == Reason::NoRttDropped {
+                decision.outcome = Outcome::Drop;
+                decision.reason = reason;
+                return decision;
+            }
             decision.reason = reason;
             plan
         }
@@ -234,8 +278,18 @@ fn choose_among<S: Sessions, T: Tracer>(
         },
         _ => plan,
     };
-    let in_set = |i: usize| {
-        eligible(i) && contains(snap, vs, plan.set, prefs_of(preferred), client_location, i)
+    // The common sets as one bit mask, so that walking the schedule tests
+    // bits rather than calling `contains` per slot.
+    let set_mask = match (eligible.mask(), plan.set) {
+        (Some(m), Set::All) => Some(m),
+        (Some(m), Set::RttBits(bits)) => Some(m & bits),
+        _ => None,
+    };
+    let in_set = |i: usize| match set_mask {
+        Some(m) => i < 64 && m >> i & 1 == 1,
+        None => {
+            eligible.has(i) && contains(snap, vs, plan.set, prefs_of(preferred), client_location, i)
+        }
     };
     if plan.per_client {
         decision.ecs_scope = client.scope;
@@ -243,7 +297,7 @@ fn choose_among<S: Sessions, T: Tracer>(
     if T::ENABLED && plan.set != Set::All {
         let action = preferred.map(|(a, _)| a).unwrap_or(0);
         for (i, b) in vs.bindings.iter().enumerate() {
-            if eligible(i) && !in_set(i) {
+            if eligible.has(i) && !in_set(i) {
                 let why = match plan.set {
                     Set::Perfect(p) => OutWhy::NotPerfect {
                         action,
@@ -393,7 +447,7 @@ fn preferred_pass<T: Tracer>(
     vs: &VServer,
     action: DnsActionId,
     prefs: &[Location],
-    eligible: &impl Fn(usize) -> bool,
+    eligible: &Eligible<impl Fn(usize) -> bool>,
     trace: &mut T,
 ) -> (MatchPass, Set) {
     for (pass, make) in [
@@ -405,7 +459,7 @@ fn preferred_pass<T: Tracer>(
             let (mut up, mut down) = (0u32, 0u32);
             for i in 0..vs.bindings.len() {
                 if contains(snap, vs, set, prefs, None, i) {
-                    if eligible(i) {
+                    if eligible.has(i) {
                         up += 1;
                     } else {
                         down += 1;
@@ -434,12 +488,19 @@ fn method_plan<T: Tracer>(
     snap: &Snapshot,
     vs_id: VServerId,
     client: &mut Client,
-    eligible: &impl Fn(usize) -> bool,
+    eligible: &Eligible<impl Fn(usize) -> bool>,
     trace: &mut T,
 ) -> (Plan, Reason) {
     let vs = snap.model().vserver(vs_id);
     match plan_for(snap, vs_id, vs.method, client, eligible, trace) {
         Ok(plan) => (plan, Reason::Method(vs.method)),
+        // `-dropLdnsReq`: no answer rather than the backup method's.
+        Err(FallbackWhy::NoRtt)
+            if vs.method == LbMethod::Rtt && snap.model().params.drop_ldns_requests =>
+        {
+            trace.record(TraceEvent::NoRttDropped);
+            (round_robin_plan(), Reason::NoRttDropped)
+        }
         Err(why) => {
             let wanted = vs.backup_method.unwrap_or(LbMethod::RoundRobin);
             let (backup, plan) = match plan_for(snap, vs_id, wanted, client, eligible, trace) {
@@ -479,7 +540,7 @@ fn plan_for<T: Tracer>(
     vs_id: VServerId,
     method: LbMethod,
     client: &mut Client,
-    eligible: &impl Fn(usize) -> bool,
+    eligible: &Eligible<impl Fn(usize) -> bool>,
     trace: &mut T,
 ) -> Result<Plan, FallbackWhy> {
     let vs = snap.model().vserver(vs_id);
@@ -528,54 +589,65 @@ fn rtt_plan<T: Tracer>(
     snap: &Snapshot,
     vs_id: VServerId,
     client: &mut Client,
-    eligible: &impl Fn(usize) -> bool,
+    eligible: &Eligible<impl Fn(usize) -> bool>,
     trace: &mut T,
 ) -> Result<Plan, FallbackWhy> {
     let Some(row) = client.rtt_row(snap) else {
         return Err(FallbackWhy::NoRtt);
     };
-    let table = snap.rtt();
+    let rtts = snap.rtt().site_rtts(row);
     let vs = snap.model().vserver(vs_id);
-    let mut best: Option<u32> = None;
-    // Each eligible binding's RTT, for the membership bits below.
-    let mut rtts = [u32::MAX; 64];
-    for (i, b) in vs.bindings.iter().enumerate() {
-        if !eligible(i) {
-            continue;
-        }
-        let site = snap.binding_site(vs_id, i);
-        let rtt_us = table.rtt_us(row, site);
-        trace.record(TraceEvent::Rtt {
-            service: b.service,
-            site,
-            rtt_us,
-        });
-        if let Some(r) = rtt_us {
-            best = Some(best.map_or(r, |b| b.min(r)));
-            if let Some(slot) = rtts.get_mut(i) {
-                *slot = r;
+    if T::ENABLED {
+        for (i, b) in vs.bindings.iter().enumerate() {
+            if eligible.has(i) {
+                let site = snap.binding_site(vs_id, i);
+                trace.record(TraceEvent::Rtt {
+                    service: b.service,
+                    site,
+                    rtt_us: rtts.get(site),
+                });
             }
         }
     }
-    let best = best.ok_or(FallbackWhy::NoRtt)?;
     let tolerance_us = u32::try_from(vs.rtt_tolerance.as_micros()).unwrap_or(u32::MAX);
-    let max_us = best.saturating_add(tolerance_us);
-    trace.record(TraceEvent::RttBest {
-        best_us: best,
-        tolerance_us,
-    });
-    let set = if vs.bindings.len() <= 64 {
-        let bits = rtts
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| **r <= max_us)
-            .fold(0u64, |bits, (i, _)| bits | 1 << i);
-        Set::RttBits(bits)
-    } else {
-        Set::Rtt {
-            vserver: vs_id,
-            row,
-            max_us,
+    let groups = snap.site_groups(vs_id);
+    let set = match eligible.mask() {
+        // At most 64 bindings: one RTT per site, the bindings by mask.
+        Some(up) if !groups.is_empty() => {
+            let best = groups
+                .iter()
+                .filter(|g| g.bindings & up != 0)
+                .filter_map(|g| rtts.get(g.site))
+                .min()
+                .ok_or(FallbackWhy::NoRtt)?;
+            let max_us = best.saturating_add(tolerance_us);
+            trace.record(TraceEvent::RttBest {
+                best_us: best,
+                tolerance_us,
+            });
+            Set::RttBits(
+                groups
+                    .iter()
+                    .filter(|g| rtts.get(g.site).is_some_and(|r| r <= max_us))
+                    .fold(0, |bits, g| bits | g.bindings),
+            )
+        }
+        _ => {
+            let best = (0..vs.bindings.len())
+                .filter(|i| eligible.has(*i))
+                .filter_map(|i| rtts.get(snap.binding_site(vs_id, i)))
+                .min()
+                .ok_or(FallbackWhy::NoRtt)?;
+            let max_us = best.saturating_add(tolerance_us);
+            trace.record(TraceEvent::RttBest {
+                best_us: best,
+                tolerance_us,
+            });
+            Set::Rtt {
+                vserver: vs_id,
+                row,
+                max_us,
+            }
         }
     };
     Ok(Plan {
@@ -611,14 +683,14 @@ fn least_plan<T: Tracer>(
     vs: &VServer,
     method: LbMethod,
     kind: LoadKind,
-    eligible: &impl Fn(usize) -> bool,
+    eligible: &Eligible<impl Fn(usize) -> bool>,
     trace: &mut T,
 ) -> Result<Plan, FallbackWhy> {
     // (figure, weight, tied) of the lowest so far.
     let mut best: Option<(u64, u32, u32)> = None;
     let mut missing = false;
     for (i, b) in vs.bindings.iter().enumerate() {
-        if !eligible(i) {
+        if !eligible.has(i) {
             continue;
         }
         let figure = snap.metrics(b.service).get(kind);
@@ -672,7 +744,7 @@ fn proximity(
     snap: &Snapshot,
     vs: &VServer,
     client: &mut Client,
-    eligible: &impl Fn(usize) -> bool,
+    eligible: &Eligible<impl Fn(usize) -> bool>,
 ) -> Result<(usize, u32), FallbackWhy> {
     let locations = &snap.model().locations;
     let client_place = client.place(snap).ok_or(FallbackWhy::NoClientLocation)?;
@@ -680,7 +752,7 @@ fn proximity(
     let mut best: Option<(usize, u32)> = None;
     let mut with_coordinates = false;
     for (i, b) in vs.bindings.iter().enumerate() {
-        if !eligible(i) {
+        if !eligible.has(i) {
             continue;
         }
         let Some(place) = snap.service_place(b.service) else {

@@ -2,7 +2,7 @@
 
 use std::net::IpAddr;
 
-use crate::choose::{Client, Work, choose};
+use crate::choose::{Client, Eligible, Work, choose};
 use crate::location::Location;
 use crate::model::{DomainId, LbMethod, ServiceId, VServerId, ZoneId};
 use crate::policy::{DnsActionKind, Goto, RequestFacts};
@@ -126,6 +126,9 @@ pub enum Reason {
     NotAuthoritative,
     /// This node is a child site; only parent sites answer DNS.
     ChildSite,
+    /// The RTT method had no RTT to the LDNS yet and `-dropLdnsReq` is
+    /// ENABLED: no response (the resolver retries once it is measured).
+    NoRttDropped,
 }
 
 /// A persistence entry the edge should create or refresh.
@@ -239,6 +242,11 @@ pub fn decide<T: Tracer, S: Sessions>(
     let model = snap.model();
     let domain = snap.find_domain(query.name);
     let mut client = client_of(snap, query, domain);
+    // Looked up this early so that the RTT table's cache miss overlaps with
+    // the policy and zone lookups instead of stalling the method.
+    if domain.is_some_and(|d| model.vserver(model.domain(d).vserver).uses_rtt()) {
+        client.rtt_row(snap);
+    }
 
     let verdict = run_policies(snap, query, &mut client, trace);
     if verdict == Verdict::Drop {
@@ -292,6 +300,9 @@ pub fn decide<T: Tracer, S: Sessions>(
                 trace,
             },
         );
+        if decision.reason == Reason::NoRttDropped {
+            return decision;
+        }
         if out.addrs.is_empty() && decision.reason != Reason::NoAddressOfFamily {
             if let Some(ip) = d.backup_ip.filter(|ip| family.matches(*ip)) {
                 trace.record(TraceEvent::BackupIp { addr: ip });
@@ -445,10 +456,10 @@ fn answer_domain<T: Tracer, S: Sessions>(
     let mut any_of_family = false;
     for depth in 0..=MAX_BACKUP_DEPTH {
         let vs = model.vserver(vs_id);
-        let eligible = |i: usize| {
+        let eligible = Eligible::new(vs.bindings.len(), |i: usize| {
             let s = vs.bindings[i].service;
             family.matches(model.service(s).answer_ip()) && snap.is_up(s)
-        };
+        });
         if T::ENABLED {
             for b in &vs.bindings {
                 let ip = model.service(b.service).answer_ip();
@@ -471,17 +482,17 @@ fn answer_domain<T: Tracer, S: Sessions>(
                 w.trace.record(event);
             }
         }
-        any_of_family |= vs
-            .bindings
-            .iter()
-            .any(|b| family.matches(model.service(b.service).answer_ip()));
-        if (0..vs.bindings.len()).any(&eligible) {
+        if eligible.any(vs.bindings.len()) {
             let mut decision = choose(snap, vs_id, client, preferred, &eligible, w);
             if depth > 0 && matches!(decision.reason, Reason::Method(_) | Reason::Fallback { .. }) {
                 decision.reason = Reason::BackupVServer;
             }
             return decision;
         }
+        any_of_family |= vs
+            .bindings
+            .iter()
+            .any(|b| family.matches(model.service(b.service).answer_ip()));
         w.trace.record(TraceEvent::AllDown { vserver: vs_id });
         match vs.backup_vserver {
             Some(next) if depth < MAX_BACKUP_DEPTH && (next as usize) < model.vservers.len() => {
@@ -570,6 +581,9 @@ impl Reason {
             Reason::NotAuthoritative => "not authoritative for this name (REFUSED)".to_string(),
             Reason::ChildSite => {
                 "this node is a child site; only parent sites answer DNS (REFUSED)".to_string()
+            }
+            Reason::NoRttDropped => {
+                "no RTT to this LDNS yet and -dropLdnsReq is ENABLED: no response".to_string()
             }
         }
     }

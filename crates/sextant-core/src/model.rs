@@ -429,6 +429,12 @@ impl VServer {
             rtt_tolerance: Duration::ZERO,
         }
     }
+
+    /// Whether its answers may depend on the LDNS's RTTs (as its method or
+    /// its backup method), so that a query must look its LDNS up.
+    pub fn uses_rtt(&self) -> bool {
+        self.method == LbMethod::Rtt || self.backup_method == Some(LbMethod::Rtt)
+    }
 }
 
 /// A DNS name answered by a vserver.

@@ -169,6 +169,18 @@ impl RttTable {
         (self.word(row as usize, TAG) != 0 && rtt != UNKNOWN).then_some(rtt)
     }
 
+    /// Every site's RTT to the LDNS of `row` ([`RttTable::rtt_us`] for a
+    /// loop over sites, with the row found once).
+    pub(crate) fn site_rtts(&self, row: u32) -> SiteRtts<'_> {
+        let start = row as usize * self.stride + RTTS;
+        SiteRtts(
+            self.slots
+                .get(start..start + self.sites)
+                .filter(|_| self.word(row as usize, TAG) != 0)
+                .unwrap_or(&[]),
+        )
+    }
+
     /// Notes that the LDNS of `row` queried a domain that uses RTT.
     pub fn mark_queried(&self, row: u32) {
         if let Some(mark) = self.slots.get(row as usize * self.stride + MARK)
@@ -215,6 +227,20 @@ impl RttTable {
     /// How the table was kept bounded.
     pub fn stats(&self) -> LdnsStats {
         self.stats
+    }
+}
+
+/// One row's RTTs, by site.
+pub(crate) struct SiteRtts<'a>(&'a [AtomicU32]);
+
+impl SiteRtts<'_> {
+    /// The RTT from `site`, in µs, if usable.
+    #[inline]
+    pub fn get(&self, site: SiteId) -> Option<u32> {
+        self.0
+            .get(site as usize)
+            .map(|w| w.load(Ordering::Relaxed))
+            .filter(|r| *r != UNKNOWN)
     }
 }
 

@@ -78,10 +78,24 @@ struct Compiled {
     /// reads one short array instead of every bound service's record.
     binding_sites: Box<[SiteId]>,
     binding_site_start: Box<[u32]>,
+    /// Per vserver that uses the RTT method and has at most 64 bindings:
+    /// its sites, each with the bit mask of its bindings there, flat
+    /// (`site_group_start[v]..site_group_start[v + 1]`), so that the
+    /// method reads one RTT per site rather than one per binding.
+    site_groups: Box<[SiteBindings]>,
+    site_group_start: Box<[u32]>,
     /// Whether any bound DNS policy looks at the client's location.
     policies_need_location: bool,
     /// This node is a child site: only parents answer DNS.
     child: bool,
+}
+
+/// The bindings of one vserver at one site.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SiteBindings {
+    pub site: SiteId,
+    /// Bit `i`: binding `i` is at this site.
+    pub bindings: u64,
 }
 
 /// Configuration plus health at one instant.
@@ -143,6 +157,29 @@ impl Snapshot {
                     .map_or(SiteId::MAX, |s| s.site)
             }));
         }
+        let mut site_group_start = Vec::with_capacity(model.vservers.len() + 1);
+        let mut site_groups: Vec<SiteBindings> = Vec::new();
+        for (v, vs) in model.vservers.iter().enumerate() {
+            site_group_start.push(site_groups.len() as u32);
+            if !vs.uses_rtt() || vs.bindings.len() > 64 {
+                continue;
+            }
+            let first = site_groups.len();
+            let start = binding_site_start[v] as usize;
+            for (i, site) in binding_sites[start..start + vs.bindings.len()]
+                .iter()
+                .enumerate()
+            {
+                match site_groups[first..].iter_mut().find(|g| g.site == *site) {
+                    Some(g) => g.bindings |= 1 << i,
+                    None => site_groups.push(SiteBindings {
+                        site: *site,
+                        bindings: 1 << i,
+                    }),
+                }
+            }
+        }
+        site_group_start.push(site_groups.len() as u32);
         let service_places = model
             .services
             .iter()
@@ -170,6 +207,8 @@ impl Snapshot {
                 service_places,
                 binding_sites: binding_sites.into(),
                 binding_site_start: binding_site_start.into(),
+                site_groups: site_groups.into(),
+                site_group_start: site_group_start.into(),
                 services_by_name,
                 policies_need_location,
                 child,
@@ -352,6 +391,18 @@ impl Snapshot {
             .and_then(|start| c.binding_sites.get(*start as usize + i))
             .copied()
             .unwrap_or(SiteId::MAX)
+    }
+
+    /// The sites of an RTT vserver's bindings, each with the mask of its
+    /// bindings there; empty for a vserver of more than 64 bindings or one
+    /// that does not use the RTT method.
+    pub(crate) fn site_groups(&self, vs: VServerId) -> &[SiteBindings] {
+        let c = &self.compiled;
+        let v = vs as usize;
+        match (c.site_group_start.get(v), c.site_group_start.get(v + 1)) {
+            (Some(a), Some(b)) => c.site_groups.get(*a as usize..*b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
     }
 
     /// The location of a service (of its public IP, or its IP), if known.

@@ -109,6 +109,9 @@ pub enum TraceEvent {
     Policy { policy: DnsPolicyId, matched: bool },
     /// A DROP action matched: no response.
     Dropped,
+    /// The RTT method had no RTT to the LDNS and `-dropLdnsReq` is
+    /// ENABLED: no response.
+    NoRttDropped,
     /// Preferred location number `index` (0 = highest priority) in a pass:
     /// how many of its matches are UP and how many are not.
     PreferredLocation {
@@ -297,6 +300,9 @@ impl TraceEvent {
                 }
             }
             TraceEvent::Dropped => "DROP action: the query is dropped".to_string(),
+            TraceEvent::NoRttDropped => {
+                "-dropLdnsReq ENABLED: the query is dropped until this LDNS has an RTT".to_string()
+            }
             TraceEvent::PreferredLocation {
                 action,
                 pass,

@@ -41,6 +41,13 @@ const NYC_2: &str = "192.0.2.22";
 /// `www.example.com`; a round-robin vserver `plain` (index 1) over the
 /// same services on `rr.example.com`.
 fn model(method: LbMethod) -> Model {
+    padded_model(method, 0)
+}
+
+/// [`model`] with `pad` more services bound to `vs` after the five (ids
+/// 5.., spread over the sites): enough of them take the vserver past 64
+/// bindings, where the RTT method works per binding instead of per site.
+fn padded_model(method: LbMethod, pad: usize) -> Model {
     let mut b = ModelBuilder::new();
     let fra = b.add_site("fra", ip("10.0.0.1"));
     b.add_site("ams", ip("10.0.1.1"));
@@ -50,7 +57,13 @@ fn model(method: LbMethod) -> Model {
         .iter()
         .map(|&(name, addr, site)| (b.add_service_at(name, ip(addr), site), 1))
         .collect();
-    b.add_vserver("vs", method, bindings.clone());
+    let padding: Vec<(u32, u32)> = (0..pad)
+        .map(|k| {
+            let addr = IpAddr::from([192, 0, 2, 100 + k as u8]);
+            (b.add_service_at(&format!("pad-{k}"), addr, k as u32 % 3), 1)
+        })
+        .collect();
+    b.add_vserver("vs", method, [bindings.clone(), padding].concat());
     b.add_vserver("plain", LbMethod::RoundRobin, bindings);
     b.add_domain("www.example.com", 0, 30);
     b.add_domain("rr.example.com", 1, 30);
@@ -445,6 +458,39 @@ fn no_row_for_the_ldns_falls_back_to_round_robin() {
 }
 
 #[test]
+fn drop_ldns_requests_drops_a_query_without_an_rtt_and_still_asks_for_a_probe() {
+    let mut m = model(LbMethod::Rtt);
+    m.params.drop_ldns_requests = true;
+    // Even a backup method set on the vserver does not answer.
+    m.vservers[0].backup_method = Some(LbMethod::RoundRobin);
+    let s = snap(m, table());
+    let unknown = "198.18.0.1";
+    let (d, addrs) = ask(&s, &query(unknown), &mut Cursor::new(0));
+    assert_eq!(d.outcome, Outcome::Drop);
+    assert_eq!(d.reason, Reason::NoRttDropped);
+    assert!(addrs.is_empty());
+    // The DNS path hands the new LDNS to the prober all the same.
+    assert_eq!(d.ldns, Some(LdnsUse::Unknown(ip(unknown))));
+    let (_, steps) = explain(&s, &query(unknown));
+    assert!(
+        steps.iter().any(|l| l.contains("-dropLdnsReq ENABLED")),
+        "{steps:?}"
+    );
+    // A measured LDNS is answered as usual.
+    let (d, addrs) = ask(&s, &query(LDNS_AMS), &mut Cursor::new(0));
+    assert_eq!(d.reason, Reason::Method(LbMethod::Rtt));
+    assert_eq!(addrs, vec![ip(AMS_1)]);
+    // Round robin elsewhere is not affected.
+    let rr = Query {
+        name: "rr.example.com",
+        ..query(unknown)
+    };
+    let (d, addrs) = ask(&s, &rr, &mut Cursor::new(0));
+    assert_eq!(d.reason, Reason::Method(LbMethod::RoundRobin));
+    assert_eq!(addrs.len(), 1);
+}
+
+#[test]
 fn a_backup_method_decides_without_an_rtt() {
     let mut m = model(LbMethod::Rtt);
     m.vservers[0].backup_method = Some(LbMethod::LeastConnection);
@@ -657,10 +703,15 @@ proptest! {
         down in proptest::collection::vec(any::<bool>(), 5),
         seed in any::<u64>(),
         queries in 1usize..8,
+        wide in any::<bool>(),
     ) {
-        let down_ids: Vec<u32> = (0..5).filter(|i| down[*i as usize]).collect();
+        // Wide: 60 more bindings, all DOWN, past the 64 that the method
+        // handles by bit mask; the answers must not change.
+        let pad = if wide { 60 } else { 0 };
+        let mut down_ids: Vec<u32> = (0..5).filter(|i| down[*i as usize]).collect();
         prop_assume!(down_ids.len() < 5);
-        let mut m = model(LbMethod::Rtt);
+        down_ids.extend(5..5 + pad as u32);
+        let mut m = padded_model(LbMethod::Rtt, pad);
         m.vservers[0].rtt_tolerance = Duration::from_millis(tolerance);
         let ldns = "192.0.2.200";
         let s = with_down(&snap(m, rtt_table(3, &[(ip(ldns), &rtts)])), &down_ids);

@@ -553,6 +553,96 @@ fn without_an_rtt_for_a_new_ldns_the_backup_method_answers_and_explain_says_so()
     drop(scratch);
 }
 
+/// `set gslb parameter -dropLdnsReq ENABLED`: while no site has an RTT to
+/// a new LDNS (every probe times out), its queries get no response at
+/// all (no round robin), the drops are counted, and the LDNS is probed
+/// all the same; once it answers in time its queries are answered by RTT.
+/// Another resolver with an RTT is answered throughout.
+#[test]
+fn drop_ldns_requests_sends_no_response_until_the_ldns_has_an_rtt() {
+    let net = Net::for_sites("rtt_drop", 3);
+    let scratch = net.scratch();
+    let layout = Layout::host(&net, &["fra", "nyc", "sgp"]);
+    let slow = net.client_ip(0);
+    let known = net.client_ip(1);
+    let emu_slow = emulator(
+        slow,
+        &layout,
+        &[("fra", 3000), ("nyc", 3000), ("sgp", 3000)],
+    );
+    // On the same port (the probes' -destPort), at its own address.
+    let emu_known = LdnsEmulator::start(SocketAddr::new(IpAddr::V4(known), emu_slow.addr().port()));
+    set_delays(
+        &emu_known,
+        &layout,
+        &[("fra", 20), ("nyc", 120), ("sgp", 200)],
+    );
+    let services = layout.unmonitored_services();
+    let params = "set gslb parameter -ldnsProbeOrder DNS TCP -dropLdnsReq ENABLED\n";
+    let sites = start_sites(&scratch, &layout, |k| {
+        layout.conf(k, emu_slow.addr().port(), params, "", &services, "")
+    });
+    let fra = &sites[0];
+    wait_mesh_up(&sites);
+
+    // The measured resolver: fra is nearest.
+    let _ = fra.try_query_a_from(known, NAME);
+    eventually_ok(
+        CONVERGE,
+        "the known LDNS is answered fra's service by RTT",
+        || steadily(fra, known, &layout, "fra", 3),
+    );
+
+    let q = build_query(NAME, RecordType::A, None)
+        .to_vec()
+        .expect("encode");
+    let dropped_before = fra.status().dns.dropped;
+    for i in 0..3 {
+        let got = fra
+            .in_ns(|| fra.dns.raw_udp_from(Some(slow), &q, Duration::from_secs(1)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            got.is_none(),
+            "query {} from {slow} (no RTT, -dropLdnsReq ENABLED) got a response: {:?}",
+            i + 1,
+            got.map(|b| Message::from_vec(&b))
+        );
+        // The measured resolver is still answered.
+        steadily(fra, known, &layout, "fra", 1).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let dropped = fra.status().dns.dropped - dropped_before;
+    assert!(
+        dropped >= 3,
+        "3 queries dropped, the counter says {dropped}"
+    );
+    eventually_ok(EVENTUALLY, "fra probes the dropped LDNS", || {
+        (emu_slow.queries_from(IpAddr::V4(fra.ip)) > 0)
+            .then_some(())
+            .ok_or_else(|| format!("no probe of {slow} from fra yet"))
+    });
+    explains(
+        fra,
+        slow,
+        &["-dropLdnsReq ENABLED"],
+        &["ROUNDROBIN", "chosen by"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    // It answers in time now: sgp is nearest, and its queries are answered.
+    set_delays(
+        &emu_slow,
+        &layout,
+        &[("fra", 150), ("nyc", 90), ("sgp", 30)],
+    );
+    eventually_ok(
+        CONVERGE,
+        "the LDNS is answered sgp's service by RTT",
+        || steadily(fra, slow, &layout, "sgp", 3),
+    );
+    drop(sites);
+    drop(scratch);
+}
+
 // ---------------------------------------------------------------------------
 // 3. -tolerance at selection
 // ---------------------------------------------------------------------------
