@@ -151,8 +151,12 @@ enum Set {
         max_us: u32,
     },
     /// The same for a vserver of at most 64 bindings, worked out once: bit
-    /// `i` is binding `i` (round robin tests membership per schedule slot).
-    RttBits(u64),
+    /// `i` is binding `i`. `site` is the site group when only one site is
+    /// in the running, whose part of the schedule round robin then walks.
+    RttBits {
+        bits: u64,
+        site: Option<usize>,
+    },
 }
 
 /// How one service of the set is picked.
@@ -282,7 +286,7 @@ fn choose_among<S: Sessions, T: Tracer>(
     // bits rather than calling `contains` per slot.
     let set_mask = match (eligible.mask(), plan.set) {
         (Some(m), Set::All) => Some(m),
-        (Some(m), Set::RttBits(bits)) => Some(m & bits),
+        (Some(m), Set::RttBits { bits, .. }) => Some(m & bits),
         _ => None,
     };
     let in_set = |i: usize| match set_mask {
@@ -309,7 +313,7 @@ fn choose_among<S: Sessions, T: Tracer>(
                     },
                     Set::Shared(n) => OutWhy::FartherThan { shared: n as u8 },
                     Set::Least { kind, .. } => OutWhy::MoreLoaded { kind },
-                    Set::Rtt { .. } | Set::RttBits(_) => {
+                    Set::Rtt { .. } | Set::RttBits { .. } => {
                         let site = model.service(b.service).site;
                         let row = client.ldns_use().and_then(|u| match u {
                             LdnsUse::Known(row) => Some(row),
@@ -359,7 +363,13 @@ fn choose_among<S: Sessions, T: Tracer>(
             }),
             None => round_robin(snap, vs_id, w.cursor, in_set),
         },
-        Pick::RoundRobin => round_robin(snap, vs_id, w.cursor, in_set),
+        Pick::RoundRobin => {
+            let schedule = match plan.set {
+                Set::RttBits { site: Some(g), .. } => snap.site_schedule(vs_id, g),
+                _ => snap.schedule(vs_id),
+            };
+            round_robin_on(snap, vs_id, schedule, w.cursor, in_set)
+        }
     };
     if let Some(i) = pick {
         let service = vs.bindings[i].service;
@@ -390,11 +400,23 @@ fn round_robin(
     cursor: &mut Cursor,
     in_set: impl Fn(usize) -> bool,
 ) -> Option<usize> {
+    round_robin_on(snap, vs_id, snap.schedule(vs_id), cursor, in_set)
+}
+
+/// Round robin along `schedule` (the vserver's, or the part of it that
+/// holds the set's bindings: the same shares, fewer slots to skip).
+fn round_robin_on(
+    snap: &Snapshot,
+    vs_id: VServerId,
+    schedule: &[u32],
+    cursor: &mut Cursor,
+    in_set: impl Fn(usize) -> bool,
+) -> Option<usize> {
     let vs = snap.model().vserver(vs_id);
     let random = cursor.next_random();
     weighted_round_robin(
         &vs.bindings,
-        snap.schedule(vs_id),
+        schedule,
         snap.turn(vs_id, cursor.peeks()),
         random,
         in_set,
@@ -435,7 +457,7 @@ fn contains(
             .rtt()
             .rtt_us(row, snap.binding_site(vserver, i))
             .is_some_and(|r| r <= max_us),
-        Set::RttBits(bits) => i < 64 && bits >> i & 1 == 1,
+        Set::RttBits { bits, .. } => i < 64 && bits >> i & 1 == 1,
     }
 }
 
@@ -625,12 +647,20 @@ fn rtt_plan<T: Tracer>(
                 best_us: best,
                 tolerance_us,
             });
-            Set::RttBits(
-                groups
-                    .iter()
-                    .filter(|g| rtts.get(g.site).is_some_and(|r| r <= max_us))
-                    .fold(0, |bits, g| bits | g.bindings),
-            )
+            let mut within = groups
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| g.bindings & up != 0)
+                .filter(|(_, g)| rtts.get(g.site).is_some_and(|r| r <= max_us));
+            let first = within.next();
+            let bits = first.map_or(0, |(_, g)| g.bindings);
+            match within.fold(bits, |bits, (_, g)| bits | g.bindings) {
+                b if b == bits => Set::RttBits {
+                    bits,
+                    site: first.map(|(k, _)| k),
+                },
+                bits => Set::RttBits { bits, site: None },
+            }
         }
         _ => {
             let best = (0..vs.bindings.len())

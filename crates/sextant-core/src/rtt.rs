@@ -111,10 +111,9 @@ fn key_words(ip: IpAddr) -> (u32, [u32; 4]) {
 }
 
 fn slot_hash(tag: u32, key: &[u32; 4]) -> usize {
-    let mut h = u64::from(tag);
-    for w in key {
-        h = (h ^ u64::from(*w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
+    let h = (u64::from(key[0]) << 32 | u64::from(key[1])) ^ u64::from(tag);
+    let l = u64::from(key[2]) << 32 | u64::from(key[3]);
+    let h = (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ l).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     (h ^ (h >> 29)) as usize
 }
 
@@ -149,9 +148,18 @@ impl RttTable {
         let mut slot = slot_hash(tag, &key) & self.mask;
         // The table is at most half full, so an empty slot ends every probe.
         for _ in 0..=self.mask {
-            match self.word(slot, TAG) {
+            let words = self
+                .slots
+                .get(slot * self.stride..slot * self.stride + INDEX)?;
+            let word = |i: usize| words[i].load(Ordering::Relaxed);
+            match word(TAG) {
                 0 => return None,
-                t if t == tag && (0..4).all(|i| self.word(slot, KEY + i) == key[i]) => {
+                t if t == tag
+                    && word(KEY) == key[0]
+                    && word(KEY + 1) == key[1]
+                    && word(KEY + 2) == key[2]
+                    && word(KEY + 3) == key[3] =>
+                {
                     return Some(slot as u32);
                 }
                 _ => slot = (slot + 1) & self.mask,

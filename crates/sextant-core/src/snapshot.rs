@@ -84,6 +84,9 @@ struct Compiled {
     /// method reads one RTT per site rather than one per binding.
     site_groups: Box<[SiteBindings]>,
     site_group_start: Box<[u32]>,
+    /// Each site group's part of its vserver's round-robin schedule (the
+    /// slots of its bindings, in order), flat; see [`SiteBindings`].
+    site_schedules: Box<[u32]>,
     /// Whether any bound DNS policy looks at the client's location.
     policies_need_location: bool,
     /// This node is a child site: only parents answer DNS.
@@ -96,6 +99,9 @@ pub(crate) struct SiteBindings {
     pub site: SiteId,
     /// Bit `i`: binding `i` is at this site.
     pub bindings: u64,
+    /// Where its slots of the schedule are in `site_schedules`: when the
+    /// RTT method's answer is one site, round robin walks only these.
+    schedule: (u32, u32),
 }
 
 /// Configuration plus health at one instant.
@@ -159,6 +165,7 @@ impl Snapshot {
         }
         let mut site_group_start = Vec::with_capacity(model.vservers.len() + 1);
         let mut site_groups: Vec<SiteBindings> = Vec::new();
+        let mut site_schedules: Vec<u32> = Vec::new();
         for (v, vs) in model.vservers.iter().enumerate() {
             site_group_start.push(site_groups.len() as u32);
             if !vs.uses_rtt() || vs.bindings.len() > 64 {
@@ -175,8 +182,18 @@ impl Snapshot {
                     None => site_groups.push(SiteBindings {
                         site: *site,
                         bindings: 1 << i,
+                        schedule: (0, 0),
                     }),
                 }
+            }
+            for g in &mut site_groups[first..] {
+                let start = site_schedules.len();
+                site_schedules.extend(
+                    schedules[v]
+                        .iter()
+                        .filter(|b| **b < 64 && g.bindings >> **b & 1 == 1),
+                );
+                g.schedule = (start as u32, (site_schedules.len() - start) as u32);
             }
         }
         site_group_start.push(site_groups.len() as u32);
@@ -208,6 +225,7 @@ impl Snapshot {
                 binding_sites: binding_sites.into(),
                 binding_site_start: binding_site_start.into(),
                 site_groups: site_groups.into(),
+                site_schedules: site_schedules.into(),
                 site_group_start: site_group_start.into(),
                 services_by_name,
                 policies_need_location,
@@ -403,6 +421,18 @@ impl Snapshot {
             (Some(a), Some(b)) => c.site_groups.get(*a as usize..*b as usize).unwrap_or(&[]),
             _ => &[],
         }
+    }
+
+    /// Site group `g`'s slots of vserver `vs`'s round-robin schedule.
+    pub(crate) fn site_schedule(&self, vs: VServerId, g: usize) -> &[u32] {
+        let c = &self.compiled;
+        self.site_groups(vs)
+            .get(g)
+            .and_then(|grp| {
+                let (start, len) = (grp.schedule.0 as usize, grp.schedule.1 as usize);
+                c.site_schedules.get(start..start + len)
+            })
+            .unwrap_or(&[])
     }
 
     /// The location of a service (of its public IP, or its IP), if known.

@@ -333,6 +333,32 @@ fn tolerance_zero_answers_only_the_best_site() {
 }
 
 #[test]
+fn weights_share_the_answers_within_one_site_and_across_sites() {
+    // Weights fra-1 1, fra-2 3, ams-1 2 (nyc 1 each).
+    let weighted = |tolerance_ms| {
+        let mut m = model(LbMethod::Rtt);
+        m.vservers[0].rtt_tolerance = Duration::from_millis(tolerance_ms);
+        m.vservers[0].bindings[1].weight = 3;
+        m.vservers[0].bindings[2].weight = 2;
+        snap(
+            m,
+            rtt_table(3, &[(ip(LDNS_NEAR), &[Some(10), Some(14), Some(30)])]),
+        )
+    };
+    // fra alone (round robin over its part of the schedule): 1 : 3.
+    let (_, counts) = answers(&weighted(0), &query(LDNS_NEAR), 40);
+    assert_eq!(answered(&counts), ips(&[FRA_1, FRA_2]));
+    assert_eq!((counts[&ip(FRA_1)], counts[&ip(FRA_2)]), (10, 30));
+    // fra and ams within 5 ms: 1 : 3 : 2 over the whole schedule.
+    let (_, counts) = answers(&weighted(5), &query(LDNS_NEAR), 60);
+    assert_eq!(answered(&counts), ips(&[FRA_1, FRA_2, AMS_1]));
+    assert_eq!(
+        (counts[&ip(FRA_1)], counts[&ip(FRA_2)], counts[&ip(AMS_1)]),
+        (10, 30, 20)
+    );
+}
+
+#[test]
 fn tolerance_rotates_among_every_site_within_it_and_never_beyond() {
     for (tolerance, want) in [
         (3, &[FRA_1, FRA_2][..]),

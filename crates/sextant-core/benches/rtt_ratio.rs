@@ -1,0 +1,104 @@
+//! What an RTT answer costs per query against a weighted round-robin one,
+//! as a ratio that survives a noisy machine: the two are timed in
+//! alternating rounds on the same sources, and the median of the per-round
+//! ratios is printed (with its range), beside the median ns of each.
+//!
+//! `cargo bench -p sextant-core --bench rtt_ratio`
+//!
+//! Sources: `spread` hits rows far apart (every query a different LDNS,
+//! the worst case for the cache), `skewed` has a few resolvers send most
+//! queries (log-uniform, about Zipf's law), `one` is a single LDNS.
+
+mod shape;
+
+use std::hint::black_box;
+use std::net::IpAddr;
+use std::time::Instant;
+
+use sextant_core::*;
+use shape::*;
+
+/// Decisions per timed round, and rounds per case.
+const PER_ROUND: usize = 200_000;
+const ROUNDS: usize = 15;
+
+fn main() {
+    let base = rtt_snapshot();
+    println!(
+        "{:>7} {:>7} {:>9} {:>9} {:>8}  range of the per-round ratio",
+        "rows", "sources", "wrr ns", "rtt ns", "rtt/wrr"
+    );
+    for rows in [1_000u32, 10_000, 100_000] {
+        let snap = base.with_rtt(rtt_rows(rows));
+        let kinds: [(&str, fn(u64, u32) -> IpAddr); 3] = [
+            ("spread", spread_source),
+            ("skewed", skewed_source),
+            ("one", |_, rows| spread_source(12_345, rows)),
+        ];
+        for (label, source) in kinds {
+            let sources: Vec<IpAddr> = (0..1 << 16).map(|i| source(i, rows)).collect();
+            let (mut wrr, mut rtt, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..ROUNDS {
+                let w = per_query_ns(&snap, WRR_NAME, LbMethod::RoundRobin, &sources);
+                let r = per_query_ns(&snap, RTT_NAME, LbMethod::Rtt, &sources);
+                wrr.push(w);
+                rtt.push(r);
+                ratio.push(r / w);
+            }
+            let (lo, hi) = (min(&ratio), max(&ratio));
+            println!(
+                "{rows:>7} {label:>7} {:>9.1} {:>9.1} {:>8.2}  {lo:.2}-{hi:.2}",
+                median(&mut wrr),
+                median(&mut rtt),
+                median(&mut ratio),
+            );
+        }
+    }
+}
+
+/// Mean ns per `decide()` over one round; the first decision's reason is
+/// checked, so that RTT is known to decide by itself.
+fn per_query_ns(snap: &Snapshot, name: &str, method: LbMethod, sources: &[IpAddr]) -> f64 {
+    let mut cursor = Cursor::new(1);
+    let mut out = AnswerBuf::default();
+    let query = |i: usize| Query {
+        name: black_box(name),
+        qtype: QueryType::A,
+        source: sources[i % sources.len()],
+        ecs: None,
+    };
+    let d = decide(
+        snap,
+        &query(0),
+        &mut cursor,
+        &NoSessions,
+        &mut out,
+        &mut NoTrace,
+    );
+    assert_eq!(d.reason, Reason::Method(method), "{name}");
+    let start = Instant::now();
+    for i in 0..PER_ROUND {
+        black_box(decide(
+            snap,
+            &query(i),
+            &mut cursor,
+            &NoSessions,
+            &mut out,
+            &mut NoTrace,
+        ));
+    }
+    start.elapsed().as_nanos() as f64 / PER_ROUND as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(0.0, f64::max)
+}
