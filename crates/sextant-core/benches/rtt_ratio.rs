@@ -18,6 +18,9 @@ use std::time::Instant;
 use sextant_core::*;
 use shape::*;
 
+/// The source of query `i` on a table of `rows` rows.
+type SourceOf = fn(u64, u32) -> IpAddr;
+
 /// Decisions per timed round, and rounds per case.
 const PER_ROUND: usize = 200_000;
 const ROUNDS: usize = 15;
@@ -30,7 +33,7 @@ fn main() {
     );
     for rows in [1_000u32, 10_000, 100_000] {
         let snap = base.with_rtt(rtt_rows(rows));
-        let kinds: [(&str, fn(u64, u32) -> IpAddr); 3] = [
+        let kinds: [(&str, SourceOf); 3] = [
             ("spread", spread_source),
             ("skewed", skewed_source),
             ("one", |_, rows| spread_source(12_345, rows)),
