@@ -7,6 +7,7 @@
 //! answer reproducible, unit-testable and benchmarkable.
 
 mod choose;
+pub mod dc;
 pub mod decide;
 pub mod health;
 pub mod load;
@@ -20,6 +21,10 @@ pub mod snapshot;
 pub mod status;
 pub mod trace;
 
+pub use dc::{
+    Balance, ClientCriterion, DcAddress, DcCriterion, DcGroup, DcHealth, DcOrder, DcOrders,
+    DcRecord, DcRecordId, DcSelection, Direction, RecordStatus, ServiceCriterion,
+};
 pub use decide::{
     AnswerBuf, ClientSubnet, Cursor, Decision, LdnsUse, NoSessions, Outcome, Query, QueryType,
     Reason, Sessions, Stick, decide,

@@ -29,6 +29,8 @@ pub struct Model {
     pub vservers: Vec<VServer>,
     /// GSLB domain names, each bound to exactly one vserver.
     pub domains: Vec<Domain>,
+    /// Names answered in datacenter mode (seed 002).
+    pub dc_records: Vec<crate::dc::DcRecord>,
     /// Zones this node is authoritative for (from SOA/NS records).
     pub zones: Vec<Zone>,
     pub monitors: Vec<Monitor>,
@@ -612,6 +614,9 @@ pub struct GslbParams {
     pub ldns_new_per_second: u32,
     /// At most this many LDNS probes per second in all (more wait). Default 2,000.
     pub ldns_probes_per_second: u32,
+    /// Datacenter mode: how often DC and service figures are read and the
+    /// records' datacenters re-ranked (`-dcAccessPeriod`). Default 5 min.
+    pub dc_access_period: Duration,
 }
 
 /// One built-in LDNS probe monitor's settings.
@@ -674,6 +679,7 @@ impl Default for GslbParams {
             ldns_max_entries: 100_000,
             ldns_new_per_second: 100,
             ldns_probes_per_second: 2_000,
+            dc_access_period: Duration::from_secs(300),
         }
     }
 }
