@@ -81,6 +81,11 @@ pub struct Query<'a> {
 pub enum Outcome {
     /// The addresses in the [`AnswerBuf`] answer a GSLB domain.
     Addresses { domain: DomainId, ttl: u32 },
+    /// The addresses in the [`AnswerBuf`] answer a datacenter-mode record.
+    DcAddresses {
+        record: crate::dc::DcRecordId,
+        ttl: u32,
+    },
     /// The name exists but has no data of this type (SOA of `zone` in the
     /// authority section when there is one).
     NoData { zone: Option<ZoneId> },
@@ -129,6 +134,14 @@ pub enum Reason {
     /// The RTT method had no RTT to the LDNS yet and `-dropLdnsReq` is
     /// ENABLED: no response (the resolver retries once it is measured).
     NoRttDropped,
+    /// A datacenter-mode record: its ranked datacenters' healthy addresses.
+    Datacenter,
+    /// A datacenter-mode record with no healthy address: its fail-safe
+    /// records.
+    FailSafe,
+    /// A datacenter-mode record with no healthy address and no fail-safe
+    /// records (NODATA).
+    NoHealthyRecords,
 }
 
 /// A persistence entry the edge should create or refresh.
@@ -266,6 +279,34 @@ pub fn decide<T: Tracer, S: Sessions>(
         return plain(outcome, Reason::Zone);
     }
 
+    if domain.is_none()
+        && let Some(r) = snap.find_dc_record(query.name)
+    {
+        let v6 = match query.qtype {
+            QueryType::A | QueryType::Any => false,
+            QueryType::Aaaa => true,
+            _ => {
+                trace.record(TraceEvent::NoData);
+                return plain(Outcome::NoData { zone }, Reason::NoData);
+            }
+        };
+        let preferred = preferred_of(snap, verdict);
+        let mut decision = crate::dc_answer::answer_dc_record(
+            snap,
+            r,
+            v6,
+            &mut client,
+            preferred,
+            cursor,
+            out,
+            trace,
+        );
+        if let Outcome::NoData { .. } = decision.outcome {
+            decision.outcome = Outcome::NoData { zone };
+        }
+        return decision;
+    }
+
     if let Some(domain) = domain {
         let family = match query.qtype {
             QueryType::A | QueryType::Any => Family::V4,
@@ -280,13 +321,7 @@ pub fn decide<T: Tracer, S: Sessions>(
             domain,
             vserver: d.vserver,
         });
-        let preferred = match verdict {
-            Verdict::Prefer(action) => match &model.dns_actions[action as usize].kind {
-                DnsActionKind::PreferredLocations(list) => Some((action, list.as_slice())),
-                _ => None,
-            },
-            _ => None,
-        };
+        let preferred = preferred_of(snap, verdict);
         let mut decision = answer_domain(
             snap,
             family,
@@ -345,6 +380,20 @@ fn client_of(snap: &Snapshot, query: &Query<'_>, domain: Option<DomainId>) -> Cl
     match query.ecs {
         Some(ecs) if ecs_enabled => Client::new(ecs.addr, true, ecs.source_prefix, query.source),
         _ => Client::new(query.source, false, 0, query.source),
+    }
+}
+
+/// The preferred locations a policy's action chose, if it chose some.
+fn preferred_of(
+    snap: &Snapshot,
+    verdict: Verdict,
+) -> Option<(crate::policy::DnsActionId, &[Location])> {
+    match verdict {
+        Verdict::Prefer(action) => match &snap.model().dns_actions[action as usize].kind {
+            DnsActionKind::PreferredLocations(list) => Some((action, list.as_slice())),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -584,6 +633,18 @@ impl Reason {
             }
             Reason::NoRttDropped => {
                 "no RTT to this LDNS yet and -dropLdnsReq is ENABLED: no response".to_string()
+            }
+            Reason::Datacenter => {
+                "datacenter mode: the healthy addresses of the first ranked datacenters"
+                    .to_string()
+            }
+            Reason::FailSafe => {
+                "datacenter mode: no healthy address in any datacenter; the fail-safe records"
+                    .to_string()
+            }
+            Reason::NoHealthyRecords => {
+                "datacenter mode: no healthy address in any datacenter and no fail-safe records (NODATA)"
+                    .to_string()
             }
         }
     }

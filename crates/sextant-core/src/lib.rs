@@ -8,6 +8,8 @@
 
 mod choose;
 pub mod dc;
+pub mod dc_answer;
+mod dc_client;
 pub mod decide;
 pub mod health;
 pub mod load;
@@ -38,7 +40,7 @@ pub use policy::{
     DnsAction, DnsActionId, DnsActionKind, DnsPolicy, DnsPolicyId, Expr, Goto, PolicyBinding,
     RequestFacts,
 };
-pub use rtt::{LdnsStats, RttCell, RttRowInfo, RttTable, RttTableBuilder};
+pub use rtt::{LdnsStats, PathFigures, RttCell, RttRowInfo, RttTable, RttTableBuilder};
 pub use snapshot::{ServiceState, Snapshot};
 pub use status::{MonitorStatus, ServiceStatus, StatusBuilder, StatusTable};
 pub use trace::{FallbackWhy, MatchPass, NoTrace, OutWhy, SkipWhy, TraceEvent, Tracer, VecTrace};

@@ -34,6 +34,24 @@ pub struct RttCell {
     /// When it was measured or received (the engine's clock, since the
     /// Unix epoch).
     pub at: Duration,
+    /// The path's figures for datacenter mode's Client Based selection,
+    /// when measured.
+    pub path: Option<PathFigures>,
+}
+
+/// What one site's probes tell about its path to an LDNS (seed 002's
+/// Client Based criteria).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathFigures {
+    /// Router hops: the initial TTL the reply most likely started with
+    /// (64, 128 or 255) less the TTL it arrived with.
+    pub hops: u8,
+    /// The reply's IP TTL as it arrived.
+    pub ttl: u8,
+    /// Share of the recent probe cycles that got no reply, per mille.
+    pub loss_permille: u16,
+    /// Mean opinion score × 100 (100 to 450), from latency, jitter and loss.
+    pub mos_centi: u16,
 }
 
 /// About one row, for the API.
@@ -187,6 +205,16 @@ impl RttTable {
                 .filter(|_| self.word(row as usize, TAG) != 0)
                 .unwrap_or(&[]),
         )
+    }
+
+    /// Site `site`'s measurement of the LDNS of `row` (its RTT, probe kind,
+    /// age and path figures).
+    pub fn cell(&self, row: u32, site: SiteId) -> Option<&RttCell> {
+        if self.word(row as usize, TAG) == 0 || site as usize >= self.sites {
+            return None;
+        }
+        let index = self.word(row as usize, INDEX) as usize;
+        self.cells.get(index * self.sites + site as usize)?.as_ref()
     }
 
     /// Notes that the LDNS of `row` queried a domain that uses RTT.
@@ -348,6 +376,7 @@ mod tests {
             rtt: Duration::from_millis(ms),
             kind: Some(LdnsProbe::DnsUdp),
             at: Duration::ZERO,
+            path: None,
         })
     }
 

@@ -12,6 +12,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::dc::{DcOrder, DcOrders, DcRecordId};
 use crate::load::ServiceMetrics;
 use crate::location_db::{Place, PlaceId};
 use crate::model::{DomainId, Model, ServiceId, SiteId, VServerId, ZoneId};
@@ -87,10 +88,54 @@ struct Compiled {
     /// Each site group's part of its vserver's round-robin schedule (the
     /// slots of its bindings, in order), flat; see [`SiteBindings`].
     site_schedules: Box<[u32]>,
+    /// Datacenter-mode records by name, their round-robin state and the
+    /// places of their addresses.
+    dc: DcTables,
     /// Whether any bound DNS policy looks at the client's location.
     policies_need_location: bool,
     /// This node is a child site: only parents answer DNS.
     child: bool,
+}
+
+/// Per-configuration tables of the datacenter-mode records.
+#[derive(Debug, Default)]
+struct DcTables {
+    by_name: FnvMap<Box<str>, DcRecordId>,
+    /// Per record: addresses in smooth weighted round-robin order.
+    schedules: Box<[Box<[u32]>]>,
+    /// Per record: round-robin turns taken (shared by every worker).
+    turns: Box<[AtomicU64]>,
+    /// Per record, per address: its place in the location database.
+    places: Box<[Box<[Option<PlaceId>]>]>,
+}
+
+impl DcTables {
+    fn new(model: &Model) -> Self {
+        let records = &model.dc_records;
+        DcTables {
+            by_name: records
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.name.clone().into_boxed_str(), i as DcRecordId))
+                .collect(),
+            schedules: records
+                .iter()
+                .map(|r| {
+                    smooth_wrr_schedule(&r.addresses.iter().map(|a| a.weight).collect::<Vec<_>>())
+                })
+                .collect(),
+            turns: records.iter().map(|_| AtomicU64::new(0)).collect(),
+            places: records
+                .iter()
+                .map(|r| {
+                    r.addresses
+                        .iter()
+                        .map(|a| model.locations.lookup_id(a.ip))
+                        .collect()
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The bindings of one vserver at one site.
@@ -115,6 +160,9 @@ pub struct Snapshot {
     status: StatusTable,
     /// Round-trip times from the sites to the LDNS that query (RTT method).
     rtt: Arc<RttTable>,
+    /// Datacenter mode: each record's ranking and which sites this node
+    /// reaches, as the engine last worked them out.
+    dc_orders: Arc<DcOrders>,
     generation: u64,
 }
 
@@ -208,6 +256,7 @@ impl Snapshot {
             .enumerate()
             .map(|(i, s)| (s.name.to_ascii_lowercase().into_boxed_str(), i as ServiceId))
             .collect();
+        let dc = DcTables::new(&model);
         let policies_need_location = model.dns_global_bindings.iter().any(|b| {
             model
                 .dns_policies
@@ -228,6 +277,7 @@ impl Snapshot {
                 site_schedules: site_schedules.into(),
                 site_group_start: site_group_start.into(),
                 services_by_name,
+                dc,
                 policies_need_location,
                 child,
             }),
@@ -235,6 +285,7 @@ impl Snapshot {
             metrics,
             status: StatusTable::default(),
             rtt: Arc::default(),
+            dc_orders: Arc::default(),
             generation,
         }
     }
@@ -245,12 +296,8 @@ impl Snapshot {
     pub fn with_states(&self, states: Arc<[ServiceState]>) -> Self {
         debug_assert_eq!(states.len(), self.compiled.model.services.len());
         Snapshot {
-            compiled: Arc::clone(&self.compiled),
             states,
-            metrics: Arc::clone(&self.metrics),
-            status: self.status.clone(),
-            rtt: Arc::clone(&self.rtt),
-            generation: self.generation,
+            ..self.clone()
         }
     }
 
@@ -261,12 +308,8 @@ impl Snapshot {
     pub fn with_metrics(&self, metrics: Arc<[ServiceMetrics]>) -> Self {
         debug_assert_eq!(metrics.len(), self.compiled.model.services.len());
         Snapshot {
-            compiled: Arc::clone(&self.compiled),
-            states: Arc::clone(&self.states),
             metrics,
-            status: self.status.clone(),
-            rtt: Arc::clone(&self.rtt),
-            generation: self.generation,
+            ..self.clone()
         }
     }
 
@@ -281,13 +324,69 @@ impl Snapshot {
         debug_assert_eq!(states.len(), self.compiled.model.services.len());
         debug_assert_eq!(metrics.len(), self.compiled.model.services.len());
         Snapshot {
-            compiled: Arc::clone(&self.compiled),
             states,
             metrics,
             status,
-            rtt: Arc::clone(&self.rtt),
-            generation: self.generation,
+            ..self.clone()
         }
+    }
+
+    /// The same, with the datacenter rankings the engine worked out.
+    pub fn with_dc_orders(&self, dc_orders: Arc<DcOrders>) -> Self {
+        Snapshot {
+            dc_orders,
+            ..self.clone()
+        }
+    }
+
+    pub fn dc_orders(&self) -> &Arc<DcOrders> {
+        &self.dc_orders
+    }
+
+    /// The datacenter-mode record of a lower-case name.
+    pub fn find_dc_record(&self, name: &str) -> Option<DcRecordId> {
+        if self.compiled.dc.by_name.is_empty() {
+            return None;
+        }
+        self.compiled.dc.by_name.get(name).copied()
+    }
+
+    /// Record `r`'s ranking of its groups, if one was worked out.
+    pub fn dc_order(&self, r: DcRecordId) -> Option<&DcOrder> {
+        self.dc_orders.orders.get(r as usize)?.as_ref()
+    }
+
+    /// Whether this node reaches `site` (metric exchange UP; the local
+    /// site, and any site not reported, count as reachable).
+    pub fn site_reachable(&self, site: SiteId) -> bool {
+        self.dc_orders
+            .site_reachable
+            .get(site as usize)
+            .copied()
+            .unwrap_or(true)
+    }
+
+    pub(crate) fn dc_schedule(&self, r: DcRecordId) -> &[u32] {
+        self.compiled
+            .dc
+            .schedules
+            .get(r as usize)
+            .map(|s| &s[..])
+            .unwrap_or(&[])
+    }
+
+    pub(crate) fn dc_turn(&self, r: DcRecordId, peek: bool) -> u64 {
+        match self.compiled.dc.turns.get(r as usize) {
+            Some(t) if peek => t.load(Ordering::Relaxed),
+            Some(t) => t.fetch_add(1, Ordering::Relaxed),
+            None => 0,
+        }
+    }
+
+    /// The location of address `a` of record `r`, if known.
+    pub fn dc_address_place(&self, r: DcRecordId, a: usize) -> Option<&Place> {
+        let id = (*self.compiled.dc.places.get(r as usize)?.get(a)?)?;
+        Some(self.compiled.model.locations.place(id))
     }
 
     /// The same configuration and health with another RTT table.

@@ -112,6 +112,27 @@ pub enum TraceEvent {
     /// The RTT method had no RTT to the LDNS and `-dropLdnsReq` is
     /// ENABLED: no response.
     NoRttDropped,
+    /// The name is a datacenter-mode record.
+    DcRecord { record: crate::dc::DcRecordId },
+    /// One datacenter group in ranked order: its figure, how many of its
+    /// addresses can answer, and whether it was taken.
+    DcGroup {
+        record: crate::dc::DcRecordId,
+        group: u8,
+        rank: u8,
+        figure: Option<f64>,
+        healthy: u32,
+        taken: bool,
+    },
+    /// No datacenter has a healthy address: the fail-safe records answer.
+    DcFailSafe { count: u32 },
+    /// No datacenter has a healthy address and nothing is fail-safe.
+    DcNoHealthy,
+    /// The balance algorithm answered this many addresses.
+    DcAnswered {
+        balance: crate::dc::Balance,
+        count: u32,
+    },
     /// Preferred location number `index` (0 = highest priority) in a pass:
     /// how many of its matches are UP and how many are not.
     PreferredLocation {
@@ -302,6 +323,67 @@ impl TraceEvent {
             TraceEvent::Dropped => "DROP action: the query is dropped".to_string(),
             TraceEvent::NoRttDropped => {
                 "-dropLdnsReq ENABLED: the query is dropped until this LDNS has an RTT".to_string()
+            }
+            TraceEvent::DcRecord { record } => match model.dc_records.get(*record as usize) {
+                Some(r) => {
+                    let criterion = r
+                        .selection
+                        .criterion_name()
+                        .map(|c| format!(" by {c}"))
+                        .unwrap_or_default();
+                    let cut = if r.selection.is_client_based() {
+                        "every datacenter (Client Based: no cut, no topology, no fail-safe)"
+                            .to_string()
+                    } else {
+                        format!("the first {} datacenter(s) with a healthy address", r.total_dcs)
+                    };
+                    format!(
+                        "{} is a datacenter-mode record: {}{criterion}; {cut}; balance {}",
+                        r.name,
+                        r.selection.name(),
+                        r.balance.name()
+                    )
+                }
+                None => format!("datacenter-mode record #{record}"),
+            },
+            TraceEvent::DcGroup {
+                record,
+                group,
+                rank,
+                figure,
+                healthy,
+                taken,
+            } => {
+                let r = model.dc_records.get(*record as usize);
+                let site = r
+                    .and_then(|r| r.groups.get(*group as usize))
+                    .and_then(|g| model.sites.get(g.site as usize))
+                    .map(|s| s.name.as_str())
+                    .unwrap_or("?");
+                let figure = match (r.and_then(|r| r.selection.criterion_name()), figure) {
+                    (None, _) => "configured order".to_string(),
+                    (Some(c), Some(f)) => format!("{c} {f}"),
+                    (Some(c), None) => format!("{c} unknown (ranks last)"),
+                };
+                let verdict = match (*taken, *healthy) {
+                    (true, _) => "taken",
+                    (false, 0) => "no healthy address, left out",
+                    (false, _) => "beyond Total DCs to Select from, left out",
+                };
+                format!(
+                    "rank {}: DC {} (site {site}), {figure}, {healthy} healthy address(es): {verdict}",
+                    rank + 1,
+                    group + 1
+                )
+            }
+            TraceEvent::DcFailSafe { count } => {
+                format!("no datacenter has a healthy address: {count} fail-safe record(s)")
+            }
+            TraceEvent::DcNoHealthy => {
+                "no datacenter has a healthy address and there are no fail-safe records".to_string()
+            }
+            TraceEvent::DcAnswered { balance, count } => {
+                format!("balance {}: {count} address(es) answered", balance.name())
             }
             TraceEvent::PreferredLocation {
                 action,

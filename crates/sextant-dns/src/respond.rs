@@ -240,7 +240,7 @@ impl Answering<'_> {
             w.soa(Section::Authority, &z.apex, qname, ttl, &z.soa)
         };
         match outcome {
-            Outcome::Addresses { ttl, .. } => {
+            Outcome::Addresses { ttl, .. } | Outcome::DcAddresses { ttl, .. } => {
                 for addr in &self.worker_answers.addrs {
                     w.address(Section::Answer, ttl, *addr);
                 }

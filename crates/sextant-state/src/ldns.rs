@@ -197,6 +197,7 @@ impl LdnsBook {
             rtt,
             kind: Some(kind),
             at: now,
+            path: None,
         });
         if let Some(slot) = e.cells.get_mut(local as usize) {
             let moved = match (*slot, cell) {
@@ -241,6 +242,7 @@ impl LdnsBook {
                 rtt,
                 kind: r.kind,
                 at: now,
+                path: None,
             });
             if let Some(e) = self.entries.get_mut(&group) {
                 e.cells[site as usize] = if r.removed { None } else { cell };

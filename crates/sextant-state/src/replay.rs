@@ -567,7 +567,7 @@ impl Runner<'_> {
             &mut NoTrace,
         );
         Ok(match d.outcome {
-            Outcome::Addresses { .. } => out
+            Outcome::Addresses { .. } | Outcome::DcAddresses { .. } => out
                 .addrs
                 .iter()
                 .map(|a| a.to_string())

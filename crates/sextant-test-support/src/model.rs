@@ -237,6 +237,7 @@ pub fn rtt_ms(ms: u64) -> RttCell {
         rtt: Duration::from_millis(ms),
         kind: Some(LdnsProbe::DnsUdp),
         at: Duration::ZERO,
+        path: None,
     }
 }
 

@@ -44,7 +44,7 @@ pub fn explain(
     );
     let model = snap.model();
     let (rcode, ttl) = match decision.outcome {
-        Outcome::Addresses { ttl, .. } => ("NOERROR", Some(ttl)),
+        Outcome::Addresses { ttl, .. } | Outcome::DcAddresses { ttl, .. } => ("NOERROR", Some(ttl)),
         Outcome::NoData { .. } | Outcome::ZoneSoa { .. } | Outcome::ZoneNs { .. } => {
             ("NOERROR", None)
         }

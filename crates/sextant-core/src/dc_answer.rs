@@ -1,0 +1,375 @@
+//! Answering a datacenter-mode record (seed 002): keep the datacenters
+//! with a healthy address, take them in ranked order, cut after the first
+//! `total_dcs` (not with Client Based), apply topology rules (not with
+//! Client Based), balance among the remaining healthy addresses; with none
+//! at all, the fail-safe records (not with Client Based).
+//!
+//! Nothing here sorts or allocates: the ranking by DC or service figures is
+//! published in the snapshot, and Client Based ranks at most
+//! [`MAX_DC_GROUPS`] groups on the stack.
+
+use std::net::IpAddr;
+
+use crate::choose::Client;
+use crate::dc::{Balance, DcHealth, DcRecord, DcRecordId, MAX_DC_GROUPS, RecordStatus};
+use crate::decide::{AnswerBuf, Cursor, Decision, Outcome, Reason};
+use crate::location::Location;
+use crate::policy::DnsActionId;
+use crate::select::weighted_round_robin;
+use crate::snapshot::Snapshot;
+use crate::trace::{MatchPass, TraceEvent, Tracer};
+
+/// Addresses within this many kilometres of the nearest count as equally
+/// near (as for static proximity).
+const SAME_DISTANCE_KM: f64 = 1.0;
+
+/// Whether address `a` of `rec` is healthy (its HC condition), whatever its
+/// family and weight.
+pub fn address_healthy(snap: &Snapshot, rec: &DcRecord, a: usize) -> bool {
+    let Some(addr) = rec.addresses.get(a) else {
+        return false;
+    };
+    let site_ok = || {
+        rec.groups
+            .get(addr.group as usize)
+            .is_some_and(|g| snap.site_reachable(g.site))
+    };
+    match addr.health {
+        DcHealth::Always => true,
+        DcHealth::Service(s) => snap.is_up(s),
+        DcHealth::SiteReachable => site_ok(),
+        DcHealth::ServiceAndSite(s) => snap.is_up(s) && site_ok(),
+    }
+}
+
+/// The record's status: OK, Partially OK, No healthy records or Fail-safe
+/// (by health alone, any family).
+pub fn record_status(snap: &Snapshot, r: DcRecordId) -> RecordStatus {
+    let rec = &snap.model().dc_records[r as usize];
+    let (mut with_addresses, mut healthy) = (0u64, 0u64);
+    for (a, addr) in rec.addresses.iter().enumerate() {
+        let bit = 1u64 << (addr.group as usize % MAX_DC_GROUPS);
+        with_addresses |= bit;
+        if address_healthy(snap, rec, a) {
+            healthy |= bit;
+        }
+    }
+    match healthy {
+        0 if !rec.fail_safe.is_empty() && !rec.selection.is_client_based() => {
+            RecordStatus::FailSafe
+        }
+        0 => RecordStatus::NoHealthyRecords,
+        h if h == with_addresses => RecordStatus::Ok,
+        _ => RecordStatus::PartiallyOk,
+    }
+}
+
+/// The answer for record `r` in the family `v4`/`v6` of the query.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn answer_dc_record<T: Tracer>(
+    snap: &Snapshot,
+    r: DcRecordId,
+    v6: bool,
+    client: &mut Client,
+    preferred: Option<(DnsActionId, &[Location])>,
+    cursor: &mut Cursor,
+    out: &mut AnswerBuf,
+    trace: &mut T,
+) -> Decision {
+    let rec = &snap.model().dc_records[r as usize];
+    let client_based = rec.selection.is_client_based();
+    trace.record(TraceEvent::DcRecord { record: r });
+    let family_ok = |ip: IpAddr| ip.is_ipv6() == v6;
+    // Answerable: healthy, of the family, not drained.
+    let answerable = |a: usize| {
+        rec.addresses[a].weight > 0
+            && family_ok(rec.addresses[a].ip)
+            && address_healthy(snap, rec, a)
+    };
+
+    // Per group: how many answerable addresses it has.
+    let groups = rec.groups.len().min(MAX_DC_GROUPS);
+    let mut healthy_in = [0u16; MAX_DC_GROUPS];
+    for (a, addr) in rec.addresses.iter().enumerate() {
+        if (addr.group as usize) < groups && answerable(a) {
+            healthy_in[addr.group as usize] += 1;
+        }
+    }
+
+    // The ranking: published (DC / Service Based), per query (Client
+    // Based), or the configured order.
+    let mut order = [0u8; MAX_DC_GROUPS];
+    let mut figures = [None; MAX_DC_GROUPS];
+    match (client_based, snap.dc_order(r)) {
+        (true, _) => {
+            for (g, f) in figures.iter_mut().enumerate().take(groups) {
+                *f = crate::dc_client::figure(snap, rec, g, client);
+            }
+            for (i, o) in order.iter_mut().enumerate().take(groups) {
+                *o = i as u8;
+            }
+            let direction = rec.selection.direction();
+            if let Some(direction) = direction {
+                // Insertion sort: stable, at most 64 groups, no allocation.
+                for i in 1..groups {
+                    let mut j = i;
+                    while j > 0
+                        && crate::dc::compare(
+                            figures[order[j] as usize],
+                            figures[order[j - 1] as usize],
+                            direction,
+                        )
+                        .is_lt()
+                    {
+                        order.swap(j, j - 1);
+                        j -= 1;
+                    }
+                }
+            }
+        }
+        (false, Some(published)) if published.groups.len() == groups => {
+            order[..groups].copy_from_slice(&published.groups);
+            for (g, f) in figures.iter_mut().enumerate().take(groups) {
+                *f = published.figures.get(g).copied().flatten();
+            }
+        }
+        _ => {
+            for (i, o) in order.iter_mut().enumerate().take(groups) {
+                *o = i as u8;
+            }
+        }
+    }
+
+    // Keep the groups with an answerable address, in ranked order; cut.
+    let cut = if client_based {
+        groups
+    } else {
+        (rec.total_dcs.max(1) as usize).min(groups)
+    };
+    let mut taken = 0u64;
+    let mut count = 0;
+    for (rank, g) in order[..groups].iter().enumerate() {
+        let g = *g as usize;
+        let healthy = u32::from(healthy_in[g]);
+        let take = healthy > 0 && count < cut;
+        if take {
+            taken |= 1 << g;
+            count += 1;
+        }
+        trace.record(TraceEvent::DcGroup {
+            record: r,
+            group: g as u8,
+            rank: rank as u8,
+            figure: figures[g],
+            healthy,
+            taken: take,
+        });
+    }
+
+    if taken == 0 {
+        if !client_based && !rec.fail_safe.is_empty() {
+            out.addrs
+                .extend(rec.fail_safe.iter().copied().filter(|ip| family_ok(*ip)));
+            trace.record(TraceEvent::DcFailSafe {
+                count: out.addrs.len() as u32,
+            });
+            return dc_decision(
+                if out.addrs.is_empty() {
+                    Outcome::NoData { zone: None }
+                } else {
+                    Outcome::DcAddresses {
+                        record: r,
+                        ttl: rec.ttl,
+                    }
+                },
+                Reason::FailSafe,
+            );
+        }
+        trace.record(TraceEvent::DcNoHealthy);
+        return dc_decision(Outcome::NoData { zone: None }, Reason::NoHealthyRecords);
+    }
+
+    let in_taken = |a: usize| taken >> (rec.addresses[a].group as usize % MAX_DC_GROUPS) & 1 == 1;
+    let candidate = |a: usize| in_taken(a) && answerable(a);
+
+    // Topology rules (preferred locations), not with Client Based.
+    let topology = match preferred {
+        Some((action, prefs)) if !client_based => {
+            topology_pass(snap, r, action, prefs, &candidate, trace)
+        }
+        _ => None,
+    };
+    let chosen = |a: usize| {
+        candidate(a)
+            && match topology {
+                Some((p, MatchPass::Perfect)) => snap
+                    .dc_address_place(r, a)
+                    .is_some_and(|pl| prefs_of(preferred)[p].matches_perfectly(&pl.location)),
+                Some((p, MatchPass::Partial)) => snap
+                    .dc_address_place(r, a)
+                    .is_some_and(|pl| prefs_of(preferred)[p].matches_partially(&pl.location)),
+                _ => true,
+            }
+    };
+
+    let n = rec.addresses.len();
+    let pick = match rec.balance {
+        Balance::All => {
+            out.addrs
+                .extend((0..n).filter(|a| chosen(*a)).map(|a| rec.addresses[a].ip));
+            None
+        }
+        Balance::RoundRobin => {
+            let open = (0..n).filter(|a| chosen(*a)).count() as u64;
+            let turn = snap.dc_turn(r, cursor.peeks());
+            nth_of(n, &chosen, turn, open)
+        }
+        Balance::Random => {
+            let open = (0..n).filter(|a| chosen(*a)).count() as u64;
+            nth_of(n, &chosen, cursor.next_random(), open)
+        }
+        Balance::WeightedRoundRobin => {
+            let random = cursor.next_random();
+            let turn = snap.dc_turn(r, cursor.peeks());
+            weighted_round_robin(&[], snap.dc_schedule(r), turn, random, chosen)
+                .or_else(|| weighted_random(rec, random, &chosen))
+        }
+        Balance::WeightedRandom => weighted_random(rec, cursor.next_random(), &chosen),
+        Balance::Closest => {
+            let here = client
+                .place(snap)
+                .and_then(|p| snap.model().locations.place(p).coordinates);
+            let distance = |a: usize| {
+                let there = snap.dc_address_place(r, a)?.coordinates?;
+                Some(here?.distance_km(&there))
+            };
+            let nearest = (0..n)
+                .filter(|a| chosen(*a))
+                .filter_map(distance)
+                .min_by(f64::total_cmp);
+            let turn = snap.dc_turn(r, cursor.peeks());
+            match nearest {
+                Some(d) => {
+                    let near = |a: usize| {
+                        chosen(a) && distance(a).is_some_and(|x| x <= d + SAME_DISTANCE_KM)
+                    };
+                    let open = (0..n).filter(|a| near(*a)).count() as u64;
+                    nth_of(n, &near, turn, open)
+                }
+                None => {
+                    let open = (0..n).filter(|a| chosen(*a)).count() as u64;
+                    nth_of(n, &chosen, turn, open)
+                }
+            }
+        }
+    };
+    if let Some(a) = pick {
+        out.addrs.push(rec.addresses[a].ip);
+    }
+    trace.record(TraceEvent::DcAnswered {
+        balance: rec.balance,
+        count: out.addrs.len() as u32,
+    });
+    let outcome = if out.addrs.is_empty() {
+        Outcome::NoData { zone: None }
+    } else {
+        Outcome::DcAddresses {
+            record: r,
+            ttl: rec.ttl,
+        }
+    };
+    let reason = match topology {
+        Some((_, pass)) => Reason::PreferredLocation { pass },
+        None => Reason::Datacenter,
+    };
+    dc_decision(outcome, reason)
+}
+
+fn dc_decision(outcome: Outcome, reason: Reason) -> Decision {
+    Decision {
+        outcome,
+        reason,
+        ecs_scope: 0,
+        stick: None,
+        ldns: None,
+    }
+}
+
+fn prefs_of(preferred: Option<(DnsActionId, &[Location])>) -> &[Location] {
+    preferred.map(|(_, list)| list).unwrap_or(&[])
+}
+
+/// The `k`-th (cyclically) of the `open` addresses that pass `test`.
+fn nth_of(n: usize, test: &impl Fn(usize) -> bool, k: u64, open: u64) -> Option<usize> {
+    if open == 0 {
+        return None;
+    }
+    (0..n).filter(|a| test(*a)).nth((k % open) as usize)
+}
+
+/// A weighted random pick among the addresses that pass `test`.
+fn weighted_random(rec: &DcRecord, random: u64, test: &impl Fn(usize) -> bool) -> Option<usize> {
+    let total: u64 = (0..rec.addresses.len())
+        .filter(|a| test(*a))
+        .map(|a| u64::from(rec.addresses[a].weight))
+        .sum();
+    if total == 0 {
+        return None;
+    }
+    let mut target = random % total;
+    for (a, addr) in rec.addresses.iter().enumerate() {
+        if !test(a) {
+            continue;
+        }
+        let w = u64::from(addr.weight);
+        if target < w {
+            return Some(a);
+        }
+        target -= w;
+    }
+    None
+}
+
+/// The preferred-locations algorithm of seed 000 over the candidate
+/// addresses: the first preferred location with a perfect match, else the
+/// first with a partial match; `None` when neither matches (all stay).
+fn topology_pass<T: Tracer>(
+    snap: &Snapshot,
+    r: DcRecordId,
+    action: DnsActionId,
+    prefs: &[Location],
+    candidate: &impl Fn(usize) -> bool,
+    trace: &mut T,
+) -> Option<(usize, MatchPass)> {
+    let n = snap.model().dc_records[r as usize].addresses.len();
+    for pass in [MatchPass::Perfect, MatchPass::Partial] {
+        for (p, pref) in prefs.iter().enumerate() {
+            let (mut up, mut down) = (0u32, 0u32);
+            for a in 0..n {
+                let matches = snap.dc_address_place(r, a).is_some_and(|pl| match pass {
+                    MatchPass::Perfect => pref.matches_perfectly(&pl.location),
+                    _ => pref.matches_partially(&pl.location),
+                });
+                if matches {
+                    if candidate(a) {
+                        up += 1;
+                    } else {
+                        down += 1;
+                    }
+                }
+            }
+            trace.record(TraceEvent::PreferredLocation {
+                action,
+                pass,
+                index: p as u8,
+                up,
+                down,
+            });
+            if up > 0 {
+                return Some((p, pass));
+            }
+        }
+    }
+    trace.record(TraceEvent::PreferredRemaining);
+    None
+}
