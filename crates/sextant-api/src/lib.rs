@@ -52,6 +52,19 @@ pub struct PushMetrics {
     pub bandwidth_bps: Option<u64>,
     pub packets_ps: Option<u64>,
     pub custom_load: Option<u32>,
+    /// The service's own CPU and memory use, percent (0-100), requests and
+    /// new sessions per second, healthy backends behind it: datacenter
+    /// mode's Service Based figures.
+    #[serde(default)]
+    pub cpu_percent: Option<u32>,
+    #[serde(default)]
+    pub memory_percent: Option<u32>,
+    #[serde(default)]
+    pub requests_ps: Option<u64>,
+    #[serde(default)]
+    pub new_sessions_ps: Option<u64>,
+    #[serde(default)]
+    pub healthy_backends: Option<u64>,
 }
 
 /// Totals since start.
@@ -230,4 +243,71 @@ pub struct LdnsSiteRtt {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApiError {
     pub error: String,
+}
+
+/// `GET /v1/records`: every datacenter-mode record (seed 002).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Records {
+    pub records: Vec<Record>,
+}
+
+/// One datacenter-mode record: its settings, status, and its datacenters in
+/// the order they rank now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub name: String,
+    /// `OK`, `Partially OK`, `No healthy records` or `Fail-safe`.
+    pub status: String,
+    /// `ALL_DC_RECORDS`, `DC_BASED`, `SERVICE_BASED` or `CLIENT_BASED`.
+    pub dc_selection: String,
+    /// The Selection Criterion (`CPU`, `MOS`, ...), if the selection has one.
+    pub criterion: Option<String>,
+    /// Service Based: the vService name measured at each datacenter.
+    pub vservice_name: Option<String>,
+    pub total_dcs: u32,
+    pub balance: String,
+    pub ttl: u32,
+    /// Seconds since the datacenters were last ranked (`None`: not yet,
+    /// or Client Based, which ranks per query).
+    pub ranked_age_seconds: Option<f64>,
+    /// The datacenters, best first (Client Based: configured order).
+    pub datacenters: Vec<RecordDc>,
+    pub fail_safe: Vec<String>,
+}
+
+/// One datacenter of a record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordDc {
+    /// 1-based position in the ranking.
+    pub rank: u32,
+    pub site: String,
+    /// The figure it was ranked by (`None`: could not be read, so it
+    /// ranks last; or no criterion).
+    pub figure: Option<f64>,
+    /// This node reaches it (metric exchange UP, or local).
+    pub reachable: bool,
+    pub addresses: Vec<RecordAddress>,
+}
+
+/// One address of a datacenter group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordAddress {
+    pub ip: String,
+    pub weight: u32,
+    /// `NONE`, `SERVICE`, `SITE` or `SERVICE_AND_SITE`, and the service.
+    pub hc: String,
+    pub service: Option<String>,
+    pub healthy: bool,
+}
+
+/// `POST /v1/site/figures`: this site's own figures as an operator sets
+/// them, standing in for the measured ones while set (`null` or missing:
+/// measured).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteFiguresPush {
+    pub cpu_percent: Option<f64>,
+    pub memory_percent: Option<f64>,
+    /// Bytes per second through the node's network interfaces.
+    pub bandwidth_bytes_ps: Option<f64>,
 }

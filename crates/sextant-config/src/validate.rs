@@ -667,6 +667,16 @@ impl Validator<'_> {
             (Syntax::Toml, LoadKind::Bandwidth) => "load: bandwidth",
             (Syntax::Toml, LoadKind::Packets) => "load: packets",
             (Syntax::Toml, LoadKind::CustomLoad) => "load: custom_load",
+            (Syntax::Appliance, LoadKind::Cpu) => "-cpuMetric",
+            (Syntax::Appliance, LoadKind::Memory) => "-memoryMetric",
+            (Syntax::Appliance, LoadKind::Requests) => "-requestsMetric",
+            (Syntax::Appliance, LoadKind::NewSessions) => "-newSessionsMetric",
+            (Syntax::Appliance, LoadKind::HealthyBackends) => "-healthyBackendsMetric",
+            (Syntax::Toml, LoadKind::Cpu) => "load: cpu",
+            (Syntax::Toml, LoadKind::Memory) => "load: memory",
+            (Syntax::Toml, LoadKind::Requests) => "load: requests",
+            (Syntax::Toml, LoadKind::NewSessions) => "load: new_sessions",
+            (Syntax::Toml, LoadKind::HealthyBackends) => "load: healthy_backends",
         })
     }
 

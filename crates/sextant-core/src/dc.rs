@@ -14,6 +14,7 @@ use std::cmp::Ordering;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use crate::load::LoadKind;
 use crate::model::{ServiceId, SiteId};
 
 /// Index of a record in [`crate::Model::dc_records`].
@@ -346,6 +347,81 @@ pub struct DcOrders {
     /// Per site: whether this node reaches it (metric exchange UP; the
     /// local site always). Missing sites read as reachable.
     pub site_reachable: Vec<bool>,
+}
+
+/// What is known of one datacenter when a record's datacenters are ranked
+/// (DC and Service Based), as of the last access period.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DcFacts {
+    /// This node reaches the datacenter (metric exchange UP, or local).
+    pub reachable: bool,
+    /// The Sextant node's figures there (its own report); `None` where
+    /// not reported, or stale because the datacenter is not reachable.
+    pub cpu_percent: Option<f64>,
+    pub memory_percent: Option<f64>,
+    /// Bytes per second through the node's network interfaces.
+    pub bandwidth_bytes_ps: Option<f64>,
+    /// Share of this node's metric-exchange keepalives to the datacenter
+    /// lost over the last access period, percent (0 for the local one).
+    pub packet_loss_percent: Option<f64>,
+    /// Service Based: the measured service, if the datacenter has one.
+    pub service: Option<ServiceFacts>,
+}
+
+/// The measured service of one datacenter (Service Based).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ServiceFacts {
+    pub up: bool,
+    /// Its load figures, from its load source at its own site; `None`
+    /// where its site is not reachable (the figures are stale).
+    pub metrics: Option<crate::load::ServiceMetrics>,
+}
+
+/// The figure `selection` ranks a datacenter by; `None` when it cannot be
+/// read (the datacenter then ranks last). Client Based figures are per
+/// query, not here.
+pub fn figure(selection: &DcSelection, facts: &DcFacts) -> Option<f64> {
+    let flag = |b: bool| if b { 1.0 } else { 0.0 };
+    match selection {
+        DcSelection::AllDcRecords | DcSelection::ClientBased(_) => None,
+        DcSelection::DcBased(c) => match c {
+            DcCriterion::Cpu => facts.cpu_percent,
+            DcCriterion::Memory => facts.memory_percent,
+            DcCriterion::Bandwidth => facts.bandwidth_bytes_ps,
+            DcCriterion::Status => Some(flag(facts.reachable)),
+            DcCriterion::PacketLoss => facts.packet_loss_percent,
+        },
+        DcSelection::ServiceBased { criterion, .. } => {
+            let service = facts.service?;
+            if *criterion == ServiceCriterion::Status {
+                return Some(flag(service.up));
+            }
+            let m = service.metrics?;
+            let kind = match criterion {
+                ServiceCriterion::Cpu => LoadKind::Cpu,
+                ServiceCriterion::Memory => LoadKind::Memory,
+                ServiceCriterion::Bandwidth => LoadKind::Bandwidth,
+                ServiceCriterion::Requests => LoadKind::Requests,
+                ServiceCriterion::Connections => LoadKind::Connections,
+                ServiceCriterion::NewSessions => LoadKind::NewSessions,
+                ServiceCriterion::HealthyBackends => LoadKind::HealthyBackends,
+                ServiceCriterion::Status => return Some(flag(service.up)),
+            };
+            m.get(kind).map(|v| v as f64)
+        }
+    }
+}
+
+/// Ranks a record's groups from each group's facts.
+pub fn rank_record(rec: &DcRecord, facts: impl Fn(usize) -> DcFacts, at: Duration) -> DcOrder {
+    let figures: Vec<Option<f64>> = (0..rec.groups.len().min(MAX_DC_GROUPS))
+        .map(|g| figure(&rec.selection, &facts(g)))
+        .collect();
+    DcOrder {
+        groups: rank(&figures, rec.selection.direction()),
+        figures,
+        at,
+    }
 }
 
 /// Ranks groups by `figure` (per group, configured order): by `direction`,

@@ -27,6 +27,14 @@ pub struct ServiceMetrics {
     pub packets_ps: Option<u64>,
     /// Custom load, 0 to 100 (CUSTOMLOAD).
     pub custom_load: Option<u32>,
+    /// The service's (vService's) own CPU and memory use, percent; requests
+    /// and new sessions per second; healthy backends behind it: the
+    /// figures datacenter mode's Service Based selection ranks by.
+    pub cpu_percent: Option<u32>,
+    pub memory_percent: Option<u32>,
+    pub requests_ps: Option<u64>,
+    pub new_sessions_ps: Option<u64>,
+    pub healthy_backends: Option<u64>,
 }
 
 impl ServiceMetrics {
@@ -37,6 +45,11 @@ impl ServiceMetrics {
         bandwidth_bps: None,
         packets_ps: None,
         custom_load: None,
+        cpu_percent: None,
+        memory_percent: None,
+        requests_ps: None,
+        new_sessions_ps: None,
+        healthy_backends: None,
     };
 
     /// The figure of one kind.
@@ -47,6 +60,11 @@ impl ServiceMetrics {
             LoadKind::Bandwidth => self.bandwidth_bps,
             LoadKind::Packets => self.packets_ps,
             LoadKind::CustomLoad => self.custom_load.map(u64::from),
+            LoadKind::Cpu => self.cpu_percent.map(u64::from),
+            LoadKind::Memory => self.memory_percent.map(u64::from),
+            LoadKind::Requests => self.requests_ps,
+            LoadKind::NewSessions => self.new_sessions_ps,
+            LoadKind::HealthyBackends => self.healthy_backends,
         }
     }
 
@@ -61,6 +79,11 @@ impl ServiceMetrics {
             LoadKind::CustomLoad => {
                 self.custom_load = value.map(|v| u32::try_from(v).unwrap_or(u32::MAX))
             }
+            LoadKind::Cpu => self.cpu_percent = value.map(|v| v.min(100) as u32),
+            LoadKind::Memory => self.memory_percent = value.map(|v| v.min(100) as u32),
+            LoadKind::Requests => self.requests_ps = value,
+            LoadKind::NewSessions => self.new_sessions_ps = value,
+            LoadKind::HealthyBackends => self.healthy_backends = value,
         }
     }
 
@@ -73,6 +96,11 @@ impl ServiceMetrics {
             bandwidth_bps: self.bandwidth_bps.or(other.bandwidth_bps),
             packets_ps: self.packets_ps.or(other.packets_ps),
             custom_load: self.custom_load.or(other.custom_load),
+            cpu_percent: self.cpu_percent.or(other.cpu_percent),
+            memory_percent: self.memory_percent.or(other.memory_percent),
+            requests_ps: self.requests_ps.or(other.requests_ps),
+            new_sessions_ps: self.new_sessions_ps.or(other.new_sessions_ps),
+            healthy_backends: self.healthy_backends.or(other.healthy_backends),
         }
     }
 
@@ -90,6 +118,12 @@ pub enum LoadKind {
     Bandwidth,
     Packets,
     CustomLoad,
+    /// The figures only datacenter mode ranks by ([`LoadKind::SERVICE_FIGURES`]).
+    Cpu,
+    Memory,
+    Requests,
+    NewSessions,
+    HealthyBackends,
 }
 
 impl LoadKind {
@@ -99,6 +133,16 @@ impl LoadKind {
         LoadKind::Bandwidth,
         LoadKind::Packets,
         LoadKind::CustomLoad,
+    ];
+
+    /// The figures of datacenter mode's Service Based selection that no
+    /// selection method uses.
+    pub const SERVICE_FIGURES: [LoadKind; 5] = [
+        LoadKind::Cpu,
+        LoadKind::Memory,
+        LoadKind::Requests,
+        LoadKind::NewSessions,
+        LoadKind::HealthyBackends,
     ];
 
     /// The figure a selection method decides by, if it decides by one.
@@ -119,7 +163,12 @@ impl LoadKind {
     /// Whether the figure is divided by the binding's weight before
     /// comparing (every LEAST* method; not CUSTOMLOAD).
     pub fn per_weight(self) -> bool {
-        self != LoadKind::CustomLoad
+        !matches!(self, LoadKind::CustomLoad) && LoadKind::of_kind_method(self)
+    }
+
+    /// Whether some selection method decides by it.
+    fn of_kind_method(self) -> bool {
+        LoadKind::ALL.contains(&self)
     }
 
     /// A short name for messages: `connections`, `response time`, ...
@@ -130,6 +179,11 @@ impl LoadKind {
             LoadKind::Bandwidth => "bandwidth",
             LoadKind::Packets => "packet rate",
             LoadKind::CustomLoad => "custom load",
+            LoadKind::Cpu => "CPU",
+            LoadKind::Memory => "memory",
+            LoadKind::Requests => "request rate",
+            LoadKind::NewSessions => "new-session rate",
+            LoadKind::HealthyBackends => "healthy backends",
         }
     }
 
@@ -144,6 +198,11 @@ impl LoadKind {
             LoadKind::Bandwidth => format_bits(value),
             LoadKind::Packets => format!("{value} packets/s"),
             LoadKind::CustomLoad => format!("custom load {value}"),
+            LoadKind::Cpu => format!("CPU {value}%"),
+            LoadKind::Memory => format!("memory {value}%"),
+            LoadKind::Requests => format!("{value} requests/s"),
+            LoadKind::NewSessions => format!("{value} new sessions/s"),
+            LoadKind::HealthyBackends => format!("{value} healthy backends"),
         }
     }
 
@@ -162,6 +221,7 @@ impl LoadKind {
             (LoadKind::Bandwidth, None) => "has no bandwidth figure yet".to_string(),
             (LoadKind::Packets, None) => "has no packet rate yet".to_string(),
             (LoadKind::CustomLoad, None) => "has no custom load yet".to_string(),
+            (k, None) => format!("has no {k} figure yet"),
         }
     }
 

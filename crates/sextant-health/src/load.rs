@@ -376,8 +376,12 @@ fn convert(kind: LoadKind, v: f64) -> Option<u64> {
     let v = match kind {
         LoadKind::ResponseTime => v * 1e6,
         LoadKind::Bandwidth => v * 8.0,
-        LoadKind::CustomLoad => v.clamp(0.0, 100.0),
-        LoadKind::Connections | LoadKind::Packets => v,
+        LoadKind::CustomLoad | LoadKind::Cpu | LoadKind::Memory => v.clamp(0.0, 100.0),
+        LoadKind::Connections
+        | LoadKind::Packets
+        | LoadKind::Requests
+        | LoadKind::NewSessions
+        | LoadKind::HealthyBackends => v,
     };
     // `as` saturates: negative becomes 0, huge becomes u64::MAX.
     Some(v.round() as u64)

@@ -180,6 +180,7 @@ async fn scrapes_local_services_and_shares_an_endpoint() {
             bandwidth_bps: None,
             packets_ps: None,
             custom_load: Some(100),
+            ..ServiceMetrics::NONE
         }
     );
     assert!(

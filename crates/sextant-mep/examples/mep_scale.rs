@@ -451,6 +451,7 @@ fn report(plan: &Plan, i: usize, services: usize, n: u64) -> LocalReport {
                     bandwidth_bps: Some(180_000_000 + wobble(k64, 1000) * 12_345),
                     packets_ps: Some(21_000 + wobble(k64, 500) * 3),
                     custom_load: None,
+                    ..Default::default()
                 },
             }
         })

@@ -343,6 +343,19 @@ pub struct LoadMetrics {
     /// An operator-defined load figure (CUSTOMLOAD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_load: Option<u64>,
+    /// The service's own CPU and memory use, percent (datacenter mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_percent: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_percent: Option<u32>,
+    /// Requests and new sessions per second (datacenter mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_ps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_sessions_ps: Option<u64>,
+    /// Healthy backends behind the service (datacenter mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_backends: Option<u64>,
 }
 
 /// Figures of the sender's site as a whole.

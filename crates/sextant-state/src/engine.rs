@@ -16,6 +16,7 @@ use sextant_core::{
 /// up here, it never adds them (so it cannot flood a map).
 type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<sextant_core::snapshot::FnvHasher>>;
 
+use crate::dc::DcBook;
 use crate::effect::{Effect, InstallSession, LocalReport, Renumbering};
 use crate::event::{
     Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
@@ -199,6 +200,8 @@ pub struct Engine {
     pending_rtt: Vec<crate::event::SharedRtt>,
     /// Per site: metric exchange with it is up ([`Engine::refresh_peers_up`]).
     peers_up: Vec<bool>,
+    /// Datacenter mode: what is known of each datacenter, the rankings.
+    dc: DcBook,
 }
 
 impl Engine {
@@ -210,6 +213,8 @@ impl Engine {
         let index = Index::new(&model);
         let mut engine = Engine::fresh(model, base, index, generation);
         engine.settle_everything(now, None);
+        engine.dc = DcBook::new(&engine.model, None);
+        engine.with_dc(|book, ctx| book.tick(now, ctx));
         engine.ready_deadline = now + engine.first_probe_window();
         engine.awaiting_first = engine.count_awaiting();
         engine.ready = engine.awaiting_first == 0;
@@ -280,6 +285,7 @@ impl Engine {
             ldns: LdnsBook::default(),
             pending_rtt: Vec::new(),
             peers_up: Vec::new(),
+            dc: DcBook::default(),
         }
     }
 
@@ -320,10 +326,15 @@ impl Engine {
             })
         });
         let ready = (!self.ready).then_some(self.ready_deadline);
-        [flush, ready, self.ldns.next_wake()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            flush,
+            ready,
+            self.ldns.next_wake(),
+            self.dc.next_wake(&self.model),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Applies one event at `now`; returns what the edges must do, in order.
@@ -347,6 +358,9 @@ impl Engine {
         for event in events {
             self.handle(event, now, &mut effects);
         }
+        // Rankings due (an access period over, a reload, a site's first
+        // figures) are worked out once for the whole batch.
+        self.with_dc(|book, ctx| book.tick(now, ctx));
         if !self.ready && (self.awaiting_first == 0 || now >= self.ready_deadline) {
             self.ready = true;
             effects.push(Effect::Ready);
@@ -354,7 +368,10 @@ impl Engine {
             self.states_dirty = true;
         }
         let flush_due = self.last_publish.is_none_or(|t| now >= t + FIGURES_FLUSH);
-        if self.states_dirty || ((self.figures_dirty || self.ldns.dirty) && flush_due) {
+        if self.states_dirty
+            || self.dc.dirty
+            || ((self.figures_dirty || self.ldns.dirty) && flush_due)
+        {
             self.publish(now, &mut effects);
         }
         effects
@@ -377,6 +394,7 @@ impl Engine {
                 peer.reported = false;
                 peer.via = via;
                 self.refresh_peers_up();
+                self.dc.reachability_changed();
                 if let Some(id) = self.index.site(&site) {
                     let touched = self.index.site_services[id as usize].clone();
                     self.settle_all(&touched, now, effects);
@@ -388,6 +406,7 @@ impl Engine {
                 peer.up = false;
                 peer.reported = false;
                 self.refresh_peers_up();
+                self.dc.reachability_changed();
                 if let Some(id) = self.index.site(&site) {
                     let touched = self.index.site_services[id as usize].clone();
                     for s in &touched {
@@ -405,6 +424,16 @@ impl Engine {
                     self.report_dirty = true;
                     // Sent with the next publication, within FIGURES_FLUSH.
                     self.figures_dirty = true;
+                }
+            }
+            Event::PeerSiteFigures { site, figures } => {
+                if let Some(id) = self.index.site(&site) {
+                    self.dc.reported(id, figures);
+                }
+            }
+            Event::LinkCounters { site, counters } => {
+                if let Some(id) = self.index.site(&site) {
+                    self.dc.link(id, counters);
                 }
             }
             Event::LocalSessions(entries) => self.share_sessions(entries, effects),
@@ -429,6 +458,7 @@ impl Engine {
             }
             Event::Tick => {
                 self.with_ldns(effects, |book, ctx, out| book.tick(now, ctx, out));
+                self.with_dc(|book, ctx| book.tick(now, ctx));
             }
         }
     }
@@ -577,6 +607,20 @@ impl Engine {
                     .is_some_and(|p| p.up)
             })
             .collect()
+    }
+
+    /// Runs one step of the datacenter book with what it reads of the engine.
+    fn with_dc<R>(&mut self, step: impl FnOnce(&mut DcBook, &crate::dc::Ctx<'_>) -> R) -> R {
+        let services = &self.services;
+        let up = |i: usize| services.get(i).is_some_and(|s| s.up);
+        let ctx = crate::dc::Ctx {
+            model: &self.model,
+            own: self.own_site,
+            peers_up: &self.peers_up,
+            service_up: &up,
+            service_metrics: &self.figures,
+        };
+        step(&mut self.dc, &ctx)
     }
 
     /// Runs one step of the LDNS book and turns what it decided into effects.
@@ -887,6 +931,7 @@ impl Engine {
         self.last_publish = old.last_publish;
         self.last_report = old.last_report;
         self.ldns = old.ldns.reloaded(&old.model, &model);
+        self.dc = DcBook::new(&model, Some((&old.dc, &old.model)));
         self.pending_rtt = old.pending_rtt;
         self.refresh_peers_up();
         let old_monitors: HashMap<String, MonitorId> = old
@@ -1103,7 +1148,12 @@ impl Engine {
             model: &self.model,
             peers_up: &self.peers_up,
         });
-        let snapshot = self.base.with_health(states, metrics, status).with_rtt(rtt);
+        let dc_orders = self.with_dc(|book, ctx| book.publish(ctx));
+        let snapshot = self
+            .base
+            .with_health(states, metrics, status)
+            .with_rtt(rtt)
+            .with_dc_orders(dc_orders);
         if !self.pending_rtt.is_empty() {
             // The latest of each group only.
             let mut seen = std::collections::HashSet::new();

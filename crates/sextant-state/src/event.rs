@@ -28,8 +28,17 @@ pub enum Event {
     PeerDown { site: String, reason: String },
     /// `site` reported its services (its own, relayed by `via` for a child).
     PeerServices(PeerServices),
-    /// This node's own CPU and memory use, for its reports.
+    /// This node's own CPU, memory and bandwidth use, for its reports and
+    /// datacenter mode.
     OwnSiteFigures(SiteFigures),
+    /// Another site's figures, from its metric exchange report.
+    PeerSiteFigures { site: String, figures: SiteFigures },
+    /// The metric exchange driver's keepalive counters of the link to
+    /// `site` (totals since start), for datacenter mode's packet loss.
+    LinkCounters {
+        site: String,
+        counters: crate::dc::LinkCounters,
+    },
     /// Persistence entries this node made since the last such event, for
     /// session exchange.
     LocalSessions(Vec<LocalSession>),
@@ -103,6 +112,8 @@ pub struct ReportedService {
 pub struct SiteFigures {
     pub cpu_percent: Option<f64>,
     pub memory_percent: Option<f64>,
+    /// Bytes per second through the node's network interfaces.
+    pub bandwidth_bytes_ps: Option<f64>,
 }
 
 /// A persistence entry made by this node's DNS path.

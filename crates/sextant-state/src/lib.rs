@@ -9,12 +9,14 @@
 //! to it. That keeps the whole site replayable from a text file
 //! ([`replay`]) and benchmarkable.
 
+mod dc;
 pub mod effect;
 pub mod engine;
 pub mod event;
 mod ldns;
 pub mod replay;
 
+pub use dc::LinkCounters;
 pub use effect::{Effect, InstallSession, LocalReport, Renumbering};
 pub use engine::{Engine, FIGURES_FLUSH, NO_MONITOR, Prepared};
 pub use event::{

@@ -25,6 +25,8 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/sites", get(sites))
         .route("/v1/explain", get(explain))
         .route("/v1/ldns", get(ldns))
+        .route("/v1/records", get(records))
+        .route("/v1/site/figures", post(push_site_figures))
         .fallback(not_found)
         .with_state(daemon)
 }
@@ -32,7 +34,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such endpoint; try /v1/status, /v1/services, /v1/sites, /v1/ldns or /v1/explain?name=..&client=..",
+        "no such endpoint; try /v1/status, /v1/services, /v1/sites, /v1/ldns, /v1/records or /v1/explain?name=..&client=..",
     )
 }
 
@@ -137,6 +139,130 @@ pub fn service_views(snap: &Snapshot) -> Vec<sextant_api::Service> {
             }
         })
         .collect()
+}
+
+/// Datacenter mode: every record with its status and its datacenters in
+/// ranked order, from the same publication DNS answers from.
+async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
+    use sextant_core::dc_answer::{address_healthy, record_status};
+    use sextant_core::{DcHealth, DcSelection};
+    let snap = d.dns.snapshot.load();
+    let model = snap.model();
+    let now = crate::serve::wall_now();
+    let site_name = |s: sextant_core::SiteId| {
+        model
+            .sites
+            .get(s as usize)
+            .map(|s| s.name.clone())
+            .unwrap_or_default()
+    };
+    let records = model
+        .dc_records
+        .iter()
+        .enumerate()
+        .map(|(r, rec)| {
+            let order = snap.dc_order(r as u32);
+            let ranked: Vec<u8> = match order {
+                Some(o) if !rec.selection.is_client_based() => o.groups.clone(),
+                _ => (0..rec.groups.len() as u8).collect(),
+            };
+            let datacenters = ranked
+                .iter()
+                .enumerate()
+                .filter_map(|(rank, g)| {
+                    let group = rec.groups.get(*g as usize)?;
+                    Some(sextant_api::RecordDc {
+                        rank: rank as u32 + 1,
+                        site: site_name(group.site),
+                        figure: order.and_then(|o| o.figures.get(*g as usize).copied().flatten()),
+                        reachable: snap.site_reachable(group.site),
+                        addresses: rec
+                            .addresses
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, a)| a.group == *g)
+                            .map(|(a, addr)| {
+                                let (hc, service) = match addr.health {
+                                    DcHealth::Always => ("NONE", None),
+                                    DcHealth::Service(s) => ("SERVICE", Some(s)),
+                                    DcHealth::SiteReachable => ("SITE", None),
+                                    DcHealth::ServiceAndSite(s) => ("SERVICE_AND_SITE", Some(s)),
+                                };
+                                sextant_api::RecordAddress {
+                                    ip: addr.ip.to_string(),
+                                    weight: addr.weight,
+                                    hc: hc.to_string(),
+                                    service: service
+                                        .and_then(|s| model.services.get(s as usize))
+                                        .map(|s| s.name.clone()),
+                                    healthy: address_healthy(&snap, rec, a),
+                                }
+                            })
+                            .collect(),
+                    })
+                })
+                .collect();
+            sextant_api::Record {
+                name: rec.name.clone(),
+                status: record_status(&snap, r as u32).describe().to_string(),
+                dc_selection: rec.selection.name().to_string(),
+                criterion: rec.selection.criterion_name().map(str::to_string),
+                vservice_name: match &rec.selection {
+                    DcSelection::ServiceBased { service, .. } => Some(service.clone()),
+                    _ => None,
+                },
+                total_dcs: rec.total_dcs,
+                balance: rec.balance.name().to_string(),
+                ttl: rec.ttl,
+                ranked_age_seconds: order
+                    .filter(|_| !rec.selection.is_client_based())
+                    .map(|o| now.saturating_sub(o.at).as_secs_f64()),
+                datacenters,
+                fail_safe: rec.fail_safe.iter().map(|ip| ip.to_string()).collect(),
+            }
+        })
+        .collect();
+    Json(sextant_api::Records { records })
+}
+
+/// Sets this site's own figures (datacenter mode's DC Based criteria),
+/// standing in for the measured ones; sent to the other sites at once.
+async fn push_site_figures(State(d): State<Arc<Daemon>>, body: axum::body::Bytes) -> Response {
+    let push: sextant_api::SiteFiguresPush = match serde_json::from_slice(&body) {
+        Ok(p) => p,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "body: {e}; expected JSON like {{\"cpu_percent\": 35.5, \"memory_percent\": 60, \"bandwidth_bytes_ps\": 1250000}} (null or missing: measured)"
+                ),
+            );
+        }
+    };
+    let bad = [
+        ("cpu_percent", push.cpu_percent, 100.0),
+        ("memory_percent", push.memory_percent, 100.0),
+        ("bandwidth_bytes_ps", push.bandwidth_bytes_ps, f64::MAX),
+    ]
+    .into_iter()
+    .find(|(_, v, max)| v.is_some_and(|v| !v.is_finite() || !(0.0..=*max).contains(&v)));
+    if let Some((name, v, max)) = bad {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("{name}: {v:?} is out of range (0 to {max})"),
+        );
+    }
+    if let Ok(mut o) = d.site_overrides.lock() {
+        *o = crate::site_metrics::Overrides {
+            cpu_percent: push.cpu_percent,
+            memory_percent: push.memory_percent,
+            bandwidth_bytes_ps: push.bandwidth_bytes_ps,
+        };
+    }
+    match d.inputs.send(Input::SiteFigures).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+    }
 }
 
 /// The RTT method's LDNS table: every group with every site's RTT, from
@@ -333,6 +459,11 @@ async fn push_metrics(
         bandwidth_bps: push.bandwidth_bps,
         packets_ps: push.packets_ps,
         custom_load: push.custom_load,
+        cpu_percent: push.cpu_percent.map(|p| p.min(100)),
+        memory_percent: push.memory_percent.map(|p| p.min(100)),
+        requests_ps: push.requests_ps,
+        new_sessions_ps: push.new_sessions_ps,
+        healthy_backends: push.healthy_backends,
     };
     match d.inputs.send(Input::Figures(id, metrics)).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),

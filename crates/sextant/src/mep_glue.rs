@@ -129,7 +129,12 @@ pub fn translate(event: MepEvent, counters: &MepCounters) -> Option<Event> {
             site: from_site,
             entries: entries.iter().filter_map(rtt_from_wire).collect(),
         }),
-        MepEvent::SiteMetrics { .. } => None,
+        MepEvent::SiteMetrics {
+            from_site, metrics, ..
+        } => Some(Event::PeerSiteFigures {
+            site: from_site,
+            figures: site_from_wire(&metrics),
+        }),
     }
 }
 
@@ -168,6 +173,8 @@ pub fn report_to_wire(r: &sextant_state::LocalReport) -> LocalReport {
         site: sextant_mep::message::SiteMetrics {
             cpu_percent: r.site.cpu_percent,
             memory_percent: r.site.memory_percent,
+            // Bits per second on the wire.
+            bandwidth_bps: r.site.bandwidth_bytes_ps.map(|b| (b * 8.0) as u64),
             ..Default::default()
         },
     }
@@ -253,6 +260,17 @@ fn session_from_wire(e: &SessionEntry) -> Option<SharedSession> {
     })
 }
 
+/// A site's figures as the wire carries them, to the engine's (bandwidth in
+/// bytes per second; non-finite or negative figures are dropped).
+pub fn site_from_wire(m: &sextant_mep::message::SiteMetrics) -> sextant_state::SiteFigures {
+    let sane = |v: Option<f64>| v.filter(|v| v.is_finite() && *v >= 0.0);
+    sextant_state::SiteFigures {
+        cpu_percent: sane(m.cpu_percent),
+        memory_percent: sane(m.memory_percent),
+        bandwidth_bytes_ps: m.bandwidth_bps.map(|b| b as f64 / 8.0),
+    }
+}
+
 /// Wire figures to the core's.
 pub fn to_core(m: &LoadMetrics) -> ServiceMetrics {
     ServiceMetrics {
@@ -264,6 +282,11 @@ pub fn to_core(m: &LoadMetrics) -> ServiceMetrics {
         bandwidth_bps: m.bandwidth_bps,
         packets_ps: m.packets_ps,
         custom_load: m.custom_load.map(|l| l.min(u64::from(u32::MAX)) as u32),
+        cpu_percent: m.cpu_percent.map(|p| p.min(100)),
+        memory_percent: m.memory_percent.map(|p| p.min(100)),
+        requests_ps: m.requests_ps,
+        new_sessions_ps: m.new_sessions_ps,
+        healthy_backends: m.healthy_backends,
     }
 }
 
@@ -275,6 +298,11 @@ pub fn to_wire(m: &ServiceMetrics) -> LoadMetrics {
         bandwidth_bps: m.bandwidth_bps,
         packets_ps: m.packets_ps,
         custom_load: m.custom_load.map(u64::from),
+        cpu_percent: m.cpu_percent,
+        memory_percent: m.memory_percent,
+        requests_ps: m.requests_ps,
+        new_sessions_ps: m.new_sessions_ps,
+        healthy_backends: m.healthy_backends,
     }
 }
 
@@ -290,6 +318,11 @@ mod tests {
             bandwidth_bps: None,
             packets_ps: Some(9),
             custom_load: Some(40),
+            cpu_percent: Some(55),
+            memory_percent: None,
+            requests_ps: Some(1200),
+            new_sessions_ps: Some(30),
+            healthy_backends: Some(4),
         };
         assert_eq!(to_core(&to_wire(&m)), m);
         let hostile = LoadMetrics {

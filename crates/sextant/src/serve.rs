@@ -18,7 +18,7 @@ use anyhow::{Context, bail};
 use sextant_core::{Model, Snapshot};
 use sextant_dns::DnsShared;
 use sextant_health::Gates;
-use sextant_state::{Effect, Engine, Event, LocalSession, Prepared, Probe, SiteFigures};
+use sextant_state::{Effect, Engine, Event, LocalSession, Prepared, Probe};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{error, info, warn};
 
@@ -40,8 +40,10 @@ pub struct Daemon {
     pub mep_counters: MepCounters,
     /// Inputs for the state task (load figures pushed over the API).
     pub inputs: mpsc::Sender<Input>,
-    /// This node's CPU and memory use, sampled by the state task.
+    /// This node's CPU, memory and bandwidth use, sampled by the state task.
     pub site_metrics: std::sync::Mutex<sextant_mep::message::SiteMetrics>,
+    /// This node's figures as an operator set them (`POST /v1/site/figures`).
+    pub site_overrides: std::sync::Mutex<crate::site_metrics::Overrides>,
     /// Other sites' CPU and memory use, as they last reported it.
     pub peer_site_metrics:
         std::sync::Mutex<std::collections::HashMap<String, sextant_mep::message::SiteMetrics>>,
@@ -364,6 +366,7 @@ pub async fn serve(
         mep_counters: MepCounters::default(),
         inputs: input_tx.clone(),
         site_metrics: Default::default(),
+        site_overrides: Default::default(),
         peer_site_metrics: Default::default(),
         ldns: LdnsCounters::default(),
     });
@@ -547,6 +550,8 @@ const SITE_METRICS_INTERVAL: Duration = Duration::from_secs(5);
 pub enum Input {
     /// Load figures pushed over the API.
     Figures(sextant_core::ServiceId, sextant_core::ServiceMetrics),
+    /// The operator set this site's figures: sample (and send) them now.
+    SiteFigures,
     /// A configuration re-read after SIGHUP with its tables built, how long
     /// reading and building took, and when the signal came.
     Reloaded {
@@ -677,8 +682,9 @@ async fn state_task(
     daemon.dns.sessions.set_sharing(engine.session_exchange());
     let mut site_tick = tokio::time::interval(SITE_METRICS_INTERVAL);
     let mut session_tick = tokio::time::interval(engine.session_share_interval());
-    let mut cpu = None;
+    let mut sampler = crate::site_metrics::Sampler::default();
     let has_mep = daemon.mep.lock().map(|m| m.is_some()).unwrap_or(false);
+    let has_dc = !engine.model().dc_records.is_empty();
     loop {
         let wake = engine.next_wake().map(|at| {
             let wait = at.saturating_sub(wall_now());
@@ -696,6 +702,7 @@ async fn state_task(
             // probe results, nor they behind it.
             Some(input) = inputs.inputs.recv() => match input {
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
+                Input::SiteFigures => own_site_figures(&daemon, &mut sampler),
                 Input::Reloaded { result: Ok(prepared), parse, prepare, signalled } => {
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(prepared), wall_now());
@@ -757,16 +764,7 @@ async fn state_task(
                 }
                 Event::LocalFigures { service: load.service, metrics: load.metrics }
             }
-            _ = site_tick.tick(), if has_mep => {
-                let sample = crate::site_metrics::sample(&mut cpu);
-                if let Ok(mut m) = daemon.site_metrics.lock() {
-                    *m = sample;
-                }
-                Event::OwnSiteFigures(SiteFigures {
-                    cpu_percent: sample.cpu_percent,
-                    memory_percent: sample.memory_percent,
-                })
-            }
+            _ = site_tick.tick(), if has_mep || has_dc => own_site_figures(&daemon, &mut sampler),
             _ = session_tick.tick(), if has_mep && engine.session_exchange() => {
                 let entries: Vec<LocalSession> = daemon
                     .dns
@@ -823,6 +821,16 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
+}
+
+/// Samples this site's figures (the operator's where set) for the engine.
+fn own_site_figures(daemon: &Daemon, sampler: &mut crate::site_metrics::Sampler) -> Event {
+    let overrides = daemon.site_overrides.lock().map(|o| *o).unwrap_or_default();
+    let sample = crate::site_metrics::sample(sampler, overrides);
+    if let Ok(mut m) = daemon.site_metrics.lock() {
+        *m = sample;
+    }
+    Event::OwnSiteFigures(crate::mep_glue::site_from_wire(&sample))
 }
 
 /// Keeps other sites' CPU and memory figures for `/v1/sites`.

@@ -1,0 +1,224 @@
+//! Datacenter mode (seed 002): what is known of each datacenter, and the
+//! rankings of the records' datacenters, worked out once per access period
+//! (`-dcAccessPeriod`) and published for the DNS path to read.
+//!
+//! Figures arrive all the time (this node samples its own; peers send
+//! theirs in their metric exchange reports; keepalive counters come from
+//! the metric exchange driver), but a ranking only changes when an access
+//! period ends, so that answers do not flap with every report. Which sites
+//! this node reaches (for `-hc SITE`) is published at once, on every peer
+//! up or down.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::dc::{DcFacts, ServiceFacts, rank_record};
+use sextant_core::{DcOrders, Model, ServiceMetrics, SiteId};
+
+use crate::event::SiteFigures;
+
+/// Keepalive counters of the link to one site, as the driver counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkCounters {
+    pub sent: u64,
+    pub lost: u64,
+}
+
+/// What the book needs of the engine at a ranking.
+pub(crate) struct Ctx<'a> {
+    pub model: &'a Model,
+    pub own: SiteFigures,
+    pub peers_up: &'a [bool],
+    pub service_up: &'a dyn Fn(usize) -> bool,
+    pub service_metrics: &'a [ServiceMetrics],
+}
+
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DcBook {
+    /// Per site (by id): its latest reported figures.
+    reported: Vec<Option<SiteFigures>>,
+    /// Per site: the keepalive counters now, and at the last ranking.
+    links: Vec<(LinkCounters, LinkCounters)>,
+    /// When the next ranking is due; `None` before the first.
+    next_rank: Option<Duration>,
+    /// Per site: whether its figures were known at the last ranking (a site
+    /// whose first figures arrive is ranked by them at once, not an access
+    /// period later).
+    known_at_rank: Vec<bool>,
+    orders: Arc<DcOrders>,
+    /// The published orders are out of date.
+    pub dirty: bool,
+}
+
+impl DcBook {
+    /// A book for `model`, carrying figures over by site name from `old`.
+    pub fn new(model: &Model, old: Option<(&DcBook, &Model)>) -> DcBook {
+        let sites = model.sites.len();
+        let mut book = DcBook {
+            reported: vec![None; sites],
+            links: vec![Default::default(); sites],
+            next_rank: None,
+            known_at_rank: vec![false; sites],
+            orders: Arc::default(),
+            dirty: true,
+        };
+        if let Some((old, old_model)) = old {
+            for (i, s) in model.sites.iter().enumerate() {
+                if let Some(j) = old_model.site_by_name(&s.name) {
+                    book.reported[i] = old.reported.get(j as usize).copied().flatten();
+                    book.links[i] = old.links.get(j as usize).copied().unwrap_or_default();
+                }
+            }
+        }
+        book
+    }
+
+    pub fn reported(&mut self, site: SiteId, figures: SiteFigures) {
+        if let Some(slot) = self.reported.get_mut(site as usize) {
+            *slot = Some(figures);
+            if !self
+                .known_at_rank
+                .get(site as usize)
+                .copied()
+                .unwrap_or(true)
+            {
+                self.next_rank = None;
+            }
+        }
+    }
+
+    pub fn link(&mut self, site: SiteId, counters: LinkCounters) {
+        if let Some(slot) = self.links.get_mut(site as usize) {
+            slot.0 = counters;
+        }
+    }
+
+    /// A peer came or went: which sites are reachable must be published.
+    pub fn reachability_changed(&mut self) {
+        self.dirty = true;
+    }
+
+    /// When the next ranking is due, if the configuration has records.
+    pub fn next_wake(&self, model: &Model) -> Option<Duration> {
+        if model.dc_records.is_empty() {
+            return None;
+        }
+        Some(self.next_rank.unwrap_or(Duration::ZERO))
+    }
+
+    /// Ranks again when an access period is over (or never was).
+    pub fn tick(&mut self, now: Duration, ctx: &Ctx<'_>) {
+        if ctx.model.dc_records.is_empty() || self.next_rank.is_some_and(|t| now < t) {
+            return;
+        }
+        self.rank(now, ctx);
+    }
+
+    /// Ranks every record now (at a reload too: new records must not wait
+    /// a whole access period).
+    pub fn rank(&mut self, now: Duration, ctx: &Ctx<'_>) {
+        let model = ctx.model;
+        let local = model.local_site;
+        let facts: Vec<DcFacts> = (0..model.sites.len())
+            .map(|s| self.site_facts(s as SiteId, local, ctx))
+            .collect();
+        for l in &mut self.links {
+            l.1 = l.0;
+        }
+        self.known_at_rank = facts
+            .iter()
+            .map(|f| {
+                f.cpu_percent.is_some()
+                    || f.memory_percent.is_some()
+                    || f.bandwidth_bytes_ps.is_some()
+            })
+            .collect();
+        let orders = model
+            .dc_records
+            .iter()
+            .map(|rec| {
+                Some(rank_record(
+                    rec,
+                    |g| {
+                        let group = rec.groups[g];
+                        let mut f = facts.get(group.site as usize).copied().unwrap_or_default();
+                        f.service = group.service.map(|s| {
+                            let i = s as usize;
+                            ServiceFacts {
+                                up: (ctx.service_up)(i),
+                                metrics: f
+                                    .reachable
+                                    .then(|| ctx.service_metrics.get(i).copied())
+                                    .flatten(),
+                            }
+                        });
+                        f
+                    },
+                    now,
+                ))
+            })
+            .collect();
+        self.orders = Arc::new(DcOrders {
+            orders,
+            site_reachable: self.reachable(ctx),
+        });
+        self.next_rank = Some(now + model.params.dc_access_period.max(Duration::from_millis(1)));
+        self.dirty = true;
+    }
+
+    fn reachable(&self, ctx: &Ctx<'_>) -> Vec<bool> {
+        (0..ctx.model.sites.len())
+            .map(|s| {
+                Some(s as SiteId) == ctx.model.local_site
+                    || ctx.peers_up.get(s).copied().unwrap_or(false)
+            })
+            .collect()
+    }
+
+    /// The orders to publish, with reachability as of now.
+    pub fn publish(&mut self, ctx: &Ctx<'_>) -> Arc<DcOrders> {
+        let reachable = self.reachable(ctx);
+        if self.orders.site_reachable != reachable {
+            self.orders = Arc::new(DcOrders {
+                orders: self.orders.orders.clone(),
+                site_reachable: reachable,
+            });
+        }
+        self.dirty = false;
+        Arc::clone(&self.orders)
+    }
+
+    fn site_facts(&self, site: SiteId, local: Option<SiteId>, ctx: &Ctx<'_>) -> DcFacts {
+        if Some(site) == local {
+            return DcFacts {
+                reachable: true,
+                cpu_percent: ctx.own.cpu_percent,
+                memory_percent: ctx.own.memory_percent,
+                bandwidth_bytes_ps: ctx.own.bandwidth_bytes_ps,
+                packet_loss_percent: Some(0.0),
+                service: None,
+            };
+        }
+        let reachable = ctx.peers_up.get(site as usize).copied().unwrap_or(false);
+        let reported = self
+            .reported
+            .get(site as usize)
+            .copied()
+            .flatten()
+            .filter(|_| reachable)
+            .unwrap_or_default();
+        let loss = self.links.get(site as usize).and_then(|(now, then)| {
+            let sent = now.sent.saturating_sub(then.sent);
+            let lost = now.lost.saturating_sub(then.lost);
+            (sent > 0).then(|| lost.min(sent) as f64 * 100.0 / sent as f64)
+        });
+        DcFacts {
+            reachable,
+            cpu_percent: reported.cpu_percent,
+            memory_percent: reported.memory_percent,
+            bandwidth_bytes_ps: reported.bandwidth_bytes_ps,
+            packet_loss_percent: loss.filter(|_| reachable),
+            service: None,
+        }
+    }
+}
