@@ -173,20 +173,30 @@ pub(crate) fn answer_dc_record<T: Tracer>(
             trace.record(TraceEvent::DcFailSafe {
                 count: out.addrs.len() as u32,
             });
-            return dc_decision(
-                if out.addrs.is_empty() {
-                    Outcome::NoData { zone: None }
-                } else {
-                    Outcome::DcAddresses {
-                        record: r,
-                        ttl: rec.ttl,
-                    }
-                },
-                Reason::FailSafe,
+            return with_ldns(
+                dc_decision(
+                    if out.addrs.is_empty() {
+                        Outcome::NoData { zone: None }
+                    } else {
+                        Outcome::DcAddresses {
+                            record: r,
+                            ttl: rec.ttl,
+                        }
+                    },
+                    Reason::FailSafe,
+                ),
+                client_based,
+                client,
+                snap,
             );
         }
         trace.record(TraceEvent::DcNoHealthy);
-        return dc_decision(Outcome::NoData { zone: None }, Reason::NoHealthyRecords);
+        return with_ldns(
+            dc_decision(Outcome::NoData { zone: None }, Reason::NoHealthyRecords),
+            client_based,
+            client,
+            snap,
+        );
     }
 
     let in_taken = |a: usize| taken >> (rec.addresses[a].group as usize % MAX_DC_GROUPS) & 1 == 1;
@@ -282,7 +292,7 @@ pub(crate) fn answer_dc_record<T: Tracer>(
         Some((_, pass)) => Reason::PreferredLocation { pass },
         None => Reason::Datacenter,
     };
-    dc_decision(outcome, reason)
+    with_ldns(dc_decision(outcome, reason), client_based, client, snap)
 }
 
 fn dc_decision(outcome: Outcome, reason: Reason) -> Decision {
@@ -293,6 +303,22 @@ fn dc_decision(outcome: Outcome, reason: Reason) -> Decision {
         stick: None,
         ldns: None,
     }
+}
+
+/// A Client Based record needs its client's LDNS measured: the DNS path
+/// marks a known row queried and hands a new group to the prober, as for
+/// the RTT method.
+fn with_ldns(
+    mut d: Decision,
+    client_based: bool,
+    client: &mut Client,
+    snap: &Snapshot,
+) -> Decision {
+    if client_based {
+        client.rtt_row(snap);
+        d.ldns = client.ldns_use();
+    }
+    d
 }
 
 fn prefs_of(preferred: Option<(DnsActionId, &[Location])>) -> &[Location] {
