@@ -284,8 +284,11 @@ pub(crate) struct DraftDcRecord {
     pub name: String,
     pub line: usize,
     pub ttl: u32,
-    /// The line is `None` while the selection is the default.
-    pub selection: (DcSelectionKind, Option<usize>),
+    /// `None` when the keyword given is not one (reported already): the
+    /// settings checked against the selection are then not checked.
+    pub selection: Option<DcSelectionKind>,
+    /// The line that set the selection; `None` while it is the default.
+    pub selection_line: Option<usize>,
     /// The criterion's keyword as written; `validate` checks it against
     /// the selection.
     pub criterion: Option<(String, usize)>,
@@ -304,7 +307,8 @@ impl DraftDcRecord {
             name,
             line,
             ttl: DEFAULT_DOMAIN_TTL,
-            selection: (DcSelectionKind::AllDcRecords, None),
+            selection: Some(DcSelectionKind::AllDcRecords),
+            selection_line: None,
             criterion: None,
             vservice_name: None,
             total_dcs: None,
@@ -316,12 +320,13 @@ impl DraftDcRecord {
     /// Sets the selection on `line`. A different selection than before
     /// forgets the criterion and vService name given on earlier lines, which
     /// belonged to the old one (options of `line` then apply to the new one).
-    pub(crate) fn set_selection(&mut self, kind: DcSelectionKind, line: usize) {
-        if kind != self.selection.0 {
+    pub(crate) fn set_selection(&mut self, kind: Option<DcSelectionKind>, line: usize) {
+        if kind != self.selection {
             self.criterion = None;
             self.vservice_name = None;
         }
-        self.selection = (kind, Some(line));
+        self.selection = kind;
+        self.selection_line = Some(line);
     }
 }
 

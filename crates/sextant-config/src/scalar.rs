@@ -120,14 +120,6 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A vService name (the name, the same in every datacenter, of the service
-/// a Service Based datacenter-mode record measures): an object name by
-/// [`check_name`], kept as written (it is matched case-sensitively).
-pub(crate) fn vservice_name(text: &str) -> Result<String, String> {
-    check_name(text)?;
-    Ok(text.to_string())
-}
-
 /// Lower case, without a trailing dot: the form the model stores names in.
 pub(crate) fn normalize_name(name: &str) -> String {
     name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()

@@ -1092,12 +1092,13 @@ impl Validator<'_> {
     ) -> DcRecord {
         let label = self.dc_label(name);
         let selection = self.dc_record_selection(d, &label);
-        let (kind, sel_line) = (d.selection.0, d.selection.1.unwrap_or(d.line));
+        let client_based = DcSelectionKind::ClientBased;
+        let (kind, sel_line) = (d.selection, d.selection_line.unwrap_or(d.line));
         if let Some((_, line)) = d.total_dcs
-            && kind == DcSelectionKind::ClientBased
+            && kind == Some(client_based)
         {
             let key = self.key("-totalDCs", "total_dcs");
-            let sel = self.dc_selection(kind);
+            let sel = self.dc_selection(client_based);
             self.diag.error(
                 line.max(sel_line),
                 format!("{label}: {key} is not applied by {sel}; remove it"),
@@ -1121,12 +1122,10 @@ impl Validator<'_> {
         for b in bound {
             match b {
                 DcBound::FailSafe(ip, line) => {
-                    if kind == DcSelectionKind::ClientBased
-                        && client_fail_safe_reported != Some(*line)
-                    {
+                    if kind == Some(client_based) && client_fail_safe_reported != Some(*line) {
                         client_fail_safe_reported = Some(*line);
                         let key = self.key("-failSafe", "fail_safe");
-                        let sel = self.dc_selection(kind);
+                        let sel = self.dc_selection(client_based);
                         self.diag.error(
                             (*line).max(sel_line),
                             format!(
@@ -1342,7 +1341,11 @@ impl Validator<'_> {
     /// A record's DC Selection with its criterion (and vService name),
     /// checked against each other.
     fn dc_record_selection(&mut self, d: &DraftDcRecord, label: &str) -> DcSelection {
-        let (kind, sel_line) = (d.selection.0, d.selection.1.unwrap_or(d.line));
+        let sel_line = d.selection_line.unwrap_or(d.line);
+        // An unknown keyword is reported already.
+        let Some(kind) = d.selection else {
+            return DcSelection::AllDcRecords;
+        };
         let sel = self.dc_selection(kind);
         let crit_key = self.key("-criterion", "criterion");
         let vs_key = self.key("-vServiceName", "vservice_name");
@@ -1384,7 +1387,7 @@ impl Validator<'_> {
             return DcSelection::AllDcRecords;
         };
         if criteria.is_empty() {
-            let default = if d.selection.1.is_none() {
+            let default = if d.selection_line.is_none() {
                 " (the default)"
             } else {
                 ""

@@ -125,9 +125,8 @@ fn apply_record_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, arg
     // The selection first: changing it forgets the criterion and vService
     // name of earlier lines, and those of this line then apply to the new
     // selection (validate checks that they fit it).
-    if let Some(o) = args.get("dcSelection")
-        && let Some(kind) = r.value(line, ctx, o, selection)
-    {
+    if let Some(o) = args.get("dcSelection") {
+        let kind = r.value(line, ctx, o, selection);
         r.draft.dc_records[idx].set_selection(kind, line);
     }
     for o in &args.opts {
@@ -136,9 +135,9 @@ fn apply_record_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, arg
                 r.draft.dc_records[idx].criterion = Some((o.value().to_string(), line));
             }
             "vServiceName" => {
-                if let Some(v) = r.value(line, ctx, o, scalar::vservice_name) {
-                    r.draft.dc_records[idx].vservice_name = Some((v, line));
-                }
+                // Kept when reported, so that its absence is not reported too.
+                r.value(line, ctx, o, scalar::check_name);
+                r.draft.dc_records[idx].vservice_name = Some((o.value().to_string(), line));
             }
             "totalDCs" => {
                 if let Some(n) =

@@ -417,9 +417,8 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
                 r.draft.services[idx].load_mut().url = Some((o.value().to_string(), line));
             }
             "vServiceName" => {
-                if let Some(v) = r.value(line, ctx, o, scalar::vservice_name) {
-                    r.draft.services[idx].vservice_name = Some((v, line));
-                }
+                r.value(line, ctx, o, scalar::check_name);
+                r.draft.services[idx].vservice_name = Some((o.value().to_string(), line));
             }
             "loadInterval" => {
                 if let Some(d) = r.duration(line, ctx, o, Unit::Seconds) {

@@ -113,18 +113,17 @@ impl Native<'_> {
         let ctx = format!("[[dc_record]] {}", d.name.get_ref());
         let line = self.at(&d.name);
         let mut rec = DraftDcRecord::new(d.name.get_ref().clone(), line);
-        if let Some(v) = &d.dc_selection
-            && let Some(kind) = self.with(&ctx, "dc_selection", v, selection)
-        {
+        if let Some(v) = &d.dc_selection {
+            let kind = self.with(&ctx, "dc_selection", v, selection);
             rec.set_selection(kind, self.at(v));
         }
         if let Some(v) = &d.criterion {
             rec.criterion = Some((v.get_ref().clone(), self.at(v)));
         }
-        if let Some(v) = &d.vservice_name
-            && let Some(n) = self.with(&ctx, "vservice_name", v, scalar::vservice_name)
-        {
-            rec.vservice_name = Some((n, self.at(v)));
+        if let Some(v) = &d.vservice_name {
+            // Kept when reported, so that its absence is not reported too.
+            self.with(&ctx, "vservice_name", v, scalar::check_name);
+            rec.vservice_name = Some((v.get_ref().clone(), self.at(v)));
         }
         if let Some(v) = &d.total_dcs
             && let Some(n) = self.int(&ctx, "total_dcs", v, 1, MAX_DC_GROUPS as u64)

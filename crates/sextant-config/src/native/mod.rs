@@ -818,9 +818,9 @@ impl Native<'_> {
             .and_then(|v| self.int(&ctx, "max_clients", v, 0, 4_294_967_294))
             .unwrap_or(0) as u32;
         let load = s.load.as_ref().map(|l| Box::new(self.load(&ctx, l)));
-        let vservice_name = s.vservice_name.as_ref().and_then(|v| {
-            self.with(&ctx, "vservice_name", v, scalar::vservice_name)
-                .map(|n| (n, self.at(v)))
+        let vservice_name = s.vservice_name.as_ref().map(|v| {
+            self.with(&ctx, "vservice_name", v, scalar::check_name);
+            (v.get_ref().clone(), self.at(v))
         });
         if let Some(v) = &s.public_port {
             self.no_effect(self.at(v), Scope::Service, "publicPort");
