@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::net::IpAddr;
 
 use sextant_core::snapshot::FnvMap;
 
@@ -19,9 +20,9 @@ use sextant_core::{
 };
 
 use crate::draft::{
-    DEFAULT_LOAD_INTERVAL, DcBound, DcHc, DcSelectionKind, DcTarget, Draft, DraftDcRecord,
-    DraftService, Kind, LoadSourceKind, MAX_BACKUP_PARENTS, MAX_LOAD_INTERVAL, MAX_MONITOR_TIME,
-    MAX_TTL, MIN_LOAD_INTERVAL, Ref, Syntax, default_soa,
+    DEFAULT_LOAD_INTERVAL, DcBound, DcHc, DcSelectionKind, DcTarget, Draft, DraftDcAddress,
+    DraftDcRecord, DraftService, Kind, LoadSourceKind, MAX_BACKUP_PARENTS, MAX_LOAD_INTERVAL,
+    MAX_MONITOR_TIME, MAX_TTL, MIN_LOAD_INTERVAL, Ref, Syntax, default_soa,
 };
 use crate::duration;
 use crate::error::Diag;
@@ -1106,18 +1107,16 @@ impl Validator<'_> {
         }
 
         // Addresses and fail-safe records, checked one by one.
-        struct Addr {
+        struct Addr<'a> {
+            bound: &'a DraftDcAddress,
             site: SiteId,
-            ip: std::net::IpAddr,
-            weight: u32,
+            ip: IpAddr,
             health: DcHealth,
-            line: usize,
-            context: std::sync::Arc<str>,
         }
         let mut entries: Vec<Addr> = Vec::new();
-        let mut fail_safe: Vec<std::net::IpAddr> = Vec::new();
-        let mut fail_safe_lines: FnvMap<std::net::IpAddr, usize> = FnvMap::default();
-        let mut in_group: FnvMap<(SiteId, std::net::IpAddr), usize> = FnvMap::default();
+        let mut fail_safe: Vec<IpAddr> = Vec::new();
+        let mut fail_safe_lines: FnvMap<IpAddr, usize> = FnvMap::default();
+        let mut in_group: FnvMap<(SiteId, IpAddr), usize> = FnvMap::default();
         let mut client_fail_safe_reported: Option<usize> = None;
         for b in bound {
             match b {
@@ -1145,82 +1144,25 @@ impl Validator<'_> {
                     fail_safe.push(*ip);
                 }
                 DcBound::Address(a) => {
-                    let site = self.resolve(&a.site, Kind::Site, sites);
-                    let ctx = a.site.context.clone();
-                    let (ip, service) = match &a.target {
-                        DcTarget::Ip(ip) => (Some(*ip), None),
-                        DcTarget::Service(r) => match self.resolve(r, Kind::Service, services) {
-                            Some(svc) => {
-                                let s = &self.model.services[svc as usize];
-                                if let Some(site) = site
-                                    && s.site != site
-                                {
-                                    let key = self.key("-siteName", "address: site");
-                                    let (svc_site, given) = (
-                                        &self.model.sites[s.site as usize].name,
-                                        &self.model.sites[site as usize].name,
-                                    );
-                                    self.diag.error(
-                                            a.line,
-                                            format!(
-                                                "{ctx}: service \"{}\" belongs to site \"{svc_site}\", not to \"{given}\" ({key})",
-                                                s.name
-                                            ),
-                                        );
-                                }
-                                (Some(s.answer_ip()), Some(svc))
-                            }
-                            None => (None, None),
-                        },
-                    };
-                    let hc = match a.hc {
-                        Some((hc, line)) => {
-                            if matches!(a.target, DcTarget::Ip(_))
-                                && matches!(hc, DcHc::Service | DcHc::ServiceAndSite)
-                            {
-                                let message = match self.syntax {
-                                    Syntax::Appliance => format!(
-                                        "-hc {} needs a GSLB service (-serviceName); an -IPAddress entry has none whose health it could follow (use -hc SITE or NONE)",
-                                        hc.appliance_word()
-                                    ),
-                                    Syntax::Toml => format!(
-                                        "address: hc = \"{}\" needs a GSLB service (service); an ip entry has none whose health it could follow (use hc = \"site\" or \"none\")",
-                                        hc.appliance_word().to_ascii_lowercase()
-                                    ),
-                                };
-                                self.diag.error(line, format!("{ctx}: {message}"));
-                            }
-                            hc
-                        }
-                        None if matches!(a.target, DcTarget::Service(_)) => DcHc::Service,
-                        None => DcHc::None,
-                    };
-                    let health = match (hc, service) {
-                        (DcHc::Service, Some(svc)) => DcHealth::Service(svc),
-                        (DcHc::ServiceAndSite, Some(svc)) => DcHealth::ServiceAndSite(svc),
-                        (DcHc::Site, _) => DcHealth::SiteReachable,
-                        _ => DcHealth::Always,
-                    };
-                    let (Some(site), Some(ip)) = (site, ip) else {
+                    let Some((site, ip, health)) = self.dc_address(a, sites, services) else {
                         continue;
                     };
                     if let Err(first) = first_time(&mut in_group, (site, ip), a.line) {
                         self.diag.error(
                             a.line,
                             format!(
-                                "{ctx}: address {ip} is already in datacenter \"{}\" of this record (line {first})",
+                                "{}: address {ip} is already in datacenter \"{}\" of this record (line {first})",
+                                a.site.context,
                                 self.model.sites[site as usize].name
                             ),
                         );
                         continue;
                     }
                     entries.push(Addr {
+                        bound: a,
                         site,
                         ip,
-                        weight: a.weight,
                         health,
-                        line: a.line,
-                        context: ctx,
                     });
                 }
             }
@@ -1251,10 +1193,10 @@ impl Validator<'_> {
                     if !groups.iter().any(|(s, _)| *s == e.site) {
                         let site = &self.model.sites[e.site as usize].name;
                         self.diag.error(
-                            e.line,
+                            e.bound.line,
                             format!(
                                 "{}: site \"{site}\" is not in the record's {key} ({}); list every datacenter of the record there",
-                                e.context,
+                                e.bound.site.context,
                                 listed.join(", ")
                             ),
                         );
@@ -1264,7 +1206,7 @@ impl Validator<'_> {
             None => {
                 for e in &entries {
                     if !groups.iter().any(|(s, _)| *s == e.site) {
-                        groups.push((e.site, e.line));
+                        groups.push((e.site, e.bound.line));
                     }
                 }
             }
@@ -1319,7 +1261,7 @@ impl Validator<'_> {
                 Some(DcAddress {
                     group: u8::try_from(group).ok()?,
                     ip: e.ip,
-                    weight: e.weight,
+                    weight: e.bound.weight,
                     health: e.health,
                 })
             })
@@ -1336,6 +1278,68 @@ impl Validator<'_> {
             addresses,
             fail_safe,
         }
+    }
+
+    /// One address of a record: its site, answer address and health,
+    /// checked (`None` when its site or service is not defined, which is
+    /// reported).
+    fn dc_address(
+        &mut self,
+        a: &DraftDcAddress,
+        sites: &Index,
+        services: &Index,
+    ) -> Option<(SiteId, IpAddr, DcHealth)> {
+        let ctx = &a.site.context;
+        let site = self.resolve(&a.site, Kind::Site, sites);
+        let (ip, service) = match &a.target {
+            DcTarget::Ip(ip) => (*ip, None),
+            DcTarget::Service(r) => {
+                let svc = self.resolve(r, Kind::Service, services)?;
+                let s = &self.model.services[svc as usize];
+                if let Some(site) = site
+                    && s.site != site
+                {
+                    let key = self.key("-siteName", "address: site");
+                    let (svc_site, given) = (
+                        &self.model.sites[s.site as usize].name,
+                        &self.model.sites[site as usize].name,
+                    );
+                    let message = format!(
+                        "{ctx}: service \"{}\" belongs to site \"{svc_site}\", not to \"{given}\" ({key})",
+                        s.name
+                    );
+                    self.diag.error(a.line, message);
+                }
+                (s.answer_ip(), Some(svc))
+            }
+        };
+        let hc = match a.hc {
+            Some((hc, line)) => {
+                if service.is_none() && matches!(hc, DcHc::Service | DcHc::ServiceAndSite) {
+                    let message = match self.syntax {
+                        Syntax::Appliance => format!(
+                            "-hc {} needs a GSLB service (-serviceName); an -IPAddress entry has none whose health it could follow (use -hc SITE or NONE)",
+                            hc.appliance_word()
+                        ),
+                        Syntax::Toml => format!(
+                            "address: hc = \"{}\" needs a GSLB service (service); an ip entry has none whose health it could follow (use hc = \"site\" or \"none\")",
+                            hc.appliance_word().to_ascii_lowercase()
+                        ),
+                    };
+                    self.diag.error(line, format!("{ctx}: {message}"));
+                }
+                hc
+            }
+            None if service.is_some() => DcHc::Service,
+            None => DcHc::None,
+        };
+        let health = match (hc, service) {
+            (DcHc::Service, Some(svc)) => DcHealth::Service(svc),
+            (DcHc::ServiceAndSite, Some(svc)) => DcHealth::ServiceAndSite(svc),
+            (DcHc::Site, _) => DcHealth::SiteReachable,
+            _ => DcHealth::Always,
+        };
+        Some((site?, ip, health))
     }
 
     /// A record's DC Selection with its criterion (and vService name),
