@@ -526,3 +526,67 @@ pub(crate) const MAX_PERSISTENCE_TIMEOUT: std::time::Duration =
 pub(crate) const MAX_BACKUP_PARENTS: usize = 5;
 /// The longest monitor interval the appliance accepts: 20940 minutes.
 pub(crate) const MAX_MONITOR_TIME: std::time::Duration = std::time::Duration::from_secs(20940 * 60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dc_keywords_parse_in_either_case() {
+        for kind in DcSelectionKind::ALL {
+            let word = kind.appliance_word();
+            assert_eq!(DcSelectionKind::parse(word), Some(kind));
+            assert_eq!(
+                DcSelectionKind::parse(&word.to_ascii_lowercase()),
+                Some(kind)
+            );
+        }
+        assert_eq!(DcSelectionKind::parse("DC BASED"), None);
+        for hc in DcHc::ALL {
+            assert_eq!(
+                DcHc::parse(&hc.appliance_word().to_ascii_lowercase()),
+                Some(hc)
+            );
+        }
+        assert_eq!(DcHc::parse("ALWAYS"), None);
+    }
+
+    /// The selections' keywords are the core's names, and each criterion
+    /// word builds its selection.
+    #[test]
+    fn criteria_are_the_cores() {
+        for kind in DcSelectionKind::ALL {
+            for word in kind.criteria() {
+                let sel = kind.with_criterion(&word.to_ascii_lowercase(), "web");
+                let sel = sel.expect("criterion of its selection");
+                assert_eq!(sel.name(), kind.appliance_word());
+                assert_eq!(sel.criterion_name(), Some(word));
+            }
+        }
+        assert!(DcSelectionKind::AllDcRecords.criteria().is_empty());
+        assert_eq!(
+            DcSelectionKind::ServiceBased.with_criterion("cpu", "web"),
+            Some(DcSelection::ServiceBased {
+                criterion: ServiceCriterion::Cpu,
+                service: "web".into()
+            })
+        );
+        assert_eq!(DcSelectionKind::DcBased.with_criterion("HOPS", ""), None);
+        assert_eq!(
+            DcSelectionKind::AllDcRecords.with_criterion("CPU", ""),
+            None
+        );
+    }
+
+    #[test]
+    fn another_selection_forgets_its_criterion() {
+        let mut r = DraftDcRecord::new("a.example".into(), 1);
+        r.set_selection(Some(DcSelectionKind::DcBased), 1);
+        r.criterion = Some(("CPU".into(), 1));
+        r.set_selection(Some(DcSelectionKind::DcBased), 2);
+        assert!(r.criterion.is_some());
+        r.set_selection(Some(DcSelectionKind::ClientBased), 3);
+        assert!(r.criterion.is_none());
+        assert_eq!(r.selection_line, Some(3));
+    }
+}
