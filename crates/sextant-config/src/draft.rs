@@ -9,7 +9,10 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use sextant_core::{GslbParams, LoadKind, Monitor, ServiceProtocol, Soa, TriggerMonitor, VServer};
+use sextant_core::{
+    Balance, ClientCriterion, DcCriterion, DcSelection, GslbParams, LoadKind, Monitor,
+    ServiceCriterion, ServiceProtocol, Soa, TriggerMonitor, VServer,
+};
 
 /// Which syntax a draft came from. It changes the hints in messages, and
 /// one rule: in the appliance syntax a backup parent must be a site added on
@@ -28,6 +31,7 @@ pub(crate) enum Kind {
     Service,
     VServer,
     Monitor,
+    DcRecord,
 }
 
 impl Kind {
@@ -37,6 +41,15 @@ impl Kind {
             Kind::Service => "service",
             Kind::VServer => "vserver",
             Kind::Monitor => "monitor",
+            Kind::DcRecord => "dcRecord",
+        }
+    }
+
+    /// The native table that defines objects of this kind.
+    fn table(self) -> &'static str {
+        match self {
+            Kind::DcRecord => "dc_record",
+            other => other.noun(),
         }
     }
 }
@@ -51,10 +64,11 @@ impl Syntax {
                     Kind::Service => "add gslb service",
                     Kind::VServer => "add gslb vserver",
                     Kind::Monitor => "add lb monitor",
+                    Kind::DcRecord => "add gslb dcRecord",
                 };
                 format!("add it with \"{cmd}\"")
             }
-            Syntax::Toml => format!("add a [[{}]] table with name = \"{name}\"", kind.noun()),
+            Syntax::Toml => format!("add a [[{}]] table with name = \"{name}\"", kind.table()),
         }
     }
 }
@@ -93,6 +107,10 @@ pub(crate) struct Draft {
     /// Metric exchange credentials per site IP (`set ns rpcNode`,
     /// `[[rpc_node]]`), in order of first mention.
     pub rpc_nodes: Vec<DraftRpcNode>,
+    /// Datacenter-mode records (`add gslb dcRecord`, `[[dc_record]]`).
+    pub dc_records: Vec<DraftDcRecord>,
+    /// Their addresses and fail-safe records, in binding order.
+    pub dc_bindings: Vec<DcBinding>,
 }
 
 /// `set ns rpcNode IP ...` / `[[rpc_node]]`.
@@ -156,6 +174,9 @@ pub(crate) struct DraftService {
     /// setting is given (most services take the default, and the settings
     /// are most of a service's size).
     pub load: Option<Box<DraftLoad>>,
+    /// The vService name (`-vServiceName`, `vservice_name`) with the line
+    /// that set it: what a Service Based datacenter-mode record measures.
+    pub vservice_name: Option<(String, usize)>,
 }
 
 impl DraftService {
@@ -254,6 +275,207 @@ pub(crate) struct DomainBinding {
     pub backup_ip: Option<IpAddr>,
 }
 
+/// `add gslb dcRecord` / `[[dc_record]]`: a name answered in datacenter
+/// mode. Settings that other settings are checked against carry the line
+/// that set them (`set gslb dcRecord` may change them on a later line).
+#[derive(Debug)]
+pub(crate) struct DraftDcRecord {
+    /// As written; `validate` normalizes and checks it.
+    pub name: String,
+    pub line: usize,
+    pub ttl: u32,
+    /// `None` when the keyword given is not one (reported already): the
+    /// settings checked against the selection are then not checked.
+    pub selection: Option<DcSelectionKind>,
+    /// The line that set the selection; `None` while it is the default.
+    pub selection_line: Option<usize>,
+    /// The criterion's keyword as written; `validate` checks it against
+    /// the selection.
+    pub criterion: Option<(String, usize)>,
+    pub vservice_name: Option<(String, usize)>,
+    pub total_dcs: Option<(u32, usize)>,
+    pub balance: Balance,
+    /// The sites in datacenter order, each with the line that gave it.
+    pub dc_order: Option<Vec<Ref>>,
+}
+
+impl DraftDcRecord {
+    /// A record with the defaults: ALL_DC_RECORDS, one datacenter, round
+    /// robin, the TTL of a GSLB domain.
+    pub(crate) fn new(name: String, line: usize) -> Self {
+        DraftDcRecord {
+            name,
+            line,
+            ttl: DEFAULT_DOMAIN_TTL,
+            selection: Some(DcSelectionKind::AllDcRecords),
+            selection_line: None,
+            criterion: None,
+            vservice_name: None,
+            total_dcs: None,
+            balance: Balance::RoundRobin,
+            dc_order: None,
+        }
+    }
+
+    /// Sets the selection on `line`. A different selection than before
+    /// forgets the criterion and vService name given on earlier lines, which
+    /// belonged to the old one (options of `line` then apply to the new one).
+    pub(crate) fn set_selection(&mut self, kind: Option<DcSelectionKind>, line: usize) {
+        if kind != self.selection {
+            self.criterion = None;
+            self.vservice_name = None;
+        }
+        self.selection = kind;
+        self.selection_line = Some(line);
+    }
+}
+
+/// A DC Selection without its criterion (`-dcSelection`, `dc_selection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DcSelectionKind {
+    AllDcRecords,
+    DcBased,
+    ServiceBased,
+    ClientBased,
+}
+
+impl DcSelectionKind {
+    pub(crate) const ALL: [DcSelectionKind; 4] = [
+        DcSelectionKind::AllDcRecords,
+        DcSelectionKind::DcBased,
+        DcSelectionKind::ServiceBased,
+        DcSelectionKind::ClientBased,
+    ];
+
+    /// The appliance's keyword (`DC_BASED`); the native one is its lower case.
+    pub(crate) fn appliance_word(self) -> &'static str {
+        match self {
+            DcSelectionKind::AllDcRecords => "ALL_DC_RECORDS",
+            DcSelectionKind::DcBased => "DC_BASED",
+            DcSelectionKind::ServiceBased => "SERVICE_BASED",
+            DcSelectionKind::ClientBased => "CLIENT_BASED",
+        }
+    }
+
+    /// Parses a keyword of either syntax, case-insensitively.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.appliance_word().eq_ignore_ascii_case(text))
+    }
+
+    /// The keywords of this selection's criteria, as the core names them
+    /// (none for ALL_DC_RECORDS, which ranks by nothing).
+    pub(crate) fn criteria(self) -> Vec<&'static str> {
+        match self {
+            DcSelectionKind::AllDcRecords => Vec::new(),
+            DcSelectionKind::DcBased => DcCriterion::ALL.iter().map(|c| c.name()).collect(),
+            DcSelectionKind::ServiceBased => {
+                ServiceCriterion::ALL.iter().map(|c| c.name()).collect()
+            }
+            DcSelectionKind::ClientBased => ClientCriterion::ALL.iter().map(|c| c.name()).collect(),
+        }
+    }
+
+    /// The selection with the criterion `word` (case-insensitive), if it
+    /// is one of this selection's; `service` is the vService name of a
+    /// Service Based one.
+    pub(crate) fn with_criterion(self, word: &str, service: &str) -> Option<DcSelection> {
+        let is = |name: &str| name.eq_ignore_ascii_case(word);
+        match self {
+            DcSelectionKind::AllDcRecords => None,
+            DcSelectionKind::DcBased => DcCriterion::ALL
+                .into_iter()
+                .find(|c| is(c.name()))
+                .map(DcSelection::DcBased),
+            DcSelectionKind::ServiceBased => ServiceCriterion::ALL
+                .into_iter()
+                .find(|c| is(c.name()))
+                .map(|criterion| DcSelection::ServiceBased {
+                    criterion,
+                    service: service.to_string(),
+                }),
+            DcSelectionKind::ClientBased => ClientCriterion::ALL
+                .into_iter()
+                .find(|c| is(c.name()))
+                .map(DcSelection::ClientBased),
+        }
+    }
+}
+
+/// When an address of a datacenter-mode record counts as healthy (`-hc`,
+/// `hc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DcHc {
+    Service,
+    Site,
+    ServiceAndSite,
+    None,
+}
+
+impl DcHc {
+    pub(crate) const ALL: [DcHc; 4] = [DcHc::Service, DcHc::Site, DcHc::ServiceAndSite, DcHc::None];
+
+    /// The appliance's keyword (`SERVICE_AND_SITE`); the native one is its
+    /// lower case.
+    pub(crate) fn appliance_word(self) -> &'static str {
+        match self {
+            DcHc::Service => "SERVICE",
+            DcHc::Site => "SITE",
+            DcHc::ServiceAndSite => "SERVICE_AND_SITE",
+            DcHc::None => "NONE",
+        }
+    }
+
+    /// Parses a keyword of either syntax, case-insensitively.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.appliance_word().eq_ignore_ascii_case(text))
+    }
+}
+
+/// What a datacenter-mode address answers with.
+#[derive(Debug)]
+pub(crate) enum DcTarget {
+    /// A GSLB service's answer address (`-serviceName`, `service`).
+    Service(Ref),
+    /// An address as given (`-IPAddress`, `ip`).
+    Ip(IpAddr),
+}
+
+/// One address of a datacenter-mode record.
+#[derive(Debug)]
+pub(crate) struct DraftDcAddress {
+    /// The datacenter it belongs to.
+    pub site: Ref,
+    pub target: DcTarget,
+    /// 0..=100, checked by the front end.
+    pub weight: u32,
+    /// `None`: the default for the target (SERVICE for a service, NONE
+    /// for an address).
+    pub hc: Option<(DcHc, usize)>,
+    pub line: usize,
+}
+
+/// `bind gslb dcRecord` / an entry of a `[[dc_record]]`.
+#[derive(Debug)]
+pub(crate) struct DcBinding {
+    pub record: Ref,
+    /// The record's index in [`Draft::dc_records`] when the binding is
+    /// written in its record's own table (TOML); otherwise the record is
+    /// found by `record`'s name.
+    pub of: Option<usize>,
+    pub bound: DcBound,
+}
+
+#[derive(Debug)]
+pub(crate) enum DcBound {
+    Address(DraftDcAddress),
+    /// A fail-safe record, with its line.
+    FailSafe(IpAddr, usize),
+}
+
 /// A monitor bound to a service.
 #[derive(Debug)]
 pub(crate) struct MonitorBinding {
@@ -304,3 +526,67 @@ pub(crate) const MAX_PERSISTENCE_TIMEOUT: std::time::Duration =
 pub(crate) const MAX_BACKUP_PARENTS: usize = 5;
 /// The longest monitor interval the appliance accepts: 20940 minutes.
 pub(crate) const MAX_MONITOR_TIME: std::time::Duration = std::time::Duration::from_secs(20940 * 60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dc_keywords_parse_in_either_case() {
+        for kind in DcSelectionKind::ALL {
+            let word = kind.appliance_word();
+            assert_eq!(DcSelectionKind::parse(word), Some(kind));
+            assert_eq!(
+                DcSelectionKind::parse(&word.to_ascii_lowercase()),
+                Some(kind)
+            );
+        }
+        assert_eq!(DcSelectionKind::parse("DC BASED"), None);
+        for hc in DcHc::ALL {
+            assert_eq!(
+                DcHc::parse(&hc.appliance_word().to_ascii_lowercase()),
+                Some(hc)
+            );
+        }
+        assert_eq!(DcHc::parse("ALWAYS"), None);
+    }
+
+    /// The selections' keywords are the core's names, and each criterion
+    /// word builds its selection.
+    #[test]
+    fn criteria_are_the_cores() {
+        for kind in DcSelectionKind::ALL {
+            for word in kind.criteria() {
+                let sel = kind.with_criterion(&word.to_ascii_lowercase(), "web");
+                let sel = sel.expect("criterion of its selection");
+                assert_eq!(sel.name(), kind.appliance_word());
+                assert_eq!(sel.criterion_name(), Some(word));
+            }
+        }
+        assert!(DcSelectionKind::AllDcRecords.criteria().is_empty());
+        assert_eq!(
+            DcSelectionKind::ServiceBased.with_criterion("cpu", "web"),
+            Some(DcSelection::ServiceBased {
+                criterion: ServiceCriterion::Cpu,
+                service: "web".into()
+            })
+        );
+        assert_eq!(DcSelectionKind::DcBased.with_criterion("HOPS", ""), None);
+        assert_eq!(
+            DcSelectionKind::AllDcRecords.with_criterion("CPU", ""),
+            None
+        );
+    }
+
+    #[test]
+    fn another_selection_forgets_its_criterion() {
+        let mut r = DraftDcRecord::new("a.example".into(), 1);
+        r.set_selection(Some(DcSelectionKind::DcBased), 1);
+        r.criterion = Some(("CPU".into(), 1));
+        r.set_selection(Some(DcSelectionKind::DcBased), 2);
+        assert!(r.criterion.is_some());
+        r.set_selection(Some(DcSelectionKind::ClientBased), 3);
+        assert!(r.criterion.is_none());
+        assert_eq!(r.selection_line, Some(3));
+    }
+}

@@ -105,7 +105,9 @@ impl Diag {
     }
 
     /// Records one warning at `line`: something in the file that is
-    /// accepted but has no effect.
+    /// accepted but has no effect, or that will not work as well as it
+    /// reads (a Service Based datacenter-mode record's datacenter without
+    /// the measured service).
     pub(crate) fn warn(&mut self, line: usize, message: impl Into<String>) {
         self.warnings.push((line, message.into()));
     }

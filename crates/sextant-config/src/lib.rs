@@ -8,7 +8,8 @@
 //! Every error is reported with `FILE:LINE: reason`, all of them at once.
 //! A valid file's settings that are accepted but have no effect (one table,
 //! `no_effect::NO_EFFECT`) come back as warnings, `FILE:LINE: text`, in
-//! [`Model::warnings`](sextant_core::Model::warnings).
+//! [`Model::warnings`](sextant_core::Model::warnings), as does a Service
+//! Based datacenter-mode record's datacenter without the measured service.
 //! docs/config.md describes both syntaxes.
 
 mod appliance;

@@ -249,6 +249,7 @@ const SERVICE_OPTS: &[OptSpec] = &[
     opt("bandwidthMetric", Arity::One),
     opt("packetsMetric", Arity::One),
     opt("customLoadMetric", Arity::One),
+    opt("vServiceName", Arity::One),
 ];
 
 /// `set gslb service` takes every option of `add` but the site.
@@ -269,6 +270,7 @@ const SERVICE_SET_OPTS: &[OptSpec] = &[
     opt("bandwidthMetric", Arity::One),
     opt("packetsMetric", Arity::One),
     opt("customLoadMetric", Arity::One),
+    opt("vServiceName", Arity::One),
 ];
 
 /// The option naming the metric of each figure.
@@ -323,6 +325,7 @@ pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         public_port: None,
         max_clients: 0,
         load: None,
+        vservice_name: None,
     });
     let idx = r.draft.services.len() - 1;
     apply_service_opts(r, line, &ctx, idx, &args);
@@ -412,6 +415,10 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
             }
             "loadURL" => {
                 r.draft.services[idx].load_mut().url = Some((o.value().to_string(), line));
+            }
+            "vServiceName" => {
+                r.value(line, ctx, o, scalar::check_name);
+                r.draft.services[idx].vservice_name = Some((o.value().to_string(), line));
             }
             "loadInterval" => {
                 if let Some(d) = r.duration(line, ctx, o, Unit::Seconds) {

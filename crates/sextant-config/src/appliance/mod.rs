@@ -10,6 +10,7 @@
 //! earlier line, as on the appliance.
 
 mod args;
+mod dc;
 mod dns;
 mod gslb;
 mod location;
@@ -94,6 +95,9 @@ const COMMANDS: &[Command] = &[
         &["bind", "gslb", "vserver"],
         Action::Read(gslb::bind_vserver),
     ),
+    cmd(&["add", "gslb", "dcRecord"], Action::Read(dc::add_record)),
+    cmd(&["set", "gslb", "dcRecord"], Action::Read(dc::set_record)),
+    cmd(&["bind", "gslb", "dcRecord"], Action::Read(dc::bind_record)),
     cmd(
         &["set", "gslb", "parameter"],
         Action::Read(system::set_parameter),

@@ -27,6 +27,7 @@ const PARAM_OPTS: &[OptSpec] = &[
     opt("ldnsProbeTimeout", Arity::Duration),
     opt("mepPort", Arity::One),
     opt("mepSecurePort", Arity::One),
+    opt("dcAccessPeriod", Arity::Duration),
 ];
 
 /// A duration option's value if it lies in `(0, max]`.
@@ -127,6 +128,11 @@ pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
                     for kind in LdnsProbe::ALL {
                         r.draft.params.ldns_monitor_mut(kind).timeout = d;
                     }
+                }
+            }
+            "dcAccessPeriod" => {
+                if let Some(d) = bounded(r, line, &ctx, o, Unit::Seconds, ms(1), s(3600)) {
+                    r.draft.params.dc_access_period = d;
                 }
             }
             "ldnsMask" => {

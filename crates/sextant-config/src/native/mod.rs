@@ -33,6 +33,7 @@ use crate::error::Diag;
 use crate::no_effect::Scope;
 use crate::scalar;
 
+mod dc;
 mod location;
 mod policy;
 mod schema;
@@ -45,7 +46,7 @@ use schema::{
 const VERSION: i64 = 1;
 
 /// The top-level keys, for the "unknown key" message.
-const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy, location, location_file, rpc_node";
+const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy, location, location_file, rpc_node, dc_record";
 
 // ---------------------------------------------------------------------------
 
@@ -123,6 +124,7 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
             "location" => n.each(key_line, "location", value, Native::location),
             "location_file" => n.each(key_line, "location_file", value, Native::location_file),
             "rpc_node" => n.each(key_line, "rpc_node", value, Native::rpc_node),
+            "dc_record" => n.each(key_line, "dc_record", value, Native::dc_record),
             other => n.diag.error(
                 key_line,
                 format!("unknown top-level key `{other}`; expected one of {TOP_LEVEL}"),
@@ -360,6 +362,11 @@ impl Native<'_> {
                 p.ldns_monitor_mut(kind).timeout = d;
             }
         }
+        if let Some(v) = &g.dc_access_period
+            && let Some(d) = self.duration(ctx, "dc_access_period", v, ms(1), s(3600))
+        {
+            p.dc_access_period = d;
+        }
         for (kind, table) in [
             (LdnsProbe::Ping, &g.ldns_ping),
             (LdnsProbe::DnsUdp, &g.ldns_dns),
@@ -476,6 +483,10 @@ impl Native<'_> {
             (
                 "ldnsProbeTimeout",
                 g.ldns_probe_timeout.as_ref().map(|v| self.at(v)),
+            ),
+            (
+                "dcAccessPeriod",
+                g.dc_access_period.as_ref().map(|v| self.at(v)),
             ),
         ];
         for (key, line) in uses {
@@ -779,6 +790,7 @@ impl Native<'_> {
                     public_port: None,
                     max_clients: 0,
                     load: None,
+                    vservice_name: None,
                 });
             }
             return;
@@ -806,6 +818,10 @@ impl Native<'_> {
             .and_then(|v| self.int(&ctx, "max_clients", v, 0, 4_294_967_294))
             .unwrap_or(0) as u32;
         let load = s.load.as_ref().map(|l| Box::new(self.load(&ctx, l)));
+        let vservice_name = s.vservice_name.as_ref().map(|v| {
+            self.with(&ctx, "vservice_name", v, scalar::check_name);
+            (v.get_ref().clone(), self.at(v))
+        });
         if let Some(v) = &s.public_port {
             self.no_effect(self.at(v), Scope::Service, "publicPort");
         }
@@ -834,6 +850,7 @@ impl Native<'_> {
             public_port,
             max_clients,
             load,
+            vservice_name,
         });
     }
 

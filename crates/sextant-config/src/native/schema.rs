@@ -31,6 +31,8 @@ pub(super) struct GslbT {
     pub(super) mep_secure_port: Option<Spanned<i64>>,
     pub(super) ldns_probe_interval: Option<Spanned<String>>,
     pub(super) ldns_probe_timeout: Option<Spanned<String>>,
+    /// Datacenter mode: how often figures are read and records re-ranked.
+    pub(super) dc_access_period: Option<Spanned<String>>,
     /// The built-in LDNS monitors (`[gslb.ldns_dns]` ...).
     pub(super) ldns_ping: Option<Spanned<LdnsMonitorT>>,
     pub(super) ldns_dns: Option<Spanned<LdnsMonitorT>>,
@@ -99,6 +101,8 @@ pub(super) struct ServiceT {
     #[serde(default)]
     pub(super) monitors: Vec<Spanned<String>>,
     pub(super) load: Option<Spanned<LoadT>>,
+    /// What a Service Based `[[dc_record]]` measures (`-vServiceName`).
+    pub(super) vservice_name: Option<Spanned<String>>,
 }
 
 /// `load = { source = "prometheus", url = ..., ... }` of a `[[service]]`.
