@@ -14,7 +14,8 @@
 //!   answers are delayed per source address (the per-site RTT);
 //! * [`backend`]: TCP and HTTP backends;
 //! * [`process`]: the `sextant` binary as a server, a site or a command;
-//! * [`netns`]: network namespaces with iptables to cut links.
+//! * [`netns`]: network namespaces with iptables to cut links;
+//! * [`sites`]: the parent sites of a multi-site test, started as processes.
 //!
 //! Nothing here asserts a wall-clock time: waits are "eventually, within a
 //! generous deadline".
@@ -55,6 +56,7 @@ pub mod net;
 pub mod netns;
 pub mod process;
 pub mod scratch;
+pub mod sites;
 pub mod wait;
 
 /// Everything an end-to-end test usually needs, for `use ...::prelude::*`.
@@ -69,6 +71,7 @@ pub mod prelude {
     pub use crate::netns::Netns;
     pub use crate::process::*;
     pub use crate::scratch::Scratch;
+    pub use crate::sites::{Sites, wait_mesh_up};
     pub use crate::wait::*;
     pub use serde_json::Value;
 }

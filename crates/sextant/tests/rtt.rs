@@ -46,58 +46,23 @@ fn ms(n: u64) -> Duration {
 // Configuration text
 // ---------------------------------------------------------------------------
 
-/// The parent sites of a test, in configuration order, and the service of
-/// each (`web-NAME` at `svc[k]`).
-struct Layout {
-    names: Vec<&'static str>,
-    ips: Vec<Ipv4Addr>,
-    svc: Vec<Ipv4Addr>,
+type Layout = Sites;
+
+/// The RTT tests' files on top of the common preamble.
+trait RttConf {
+    fn conf(
+        &self,
+        me: usize,
+        ldns_port: u16,
+        params: &str,
+        site_opts: &str,
+        services: &str,
+        vs_opts: &str,
+    ) -> String;
+    fn unmonitored_services(&self) -> String;
 }
 
-impl Layout {
-    fn new(names: &[&'static str], ips: Vec<Ipv4Addr>, svc: Vec<Ipv4Addr>) -> Layout {
-        assert_eq!(names.len(), ips.len());
-        assert_eq!(names.len(), svc.len());
-        Layout {
-            names: names.to_vec(),
-            ips,
-            svc,
-        }
-    }
-
-    /// Host-namespace sites 127.(80+k).X.Y with services 127.(100+k).X.Y.
-    fn host(net: &Net, names: &[&'static str]) -> Layout {
-        let n = names.len() as u8;
-        Layout::new(
-            names,
-            (0..n).map(|k| net.site_ip(k)).collect(),
-            (0..n).map(|k| net.svc_ip(k)).collect(),
-        )
-    }
-
-    fn index(&self, site: &str) -> usize {
-        self.names
-            .iter()
-            .position(|n| *n == site)
-            .unwrap_or_else(|| panic!("no site {site}"))
-    }
-
-    fn ip(&self, site: &str) -> IpAddr {
-        IpAddr::V4(self.ips[self.index(site)])
-    }
-
-    fn svc_of(&self, site: &str) -> Ipv4Addr {
-        self.svc[self.index(site)]
-    }
-
-    /// The site whose service has address `ip`, for messages.
-    fn site_of(&self, ip: Ipv4Addr) -> &'static str {
-        self.svc
-            .iter()
-            .position(|s| *s == ip)
-            .map_or("?", |k| self.names[k])
-    }
-
+impl RttConf for Sites {
     /// Site `me`'s file, as an operator writes it: its ADNS service, every
     /// site in the same order (itself `-siteType LOCAL`, each with
     /// `site_opts`), the zone, the LDNS monitors on the emulator's port,
@@ -112,17 +77,7 @@ impl Layout {
         services: &str,
         vs_opts: &str,
     ) -> String {
-        let mut c = format!(
-            "# sextant rtt end-to-end test, site {}\n\
-             add service adns1 {} ADNS {DNS_PORT}\n",
-            self.names[me], self.ips[me]
-        );
-        for (k, (name, ip)) in self.names.iter().zip(&self.ips).enumerate() {
-            let local = if k == me { " -siteType LOCAL" } else { "" };
-            c += &format!("add gslb site {name} {ip}{local}{site_opts}\n");
-        }
-        c += "add dns soaRec example.com -originServer ns1.example.com -contact hostmaster.example.com\n\
-              add dns nsRec example.com ns1.example.com\n";
+        let mut c = self.preamble(me, "rtt", site_opts);
         c += &format!(
             "set lb monitor ldns-ping LDNS-PING {PROBE_TIMING}\n\
              set lb monitor ldns-dns LDNS-DNS -destPort {ldns_port} {PROBE_TIMING}\n\
@@ -157,36 +112,12 @@ fn start_sites(
     layout: &Layout,
     conf: impl Fn(usize) -> String,
 ) -> Vec<SiteServer> {
-    (0..layout.names.len())
-        .map(|k| {
-            SiteServer::start(
-                SEXTANT,
-                &scratch.0,
-                layout.names[k],
-                layout.ips[k],
-                &conf(k),
-                None,
-            )
-        })
-        .collect()
+    layout.start(SEXTANT, scratch, conf)
 }
 
 // ---------------------------------------------------------------------------
 // Checks
 // ---------------------------------------------------------------------------
-
-/// Every site sees metric exchange UP with every other.
-fn wait_mesh_up(sites: &[SiteServer]) {
-    for s in sites {
-        for other in sites.iter().filter(|o| o.name != s.name) {
-            eventually_ok(
-                EVENTUALLY,
-                &format!("{} sees metric exchange with {} UP", s.name, other.name),
-                || s.expect_mep(&other.name, "UP").map(|_| ()),
-            );
-        }
-    }
-}
 
 /// `n` queries from `ldns` to `at` in a row are all answered exactly
 /// `[want]` (the service at site `want_site`).
