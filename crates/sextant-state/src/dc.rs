@@ -222,3 +222,100 @@ impl DcBook {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sextant_core::{DcAddress, DcCriterion, DcGroup, DcHealth, DcRecord, DcSelection};
+    use sextant_test_support::model::{ModelBuilder, ip};
+
+    /// Sites a (local) and b; a DC Based CPU record over one address each;
+    /// access period 1 s.
+    fn model() -> Model {
+        let mut b = ModelBuilder::new();
+        b.add_site("a", ip("10.0.0.1"));
+        b.add_site("b", ip("10.0.1.1"));
+        b.model.set_local_site(0);
+        let mut m = b.build();
+        m.params.dc_access_period = Duration::from_secs(1);
+        m.dc_records.push(DcRecord {
+            name: "www.example.com".into(),
+            ttl: 5,
+            selection: DcSelection::DcBased(DcCriterion::Cpu),
+            total_dcs: 1,
+            balance: sextant_core::Balance::RoundRobin,
+            groups: vec![
+                DcGroup {
+                    site: 0,
+                    service: None,
+                },
+                DcGroup {
+                    site: 1,
+                    service: None,
+                },
+            ],
+            addresses: (0..2)
+                .map(|g| DcAddress {
+                    group: g,
+                    ip: ip(&format!("192.0.2.{}", g + 1)),
+                    weight: 1,
+                    health: DcHealth::Always,
+                })
+                .collect(),
+            fail_safe: vec![],
+        });
+        m
+    }
+
+    fn cpu(v: f64) -> SiteFigures {
+        SiteFigures {
+            cpu_percent: Some(v),
+            ..SiteFigures::default()
+        }
+    }
+
+    fn ranked(book: &mut DcBook, ctx: &Ctx<'_>) -> (Vec<u8>, Vec<bool>) {
+        let o = book.publish(ctx);
+        let order = o.orders[0].as_ref().expect("ranked").groups.clone();
+        (order, o.site_reachable.clone())
+    }
+
+    #[test]
+    fn rankings_change_only_when_an_access_period_ends_or_a_site_is_first_known() {
+        let m = model();
+        let up = |_: usize| true;
+        let s = |secs: f64| Duration::from_secs_f64(secs);
+        let mut peers_up = vec![false, true];
+        let mut book = DcBook::new(&m, None);
+        let own = cpu(50.0);
+        macro_rules! ctx {
+            () => {
+                Ctx {
+                    model: &m,
+                    own,
+                    peers_up: &peers_up,
+                    service_up: &up,
+                    service_metrics: &[],
+                }
+            };
+        }
+        book.tick(s(0.0), &ctx!());
+        // b's CPU unknown: a (50) first, b last.
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1]);
+        // b's first figures: ranked by them at once.
+        book.reported(1, cpu(10.0));
+        book.tick(s(0.1), &ctx!());
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
+        // A change within the access period waits for its end.
+        book.reported(1, cpu(90.0));
+        book.tick(s(0.5), &ctx!());
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
+        book.tick(s(1.1), &ctx!());
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1]);
+        // Reachability is published at once, the ranking keeps its period.
+        peers_up[1] = false;
+        book.reachability_changed();
+        assert!(book.dirty);
+        assert_eq!(ranked(&mut book, &ctx!()), (vec![0, 1], vec![true, false]));
+    }
+}

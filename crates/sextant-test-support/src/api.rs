@@ -6,9 +6,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
+/// A datacenter-mode record in `/v1/records` (the name `Record` is the DNS
+/// record's in this crate).
+pub use sextant_api::Record as DcRecordView;
 pub use sextant_api::{
     ApiError, DnsCounters, Explain, Ldns, LdnsEntry, LdnsSiteRtt, MepCounters, MonitorState,
-    PushMetrics, Service, Site, State, Status,
+    PushMetrics, RecordAddress, RecordDc, Records, Service, Site, SiteFiguresPush, State, Status,
 };
 
 use crate::http::{http_get, http_get_within};
@@ -18,6 +21,10 @@ pub const SERVICES: &str = "/v1/services";
 pub const SITES: &str = "/v1/sites";
 /// The RTT method's LDNS table ([`Ldns`]).
 pub const LDNS: &str = "/v1/ldns";
+/// Datacenter-mode records ([`Records`]).
+pub const RECORDS: &str = "/v1/records";
+/// This site's own figures (POST [`SiteFiguresPush`]).
+pub const SITE_FIGURES: &str = "/v1/site/figures";
 
 /// The explain path for `name` (which may carry more parameters, as in
 /// `x.example.com&type=AAAA`) asked by `client`.

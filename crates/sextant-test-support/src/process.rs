@@ -789,6 +789,28 @@ impl SiteServer {
             .map_err(|e| format!("site {}: {e}", self.name))
     }
 
+    /// The `/v1/records` entry of the datacenter-mode record `name`.
+    pub fn try_record(&self, name: &str) -> Result<sextant_api::Record, String> {
+        let all: sextant_api::Records = self.try_api(api::RECORDS)?;
+        all.records
+            .into_iter()
+            .find(|r| r.name == name)
+            .ok_or_else(|| format!("site {}: /v1/records has no record {name}", self.name))
+    }
+
+    /// Sets this site's own figures (`POST /v1/site/figures`); `json` like
+    /// `{"cpu_percent": 40}`. Panics unless the site accepts them.
+    pub fn set_site_figures(&self, json: &str) {
+        let (code, body) = self.post(api::SITE_FIGURES, json);
+        assert_eq!(
+            code,
+            204,
+            "site {}: POST {}: {body}",
+            self.name,
+            api::SITE_FIGURES
+        );
+    }
+
     /// `/v1/ldns`: the RTT method's LDNS table.
     pub fn try_ldns(&self) -> Result<Ldns, String> {
         self.try_api(api::LDNS)

@@ -1,0 +1,228 @@
+//! Datacenter mode (seed 002) end to end: real `sextant serve` processes,
+//! one per datacenter (site), each on its own loopback address, exchanging
+//! their figures and their services' health over metric exchange, each
+//! answering DNS for a record whose addresses are grouped per datacenter.
+//!
+//! Each site's own figures are set through `POST /v1/site/figures` (all
+//! sites share one machine, so measured CPU would be the same everywhere),
+//! services' figures through `POST /v1/services/NAME/metrics` at their own
+//! site; health comes from TCP monitors of real backends that the tests
+//! start and kill. Access periods are short (`-dcAccessPeriod 500 MSEC`),
+//! and every wait is "eventually, within a generous deadline".
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use sextant_test_support::prelude::*;
+
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+
+/// The record.
+const NAME: &str = "www.example.com";
+/// A second record over the same addresses without fail-safe records.
+const BARE: &str = "bare.example.com";
+const FAIL_SAFE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 99);
+/// Rankings settle within a few access periods and metric-exchange hops.
+const CONVERGE: Duration = Duration::from_secs(30);
+const MONITOR: &str =
+    "add lb monitor tcp-fast TCP -interval 200 MSEC -resptimeout 100 MSEC -retries 2\n";
+
+/// Site `me`'s file: the sites, one service per site on its backend port
+/// (monitored by TCP at its own site, `-vServiceName web`), the two records
+/// over every site's service (`record_opts` on the main one's add line).
+fn conf(sites: &Sites, me: usize, ports: &[u16], record_opts: &str) -> String {
+    let mut c = sites.preamble(me, "datacenter", "");
+    c += "set gslb parameter -dcAccessPeriod 500 MSEC\n";
+    c += MONITOR;
+    for (k, name) in sites.names.iter().enumerate() {
+        c += &format!(
+            "add gslb service web-{name} {} TCP {} -siteName {name} -vServiceName web\n\
+             bind lb monitor tcp-fast web-{name}\n",
+            sites.svc[k], ports[k]
+        );
+    }
+    c += &format!("add gslb dcRecord {NAME} {record_opts} -TTL 5\n");
+    c += &format!("add gslb dcRecord {BARE} -TTL 5\n");
+    for name in &sites.names {
+        for record in [NAME, BARE] {
+            c += &format!("bind gslb dcRecord {record} -siteName {name} -serviceName web-{name}\n");
+        }
+    }
+    c += &format!("bind gslb dcRecord {NAME} -failSafe {FAIL_SAFE}\n");
+    c
+}
+
+struct Setup {
+    sites: Sites,
+    servers: Vec<SiteServer>,
+    backends: Vec<Option<Backend>>,
+    _scratch: Scratch,
+}
+
+fn start(test: &str, record_opts: &str) -> Setup {
+    let net = Net::for_sites(test, 3);
+    let scratch = net.scratch();
+    let sites = Sites::host(&net, &["fra", "ams", "nyc"]);
+    let backends: Vec<Backend> = sites.svc.iter().map(|ip| Backend::tcp(*ip)).collect();
+    let ports: Vec<u16> = backends.iter().map(|b| b.port()).collect();
+    let servers = sites.start(SEXTANT, &scratch, |k| conf(&sites, k, &ports, record_opts));
+    wait_mesh_up(&servers);
+    Setup {
+        sites,
+        servers,
+        backends: backends.into_iter().map(Some).collect(),
+        _scratch: scratch,
+    }
+}
+
+impl Setup {
+    fn fra(&self) -> &SiteServer {
+        &self.servers[0]
+    }
+
+    /// `n` answers from fra in a row are all `[want site's service]`.
+    fn steadily(&self, name: &str, want: &str, n: usize) -> Result<(), String> {
+        let want_ip = self.sites.svc_of(want);
+        for i in 0..n {
+            let got = self.fra().try_query_a(name)?;
+            if got != [want_ip] {
+                let at: Vec<&str> = got.iter().map(|ip| self.sites.site_of(*ip)).collect();
+                return Err(format!(
+                    "answer {} of {n} for {name}: {got:?} (sites {at:?}), want web-{want} ({want_ip})",
+                    i + 1
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// fra's `/v1/records` says `name` has `status` and ranks `order`.
+    fn record_is(&self, name: &str, status: &str, order: &[&str]) -> Result<(), String> {
+        let r = self.fra().try_record(name)?;
+        let ranked: Vec<&str> = r.datacenters.iter().map(|d| d.site.as_str()).collect();
+        if r.status != status || ranked != order {
+            return Err(format!(
+                "{name}: status {:?}, ranking {ranked:?}; want {status:?}, {order:?}: {r:?}",
+                r.status
+            ));
+        }
+        Ok(())
+    }
+
+    fn kill_backend(&mut self, site: &str) {
+        let k = self.sites.index(site);
+        if let Some(b) = self.backends[k].take() {
+            b.kill();
+        }
+    }
+}
+
+/// DC Based by CPU: each site sets its own CPU; fra answers the address of
+/// the least busy datacenter, and follows when the figures change (after
+/// the access period), with `/v1/records` showing the ranking and figures.
+#[test]
+fn dc_based_cpu_follows_the_sites_reported_figures() {
+    let s = start("dc_cpu", "-dcSelection DC_BASED -criterion CPU -totalDCs 1");
+    for (k, cpu) in [50, 10, 80].iter().enumerate() {
+        s.servers[k].set_site_figures(&format!("{{\"cpu_percent\": {cpu}}}"));
+    }
+    eventually_ok(CONVERGE, "fra answers ams (CPU 10)", || {
+        s.record_is(NAME, "OK", &["ams", "fra", "nyc"])?;
+        s.steadily(NAME, "ams", 5)
+    });
+    let r = s.fra().try_record(NAME).unwrap_or_else(|e| panic!("{e}"));
+    let figures: Vec<Option<f64>> = r.datacenters.iter().map(|d| d.figure).collect();
+    assert_eq!(figures, [Some(10.0), Some(50.0), Some(80.0)], "{r:?}");
+    assert_eq!(
+        (r.dc_selection.as_str(), r.criterion.as_deref()),
+        ("DC_BASED", Some("CPU"))
+    );
+    assert!(r.ranked_age_seconds.is_some_and(|a| a < 10.0), "{r:?}");
+
+    // ams gets busy: nyc is now the busiest only; fra (50) answers.
+    s.servers[1].set_site_figures("{\"cpu_percent\": 90}");
+    eventually_ok(CONVERGE, "fra answers itself (CPU 50)", || {
+        s.record_is(NAME, "OK", &["fra", "nyc", "ams"])?;
+        s.steadily(NAME, "fra", 5)
+    });
+    // The explanation names the ranking.
+    let e = s.fra().explain(NAME, "198.51.100.1");
+    let text = e.trace.join("\n");
+    for want in [
+        "DC_BASED by CPU",
+        "rank 1: DC 1 (site fra), CPU 50",
+        "ams), CPU 90",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+}
+
+/// A datacenter whose addresses are all DOWN drops out; the status goes
+/// OK → Partially OK → Fail-safe (the fail-safe record answers) and, for
+/// the record without fail-safe records, No healthy records (NODATA).
+#[test]
+fn a_dc_without_healthy_addresses_drops_out_and_every_status_appears() {
+    let mut s = start(
+        "dc_health",
+        "-dcSelection ALL_DC_RECORDS -dcOrder ams fra nyc",
+    );
+    eventually_ok(CONVERGE, "ams answers first, OK", || {
+        s.record_is(NAME, "OK", &["ams", "fra", "nyc"])?;
+        s.steadily(NAME, "ams", 3)
+    });
+
+    s.kill_backend("ams");
+    eventually_ok(CONVERGE, "ams drops out; fra answers; Partially OK", || {
+        s.record_is(NAME, "Partially OK", &["ams", "fra", "nyc"])?;
+        s.steadily(NAME, "fra", 3)
+    });
+    s.kill_backend("fra");
+    s.kill_backend("nyc");
+    eventually_ok(CONVERGE, "nothing healthy: fail-safe", || {
+        s.record_is(NAME, "Fail-safe", &["ams", "fra", "nyc"])?;
+        let got = s.fra().try_query_a(NAME)?;
+        (got == [FAIL_SAFE])
+            .then_some(())
+            .ok_or_else(|| format!("answered {got:?}, want the fail-safe {FAIL_SAFE}"))
+    });
+    eventually_ok(CONVERGE, "the bare record: No healthy records", || {
+        s.record_is(BARE, "No healthy records", &["fra", "ams", "nyc"])?;
+        let got = s.fra().try_query_a(BARE)?;
+        got.is_empty()
+            .then_some(())
+            .ok_or_else(|| format!("{BARE} answered {got:?}, want NODATA"))
+    });
+}
+
+/// Service Based by Connections: each site pushes its `web` service's
+/// connection count; the least loaded datacenter answers, two of them with
+/// `-totalDCs 2`.
+#[test]
+fn service_based_connections_rank_by_each_dcs_service() {
+    let s = start(
+        "dc_service",
+        "-dcSelection SERVICE_BASED -criterion CONNECTIONS -vServiceName web -totalDCs 2",
+    );
+    for (k, name) in s.sites.names.iter().enumerate() {
+        let conns = [300, 700, 100][k];
+        let (code, body) = s.servers[k].post(
+            &format!("/v1/services/web-{name}/metrics"),
+            &format!("{{\"connections\": {conns}}}"),
+        );
+        assert_eq!(code, 204, "{body}");
+    }
+    eventually_ok(CONVERGE, "nyc and fra answer, ams left out", || {
+        s.record_is(NAME, "OK", &["nyc", "fra", "ams"])?;
+        let mut seen = Vec::new();
+        for _ in 0..12 {
+            for ip in s.fra().try_query_a(NAME)? {
+                seen.push(s.sites.site_of(ip));
+            }
+        }
+        seen.sort();
+        seen.dedup();
+        (seen == ["fra", "nyc"])
+            .then_some(())
+            .ok_or_else(|| format!("12 answers came from {seen:?}, want fra and nyc"))
+    });
+}
