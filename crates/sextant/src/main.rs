@@ -182,8 +182,12 @@ fn check(file: &std::path::Path) -> ExitCode {
             for w in &model.warnings {
                 eprintln!("warning: {w}");
             }
+            let records = match model.dc_records.len() {
+                0 => String::new(),
+                n => format!(", {n} datacenter-mode records"),
+            };
             println!(
-                "{}: OK ({} sites, {} services, {} vservers, {} domains, {} monitors)",
+                "{}: OK ({} sites, {} services, {} vservers, {} domains{records}, {} monitors)",
                 file.display(),
                 model.sites.len(),
                 model.services.len(),
