@@ -146,6 +146,14 @@ pub struct Site {
     pub last_message: Option<String>,
     /// Round-trip time of the direct link, from keepalives.
     pub link_rtt_ms: Option<f64>,
+    /// Metric exchange keepalives this node sent to the site since it
+    /// started (over every session), and those whose answer never came
+    /// (counted when the next keepalive is due, or at the session's close
+    /// after a whole keepalive interval). 0 for this node.
+    #[serde(default)]
+    pub keepalives_sent: u64,
+    #[serde(default)]
+    pub keepalives_lost: u64,
     /// This node's direct link with the site: "peer", "to-child", "adopted", "to-parent".
     pub link: Option<String>,
     /// Why metric exchange with the site last went DOWN.

@@ -213,6 +213,14 @@ pub struct PeerStatus {
     pub last_message: Option<SystemTime>,
     /// The RTT of the direct link, from keepalives.
     pub link_rtt: Option<Duration>,
+    /// Keepalives this node sent to the site since the driver started, over
+    /// every session with it (they add up across reconnects and reloads).
+    pub keepalives_sent: u64,
+    /// Those of them whose echo never came: counted when the next keepalive
+    /// is due with the previous one unanswered, or when the session closes
+    /// with one outstanding for a keepalive interval or more (see
+    /// [`Session::keepalives_lost`]). Never more than `keepalives_sent`.
+    pub keepalives_lost: u64,
     /// The TLS variant is in use on the direct link.
     pub secure: bool,
     pub configured_parent: Option<String>,
@@ -791,6 +799,10 @@ struct SiteInfo {
     via: HashSet<String>,
     last_message: Option<SystemTime>,
     rtt: Option<Duration>,
+    /// Keepalives sent to the site and lost, over every session this
+    /// driver had with it (never reset).
+    keepalives_sent: u64,
+    keepalives_lost: u64,
     down_reason: Option<String>,
 }
 
@@ -1118,6 +1130,20 @@ impl Inner {
                 {
                     let (k, name) = (c.key.clone(), c.site.name.clone());
                     self.site_info(&k, &name).rtt = Some(rtt);
+                }
+            }
+            // Counted for every session with the site, confirmed or not (a
+            // duplicate, an adoption offer): each is a keepalive this node
+            // sent to it. Only Up sessions send keepalives.
+            SessionEvent::KeepaliveSent | SessionEvent::KeepaliveLost => {
+                if let Some(c) = self.conns.get(&id) {
+                    let (k, name) = (c.key.clone(), c.site.name.clone());
+                    let info = self.site_info(&k, &name);
+                    if e == SessionEvent::KeepaliveSent {
+                        info.keepalives_sent += 1;
+                    } else {
+                        info.keepalives_lost += 1;
+                    }
                 }
             }
             SessionEvent::AuthFailed { reason } => {
@@ -2153,6 +2179,8 @@ impl Inner {
                     link: self.links.get(&k).map(|l| link_name(l.kind)),
                     last_message: info.and_then(|i| i.last_message),
                     link_rtt: conn.and(info.and_then(|i| i.rtt)),
+                    keepalives_sent: info.map_or(0, |i| i.keepalives_sent),
+                    keepalives_lost: info.map_or(0, |i| i.keepalives_lost),
                     secure: conn.is_some_and(|c| c.secure),
                     configured_parent: v.configured_parent,
                     current_parent: v.current_parent,
@@ -2344,8 +2372,17 @@ where
                 Ok(Err(e)) => Some(format!("write failed: {e}")),
                 Err(_) => Some(format!("write blocked for {write_timeout:?}")),
             };
-            if let Some(f) = failed {
-                close.get_or_insert(CloseReason::Local(f));
+            if let Some(f) = failed
+                && close.is_none()
+            {
+                // The session is told (a keepalive outstanding for an
+                // interval is lost); its Close comes round again.
+                let reason = CloseReason::Local(f);
+                actions = session.abort(reason.clone(), shared.now());
+                if matches!(actions.last(), Some(Action::Close(_))) {
+                    continue;
+                }
+                close = Some(reason);
             }
         }
         if let Some(reason) = close {
@@ -2357,7 +2394,7 @@ where
             .unwrap_or_else(|| shared.now() + Duration::from_secs(1));
         tokio::select! {
             r = stream.read(&mut buf) => match r {
-                Ok(0) | Err(_) => actions = session.on_eof(),
+                Ok(0) | Err(_) => actions = session.on_eof(shared.now()),
                 Ok(n) => {
                     reader.push(&buf[..n]);
                     if n == buf.len() && buf.len() < read_max {
@@ -2375,7 +2412,7 @@ where
                             }
                             Ok(None) => break,
                             Err(e) => {
-                                actions.extend(session.on_decode_error(e));
+                                actions.extend(session.on_decode_error(e, now));
                                 break;
                             }
                         }
@@ -2409,14 +2446,17 @@ where
                         next = rx.try_recv().ok();
                     }
                 }
-                None => actions = session.reject("metric exchange stopped"),
+                None => actions = session.reject("metric exchange stopped", shared.now()),
             },
             changed = kill.changed() => {
                 let reason = match changed {
                     Ok(()) => kill.borrow().clone(),
                     Err(_) => None,
                 };
-                actions = session.reject(reason.unwrap_or_else(|| "metric exchange stopped".into()));
+                actions = session.reject(
+                    reason.unwrap_or_else(|| "metric exchange stopped".into()),
+                    shared.now(),
+                );
             }
             _ = tokio::time::sleep_until(shared.origin + deadline) => {
                 actions = session.tick(shared.now());

@@ -27,6 +27,11 @@
 //! * Up: a Keepalive every `keepalive_timeout / 3`, each answered with a
 //!   KeepaliveAck echoing its `sent_at_ms`; the RTT is the time from sending
 //!   the keepalive to receiving its echo.
+//! * Keepalive loss: a keepalive is counted lost when its successor is due
+//!   and its echo has not come, and when the session closes with one
+//!   outstanding for a whole keepalive interval or more (its successor was
+//!   due). Each one sent and each one lost is an event too, for the
+//!   driver's per-site totals (datacenter mode's packet loss).
 //! * In every state but Closed: no frame at all for `keepalive_timeout`
 //!   closes the session (in Connecting: from its creation).
 //! * Any unexpected message, a malformed frame or a failed check sends
@@ -141,6 +146,11 @@ pub enum SessionEvent {
     Received(Message),
     /// A new link RTT measurement.
     Rtt(Duration),
+    /// A keepalive went out (one more in [`Session::keepalives_sent`]).
+    KeepaliveSent,
+    /// A keepalive's echo never came (one more in
+    /// [`Session::keepalives_lost`]).
+    KeepaliveLost,
     /// The peer failed authentication (log and count it); a Close follows.
     AuthFailed { reason: String },
 }
@@ -166,6 +176,10 @@ pub struct Session {
     /// The keepalive in flight: its `sent_at_ms` and when it was sent.
     pending_keepalive: Option<(u64, Duration)>,
     rtt: Option<Duration>,
+    /// Keepalives sent, and those of them counted lost (see
+    /// [`Session::keepalives_lost`]).
+    keepalives_sent: u64,
+    keepalives_lost: u64,
     peer: Option<Hello>,
     /// TLS exporter bytes mixed into the proofs, when the link is TLS.
     binding: Option<Vec<u8>>,
@@ -182,6 +196,8 @@ impl Session {
             next_keepalive: now,
             pending_keepalive: None,
             rtt: None,
+            keepalives_sent: 0,
+            keepalives_lost: 0,
             peer: None,
             binding: None,
         }
@@ -203,6 +219,19 @@ impl Session {
     /// The last measured link RTT.
     pub fn rtt(&self) -> Option<Duration> {
         self.rtt
+    }
+
+    /// Keepalives this session sent.
+    pub fn keepalives_sent(&self) -> u64 {
+        self.keepalives_sent
+    }
+
+    /// Keepalives this session sent whose echo never came: counted when the
+    /// next one is due with the previous still unanswered, and when the
+    /// session closes with one outstanding for a keepalive interval or more.
+    /// Never more than [`Session::keepalives_sent`].
+    pub fn keepalives_lost(&self) -> u64 {
+        self.keepalives_lost
     }
 
     /// When the last frame arrived.
@@ -253,16 +282,18 @@ impl Session {
         }
         self.last_rx = now;
         if let Message::Reject(r) = msg {
-            return self.close(CloseReason::RejectedByPeer(r.reason));
+            return self.close(CloseReason::RejectedByPeer(r.reason), now);
         }
         match self.state {
             State::HelloSent => match msg {
-                Message::Hello(h) => self.on_hello(h),
-                other => self.protocol_error(format!("expected Hello, got {}", other.kind())),
+                Message::Hello(h) => self.on_hello(h, now),
+                other => self.protocol_error(format!("expected Hello, got {}", other.kind()), now),
             },
             State::Authenticating => match msg {
                 Message::AuthProof(p) => self.on_proof(p, now),
-                other => self.protocol_error(format!("expected AuthProof, got {}", other.kind())),
+                other => {
+                    self.protocol_error(format!("expected AuthProof, got {}", other.kind()), now)
+                }
             },
             State::Up => match msg {
                 Message::Keepalive(k) => {
@@ -277,11 +308,15 @@ impl Session {
                         self.rtt = Some(rtt);
                         vec![Action::Event(SessionEvent::Rtt(rtt))]
                     }
-                    // A late echo of an older keepalive: still proof of life.
+                    // A late echo of an older keepalive: still proof of life
+                    // (it counts as a frame), but that keepalive was counted
+                    // lost when its successor went out and stays counted: a
+                    // keepalive answered after a whole interval is as good
+                    // as lost for the link's quality.
                     _ => Vec::new(),
                 },
                 m @ (Message::Hello(_) | Message::AuthProof(_)) => {
-                    self.protocol_error(format!("unexpected {} after the handshake", m.kind()))
+                    self.protocol_error(format!("unexpected {} after the handshake", m.kind()), now)
                 }
                 data => vec![Action::Event(SessionEvent::Received(data))],
             },
@@ -290,7 +325,7 @@ impl Session {
     }
 
     /// A frame could not be decoded: the stream is lost, so is the session.
-    pub fn on_decode_error(&mut self, err: FrameError) -> Vec<Action> {
+    pub fn on_decode_error(&mut self, err: FrameError, now: Duration) -> Vec<Action> {
         if self.state == State::Closed {
             return Vec::new();
         }
@@ -300,16 +335,25 @@ impl Session {
                 reason: format!("malformed frame: {err}"),
             })));
         }
-        out.extend(self.close(CloseReason::Malformed(err)));
+        out.extend(self.close(CloseReason::Malformed(err), now));
         out
     }
 
     /// The peer closed the connection (EOF or a reset).
-    pub fn on_eof(&mut self) -> Vec<Action> {
+    pub fn on_eof(&mut self, now: Duration) -> Vec<Action> {
         if self.state == State::Closed {
             return Vec::new();
         }
-        self.close(CloseReason::PeerClosed)
+        self.close(CloseReason::PeerClosed, now)
+    }
+
+    /// The driver lost the connection itself (a write failed or blocked):
+    /// closes without a frame for the peer, which could not be sent.
+    pub fn abort(&mut self, reason: CloseReason, now: Duration) -> Vec<Action> {
+        if self.state == State::Closed {
+            return Vec::new();
+        }
+        self.close(reason, now)
     }
 
     /// Time passed: timeouts and keepalives.
@@ -319,13 +363,22 @@ impl Session {
             State::Closed => Vec::new(),
             State::Connecting => {
                 if now >= self.created + timeout {
-                    self.close(CloseReason::ConnectTimeout(timeout))
+                    self.close(CloseReason::ConnectTimeout(timeout), now)
                 } else {
                     Vec::new()
                 }
             }
-            _ if now >= self.last_rx + timeout => self.close(CloseReason::Timeout(timeout)),
-            State::Up if now >= self.next_keepalive => vec![self.keepalive(now)],
+            _ if now >= self.last_rx + timeout => self.close(CloseReason::Timeout(timeout), now),
+            State::Up if now >= self.next_keepalive => {
+                let mut out = Vec::new();
+                if self.pending_keepalive.take().is_some() {
+                    // Its successor is due and its echo has not come.
+                    self.keepalives_lost += 1;
+                    out.push(Action::Event(SessionEvent::KeepaliveLost));
+                }
+                out.extend(self.keepalive(now));
+                out
+            }
             _ => Vec::new(),
         }
     }
@@ -341,7 +394,7 @@ impl Session {
     }
 
     /// We end the session: tells the peer why (if connected) and closes.
-    pub fn reject(&mut self, reason: impl Into<String>) -> Vec<Action> {
+    pub fn reject(&mut self, reason: impl Into<String>, now: Duration) -> Vec<Action> {
         let reason = reason.into();
         let mut out = Vec::new();
         match self.state {
@@ -351,34 +404,43 @@ impl Session {
                 reason: reason.clone(),
             }))),
         }
-        out.extend(self.close(CloseReason::Local(reason)));
+        out.extend(self.close(CloseReason::Local(reason), now));
         out
     }
 
-    fn on_hello(&mut self, h: Hello) -> Vec<Action> {
+    fn on_hello(&mut self, h: Hello, now: Duration) -> Vec<Action> {
         if h.protocol != PROTOCOL_VERSION {
-            return self.protocol_error(format!(
-                "protocol version {} not supported (this node speaks {PROTOCOL_VERSION})",
-                h.protocol
-            ));
+            return self.protocol_error(
+                format!(
+                    "protocol version {} not supported (this node speaks {PROTOCOL_VERSION})",
+                    h.protocol
+                ),
+                now,
+            );
         }
         if !h.site.eq_ignore_ascii_case(&self.cfg.peer_name) {
-            return self.protocol_error(format!(
-                "this connection is for site {} but the peer says it is {}",
-                self.cfg.peer_name, h.site
-            ));
+            return self.protocol_error(
+                format!(
+                    "this connection is for site {} but the peer says it is {}",
+                    self.cfg.peer_name, h.site
+                ),
+                now,
+            );
         }
         if h.ip != self.cfg.peer_ip {
-            return self.protocol_error(format!(
-                "site {} announces IP {} but is configured as {}",
-                h.site, h.ip, self.cfg.peer_ip
-            ));
+            return self.protocol_error(
+                format!(
+                    "site {} announces IP {} but is configured as {}",
+                    h.site, h.ip, self.cfg.peer_ip
+                ),
+                now,
+            );
         }
         let Some(peer_nonce) = unhex32(&h.nonce) else {
-            return self.protocol_error("the Hello nonce is not 32 bytes of hex".into());
+            return self.protocol_error("the Hello nonce is not 32 bytes of hex".into(), now);
         };
         if peer_nonce == self.cfg.nonce {
-            return self.protocol_error("the peer echoed our own nonce".into());
+            return self.protocol_error("the peer echoed our own nonce".into(), now);
         }
         let hmac = proof(
             self.cfg.secret.as_deref(),
@@ -412,32 +474,48 @@ impl Session {
                     reason: AUTH_FAILED.into(),
                 })),
             ];
-            out.extend(self.close(CloseReason::AuthFailed(why.into())));
+            out.extend(self.close(CloseReason::AuthFailed(why.into()), now));
             return out;
         }
         self.state = State::Up;
-        let up = Action::Event(SessionEvent::Up { peer: peer.clone() });
-        vec![up, self.keepalive(now)]
-    }
-
-    fn keepalive(&mut self, now: Duration) -> Action {
-        let ms = now.as_millis() as u64;
-        self.pending_keepalive = Some((ms, now));
-        self.next_keepalive = now + self.keepalive_interval();
-        Action::Send(Message::Keepalive(Keepalive { sent_at_ms: ms }))
-    }
-
-    fn protocol_error(&mut self, why: String) -> Vec<Action> {
-        let mut out = vec![Action::Send(Message::Reject(Reject {
-            reason: why.clone(),
-        }))];
-        out.extend(self.close(CloseReason::Protocol(why)));
+        let mut out = vec![Action::Event(SessionEvent::Up { peer: peer.clone() })];
+        out.extend(self.keepalive(now));
         out
     }
 
-    fn close(&mut self, reason: CloseReason) -> Vec<Action> {
+    /// Sends a keepalive: the frame, then the event that counts it.
+    fn keepalive(&mut self, now: Duration) -> [Action; 2] {
+        let ms = now.as_millis() as u64;
+        self.pending_keepalive = Some((ms, now));
+        self.next_keepalive = now + self.keepalive_interval();
+        self.keepalives_sent += 1;
+        [
+            Action::Send(Message::Keepalive(Keepalive { sent_at_ms: ms })),
+            Action::Event(SessionEvent::KeepaliveSent),
+        ]
+    }
+
+    fn protocol_error(&mut self, why: String, now: Duration) -> Vec<Action> {
+        let mut out = vec![Action::Send(Message::Reject(Reject {
+            reason: why.clone(),
+        }))];
+        out.extend(self.close(CloseReason::Protocol(why), now));
+        out
+    }
+
+    /// Closes; a keepalive outstanding for a whole interval or more (its
+    /// successor was due) is counted lost first.
+    fn close(&mut self, reason: CloseReason, now: Duration) -> Vec<Action> {
+        let mut out = Vec::new();
+        if let Some((_, sent)) = self.pending_keepalive.take()
+            && now.saturating_sub(sent) >= self.keepalive_interval()
+        {
+            self.keepalives_lost += 1;
+            out.push(Action::Event(SessionEvent::KeepaliveLost));
+        }
         self.state = State::Closed;
-        vec![Action::Close(reason)]
+        out.push(Action::Close(reason));
+        out
     }
 }
 
@@ -826,7 +904,7 @@ mod tests {
         // Closed: ignored.
         assert!(a.on_frame(data.clone(), ms(6)).is_empty());
         assert!(a.tick(ms(10_000)).is_empty());
-        assert!(a.on_eof().is_empty());
+        assert!(a.on_eof(ms(6)).is_empty());
         assert!(a.send(data).is_empty());
     }
 
@@ -946,20 +1024,23 @@ mod tests {
     #[test]
     fn garbage_and_eof_close() {
         let mut a = after_hello_sent();
-        let r = a.on_decode_error(FrameError::UnknownKind(99));
+        let r = a.on_decode_error(FrameError::UnknownKind(99), ms(1));
         assert!(matches!(&sends(&r)[..], [Message::Reject(_)]));
         assert_eq!(
             closed(&r),
             Some(CloseReason::Malformed(FrameError::UnknownKind(99)))
         );
         let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
-        assert_eq!(a.on_eof(), vec![Action::Close(CloseReason::PeerClosed)]);
+        assert_eq!(
+            a.on_eof(ms(5)),
+            vec![Action::Close(CloseReason::PeerClosed)]
+        );
     }
 
     #[test]
     fn local_reject_tells_the_peer() {
         let (mut a, mut b, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
-        let r = a.reject("parent P1 is back");
+        let r = a.reject("parent P1 is back", ms(5));
         assert_eq!(
             closed(&r),
             Some(CloseReason::Local("parent P1 is back".into()))
@@ -974,7 +1055,7 @@ mod tests {
         // Before connecting there is nobody to tell.
         let mut c = Session::new(cfg("a", "b", None, 1), ms(0));
         assert_eq!(
-            c.reject("bye"),
+            c.reject("bye", ms(0)),
             vec![Action::Close(CloseReason::Local("bye".into()))]
         );
     }
@@ -997,5 +1078,139 @@ mod tests {
         assert_eq!(a.state(), State::Connecting);
         assert!(a.connected(ms(1), None).len() == 1);
         assert!(a.connected(ms(2), None).is_empty());
+    }
+
+    /// Delivers `a`'s frames in `out` to `b` and `b`'s answers back to `a`,
+    /// all at `now`; returns `a`'s actions.
+    fn round_trip(out: &[Action], a: &mut Session, b: &mut Session, now: Duration) -> Vec<Action> {
+        let answers = deliver(out, b, now);
+        deliver(&answers, a, now)
+    }
+
+    fn count(actions: &[Action], e: SessionEvent) -> usize {
+        events(actions).iter().filter(|x| **x == e).count()
+    }
+
+    #[test]
+    fn answered_keepalives_are_not_lost() {
+        let (mut a, mut b, ra, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        // The first keepalive (at 3 ms) is counted as it goes out.
+        assert_eq!(count(&ra, SessionEvent::KeepaliveSent), 1);
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (1, 0));
+        round_trip(&ra, &mut a, &mut b, ms(5));
+        for t in (303..3000).step_by(300) {
+            let k = a.tick(ms(t));
+            assert_eq!(count(&k, SessionEvent::KeepaliveSent), 1, "at {t} ms");
+            assert_eq!(count(&k, SessionEvent::KeepaliveLost), 0, "at {t} ms");
+            let r = round_trip(&k, &mut a, &mut b, ms(t + 2));
+            assert_eq!(r, vec![Action::Event(SessionEvent::Rtt(ms(2)))]);
+        }
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (10, 0));
+        // Closing with every keepalive answered loses none either.
+        let r = a.on_eof(ms(2950));
+        assert_eq!(r, vec![Action::Close(CloseReason::PeerClosed)]);
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (10, 0));
+    }
+
+    #[test]
+    fn each_unanswered_keepalive_counts_once_its_successor_is_due() {
+        let (mut a, mut b, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        // b's echoes never come; other frames keep the session up.
+        for (i, t) in [303u64, 603, 903, 1203].into_iter().enumerate() {
+            a.on_frame(Message::SiteMetrics(SiteMetrics::default()), ms(t - 1));
+            assert!(a.tick(ms(t - 1)).is_empty(), "nothing is due before {t} ms");
+            let k = a.tick(ms(t));
+            // The loss first, then the new keepalive and its count.
+            assert_eq!(
+                k,
+                vec![
+                    Action::Event(SessionEvent::KeepaliveLost),
+                    Action::Send(Message::Keepalive(Keepalive { sent_at_ms: t })),
+                    Action::Event(SessionEvent::KeepaliveSent),
+                ]
+            );
+            assert_eq!(a.keepalives_lost(), i as u64 + 1);
+            assert_eq!(a.keepalives_sent(), i as u64 + 2);
+        }
+        // The echoes come again: no more losses.
+        let k = a.tick(ms(1503));
+        assert_eq!(count(&k, SessionEvent::KeepaliveLost), 1);
+        round_trip(&k, &mut a, &mut b, ms(1505));
+        let k = a.tick(ms(1803));
+        assert_eq!(count(&k, SessionEvent::KeepaliveLost), 0);
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (7, 5));
+    }
+
+    #[test]
+    fn a_late_echo_does_not_uncount_a_loss() {
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        a.on_frame(Message::SiteMetrics(SiteMetrics::default()), ms(300));
+        let k = a.tick(ms(303));
+        assert_eq!(count(&k, SessionEvent::KeepaliveLost), 1);
+        // The echo of the keepalive of 3 ms arrives after its successor went
+        // out: proof of life, no RTT, and the loss stays.
+        let late = a.on_frame(Message::KeepaliveAck(KeepaliveAck { echo: 3 }), ms(310));
+        assert!(late.is_empty(), "{late:?}");
+        assert_eq!(a.rtt(), None);
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (2, 1));
+        // Nor does it answer the keepalive in flight (of 303 ms), which is
+        // lost in turn when the next one is due.
+        let k = a.tick(ms(603));
+        assert_eq!(count(&k, SessionEvent::KeepaliveLost), 1);
+        // An echo in time still measures the RTT and counts nothing.
+        let r = a.on_frame(Message::KeepaliveAck(KeepaliveAck { echo: 603 }), ms(610));
+        assert_eq!(r, vec![Action::Event(SessionEvent::Rtt(ms(7)))]);
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (3, 2));
+    }
+
+    #[test]
+    fn closing_counts_a_keepalive_outstanding_for_an_interval() {
+        // Outstanding for less than the interval: not lost (its successor
+        // was not due yet).
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        assert_eq!(
+            a.on_eof(ms(302)),
+            vec![Action::Close(CloseReason::PeerClosed)]
+        );
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (1, 0));
+        // Outstanding for the interval or more (a late tick): lost, and said
+        // so before the close.
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        assert_eq!(
+            a.on_eof(ms(303)),
+            vec![
+                Action::Event(SessionEvent::KeepaliveLost),
+                Action::Close(CloseReason::PeerClosed)
+            ]
+        );
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (1, 1));
+        // Every way of closing counts it.
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        let r = a.reject("bye", ms(400));
+        assert_eq!(count(&r, SessionEvent::KeepaliveLost), 1);
+        assert!(matches!(closed(&r), Some(CloseReason::Local(_))));
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        let r = a.abort(CloseReason::Local("write failed".into()), ms(400));
+        assert_eq!(count(&r, SessionEvent::KeepaliveLost), 1);
+        assert_eq!(sends(&r), vec![]);
+        assert!(a.abort(CloseReason::PeerClosed, ms(500)).is_empty());
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (1, 1));
+        // A silent peer: every keepalive is lost, the last one at the
+        // timeout (sent 300 ms before it, when its successor is due).
+        let (mut a, _, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+        let mut all = Vec::new();
+        for t in [303, 603, 903] {
+            all.extend(a.tick(ms(t)));
+        }
+        assert_eq!(closed(&all), Some(CloseReason::Timeout(T)));
+        assert_eq!(count(&all, SessionEvent::KeepaliveLost), 3);
+        assert_eq!((a.keepalives_sent(), a.keepalives_lost()), (3, 3));
+        // Before Up nothing is sent, so nothing is lost.
+        let mut c = after_hello_sent();
+        assert_eq!(
+            c.on_eof(ms(5000)),
+            vec![Action::Close(CloseReason::PeerClosed)]
+        );
+        assert_eq!((c.keepalives_sent(), c.keepalives_lost()), (0, 0));
     }
 }

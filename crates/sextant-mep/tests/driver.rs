@@ -469,6 +469,69 @@ async fn reload_keeps_sessions_of_remaining_sites_and_drops_others() {
     a.wait_services("B", "svcB", 11, WAIT).await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn keepalive_losses_add_up_per_site_across_reconnects() {
+    // A (lower IP) dials B, a fake that answers for a while, then goes
+    // silent; then a second session that answers, ended by B closing.
+    let specs = [site("A", "127.77.12.1"), site("B", "127.77.12.2")];
+    let listener = tokio::net::TcpListener::bind(specs[1].addr())
+        .await
+        .unwrap();
+    let mut a = Node::start(&specs, "A", KA);
+    let counts = |a: &Node| {
+        let st = a.handle().status();
+        let b = st.iter().find(|s| s.name == "B").unwrap();
+        (b.keepalives_sent, b.keepalives_lost)
+    };
+    assert_eq!(counts(&a), (0, 0));
+
+    // First session: every keepalive (one per KA/3 = 200 ms) answered.
+    let (stream, _) = listener.accept().await.unwrap();
+    let mut fake = Fake::new(stream, &specs[1], &specs[0], None, KA);
+    fake.handshake().await;
+    a.wait_up("B", WAIT).await;
+    fake.serve_for(Duration::from_millis(1000)).await;
+    let (sent1, lost1) = counts(&a);
+    assert!((5..=7).contains(&sent1), "sent {sent1}");
+    assert_eq!(lost1, 0);
+
+    // Silence: A's keepalives go unanswered until the keepalive timeout
+    // (600 ms) closes the session; each counts once its successor is due,
+    // the last one at the close.
+    let reason = a.wait_down("B", Duration::from_secs(2)).await;
+    assert!(reason.contains("keepalive timeout"), "{reason}");
+    let (sent2, lost2) = counts(&a);
+    assert!(sent2 >= sent1 + 2, "sent {sent1} then {sent2}");
+    // Every keepalive sent in the silence is lost (and perhaps the one in
+    // flight when B stopped answering), the last one included.
+    let silent = sent2 - sent1;
+    assert!(
+        lost2 >= 2 && (silent..=silent + 1).contains(&lost2),
+        "lost {lost2}, {silent} sent in silence"
+    );
+    drop(fake);
+
+    // A reconnects: the totals go on from there, they do not reset.
+    let (stream, _) = listener.accept().await.unwrap();
+    let mut fake = Fake::new(stream, &specs[1], &specs[0], None, KA);
+    fake.handshake().await;
+    a.wait_up("B", WAIT).await;
+    let (sent, lost) = counts(&a);
+    assert!(sent > sent2, "sent {sent2} then {sent}");
+    assert_eq!(lost, lost2);
+    fake.serve_for(Duration::from_millis(1000)).await;
+    // B closes: the keepalive in flight is younger than an interval, so
+    // not lost; the totals stay after the site is DOWN.
+    drop(fake);
+    a.wait_down("B", Duration::from_millis(500)).await;
+    let st = a.handle().status();
+    let sb = st.iter().find(|s| s.name == "B").unwrap();
+    assert_eq!(sb.state, MepState::Down);
+    assert!(sb.keepalives_sent >= sent2 + 5, "{sb:?}");
+    assert_eq!(sb.keepalives_lost, lost2, "{sb:?}");
+    assert_eq!(sb.link_rtt, None);
+}
+
 /// Reads frames until the peer closes; returns them.
 async fn read_to_close(s: &mut tokio::net::TcpStream) -> Vec<Message> {
     let mut reader = sextant_mep::FrameReader::new(sextant_mep::DEFAULT_MAX_FRAME);

@@ -374,6 +374,8 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 link_rtt_ms: peer
                     .and_then(|p| p.link_rtt)
                     .map(|r| r.as_secs_f64() * 1000.0),
+                keepalives_sent: peer.map_or(0, |p| p.keepalives_sent),
+                keepalives_lost: peer.map_or(0, |p| p.keepalives_lost),
                 link: peer.and_then(|p| p.link).map(str::to_string),
                 last_down_reason: peer.and_then(|p| p.last_down_reason.clone()),
                 cpu_percent: figures(&s.name, s.kind == SiteKind::Local)
@@ -400,6 +402,8 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 via: p.via.clone(),
                 last_message: p.last_message.map(rfc3339),
                 link_rtt_ms: p.link_rtt.map(|r| r.as_secs_f64() * 1000.0),
+                keepalives_sent: p.keepalives_sent,
+                keepalives_lost: p.keepalives_lost,
                 link: p.link.map(str::to_string),
                 last_down_reason: p.last_down_reason.clone(),
                 cpu_percent: figures(&p.name, false).and_then(|m| m.cpu_percent),

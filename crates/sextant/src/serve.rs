@@ -18,7 +18,7 @@ use anyhow::{Context, bail};
 use sextant_core::{Model, Snapshot};
 use sextant_dns::DnsShared;
 use sextant_health::Gates;
-use sextant_state::{Effect, Engine, Event, LocalSession, Prepared, Probe};
+use sextant_state::{Effect, Engine, Event, LinkCounters, LocalSession, Prepared, Probe};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{error, info, warn};
 
@@ -764,7 +764,16 @@ async fn state_task(
                 }
                 Event::LocalFigures { service: load.service, metrics: load.metrics }
             }
-            _ = site_tick.tick(), if has_mep || has_dc => own_site_figures(&daemon, &mut sampler),
+            _ = site_tick.tick(), if has_mep || has_dc => {
+                // This node's figures, and the keepalive counters of its
+                // links for datacenter mode's packet loss, in one batch.
+                let batch: Vec<Event> = std::iter::once(own_site_figures(&daemon, &mut sampler))
+                    .chain(link_counters(&daemon))
+                    .collect();
+                let effects = engine.apply_all(batch, wall_now());
+                carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
+                continue;
+            }
             _ = session_tick.tick(), if has_mep && engine.session_exchange() => {
                 let entries: Vec<LocalSession> = daemon
                     .dns
@@ -831,6 +840,30 @@ fn own_site_figures(daemon: &Daemon, sampler: &mut crate::site_metrics::Sampler)
         *m = sample;
     }
     Event::OwnSiteFigures(crate::mep_glue::site_from_wire(&sample))
+}
+
+/// The metric exchange driver's keepalive totals (since start, over every
+/// session) of each site this node has sent keepalives to, as `/v1/sites`
+/// shows them: the engine works out the packet loss of an access period
+/// from their deltas.
+fn link_counters(daemon: &Daemon) -> Vec<Event> {
+    let status = daemon
+        .mep
+        .lock()
+        .ok()
+        .and_then(|m| m.as_ref().map(|m| m.status()))
+        .unwrap_or_default();
+    status
+        .into_iter()
+        .filter(|p| p.state != sextant_mep::MepState::Local && p.keepalives_sent > 0)
+        .map(|p| Event::LinkCounters {
+            site: p.name,
+            counters: LinkCounters {
+                sent: p.keepalives_sent,
+                lost: p.keepalives_lost,
+            },
+        })
+        .collect()
 }
 
 /// Keeps other sites' CPU and memory figures for `/v1/sites`.

@@ -156,6 +156,11 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
                 if e.link_rtt_ms.is_none() || e.last_message.is_none() {
                     return Err(format!("no link RTT or last message yet: {e:?}"));
                 }
+                // The keepalives are counted (a loss or two is possible on
+                // a loaded machine, never more than were sent).
+                if e.keepalives_sent == 0 || e.keepalives_lost > e.keepalives_sent {
+                    return Err(format!("keepalive counters: {e:?}"));
+                }
                 Ok(())
             });
         }

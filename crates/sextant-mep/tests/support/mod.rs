@@ -452,6 +452,39 @@ impl Fake {
         }
     }
 
+    /// Plays a live peer for `d`: answers the node's keepalives (and every
+    /// frame, as the session does) and sends its own keepalives.
+    pub async fn serve_for(&mut self, d: Duration) {
+        let deadline = Instant::now() + d;
+        let mut buf = [0u8; 4096];
+        loop {
+            let wake = self
+                .session
+                .next_deadline()
+                .map_or(deadline, |t| (self.origin + t).min(deadline));
+            tokio::select! {
+                r = self.stream.read(&mut buf) => {
+                    let n = r.unwrap();
+                    assert!(n > 0, "the node closed the connection");
+                    self.reader.push(&buf[..n]);
+                    while let Some(m) = self.reader.next_message().unwrap() {
+                        let now = self.now();
+                        let a = self.session.on_frame(m, now);
+                        self.run(a).await;
+                    }
+                }
+                _ = tokio::time::sleep_until(wake) => {
+                    if Instant::now() >= deadline {
+                        return;
+                    }
+                    let now = self.now();
+                    let a = self.session.tick(now);
+                    self.run(a).await;
+                }
+            }
+        }
+    }
+
     /// Sends a message (the session must be up).
     pub async fn send(&mut self, m: Message) {
         let a = self.session.send(m);
