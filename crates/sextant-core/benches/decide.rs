@@ -8,8 +8,12 @@ use std::hint::black_box;
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use sextant_core::dc;
 use sextant_core::*;
+use sextant_test_support::model::rtt_ms;
 use shape::*;
 
 fn bench(c: &mut Criterion) {
@@ -18,7 +22,9 @@ fn bench(c: &mut Criterion) {
     model.vservers[hash_vs].method = LbMethod::SourceIpHash;
     let least_vs = 777;
     model.vservers[least_vs].method = LbMethod::LeastConnection;
+    add_dc_records(&mut model);
     let snap = health(Snapshot::new(Arc::new(model), 1));
+    let snap = with_dc_rankings(&snap);
     let mut cursor = Cursor::new(1);
     let mut out = AnswerBuf::default();
     let source = IpAddr::from([198, 51, 100, 7]);
@@ -28,6 +34,8 @@ fn bench(c: &mut Criterion) {
         ("round_robin_A", "app1234.example.com", QueryType::A),
         ("source_ip_hash_A", "app4242.example.com", QueryType::A),
         ("least_connection_A", "app777.example.com", QueryType::A),
+        ("dc_based_A", "dc.example.com", QueryType::A),
+        ("dc_client_based_A", "dcc.example.com", QueryType::A),
         ("nxdomain", "nothing.example.com", QueryType::A),
         ("refused", "www.example.org", QueryType::A),
     ] {
@@ -51,6 +59,85 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// Two datacenter-mode records over the three sites, two addresses each
+/// (a service's, and an always-healthy one, weights 1 and 3): DC Based CPU
+/// with `-totalDCs 2` and weighted round robin (`dc.example.com`), and
+/// Client Based by hops (`dcc.example.com`).
+fn add_dc_records(m: &mut Model) {
+    for (name, selection) in [
+        ("dc.example.com", DcSelection::DcBased(DcCriterion::Cpu)),
+        (
+            "dcc.example.com",
+            DcSelection::ClientBased(ClientCriterion::Hops),
+        ),
+    ] {
+        let mut rec = DcRecord {
+            name: name.into(),
+            ttl: 30,
+            selection,
+            total_dcs: 2,
+            balance: Balance::WeightedRoundRobin,
+            groups: Vec::new(),
+            addresses: Vec::new(),
+            fail_safe: Vec::new(),
+        };
+        for s in 0..SITES {
+            rec.groups.push(DcGroup {
+                site: s as u32,
+                service: Some(s as u32),
+            });
+            rec.addresses.push(DcAddress {
+                group: s as u8,
+                ip: m.services[s].ip,
+                weight: 1,
+                health: DcHealth::Service(s as u32),
+            });
+            rec.addresses.push(DcAddress {
+                group: s as u8,
+                ip: IpAddr::from([192, 0, 2, s as u8 + 1]),
+                weight: 3,
+                health: DcHealth::Always,
+            });
+        }
+        m.dc_records.push(rec);
+    }
+}
+
+/// The DC Based record ranked (site CPU 30 / 10 / 20 %), and an RTT table
+/// whose row for the bench's source carries every site's path figures.
+fn with_dc_rankings(snap: &Snapshot) -> Snapshot {
+    let cpu = [30.0, 10.0, 20.0];
+    let order = dc::rank_record(
+        &snap.model().dc_records[0],
+        |g| dc::DcFacts {
+            reachable: true,
+            cpu_percent: Some(cpu[g]),
+            ..dc::DcFacts::default()
+        },
+        Duration::ZERO,
+    );
+    let cells: Vec<Option<RttCell>> = (0..SITES as u8)
+        .map(|s| {
+            Some(RttCell {
+                path: Some(PathFigures {
+                    hops: 10 - s,
+                    ttl: 54 + s,
+                    loss_permille: 0,
+                    mos_centi: 420,
+                }),
+                ..rtt_ms(20)
+            })
+        })
+        .collect();
+    let mut rtt = RttTable::builder(SITES);
+    rtt.row(IpAddr::from([198, 51, 100, 7]), &cells);
+    snap.with_dc_orders(Arc::new(DcOrders {
+        orders: vec![Some(order), None],
+        site_reachable: vec![true; SITES],
+    }))
+    .with_rtt(Arc::new(rtt.build()))
 }
 
 /// The RTT method on RTT tables of growing size, next to weighted round
