@@ -76,11 +76,13 @@ impl DcBook {
     pub fn reported(&mut self, site: SiteId, figures: SiteFigures) {
         if let Some(slot) = self.reported.get_mut(site as usize) {
             *slot = Some(figures);
-            if !self
-                .known_at_rank
-                .get(site as usize)
-                .copied()
-                .unwrap_or(true)
+            // A report without figures changes nothing to rank by.
+            if figures.is_known()
+                && !self
+                    .known_at_rank
+                    .get(site as usize)
+                    .copied()
+                    .unwrap_or(true)
             {
                 self.next_rank = None;
             }
@@ -133,6 +135,7 @@ impl DcBook {
                     || f.bandwidth_bytes_ps.is_some()
             })
             .collect();
+        debug_assert_eq!(self.known_at_rank.len(), model.sites.len());
         let orders = model
             .dc_records
             .iter()

@@ -116,6 +116,15 @@ pub struct SiteFigures {
     pub bandwidth_bytes_ps: Option<f64>,
 }
 
+impl SiteFigures {
+    /// Whether any figure is known.
+    pub fn is_known(&self) -> bool {
+        self.cpu_percent.is_some()
+            || self.memory_percent.is_some()
+            || self.bandwidth_bytes_ps.is_some()
+    }
+}
+
 /// A persistence entry made by this node's DNS path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalSession {
