@@ -78,7 +78,12 @@ pub(crate) fn answer_dc_record<T: Tracer>(
 ) -> Decision {
     let rec = &snap.model().dc_records[r as usize];
     let client_based = rec.selection.is_client_based();
-    trace.record(TraceEvent::DcRecord { record: r });
+    if T::ENABLED {
+        trace.record(TraceEvent::DcRecord {
+            record: r,
+            status: record_status(snap, r),
+        });
+    }
     let family_ok = |ip: IpAddr| ip.is_ipv6() == v6;
     // Answerable: healthy, of the family, not drained.
     let answerable = |a: usize| {

@@ -112,8 +112,11 @@ pub enum TraceEvent {
     /// The RTT method had no RTT to the LDNS and `-dropLdnsReq` is
     /// ENABLED: no response.
     NoRttDropped,
-    /// The name is a datacenter-mode record.
-    DcRecord { record: crate::dc::DcRecordId },
+    /// The name is a datacenter-mode record, in this status.
+    DcRecord {
+        record: crate::dc::DcRecordId,
+        status: crate::dc::RecordStatus,
+    },
     /// One datacenter group in ranked order: its figure, how many of its
     /// addresses can answer, and whether it was taken.
     DcGroup {
@@ -324,7 +327,7 @@ impl TraceEvent {
             TraceEvent::NoRttDropped => {
                 "-dropLdnsReq ENABLED: the query is dropped until this LDNS has an RTT".to_string()
             }
-            TraceEvent::DcRecord { record } => match model.dc_records.get(*record as usize) {
+            TraceEvent::DcRecord { record, status } => match model.dc_records.get(*record as usize) {
                 Some(r) => {
                     let criterion = r
                         .selection
@@ -338,8 +341,9 @@ impl TraceEvent {
                         format!("the first {} datacenter(s) with a healthy address", r.total_dcs)
                     };
                     format!(
-                        "{} is a datacenter-mode record: {}{criterion}; {cut}; balance {}",
+                        "{} is a datacenter-mode record (status {}): {}{criterion}; {cut}; balance {}",
                         r.name,
+                        status.describe(),
                         r.selection.name(),
                         r.balance.name()
                     )

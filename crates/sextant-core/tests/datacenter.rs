@@ -610,7 +610,7 @@ fn the_explanation_lists_each_dc_with_its_rank_figure_and_verdict() {
     let lines: Vec<String> = t.0.iter().map(|e| e.describe(s.model())).collect();
     let text = lines.join("\n");
     for want in [
-        "www.example.com is a datacenter-mode record: DC_BASED by CPU; the first 2 datacenter(s) with a healthy address; balance ALL",
+        "www.example.com is a datacenter-mode record (status OK): DC_BASED by CPU; the first 2 datacenter(s) with a healthy address; balance ALL",
         "rank 1: DC 2 (site ams), CPU 10, 2 healthy address(es): taken",
         "rank 2: DC 4 (site sgp), CPU 25, 2 healthy address(es): taken",
         "rank 3: DC 1 (site fra), CPU 40, 2 healthy address(es): beyond Total DCs to Select from, left out",

@@ -176,6 +176,14 @@ fn a_dc_without_healthy_addresses_drops_out_and_every_status_appears() {
         s.record_is(NAME, "Partially OK", &["ams", "fra", "nyc"])?;
         s.steadily(NAME, "fra", 3)
     });
+    let text = s.fra().explain(NAME, "198.51.100.1").trace.join("\n");
+    for want in [
+        "(status Partially OK): ALL_DC_RECORDS",
+        "rank 1: DC 1 (site ams), configured order, 0 healthy address(es): no healthy address, left out",
+        "rank 2: DC 2 (site fra), configured order, 1 healthy address(es): taken",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
     s.kill_backend("fra");
     s.kill_backend("nyc");
     eventually_ok(CONVERGE, "nothing healthy: fail-safe", || {
