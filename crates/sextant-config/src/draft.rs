@@ -224,16 +224,11 @@ pub(crate) struct DraftLoad {
     pub url: Option<(String, usize)>,
     pub interval: Option<(std::time::Duration, usize)>,
     /// Metric selectors as written, per figure (indexed like
-    /// [`LoadKind::ALL`]).
-    pub metrics: [Option<(String, usize)>; 5],
+    /// [`LoadKind::EVERY`]).
+    pub metrics: [Option<(String, usize)>; LoadKind::EVERY.len()],
 }
 
 impl DraftLoad {
-    /// Index of a figure in [`DraftLoad::metrics`].
-    pub(crate) fn slot(kind: LoadKind) -> usize {
-        LoadKind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
-    }
-
     /// Forgets the Prometheus settings (when the source changes).
     pub(crate) fn clear_prometheus(&mut self) {
         self.url = None;

@@ -620,11 +620,11 @@ impl Validator<'_> {
             Some((d, _)) => d,
             None => DEFAULT_LOAD_INTERVAL,
         };
-        let mut selectors: [Option<String>; 5] = Default::default();
+        let mut metrics: [Option<String>; LoadKind::EVERY.len()] = Default::default();
         for (i, m) in load.metrics.iter().enumerate() {
             let Some((text, line)) = m else { continue };
             match MetricSelector::parse(text) {
-                Ok(sel) => selectors[i] = Some(sel.to_string()),
+                Ok(sel) => metrics[i] = Some(sel.to_string()),
                 Err(e) => {
                     let hint = match self.syntax {
                         Syntax::Appliance if !text.contains('"') && text.contains('{') => {
@@ -646,22 +646,17 @@ impl Validator<'_> {
                 ),
             );
         }
-        let [connections, response_time, bandwidth, packets, custom_load] = selectors;
         LoadSource::Prometheus(Box::new(PrometheusSource {
             url,
             interval,
-            connections,
-            response_time,
-            bandwidth,
-            packets,
-            custom_load,
+            metrics,
         }))
     }
 
     /// The setting naming each figure's metric, in this syntax, indexed
-    /// like [`LoadKind::ALL`].
-    fn metric_keys(&self) -> [&'static str; 5] {
-        LoadKind::ALL.map(|k| match (self.syntax, k) {
+    /// like [`LoadKind::EVERY`].
+    fn metric_keys(&self) -> [&'static str; LoadKind::EVERY.len()] {
+        LoadKind::EVERY.map(|k| match (self.syntax, k) {
             (Syntax::Appliance, LoadKind::Connections) => "-connectionsMetric",
             (Syntax::Appliance, LoadKind::ResponseTime) => "-responseTimeMetric",
             (Syntax::Appliance, LoadKind::Bandwidth) => "-bandwidthMetric",

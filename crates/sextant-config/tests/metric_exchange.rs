@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use sextant_config::{parse_appliance, parse_toml};
-use sextant_core::{LoadSource, Model, PrometheusSource, RpcNode, TriggerMonitor};
+use sextant_core::{LoadKind, LoadSource, Model, PrometheusSource, RpcNode, TriggerMonitor};
 
 fn ip(s: &str) -> IpAddr {
     s.parse().expect("ip")
@@ -223,18 +223,21 @@ fn load_sources_in_the_appliance_syntax() {
     assert_eq!(p.url, "http://127.0.0.1:9101/metrics");
     assert_eq!(p.interval, Duration::from_secs(5));
     assert_eq!(
-        p.connections.as_deref(),
+        p.metric(LoadKind::Connections),
         Some("haproxy_backend_current_sessions{proxy=\"web\"}")
     );
-    assert_eq!(p.response_time, None);
+    assert_eq!(p.metric(LoadKind::ResponseTime), None);
     let p = prometheus(&m, 1);
     assert_eq!(p.url, "http://[::1]:8080/stats/prometheus");
     assert_eq!(p.interval, Duration::from_millis(500));
-    assert_eq!(p.connections, None);
-    assert_eq!(p.response_time.as_deref(), Some("envoy_rt_seconds"));
-    assert_eq!(p.bandwidth.as_deref(), Some("envoy_bytes{dir=\"out\"}"));
-    assert_eq!(p.packets.as_deref(), Some("pkts_total"));
-    assert_eq!(p.custom_load.as_deref(), Some("load"));
+    assert_eq!(p.metric(LoadKind::Connections), None);
+    assert_eq!(p.metric(LoadKind::ResponseTime), Some("envoy_rt_seconds"));
+    assert_eq!(
+        p.metric(LoadKind::Bandwidth),
+        Some("envoy_bytes{dir=\"out\"}")
+    );
+    assert_eq!(p.metric(LoadKind::Packets), Some("pkts_total"));
+    assert_eq!(p.metric(LoadKind::CustomLoad), Some("load"));
     assert_eq!(m.services[2].load_source, LoadSource::Push);
     assert_eq!(m.services[3].load_source, LoadSource::Monitors);
     assert_eq!(m.services[4].load_source, LoadSource::Monitors);
@@ -373,10 +376,10 @@ fn load_sources_in_toml() {
     assert_eq!(p.url, "http://127.0.0.1:9101/metrics");
     assert_eq!(p.interval, Duration::from_millis(250));
     assert_eq!(
-        p.connections.as_deref(),
+        p.metric(LoadKind::Connections),
         Some("haproxy_backend_current_sessions{proxy=\"web\"}")
     );
-    assert_eq!(p.custom_load.as_deref(), Some("load"));
+    assert_eq!(p.metric(LoadKind::CustomLoad), Some("load"));
     assert_eq!(m.services[1].load_source, LoadSource::Push);
     assert_eq!(m.services[2].load_source, LoadSource::Monitors);
 }
@@ -445,9 +448,144 @@ fn load_sources_agree_between_syntaxes() {
     assert_eq!(a, b);
     // Selectors are stored in one canonical spelling.
     assert_eq!(
-        prometheus(&a, 0).connections.as_deref(),
+        prometheus(&a, 0).metric(LoadKind::Connections),
         Some("c{a=\"b\",c=\"d\"}")
     );
+}
+
+#[test]
+fn service_figure_metrics_in_both_syntaxes() {
+    let a = conf(&with_sites(concat!(
+        "add gslb service web1 10.1.0.1 HTTP 80 -siteName s1 -loadSource PROMETHEUS -loadURL http://127.0.0.1:9101/metrics -cpuMetric 'vservice_cpu_percent{svc=\"web\"}' -memoryMetric vservice_memory_percent\n",
+        "set gslb service web1 -requestsMetric haproxy_backend_http_requests_total -newSessionsMetric haproxy_backend_current_session_rate -healthyBackendsMetric 'haproxy_backend_active_servers{proxy=\"web\"}'\n",
+        // A new figure alone is enough for a Prometheus source.
+        "add gslb service web2 10.1.0.2 HTTP 80 -siteName s1 -loadSource PROMETHEUS -loadURL http://h/m -healthyBackendsMetric up\n",
+    )));
+    let b = toml(&with_toml_head(concat!(
+        "[[service]]\nname = \"web1\"\nip = \"10.1.0.1\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"s1\"\n",
+        "load = { source = \"prometheus\", url = \"http://127.0.0.1:9101/metrics\", cpu = 'vservice_cpu_percent{svc=\"web\"}', memory = \"vservice_memory_percent\", requests = \"haproxy_backend_http_requests_total\", new_sessions = \"haproxy_backend_current_session_rate\", healthy_backends = 'haproxy_backend_active_servers{proxy=\"web\"}' }\n",
+        "[[service]]\nname = \"web2\"\nip = \"10.1.0.2\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"s1\"\n",
+        "load = { source = \"prometheus\", url = \"http://h/m\", healthy_backends = \"up\" }\n",
+    )));
+    assert_eq!(a, b);
+    let p = prometheus(&a, 0);
+    assert_eq!(
+        p.metric(LoadKind::Cpu),
+        Some("vservice_cpu_percent{svc=\"web\"}")
+    );
+    assert_eq!(p.metric(LoadKind::Memory), Some("vservice_memory_percent"));
+    assert_eq!(
+        p.metric(LoadKind::Requests),
+        Some("haproxy_backend_http_requests_total")
+    );
+    assert_eq!(
+        p.metric(LoadKind::NewSessions),
+        Some("haproxy_backend_current_session_rate")
+    );
+    assert_eq!(
+        p.metric(LoadKind::HealthyBackends),
+        Some("haproxy_backend_active_servers{proxy=\"web\"}")
+    );
+    for kind in LoadKind::ALL {
+        assert_eq!(p.metric(kind), None, "{kind}");
+    }
+    let p = prometheus(&a, 1);
+    assert_eq!(p.metric(LoadKind::HealthyBackends), Some("up"));
+}
+
+#[test]
+fn service_figure_metric_errors_in_both_syntaxes() {
+    let svc = "add gslb service web1 10.1.0.1 HTTP 80 -siteName s1";
+    let cases: &[(&str, &[&str])] = &[
+        (
+            " -loadSource PROMETHEUS -loadURL http://h/m -cpuMetric '9cpu'",
+            &["service \"web1\": -cpuMetric: \"9cpu\" is not a metric name"],
+        ),
+        (
+            " -loadSource PROMETHEUS -loadURL http://h/m -requestsMetric rq{proxy=\"web\"}",
+            &[
+                "-requestsMetric: label proxy: expected a double-quoted value",
+                "quote the whole selector in single quotes",
+            ],
+        ),
+        (
+            " -loadSource PROMETHEUS -loadURL http://h/m -healthyBackendsMetric 'up{a!=\"b\"}'",
+            &["-healthyBackendsMetric: label a: only equality matchers"],
+        ),
+        (
+            " -loadSource PROMETHEUS -loadURL http://h/m",
+            &[
+                "needs at least one metric: -connectionsMetric,",
+                "-customLoadMetric, -cpuMetric, -memoryMetric, -requestsMetric, -newSessionsMetric, -healthyBackendsMetric",
+            ],
+        ),
+        (
+            " -loadSource PUSH -newSessionsMetric ns",
+            &[
+                "-newSessionsMetric applies only to -loadSource PROMETHEUS (this service's -loadSource is PUSH)",
+            ],
+        ),
+    ];
+    for (opts, parts) in cases {
+        one(
+            conf_errors(&with_sites(&format!("{svc}{opts}\n"))),
+            3,
+            parts,
+        );
+    }
+    // On `set gslb service`, at that line.
+    one(
+        conf_errors(&with_sites(concat!(
+            "add gslb service web1 10.1.0.1 HTTP 80 -siteName s1 -loadSource PROMETHEUS -loadURL http://h/m -connectionsMetric c\n",
+            "set gslb service web1 -memoryMetric 'mem{'\n",
+        ))),
+        4,
+        &["service \"web1\": -memoryMetric: missing closing }"],
+    );
+
+    let svc = "[[service]]\nname = \"web1\"\nip = \"10.1.0.1\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"s1\"\n";
+    // The load line is line 19 (12 lines of head, 6 of the service).
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "load = { source = \"prometheus\", url = \"http://h/\", cpu = \"9cpu\" }",
+            &["[[service]] web1: load: cpu: \"9cpu\" is not a metric name"],
+        ),
+        (
+            "load = { source = \"prometheus\", url = \"http://h/\", memory = \"m{\" }",
+            &["load: memory: missing closing }"],
+        ),
+        (
+            "load = { source = \"prometheus\", url = \"http://h/\", requests = \"r x\" }",
+            &["load: requests: unexpected \"x\" after the metric name"],
+        ),
+        (
+            "load = { source = \"prometheus\", url = \"http://h/\", new_sessions = 'n{a=\"1\",a=\"2\"}' }",
+            &["load: new_sessions: label a is given twice"],
+        ),
+        (
+            "load = { source = \"prometheus\", url = \"http://h/\", healthy_backends = \"\" }",
+            &["load: healthy_backends: \"\" is not a metric name"],
+        ),
+        (
+            "load = { source = \"prometheus\", url = \"http://h/\" }",
+            &[
+                "load: custom_load, load: cpu, load: memory, load: requests, load: new_sessions, load: healthy_backends",
+            ],
+        ),
+        (
+            "load = { source = \"monitors\", healthy_backends = \"up\" }",
+            &[
+                "load: healthy_backends applies only to source = \"prometheus\" (this service's load: source is \"monitors\")",
+            ],
+        ),
+    ];
+    for (load, parts) in cases {
+        one(
+            toml_errors(&with_toml_head(&format!("{svc}{load}\n"))),
+            19,
+            parts,
+        );
+    }
 }
 
 #[test]

@@ -74,6 +74,8 @@ const WORDS: &[&str] = &[
     "-loadInterval",
     "-connectionsMetric",
     "-customLoadMetric",
+    "-cpuMetric",
+    "-healthyBackendsMetric",
     "dcRecord",
     "www.example.com",
     "-dcSelection",

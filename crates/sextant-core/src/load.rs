@@ -127,6 +127,8 @@ pub enum LoadKind {
 }
 
 impl LoadKind {
+    /// The figures the selection methods decide by (LEASTCONNECTION ...
+    /// CUSTOMLOAD).
     pub const ALL: [LoadKind; 5] = [
         LoadKind::Connections,
         LoadKind::ResponseTime,
@@ -144,6 +146,28 @@ impl LoadKind {
         LoadKind::NewSessions,
         LoadKind::HealthyBackends,
     ];
+
+    /// Every figure: [`LoadKind::ALL`], then [`LoadKind::SERVICE_FIGURES`].
+    /// Arrays with one entry per figure (a Prometheus source's selectors)
+    /// are indexed like this list, by [`LoadKind::index`].
+    pub const EVERY: [LoadKind; 10] = [
+        LoadKind::Connections,
+        LoadKind::ResponseTime,
+        LoadKind::Bandwidth,
+        LoadKind::Packets,
+        LoadKind::CustomLoad,
+        LoadKind::Cpu,
+        LoadKind::Memory,
+        LoadKind::Requests,
+        LoadKind::NewSessions,
+        LoadKind::HealthyBackends,
+    ];
+
+    /// The position of the figure in [`LoadKind::EVERY`] (the variants are
+    /// declared in that order).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
 
     /// The figure a selection method decides by, if it decides by one.
     pub fn of_method(method: LbMethod) -> Option<LoadKind> {
@@ -657,6 +681,18 @@ mod tests {
             LoadKind::ResponseTime.phrase(Some(900)),
             "responds in 900µs"
         );
+    }
+
+    #[test]
+    fn every_kind_once_in_index_order() {
+        for (i, k) in LoadKind::EVERY.iter().enumerate() {
+            assert_eq!(k.index(), i, "{k}");
+        }
+        let combined: Vec<LoadKind> = LoadKind::ALL
+            .into_iter()
+            .chain(LoadKind::SERVICE_FIGURES)
+            .collect();
+        assert_eq!(combined, LoadKind::EVERY);
     }
 
     #[test]

@@ -172,12 +172,17 @@ pub struct PrometheusSource {
     pub url: String,
     /// How often to scrape.
     pub interval: Duration,
-    /// Metric names (optionally with a `{label="value"}` selector) per figure.
-    pub connections: Option<String>,
-    pub response_time: Option<String>,
-    pub bandwidth: Option<String>,
-    pub packets: Option<String>,
-    pub custom_load: Option<String>,
+    /// The metric name (optionally with a `{label="value"}` selector) of
+    /// each figure, indexed like [`crate::LoadKind::EVERY`]
+    /// (`metrics[kind.index()]`); `None`: that figure is not scraped.
+    pub metrics: [Option<String>; crate::LoadKind::EVERY.len()],
+}
+
+impl PrometheusSource {
+    /// The selector of one figure, if it is scraped.
+    pub fn metric(&self, kind: crate::LoadKind) -> Option<&str> {
+        self.metrics[kind.index()].as_deref()
+    }
 }
 
 /// Whether a site is this node or another datacenter.

@@ -1,5 +1,6 @@
 //! Local load sources: scraping Prometheus text endpoints for the load
-//! figures of the metric-driven methods (LEASTCONNECTION, ...).
+//! figures of the metric-driven methods (LEASTCONNECTION, ...) and of
+//! datacenter mode's Service Based selection (CPU, requests, ...).
 //!
 //! [`start_load_sources`] runs one task per distinct (URL, interval) among
 //! the local site's services whose `load_source` is
@@ -24,11 +25,17 @@
 //! | bandwidth | their sum, bytes → bits (× 8) |
 //! | packets | their sum |
 //! | custom load | their mean, rounded and clamped to 0..=100 |
+//! | CPU, memory | their mean, taken as percent (not scaled), rounded and clamped to 0..=100 |
+//! | requests, new sessions | their sum |
+//! | healthy backends | their sum, always as a gauge |
 //!
 //! A counter (declared `# TYPE name counter`, or named `..._total` with no
 //! TYPE line) is turned into its per-second rate between two scrapes, so
 //! it gives a figure from the second scrape on; a counter that went down
-//! (a restart) counts from zero.
+//! (a restart) counts from zero. Healthy backends are a count at the
+//! moment of the scrape, never a rate: their series are read as gauges
+//! whatever their type says. CPU and memory are never rescaled: a series
+//! in 0..1 reads as 0 or 1 percent.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -244,7 +251,7 @@ impl Scraper {
 /// `scraped URL: 12 connections, responds in 1.2ms; no series for X`.
 fn describe(url: &HttpUrl, metrics: &ServiceMetrics, notes: &[String], skipped: usize) -> String {
     let mut out = format!("scraped {url}:");
-    let figures: Vec<String> = LoadKind::ALL
+    let figures: Vec<String> = LoadKind::EVERY
         .iter()
         .filter_map(|k| metrics.get(*k).map(|v| k.format(v)))
         .collect();
@@ -296,14 +303,10 @@ enum Reading {
 impl Target {
     fn new(service: ServiceId, name: &str, source: &PrometheusSource) -> Result<Self, String> {
         let mut figures = Vec::new();
-        for (kind, text) in [
-            (LoadKind::Connections, &source.connections),
-            (LoadKind::ResponseTime, &source.response_time),
-            (LoadKind::Bandwidth, &source.bandwidth),
-            (LoadKind::Packets, &source.packets),
-            (LoadKind::CustomLoad, &source.custom_load),
-        ] {
-            let Some(text) = text else { continue };
+        for kind in LoadKind::EVERY {
+            let Some(text) = source.metric(kind) else {
+                continue;
+            };
             let selector = MetricSelector::parse(text)
                 .map_err(|e| format!("service {name}: {} metric: {e}", kind.as_str()))?;
             figures.push(Figure {
@@ -367,8 +370,9 @@ fn rate(before: f64, now: f64, elapsed: Duration) -> Option<f64> {
     Some(delta / secs)
 }
 
-/// The figure in its unit (connections, µs, bit/s, packets/s, 0..=100)
-/// from a value in the Prometheus unit; `None` for NaN or infinities.
+/// The figure in its unit (connections, µs, bit/s, packets/s, 0..=100,
+/// percent, requests/s, new sessions/s, backends) from a value in the
+/// Prometheus unit; `None` for NaN or infinities.
 fn convert(kind: LoadKind, v: f64) -> Option<u64> {
     if !v.is_finite() {
         return None;
@@ -394,7 +398,11 @@ fn reading(
     selector: &MetricSelector,
 ) -> Option<Reading> {
     let name = selector.name.as_str();
-    let ty = exposition.type_of(name);
+    let ty = match kind {
+        // A count at this moment: a rate of it would mean nothing.
+        LoadKind::HealthyBackends => MetricType::Gauge,
+        _ => exposition.type_of(name),
+    };
     if matches!(ty, MetricType::Histogram | MetricType::Summary) {
         let sum_name = format!("{name}_sum");
         let count_name = format!("{name}_count");
@@ -409,7 +417,11 @@ fn reading(
     if ty == MetricType::Counter {
         return Some(Reading::Counter(total));
     }
-    let mean = matches!(kind, LoadKind::ResponseTime | LoadKind::CustomLoad);
+    // Times and percentages average over series; amounts add up.
+    let mean = matches!(
+        kind,
+        LoadKind::ResponseTime | LoadKind::CustomLoad | LoadKind::Cpu | LoadKind::Memory
+    );
     Some(Reading::Value(if mean { total / n as f64 } else { total }))
 }
 
@@ -850,6 +862,11 @@ mod tests {
         assert_eq!(convert(LoadKind::Packets, f64::NAN), None);
         assert_eq!(convert(LoadKind::Packets, f64::INFINITY), None);
         assert_eq!(convert(LoadKind::Packets, 1e30), Some(u64::MAX));
+        assert_eq!(convert(LoadKind::Cpu, 42.4), Some(42));
+        assert_eq!(convert(LoadKind::Cpu, 0.35), Some(0), "percent, not scaled");
+        assert_eq!(convert(LoadKind::Memory, 130.0), Some(100));
+        assert_eq!(convert(LoadKind::Requests, 1500.4), Some(1500));
+        assert_eq!(convert(LoadKind::HealthyBackends, 3.0), Some(3));
         assert_eq!(rate(10.0, 30.0, Duration::from_secs(2)), Some(10.0));
         assert_eq!(rate(30.0, 4.0, Duration::from_secs(2)), Some(2.0));
         assert_eq!(rate(1.0, 2.0, Duration::ZERO), None);

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use sextant_core::{LoadSource, Model, PrometheusSource, Service, ServiceMetrics, Site};
+use sextant_core::{LoadKind, LoadSource, Model, PrometheusSource, Service, ServiceMetrics, Site};
 use sextant_health::load::{MetricType, parse_exposition};
 use sextant_health::{LoadObservation, start_load_sources};
 use tokio::net::TcpListener;
@@ -82,16 +82,17 @@ fn service(name: &str, site: u32, load_source: LoadSource) -> Service {
     }
 }
 
-fn prometheus(url: String, interval_ms: u64) -> PrometheusSource {
-    PrometheusSource {
+/// A Prometheus source with these figures' selectors.
+fn prometheus(url: String, interval_ms: u64, metrics: &[(LoadKind, &str)]) -> PrometheusSource {
+    let mut source = PrometheusSource {
         url,
         interval: Duration::from_millis(interval_ms),
-        connections: None,
-        response_time: None,
-        bandwidth: None,
-        packets: None,
-        custom_load: None,
+        metrics: Default::default(),
+    };
+    for (kind, selector) in metrics {
+        source.metrics[kind.index()] = Some(selector.to_string());
     }
+    source
 }
 
 /// Sites: 0 is local, 1 remote.
@@ -144,19 +145,45 @@ custom_load{svc="web"} 140
 async fn scrapes_local_services_and_shares_an_endpoint() {
     let exporter = Exporter::start().await;
     exporter.serve(HAPROXY);
-    let mut web = prometheus(exporter.url("/metrics"), 100);
-    web.connections = Some(r#"haproxy_backend_current_sessions{proxy="web"}"#.into());
-    web.response_time =
-        Some(r#"haproxy_backend_response_time_average_seconds{proxy="web"}"#.into());
-    web.bandwidth = Some(r#"haproxy_backend_bytes_out_total{proxy="web"}"#.into());
-    web.custom_load = Some(r#"custom_load{svc="web"}"#.into());
-    web.packets = Some("no_such_metric".into());
-    let mut api = prometheus(exporter.url("/metrics"), 100);
-    api.connections = Some(r#"haproxy_backend_current_sessions{proxy="api"}"#.into());
-    api.response_time =
-        Some(r#"haproxy_backend_response_time_average_seconds{proxy="api"}"#.into());
-    let mut remote = prometheus(exporter.url("/remote"), 100);
-    remote.connections = Some("haproxy_backend_current_sessions".into());
+    let web = prometheus(
+        exporter.url("/metrics"),
+        100,
+        &[
+            (
+                LoadKind::Connections,
+                r#"haproxy_backend_current_sessions{proxy="web"}"#,
+            ),
+            (
+                LoadKind::ResponseTime,
+                r#"haproxy_backend_response_time_average_seconds{proxy="web"}"#,
+            ),
+            (
+                LoadKind::Bandwidth,
+                r#"haproxy_backend_bytes_out_total{proxy="web"}"#,
+            ),
+            (LoadKind::CustomLoad, r#"custom_load{svc="web"}"#),
+            (LoadKind::Packets, "no_such_metric"),
+        ],
+    );
+    let api = prometheus(
+        exporter.url("/metrics"),
+        100,
+        &[
+            (
+                LoadKind::Connections,
+                r#"haproxy_backend_current_sessions{proxy="api"}"#,
+            ),
+            (
+                LoadKind::ResponseTime,
+                r#"haproxy_backend_response_time_average_seconds{proxy="api"}"#,
+            ),
+        ],
+    );
+    let remote = prometheus(
+        exporter.url("/remote"),
+        100,
+        &[(LoadKind::Connections, "haproxy_backend_current_sessions")],
+    );
     let m = model(vec![
         service("web", 0, LoadSource::Prometheus(Box::new(web))),
         service("api", 0, LoadSource::Prometheus(Box::new(api))),
@@ -236,6 +263,99 @@ async fn scrapes_local_services_and_shares_an_endpoint() {
     drop(sources);
 }
 
+/// The figures of datacenter mode's Service Based selection.
+const SERVICE_FIGURES: &str = r#"# TYPE vservice_cpu_percent gauge
+vservice_cpu_percent{svc="web",core="0"} 40
+vservice_cpu_percent{svc="web",core="1"} 60
+vservice_cpu_percent{svc="api",core="0"} 99
+vservice_memory_percent{svc="web"} 73.6
+# TYPE haproxy_backend_http_requests_total counter
+haproxy_backend_http_requests_total{proxy="web"} 1000
+# TYPE haproxy_backend_current_session_rate gauge
+haproxy_backend_current_session_rate{proxy="web"} 25
+healthy_backends_total{svc="web",pool="a"} 2
+healthy_backends_total{svc="web",pool="b"} 1
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn scrapes_the_service_based_figures() {
+    let exporter = Exporter::start().await;
+    exporter.serve(SERVICE_FIGURES);
+    let src = prometheus(
+        exporter.url("/metrics"),
+        100,
+        &[
+            (LoadKind::Cpu, r#"vservice_cpu_percent{svc="web"}"#),
+            (LoadKind::Memory, "vservice_memory_percent"),
+            (
+                LoadKind::Requests,
+                r#"haproxy_backend_http_requests_total{proxy="web"}"#,
+            ),
+            (
+                LoadKind::NewSessions,
+                r#"haproxy_backend_current_session_rate{proxy="web"}"#,
+            ),
+            (
+                LoadKind::HealthyBackends,
+                r#"healthy_backends_total{svc="web"}"#,
+            ),
+        ],
+    );
+    let m = model(vec![service(
+        "web",
+        0,
+        LoadSource::Prometheus(Box::new(src)),
+    )]);
+    let (tx, mut rx) = mpsc::channel(64);
+    let _sources = start_load_sources(Arc::new(m), 1, tx);
+
+    let first = next(&mut rx).await;
+    assert_eq!(
+        first.metrics,
+        ServiceMetrics {
+            // The mean of the two cores' series, as percent.
+            cpu_percent: Some(50),
+            memory_percent: Some(74),
+            // A counter: a rate from the second scrape on.
+            requests_ps: None,
+            // A gauge: as is.
+            new_sessions_ps: Some(25),
+            // The sum of the pools, a gauge although named `_total`.
+            healthy_backends: Some(3),
+            ..ServiceMetrics::NONE
+        }
+    );
+    assert_eq!(
+        first.detail,
+        format!(
+            "scraped http://{}/metrics: CPU 50%, memory 74%, 25 new sessions/s, 3 healthy backends; haproxy_backend_http_requests_total{{proxy=\"web\"}} needs a second scrape for a rate",
+            exporter.addr
+        )
+    );
+
+    // 50 more requests between scrapes 100 ms apart: about 500/s. The
+    // healthy backends stay 3, not a rate of 0.
+    exporter.serve(&SERVICE_FIGURES.replace(
+        "requests_total{proxy=\"web\"} 1000",
+        "requests_total{proxy=\"web\"} 1050",
+    ));
+    let second = loop {
+        let o = next(&mut rx).await;
+        if o.metrics.requests_ps.is_some_and(|r| r > 0) {
+            break o;
+        }
+    };
+    let rps = second.metrics.requests_ps.unwrap_or_default();
+    assert!((50..=5_000).contains(&rps), "{rps}");
+    assert_eq!(second.metrics.healthy_backends, Some(3));
+    assert_eq!(second.metrics.cpu_percent, Some(50));
+    assert!(
+        second.detail.contains(" requests/s, 25 new sessions/s"),
+        "{}",
+        second.detail
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn failed_scrapes_report_no_figures() {
     let exporter = Exporter::start().await;
@@ -244,10 +364,16 @@ async fn failed_scrapes_report_no_figures() {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         l.local_addr().unwrap()
     };
-    let mut a = prometheus(exporter.url("/metrics"), 50);
-    a.connections = Some("c".into());
-    let mut b = prometheus(format!("http://{closed}/metrics"), 50);
-    b.connections = Some("c".into());
+    let a = prometheus(
+        exporter.url("/metrics"),
+        50,
+        &[(LoadKind::Connections, "c")],
+    );
+    let b = prometheus(
+        format!("http://{closed}/metrics"),
+        50,
+        &[(LoadKind::Connections, "c")],
+    );
     let m = model(vec![
         service("a", 0, LoadSource::Prometheus(Box::new(a))),
         service("b", 0, LoadSource::Prometheus(Box::new(b))),
@@ -294,9 +420,11 @@ async fn chunked_bodies_histograms_and_garbage() {
         &text[20..]
     );
     exporter.serve_raw(&chunked);
-    let mut src = prometheus(exporter.url("/"), 80);
-    src.response_time = Some("rt".into());
-    src.packets = Some("pk".into());
+    let src = prometheus(
+        exporter.url("/"),
+        80,
+        &[(LoadKind::ResponseTime, "rt"), (LoadKind::Packets, "pk")],
+    );
     let m = model(vec![service("s", 0, LoadSource::Prometheus(Box::new(src)))]);
     let (tx, mut rx) = mpsc::channel(64);
     let _sources = start_load_sources(Arc::new(m), 1, tx);
@@ -330,8 +458,7 @@ async fn chunked_bodies_histograms_and_garbage() {
 async fn only_the_local_site_is_scraped_and_stop_stops() {
     let exporter = Exporter::start().await;
     exporter.serve("c 1\n");
-    let mut src = prometheus(exporter.url("/"), 20);
-    src.connections = Some("c".into());
+    let src = prometheus(exporter.url("/"), 20, &[(LoadKind::Connections, "c")]);
     // Remote only: nothing to do.
     let m = model(vec![service(
         "r",
@@ -371,8 +498,11 @@ async fn only_the_local_site_is_scraped_and_stop_stops() {
 #[tokio::test(start_paused = true)]
 async fn a_silent_exporter_times_out() {
     let addr = common::silent_tcp_server().await;
-    let mut src = prometheus(format!("http://{addr}/"), 20);
-    src.connections = Some("c".into());
+    let src = prometheus(
+        format!("http://{addr}/"),
+        20,
+        &[(LoadKind::Connections, "c")],
+    );
     let m = model(vec![service("s", 0, LoadSource::Prometheus(Box::new(src)))]);
     let (tx, mut rx) = mpsc::channel(64);
     let _sources = start_load_sources(Arc::new(m), 1, tx);

@@ -8,9 +8,8 @@ use sextant_core::{LoadKind, Persistence, ServiceProtocol, TriggerMonitor, VServ
 use super::args::Args;
 use super::{Arity, OptSpec, Reader, context, opt};
 use crate::draft::{
-    BackupParent, DEFAULT_DOMAIN_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, DraftLoad,
-    DraftService, DraftSite, DraftVServer, LoadSourceKind, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, Ref,
-    ServiceBinding,
+    BackupParent, DEFAULT_DOMAIN_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, DraftService,
+    DraftSite, DraftVServer, LoadSourceKind, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, Ref, ServiceBinding,
 };
 use crate::duration::{self, Unit};
 use crate::lexer::Token;
@@ -249,6 +248,11 @@ const SERVICE_OPTS: &[OptSpec] = &[
     opt("bandwidthMetric", Arity::One),
     opt("packetsMetric", Arity::One),
     opt("customLoadMetric", Arity::One),
+    opt("cpuMetric", Arity::One),
+    opt("memoryMetric", Arity::One),
+    opt("requestsMetric", Arity::One),
+    opt("newSessionsMetric", Arity::One),
+    opt("healthyBackendsMetric", Arity::One),
     opt("vServiceName", Arity::One),
 ];
 
@@ -270,16 +274,26 @@ const SERVICE_SET_OPTS: &[OptSpec] = &[
     opt("bandwidthMetric", Arity::One),
     opt("packetsMetric", Arity::One),
     opt("customLoadMetric", Arity::One),
+    opt("cpuMetric", Arity::One),
+    opt("memoryMetric", Arity::One),
+    opt("requestsMetric", Arity::One),
+    opt("newSessionsMetric", Arity::One),
+    opt("healthyBackendsMetric", Arity::One),
     opt("vServiceName", Arity::One),
 ];
 
 /// The option naming the metric of each figure.
-const METRIC_OPTS: [(&str, LoadKind); 5] = [
+const METRIC_OPTS: [(&str, LoadKind); LoadKind::EVERY.len()] = [
     ("connectionsMetric", LoadKind::Connections),
     ("responseTimeMetric", LoadKind::ResponseTime),
     ("bandwidthMetric", LoadKind::Bandwidth),
     ("packetsMetric", LoadKind::Packets),
     ("customLoadMetric", LoadKind::CustomLoad),
+    ("cpuMetric", LoadKind::Cpu),
+    ("memoryMetric", LoadKind::Memory),
+    ("requestsMetric", LoadKind::Requests),
+    ("newSessionsMetric", LoadKind::NewSessions),
+    ("healthyBackendsMetric", LoadKind::HealthyBackends),
 ];
 
 /// `add gslb service NAME IP PROTOCOL PORT -siteName SITE [options]`.
@@ -427,7 +441,7 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
             }
             name => {
                 if let Some((_, kind)) = METRIC_OPTS.iter().find(|(n, _)| *n == name) {
-                    r.draft.services[idx].load_mut().metrics[DraftLoad::slot(*kind)] =
+                    r.draft.services[idx].load_mut().metrics[kind.index()] =
                         Some((o.value().to_string(), line));
                 }
             }

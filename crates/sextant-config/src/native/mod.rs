@@ -879,9 +879,14 @@ impl Native<'_> {
             (LoadKind::Bandwidth, &l.bandwidth),
             (LoadKind::Packets, &l.packets),
             (LoadKind::CustomLoad, &l.custom_load),
+            (LoadKind::Cpu, &l.cpu),
+            (LoadKind::Memory, &l.memory),
+            (LoadKind::Requests, &l.requests),
+            (LoadKind::NewSessions, &l.new_sessions),
+            (LoadKind::HealthyBackends, &l.healthy_backends),
         ] {
             if let Some(v) = v {
-                load.metrics[DraftLoad::slot(kind)] = Some((v.get_ref().clone(), self.at(v)));
+                load.metrics[kind.index()] = Some((v.get_ref().clone(), self.at(v)));
             }
         }
         load

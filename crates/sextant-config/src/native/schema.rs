@@ -117,6 +117,11 @@ pub(super) struct LoadT {
     pub(super) bandwidth: Option<Spanned<String>>,
     pub(super) packets: Option<Spanned<String>>,
     pub(super) custom_load: Option<Spanned<String>>,
+    pub(super) cpu: Option<Spanned<String>>,
+    pub(super) memory: Option<Spanned<String>>,
+    pub(super) requests: Option<Spanned<String>>,
+    pub(super) new_sessions: Option<Spanned<String>>,
+    pub(super) healthy_backends: Option<Spanned<String>>,
 }
 
 /// `[[rpc_node]]`: metric exchange credentials (`set ns rpcNode`).
