@@ -126,6 +126,18 @@ impl Model {
                 SiteKind::Remote
             };
         }
+        // The local datacenter is always one of a datacenter-mode record's
+        // groups (seed 002), also when the node's site is chosen at start.
+        for rec in &mut self.dc_records {
+            if !rec.groups.iter().any(|g| g.site == id)
+                && rec.groups.len() < crate::dc::MAX_DC_GROUPS
+            {
+                rec.groups.push(crate::dc::DcGroup {
+                    site: id,
+                    service: None,
+                });
+            }
+        }
     }
 }
 

@@ -643,3 +643,15 @@ fn answering_a_record_does_not_allocate() {
         }
     }
 }
+
+#[test]
+fn the_local_site_chosen_at_start_is_always_a_group() {
+    let mut m = model(DcSelection::AllDcRecords, 1, Balance::All);
+    m.sites.push(Site::new("lon", ip("10.0.9.1")));
+    m.set_local_site(4);
+    let groups: Vec<u32> = m.dc_records[0].groups.iter().map(|g| g.site).collect();
+    assert_eq!(groups, [0, 1, 2, 3, 4]);
+    // Already a group: not added twice.
+    m.set_local_site(1);
+    assert_eq!(m.dc_records[0].groups.len(), 5);
+}
