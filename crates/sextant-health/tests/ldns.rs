@@ -56,12 +56,21 @@ async fn recv(rx: &mut mpsc::Receiver<LdnsSample>) -> LdnsSample {
 /// The next RTT sample for `ldns`; panics with the last failure if none
 /// comes within [`MAX_SAMPLES`] samples.
 async fn next_rtt(rx: &mut mpsc::Receiver<LdnsSample>, ldns: IpAddr) -> (Duration, LdnsProbe) {
+    let (rtt, kind, _ttl) = next_reply(rx, ldns).await;
+    (rtt, kind)
+}
+
+/// [`next_rtt`] with the reply's TTL.
+async fn next_reply(
+    rx: &mut mpsc::Receiver<LdnsSample>,
+    ldns: IpAddr,
+) -> (Duration, LdnsProbe, Option<u8>) {
     let mut last = String::from("no sample");
     for _ in 0..MAX_SAMPLES {
         let sample = recv(rx).await;
         assert_eq!(sample.ldns, ldns);
         match sample.outcome {
-            LdnsOutcome::Rtt { rtt, kind } => return (rtt, kind),
+            LdnsOutcome::Rtt { rtt, kind, ttl } => return (rtt, kind, ttl),
             LdnsOutcome::Failed { detail } => last = detail,
         }
     }

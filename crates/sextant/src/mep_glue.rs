@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use sextant_core::{LdnsProbe, ServiceMetrics};
+use sextant_core::{LdnsProbe, PathFigures, ServiceMetrics};
 use sextant_mep::message::{
     LdnsRtt, LdnsRttEntry, LoadMetrics, ServiceEntry, ServiceState, SessionEntry, Sessions,
 };
@@ -211,6 +211,10 @@ pub fn rtt_to_wire(list: &[SharedRtt], v4_mask: u8, v6_mask: u8) -> Message {
                     .rtt
                     .map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64),
                 probe: r.kind.map(|k| probe_word(k).to_string()),
+                hops: r.path.map(|p| u32::from(p.hops)),
+                ttl: r.path.map(|p| u32::from(p.ttl)),
+                loss_permille: r.path.map(|p| u32::from(p.loss_permille)),
+                mos_centi: r.path.map(|p| u32::from(p.mos_centi)),
                 queried: r.queried,
                 removed: r.removed,
             })
@@ -227,7 +231,7 @@ fn probe_word(kind: LdnsProbe) -> &'static str {
 }
 
 /// One received RTT entry; malformed ones are dropped (an unknown probe
-/// word only loses the kind).
+/// word only loses the kind, nonsense path figures only the path).
 fn rtt_from_wire(e: &LdnsRttEntry) -> Option<SharedRtt> {
     let addr = e
         .prefix
@@ -242,9 +246,24 @@ fn rtt_from_wire(e: &LdnsRttEntry) -> Option<SharedRtt> {
             "tcp" => Some(LdnsProbe::DnsTcp),
             _ => None,
         }),
+        path: path_from_wire(e),
         queried: e.queried,
         removed: e.removed,
     })
+}
+
+/// The path figures of a received entry: all four, each in its range (hops
+/// and TTL 0 to 255, loss 0 to 1000 ‰, MOS × 100 100 to 450), with an RTT;
+/// anything else is no path (the RTT still counts).
+fn path_from_wire(e: &LdnsRttEntry) -> Option<PathFigures> {
+    e.rtt_us?;
+    let path = PathFigures {
+        hops: u8::try_from(e.hops?).ok()?,
+        ttl: u8::try_from(e.ttl?).ok()?,
+        loss_permille: u16::try_from(e.loss_permille?).ok()?,
+        mos_centi: u16::try_from(e.mos_centi?).ok()?,
+    };
+    (path.loss_permille <= 1000 && (100..=450).contains(&path.mos_centi)).then_some(path)
 }
 
 /// One received persistence entry; malformed ones are dropped.
