@@ -375,4 +375,74 @@ mod tests {
         };
         assert_eq!(session_from_wire(&bad), None);
     }
+
+    #[test]
+    fn rtt_path_figures_round_trip_and_nonsense_is_no_path() {
+        let path = PathFigures {
+            hops: 7,
+            ttl: 57,
+            loss_permille: 100,
+            mos_centi: 412,
+        };
+        let r = SharedRtt {
+            group: "198.51.100.0".parse().unwrap(),
+            rtt: Some(Duration::from_micros(20_500)),
+            kind: Some(LdnsProbe::DnsUdp),
+            path: Some(path),
+            queried: true,
+            removed: false,
+        };
+        let Message::LdnsRtt(wire) = rtt_to_wire(std::slice::from_ref(&r), 24, 56) else {
+            panic!("not an LdnsRtt message")
+        };
+        let e = &wire.entries[0];
+        assert_eq!(e.prefix, "198.51.100.0/24");
+        assert_eq!(
+            (e.hops, e.ttl, e.loss_permille, e.mos_centi),
+            (Some(7), Some(57), Some(100), Some(412))
+        );
+        assert_eq!(rtt_from_wire(e), Some(r));
+        // Through JSON, as a peer reads it.
+        let json = serde_json::to_vec(&wire).unwrap();
+        let back: LdnsRtt = serde_json::from_slice(&json).unwrap();
+        assert_eq!(rtt_from_wire(&back.entries[0]), Some(r));
+        // Without a path: no figures on the wire, none read.
+        let bare = SharedRtt { path: None, ..r };
+        let Message::LdnsRtt(wire) = rtt_to_wire(&[bare], 24, 56) else {
+            panic!("not an LdnsRtt message")
+        };
+        assert_eq!(wire.entries[0].hops, None);
+        assert_eq!(rtt_from_wire(&wire.entries[0]), Some(bare));
+
+        // Nonsense: the path is dropped, the RTT and the rest stand.
+        let good = e.clone();
+        let wild: [fn(&mut LdnsRttEntry); 9] = [
+            |e| e.loss_permille = Some(1001),
+            |e| e.mos_centi = Some(99),
+            |e| e.mos_centi = Some(451),
+            |e| e.mos_centi = Some(0),
+            |e| e.hops = Some(256),
+            |e| e.ttl = Some(u32::MAX),
+            |e| e.ttl = None, // all four or none
+            |e| e.mos_centi = None,
+            |e| e.rtt_us = None, // a path without an RTT means nothing
+        ];
+        for (i, spoil) in wild.iter().enumerate() {
+            let mut e = good.clone();
+            spoil(&mut e);
+            let got = rtt_from_wire(&e).expect("the entry itself is fine");
+            assert_eq!(got.path, None, "case {i}: {e:?}");
+            assert_eq!(got.rtt, e.rtt_us.map(Duration::from_micros), "case {i}");
+            assert!(got.queried);
+        }
+        // The edges of the ranges are fine.
+        let mut edge = good.clone();
+        edge.loss_permille = Some(1000);
+        edge.mos_centi = Some(100);
+        edge.hops = Some(255);
+        edge.ttl = Some(0);
+        assert!(rtt_from_wire(&edge).and_then(|r| r.path).is_some());
+        edge.mos_centi = Some(450);
+        assert!(rtt_from_wire(&edge).and_then(|r| r.path).is_some());
+    }
 }
