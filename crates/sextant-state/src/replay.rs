@@ -26,10 +26,12 @@
 //! at 3 reload                  # a new configuration until `end`
 //! at 4 tick
 //! show states                 # every service with its state and reason
+//! show ldns                   # the published LDNS table: every site's cell
 //! answer NAME CLIENT [TYPE]   # the answer DNS would give now
 //! expect state SERVICE UP|DOWN [REASON-SUBSTRING...]
 //! expect answer NAME CLIENT ADDR[,ADDR...]|NXDOMAIN|NODATA|REFUSED
 //! expect effect TEXT...       # some effect of the last event contains TEXT
+//! expect ldns GROUP SITE TEXT # that site's published cell reads TEXT (`-`: none)
 //! ```
 //!
 //! Times are seconds from the start (decimals allowed) and never go back.
@@ -155,6 +157,10 @@ pub fn run(
             "show" if words.get(1) == Some(&"states") => {
                 let _ = writeln!(r.out.transcript, "> {line}");
                 r.show_states();
+            }
+            "show" if words.get(1) == Some(&"ldns") => {
+                let _ = writeln!(r.out.transcript, "> {line}");
+                r.show_ldns();
             }
             "answer" => {
                 let _ = writeln!(r.out.transcript, "> {line}");
@@ -332,13 +338,7 @@ impl Runner<'_> {
                                 .map_or("-".to_string(), |d| format!("{}ms", d.as_millis())),
                             r.kind
                                 .map_or(String::new(), |k| format!("/{}", probe_word(k))),
-                            r.path.map_or(String::new(), |p| format!(
-                                ",hops={},ttl={},loss={}%,mos={:.2}",
-                                p.hops,
-                                p.ttl,
-                                f64::from(p.loss_permille) / 10.0,
-                                f64::from(p.mos_centi) / 100.0
-                            )),
+                            path_text(r.path),
                             if r.queried { ",queried" } else { "" },
                             if r.removed { ",removed" } else { "" }
                         ))
@@ -530,6 +530,37 @@ impl Runner<'_> {
         })
     }
 
+    /// Every row of the published LDNS table, by group, with every site's
+    /// cell ([`cell_text`]).
+    fn show_ldns(&mut self) {
+        let Some(snap) = self.snapshot.clone() else {
+            return;
+        };
+        let table = snap.rtt();
+        let mut rows: Vec<_> = table.rows().collect();
+        rows.sort_by_key(|(group, _, _)| *group);
+        for (group, _, cells) in rows {
+            let sites: Vec<String> = snap
+                .model()
+                .sites
+                .iter()
+                .zip(cells)
+                .map(|(site, cell)| format!("{}={}", site.name, cell_text(cell.as_ref())))
+                .collect();
+            let _ = writeln!(self.out.transcript, "  {group} {}", sites.join(" "));
+        }
+    }
+
+    /// The published cell of `site` for `group`, as [`cell_text`] writes it.
+    fn ldns_cell(&self, group: IpAddr, site: &str) -> String {
+        let cell = self.snapshot.as_ref().and_then(|snap| {
+            let site = snap.model().site_by_name(site)?;
+            let table = snap.rtt();
+            table.cell(table.row(group)?, site).copied()
+        });
+        cell_text(cell.as_ref())
+    }
+
     fn show_states(&mut self) {
         let Some(snap) = self.snapshot.clone() else {
             return;
@@ -632,12 +663,19 @@ impl Runner<'_> {
                 let got = self.answer(&w[1..3], line)?;
                 (got != w[3]).then(|| format!("answer is {got}"))
             }
+            Some("ldns") if w.len() == 4 => {
+                let group: IpAddr = w[1]
+                    .parse()
+                    .map_err(|_| syntax("expect ldns GROUP SITE TEXT"))?;
+                let got = self.ldns_cell(group, w[2]);
+                (got != w[3]).then(|| format!("the cell is {got}"))
+            }
             Some("effect") if w.len() >= 2 => {
                 let want = w[1..].join(" ");
                 (!self.last_effects.iter().any(|e| e.contains(&want)))
                     .then(|| format!("effects were [{}]", self.last_effects.join("; ")))
             }
-            _ => return Err(syntax("expect state|answer|effect ...")),
+            _ => return Err(syntax("expect state|answer|effect|ldns ...")),
         };
         if let Some(f) = failure {
             self.out
@@ -694,6 +732,34 @@ fn parse_entry(tok: &str) -> Option<ReportedService> {
 fn millis(text: &str) -> Option<Duration> {
     let ms: f64 = text.parse().ok()?;
     (ms >= 0.0 && ms.is_finite()).then(|| Duration::from_secs_f64(ms / 1000.0))
+}
+
+/// A published cell: `MS/KIND[,hops=N,ttl=N,loss=PCT%,mos=X]` (RTT in
+/// whole ms), or `-` for none.
+fn cell_text(cell: Option<&sextant_core::RttCell>) -> String {
+    let Some(c) = cell else {
+        return "-".into();
+    };
+    format!(
+        "{}ms{}{}",
+        c.rtt.as_millis(),
+        c.kind
+            .map_or(String::new(), |k| format!("/{}", probe_word(k))),
+        path_text(c.path)
+    )
+}
+
+/// `,hops=N,ttl=N,loss=PCT%,mos=X`, or nothing without a path.
+fn path_text(path: Option<sextant_core::PathFigures>) -> String {
+    path.map_or(String::new(), |p| {
+        format!(
+            ",hops={},ttl={},loss={}%,mos={:.2}",
+            p.hops,
+            p.ttl,
+            f64::from(p.loss_permille) / 10.0,
+            f64::from(p.mos_centi) / 100.0
+        )
+    })
 }
 
 fn parse_probe(word: &str) -> Option<LdnsProbe> {
