@@ -263,15 +263,16 @@ impl State {
     }
 
     /// Sends a UDP answer with `ttl` (`None`: the default), setting the
-    /// socket's TTL first when it has another. Best effort, like UDP.
+    /// socket's TTL first when it has another. Best effort, like UDP: an
+    /// answer whose TTL cannot be set still goes out (and the test that
+    /// asked for the TTL sees the wrong one, rather than a loss).
     fn send_udp(&self, socket: &UdpSocket, answer: &[u8], to: SocketAddr, ttl: Option<u8>) {
         let mut current = lock(&self.udp_ttl);
         if *current != ttl {
             let want = ttl.map_or(self.default_ttl, u32::from);
-            if set_ttl(socket2::SockRef::from(socket), to.is_ipv6(), want).is_err() {
-                return;
+            if set_ttl(socket2::SockRef::from(socket), to.is_ipv6(), want).is_ok() {
+                *current = ttl;
             }
-            *current = ttl;
         }
         let _ = socket.send_to(answer, to);
     }
