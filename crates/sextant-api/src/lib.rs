@@ -245,6 +245,19 @@ pub struct LdnsSiteRtt {
     pub probe: Option<String>,
     /// Seconds since it was measured (or received).
     pub age_seconds: Option<f64>,
+    /// The path figures of datacenter mode's Client Based selection, when
+    /// the site knows them (a recent reply told its IP TTL): router hops
+    /// (the initial TTL 64, 128 or 255 less the reply's TTL), the reply's
+    /// TTL, the share of the last ten probe cycles that got no reply, and
+    /// the mean opinion score (1 to 4.5). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hops: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_loss_percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mos: Option<f64>,
 }
 
 /// The body of every API error.

@@ -20,6 +20,14 @@
 //! next kind is tried. When every kind fails the cycle reports
 //! [`LdnsOutcome::Failed`] with what each one said.
 //!
+//! A sample also carries the IP TTL (IPv6: hop limit) the reply arrived
+//! with, for datacenter mode's path figures (hops, TTL): the ping and the
+//! DNS-over-UDP probes read it from the reply (`IP_RECVTTL` /
+//! `IPV6_RECVHOPLIMIT`); the TCP probe cannot see it, and neither can a UDP
+//! probe answered by an ICMP port unreachable (the error carries no TTL of
+//! the resolver's reply), nor any probe where the kernel refuses the socket
+//! option: their TTL is `None`.
+//!
 //! Probes are sent from the site's own address ([`LdnsProberConfig::source`])
 //! so the round trip is the site's, not that of whichever interface the
 //! kernel picks. Which resolvers to probe, and what the samples mean, is the
@@ -40,14 +48,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sextant_core::{GslbParams, LdnsMonitor, LdnsProbe};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::{ProbeError, dns, ping, schedule, tcp, udp};
+use crate::{ProbeError, dns, ping, schedule, tcp, ttl, udp};
 
 /// The port of the DNS probes when the monitor sets no `-destPort`.
 const DNS_PORT: u16 = 53;
@@ -119,8 +127,14 @@ pub struct LdnsSample {
 /// What one cycle measured.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LdnsOutcome {
-    /// A valid RTT sample and the probe kind that produced it.
-    Rtt { rtt: Duration, kind: LdnsProbe },
+    /// A valid RTT sample, the probe kind that produced it, and the IP TTL
+    /// (IPv6: hop limit) the reply arrived with when the probe could see
+    /// it (ping and DNS over UDP; never DNS over TCP).
+    Rtt {
+        rtt: Duration,
+        kind: LdnsProbe,
+        ttl: Option<u8>,
+    },
     /// Every kind in the order failed this cycle; `detail` says how (e.g.
     /// "ldns-ping: no response within 2s; ldns-dns: ...").
     Failed { detail: String },
@@ -391,10 +405,11 @@ async fn cycle(ldns: IpAddr, config: &LdnsProberConfig, shared: &Shared) -> Ldns
             Err(_elapsed) => Err(ProbeError::Timeout(timeout)),
         };
         match result {
-            Ok(()) => {
+            Ok(ttl) => {
                 return LdnsOutcome::Rtt {
                     rtt: start.elapsed(),
                     kind,
+                    ttl,
                 };
             }
             Err(e) => {
@@ -415,18 +430,19 @@ async fn cycle(ldns: IpAddr, config: &LdnsProberConfig, shared: &Shared) -> Ldns
 }
 
 /// One attempt of one kind; `Ok` means the resolver answered in a way that
-/// times a round trip. The caller bounds the time.
+/// times a round trip, with the reply's TTL when the kind can see it. The
+/// caller bounds the time.
 async fn attempt(
     kind: LdnsProbe,
     ldns: IpAddr,
     monitor: &LdnsMonitor,
     source: Option<IpAddr>,
-) -> Result<(), ProbeError> {
+) -> Result<Option<u8>, ProbeError> {
     let target = SocketAddr::new(ldns, monitor.dest_port.unwrap_or(DNS_PORT));
     match kind {
-        LdnsProbe::Ping => ping::probe_from(ldns, source).await.map(drop),
+        LdnsProbe::Ping => ping::probe_from(ldns, source).await.map(|(_, ttl)| ttl),
         LdnsProbe::DnsUdp => dns_udp(target, source).await,
-        LdnsProbe::DnsTcp => dns_tcp(target, source).await,
+        LdnsProbe::DnsTcp => dns_tcp(target, source).await.map(|()| None),
     }
 }
 
@@ -459,27 +475,35 @@ fn is_reply(msg: &[u8], id: u16) -> bool {
         && dns::parse_response(msg).is_ok_and(|r| r.is_answer_to(QUERY_NAME, dns::TYPE_NS))
 }
 
-/// DNS over UDP: a response with our ID, or an ICMP port unreachable.
-async fn dns_udp(target: SocketAddr, source: Option<IpAddr>) -> Result<(), ProbeError> {
+/// DNS over UDP: a response with our ID (with the TTL it arrived with, when
+/// the kernel says), or an ICMP port unreachable (no TTL).
+async fn dns_udp(target: SocketAddr, source: Option<IpAddr>) -> Result<Option<u8>, ProbeError> {
     let (id, query) = query()?;
     let socket = udp::connected_socket_from(target, source)
         .await
         .map_err(|e| udp::io_error("DNS", "DNS query to", target, e))?;
+    // Refused: the replies carry no TTL, the probe works the same.
+    ttl::request(&socket, target.is_ipv6());
     match socket.send(&query).await {
         Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(None),
         Err(e) => return Err(udp::io_error("DNS", "DNS query to", target, e)),
     }
     let mut buf = vec![0u8; dns::MAX_MESSAGE];
     loop {
-        match socket.recv(&mut buf).await {
-            Ok(n) => {
+        let received = socket
+            .async_io(Interest::READABLE | Interest::ERROR, || {
+                ttl::recv(&socket, &mut buf)
+            })
+            .await;
+        match received {
+            Ok((n, ttl)) => {
                 if is_reply(buf.get(..n).unwrap_or_default(), id) {
-                    return Ok(());
+                    return Ok(ttl);
                 }
             }
             // ICMP port unreachable: the resolver's host answered.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(None),
             Err(e) => return Err(udp::io_error("DNS", "DNS response from", target, e)),
         }
     }

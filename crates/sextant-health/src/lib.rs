@@ -37,6 +37,7 @@ pub mod ping;
 mod schedule;
 pub mod tcp;
 pub mod tls;
+mod ttl;
 pub mod udp;
 
 pub use error::ProbeError;

@@ -12,8 +12,12 @@
 //! echo reply from the target (other `ping`s, our own earlier probes).
 //! The socket is non-blocking and driven by tokio's `AsyncFd`, so a probe
 //! that times out (or a stopped monitor) simply drops it; no thread blocks.
+//!
+//! The LDNS probe also wants the TTL the reply arrived with: asked of the
+//! kernel with `IP_RECVTTL` / `IPV6_RECVHOPLIMIT` ([`crate::ttl`]), or read
+//! from the IP header a raw IPv4 socket delivers.
 
-use std::io::{self, Read};
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU16, Ordering};
 
@@ -21,7 +25,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use tokio::io::unix::AsyncFd;
 
 use crate::error::bind_error;
-use crate::{ProbeError, Success};
+use crate::{ProbeError, Success, ttl};
 
 const ECHO_REQUEST_V4: u8 = 8;
 const ECHO_REPLY_V4: u8 = 0;
@@ -44,16 +48,23 @@ enum Flavor {
 /// Sends an echo request to `ip` and waits (unbounded; the caller applies
 /// the response timeout) for the matching reply.
 pub(crate) async fn probe(ip: IpAddr) -> Result<Success, ProbeError> {
-    probe_from(ip, None).await
+    probe_from(ip, None).await.map(|(success, _ttl)| success)
 }
 
-/// [`probe`] sending from `source` (`None`: the kernel's choice). The LDNS
-/// probe sends from the site's own address, so the reply comes back to it
-/// and the RTT is the site's.
-pub(crate) async fn probe_from(ip: IpAddr, source: Option<IpAddr>) -> Result<Success, ProbeError> {
+/// [`probe`] sending from `source` (`None`: the kernel's choice), also
+/// telling the IP TTL (IPv6: hop limit) the reply arrived with, when the
+/// kernel says. The LDNS probe sends from the site's own address, so the
+/// reply comes back to it and the RTT is the site's.
+pub(crate) async fn probe_from(
+    ip: IpAddr,
+    source: Option<IpAddr>,
+) -> Result<(Success, Option<u8>), ProbeError> {
     let ping_err = |source| ProbeError::Ping { addr: ip, source };
     let (socket, flavor) = open(ip)?;
     socket.set_nonblocking(true).map_err(ping_err)?;
+    // Refused: no TTL from the control messages (a raw IPv4 socket still
+    // has it in the IP header it delivers).
+    ttl::request(&socket, ip.is_ipv6());
     if let Some(local) = source {
         // Port 0: a ping socket picks its identifier, a raw one ignores it.
         socket
@@ -87,10 +98,7 @@ pub(crate) async fn probe_from(ip: IpAddr, source: Option<IpAddr>) -> Result<Suc
     let mut buf = [0u8; 2048];
     loop {
         let mut guard = socket.readable().await.map_err(ping_err)?;
-        let n = match guard.try_io(|s| {
-            let mut sock: &Socket = s.get_ref();
-            sock.read(&mut buf)
-        }) {
+        let (n, ttl) = match guard.try_io(|s| ttl::recv(s.get_ref(), &mut buf)) {
             Ok(read) => read.map_err(ping_err)?,
             Err(_would_block) => continue,
         };
@@ -99,9 +107,17 @@ pub(crate) async fn probe_from(ip: IpAddr, source: Option<IpAddr>) -> Result<Suc
         // filters replies by it, so only the sequence is ours to check.
         let want_ident = (flavor == Flavor::Raw).then_some(ident);
         if is_our_reply(ip, flavor, packet, want_ident, seq, &payload) {
-            return Ok(Success::timed(format!("ICMP echo reply from {ip}")));
+            let ttl = ttl.or_else(|| header_ttl(ip, flavor, packet));
+            return Ok((Success::timed(format!("ICMP echo reply from {ip}")), ttl));
         }
     }
+}
+
+/// The TTL in the IP header a raw IPv4 socket delivers with the reply.
+fn header_ttl(ip: IpAddr, flavor: Flavor, packet: &[u8]) -> Option<u8> {
+    (ip.is_ipv4() && flavor == Flavor::Raw)
+        .then(|| packet.get(8).copied())
+        .flatten()
 }
 
 /// Whether an ICMP socket for `ip`'s family can be opened: the check

@@ -56,16 +56,33 @@ async fn recv(rx: &mut mpsc::Receiver<LdnsSample>) -> LdnsSample {
 /// The next RTT sample for `ldns`; panics with the last failure if none
 /// comes within [`MAX_SAMPLES`] samples.
 async fn next_rtt(rx: &mut mpsc::Receiver<LdnsSample>, ldns: IpAddr) -> (Duration, LdnsProbe) {
+    let (rtt, kind, _ttl) = next_reply(rx, ldns).await;
+    (rtt, kind)
+}
+
+/// [`next_rtt`] with the reply's TTL.
+async fn next_reply(
+    rx: &mut mpsc::Receiver<LdnsSample>,
+    ldns: IpAddr,
+) -> (Duration, LdnsProbe, Option<u8>) {
     let mut last = String::from("no sample");
     for _ in 0..MAX_SAMPLES {
         let sample = recv(rx).await;
         assert_eq!(sample.ldns, ldns);
         match sample.outcome {
-            LdnsOutcome::Rtt { rtt, kind } => return (rtt, kind),
+            LdnsOutcome::Rtt { rtt, kind, ttl } => return (rtt, kind, ttl),
             LdnsOutcome::Failed { detail } => last = detail,
         }
     }
     panic!("no RTT sample for {ldns}; last failure: {last}");
+}
+
+/// The TTL this host's packets leave with (Linux's default 64).
+fn default_ttl() -> u8 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_default_ttl")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(64)
 }
 
 /// A UDP port on `ip` that nothing listens on (bound, then closed).
@@ -251,12 +268,15 @@ async fn ping_gives_a_ping_sample() {
     let (tx, mut rx) = mpsc::channel(16);
     let mut prober = LdnsProber::start(config(site, &[LdnsProbe::Ping, LdnsProbe::DnsTcp], 9), tx);
     prober.add(ldns);
-    let (rtt, kind) = next_rtt(&mut rx, ldns).await;
+    let (rtt, kind, ttl) = next_reply(&mut rx, ldns).await;
     assert_eq!(kind, LdnsProbe::Ping);
     assert!(
         rtt < Duration::from_secs(1),
         "{rtt:?} is within the timeout"
     );
+    // The kernel's echo reply on loopback leaves with the default TTL and
+    // crosses no router.
+    assert_eq!(ttl, Some(default_ttl()), "the echo reply's TTL");
 }
 
 #[tokio::test]
@@ -376,7 +396,81 @@ async fn an_ipv6_resolver_is_probed_from_the_kernels_choice() {
     let order = [LdnsProbe::DnsUdp, LdnsProbe::DnsTcp];
     let mut prober = LdnsProber::start(config(site, &order, emu.addr().port()), tx);
     prober.add(ldns);
-    let (_, kind) = next_rtt(&mut rx, ldns).await;
+    // The hop limit the reply left with comes back with the sample.
+    emu.set_ttl(ldns, Some(44));
+    let (_, kind, ttl) = next_reply(&mut rx, ldns).await;
     assert_eq!(kind, LdnsProbe::DnsUdp);
+    assert_eq!(ttl, Some(44), "the reply's hop limit");
     assert!(emu.queries_from(ldns) >= 1);
+}
+
+#[tokio::test]
+async fn a_dns_probe_reports_the_ttl_its_reply_arrived_with() {
+    let (ldns, far, near, tcp_site) = (ip(140), ip(141), ip(142), ip(143));
+    let emu = LdnsEmulator::start(SocketAddr::new(ldns, 0));
+    // "far" is 7 hops from the resolver (a Linux host's 64, less 7).
+    emu.set_ttl(far, Some(57));
+    emu.set_ttl(tcp_site, Some(57));
+    let port = emu.addr().port();
+    let (far_tx, mut far_rx) = mpsc::channel(16);
+    let (near_tx, mut near_rx) = mpsc::channel(16);
+    let (tcp_tx, mut tcp_rx) = mpsc::channel(16);
+    let mut far_prober = LdnsProber::start(config(far, &[LdnsProbe::DnsUdp], port), far_tx);
+    let mut near_prober = LdnsProber::start(config(near, &[LdnsProbe::DnsUdp], port), near_tx);
+    let mut tcp_prober = LdnsProber::start(config(tcp_site, &[LdnsProbe::DnsTcp], port), tcp_tx);
+    far_prober.add(ldns);
+    near_prober.add(ldns);
+    tcp_prober.add(ldns);
+    for _ in 0..2 {
+        let (_, kind, ttl) = next_reply(&mut far_rx, ldns).await;
+        assert_eq!((kind, ttl), (LdnsProbe::DnsUdp, Some(57)));
+        let (_, kind, ttl) = next_reply(&mut near_rx, ldns).await;
+        assert_eq!((kind, ttl), (LdnsProbe::DnsUdp, Some(default_ttl())));
+        // TCP cannot see the TTL, whatever the reply left with.
+        let (_, kind, ttl) = next_reply(&mut tcp_rx, ldns).await;
+        assert_eq!((kind, ttl), (LdnsProbe::DnsTcp, None));
+    }
+    // A new route: the next reply says so.
+    emu.set_ttl(far, Some(120));
+    let mut seen = Vec::new();
+    for _ in 0..MAX_SAMPLES {
+        let (_, _, ttl) = next_reply(&mut far_rx, ldns).await;
+        seen.push(ttl);
+        if ttl == Some(120) {
+            break;
+        }
+    }
+    assert_eq!(seen.last(), Some(&Some(120)), "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_port_unreachable_gives_no_ttl() {
+    let (ldns, site) = (ip(150), ip(151));
+    let port = closed_udp_port(ldns);
+    let (tx, mut rx) = mpsc::channel(16);
+    let mut prober = LdnsProber::start(config(site, &[LdnsProbe::DnsUdp], port), tx);
+    prober.add(ldns);
+    let (_, kind, ttl) = next_reply(&mut rx, ldns).await;
+    assert_eq!((kind, ttl), (LdnsProbe::DnsUdp, None));
+}
+
+#[tokio::test]
+async fn a_lossy_resolver_fails_its_share_of_cycles() {
+    let (ldns, site) = (ip(160), ip(161));
+    let emu = LdnsEmulator::start(SocketAddr::new(ldns, 0));
+    emu.set_loss(site, 500); // every second query unanswered
+    let mut cfg = config(site, &[LdnsProbe::DnsUdp], emu.addr().port());
+    cfg.dns.timeout = Duration::from_millis(200);
+    let (tx, mut rx) = mpsc::channel(16);
+    let mut prober = LdnsProber::start(cfg, tx);
+    prober.add(ldns);
+    let mut outcomes = Vec::new();
+    for _ in 0..4 {
+        let s = recv(&mut rx).await;
+        outcomes.push(matches!(s.outcome, LdnsOutcome::Rtt { .. }));
+    }
+    assert_eq!(outcomes, [true, false, true, false], "answered, lost, ...");
+    assert_eq!(emu.dropped_from(site), 2);
+    let c = prober.counters();
+    assert_eq!((c.samples, c.failures), (2, 2), "{c:?}");
 }

@@ -389,6 +389,21 @@ pub struct LdnsRttEntry {
     /// The probe that measured it (`ping`, `dns`, `tcp`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<String>,
+    /// The sender's path figures towards the group, for datacenter mode's
+    /// Client Based selection: router hops (from the reply's TTL), the
+    /// reply's IP TTL, the share of recent probe cycles lost (per mille,
+    /// 0 to 1000) and the mean opinion score × 100 (100 to 450). All four
+    /// or none; absent from senders that do not measure them. Wider than
+    /// their range on purpose: an out-of-range value is the receiver's to
+    /// reject, not a reason to refuse the whole message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hops: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_permille: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mos_centi: Option<u32>,
     /// The sender's clients query through this LDNS (keeps the entry alive
     /// at the other sites, which probe it too).
     #[serde(default)]
@@ -590,5 +605,39 @@ mod tests {
         let k: Keepalive = serde_json::from_str(r#"{"sent_at_ms":1,"x":2}"#).unwrap();
         assert_eq!(k.sent_at_ms, 1);
         assert!(serde_json::from_str::<Keepalive>(r#"{}"#).is_err());
+    }
+
+    #[test]
+    fn ldns_rtt_path_figures_are_optional_both_ways() {
+        // An older peer's entry: no path figures.
+        let old = r#"{"prefix":"198.51.100.0/24","rtt_us":1234,"probe":"dns","queried":true}"#;
+        let e: LdnsRttEntry = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            (e.hops, e.ttl, e.loss_permille, e.mos_centi),
+            (None, None, None, None)
+        );
+        // Without figures this side writes what an older peer writes.
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"prefix":"198.51.100.0/24","rtt_us":1234,"probe":"dns","queried":true,"removed":false}"#
+        );
+        let with = LdnsRttEntry {
+            hops: Some(3),
+            ttl: Some(61),
+            loss_permille: Some(100),
+            mos_centi: Some(412),
+            ..e
+        };
+        let json = serde_json::to_string(&with).unwrap();
+        assert_eq!(
+            json,
+            r#"{"prefix":"198.51.100.0/24","rtt_us":1234,"probe":"dns","hops":3,"ttl":61,"loss_permille":100,"mos_centi":412,"queried":true,"removed":false}"#
+        );
+        assert_eq!(serde_json::from_str::<LdnsRttEntry>(&json).unwrap(), with);
+        // Out-of-range figures still parse (the receiver rejects them, the
+        // message's other entries stand).
+        let wild = r#"{"prefix":"198.51.100.0/24","hops":300,"ttl":999,"loss_permille":5000,"mos_centi":9}"#;
+        let e: LdnsRttEntry = serde_json::from_str(wild).unwrap();
+        assert_eq!((e.hops, e.loss_permille), (Some(300), Some(5000)));
     }
 }

@@ -23,6 +23,7 @@ fn sample(group: IpAddr, ms: u64) -> Event {
     Event::LdnsSample {
         group,
         sample: Some((Duration::from_millis(ms), sextant_core::LdnsProbe::Ping)),
+        ttl: Some(60),
     }
 }
 

@@ -444,9 +444,9 @@ impl Engine {
                     book.queried(&groups, now, ctx, out)
                 });
             }
-            Event::LdnsSample { group, sample } => {
+            Event::LdnsSample { group, sample, ttl } => {
                 self.with_ldns(effects, |book, ctx, out| {
-                    book.own_sample(group, sample, now, ctx, out)
+                    book.own_sample(group, sample, ttl, now, ctx, out)
                 });
             }
             Event::PeerRtt { site, entries } => {

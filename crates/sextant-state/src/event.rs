@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{LdnsProbe, MonitorId, ServiceId, ServiceMetrics, VServerId};
+use sextant_core::{LdnsProbe, MonitorId, PathFigures, ServiceId, ServiceMetrics, VServerId};
 
 /// One input of the state engine.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,10 +52,15 @@ pub enum Event {
     /// entry (bounded, see [`crate::ldns`]), known ones stay alive.
     LdnsQueried(Vec<IpAddr>),
     /// One probe cycle of this site's LDNS prober for `group`: the RTT and
-    /// the probe that measured it, or `None` when every kind failed.
+    /// the probe that measured it, or `None` when every kind failed; and the
+    /// IP TTL (IPv6: hop limit) the reply arrived with, when the probe could
+    /// see it (ping and DNS over UDP; always `None` for a failed cycle).
+    /// The engine turns the recent cycles into the path figures of
+    /// datacenter mode ([`crate::ldns`]).
     LdnsSample {
         group: IpAddr,
         sample: Option<(Duration, LdnsProbe)>,
+        ttl: Option<u8>,
     },
     /// Another parent's RTTs to LDNS groups (only the changes it sends).
     PeerRtt {
@@ -153,6 +158,9 @@ pub struct SharedRtt {
     /// `None`: the site cannot measure it (every probe failed) or has not yet.
     pub rtt: Option<Duration>,
     pub kind: Option<LdnsProbe>,
+    /// The site's path figures towards the group (datacenter mode's Client
+    /// Based selection), when it has them; only meaningful with an `rtt`.
+    pub path: Option<PathFigures>,
     /// The site's own clients query through this LDNS: keep it alive.
     pub queried: bool,
     /// The site dropped the group.

@@ -14,15 +14,39 @@
 //! is counted ([`LdnsStats`]).
 //!
 //! A site sends its own RTT for a group only when it moved by more than
-//! `-RTTTolerance` from the value it last sent (or the group's `queried`
-//! state changed), and its whole table when a peer comes up.
+//! `-RTTTolerance` from the value it last sent, when its path figures
+//! changed noticeably since it last sent them ([`path::noticeably_changed`]),
+//! or when the group's `queried` state changed; and its whole table when a
+//! peer comes up.
+//!
+//! # Path figures (datacenter mode, Client Based)
+//!
+//! This site's own cell also carries the path figures of its last
+//! [`path::PATH_WINDOW`] probe cycles ([`path`]): hops and TTL from the
+//! replies' TTL, loss from the failed cycles, MOS from RTT, jitter and loss.
+//! Peers' cells carry what the peers sent.
+//!
+//! A failed cycle leaves the site without a cell, as the RTT method
+//! requires (seed 003: a site that could not measure the LDNS has no RTT
+//! and is never chosen by RTT for it), so Client Based ranks the site with
+//! the unknown ones (last) for that LDNS until a cycle is answered again:
+//! an operator looking at a resolver that just stopped answering this site
+//! expects it to be the worst path, not its last good figures. The failure
+//! is not forgotten, though: the window keeps it, so the next answered
+//! cycle's figures carry it in the loss (and so the MOS) and keep the TTL
+//! and hops of the latest reply that told one. Only after a whole window
+//! without a TTL-bearing answer do the figures go away.
+
+mod path;
 
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::snapshot::FnvMap;
-use sextant_core::{LdnsProbe, LdnsStats, Model, RttCell, RttRowInfo, RttTable, SiteId};
+use sextant_core::{
+    LdnsProbe, LdnsStats, Model, PathFigures, RttCell, RttRowInfo, RttTable, SiteId,
+};
 
 use crate::event::SharedRtt;
 
@@ -86,8 +110,12 @@ struct Entry {
     /// The own RTT last sent, in µs (`Some(None)`: sent as unreachable);
     /// `None`: nothing sent yet.
     sent_rtt: Option<Option<u32>>,
+    /// The own path figures last sent (with `sent_rtt`).
+    sent_path: Option<PathFigures>,
     /// The `queried` state last sent.
     sent_queried: bool,
+    /// This site's recent probe cycles, for its path figures.
+    window: path::PathWindow,
 }
 
 impl Entry {
@@ -97,7 +125,9 @@ impl Entry {
             cells: vec![None; sites],
             interest: vec![false; sites],
             sent_rtt: None,
+            sent_path: None,
             sent_queried: false,
+            window: path::PathWindow::default(),
         }
     }
 
@@ -178,11 +208,14 @@ impl LdnsBook {
         }
     }
 
-    /// One probe cycle's result for `group` from this site.
+    /// One probe cycle's result for `group` from this site, with the
+    /// reply's TTL when the probe saw it (see the module doc for what a
+    /// failed cycle does to the path figures).
     pub fn own_sample(
         &mut self,
         group: IpAddr,
         sample: Option<(Duration, LdnsProbe)>,
+        ttl: Option<u8>,
         now: Duration,
         ctx: &Ctx<'_>,
         out: &mut LdnsOut,
@@ -193,15 +226,17 @@ impl LdnsBook {
         let Some(e) = self.entries.get_mut(&group) else {
             return;
         };
+        e.window.push(sample.map(|(rtt, _)| (rtt, ttl)));
+        let path = e.window.figures();
         let cell = sample.map(|(rtt, kind)| RttCell {
             rtt,
             kind: Some(kind),
             at: now,
-            path: None,
+            path,
         });
         if let Some(slot) = e.cells.get_mut(local as usize) {
             let moved = match (*slot, cell) {
-                (Some(a), Some(b)) => a.rtt != b.rtt || a.kind != b.kind,
+                (Some(a), Some(b)) => a.rtt != b.rtt || a.kind != b.kind || a.path != b.path,
                 (None, None) => false,
                 _ => true,
             };
@@ -212,13 +247,15 @@ impl LdnsBook {
             return;
         }
         let new = cell.map(|c| micros(c.rtt));
+        let path = cell.and_then(|c| c.path);
         let send = match e.sent_rtt {
             None => true,
             Some(Some(old)) => new.is_none_or(|n| n.abs_diff(old) > tolerance),
             Some(None) => new.is_some(),
-        };
+        } || path::noticeably_changed(e.sent_path, path);
         if send {
             e.sent_rtt = Some(new);
+            e.sent_path = path;
             out.share.push(shared(group, e, ctx, false));
         }
     }
@@ -242,7 +279,7 @@ impl LdnsBook {
                 rtt,
                 kind: r.kind,
                 at: now,
-                path: None,
+                path: r.path,
             });
             if let Some(e) = self.entries.get_mut(&group) {
                 e.cells[site as usize] = if r.removed { None } else { cell };
@@ -292,6 +329,7 @@ impl LdnsBook {
             }
             e.sent_queried = queried;
             e.sent_rtt = Some(own.map(|c| micros(c.rtt)));
+            e.sent_path = own.and_then(|c| c.path);
             out.share.push(shared(*group, e, ctx, false));
         }
     }
@@ -453,6 +491,7 @@ fn shared(group: IpAddr, e: &Entry, ctx: &Ctx<'_>, removed: bool) -> SharedRtt {
         group,
         rtt: own.map(|c| c.rtt),
         kind: own.and_then(|c| c.kind),
+        path: own.and_then(|c| c.path),
         queried: e.sent_queried && !removed,
         removed,
     }
@@ -558,6 +597,7 @@ mod tests {
             group: ip(1),
             rtt: Some(Duration::from_millis(7)),
             kind: Some(LdnsProbe::DnsUdp),
+            path: None,
             queried: true,
             removed: false,
         };
@@ -584,10 +624,193 @@ mod tests {
         book.own_sample(
             ip(2),
             Some((Duration::from_millis(3), LdnsProbe::Ping)),
+            Some(60),
             secs(2.5),
             &ctx,
             &mut out,
         );
         assert!(out.share.is_empty());
+    }
+
+    /// The own cell's path figures of `group` in the published table.
+    fn own_path(book: &mut LdnsBook, ctx: &Ctx<'_>, group: IpAddr) -> Option<PathFigures> {
+        let t = book.table(ctx);
+        let row = t.row(group)?;
+        t.cell(row, 0)?.path
+    }
+
+    #[test]
+    fn own_samples_with_ttls_and_failures_make_the_path_figures() {
+        let m = model(2);
+        let up = [false, true];
+        let ctx = Ctx {
+            model: &m,
+            peers_up: &up,
+        };
+        let mut book = LdnsBook::default();
+        let mut out = LdnsOut::default();
+        let g = ip(1);
+        book.queried(&[g], secs(1.0), &ctx, &mut out);
+        let ms = Duration::from_millis;
+        // TCP answers tell no TTL: an RTT, no path.
+        book.own_sample(
+            g,
+            Some((ms(20), LdnsProbe::DnsTcp)),
+            None,
+            secs(2.0),
+            &ctx,
+            &mut out,
+        );
+        assert_eq!(own_path(&mut book, &ctx, g), None);
+        // A UDP answer with TTL 57 from a host 7 hops away.
+        book.own_sample(
+            g,
+            Some((ms(20), LdnsProbe::DnsUdp)),
+            Some(57),
+            secs(3.0),
+            &ctx,
+            &mut out,
+        );
+        let p = own_path(&mut book, &ctx, g).expect("a path with a TTL");
+        assert_eq!(
+            (p.hops, p.ttl, p.loss_permille, p.mos_centi),
+            (7, 57, 0, 440)
+        );
+        // Two failed cycles: no cell (seed 003), the window keeps them.
+        for t in [4.0, 5.0] {
+            book.own_sample(g, None, None, secs(t), &ctx, &mut out);
+            let table = book.table(&ctx);
+            let row = table.row(g).expect("row");
+            assert_eq!(table.cell(row, 0), None, "no RTT after a failed cycle");
+        }
+        // The next answer carries them: 2 of 4 cycles lost, the TTL kept
+        // from the reply that told one.
+        book.own_sample(
+            g,
+            Some((ms(20), LdnsProbe::DnsTcp)),
+            None,
+            secs(6.0),
+            &ctx,
+            &mut out,
+        );
+        let p = own_path(&mut book, &ctx, g).expect("path");
+        assert_eq!((p.hops, p.ttl, p.loss_permille), (7, 57, 400));
+        assert_eq!(
+            p.mos_centi,
+            (mos_of(20.0, 0.0, 40.0) * 100.0).round() as u16
+        );
+        assert!(p.mos_centi < 200, "40 % loss is a poor path: {p:?}");
+        // Ten clean cycles later the losses are out of the window.
+        for i in 0..10 {
+            let t = 7.0 + f64::from(i);
+            book.own_sample(
+                g,
+                Some((ms(20), LdnsProbe::DnsUdp)),
+                Some(57),
+                secs(t),
+                &ctx,
+                &mut out,
+            );
+        }
+        let p = own_path(&mut book, &ctx, g).expect("path");
+        assert_eq!((p.loss_permille, p.mos_centi), (0, 440));
+    }
+
+    fn mos_of(rtt: f64, jitter: f64, loss: f64) -> f64 {
+        path::mos(rtt, jitter, loss)
+    }
+
+    #[test]
+    fn a_noticeable_path_change_is_shared_within_the_rtt_tolerance() {
+        let m = model(2); // -RTTTolerance 5 ms by default
+        let up = [false, true];
+        let ctx = Ctx {
+            model: &m,
+            peers_up: &up,
+        };
+        let mut book = LdnsBook::default();
+        let mut out = LdnsOut::default();
+        let g = ip(1);
+        book.queried(&[g], secs(1.0), &ctx, &mut out);
+        let udp = |ms: u64| Some((Duration::from_millis(ms), LdnsProbe::DnsUdp));
+        let step = |book: &mut LdnsBook, sample, ttl, t: f64| {
+            let mut out = LdnsOut::default();
+            book.own_sample(g, sample, ttl, secs(t), &ctx, &mut out);
+            out.share
+        };
+        let first = step(&mut book, udp(20), Some(60), 2.0);
+        assert_eq!(first.len(), 1, "the first RTT is sent");
+        let sent = first[0].path.expect("with its path");
+        assert_eq!((sent.hops, sent.ttl), (4, 60));
+        // Same RTT, same path: nothing.
+        assert!(step(&mut book, udp(21), Some(60), 3.0).is_empty());
+        // The route changed (TTL 59), the RTT within the tolerance: sent.
+        let moved = step(&mut book, udp(22), Some(59), 4.0);
+        assert_eq!(moved.len(), 1);
+        assert_eq!(moved[0].path.map(|p| p.hops), Some(5));
+        assert_eq!(moved[0].rtt, Some(Duration::from_millis(22)));
+        // A failure: unmeasurable, sent without RTT nor path.
+        let failed = step(&mut book, None, None, 5.0);
+        assert_eq!(failed.len(), 1);
+        assert_eq!((failed[0].rtt, failed[0].path), (None, None));
+        // Back: sent, its loss 1 in 5 cycles.
+        let back = step(&mut book, udp(22), Some(59), 6.0);
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].path.map(|p| p.loss_permille), Some(200));
+        // A clean cycle makes the loss fall to 1/6 = 166‰: 34‰ less is
+        // under the loss threshold, but 3.4 points of loss are 8.5 of R,
+        // which moves the MOS by more than 0.1: sent.
+        let before = back[0].path.expect("path");
+        let less = step(&mut book, udp(22), Some(59), 7.0);
+        assert_eq!(less.len(), 1, "the MOS moved by 0.1 or more");
+        let after = less[0].path.expect("path");
+        assert_eq!(after.loss_permille, 166);
+        assert!(
+            after.mos_centi >= before.mos_centi + 10,
+            "{before:?} {after:?}"
+        );
+    }
+
+    #[test]
+    fn peers_paths_reach_their_cells() {
+        let m = model(2);
+        let up = [false, true];
+        let ctx = Ctx {
+            model: &m,
+            peers_up: &up,
+        };
+        let mut book = LdnsBook::default();
+        let mut out = LdnsOut::default();
+        let path = PathFigures {
+            hops: 3,
+            ttl: 61,
+            loss_permille: 100,
+            mos_centi: 350,
+        };
+        let peer = SharedRtt {
+            group: ip(1),
+            rtt: Some(Duration::from_millis(7)),
+            kind: Some(LdnsProbe::Ping),
+            path: Some(path),
+            queried: true,
+            removed: false,
+        };
+        book.peer(1, &[peer], secs(1.0), &ctx, &mut out);
+        let t = book.table(&ctx);
+        let row = t.row(ip(1)).expect("row");
+        assert_eq!(t.cell(row, 1).and_then(|c| c.path), Some(path));
+        // A peer that comes up gets this site's paths too.
+        book.own_sample(
+            ip(1),
+            Some((Duration::from_millis(9), LdnsProbe::Ping)),
+            Some(250),
+            secs(2.0),
+            &ctx,
+            &mut out,
+        );
+        let mut out = LdnsOut::default();
+        book.peer_up(secs(3.0), &ctx, &mut out);
+        assert_eq!(out.share.len(), 1);
+        assert_eq!(out.share[0].path.map(|p| p.hops), Some(5));
     }
 }

@@ -20,15 +20,18 @@
 //! at 2 local-session VSERVER CLIENT SERVICE SECONDS
 //! at 2 peer-session SITE VSERVER CLIENT/PREFIX SERVICE SECONDS
 //! at 2 ldns-query GROUP...    # LDNS that queried an RTT domain here
-//! at 2 ldns-sample GROUP MS ping|dns|tcp   # or: ldns-sample GROUP fail
-//! at 2 peer-rtt SITE GROUP=MS[/ping|dns|tcp][,queried][,removed]...   # MS may be `-` (none)
+//! at 2 ldns-sample GROUP MS ping|dns|tcp [ttl=N]   # or: ldns-sample GROUP fail
+//! at 2 peer-rtt SITE GROUP=MS[/ping|dns|tcp][,queried][,removed][,hops=N,ttl=N,loss=PCT%,mos=X]...
+//!                             # MS may be `-` (none); the path needs all four
 //! at 3 reload                  # a new configuration until `end`
 //! at 4 tick
 //! show states                 # every service with its state and reason
+//! show ldns                   # the published LDNS table: every site's cell
 //! answer NAME CLIENT [TYPE]   # the answer DNS would give now
 //! expect state SERVICE UP|DOWN [REASON-SUBSTRING...]
 //! expect answer NAME CLIENT ADDR[,ADDR...]|NXDOMAIN|NODATA|REFUSED
 //! expect effect TEXT...       # some effect of the last event contains TEXT
+//! expect ldns GROUP SITE TEXT # that site's published cell reads TEXT (`-`: none)
 //! ```
 //!
 //! Times are seconds from the start (decimals allowed) and never go back.
@@ -154,6 +157,10 @@ pub fn run(
             "show" if words.get(1) == Some(&"states") => {
                 let _ = writeln!(r.out.transcript, "> {line}");
                 r.show_states();
+            }
+            "show" if words.get(1) == Some(&"ldns") => {
+                let _ = writeln!(r.out.transcript, "> {line}");
+                r.show_ldns();
             }
             "answer" => {
                 let _ = writeln!(r.out.transcript, "> {line}");
@@ -325,12 +332,13 @@ impl Runner<'_> {
                     "share rtt [{}]",
                     list.iter()
                         .map(|r| format!(
-                            "{}={}{}{}{}",
+                            "{}={}{}{}{}{}",
                             r.group,
                             r.rtt
                                 .map_or("-".to_string(), |d| format!("{}ms", d.as_millis())),
                             r.kind
                                 .map_or(String::new(), |k| format!("/{}", probe_word(k))),
+                            path_text(r.path),
                             if r.queried { ",queried" } else { "" },
                             if r.removed { ",removed" } else { "" }
                         ))
@@ -468,16 +476,27 @@ impl Runner<'_> {
                 let group = w[1]
                     .parse()
                     .map_err(|_| syntax(format!("bad address {}", w[1])))?;
-                let sample = match (w[2], w.get(3)) {
-                    ("fail", _) => None,
-                    (ms, Some(kind)) => Some((
-                        millis(ms).ok_or_else(|| syntax("bad milliseconds".into()))?,
-                        parse_probe(kind)
-                            .ok_or_else(|| syntax("kind is ping, dns or tcp".into()))?,
-                    )),
-                    _ => return Err(syntax("ldns-sample GROUP MS KIND | GROUP fail".into())),
+                let usage = "ldns-sample GROUP MS KIND [ttl=N] | GROUP fail";
+                let (sample, ttl) = match (w[2], w.get(3), w.get(4)) {
+                    ("fail", None, _) => (None, None),
+                    (ms, Some(kind), ttl) if w.len() <= 5 => (
+                        Some((
+                            millis(ms).ok_or_else(|| syntax("bad milliseconds".into()))?,
+                            parse_probe(kind)
+                                .ok_or_else(|| syntax("kind is ping, dns or tcp".into()))?,
+                        )),
+                        match ttl {
+                            None => None,
+                            Some(t) => Some(
+                                t.strip_prefix("ttl=")
+                                    .and_then(|n| n.parse().ok())
+                                    .ok_or_else(|| syntax("ttl=N, N 0 to 255".into()))?,
+                            ),
+                        },
+                    ),
+                    _ => return Err(syntax(usage.into())),
                 };
-                Event::LdnsSample { group, sample }
+                Event::LdnsSample { group, sample, ttl }
             }
             Some("peer-rtt") if w.len() >= 3 => Event::PeerRtt {
                 site: w[1].to_string(),
@@ -509,6 +528,37 @@ impl Runner<'_> {
                 )));
             }
         })
+    }
+
+    /// Every row of the published LDNS table, by group, with every site's
+    /// cell ([`cell_text`]).
+    fn show_ldns(&mut self) {
+        let Some(snap) = self.snapshot.clone() else {
+            return;
+        };
+        let table = snap.rtt();
+        let mut rows: Vec<_> = table.rows().collect();
+        rows.sort_by_key(|(group, _, _)| *group);
+        for (group, _, cells) in rows {
+            let sites: Vec<String> = snap
+                .model()
+                .sites
+                .iter()
+                .zip(cells)
+                .map(|(site, cell)| format!("{}={}", site.name, cell_text(cell.as_ref())))
+                .collect();
+            let _ = writeln!(self.out.transcript, "  {group} {}", sites.join(" "));
+        }
+    }
+
+    /// The published cell of `site` for `group`, as [`cell_text`] writes it.
+    fn ldns_cell(&self, group: IpAddr, site: &str) -> String {
+        let cell = self.snapshot.as_ref().and_then(|snap| {
+            let site = snap.model().site_by_name(site)?;
+            let table = snap.rtt();
+            table.cell(table.row(group)?, site).copied()
+        });
+        cell_text(cell.as_ref())
     }
 
     fn show_states(&mut self) {
@@ -613,12 +663,19 @@ impl Runner<'_> {
                 let got = self.answer(&w[1..3], line)?;
                 (got != w[3]).then(|| format!("answer is {got}"))
             }
+            Some("ldns") if w.len() == 4 => {
+                let group: IpAddr = w[1]
+                    .parse()
+                    .map_err(|_| syntax("expect ldns GROUP SITE TEXT"))?;
+                let got = self.ldns_cell(group, w[2]);
+                (got != w[3]).then(|| format!("the cell is {got}"))
+            }
             Some("effect") if w.len() >= 2 => {
                 let want = w[1..].join(" ");
                 (!self.last_effects.iter().any(|e| e.contains(&want)))
                     .then(|| format!("effects were [{}]", self.last_effects.join("; ")))
             }
-            _ => return Err(syntax("expect state|answer|effect ...")),
+            _ => return Err(syntax("expect state|answer|effect|ldns ...")),
         };
         if let Some(f) = failure {
             self.out
@@ -677,6 +734,34 @@ fn millis(text: &str) -> Option<Duration> {
     (ms >= 0.0 && ms.is_finite()).then(|| Duration::from_secs_f64(ms / 1000.0))
 }
 
+/// A published cell: `MS/KIND[,hops=N,ttl=N,loss=PCT%,mos=X]` (RTT in
+/// whole ms), or `-` for none.
+fn cell_text(cell: Option<&sextant_core::RttCell>) -> String {
+    let Some(c) = cell else {
+        return "-".into();
+    };
+    format!(
+        "{}ms{}{}",
+        c.rtt.as_millis(),
+        c.kind
+            .map_or(String::new(), |k| format!("/{}", probe_word(k))),
+        path_text(c.path)
+    )
+}
+
+/// `,hops=N,ttl=N,loss=PCT%,mos=X`, or nothing without a path.
+fn path_text(path: Option<sextant_core::PathFigures>) -> String {
+    path.map_or(String::new(), |p| {
+        format!(
+            ",hops={},ttl={},loss={}%,mos={:.2}",
+            p.hops,
+            p.ttl,
+            f64::from(p.loss_permille) / 10.0,
+            f64::from(p.mos_centi) / 100.0
+        )
+    })
+}
+
 fn parse_probe(word: &str) -> Option<LdnsProbe> {
     match word {
         "ping" => Some(LdnsProbe::Ping),
@@ -694,7 +779,8 @@ fn probe_word(kind: LdnsProbe) -> &'static str {
     }
 }
 
-/// `GROUP=MS[/KIND][,queried][,removed]`, MS `-` for none.
+/// `GROUP=MS[/KIND][,queried][,removed][,hops=N,ttl=N,loss=PCT%,mos=X]`,
+/// MS `-` for none; a path needs all four of its figures.
 fn parse_shared_rtt(token: &str) -> Option<SharedRtt> {
     let (group, rest) = token.split_once('=')?;
     let mut parts = rest.split(',');
@@ -708,15 +794,39 @@ fn parse_shared_rtt(token: &str) -> Option<SharedRtt> {
         group: group.parse().ok()?,
         rtt,
         kind,
+        path: None,
         queried: false,
         removed: false,
     };
+    let (mut hops, mut ttl, mut loss, mut mos) = (None, None, None, None);
     for flag in parts {
-        match flag {
-            "queried" => r.queried = true,
-            "removed" => r.removed = true,
+        match flag.split_once('=') {
+            None if flag == "queried" => r.queried = true,
+            None if flag == "removed" => r.removed = true,
+            Some(("hops", n)) => hops = Some(n.parse().ok()?),
+            Some(("ttl", n)) => ttl = Some(n.parse().ok()?),
+            Some(("loss", pct)) => {
+                let pct: f64 = pct.strip_suffix('%')?.parse().ok()?;
+                loss = Some((pct * 10.0).round().clamp(0.0, 1000.0) as u16);
+            }
+            Some(("mos", x)) => {
+                let x: f64 = x.parse().ok()?;
+                mos = Some((x * 100.0).round().clamp(0.0, 450.0) as u16);
+            }
             _ => return None,
         }
     }
+    r.path = match (hops, ttl, loss, mos) {
+        (Some(hops), Some(ttl), Some(loss_permille), Some(mos_centi)) => {
+            Some(sextant_core::PathFigures {
+                hops,
+                ttl,
+                loss_permille,
+                mos_centi,
+            })
+        }
+        (None, None, None, None) => None,
+        _ => return None,
+    };
     Some(r)
 }

@@ -11,6 +11,13 @@
 //! rcode, and carry no records: the probes only time the round trip. Input
 //! is untrusted and handled with checked reads only; anything that is not a
 //! DNS query is ignored (and not counted).
+//!
+//! For the path figures of datacenter mode, a test can also set, per source
+//! address, the IP TTL (IPv6: hop limit) its answers leave with
+//! ([`LdnsEmulator::set_ttl`]: "this resolver is N hops from that site")
+//! and a share of its queries that go unanswered
+//! ([`LdnsEmulator::set_loss`], deterministic). By default answers leave
+//! with the system's TTL and none is dropped.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -43,6 +50,16 @@ struct State {
     stop: AtomicBool,
     rcode: AtomicU8,
     delays: Mutex<HashMap<IpAddr, Duration>>,
+    /// Per source: the TTL its answers are sent with.
+    ttls: Mutex<HashMap<IpAddr, u8>>,
+    /// Per source: the share of its queries dropped.
+    losses: Mutex<HashMap<IpAddr, Loss>>,
+    dropped: Mutex<HashMap<IpAddr, u64>>,
+    /// Held while the UDP socket's TTL is set and an answer sent (two
+    /// threads send on it); the TTL it has now, `None` for the default.
+    udp_ttl: Mutex<Option<u8>>,
+    /// The UDP socket's TTL (IPv6: unicast hops) as the system set it.
+    default_ttl: u32,
     counts: Mutex<HashMap<IpAddr, u64>>,
     total: AtomicU64,
     /// Delayed UDP answers, earliest first.
@@ -58,7 +75,32 @@ struct Pending {
     due: Instant,
     seq: u64,
     to: SocketAddr,
+    ttl: Option<u8>,
     answer: Vec<u8>,
+}
+
+/// A source's loss: of every 1000 queries, `permille` go unanswered,
+/// spread evenly (query n is dropped when ⌊n·p/1000⌋ grows).
+#[derive(Debug, Clone, Copy)]
+struct Loss {
+    permille: u16,
+    /// Queries from the source since the loss was set.
+    seen: u64,
+}
+
+impl Loss {
+    /// Counts one more query; whether it is dropped.
+    fn drops_next(&mut self) -> bool {
+        let p = u64::from(self.permille.min(1000));
+        self.seen += 1;
+        self.seen * p / 1000 > (self.seen - 1) * p / 1000
+    }
+}
+
+/// What to do with one query's answer.
+struct Reply {
+    delay: Duration,
+    ttl: Option<u8>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -76,6 +118,12 @@ impl LdnsEmulator {
     pub fn start(addr: SocketAddr) -> LdnsEmulator {
         let (udp, tcp) = bind_both(addr);
         let addr = udp.local_addr().expect("local address of the UDP socket");
+        let default_ttl = if addr.is_ipv4() {
+            udp.ttl()
+        } else {
+            socket2::SockRef::from(&udp).unicast_hops_v6()
+        }
+        .expect("the UDP socket's TTL");
         udp.set_read_timeout(Some(POLL))
             .expect("read timeout on the UDP socket");
         tcp.set_nonblocking(true)
@@ -84,6 +132,11 @@ impl LdnsEmulator {
             stop: AtomicBool::new(false),
             rcode: AtomicU8::new(0),
             delays: Mutex::default(),
+            ttls: Mutex::default(),
+            losses: Mutex::default(),
+            dropped: Mutex::default(),
+            udp_ttl: Mutex::default(),
+            default_ttl,
             counts: Mutex::default(),
             total: AtomicU64::new(0),
             pending: Mutex::default(),
@@ -118,6 +171,36 @@ impl LdnsEmulator {
         } else {
             delays.insert(source, delay);
         }
+    }
+
+    /// Sends the answers to queries from `source` with this IP TTL (IPv6:
+    /// hop limit), as if the resolver were that many hops less than 64 away
+    /// from it: the socket's unicast TTL is set before each send (TCP: per
+    /// connection). `None`: the system's default again.
+    pub fn set_ttl(&self, source: IpAddr, ttl: Option<u8>) {
+        let mut ttls = lock(&self.state.ttls);
+        match ttl {
+            Some(t) => ttls.insert(source, t),
+            None => ttls.remove(&source),
+        };
+    }
+
+    /// Leaves `permille` of every 1000 queries from `source` unanswered,
+    /// deterministically and evenly spread: 500 drops every second query,
+    /// 100 every tenth, 1000 all (counted from this call, over UDP and TCP
+    /// together). 0 answers every query again (the default).
+    pub fn set_loss(&self, source: IpAddr, permille: u16) {
+        let mut losses = lock(&self.state.losses);
+        if permille == 0 {
+            losses.remove(&source);
+        } else {
+            losses.insert(source, Loss { permille, seen: 0 });
+        }
+    }
+
+    /// Queries from `source` left unanswered by [`LdnsEmulator::set_loss`].
+    pub fn dropped_from(&self, source: IpAddr) -> u64 {
+        lock(&self.state.dropped).get(&source).copied().unwrap_or(0)
     }
 
     /// The rcode of every answer (default 0 NOERROR; e.g. 5 REFUSED to test
@@ -158,14 +241,40 @@ impl State {
         self.stop.load(Ordering::SeqCst)
     }
 
-    /// Counts a query from `source` and says how long to hold its answer.
-    fn received(&self, source: IpAddr) -> Duration {
+    /// Counts a query from `source` and says how long to hold its answer
+    /// and with what TTL to send it; `None`: drop it (its loss).
+    fn received(&self, source: IpAddr) -> Option<Reply> {
         *lock(&self.counts).entry(source).or_insert(0) += 1;
         self.total.fetch_add(1, Ordering::SeqCst);
-        lock(&self.delays)
-            .get(&source)
-            .copied()
-            .unwrap_or(Duration::ZERO)
+        if lock(&self.losses)
+            .get_mut(&source)
+            .is_some_and(Loss::drops_next)
+        {
+            *lock(&self.dropped).entry(source).or_insert(0) += 1;
+            return None;
+        }
+        Some(Reply {
+            delay: lock(&self.delays)
+                .get(&source)
+                .copied()
+                .unwrap_or(Duration::ZERO),
+            ttl: lock(&self.ttls).get(&source).copied(),
+        })
+    }
+
+    /// Sends a UDP answer with `ttl` (`None`: the default), setting the
+    /// socket's TTL first when it has another. Best effort, like UDP: an
+    /// answer whose TTL cannot be set still goes out (and the test that
+    /// asked for the TTL sees the wrong one, rather than a loss).
+    fn send_udp(&self, socket: &UdpSocket, answer: &[u8], to: SocketAddr, ttl: Option<u8>) {
+        let mut current = lock(&self.udp_ttl);
+        if *current != ttl {
+            let want = ttl.map_or(self.default_ttl, u32::from);
+            if set_ttl(socket2::SockRef::from(socket), to.is_ipv6(), want).is_ok() {
+                *current = ttl;
+            }
+        }
+        let _ = socket.send_to(answer, to);
     }
 
     fn rcode(&self) -> u8 {
@@ -227,9 +336,11 @@ fn serve_udp(socket: &UdpSocket, state: &State) {
         let Some(reply) = answer(buf.get(..n).unwrap_or_default(), state.rcode()) else {
             continue;
         };
-        let delay = state.received(from.ip());
+        let Some(Reply { delay, ttl }) = state.received(from.ip()) else {
+            continue; // lost
+        };
         if delay.is_zero() {
-            let _ = socket.send_to(&reply, from);
+            state.send_udp(socket, &reply, from, ttl);
             continue;
         }
         let mut pending = lock(&state.pending);
@@ -239,6 +350,7 @@ fn serve_udp(socket: &UdpSocket, state: &State) {
                 due: Instant::now() + delay,
                 seq,
                 to: from,
+                ttl,
                 answer: reply,
             }));
             state.wake.notify_all();
@@ -254,7 +366,7 @@ fn send_delayed(socket: &UdpSocket, state: &State) {
         let wait = match pending.peek() {
             Some(Reverse(p)) if p.due <= now => {
                 if let Some(Reverse(p)) = pending.pop() {
-                    let _ = socket.send_to(&p.answer, p.to);
+                    state.send_udp(socket, &p.answer, p.to, p.ttl);
                 }
                 continue;
             }
@@ -310,6 +422,12 @@ fn serve_tcp(mut conn: TcpStream, peer: IpAddr, state: &State) {
         return;
     }
     let _ = conn.set_nodelay(true);
+    let default_ttl = if peer.is_ipv4() {
+        conn.ttl()
+    } else {
+        socket2::SockRef::from(&conn).unicast_hops_v6()
+    };
+    let mut conn_ttl: Option<u8> = None;
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 4096];
     let mut last_read = Instant::now();
@@ -320,10 +438,19 @@ fn serve_tcp(mut conn: TcpStream, peer: IpAddr, state: &State) {
             let Some(msg) = buf.get(2..end) else {
                 break;
             };
-            if let Some(reply) = answer(msg, state.rcode()) {
-                let delay = state.received(peer);
+            if let Some(reply) = answer(msg, state.rcode())
+                && let Some(Reply { delay, ttl }) = state.received(peer)
+            {
                 if !sleep_unless_stopped(delay, state) {
                     return;
+                }
+                if ttl != conn_ttl
+                    && let Ok(default) = default_ttl.as_ref()
+                {
+                    let want = ttl.map_or(*default, u32::from);
+                    if set_ttl(socket2::SockRef::from(&conn), peer.is_ipv6(), want).is_ok() {
+                        conn_ttl = ttl;
+                    }
                 }
                 let mut framed = Vec::with_capacity(2 + reply.len());
                 framed.extend_from_slice(&(reply.len() as u16).to_be_bytes());
@@ -352,6 +479,15 @@ fn serve_tcp(mut conn: TcpStream, peer: IpAddr, state: &State) {
             }
             Err(_) => return,
         }
+    }
+}
+
+/// Sets the unicast TTL (`v6`: hop limit) of a socket.
+fn set_ttl(socket: socket2::SockRef<'_>, v6: bool, ttl: u32) -> io::Result<()> {
+    if v6 {
+        socket.set_unicast_hops_v6(ttl)
+    } else {
+        socket.set_ttl_v4(ttl)
     }
 }
 
@@ -472,5 +608,53 @@ mod tests {
         assert_eq!(&msg[..2], &QUERY[..2]);
         assert_eq!(emu.queries_from("127.0.0.1".parse().unwrap()), 2);
         assert_eq!(emu.queries(), 2);
+    }
+
+    #[test]
+    fn loss_drops_an_even_deterministic_share() {
+        let pattern = |permille| {
+            let mut l = Loss { permille, seen: 0 };
+            (0..10).map(|_| l.drops_next()).collect::<Vec<_>>()
+        };
+        let (t, f) = (true, false);
+        assert_eq!(pattern(500), [f, t, f, t, f, t, f, t, f, t]);
+        assert_eq!(pattern(100), [f, f, f, f, f, f, f, f, f, t]);
+        assert_eq!(pattern(300), [f, f, f, t, f, f, t, f, f, t]);
+        assert_eq!(pattern(1000), [t; 10]);
+        assert_eq!(pattern(2000), [t; 10], "more than all is all");
+        let mut l = Loss {
+            permille: 250,
+            seen: 0,
+        };
+        assert_eq!((0..1000).filter(|_| l.drops_next()).count(), 250);
+    }
+
+    #[test]
+    fn a_lossy_source_gets_every_other_answer() {
+        let emu = LdnsEmulator::start("127.0.0.1:0".parse().unwrap());
+        let me: IpAddr = "127.0.0.1".parse().unwrap();
+        emu.set_loss(me, 500);
+        emu.set_ttl(me, Some(33));
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut answered = 0;
+        let mut buf = [0u8; 512];
+        for _ in 0..4 {
+            client.send_to(QUERY, emu.addr()).unwrap();
+            if client.recv_from(&mut buf).is_ok() {
+                answered += 1;
+            }
+        }
+        assert_eq!(answered, 2);
+        assert_eq!(emu.dropped_from(me), 2);
+        assert_eq!(emu.queries_from(me), 4, "dropped queries are received");
+        // Back to normal: every query answered, with the default TTL.
+        emu.set_loss(me, 0);
+        emu.set_ttl(me, None);
+        client.send_to(QUERY, emu.addr()).unwrap();
+        assert!(client.recv_from(&mut buf).is_ok());
+        assert_eq!(emu.dropped_from(me), 2);
     }
 }

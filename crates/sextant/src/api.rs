@@ -297,6 +297,14 @@ async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns> {
                         .and_then(|c| c.kind)
                         .map(|k| k.monitor_name().to_string()),
                     age_seconds: cell.map(|c| age(c.at)),
+                    hops: cell.and_then(|c| c.path).map(|p| p.hops),
+                    ttl: cell.and_then(|c| c.path).map(|p| p.ttl),
+                    packet_loss_percent: cell
+                        .and_then(|c| c.path)
+                        .map(|p| f64::from(p.loss_permille) / 10.0),
+                    mos: cell
+                        .and_then(|c| c.path)
+                        .map(|p| f64::from(p.mos_centi) / 100.0),
                 })
                 .collect(),
         })

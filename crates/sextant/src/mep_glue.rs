@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use sextant_core::{LdnsProbe, ServiceMetrics};
+use sextant_core::{LdnsProbe, PathFigures, ServiceMetrics};
 use sextant_mep::message::{
     LdnsRtt, LdnsRttEntry, LoadMetrics, ServiceEntry, ServiceState, SessionEntry, Sessions,
 };
@@ -211,6 +211,10 @@ pub fn rtt_to_wire(list: &[SharedRtt], v4_mask: u8, v6_mask: u8) -> Message {
                     .rtt
                     .map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64),
                 probe: r.kind.map(|k| probe_word(k).to_string()),
+                hops: r.path.map(|p| u32::from(p.hops)),
+                ttl: r.path.map(|p| u32::from(p.ttl)),
+                loss_permille: r.path.map(|p| u32::from(p.loss_permille)),
+                mos_centi: r.path.map(|p| u32::from(p.mos_centi)),
                 queried: r.queried,
                 removed: r.removed,
             })
@@ -227,7 +231,7 @@ fn probe_word(kind: LdnsProbe) -> &'static str {
 }
 
 /// One received RTT entry; malformed ones are dropped (an unknown probe
-/// word only loses the kind).
+/// word only loses the kind, nonsense path figures only the path).
 fn rtt_from_wire(e: &LdnsRttEntry) -> Option<SharedRtt> {
     let addr = e
         .prefix
@@ -242,9 +246,24 @@ fn rtt_from_wire(e: &LdnsRttEntry) -> Option<SharedRtt> {
             "tcp" => Some(LdnsProbe::DnsTcp),
             _ => None,
         }),
+        path: path_from_wire(e),
         queried: e.queried,
         removed: e.removed,
     })
+}
+
+/// The path figures of a received entry: all four, each in its range (hops
+/// and TTL 0 to 255, loss 0 to 1000 ‰, MOS × 100 100 to 450), with an RTT;
+/// anything else is no path (the RTT still counts).
+fn path_from_wire(e: &LdnsRttEntry) -> Option<PathFigures> {
+    e.rtt_us?;
+    let path = PathFigures {
+        hops: u8::try_from(e.hops?).ok()?,
+        ttl: u8::try_from(e.ttl?).ok()?,
+        loss_permille: u16::try_from(e.loss_permille?).ok()?,
+        mos_centi: u16::try_from(e.mos_centi?).ok()?,
+    };
+    (path.loss_permille <= 1000 && (100..=450).contains(&path.mos_centi)).then_some(path)
 }
 
 /// One received persistence entry; malformed ones are dropped.
@@ -355,5 +374,75 @@ mod tests {
             expires_in_s: u64::MAX,
         };
         assert_eq!(session_from_wire(&bad), None);
+    }
+
+    #[test]
+    fn rtt_path_figures_round_trip_and_nonsense_is_no_path() {
+        let path = PathFigures {
+            hops: 7,
+            ttl: 57,
+            loss_permille: 100,
+            mos_centi: 412,
+        };
+        let r = SharedRtt {
+            group: "198.51.100.0".parse().unwrap(),
+            rtt: Some(Duration::from_micros(20_500)),
+            kind: Some(LdnsProbe::DnsUdp),
+            path: Some(path),
+            queried: true,
+            removed: false,
+        };
+        let Message::LdnsRtt(wire) = rtt_to_wire(std::slice::from_ref(&r), 24, 56) else {
+            panic!("not an LdnsRtt message")
+        };
+        let e = &wire.entries[0];
+        assert_eq!(e.prefix, "198.51.100.0/24");
+        assert_eq!(
+            (e.hops, e.ttl, e.loss_permille, e.mos_centi),
+            (Some(7), Some(57), Some(100), Some(412))
+        );
+        assert_eq!(rtt_from_wire(e), Some(r));
+        // Through JSON, as a peer reads it.
+        let json = serde_json::to_vec(&wire).unwrap();
+        let back: LdnsRtt = serde_json::from_slice(&json).unwrap();
+        assert_eq!(rtt_from_wire(&back.entries[0]), Some(r));
+        // Without a path: no figures on the wire, none read.
+        let bare = SharedRtt { path: None, ..r };
+        let Message::LdnsRtt(wire) = rtt_to_wire(&[bare], 24, 56) else {
+            panic!("not an LdnsRtt message")
+        };
+        assert_eq!(wire.entries[0].hops, None);
+        assert_eq!(rtt_from_wire(&wire.entries[0]), Some(bare));
+
+        // Nonsense: the path is dropped, the RTT and the rest stand.
+        let good = e.clone();
+        let wild: [fn(&mut LdnsRttEntry); 9] = [
+            |e| e.loss_permille = Some(1001),
+            |e| e.mos_centi = Some(99),
+            |e| e.mos_centi = Some(451),
+            |e| e.mos_centi = Some(0),
+            |e| e.hops = Some(256),
+            |e| e.ttl = Some(u32::MAX),
+            |e| e.ttl = None, // all four or none
+            |e| e.mos_centi = None,
+            |e| e.rtt_us = None, // a path without an RTT means nothing
+        ];
+        for (i, spoil) in wild.iter().enumerate() {
+            let mut e = good.clone();
+            spoil(&mut e);
+            let got = rtt_from_wire(&e).expect("the entry itself is fine");
+            assert_eq!(got.path, None, "case {i}: {e:?}");
+            assert_eq!(got.rtt, e.rtt_us.map(Duration::from_micros), "case {i}");
+            assert!(got.queried);
+        }
+        // The edges of the ranges are fine.
+        let mut edge = good.clone();
+        edge.loss_permille = Some(1000);
+        edge.mos_centi = Some(100);
+        edge.hops = Some(255);
+        edge.ttl = Some(0);
+        assert!(rtt_from_wire(&edge).and_then(|r| r.path).is_some());
+        edge.mos_centi = Some(450);
+        assert!(rtt_from_wire(&edge).and_then(|r| r.path).is_some());
     }
 }

@@ -789,16 +789,16 @@ async fn state_task(
             }
             Some(sample) = ldns_rx.recv() => {
                 let sextant_health::ldns::LdnsSample { ldns, outcome } = sample;
-                Event::LdnsSample {
-                    group: ldns,
-                    sample: match outcome {
-                        sextant_health::ldns::LdnsOutcome::Rtt { rtt, kind } => Some((rtt, kind)),
-                        sextant_health::ldns::LdnsOutcome::Failed { detail } => {
-                            tracing::debug!(%ldns, %detail, "LDNS probe cycle failed");
-                            None
-                        }
-                    },
-                }
+                let (sample, ttl) = match outcome {
+                    sextant_health::ldns::LdnsOutcome::Rtt { rtt, kind, ttl } => {
+                        (Some((rtt, kind)), ttl)
+                    }
+                    sextant_health::ldns::LdnsOutcome::Failed { detail } => {
+                        tracing::debug!(%ldns, %detail, "LDNS probe cycle failed");
+                        (None, None)
+                    }
+                };
+                Event::LdnsSample { group: ldns, sample, ttl }
             }
             _ = ldns_tick.tick() => {
                 if let (Some(p), Ok(mut c)) = (edges.ldns.as_ref(), daemon.ldns.prober.lock()) {

@@ -197,6 +197,32 @@ fn rtts_at_least(at: &SiteServer, ldns: Ipv4Addr, want: &[(&str, u64)]) -> Resul
     Ok(())
 }
 
+/// `at` shows, for every `(site, hops, ttl)`, those path figures towards
+/// `ldns` (no loss, and a MOS): the reply TTL that site's DNS probes saw,
+/// measured there and exchanged.
+fn paths_at(at: &SiteServer, ldns: Ipv4Addr, want: &[(&str, u8, u8)]) -> Result<(), String> {
+    let e = ldns_entry(at, ldns)?;
+    for (site, hops, ttl) in want {
+        let cell = ldns_site(&e, site).ok_or_else(|| {
+            format!(
+                "at {}: the entry of {ldns} has no site {site}: {e:?}",
+                at.name
+            )
+        })?;
+        let got = (cell.hops, cell.ttl, cell.packet_loss_percent);
+        if got != (Some(*hops), Some(*ttl), Some(0.0))
+            || !cell.mos.is_some_and(|m| (1.0..=4.5).contains(&m))
+        {
+            return Err(format!(
+                "at {}: {site}'s path to {ldns} is {got:?} (hops, ttl, loss %) with MOS {:?}, \
+                 want {hops} hops, TTL {ttl}, no loss: {e:?}",
+                at.name, cell.mos
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The explanation at `at` of the answer to a query from `ldns`.
 fn explain(at: &SiteServer, ldns: Ipv4Addr) -> Result<Explain, String> {
     at.try_api(&explain_path(NAME, &ldns.to_string()))
@@ -261,6 +287,11 @@ fn the_answer_is_the_site_with_the_smallest_rtt_and_follows_a_change() {
     let layout = Layout::host(&net, &["fra", "nyc", "sgp"]);
     let ldns = net.client_ip(0);
     let emu = emulator(ldns, &layout, &[("fra", 40), ("nyc", 120), ("sgp", 200)]);
+    // The resolver's answers reach each site across a different number of
+    // routers (the path figures of datacenter mode's Client Based).
+    for (site, ttl) in [("fra", 60), ("nyc", 57), ("sgp", 50)] {
+        emu.set_ttl(layout.ip(site), Some(ttl));
+    }
     let services = layout.unmonitored_services();
     let sites = start_sites(&scratch, &layout, |k| {
         layout.conf(k, emu.addr().port(), DNS_FIRST, "", &services, "")
@@ -285,6 +316,15 @@ fn the_answer_is_the_site_with_the_smallest_rtt_and_follows_a_change() {
     }
     eventually_ok(CONVERGE, "nyc holds every site's RTT", || {
         rtts_at_least(nyc, ldns, &[("fra", 40), ("nyc", 120), ("sgp", 200)])
+    });
+    // The reply TTLs of the DNS probes became path figures, nyc's own and
+    // the others' through the exchange.
+    eventually_ok(CONVERGE, "nyc holds every site's path figures", || {
+        paths_at(
+            nyc,
+            ldns,
+            &[("fra", 4, 60), ("nyc", 7, 57), ("sgp", 14, 50)],
+        )
     });
     let e = ldns_entry(nyc, ldns).unwrap_or_else(|e| panic!("{e}"));
     let own = ldns_site(&e, "nyc").expect("nyc's own cell");
