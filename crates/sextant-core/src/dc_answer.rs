@@ -230,8 +230,16 @@ pub(crate) fn answer_dc_record<T: Tracer>(
     let n = rec.addresses.len();
     let pick = match rec.balance {
         Balance::All => {
-            out.addrs
-                .extend((0..n).filter(|a| chosen(*a)).map(|a| rec.addresses[a].ip));
+            // Best datacenter first: with every address in the answer, the
+            // ranking is the order (and, for Client Based, which has no
+            // cut, the only effect of the criterion).
+            for g in &order[..groups] {
+                out.addrs.extend(
+                    (0..n)
+                        .filter(|a| rec.addresses[*a].group == *g && chosen(*a))
+                        .map(|a| rec.addresses[a].ip),
+                );
+            }
             None
         }
         Balance::RoundRobin => {

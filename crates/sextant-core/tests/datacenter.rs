@@ -549,6 +549,19 @@ fn client_based_ranks_per_query_by_each_criterion_with_no_cut_and_no_fail_safe()
         // No cut: every DC with a healthy address answers (Balance ALL),
         // the first ranked first.
         assert_eq!(out.addrs.len(), 8, "{criterion:?}: {:?}", out.addrs);
+        // In ranked order: the best datacenter's addresses first.
+        assert_eq!(
+            DCS[dc_of(out.addrs[0])],
+            first,
+            "{criterion:?}: {:?}",
+            out.addrs
+        );
+        assert_eq!(
+            DCS[dc_of(out.addrs[7])],
+            "sgp",
+            "{criterion:?}: {:?}",
+            out.addrs
+        );
         let ranked: Vec<&str> =
             t.0.iter()
                 .filter_map(|e| match e {

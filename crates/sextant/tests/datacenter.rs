@@ -29,10 +29,13 @@ const MONITOR: &str =
 
 /// Site `me`'s file: the sites, one service per site on its backend port
 /// (monitored by TCP at its own site, `-vServiceName web`), the two records
-/// over every site's service (`record_opts` on the main one's add line).
-fn conf(sites: &Sites, me: usize, ports: &[u16], record_opts: &str) -> String {
+/// over every site's service (`record_opts` on the main one's add line; a
+/// fail-safe record unless it is Client Based, which uses none), `params`
+/// (more lines) before them.
+fn conf(sites: &Sites, me: usize, ports: &[u16], record_opts: &str, params: &str) -> String {
     let mut c = sites.preamble(me, "datacenter", "");
     c += "set gslb parameter -dcAccessPeriod 500 MSEC\n";
+    c += params;
     c += MONITOR;
     for (k, name) in sites.names.iter().enumerate() {
         c += &format!(
@@ -48,11 +51,14 @@ fn conf(sites: &Sites, me: usize, ports: &[u16], record_opts: &str) -> String {
             c += &format!("bind gslb dcRecord {record} -siteName {name} -serviceName web-{name}\n");
         }
     }
-    c += &format!("bind gslb dcRecord {NAME} -failSafe {FAIL_SAFE}\n");
+    if !record_opts.contains("CLIENT_BASED") {
+        c += &format!("bind gslb dcRecord {NAME} -failSafe {FAIL_SAFE}\n");
+    }
     c
 }
 
 struct Setup {
+    net: Net,
     sites: Sites,
     servers: Vec<SiteServer>,
     backends: Vec<Option<Backend>>,
@@ -60,14 +66,23 @@ struct Setup {
 }
 
 fn start(test: &str, record_opts: &str) -> Setup {
+    start_with(test, record_opts, |_| String::new())
+}
+
+/// [`start`] with more configuration lines from `params(net)`.
+fn start_with(test: &str, record_opts: &str, params: impl Fn(&Net) -> String) -> Setup {
     let net = Net::for_sites(test, 3);
     let scratch = net.scratch();
     let sites = Sites::host(&net, &["fra", "ams", "nyc"]);
     let backends: Vec<Backend> = sites.svc.iter().map(|ip| Backend::tcp(*ip)).collect();
     let ports: Vec<u16> = backends.iter().map(|b| b.port()).collect();
-    let servers = sites.start(SEXTANT, &scratch, |k| conf(&sites, k, &ports, record_opts));
+    let params = params(&net);
+    let servers = sites.start(SEXTANT, &scratch, |k| {
+        conf(&sites, k, &ports, record_opts, &params)
+    });
     wait_mesh_up(&servers);
     Setup {
+        net,
         sites,
         servers,
         backends: backends.into_iter().map(Some).collect(),
@@ -233,4 +248,78 @@ fn service_based_connections_rank_by_each_dcs_service() {
             .then_some(())
             .ok_or_else(|| format!("12 answers came from {seen:?}, want fra and nyc"))
     });
+}
+
+/// Client Based by hops: every site probes the client's resolver (an LDNS
+/// emulator that replies to each site with its own IP TTL), the sites share
+/// what they measured, and the answer lists every datacenter (no cut) best
+/// first; when the paths change, so does the order. No fail-safe record.
+#[test]
+fn client_based_hops_follow_the_ttls_the_resolver_replies_with() {
+    let ldns_port = std::cell::Cell::new(0u16);
+    let emulator = std::cell::RefCell::new(None::<LdnsEmulator>);
+    let s = start_with(
+        "dc_client",
+        "-dcSelection CLIENT_BASED -criterion HOPS -balance ALL",
+        |net| {
+            let emu = LdnsEmulator::start(std::net::SocketAddr::new(
+                std::net::IpAddr::V4(net.client_ip(0)),
+                0,
+            ));
+            ldns_port.set(emu.addr().port());
+            *emulator.borrow_mut() = Some(emu);
+            let port = ldns_port.get();
+            format!(
+                "set gslb parameter -ldnsProbeOrder DNS PING TCP\n\
+                 set lb monitor ldns-dns LDNS-DNS -destPort {port} -interval 1 SEC -resptimeout 500 MSEC\n\
+                 set lb monitor ldns-tcp LDNS-TCP -destPort {port} -interval 1 SEC -resptimeout 500 MSEC\n"
+            )
+        },
+    );
+    let emu = emulator.borrow_mut().take().expect("emulator");
+    let ldns = s.net.client_ip(0);
+    // fra 14 hops (TTL 50), ams 4 (60), nyc 8 (120).
+    let set_ttls = |ttls: [u8; 3]| {
+        for (k, ttl) in ttls.iter().enumerate() {
+            emu.set_ttl(std::net::IpAddr::V4(s.sites.ips[k]), Some(*ttl));
+        }
+    };
+    set_ttls([50, 60, 120]);
+    let order = |want: [&str; 3]| -> Result<(), String> {
+        let got = s.fra().try_query_a_from(ldns, NAME)?;
+        let sites: Vec<&str> = got.iter().map(|ip| s.sites.site_of(*ip)).collect();
+        (sites == want)
+            .then_some(())
+            .ok_or_else(|| format!("answer from {ldns}: {got:?} (sites {sites:?}), want {want:?}"))
+    };
+    // The first query makes the LDNS known; the sites probe it.
+    let _ = s.fra().try_query_a_from(ldns, NAME);
+    eventually_ok(CONVERGE, "ams (4 hops), nyc (8), fra (14)", || {
+        order(["ams", "nyc", "fra"])
+    });
+    // The record status and Client Based's per-query ranking.
+    let r = s.fra().try_record(NAME).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (r.dc_selection.as_str(), r.status.as_str()),
+        ("CLIENT_BASED", "OK"),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.ranked_age_seconds, None,
+        "Client Based ranks per query: {r:?}"
+    );
+    // The route to ams gets long: ams 24 hops (TTL 40), nyc first now.
+    set_ttls([50, 40, 120]);
+    eventually_ok(CONVERGE, "nyc (8), fra (14), ams (24)", || {
+        order(["nyc", "fra", "ams"])
+    });
+    let text = s.fra().explain(NAME, &ldns.to_string()).trace.join("\n");
+    for want in [
+        "CLIENT_BASED by HOPS",
+        "rank 1: DC 3 (site nyc), HOPS 8",
+        "(site ams), HOPS 24",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    drop(emu);
 }
