@@ -1258,6 +1258,22 @@ impl Validator<'_> {
             }
         }
 
+        // Client Based takes every datacenter (no cut): the criterion then
+        // only orders the answer, which one-address algorithms ignore.
+        if let DcSelection::ClientBased(criterion) = &selection
+            && d.balance != sextant_core::Balance::All
+        {
+            let key = self.key("-balance", "balance");
+            self.diag.warn(
+                d.line,
+                format!(
+                    "{label}: CLIENT_BASED takes every datacenter (no cut), so with {key} {} the answer rotates over all of them and the {} ranking has no effect; {key} ALL answers every healthy address, best datacenter first",
+                    d.balance.name(),
+                    criterion.name()
+                ),
+            );
+        }
+
         // Addresses by group, in binding order within a group.
         let mut addresses: Vec<DcAddress> = entries
             .iter()

@@ -95,7 +95,7 @@ bind gslb dcRecord cpu.example.com -failSafe 2001:db8::98
 add gslb dcRecord svc.example.com -dcSelection SERVICE_BASED -criterion CONNECTIONS -vServiceName web -balance RANDOM
 bind gslb dcRecord svc.example.com -siteName nyc -serviceName web-nyc -hc SITE
 bind gslb dcRecord svc.example.com -siteName ams -serviceName web-ams
-add gslb dcRecord client.example.com -dcSelection CLIENT_BASED -criterion MOS -balance CLOSEST
+add gslb dcRecord client.example.com -dcSelection CLIENT_BASED -criterion MOS -balance ALL
 bind gslb dcRecord client.example.com -siteName ams -IPAddress 192.0.2.50 -hc NONE
 bind gslb dcRecord client.example.com -siteName nyc -serviceName app-nyc
 ";
@@ -213,7 +213,7 @@ service = "web-ams"
 name = "client.example.com"
 dc_selection = "client_based"
 criterion = "mos"
-balance = "closest"
+balance = "all"
 
 [[dc_record.address]]
 site = "ams"
@@ -307,7 +307,7 @@ fn check_full(m: &Model) {
             ttl: 5,
             selection: DcSelection::ClientBased(ClientCriterion::Mos),
             total_dcs: 1,
-            balance: Balance::Closest,
+            balance: Balance::All,
             groups: vec![group(AMS, None), group(NYC, None), group(FRA, None)],
             addresses: vec![
                 addr(0, "192.0.2.50", 1, DcHealth::Always),
@@ -1332,4 +1332,26 @@ fn toml_record_errors() {
         19,
         &["fail-safe record 192.0.2.1 is already bound (line 19)"],
     );
+}
+
+/// Client Based takes every datacenter, so only `-balance ALL` lets its
+/// ranking show: any other algorithm is accepted with a warning.
+#[test]
+fn client_based_with_a_one_address_balance_warns() {
+    let m = conf(
+        "add gslb dcRecord www.example.com -dcSelection CLIENT_BASED -criterion HOPS -balance CLOSEST\n",
+    );
+    assert_eq!(m.dc_records[0].balance, Balance::Closest);
+    assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+    assert!(
+        m.warnings[0].contains(
+            ":1: dcRecord \"www.example.com\": CLIENT_BASED takes every datacenter (no cut), so with -balance CLOSEST the answer rotates over all of them and the HOPS ranking has no effect; -balance ALL answers every healthy address, best datacenter first"
+        ),
+        "{:?}",
+        m.warnings
+    );
+    let m = conf(
+        "add gslb dcRecord www.example.com -dcSelection CLIENT_BASED -criterion HOPS -balance ALL\n",
+    );
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
 }
