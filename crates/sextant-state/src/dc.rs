@@ -37,8 +37,13 @@ pub(crate) struct Ctx<'a> {
 pub(crate) struct DcBook {
     /// Per site (by id): its latest reported figures.
     reported: Vec<Option<SiteFigures>>,
-    /// Per site: the keepalive counters now, and at the last ranking.
+    /// Per site: the keepalive counters now, and where the current loss
+    /// window began.
     links: Vec<(LinkCounters, LinkCounters)>,
+    /// Per site: the loss over the last window that saw keepalives (a
+    /// ranking between two counter updates keeps it rather than reading
+    /// "unknown").
+    loss: Vec<Option<f64>>,
     /// When the next ranking is due; `None` before the first.
     next_rank: Option<Duration>,
     /// Per site: whether its figures were known at the last ranking (a site
@@ -57,6 +62,7 @@ impl DcBook {
         let mut book = DcBook {
             reported: vec![None; sites],
             links: vec![Default::default(); sites],
+            loss: vec![None; sites],
             next_rank: None,
             known_at_rank: vec![false; sites],
             orders: Arc::default(),
@@ -67,6 +73,7 @@ impl DcBook {
                 if let Some(j) = old_model.site_by_name(&s.name) {
                     book.reported[i] = old.reported.get(j as usize).copied().flatten();
                     book.links[i] = old.links.get(j as usize).copied().unwrap_or_default();
+                    book.loss[i] = old.loss.get(j as usize).copied().flatten();
                 }
             }
         }
@@ -121,12 +128,19 @@ impl DcBook {
     pub fn rank(&mut self, now: Duration, ctx: &Ctx<'_>) {
         let model = ctx.model;
         let local = model.local_site;
+        // A loss window closes at a ranking once keepalives were sent in
+        // it; until then the previous window's share stands.
+        for (l, loss) in self.links.iter_mut().zip(&mut self.loss) {
+            let sent = l.0.sent.saturating_sub(l.1.sent);
+            if sent > 0 {
+                let lost = l.0.lost.saturating_sub(l.1.lost).min(sent);
+                *loss = Some(lost as f64 * 100.0 / sent as f64);
+                l.1 = l.0;
+            }
+        }
         let facts: Vec<DcFacts> = (0..model.sites.len())
             .map(|s| self.site_facts(s as SiteId, local, ctx))
             .collect();
-        for l in &mut self.links {
-            l.1 = l.0;
-        }
         self.known_at_rank = facts
             .iter()
             .map(|f| {
@@ -210,11 +224,7 @@ impl DcBook {
             .flatten()
             .filter(|_| reachable)
             .unwrap_or_default();
-        let loss = self.links.get(site as usize).and_then(|(now, then)| {
-            let sent = now.sent.saturating_sub(then.sent);
-            let lost = now.lost.saturating_sub(then.lost);
-            (sent > 0).then(|| lost.min(sent) as f64 * 100.0 / sent as f64)
-        });
+        let loss = self.loss.get(site as usize).copied().flatten();
         DcFacts {
             reachable,
             cpu_percent: reported.cpu_percent,

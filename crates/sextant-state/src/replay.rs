@@ -162,6 +162,10 @@ pub fn run(
                 let _ = writeln!(r.out.transcript, "> {line}");
                 r.show_ldns();
             }
+            "show" if words.get(1) == Some(&"records") => {
+                let _ = writeln!(r.out.transcript, "> {line}");
+                r.show_records();
+            }
             "answer" => {
                 let _ = writeln!(r.out.transcript, "> {line}");
                 let a = r.answer(&words[1..], n)?;
@@ -440,16 +444,24 @@ impl Runner<'_> {
                     removed,
                 })
             }
-            Some("site-figures") => {
-                let mut f = SiteFigures::default();
-                for kv in &w[1..] {
-                    match kv.split_once('=') {
-                        Some(("cpu", v)) => f.cpu_percent = v.parse().ok(),
-                        Some(("mem", v)) => f.memory_percent = v.parse().ok(),
-                        _ => return Err(syntax(format!("bad figure {kv}"))),
-                    }
+            Some("site-figures") => Event::OwnSiteFigures(site_figures(&w[1..]).map_err(syntax)?),
+            Some("peer-site-figures") if w.len() >= 2 => Event::PeerSiteFigures {
+                site: w[1].to_string(),
+                figures: site_figures(&w[2..]).map_err(syntax)?,
+            },
+            Some("link-counters") if w.len() == 4 => {
+                let count = |kv: &str, key: &str| {
+                    kv.strip_prefix(key)
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .ok_or_else(|| syntax(format!("expected {key}N, found {kv}")))
+                };
+                Event::LinkCounters {
+                    site: w[1].to_string(),
+                    counters: crate::dc::LinkCounters {
+                        sent: count(w[2], "sent=")?,
+                        lost: count(w[3], "lost=")?,
+                    },
                 }
-                Event::OwnSiteFigures(f)
             }
             Some("local-session") if w.len() == 5 => {
                 let vserver = model
@@ -559,6 +571,43 @@ impl Runner<'_> {
             table.cell(table.row(group)?, site).copied()
         });
         cell_text(cell.as_ref())
+    }
+
+    /// Every datacenter-mode record: its status and its datacenters in the
+    /// published ranking, each with the figure it was ranked by.
+    fn show_records(&mut self) {
+        let Some(snap) = self.snapshot.clone() else {
+            return;
+        };
+        let model = snap.model();
+        for (r, rec) in model.dc_records.iter().enumerate() {
+            let status = sextant_core::dc_answer::record_status(&snap, r as u32);
+            let ranked: Vec<String> = match snap.dc_order(r as u32) {
+                Some(order) => order
+                    .groups
+                    .iter()
+                    .map(|g| {
+                        let site = rec
+                            .groups
+                            .get(*g as usize)
+                            .and_then(|g| model.sites.get(g.site as usize))
+                            .map_or("?", |s| s.name.as_str());
+                        match order.figures.get(*g as usize).copied().flatten() {
+                            Some(f) => format!("{site}({f})"),
+                            None => format!("{site}(-)"),
+                        }
+                    })
+                    .collect(),
+                None => vec!["not ranked yet".to_string()],
+            };
+            let _ = writeln!(
+                self.out.transcript,
+                "  {} {}: {}",
+                rec.name,
+                status.describe(),
+                ranked.join(" ")
+            );
+        }
     }
 
     fn show_states(&mut self) {
@@ -829,4 +878,18 @@ fn parse_shared_rtt(token: &str) -> Option<SharedRtt> {
         _ => return None,
     };
     Some(r)
+}
+
+/// `cpu=N mem=N bw=N` (bytes per second), any of them.
+fn site_figures(words: &[&str]) -> Result<SiteFigures, String> {
+    let mut f = SiteFigures::default();
+    for kv in words {
+        match kv.split_once('=') {
+            Some(("cpu", v)) => f.cpu_percent = v.parse().ok(),
+            Some(("mem", v)) => f.memory_percent = v.parse().ok(),
+            Some(("bw", v)) => f.bandwidth_bytes_ps = v.parse().ok(),
+            _ => return Err(format!("bad figure {kv}")),
+        }
+    }
+    Ok(f)
 }
