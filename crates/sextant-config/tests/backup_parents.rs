@@ -4,22 +4,10 @@
 //! on an earlier line; in TOML a parent site defined anywhere in the file.
 //! Errors about one name point at its line and column.
 
+mod support;
+
 use sextant_config::{ConfigError, parse_appliance, parse_toml};
-use sextant_core::Model;
-
-fn conf(text: &str) -> Model {
-    match parse_appliance(text, "t.conf") {
-        Ok(m) => m,
-        Err(e) => panic!("expected success, got:\n{e}"),
-    }
-}
-
-fn toml(text: &str) -> Model {
-    match parse_toml(text, "t.toml") {
-        Ok(m) => m,
-        Err(e) => panic!("expected success, got:\n{e}"),
-    }
-}
+use support::{conf, toml};
 
 fn conf_errors(text: &str) -> Vec<ConfigError> {
     match parse_appliance(text, "t.conf") {

@@ -4,69 +4,15 @@
 //! their order, the addresses' health and weights, and the line and wording
 //! of every rejection.
 
-use std::net::IpAddr;
-use std::time::Duration;
+mod support;
 
-use sextant_config::{parse_appliance, parse_toml};
+use std::time::Duration;
+use support::{conf, conf_errors, ip, one, toml, toml_errors};
+
 use sextant_core::{
     Balance, ClientCriterion, DcAddress, DcCriterion, DcGroup, DcHealth, DcRecord, DcSelection,
     Model, ServiceCriterion,
 };
-
-fn ip(s: &str) -> IpAddr {
-    s.parse().expect("ip")
-}
-
-fn conf(text: &str) -> Model {
-    match parse_appliance(text, "t.conf") {
-        Ok(m) => m,
-        Err(e) => panic!("expected success, got:\n{e}"),
-    }
-}
-
-fn toml(text: &str) -> Model {
-    match parse_toml(text, "t.toml") {
-        Ok(m) => m,
-        Err(e) => panic!("expected success, got:\n{e}"),
-    }
-}
-
-fn conf_errors(text: &str) -> Vec<(usize, String)> {
-    match parse_appliance(text, "t.conf") {
-        Ok(_) => panic!("expected errors, the text parsed:\n{text}"),
-        Err(e) => e
-            .errors
-            .iter()
-            .map(|e| {
-                assert_eq!(e.file, "t.conf");
-                (e.line, e.message.clone())
-            })
-            .collect(),
-    }
-}
-
-fn toml_errors(text: &str) -> Vec<(usize, String)> {
-    match parse_toml(text, "t.toml") {
-        Ok(_) => panic!("expected errors, the text parsed:\n{text}"),
-        Err(e) => e
-            .errors
-            .iter()
-            .map(|e| {
-                assert_eq!(e.file, "t.toml");
-                (e.line, e.message.clone())
-            })
-            .collect(),
-    }
-}
-
-/// Asserts exactly one error, on `line`, containing every one of `parts`.
-fn one(errs: Vec<(usize, String)>, line: usize, parts: &[&str]) {
-    assert_eq!(errs.len(), 1, "expected one error, got {errs:#?}");
-    assert_eq!(errs[0].0, line, "wrong line: {errs:#?}");
-    for p in parts {
-        assert!(errs[0].1.contains(p), "message {:?} lacks {p:?}", errs[0].1);
-    }
-}
 
 // -- one configuration, both syntaxes
 

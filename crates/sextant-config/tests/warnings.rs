@@ -2,22 +2,11 @@
 //! warning per use, `FILE:LINE: SETTING is accepted but ...`, in
 //! `Model::warnings` (docs/config.md, "Accepted but not implemented yet").
 
-use sextant_config::{parse_appliance, parse_toml};
+mod support;
+
+use sextant_config::parse_appliance;
 use sextant_core::Model;
-
-fn conf(text: &str) -> Model {
-    match parse_appliance(text, "t.conf") {
-        Ok(m) => m,
-        Err(e) => panic!("expected success, got:\n{e}"),
-    }
-}
-
-fn toml(text: &str) -> Model {
-    match parse_toml(text, "t.toml") {
-        Ok(m) => m,
-        Err(e) => panic!("expected success, got:\n{e}"),
-    }
-}
+use support::{conf, toml};
 
 /// Each warning as `(line, setting)`, checking the file name and the
 /// wording.
