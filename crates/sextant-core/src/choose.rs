@@ -461,9 +461,9 @@ fn contains(
     }
 }
 
-/// The preferred-locations algorithm of seed 000: the first preferred
-/// location (in priority order) with an UP perfect match; else the first
-/// with an UP partial match; else every UP service.
+/// The preferred-locations algorithm of seed 000 for a vserver: the first
+/// preferred location (in priority order) with an UP perfect match; else
+/// the first with an UP partial match; else every UP service.
 fn preferred_pass<T: Tracer>(
     snap: &Snapshot,
     vs: &VServer,
@@ -472,16 +472,46 @@ fn preferred_pass<T: Tracer>(
     eligible: &Eligible<impl Fn(usize) -> bool>,
     trace: &mut T,
 ) -> (MatchPass, Set) {
-    for (pass, make) in [
-        (MatchPass::Perfect, Set::Perfect as fn(usize) -> Set),
-        (MatchPass::Partial, Set::Partial as fn(usize) -> Set),
-    ] {
-        for p in 0..prefs.len() {
-            let set = make(p);
+    let place = |i: usize| {
+        snap.service_place(vs.bindings[i].service)
+            .map(|p| &p.location)
+    };
+    match preferred_match(
+        action,
+        prefs,
+        vs.bindings.len(),
+        place,
+        |i| eligible.has(i),
+        trace,
+    ) {
+        Some((p, MatchPass::Perfect)) => (MatchPass::Perfect, Set::Perfect(p)),
+        Some((p, _)) => (MatchPass::Partial, Set::Partial(p)),
+        None => (MatchPass::Remaining, Set::All),
+    }
+}
+
+/// Seed 000's passes over `n` candidates with locations `place_of`: the
+/// first preferred location (in priority order) with a perfect match that
+/// can answer, else the first with a partial one; `None` when none matches
+/// (every candidate stays). Each preferred location's count is traced.
+pub(crate) fn preferred_match<'a, T: Tracer>(
+    action: DnsActionId,
+    prefs: &[Location],
+    n: usize,
+    place_of: impl Fn(usize) -> Option<&'a Location>,
+    can_answer: impl Fn(usize) -> bool,
+    trace: &mut T,
+) -> Option<(usize, MatchPass)> {
+    for pass in [MatchPass::Perfect, MatchPass::Partial] {
+        for (p, pref) in prefs.iter().enumerate() {
             let (mut up, mut down) = (0u32, 0u32);
-            for i in 0..vs.bindings.len() {
-                if contains(snap, vs, set, prefs, None, i) {
-                    if eligible.has(i) {
+            for i in 0..n {
+                let matches = place_of(i).is_some_and(|l| match pass {
+                    MatchPass::Perfect => pref.matches_perfectly(l),
+                    _ => pref.matches_partially(l),
+                });
+                if matches {
+                    if can_answer(i) {
                         up += 1;
                     } else {
                         down += 1;
@@ -496,12 +526,12 @@ fn preferred_pass<T: Tracer>(
                 down,
             });
             if up > 0 {
-                return (pass, set);
+                return Some((p, pass));
             }
         }
     }
     trace.record(TraceEvent::PreferredRemaining);
-    (MatchPass::Remaining, Set::All)
+    None
 }
 
 /// The plan of the vserver's method, or of its backup method when the

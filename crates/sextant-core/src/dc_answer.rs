@@ -10,7 +10,7 @@
 
 use std::net::IpAddr;
 
-use crate::choose::Client;
+use crate::choose::{Client, preferred_match};
 use crate::dc::{Balance, DcHealth, DcRecord, DcRecordId, MAX_DC_GROUPS, RecordStatus};
 use crate::decide::{AnswerBuf, Cursor, Decision, Outcome, Reason};
 use crate::location::Location;
@@ -209,9 +209,14 @@ pub(crate) fn answer_dc_record<T: Tracer>(
 
     // Topology rules (preferred locations), not with Client Based.
     let topology = match preferred {
-        Some((action, prefs)) if !client_based => {
-            topology_pass(snap, r, action, prefs, &candidate, trace)
-        }
+        Some((action, prefs)) if !client_based => preferred_match(
+            action,
+            prefs,
+            rec.addresses.len(),
+            |a| snap.dc_address_place(r, a).map(|p| &p.location),
+            candidate,
+            trace,
+        ),
         _ => None,
     };
     let chosen = |a: usize| {
@@ -366,49 +371,5 @@ fn weighted_random(rec: &DcRecord, random: u64, test: &impl Fn(usize) -> bool) -
         }
         target -= w;
     }
-    None
-}
-
-/// The preferred-locations algorithm of seed 000 over the candidate
-/// addresses: the first preferred location with a perfect match, else the
-/// first with a partial match; `None` when neither matches (all stay).
-fn topology_pass<T: Tracer>(
-    snap: &Snapshot,
-    r: DcRecordId,
-    action: DnsActionId,
-    prefs: &[Location],
-    candidate: &impl Fn(usize) -> bool,
-    trace: &mut T,
-) -> Option<(usize, MatchPass)> {
-    let n = snap.model().dc_records[r as usize].addresses.len();
-    for pass in [MatchPass::Perfect, MatchPass::Partial] {
-        for (p, pref) in prefs.iter().enumerate() {
-            let (mut up, mut down) = (0u32, 0u32);
-            for a in 0..n {
-                let matches = snap.dc_address_place(r, a).is_some_and(|pl| match pass {
-                    MatchPass::Perfect => pref.matches_perfectly(&pl.location),
-                    _ => pref.matches_partially(&pl.location),
-                });
-                if matches {
-                    if candidate(a) {
-                        up += 1;
-                    } else {
-                        down += 1;
-                    }
-                }
-            }
-            trace.record(TraceEvent::PreferredLocation {
-                action,
-                pass,
-                index: p as u8,
-                up,
-                down,
-            });
-            if up > 0 {
-                return Some((p, pass));
-            }
-        }
-    }
-    trace.record(TraceEvent::PreferredRemaining);
     None
 }
