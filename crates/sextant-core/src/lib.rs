@@ -18,6 +18,7 @@ pub mod location_db;
 pub mod model;
 pub mod policy;
 pub mod rtt;
+mod rtt_compact;
 pub mod select;
 pub mod snapshot;
 pub mod status;

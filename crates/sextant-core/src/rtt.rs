@@ -10,11 +10,15 @@
 //! engine which LDNS are still in use (entries expire without queries).
 //!
 //! The lookup is a hand-written open-addressing table whose slot holds the
-//! key, the per-site RTTs and the query mark side by side, so that one query
-//! touches one slot (one or two cache lines) however large the table: with a
-//! map from group to row and the RTTs in a separate array, a table of
-//! 100,000 resolvers cost two cache misses per query, and the RTT answer
-//! 2.3–3.7 times a weighted round robin one (docs/benchmarks.md).
+//! key and the per-site RTTs side by side, so that one query touches one
+//! slot however large the table: with a map from group to row and the RTTs
+//! in a separate array, a table of 100,000 resolvers cost two cache misses
+//! per query, and the RTT answer 2.3–3.7 times a weighted round robin one.
+//! IPv4 rows of a table of up to six sites live in a compact table of
+//! 16-byte slots (16-bit RTTs in 10 µs units, `rtt_compact.rs`), 2 MB at
+//! 100,000 rows against 10 MB for the wide slots that IPv6 rows use (key in
+//! four words, row index, query mark, 32-bit RTTs); docs/benchmarks.md has
+//! what each layout costs per query.
 //!
 //! [`Snapshot`]: crate::Snapshot
 
@@ -23,6 +27,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use crate::model::{LdnsProbe, SiteId};
+use crate::rtt_compact::{COMPACT_SITES, Compact, Slot};
 
 /// One site's measurement of one LDNS, as the API shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,10 +88,10 @@ pub struct LdnsStats {
 /// The published RTT table.
 #[derive(Debug, Default)]
 pub struct RttTable {
-    /// `capacity × stride` words: per slot [`TAG`] (0: empty), the key in
-    /// four words, the row's index in `keys`, the query mark, then one RTT
-    /// (µs, [`UNKNOWN`] where none is usable) per site. A row handle is
-    /// its slot's number.
+    /// The wide slots, `capacity × stride` words: per slot [`TAG`] (0:
+    /// empty), the key in four words, the row's index in `keys`, the query
+    /// mark, then one RTT (µs, [`UNKNOWN`] where none is usable) per site.
+    /// A row handle is its slot's number with [`WIDE`] set.
     slots: Box<[AtomicU32]>,
     /// `capacity - 1`; capacity is a power of two, at least twice the rows.
     mask: usize,
@@ -97,7 +102,14 @@ pub struct RttTable {
     sites: usize,
     /// `keys.len() × sites` cells with their probe kind and age, for the API.
     cells: Box<[Option<RttCell>]>,
+    /// The IPv4 rows, when there are at most [`COMPACT_SITES`] sites (the
+    /// wide slots then hold only the IPv6 ones). Their row handles are
+    /// their slot numbers; the wide slots' carry [`WIDE`].
+    compact: Compact,
 }
+
+/// Marks a row handle as a wide slot's.
+const WIDE: u32 = 1 << 31;
 
 /// A cell without a usable RTT.
 const UNKNOWN: u32 = u32::MAX;
@@ -157,9 +169,22 @@ impl RttTable {
             .map_or(0, |w| w.load(Ordering::Relaxed))
     }
 
+    /// Whether the IPv4 rows are in the compact table.
+    fn compact_v4(&self) -> bool {
+        self.sites <= COMPACT_SITES
+    }
+
     /// The row of an LDNS group (its masked address).
+    #[inline]
     pub fn row(&self, ldns: IpAddr) -> Option<u32> {
-        if self.keys.is_empty() {
+        match ldns {
+            IpAddr::V4(a) if self.compact_v4() && !a.is_unspecified() => self.compact.find(a),
+            _ => self.wide_row(ldns).map(|s| s | WIDE),
+        }
+    }
+
+    fn wide_row(&self, ldns: IpAddr) -> Option<u32> {
+        if self.slots.is_empty() {
             return None;
         }
         let (tag, key) = key_words(ldns);
@@ -188,38 +213,55 @@ impl RttTable {
 
     /// The RTT from `site` to the LDNS of `row`, in µs, if usable.
     pub fn rtt_us(&self, row: u32, site: SiteId) -> Option<u32> {
-        if site as usize >= self.sites {
-            return None;
-        }
-        let rtt = self.word(row as usize, RTTS + site as usize);
-        (self.word(row as usize, TAG) != 0 && rtt != UNKNOWN).then_some(rtt)
+        self.site_rtts(row).get(site)
     }
 
     /// Every site's RTT to the LDNS of `row` ([`RttTable::rtt_us`] for a
     /// loop over sites, with the row found once).
+    #[inline]
     pub(crate) fn site_rtts(&self, row: u32) -> SiteRtts<'_> {
-        let start = row as usize * self.stride + RTTS;
-        SiteRtts(
+        if row & WIDE == 0 {
+            return match self.compact.slot(row) {
+                Some(slot) => SiteRtts::Compact(slot, self.sites),
+                None => SiteRtts::Wide(&[]),
+            };
+        }
+        let slot = (row & !WIDE) as usize;
+        let start = slot * self.stride + RTTS;
+        SiteRtts::Wide(
             self.slots
                 .get(start..start + self.sites)
-                .filter(|_| self.word(row as usize, TAG) != 0)
+                .filter(|_| self.word(slot, TAG) != 0)
                 .unwrap_or(&[]),
         )
+    }
+
+    /// The dense index of the row behind a handle.
+    fn index_of(&self, row: u32) -> Option<usize> {
+        if row & WIDE == 0 {
+            return self.compact.index(row);
+        }
+        let slot = (row & !WIDE) as usize;
+        (self.word(slot, TAG) != 0).then(|| self.word(slot, INDEX) as usize)
     }
 
     /// Site `site`'s measurement of the LDNS of `row` (its RTT, probe kind,
     /// age and path figures).
     pub fn cell(&self, row: u32, site: SiteId) -> Option<&RttCell> {
-        if self.word(row as usize, TAG) == 0 || site as usize >= self.sites {
+        if site as usize >= self.sites {
             return None;
         }
-        let index = self.word(row as usize, INDEX) as usize;
+        let index = self.index_of(row)?;
         self.cells.get(index * self.sites + site as usize)?.as_ref()
     }
 
     /// Notes that the LDNS of `row` queried a domain that uses RTT.
     pub fn mark_queried(&self, row: u32) {
-        if let Some(mark) = self.slots.get(row as usize * self.stride + MARK)
+        if row & WIDE == 0 {
+            return self.compact.mark(row);
+        }
+        let slot = (row & !WIDE) as usize;
+        if let Some(mark) = self.slots.get(slot * self.stride + MARK)
             && mark.load(Ordering::Relaxed) == 0
         {
             mark.store(1, Ordering::Relaxed);
@@ -228,15 +270,17 @@ impl RttTable {
 
     /// The LDNS groups queried since the last call (clearing their marks).
     pub fn take_queried(&self) -> Vec<IpAddr> {
-        (0..=self.mask)
-            .filter(|s| !self.slots.is_empty() && self.word(*s, TAG) != 0)
+        let wide = (0..self.slots.len() / self.stride.max(1))
+            .filter(|s| self.word(*s, TAG) != 0)
             // Read first: most rows are not marked, and a read writes no
             // cache line the DNS workers share.
             .filter(|s| {
                 self.word(*s, MARK) != 0
                     && self.slots[*s * self.stride + MARK].swap(0, Ordering::Relaxed) != 0
             })
-            .filter_map(|s| self.keys.get(self.word(s, INDEX) as usize).copied())
+            .map(|s| self.word(s, INDEX) as usize);
+        wide.chain(self.compact.take_marked())
+            .filter_map(|i| self.keys.get(i).copied())
             .collect()
     }
 
@@ -267,16 +311,26 @@ impl RttTable {
 }
 
 /// One row's RTTs, by site.
-pub(crate) struct SiteRtts<'a>(&'a [AtomicU32]);
+pub(crate) enum SiteRtts<'a> {
+    Wide(&'a [AtomicU32]),
+    /// A compact slot and the number of sites.
+    Compact(&'a Slot, usize),
+}
 
 impl SiteRtts<'_> {
     /// The RTT from `site`, in µs, if usable.
     #[inline]
     pub fn get(&self, site: SiteId) -> Option<u32> {
-        self.0
-            .get(site as usize)
-            .map(|w| w.load(Ordering::Relaxed))
-            .filter(|r| *r != UNKNOWN)
+        match self {
+            SiteRtts::Wide(words) => words
+                .get(site as usize)
+                .map(|w| w.load(Ordering::Relaxed))
+                .filter(|r| *r != UNKNOWN),
+            SiteRtts::Compact(slot, sites) if (site as usize) < *sites => {
+                slot.rtt_us(site as usize)
+            }
+            SiteRtts::Compact(..) => None,
+        }
     }
 }
 
@@ -340,10 +394,48 @@ impl RttTableBuilder {
     pub fn build(self) -> RttTable {
         let sites = self.table.sites;
         let stride = RTTS + sites;
-        let capacity = (self.keys.len() * 2).next_power_of_two().max(2);
+        // IPv4 rows go to the compact table when it has room for the sites.
+        let compact_rows: Vec<(std::net::Ipv4Addr, u32, Vec<Option<u32>>)> =
+            if sites <= COMPACT_SITES {
+                self.keys
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, ip)| match ip {
+                        IpAddr::V4(a) if !a.is_unspecified() => Some((*a, i as u32)),
+                        _ => None,
+                    })
+                    .map(|(a, i)| {
+                        let rtts = self.rtt_us[i as usize * sites..(i as usize + 1) * sites]
+                            .iter()
+                            .map(|r| (*r != UNKNOWN).then_some(*r))
+                            .collect();
+                        (a, i, rtts)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+        let compact = Compact::build(
+            &compact_rows
+                .iter()
+                .map(|(a, i, r)| (*a, *i, r.as_slice()))
+                .collect::<Vec<_>>(),
+        );
+        let in_compact = |ip: &IpAddr| {
+            sites <= COMPACT_SITES && matches!(ip, IpAddr::V4(a) if !a.is_unspecified())
+        };
+        let wide_rows = self.keys.iter().filter(|ip| !in_compact(ip)).count();
+        let capacity = if wide_rows == 0 {
+            0
+        } else {
+            (wide_rows * 2).next_power_of_two().max(2)
+        };
         let mut words = vec![0u32; capacity * stride];
-        let mask = capacity - 1;
+        let mask = capacity.saturating_sub(1);
         for (index, ip) in self.keys.iter().enumerate() {
+            if in_compact(ip) {
+                continue;
+            }
             let (tag, key) = key_words(*ip);
             let mut slot = slot_hash(tag, &key) & mask;
             while words[slot * stride + TAG] != 0 {
@@ -362,6 +454,7 @@ impl RttTableBuilder {
             keys: self.keys.into(),
             info: self.info.into(),
             cells: self.cells.into(),
+            compact,
             ..self.table
         }
     }
@@ -404,5 +497,88 @@ mod tests {
         assert_eq!(t.take_queried(), vec![b]);
         assert!(t.take_queried().is_empty());
         assert_eq!(t.rows().count(), 2);
+    }
+
+    fn cell_us(us: u64) -> Option<RttCell> {
+        Some(RttCell {
+            rtt: Duration::from_micros(us),
+            kind: None,
+            at: Duration::ZERO,
+            path: None,
+        })
+    }
+
+    /// IPv4 rows of a table of up to six sites are compact (RTTs in 10 µs
+    /// units, 655.34 ms at most); IPv6 rows, 0.0.0.0 and tables of more
+    /// sites use the wide slots (µs). Both kinds of row are found, marked
+    /// and described the same way.
+    #[test]
+    fn compact_and_wide_rows_answer_alike() {
+        let v4: IpAddr = "198.51.100.0".parse().expect("ip");
+        let v6: IpAddr = "2001:db8:1::".parse().expect("ip");
+        let zero: IpAddr = "0.0.0.0".parse().expect("ip");
+        for sites in [3usize, 6, 7, 12] {
+            let mut b = RttTable::builder(sites);
+            let mut cells = vec![None; sites];
+            cells[0] = cell_us(12_345);
+            cells[sites - 1] = cell_us(900_000);
+            for ip in [v4, v6, zero] {
+                b.row(ip, &cells);
+            }
+            let t = b.build();
+            let compact = sites <= COMPACT_SITES;
+            for ip in [v4, v6, zero] {
+                let row = t
+                    .row(ip)
+                    .unwrap_or_else(|| panic!("{sites} sites: no row {ip}"));
+                let small = if compact && ip == v4 { 12_340 } else { 12_345 };
+                let big = if compact && ip == v4 {
+                    655_340
+                } else {
+                    900_000
+                };
+                assert_eq!(t.rtt_us(row, 0), Some(small), "{sites} sites, {ip}");
+                assert_eq!(
+                    t.rtt_us(row, sites as u32 - 1),
+                    Some(big),
+                    "{sites} sites, {ip}"
+                );
+                assert_eq!(t.rtt_us(row, 1), None);
+                assert_eq!(t.rtt_us(row, sites as u32), None, "no such site");
+                // The API cell keeps the exact measurement.
+                assert_eq!(
+                    t.cell(row, 0).map(|c| c.rtt),
+                    Some(Duration::from_micros(12_345))
+                );
+                t.mark_queried(row);
+            }
+            let mut queried = t.take_queried();
+            queried.sort();
+            let mut want = vec![v4, v6, zero];
+            want.sort();
+            assert_eq!(queried, want, "{sites} sites");
+            assert!(t.take_queried().is_empty());
+            assert_eq!(t.row("198.51.100.1".parse().expect("ip")), None);
+            assert_eq!(t.row("2001:db8:2::".parse().expect("ip")), None);
+        }
+        // Many IPv4 rows: every one is found, none is confused.
+        let mut b = RttTable::builder(3);
+        for i in 0..5_000u32 {
+            b.row(
+                IpAddr::from((0x0a00_0000 + i * 7).to_be_bytes()),
+                &[cell_us(u64::from(i) * 10), None, None],
+            );
+        }
+        let t = b.build();
+        for i in 0..5_000u32 {
+            let row = t
+                .row(IpAddr::from((0x0a00_0000 + i * 7).to_be_bytes()))
+                .expect("row");
+            assert_eq!(t.rtt_us(row, 0), Some((i * 10).min(655_340)));
+            assert_eq!(
+                t.row(IpAddr::from((0x0a00_0000 + i * 7 + 1).to_be_bytes())),
+                None
+            );
+        }
     }
 }
