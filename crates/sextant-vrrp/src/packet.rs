@@ -1,0 +1,1 @@
+//! VRRPv3 advertisements: encoding, decoding and validation.
