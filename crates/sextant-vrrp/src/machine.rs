@@ -1,6 +1,8 @@
 //! One virtual router (VRID) of one node: the RFC 5798 §6 state machine,
 //! with the RFC 9568 clarifications, plus seed 004's model (run-time priority
-//! from health tracking, preemption delay).
+//! from health tracking, preemption delay). RFC 9568 says Active where RFC
+//! 5798 says Master (Active_Adver_Interval, Active_Down_Timer, ...); this
+//! module keeps RFC 5798's names. Section numbers are the same in both.
 //!
 //! The machine is pure: every input carries `now` (a monotonic instant as a
 //! [`Duration`] since any fixed origin) and returns the [`Action`]s for the
@@ -487,9 +489,13 @@ impl Machine {
             );
             self.enter_backup_keep_interval(now, &reason, out);
         } else {
-            // §6.4.3 discards it; RFC 9568 (as read for seed 004): assert
-            // ourselves with an advertisement at once.
-            self.send_advert(now, out);
+            // RFC 9568 §6.4.3 ("new Active Router logic"): discard it, and
+            // send an advertisement at once to assert ourselves to the
+            // sender (and to learning bridges). The RFC does not reset the
+            // Adver_Timer here, so the regular cadence is kept.
+            out.push(Action::SendAdvert {
+                priority: self.priority,
+            });
         }
     }
 
@@ -727,8 +733,10 @@ mod tests {
         assert_eq!(m.state(), State::Master);
         m.set_priority(100, S);
         assert_eq!(m.priority(), 100);
+        // Lower: assert at once (RFC 9568 §6.4.3), Adver_Timer unchanged.
         let a = m.heard(hd(50, ip(2)), S);
-        assert_eq!(a[0], Action::SendAdvert { priority: 100 });
+        assert_eq!(a, vec![Action::SendAdvert { priority: 100 }]);
+        assert_eq!(m.next_timer(), Some(S * 2));
         assert_eq!(m.state(), State::Master);
         // Equal priority from a lower address: stay.
         m.heard(hd(100, ip(0)), S);
