@@ -57,6 +57,7 @@ pub struct Config {
     /// Advertisement_Interval, in whole centiseconds, 10 ms to 40.95 s.
     pub advert_interval: Duration,
     /// Preempt_Mode: a higher-priority backup takes over from a lower master.
+    /// The owner always preempts, whatever this says (RFC 5798 §6.1).
     pub preempt: bool,
     /// How long a backup with `preempt` keeps deferring to a lower-priority
     /// master it hears before it lets its Master_Down_Timer take over (seed
@@ -106,6 +107,9 @@ impl Config {
 /// Why a [`Config`] was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
+    /// VRIDs are 1 to 255 (RFC 5798 §5.2.3).
+    #[error("VRID 0 is not valid: VRIDs are 1 to 255")]
+    Vrid,
     /// 0 means "give up" and 255 is reserved for the owner (RFC 5798 §5.2.4).
     #[error("priority {0} is out of range: a non-owner's priority is 1 to 254")]
     Priority(u8),
@@ -208,6 +212,9 @@ impl Machine {
     /// A machine in Initialize, with `local` as its primary address (the
     /// tie-break on equal priority, RFC 5798 §6.4.3).
     pub fn new(config: Config, local: IpAddr) -> Result<Machine, ConfigError> {
+        if config.vrid == 0 {
+            return Err(ConfigError::Vrid);
+        }
         if !config.owner && !(1..=254).contains(&config.base_priority) {
             return Err(ConfigError::Priority(config.base_priority));
         }
@@ -447,7 +454,9 @@ impl Machine {
             return;
         }
         self.master = Some(advert.from);
-        let defer = if !self.config.preempt || advert.priority >= self.priority {
+        // RFC 5798 §6.1: the owner always preempts.
+        let preempt = self.config.preempt || self.config.owner;
+        let defer = if !preempt || advert.priority >= self.priority {
             self.lower_since = None;
             true
         } else if self.config.preempt_delay.is_zero() {
@@ -586,6 +595,8 @@ mod tests {
     fn config_checks() {
         let ok = |c: Config| Machine::new(c, ip(1)).is_ok();
         assert!(ok(Config::new(1, 1)));
+        assert!(!ok(Config::new(0, 100)));
+        assert!(ok(Config::new(255, 100)));
         assert!(ok(Config::new(1, 254)));
         assert!(!ok(Config::new(1, 0)));
         assert!(!ok(Config::new(1, 255)));
@@ -783,5 +794,36 @@ mod tests {
                 at: S * 10 + Duration::from_micros(3_609_375)
             }]
         );
+    }
+
+    #[test]
+    fn owner_preempts_even_with_preempt_off() {
+        let mut c = Config::owner(1);
+        c.preempt = false;
+        let mut m = Machine::new(c, ip(1)).unwrap();
+        // Degraded by tracking before startup: starts as Backup.
+        m.set_priority(100, Duration::ZERO);
+        m.startup(Duration::ZERO);
+        assert_eq!(m.state(), State::Backup);
+        m.set_priority(255, Duration::ZERO);
+        let lower = Heard {
+            from: ip(2),
+            priority: 200,
+            interval: S,
+        };
+        // A lower master's adverts do not hold the owner back.
+        let deadline = m.next_timer().unwrap();
+        assert!(m.heard(lower, S).is_empty());
+        assert_eq!(m.next_timer(), Some(deadline));
+        m.timer(deadline);
+        assert_eq!(m.state(), State::Master);
+
+        // A non-owner with preempt off defers to the lower master.
+        let mut c = Config::new(1, 250);
+        c.preempt = false;
+        let mut m = Machine::new(c, ip(1)).unwrap();
+        m.startup(Duration::ZERO);
+        m.heard(lower, S);
+        assert_eq!(m.next_timer(), Some(S + master_down_interval(250, S)));
     }
 }

@@ -56,7 +56,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn config() -> impl Strategy<Value = Config> {
     (
-        any::<u8>(),
+        1u8..=255,
         prop_oneof![1 => Just(None), 4 => (1u8..=254).prop_map(Some)],
         1u32..=4095,
         any::<bool>(),
