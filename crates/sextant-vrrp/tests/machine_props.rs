@@ -261,3 +261,219 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Any configuration is accepted or refused, never a panic.
+    #[test]
+    fn any_config_is_checked(
+        vrid in any::<u8>(),
+        base_priority in any::<u8>(),
+        owner in any::<bool>(),
+        secs in any::<u64>(),
+        nanos in 0u32..1_000_000_000,
+        local in address(),
+    ) {
+        let mut c = Config::new(vrid, base_priority);
+        c.owner = owner;
+        c.advert_interval = Duration::new(secs, nanos);
+        if let Ok(mut m) = Machine::new(c, local) {
+            m.startup(Duration::MAX);
+            m.timer(Duration::MAX);
+            m.shutdown(Duration::MAX);
+        }
+    }
+}
+
+/// Events on a three-node bus for `churn_settles_on_one_master`.
+#[derive(Debug, Clone)]
+enum Event {
+    Kill(usize),
+    Revive(usize),
+    Shutdown(usize),
+    SetPriority(usize, u8),
+    Wait(Duration),
+}
+
+struct Lan {
+    machines: Vec<Machine>,
+    configs: Vec<Config>,
+    running: Vec<bool>,
+    armed: Vec<Option<Duration>>,
+    holding: Vec<bool>,
+    now: Duration,
+}
+
+impl Lan {
+    fn apply(&mut self, i: usize, actions: Vec<Action>, queue: &mut Vec<(usize, u8)>) {
+        for a in actions {
+            match a {
+                Action::SendAdvert { priority } => queue.push((i, priority)),
+                Action::ArmTimer { at } => self.armed[i] = Some(at),
+                Action::TakeAddresses => {
+                    assert!(!self.holding[i], "took twice");
+                    self.holding[i] = true;
+                }
+                Action::ReleaseAddresses => self.holding[i] = false,
+                _ => {}
+            }
+        }
+    }
+
+    fn deliver(&mut self, mut queue: Vec<(usize, u8)>) {
+        while !queue.is_empty() {
+            for (from, priority) in std::mem::take(&mut queue) {
+                let heard = Heard {
+                    from: self.machines[from].local_address(),
+                    priority,
+                    interval: self.machines[from].config().advert_interval,
+                };
+                for j in 0..self.machines.len() {
+                    if j != from && self.running[j] {
+                        let a = self.machines[j].heard(heard, self.now);
+                        self.apply(j, a, &mut queue);
+                    }
+                }
+            }
+        }
+    }
+
+    fn input(&mut self, i: usize, f: impl FnOnce(&mut Machine, Duration) -> Vec<Action>) {
+        let mut q = Vec::new();
+        let a = f(&mut self.machines[i], self.now);
+        self.apply(i, a, &mut q);
+        self.deliver(q);
+    }
+
+    fn run(&mut self, until: Duration) {
+        loop {
+            let next = (0..self.machines.len())
+                .filter(|&i| self.running[i])
+                .filter_map(|i| self.armed[i])
+                .min()
+                .filter(|&t| t <= until);
+            let Some(t) = next else { break };
+            self.now = t;
+            let mut q = Vec::new();
+            for i in 0..self.machines.len() {
+                if self.running[i] && self.armed[i] == Some(t) {
+                    self.armed[i] = None;
+                    let a = self.machines[i].timer(t);
+                    self.apply(i, a, &mut q);
+                }
+            }
+            self.deliver(q);
+        }
+        self.now = until;
+    }
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        1 => (0usize..3).prop_map(Event::Kill),
+        1 => (0usize..3).prop_map(Event::Revive),
+        1 => (0usize..3).prop_map(Event::Shutdown),
+        1 => (0usize..3, any::<u8>()).prop_map(|(i, p)| Event::SetPriority(i, p)),
+        3 => (0u64..20_000).prop_map(|ms| Event::Wait(Duration::from_millis(ms))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Nodes die, come back, shut down and change priority at random; after
+    /// a quiet minute exactly one running node is master, unless every
+    /// running node has priority 0 (then none is), and every running node
+    /// agrees on who it is.
+    #[test]
+    fn churn_settles_on_one_master(
+        nodes in proptest::collection::vec(
+            (1u8..=254, any::<bool>(), prop_oneof![Just(0u64), 0u64..10_000]),
+            3,
+        ),
+        cs in 1u32..=200,
+        events in proptest::collection::vec(event(), 0..40),
+    ) {
+        let configs: Vec<Config> = nodes
+            .iter()
+            .map(|&(p, preempt, delay_ms)| {
+                let mut c = Config::new(5, p);
+                c.advert_interval = Duration::from_millis(10) * cs;
+                c.preempt = preempt;
+                c.preempt_delay = Duration::from_millis(delay_ms);
+                c
+            })
+            .collect();
+        let mut lan = Lan {
+            machines: configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    Machine::new(c.clone(), IpAddr::V4(Ipv4Addr::new(203, 0, 113, i as u8 + 1)))
+                        .unwrap()
+                })
+                .collect(),
+            configs,
+            running: vec![true; 3],
+            armed: vec![None; 3],
+            holding: vec![false; 3],
+            now: Duration::ZERO,
+        };
+        let mut q = Vec::new();
+        for i in 0..3 {
+            let a = lan.machines[i].startup(Duration::ZERO);
+            lan.apply(i, a, &mut q);
+        }
+        lan.deliver(q);
+        for e in events {
+            match e {
+                Event::Kill(i) => {
+                    lan.running[i] = false;
+                    lan.armed[i] = None;
+                    lan.holding[i] = false;
+                }
+                Event::Revive(i) => {
+                    if !lan.running[i] {
+                        let addr = lan.machines[i].local_address();
+                        lan.machines[i] = Machine::new(lan.configs[i].clone(), addr).unwrap();
+                        lan.running[i] = true;
+                        lan.input(i, |m, now| m.startup(now));
+                    }
+                }
+                Event::Shutdown(i) => {
+                    if lan.running[i] {
+                        lan.input(i, |m, now| m.shutdown(now));
+                        lan.running[i] = false;
+                        lan.armed[i] = None;
+                    }
+                }
+                Event::SetPriority(i, p) => {
+                    if lan.running[i] {
+                        lan.input(i, |m, now| m.set_priority(p, now));
+                    }
+                }
+                Event::Wait(d) => {
+                    let until = lan.now + d;
+                    lan.run(until);
+                }
+            }
+            for i in 0..3 {
+                prop_assert_eq!(
+                    lan.holding[i],
+                    lan.running[i] && lan.machines[i].state() == State::Master
+                );
+            }
+        }
+        let until = lan.now + Duration::from_secs(60);
+        lan.run(until);
+        let running: Vec<usize> = (0..3).filter(|&i| lan.running[i]).collect();
+        let masters: Vec<usize> = running.iter().copied().filter(|&i| lan.holding[i]).collect();
+        let willing = running.iter().any(|&i| lan.machines[i].priority() > 0);
+        prop_assert_eq!(masters.len(), usize::from(willing), "masters {:?}", masters);
+        if let Some(&m) = masters.first() {
+            let addr = lan.machines[m].local_address();
+            for &i in &running {
+                prop_assert_eq!(lan.machines[i].master_address(), Some(addr));
+            }
+        }
+    }
+}
