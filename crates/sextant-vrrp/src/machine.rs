@@ -344,10 +344,8 @@ impl Machine {
                 if self.deadline.is_some_and(|d| d <= now) {
                     // §6.4.2: the Master_Down_Timer fired.
                     let reason = match self.master {
-                        Some(m) => format!(
-                            "no advertisement from {m} preventing takeover for the Master_Down_Interval"
-                        ),
-                        None => "no master heard for the Master_Down_Interval".to_string(),
+                        Some(m) => format!("Master_Down_Timer expired (last master heard: {m})"),
+                        None => "Master_Down_Timer expired (no master heard)".to_string(),
                     };
                     self.become_master(now, &reason, &mut out);
                 }
@@ -373,8 +371,12 @@ impl Machine {
     /// other address family (a separate virtual router, RFC 5798 §1) are
     /// ignored, as is everything in Initialize.
     ///
-    /// Preemption delay (seed 004), when `preempt` is on and
-    /// `preempt_delay` is not zero: the first advert a Backup hears with a
+    /// On equal priority the higher primary address wins (RFC 9568 §6.4.3:
+    /// an unsigned comparison in network byte order, which is `IpAddr`'s
+    /// order within one family).
+    ///
+    /// Preemption delay (seed 004), when the node preempts (`preempt` on,
+    /// or the owner) and `preempt_delay` is not zero: the first advert a Backup hears with a
     /// priority below its own (and above 0) starts the delay; until it has
     /// run out such adverts are treated as if preempt were off (they reset
     /// the Master_Down_Timer); from then on they are ignored as RFC 5798
