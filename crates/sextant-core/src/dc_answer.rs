@@ -134,8 +134,11 @@ pub(crate) fn answer_dc_record<T: Tracer>(
         }
         (false, Some(published)) if published.groups.len() == groups => {
             order[..groups].copy_from_slice(&published.groups);
-            for (g, f) in figures.iter_mut().enumerate().take(groups) {
-                *f = published.figures.get(g).copied().flatten();
+            // The figures are only for the explanation.
+            if T::ENABLED {
+                for (g, f) in figures.iter_mut().enumerate().take(groups) {
+                    *f = published.figures.get(g).copied().flatten();
+                }
             }
         }
         _ => {
