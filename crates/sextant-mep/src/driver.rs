@@ -56,7 +56,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::runtime::Handle;
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::task::AbortHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 use tokio::time::Instant;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
@@ -411,6 +411,25 @@ impl MepHandle {
     /// connections close.
     pub fn stop(self) {
         drop(self);
+    }
+
+    /// [`stop`](Self::stop), and returns once the listening sockets are
+    /// closed, so that the same addresses can be bound again at once
+    /// (aborting a task only asks the runtime to drop it).
+    pub async fn close(self) {
+        let listeners = {
+            let mut inner = self.shared.lock();
+            let listeners: Vec<JoinHandle<()>> = inner.listeners.drain(..).collect();
+            for h in &listeners {
+                h.abort();
+            }
+            inner.shutdown();
+            listeners
+        };
+        for h in listeners {
+            // Cancelled is the expected outcome; either way the socket is gone.
+            let _ = h.await;
+        }
     }
 
     /// Test hook: the next delta of this node's own stream is numbered but
@@ -874,7 +893,9 @@ struct Inner {
     refusals: HashMap<String, String>,
     unreached_at: Option<Duration>,
     tasks: Vec<AbortHandle>,
-    listeners: Vec<AbortHandle>,
+    /// Accept loops; joined by [`MepHandle::close`] so the ports are free
+    /// when it returns.
+    listeners: Vec<JoinHandle<()>>,
     listen_on: Vec<(SocketAddr, bool)>,
     tls_server: Option<Arc<ServerConfig>>,
     rng: SystemRandom,
@@ -920,7 +941,7 @@ impl Inner {
             let listener =
                 bind_listener(addr).map_err(|source| MepError::Listen { addr, source })?;
             let h = self.rt.spawn(accept_loop(shared.clone(), listener, secure));
-            self.listeners.push(h.abort_handle());
+            self.listeners.push(h);
             tracing::info!(%addr, secure, "MEP listening");
         }
         self.listen_on = want;
@@ -2197,7 +2218,10 @@ impl Inner {
             return;
         }
         self.stopped = true;
-        for h in self.listeners.drain(..).chain(self.tasks.drain(..)) {
+        for h in self.listeners.drain(..) {
+            h.abort();
+        }
+        for h in self.tasks.drain(..) {
             h.abort();
         }
         for c in self.conns.values() {

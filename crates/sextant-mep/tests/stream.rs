@@ -289,7 +289,7 @@ async fn a_relay_of_thirty_thousand_child_services() {
         p2.seen
     );
     // A peer parent that connects later gets the relay's snapshot.
-    p2.stop();
+    p2.close().await;
     let mut p2 = Node::start(&specs, "P2", KA);
     p2.wait_view("C1", &next, WAIT).await;
     assert!(

@@ -151,6 +151,14 @@ impl Node {
         }
     }
 
+    /// Stops and waits until the listening sockets are closed, for a
+    /// test that starts the same site again at once.
+    pub async fn close(&mut self) {
+        if let Some(h) = self.handle.take() {
+            h.close().await;
+        }
+    }
+
     /// Waits for an event matching `pred`, among those received but not
     /// matched yet and then new ones (every event is kept in `seen`);
     /// panics after `within`.
