@@ -5,6 +5,11 @@
 //!
 //! `cargo bench -p sextant-core --bench rtt_ratio`
 //!
+//! Each case is timed twice: query by query, and as the DNS worker runs it
+//! (`batched`): a received batch of 32 sources is prefetched
+//! (`Snapshot::prefetch_ldns`, for WRR as well, since the worker cannot
+//! know the method before parsing) and then answered.
+//!
 //! Sources: `spread` hits rows far apart (every query a different LDNS,
 //! the worst case for the cache), `skewed` has a few resolvers send most
 //! queries (log-uniform, about Zipf's law), `one` is a single LDNS.
@@ -23,13 +28,15 @@ type SourceOf = fn(u64, u32) -> IpAddr;
 
 /// Decisions per timed round, and rounds per case.
 const PER_ROUND: usize = 200_000;
+/// The DNS worker's receive batch (`recvmmsg`).
+const BATCH: usize = 32;
 const ROUNDS: usize = 15;
 
 fn main() {
     let base = rtt_snapshot();
     println!(
-        "{:>7} {:>7} {:>9} {:>9} {:>8}  range of the per-round ratio",
-        "rows", "sources", "wrr ns", "rtt ns", "rtt/wrr"
+        "{:>7} {:>7} {:>8} {:>9} {:>9} {:>8}  range of the per-round ratio",
+        "rows", "sources", "mode", "wrr ns", "rtt ns", "rtt/wrr"
     );
     for rows in [1_000u32, 10_000, 100_000] {
         let snap = base.with_rtt(rtt_rows(rows));
@@ -40,28 +47,37 @@ fn main() {
         ];
         for (label, source) in kinds {
             let sources: Vec<IpAddr> = (0..1 << 16).map(|i| source(i, rows)).collect();
-            let (mut wrr, mut rtt, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..ROUNDS {
-                let w = per_query_ns(&snap, WRR_NAME, LbMethod::RoundRobin, &sources);
-                let r = per_query_ns(&snap, RTT_NAME, LbMethod::Rtt, &sources);
-                wrr.push(w);
-                rtt.push(r);
-                ratio.push(r / w);
+            for (mode, batch) in [("single", 1), ("batched", BATCH)] {
+                let (mut wrr, mut rtt, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+                for _ in 0..ROUNDS {
+                    let w = per_query_ns(&snap, WRR_NAME, LbMethod::RoundRobin, &sources, batch);
+                    let r = per_query_ns(&snap, RTT_NAME, LbMethod::Rtt, &sources, batch);
+                    wrr.push(w);
+                    rtt.push(r);
+                    ratio.push(r / w);
+                }
+                let (lo, hi) = (min(&ratio), max(&ratio));
+                println!(
+                    "{rows:>7} {label:>7} {mode:>8} {:>9.1} {:>9.1} {:>8.2}  {lo:.2}-{hi:.2}",
+                    median(&mut wrr),
+                    median(&mut rtt),
+                    median(&mut ratio),
+                );
             }
-            let (lo, hi) = (min(&ratio), max(&ratio));
-            println!(
-                "{rows:>7} {label:>7} {:>9.1} {:>9.1} {:>8.2}  {lo:.2}-{hi:.2}",
-                median(&mut wrr),
-                median(&mut rtt),
-                median(&mut ratio),
-            );
         }
     }
 }
 
-/// Mean ns per `decide()` over one round; the first decision's reason is
-/// checked, so that RTT is known to decide by itself.
-fn per_query_ns(snap: &Snapshot, name: &str, method: LbMethod, sources: &[IpAddr]) -> f64 {
+/// Mean ns per `decide()` over one round, `batch` queries at a time (each
+/// batch's sources prefetched first when `batch` > 1); the first
+/// decision's reason is checked, so that RTT is known to decide by itself.
+fn per_query_ns(
+    snap: &Snapshot,
+    name: &str,
+    method: LbMethod,
+    sources: &[IpAddr],
+    batch: usize,
+) -> f64 {
     let mut cursor = Cursor::new(1);
     let mut out = AnswerBuf::default();
     let query = |i: usize| Query {
@@ -80,15 +96,22 @@ fn per_query_ns(snap: &Snapshot, name: &str, method: LbMethod, sources: &[IpAddr
     );
     assert_eq!(d.reason, Reason::Method(method), "{name}");
     let start = Instant::now();
-    for i in 0..PER_ROUND {
-        black_box(decide(
-            snap,
-            &query(i),
-            &mut cursor,
-            &NoSessions,
-            &mut out,
-            &mut NoTrace,
-        ));
+    for first in (0..PER_ROUND).step_by(batch) {
+        if batch > 1 {
+            for i in first..first + batch {
+                snap.prefetch_ldns(sources[i % sources.len()]);
+            }
+        }
+        for i in first..first + batch {
+            black_box(decide(
+                snap,
+                &query(i),
+                &mut cursor,
+                &NoSessions,
+                &mut out,
+                &mut NoTrace,
+            ));
+        }
     }
     start.elapsed().as_nanos() as f64 / PER_ROUND as f64
 }

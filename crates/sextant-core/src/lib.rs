@@ -17,6 +17,7 @@ pub mod location;
 pub mod location_db;
 pub mod model;
 pub mod policy;
+mod prefetch;
 pub mod rtt;
 mod rtt_compact;
 pub mod select;

@@ -183,6 +183,25 @@ impl RttTable {
         }
     }
 
+    /// Starts loading the cache lines that [`row`](Self::row) and
+    /// [`mark_queried`](Self::mark_queried) will read for `ldns`. A server
+    /// calls it for every source of a received batch before answering any,
+    /// so that the misses of a table larger than the cache overlap.
+    #[inline]
+    pub fn prefetch(&self, ldns: IpAddr) {
+        match ldns {
+            IpAddr::V4(a) if self.compact_v4() && !a.is_unspecified() => self.compact.prefetch(a),
+            _ if self.slots.is_empty() => {}
+            _ => {
+                let (tag, key) = key_words(ldns);
+                let slot = slot_hash(tag, &key) & self.mask;
+                if let Some(word) = self.slots.get(slot * self.stride) {
+                    crate::prefetch::prefetch(word);
+                }
+            }
+        }
+    }
+
     fn wide_row(&self, ldns: IpAddr) -> Option<u32> {
         if self.slots.is_empty() {
             return None;
@@ -497,6 +516,32 @@ mod tests {
         assert_eq!(t.take_queried(), vec![b]);
         assert!(t.take_queried().is_empty());
         assert_eq!(t.rows().count(), 2);
+    }
+
+    /// A prefetch is only a hint: any address, on any table (empty,
+    /// compact, wide), is fine and leaves the lookups as they were.
+    #[test]
+    fn prefetch_is_harmless_on_every_kind_of_table() {
+        let v4: IpAddr = "198.51.100.0".parse().expect("ip");
+        let v6: IpAddr = "2001:db8:1::".parse().expect("ip");
+        let others: [IpAddr; 4] = [
+            "0.0.0.0".parse().expect("ip"),
+            "255.255.255.255".parse().expect("ip"),
+            "::".parse().expect("ip"),
+            "203.0.113.9".parse().expect("ip"),
+        ];
+        RttTable::builder(3).build().prefetch(v4);
+        for sites in [3usize, 12] {
+            let mut b = RttTable::builder(sites);
+            b.row(v4, &[cell(10)]).row(v6, &[cell(20)]);
+            let t = b.build();
+            for ip in others.iter().chain([&v4, &v6]) {
+                t.prefetch(*ip);
+            }
+            assert_eq!(t.row(v4).and_then(|r| t.rtt_us(r, 0)), Some(10_000));
+            assert_eq!(t.row(v6).and_then(|r| t.rtt_us(r, 0)), Some(20_000));
+            assert_eq!(t.row(others[3]), None);
+        }
     }
 
     fn cell_us(us: u64) -> Option<RttCell> {

@@ -110,6 +110,17 @@ impl Compact {
         None
     }
 
+    /// Starts loading the slot (and query mark) where the probe for `addr`
+    /// begins; see [`RttTable::prefetch`](crate::RttTable::prefetch).
+    #[inline]
+    pub fn prefetch(&self, addr: Ipv4Addr) {
+        let s = start(u32::from(addr), self.slots.len());
+        if let (Some(slot), Some(mark)) = (self.slots.get(s), self.marks.get(s)) {
+            crate::prefetch::prefetch(slot);
+            crate::prefetch::prefetch(mark);
+        }
+    }
+
     pub fn slot(&self, s: u32) -> Option<&Slot> {
         self.slots.get(s as usize)
     }

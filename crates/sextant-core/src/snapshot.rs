@@ -409,6 +409,15 @@ impl Snapshot {
         crate::select::mask_ip(source, p.ldns_v4_mask, p.ldns_v6_mask)
     }
 
+    /// Prefetches the RTT row of `source`'s LDNS group when RTT is in use
+    /// (see [`RttTable::prefetch`]); cheap and harmless otherwise.
+    #[inline]
+    pub fn prefetch_ldns(&self, source: IpAddr) {
+        if !self.rtt.is_empty() {
+            self.rtt.prefetch(self.ldns_group(source));
+        }
+    }
+
     /// The same tables and health under another generation number.
     pub fn with_generation(&self, generation: u64) -> Self {
         Snapshot {

@@ -91,6 +91,14 @@ impl Batch {
         Ok(n)
     }
 
+    /// The source addresses of the received datagrams, in order (those the
+    /// kernel gave in a form we read; the others are skipped by
+    /// [`answer_all`](Self::answer_all) too).
+    pub fn peers(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        (0..self.received.min(BATCH))
+            .filter_map(|i| to_socket_addr(&self.sources[i], self.source_lens[i]))
+    }
+
     /// Calls `answer(query, source, response)` for each received datagram
     /// with a cleared response buffer; a `true` return queues the response
     /// for [`Batch::send`].
