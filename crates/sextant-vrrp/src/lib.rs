@@ -10,3 +10,5 @@
 
 pub mod machine;
 pub mod packet;
+pub mod router;
+pub mod tracking;
