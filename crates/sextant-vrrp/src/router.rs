@@ -486,12 +486,10 @@ mod tests {
             Some(ip(NS1)),
             None,
         )
-        .err()
-        .expect("duplicate");
+        .expect_err("duplicate");
         assert!(e.to_string().contains("VRID 3"), "{e}");
         let e = Routers::new(vec![config(4, 255, Tracking::None)], Some(ip(NS1)), None)
-            .err()
-            .expect("priority");
+            .expect_err("priority");
         assert!(e.to_string().starts_with("VRID 4: priority 255"), "{e}");
     }
 
