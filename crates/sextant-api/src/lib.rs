@@ -332,3 +332,73 @@ pub struct SiteFiguresPush {
     /// Bytes per second through the node's network interfaces.
     pub bandwidth_bytes_ps: Option<f64>,
 }
+
+/// `GET /v1/vrrp`: this node's virtual routers (seed 004).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Vrrp {
+    pub vrids: Vec<VrrpVrid>,
+    /// Received packets dropped before they reached a virtual router, per
+    /// interface and reason (`bad_ttl`, `bad_checksum`, `short`,
+    /// `bad_version`, `bad_type`, `count_mismatch`, `other_vrid`, ...).
+    pub dropped: Vec<VrrpDropped>,
+}
+
+/// One virtual router on one interface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VrrpVrid {
+    pub vrid: u8,
+    /// `ipv4` or `ipv6`.
+    pub family: String,
+    pub interface: String,
+    /// `INITIALIZE`, `BACKUP` or `MASTER`.
+    pub state: String,
+    pub base_priority: u8,
+    pub effective_priority: u8,
+    /// `NONE`, `ALL`, `ONE` or `PROGRESSIVE`.
+    pub tracking: String,
+    /// The master's primary address: this node's when MASTER, the last
+    /// advertiser's when BACKUP.
+    pub master: Option<String>,
+    pub master_adver_interval_ms: u64,
+    pub preemption: bool,
+    pub sharing: bool,
+    pub addresses: Vec<String>,
+    pub tracked: Vec<VrrpTracked>,
+    /// The last transitions, oldest first.
+    pub transitions: Vec<VrrpTransition>,
+    pub adverts_received: u64,
+    /// Adverts whose address list differs from this node's.
+    pub address_mismatches: u64,
+    /// How the last advert heard was checksummed: `pseudo-header` or
+    /// `rfc9568`.
+    pub peer_checksum: Option<String>,
+}
+
+/// A tracked object and its state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VrrpTracked {
+    /// `dns 10.0.0.53:53`, `vserver NAME`, `service NAME`, `interface eth1`.
+    pub name: String,
+    pub up: bool,
+    /// DOWN gives the VIP up whatever the tracking mode (the node's own DNS
+    /// listener and tracked interfaces).
+    pub required: bool,
+}
+
+/// A state change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VrrpTransition {
+    /// Seconds since the server started.
+    pub at_seconds: f64,
+    pub from: String,
+    pub to: String,
+    pub reason: String,
+}
+
+/// A drop counter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VrrpDropped {
+    pub interface: String,
+    pub reason: String,
+    pub count: u64,
+}

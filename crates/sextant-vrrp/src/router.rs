@@ -34,6 +34,31 @@ pub struct Tracked {
     /// What it is, for people: `dns 10.0.0.53:53`, `vserver vs_www`, ...
     pub name: String,
     pub up: bool,
+    /// DOWN sets the effective priority to 0 whatever the tracking mode:
+    /// the node's own DNS listener on the VIP (a node that cannot answer
+    /// must give the VIP up) and tracked interfaces. The others count in
+    /// the mode's N and k.
+    pub required: bool,
+}
+
+impl Tracked {
+    /// An object counted by the tracking mode.
+    pub fn counted(name: impl Into<String>, up: bool) -> Tracked {
+        Tracked {
+            name: name.into(),
+            up,
+            required: false,
+        }
+    }
+
+    /// An object whose DOWN gives the VIP up.
+    pub fn required(name: impl Into<String>, up: bool) -> Tracked {
+        Tracked {
+            name: name.into(),
+            up,
+            required: true,
+        }
+    }
 }
 
 /// A state change, kept for the API and logged by the caller.
@@ -215,13 +240,14 @@ impl Routers {
         let Some(r) = self.routers.get_mut(id) else {
             return Vec::new();
         };
-        let down = tracked.iter().filter(|t| !t.up).count();
-        let ep = effective_priority(
-            r.cfg.tracking,
-            r.cfg.machine.priority(),
-            tracked.len(),
-            down,
-        );
+        let counted = tracked.iter().filter(|t| !t.required);
+        let total = counted.clone().count();
+        let down = counted.filter(|t| !t.up).count();
+        let ep = if tracked.iter().any(|t| t.required && !t.up) {
+            0
+        } else {
+            effective_priority(r.cfg.tracking, r.cfg.machine.priority(), total, down)
+        };
         r.tracked = tracked;
         self.with(id, now, |m| m.set_priority(ep, now))
     }
@@ -416,7 +442,7 @@ mod tests {
         assert_eq!(sends(&a), vec![50]);
         let st = ns1.status(0).expect("status");
         assert_eq!((st.base_priority, st.effective_priority), (101, 50));
-        assert_eq!(st.tracked.len(), 2);
+        assert_eq!(st.tracked.len(), 3);
         // NS2 hears 50 < 99: with preemption it ignores it and takes over
         // when its Master_Down_Timer runs out.
         let packet = ns1.advert(0, 50).expect("advert");
@@ -491,6 +517,28 @@ mod tests {
         let e = Routers::new(vec![config(4, 255, Tracking::None)], Some(ip(NS1)), None)
             .expect_err("priority");
         assert!(e.to_string().starts_with("VRID 4: priority 255"), "{e}");
+    }
+
+    /// A required object DOWN gives the VIP up in every mode, NONE too.
+    #[test]
+    fn a_broken_dns_listener_gives_the_vip_up() {
+        let mut r = node(NS1, vec![config(1, 100, Tracking::None)]);
+        r.startup(0, Duration::ZERO);
+        let now = Duration::from_secs(10);
+        r.timer(0, now);
+        assert_eq!(r.state(0), Some(State::Master));
+        let a = r.track(
+            0,
+            vec![
+                Tracked::required("dns 10.0.0.100:53", false),
+                Tracked::counted("vserver a", true),
+            ],
+            now,
+        );
+        assert!(a.contains(&Action::ReleaseAddresses), "{a:?}");
+        assert_eq!(sends(&a), vec![0]);
+        assert_eq!(r.state(0), Some(State::Backup));
+        assert_eq!(r.status(0).expect("status").effective_priority, 0);
     }
 
     #[test]
