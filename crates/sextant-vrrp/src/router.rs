@@ -428,14 +428,9 @@ mod tests {
         assert_eq!(ns2.state(0), Some(State::Backup));
 
         let tracked = vec![
-            Tracked {
-                name: "vserver a".into(),
-                up: true,
-            },
-            Tracked {
-                name: "vserver b".into(),
-                up: false,
-            },
+            Tracked::required("dns 10.0.0.100:53", true),
+            Tracked::counted("vserver a", true),
+            Tracked::counted("vserver b", false),
         ];
         now += Duration::from_millis(10);
         let a = ns1.track(0, tracked, now);
@@ -545,14 +540,8 @@ mod tests {
     fn transitions_are_bounded() {
         let mut r = node(NS1, vec![config(1, 100, Tracking::All)]);
         r.startup(0, Duration::ZERO);
-        let down = vec![Tracked {
-            name: "x".into(),
-            up: false,
-        }];
-        let up = vec![Tracked {
-            name: "x".into(),
-            up: true,
-        }];
+        let down = vec![Tracked::counted("x", false)];
+        let up = vec![Tracked::counted("x", true)];
         let mut now = Duration::ZERO;
         for _ in 0..(TRANSITIONS_KEPT * 2) {
             now += Duration::from_secs(10);
