@@ -388,7 +388,7 @@ pub struct VrrpTracked {
 /// A state change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VrrpTransition {
-    /// Seconds since the server started.
+    /// Seconds since VRRP started on this node.
     pub at_seconds: f64,
     pub from: String,
     pub to: String,

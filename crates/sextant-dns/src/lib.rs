@@ -37,8 +37,29 @@ pub use ldns::LdnsQueue;
 pub use respond::{MAX_MESSAGE, respond, udp_limit};
 pub use sessions::{SessionEntry, SessionTable};
 pub use stats::{Counter, DnsStats, StatsSnapshot};
-pub use tcp::{TcpConfig, bind_tcp, serve_tcp, serve_tcp_with};
-pub use udp::{bind_udp, spawn_udp, spawn_udp_sockets};
+pub use tcp::{TcpConfig, bind_tcp, bind_tcp_vip, serve_tcp, serve_tcp_with};
+pub use udp::{bind_udp, bind_udp_vip, spawn_udp, spawn_udp_sockets};
+
+/// `IP_FREEBIND` (or its IPv6 twin): bind to an address the host does not
+/// have yet.
+fn set_freebind(socket: &socket2::Socket, addr: std::net::SocketAddr) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        if addr.is_ipv4() {
+            socket.set_freebind_v4(true)
+        } else {
+            socket.set_freebind_v6(true)
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (socket, addr);
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "binding to an address the host does not have (a VRRP VIP) needs Linux",
+        ))
+    }
+}
 pub use wire::Rcode;
 pub use wire::parse::{
     Ecs, Edns, FormErr, Header, ParseError, ParseErrorKind, ParsedQuery, parse_query,

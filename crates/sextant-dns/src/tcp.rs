@@ -56,7 +56,20 @@ const BACKLOG: i32 = 1024;
 /// Binds a TCP listener with `SO_REUSEADDR`. Must be called inside a tokio
 /// runtime.
 pub fn bind_tcp(addr: SocketAddr) -> io::Result<TcpListener> {
+    bind_tcp_listener(addr, false)
+}
+
+/// [`bind_tcp`] for a VRRP VIP that may not be on the host yet (see
+/// [`bind_udp_vip`](crate::bind_udp_vip)).
+pub fn bind_tcp_vip(addr: SocketAddr) -> io::Result<TcpListener> {
+    bind_tcp_listener(addr, true)
+}
+
+fn bind_tcp_listener(addr: SocketAddr, freebind: bool) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if freebind {
+        crate::set_freebind(&socket, addr)?;
+    }
     socket.set_reuse_address(true)?;
     if addr.is_ipv6() {
         socket.set_only_v6(true)?;

@@ -31,6 +31,22 @@ const SOCKET_BUFFER: usize = 4 << 20;
 /// a stray process to join). Port 0 picks a free port for the first socket
 /// and binds the others to the same one.
 pub fn bind_udp(addr: SocketAddr, workers: usize) -> io::Result<Vec<UdpSocket>> {
+    bind_udp_sockets(addr, workers, false)
+}
+
+/// [`bind_udp`] for an address that may not be on the host yet: a VRRP
+/// VIP, which is added when this node becomes master for it. The sockets
+/// are bound with `IP_FREEBIND` and receive traffic once the address is
+/// local (on the master, or on a backup that shares it).
+pub fn bind_udp_vip(addr: SocketAddr, workers: usize) -> io::Result<Vec<UdpSocket>> {
+    bind_udp_sockets(addr, workers, true)
+}
+
+fn bind_udp_sockets(
+    addr: SocketAddr,
+    workers: usize,
+    freebind: bool,
+) -> io::Result<Vec<UdpSocket>> {
     let n = workers.max(1);
     let mut sockets: Vec<UdpSocket> = Vec::with_capacity(n);
     let mut bind_addr = addr;
@@ -42,6 +58,9 @@ pub fn bind_udp(addr: SocketAddr, workers: usize) -> io::Result<Vec<UdpSocket>> 
         if addr.is_ipv6() {
             // Keep v4 and v6 listeners independent, as configured.
             socket.set_only_v6(true)?;
+        }
+        if freebind {
+            crate::set_freebind(&socket, addr)?;
         }
         let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
         let _ = socket.set_send_buffer_size(SOCKET_BUFFER);

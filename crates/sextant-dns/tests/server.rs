@@ -301,3 +301,25 @@ fn udp_bursts_are_all_answered_over_v4_and_v6() {
         assert!(seen.iter().all(|s| *s), "{bind}: one answer per query");
     }
 }
+
+/// A VRRP VIP is not on the host until this node becomes master for it:
+/// the plain bind refuses it, the VIP bind takes it (IP_FREEBIND), so the
+/// DNS listener exists on every node and answers where the VIP is local.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_vip_not_on_the_host_binds_only_with_the_vip_bind() {
+    let vip: std::net::SocketAddr = "192.0.2.53:5353".parse().unwrap();
+    let err = bind_udp(vip, 1).expect_err("192.0.2.53 is not on this host");
+    assert_eq!(err.kind(), std::io::ErrorKind::AddrNotAvailable, "{err}");
+    let sockets = sextant_dns::bind_udp_vip(vip, 2).expect("freebind");
+    assert_eq!(sockets.len(), 2);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        assert!(bind_tcp(vip).is_err());
+        let l = sextant_dns::bind_tcp_vip(vip).expect("freebind");
+        assert_eq!(l.local_addr().unwrap(), vip);
+    });
+}
