@@ -19,7 +19,8 @@
 //!   on the bridge side): the node's own `eth0` loses carrier.
 //! * [`Lab::owners`] / [`Lab::which_node_owns`] are the ground truth (who
 //!   has the VIP on an interface, by `ip addr` in each node namespace);
-//!   [`Lab::client_neigh`] is what the client believes (its ARP entry).
+//!   [`Lab::client_neigh`] is what the client believes (its ARP entry),
+//!   [`Lab::client_arp`] who answers an ARP request from the client.
 //! * [`Keepalived`] runs keepalived 2.2 (VRRPv3) in a node namespace;
 //!   [`VrrpImpl`] is the implementation under test in general (the
 //!   benchmark takes it as a parameter), [`KeepalivedImpl`] the baseline.
@@ -143,7 +144,9 @@ impl Host {
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let log = self.dir.join(format!("{}-{program}-{seq}.log", self.ns.name));
+        let log = self
+            .dir
+            .join(format!("{}-{program}-{seq}.log", self.ns.name));
         let file = fs::File::create(&log).expect("create child log");
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.ns.name])
@@ -312,7 +315,16 @@ impl Lab {
         switch.exec_ok(&["ip", "link", "add", "br0", "type", "bridge"]);
         switch.exec_ok(&["ip", "link", "set", "br0", "up"]);
         // The bridge must not filter VRRP multicast or IPv6 ND.
-        let _ = switch.exec(&["ip", "link", "set", "br0", "type", "bridge", "mcast_snooping", "0"]);
+        let _ = switch.exec(&[
+            "ip",
+            "link",
+            "set",
+            "br0",
+            "type",
+            "bridge",
+            "mcast_snooping",
+            "0",
+        ]);
         let ipv6 = Path::new("/proc/sys/net/ipv6").exists();
         let mut hosts = Vec::with_capacity(nodes);
         let mut ipv6_ok = ipv6;
@@ -479,9 +491,22 @@ impl Lab {
         if let IpAddr::V4(v4) = vip {
             let _ = self.ping_once(v4, Duration::from_secs(1));
         } else {
-            let _ = self.client.exec(&["ping", "-c", "1", "-W", "1", &vip.to_string()]);
+            let _ = self
+                .client
+                .exec(&["ping", "-c", "1", "-W", "1", &vip.to_string()]);
         }
         self.client_neigh_entry(vip)
+    }
+
+    /// Who answers ARP for `vip`, as the client hears it: one ARP request
+    /// broadcast from the client's `eth0` (an AF_PACKET socket, not the
+    /// kernel's neighbour table), and the sender MAC of every reply for
+    /// `vip` within `wait`, in order, duplicates kept. Unlike
+    /// [`Lab::client_neigh`] nothing but ARP is sent, so the answer is not
+    /// mixed with the MACs of IP packets the nodes send to the client.
+    pub fn client_arp(&self, vip: Ipv4Addr, wait: Duration) -> Vec<[u8; 6]> {
+        let client_mac = self.client.mac;
+        self.client.run(move || arp_probe(client_mac, vip, wait))
     }
 
     /// The client's neighbour entry for `vip` as it is, without sending
@@ -506,7 +531,9 @@ impl Lab {
 
     /// Forgets the client's neighbour entry for `vip`.
     pub fn client_forget(&self, vip: IpAddr) {
-        let _ = self.client.exec(&["ip", "neigh", "del", &vip.to_string(), "dev", "eth0"]);
+        let _ = self
+            .client
+            .exec(&["ip", "neigh", "del", &vip.to_string(), "dev", "eth0"]);
     }
 
     /// One echo request from the client to `target`; the round-trip time
@@ -529,6 +556,88 @@ impl Lab {
         }
         None
     }
+}
+
+/// One ARP request for `target` from `eth0` of the current namespace
+/// (which has `mac` and [`CLIENT_IP`]); the sender MACs of the replies.
+fn arp_probe(mac: [u8; 6], target: Ipv4Addr, wait: Duration) -> Vec<[u8; 6]> {
+    let proto = (libc::ETH_P_ARP as u16).to_be();
+    // SAFETY: socket(2) with constant arguments; the descriptor is owned
+    // by `fd` below.
+    let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM, i32::from(proto)) };
+    assert!(
+        raw >= 0,
+        "AF_PACKET socket: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+    use std::os::fd::AsRawFd;
+    // SAFETY: a NUL-terminated name.
+    let ifindex = unsafe { libc::if_nametoindex(c"eth0".as_ptr()) };
+    assert!(ifindex != 0, "no eth0 here");
+    // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = proto;
+    sll.sll_ifindex = ifindex as i32;
+    sll.sll_halen = 6;
+    sll.sll_addr[..6].copy_from_slice(&[0xff; 6]);
+    let len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    // SAFETY: binds our socket to a valid sockaddr_ll of `len` bytes.
+    let rc = unsafe { libc::bind(fd.as_raw_fd(), (&raw const sll).cast(), len) };
+    assert_eq!(rc, 0, "bind AF_PACKET: {}", std::io::Error::last_os_error());
+    let tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 10_000,
+    };
+    // SAFETY: SO_RCVTIMEO with a timeval of the right size.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&raw const tv).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        );
+    }
+    let mut req = [0u8; 28];
+    req[0..2].copy_from_slice(&1u16.to_be_bytes()); // Ethernet
+    req[2..4].copy_from_slice(&0x0800u16.to_be_bytes()); // IPv4
+    req[4] = 6;
+    req[5] = 4;
+    req[6..8].copy_from_slice(&1u16.to_be_bytes()); // request
+    req[8..14].copy_from_slice(&mac);
+    req[14..18].copy_from_slice(&CLIENT_IP.octets());
+    req[24..28].copy_from_slice(&target.octets());
+    // SAFETY: sends `req` to the broadcast sockaddr_ll above.
+    let sent = unsafe {
+        libc::sendto(
+            fd.as_raw_fd(),
+            req.as_ptr().cast(),
+            req.len(),
+            0,
+            (&raw const sll).cast(),
+            len,
+        )
+    };
+    assert_eq!(sent, 28, "send ARP: {}", std::io::Error::last_os_error());
+    let mut macs = Vec::new();
+    let end = Instant::now() + wait;
+    let mut buf = [0u8; 128];
+    while Instant::now() < end {
+        // SAFETY: reads at most buf.len() bytes into buf.
+        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 28 {
+            continue;
+        }
+        let op = u16::from_be_bytes([buf[6], buf[7]]);
+        let spa = Ipv4Addr::new(buf[14], buf[15], buf[16], buf[17]);
+        if op == 2 && spa == target {
+            macs.push(buf[8..14].try_into().expect("6 bytes"));
+        }
+    }
+    macs
 }
 
 fn make_ns(name: &str) -> Netns {
@@ -572,9 +681,17 @@ fn make_host(
         "eth0",
     ]);
     let v6 = ip6.is_some_and(|a| {
-        ns.exec(&["ip", "addr", "add", &format!("{a}/64"), "dev", "eth0", "nodad"])
-            .status
-            .success()
+        ns.exec(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{a}/64"),
+            "dev",
+            "eth0",
+            "nodad",
+        ])
+        .status
+        .success()
     });
     ns.exec_ok(&["ip", "link", "set", "eth0", "up"]);
     let out = ns.exec_ok(&["ip", "-j", "link", "show", "eth0"]);
@@ -1103,7 +1220,12 @@ impl Pinger {
         self.stop.store(true, Ordering::Relaxed);
         let ran = self.start.elapsed();
         let sent = self.sender.take().expect("once").join().expect("sender");
-        let replies = self.receiver.take().expect("once").join().expect("receiver");
+        let replies = self
+            .receiver
+            .take()
+            .expect("once")
+            .join()
+            .expect("receiver");
         let ran = replies.last().map_or(ran, |&last| last.max(ran));
         PingReport::from_replies(sent, ran, replies)
     }
@@ -1151,7 +1273,10 @@ mod tests {
     fn master_down_interval_is_rfc_5798() {
         let i = Instance::new(1, 100, Duration::from_secs(1), IpAddr::V4(vip(0)));
         assert_eq!(i.skew(), Duration::from_secs(1) * 156 / 256);
-        assert_eq!(i.master_down_interval(), Duration::from_millis(3609) + Duration::from_nanos(375_000));
+        assert_eq!(
+            i.master_down_interval(),
+            Duration::from_millis(3609) + Duration::from_nanos(375_000)
+        );
     }
 
     #[test]
