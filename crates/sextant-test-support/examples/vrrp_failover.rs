@@ -171,8 +171,8 @@ fn run_row(
     let settle_back = Duration::from_secs(1) + interval * 3;
     let max_run = converge + Duration::from_secs(10);
 
-    let mut backup = imp.start(&lab, 1, &[secondary.clone()]);
-    let mut master = imp.start(&lab, 0, &[primary.clone()]);
+    let mut backup = imp.start(&lab, 1, std::slice::from_ref(&secondary));
+    let mut master = imp.start(&lab, 0, std::slice::from_ref(&primary));
     let logs = |m: &dyn VrrpNode, b: &dyn VrrpNode| {
         format!("--- node 0 ---\n{}--- node 1 ---\n{}", m.log(), b.log())
     };
@@ -204,7 +204,7 @@ fn run_row(
         if failure == Failure::Hard {
             lab.link_up(0);
         }
-        master = imp.start(&lab, 0, &[primary.clone()]);
+        master = imp.start(&lab, 0, std::slice::from_ref(&primary));
         wait_owner(&lab, vip, 0, converge)
             .map_err(|e| format!("failback, trial {trial}: {e}\n{}", logs(&*master, &*backup)))?;
         thread::sleep(settle_back);
