@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what Sextant's tests and benchmarks need on a fresh Debian machine:
 # dig (bind9-dnsutils), dnsperf, ip (iproute2), iptables, taskset (util-linux),
-# curl (bench/dns.sh METHOD=RTT reads the API).
+# curl (bench/dns.sh METHOD=RTT reads the API), keepalived (the VRRPv3
+# baseline of the VRRP lab and bench/vrrp-failover.sh; Debian bookworm has
+# 1:2.2.7) and ping (iputils-ping, for looking at the VRRP lab by hand; the
+# lab's own pinger is in Rust).
 # Idempotent: installs only what is missing, and touches nothing but Debian's
 # package registry. Run as root (CI runs it as root); as another user it uses
 # sudo when that works without a password, and otherwise says what is missing.
@@ -15,6 +18,8 @@ have ip       || need+=(iproute2)
 have iptables || need+=(iptables)
 have taskset  || need+=(util-linux)
 have curl     || need+=(curl)
+have keepalived || [ -x /usr/sbin/keepalived ] || need+=(keepalived)
+have ping     || need+=(iputils-ping)
 
 if [ "${#need[@]}" -eq 0 ]; then
     exit 0

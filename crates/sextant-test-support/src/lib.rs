@@ -15,7 +15,10 @@
 //! * [`backend`]: TCP and HTTP backends;
 //! * [`process`]: the `sextant` binary as a server, a site or a command;
 //! * [`netns`]: network namespaces with iptables to cut links;
-//! * [`sites`]: the parent sites of a multi-site test, started as processes.
+//! * [`sites`]: the parent sites of a multi-site test, started as processes;
+//! * [`vrrp_lab`]: a VRRP lab (nodes and a client on a bridge, in network
+//!   namespaces), keepalived as the baseline, and a pinger that measures
+//!   failover gaps.
 //!
 //! Nothing here asserts a wall-clock time: waits are "eventually, within a
 //! generous deadline".
@@ -57,6 +60,7 @@ pub mod netns;
 pub mod process;
 pub mod scratch;
 pub mod sites;
+pub mod vrrp_lab;
 pub mod wait;
 
 /// Everything an end-to-end test usually needs, for `use ...::prelude::*`.

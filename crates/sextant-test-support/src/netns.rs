@@ -63,7 +63,7 @@ impl Netns {
 
     /// Deletes namespaces that earlier test processes left behind (a test
     /// killed by a timeout runs no destructor).
-    fn remove_stale() {
+    pub(crate) fn remove_stale() {
         let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
             return;
         };
