@@ -88,10 +88,14 @@ pub(crate) fn set_int_option(fd: RawFd, level: i32, name: i32, value: i32) -> io
 /// `source` with TTL / hop limit 255 and does not loop its multicasts back.
 ///
 /// No IP_HDRINCL: for a multicast destination the kernel takes the TTL of
-/// IP_MULTICAST_TTL, so it builds the header itself. SO_BINDTODEVICE also
-/// makes `dev` the multicast output interface, and binding to `source`
-/// makes it the source address even on a device (the macvlan) that does
-/// not hold it.
+/// IP_MULTICAST_TTL, so it builds the header itself. SO_BINDTODEVICE makes
+/// `dev` the output interface. The source address:
+/// * IPv4: IP_MULTICAST_IF's address (an `ip_mreqn`), not bind(2): an IPv4
+///   raw socket bound to an address receives only datagrams sent to that
+///   address, never the group's. This also works on a device (the macvlan)
+///   that does not hold the address.
+/// * IPv6: bind(2) to the link-local address (with its scope); IPv6 raw
+///   sockets still receive the groups they joined.
 pub(crate) fn raw_socket(dev: &str, dev_index: u32, source: IpAddr) -> io::Result<Socket> {
     let proto = Some(Protocol::from(i32::from(IPPROTO_VRRP)));
     let sock = match source {
@@ -101,7 +105,7 @@ pub(crate) fn raw_socket(dev: &str, dev_index: u32, source: IpAddr) -> io::Resul
             sock.set_multicast_ttl_v4(u32::from(VRRP_TTL))?;
             sock.set_ttl_v4(u32::from(VRRP_TTL))?;
             sock.set_multicast_loop_v4(false)?;
-            sock.bind(&SockAddr::from(SocketAddrV4::new(v4, 0)))?;
+            set_multicast_if_v4(&sock, dev_index, v4)?;
             sock
         }
         IpAddr::V6(v6) => {
@@ -124,6 +128,32 @@ pub(crate) fn raw_socket(dev: &str, dev_index: u32, source: IpAddr) -> io::Resul
     };
     sock.set_nonblocking(true)?;
     Ok(sock)
+}
+
+/// IP_MULTICAST_IF with an `ip_mreqn`: output interface and source address.
+fn set_multicast_if_v4(sock: &Socket, index: u32, source: Ipv4Addr) -> io::Result<()> {
+    let mreqn = libc::ip_mreqn {
+        imr_multiaddr: libc::in_addr { s_addr: 0 },
+        imr_address: libc::in_addr {
+            s_addr: u32::from(source).to_be(),
+        },
+        imr_ifindex: i32::try_from(index).unwrap_or(0),
+    };
+    // SAFETY: the value is a live ip_mreqn and its size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_MULTICAST_IF,
+            (&mreqn as *const libc::ip_mreqn).cast(),
+            size_of::<libc::ip_mreqn>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Attaches a classic BPF filter that accepts nothing: for a socket that
@@ -377,7 +407,7 @@ mod tests {
     use super::*;
 
     fn header(ihl: u8, total: u16) -> Vec<u8> {
-        let mut h = vec![0u8; usize::from(ihl) * 4];
+        let mut h = vec![0u8; (usize::from(ihl) * 4).max(20)];
         h[0] = 0x40 | ihl;
         h[2..4].copy_from_slice(&total.to_be_bytes());
         h[8] = 255;
