@@ -98,7 +98,8 @@ pub fn interface(name: &str) -> Result<Interface, NetError> {
                     found.mac.copy_from_slice(&ll.sll_addr[..6]);
                 }
                 let flags = entry.ifa_flags;
-                found.up = flags & libc::IFF_UP as u32 != 0 && flags & libc::IFF_RUNNING as u32 != 0;
+                found.up =
+                    flags & libc::IFF_UP as u32 != 0 && flags & libc::IFF_RUNNING as u32 != 0;
             }
             libc::AF_INET if found.ipv4.is_none() => {
                 // SAFETY: an AF_INET entry's address is a sockaddr_in.

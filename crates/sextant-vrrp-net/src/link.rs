@@ -243,8 +243,9 @@ impl LinuxLink {
         Ok(())
     }
 
-    /// The socket adverts leave through now (see the type's comment).
-    fn sender(&mut self) -> &Socket {
+    /// The socket adverts leave through now (see the type's comment), and
+    /// its interface.
+    fn sender(&mut self) -> (&Socket, u32, &str) {
         if let Some(v) = &self.vmac
             && v.up
         {
@@ -260,10 +261,10 @@ impl LinuxLink {
                 }
             }
             if let Some(s) = &self.vmac_sender {
-                return s;
+                return (s, v.index, &v.name);
             }
         }
-        &self.parent_sender
+        (&self.parent_sender, self.parent.index, &self.parent.name)
     }
 }
 
@@ -351,15 +352,11 @@ impl Link for LinuxLink {
     type Error = NetError;
 
     fn send_advert(&mut self, packet: &[u8]) -> Result<(), NetError> {
-        let index = match &self.vmac {
-            Some(v) if v.up && self.vmac_sender.is_some() => v.index,
-            _ => self.parent.index,
-        };
-        let to = socket::group(self.source, index);
-        let name = self.vip_interface().to_owned();
-        let sock = self.sender();
+        let source = self.source;
+        let (sock, index, name) = self.sender();
+        let to = socket::group(source, index);
         socket::send_all(sock, packet, &to).map_err(|source| NetError::Send {
-            name,
+            name: name.to_owned(),
             what: "a VRRP advert".into(),
             source,
         })
@@ -374,7 +371,7 @@ impl Link for LinuxLink {
                 source: e,
             })?;
             v.up = true;
-            if let IpAddr::V6(_) = self.source {
+            if self.source.is_ipv6() {
                 // The adverts' source, so that they can leave through the
                 // macvlan (a link-local source must be on the device).
                 let ll = Vip {

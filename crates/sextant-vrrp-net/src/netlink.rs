@@ -80,7 +80,7 @@ impl Message {
     }
 
     fn pad(&mut self) {
-        while self.buf.len() % 4 != 0 {
+        while !self.buf.len().is_multiple_of(4) {
             self.buf.push(0);
         }
     }
@@ -181,7 +181,12 @@ impl Netlink {
     /// `mac`, mode private (the VRRP instances on one parent must not talk
     /// to each other through it; traffic from the wire reaches all).
     /// EEXIST when a link of that name exists.
-    pub(crate) fn create_macvlan(&mut self, parent: u32, name: &str, mac: [u8; 6]) -> io::Result<()> {
+    pub(crate) fn create_macvlan(
+        &mut self,
+        parent: u32,
+        name: &str,
+        mac: [u8; 6],
+    ) -> io::Result<()> {
         let mut ifname = name.as_bytes().to_vec();
         ifname.push(0);
         let msg = Message::new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL)
@@ -222,12 +227,23 @@ impl Netlink {
     /// RTM_NEWADDR, create-exclusive (EEXIST when present); IPv6 with
     /// IFA_F_NODAD.
     pub(crate) fn add_address(&mut self, index: u32, ip: IpAddr, prefix_len: u8) -> io::Result<()> {
-        let msg = Self::address(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, index, ip, prefix_len);
+        let msg = Self::address(
+            RTM_NEWADDR,
+            NLM_F_CREATE | NLM_F_EXCL,
+            index,
+            ip,
+            prefix_len,
+        );
         self.request(msg)
     }
 
     /// RTM_DELADDR (EADDRNOTAVAIL when absent).
-    pub(crate) fn delete_address(&mut self, index: u32, ip: IpAddr, prefix_len: u8) -> io::Result<()> {
+    pub(crate) fn delete_address(
+        &mut self,
+        index: u32,
+        ip: IpAddr,
+        prefix_len: u8,
+    ) -> io::Result<()> {
         let msg = Self::address(RTM_DELADDR, 0, index, ip, prefix_len);
         self.request(msg)
     }

@@ -115,8 +115,18 @@ pub(crate) fn raw_socket(dev: &str, dev_index: u32, source: IpAddr) -> io::Resul
             sock.set_unicast_hops_v6(u32::from(VRRP_TTL))?;
             sock.set_multicast_loop_v6(false)?;
             sock.set_multicast_if_v6(dev_index)?;
-            set_int_option(sock.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT, 1)?;
-            set_int_option(sock.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
+            set_int_option(
+                sock.as_raw_fd(),
+                libc::IPPROTO_IPV6,
+                libc::IPV6_RECVHOPLIMIT,
+                1,
+            )?;
+            set_int_option(
+                sock.as_raw_fd(),
+                libc::IPPROTO_IPV6,
+                libc::IPV6_RECVPKTINFO,
+                1,
+            )?;
             let scope = if crate::is_link_local(v6.into()) {
                 dev_index
             } else {
@@ -393,10 +403,11 @@ fn sockaddr_ip(storage: &libc::sockaddr_storage) -> Option<IpAddr> {
         }
         libc::AF_INET => {
             // SAFETY: as above, for sockaddr_in.
-            let sin = unsafe {
-                &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>()
-            };
-            Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))))
+            let sin =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                sin.sin_addr.s_addr,
+            ))))
         }
         _ => None,
     }

@@ -74,7 +74,11 @@ fn pair(tag: &str) -> Option<Pair> {
             if i.up && i.ipv4.is_some() && i.ipv6_link_local.is_some() {
                 break;
             }
-            assert!(Instant::now() < deadline, "v0 not ready in {}: {i:?}", ns.name);
+            assert!(
+                Instant::now() < deadline,
+                "v0 not ready in {}: {i:?}",
+                ns.name
+            );
             thread::sleep(Duration::from_millis(20));
         }
     }
@@ -108,6 +112,9 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// One receive: the result and the VRRP bytes.
+type Got = io::Result<(Received, Vec<u8>)>;
+
 /// In `ns`: opens the advert socket of `family` on v0 and receives `n`
 /// datagrams (each result with its bytes), 2 s at most each.
 fn receive(
@@ -115,7 +122,7 @@ fn receive(
     family: Family,
     n: usize,
     buf_len: usize,
-) -> thread::JoinHandle<Vec<io::Result<(Received, Vec<u8>)>>> {
+) -> thread::JoinHandle<Vec<Got>> {
     spawn_in(ns, move |ready| {
         runtime().block_on(async move {
             let i = interface(IF).expect("v0");
@@ -172,13 +179,20 @@ fn advert_crosses_the_link(family: Family, tag: &str) {
                 Family::V4 => VIP4.into(),
                 Family::V6 => "2001:db8::100".parse().unwrap(),
             };
-            let packet =
-                advert(7, vec![vip]).encode(ChecksumMode::PseudoHeader, sock.source(), group(family));
+            let packet = advert(7, vec![vip]).encode(
+                ChecksumMode::PseudoHeader,
+                sock.source(),
+                group(family),
+            );
             sock.send(&packet).expect("send advert");
             (sock.source(), packet)
         })
     });
-    let got = rx.join().expect("receiver").remove(0).expect("advert received in B");
+    let got = rx
+        .join()
+        .expect("receiver")
+        .remove(0)
+        .expect("advert received in B");
     let (r, bytes) = got;
     assert_eq!(r.from, src, "from A's primary address");
     assert_eq!(r.ttl, 255);
@@ -210,21 +224,27 @@ fn take_and_release_put_the_vips_on_the_interface_and_idempotently() {
     let a = p.a.clone();
     p.a.run(move || {
         let i = interface(IF).expect("v0");
-        let mut link = LinuxLink::new(&i, 7, Family::V4, LinuxLinkOptions::default()).expect("link");
+        let mut link =
+            LinuxLink::new(&i, 7, Family::V4, LinuxLinkOptions::default()).expect("link");
         assert_eq!(link.vip_interface(), IF);
         assert_eq!(link.mac(), i.mac);
         link.take_addresses(&[v4, v6]).expect("take");
-        link.take_addresses(&[v4, v6]).expect("take again: idempotent");
+        link.take_addresses(&[v4, v6])
+            .expect("take again: idempotent");
         let shown = addrs(&a, IF);
         assert!(shown.contains("inet 10.9.0.100/32"), "{shown}");
         assert!(shown.contains("inet6 2001:db8::100/128"), "{shown}");
         assert!(!shown.contains("tentative"), "NODAD: {shown}");
         link.release_addresses(&[v4, v6]).expect("release");
-        link.release_addresses(&[v4, v6]).expect("release again: idempotent");
+        link.release_addresses(&[v4, v6])
+            .expect("release again: idempotent");
         let shown = addrs(&a, IF);
         assert!(!shown.contains("10.9.0.100"), "{shown}");
         assert!(!shown.contains("2001:db8::100"), "{shown}");
-        assert!(shown.contains("inet 10.9.0.1/24"), "own address kept: {shown}");
+        assert!(
+            shown.contains("inet 10.9.0.1/24"),
+            "own address kept: {shown}"
+        );
         link.close().expect("close");
     });
 }
@@ -243,7 +263,9 @@ fn local_addresses_go_on_lo() {
         sextant_vrrp_net::remove_local_address("lo", &v4).expect("remove again");
     });
     assert!(!addrs(&p.a, "lo").contains("10.9.0.100"));
-    let err = p.a.run(|| sextant_vrrp_net::add_local_address("nosuch0", &v4)).unwrap_err();
+    let err =
+        p.a.run(|| sextant_vrrp_net::add_local_address("nosuch0", &v4))
+            .unwrap_err();
     assert!(err.to_string().contains("nosuch0"), "{err}");
 }
 
@@ -272,7 +294,8 @@ fn packet_socket(dev: &str, proto: u16) -> socket2::Socket {
         )
     };
     assert_eq!(rc, 0, "bind AF_PACKET: {}", io::Error::last_os_error());
-    sock.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
     sock
 }
 
@@ -335,7 +358,10 @@ fn arp_probe(b: &Netns, ip: Ipv4Addr) -> Vec<[u8; 6]> {
         f.extend_from_slice(&ip.octets());
         send_frame(sock.as_raw_fd(), me.index, &f);
         frames(&sock, Duration::from_millis(300), |f| {
-            f.len() >= 42 && f[12..14] == [0x08, 0x06] && f[20..22] == [0, 2] && f[28..32] == ip.octets()
+            f.len() >= 42
+                && f[12..14] == [0x08, 0x06]
+                && f[20..22] == [0, 2]
+                && f[28..32] == ip.octets()
         })
         .into_iter()
         .map(|f| {
@@ -377,8 +403,8 @@ fn virtual_mac_macvlan_answers_arp_only_while_master() {
     // The link lives on a thread in A, driven step by step.
     let a = spawn_in(&p.a, move |ready| {
         let i = interface(IF).expect("v0");
-        let mut link =
-            LinuxLink::new(&i, 7, Family::V4, LinuxLinkOptions { virtual_mac: true }).expect("link");
+        let mut link = LinuxLink::new(&i, 7, Family::V4, LinuxLinkOptions { virtual_mac: true })
+            .expect("link");
         assert_eq!(link.vip_interface(), "vrrp.7");
         assert_eq!(link.mac(), VMAC4);
         let parent_mac = i.mac;
@@ -402,15 +428,19 @@ fn virtual_mac_macvlan_answers_arp_only_while_master() {
         step_tx.send(s).unwrap();
         rx.recv_timeout(Duration::from_secs(5)).expect("step done");
     };
-    let link = String::from_utf8_lossy(&p.a.exec_ok(&["ip", "-d", "link", "show", "vrrp.7"]).stdout)
-        .into_owned();
+    let link =
+        String::from_utf8_lossy(&p.a.exec_ok(&["ip", "-d", "link", "show", "vrrp.7"]).stdout)
+            .into_owned();
     assert!(link.contains("link/ether 00:00:5e:00:01:07"), "{link}");
     assert!(link.contains("macvlan mode private"), "{link}");
     assert!(link.contains("state DOWN"), "down until master: {link}");
     let sysctl = |path: &str| {
-        String::from_utf8_lossy(&p.a.exec_ok(&["cat", &format!("/proc/sys/net/ipv4/conf/{path}")]).stdout)
-            .trim()
-            .to_owned()
+        String::from_utf8_lossy(
+            &p.a.exec_ok(&["cat", &format!("/proc/sys/net/ipv4/conf/{path}")])
+                .stdout,
+        )
+        .trim()
+        .to_owned()
     };
     assert_eq!(sysctl("v0/arp_ignore"), "1");
     assert_eq!(sysctl("v0/arp_filter"), "1");
@@ -420,7 +450,10 @@ fn virtual_mac_macvlan_answers_arp_only_while_master() {
 
     step("take");
     let shown = addrs(&p.a, "vrrp.7");
-    assert!(shown.contains("inet 10.9.0.100/32"), "VIP on the macvlan: {shown}");
+    assert!(
+        shown.contains("inet 10.9.0.100/32"),
+        "VIP on the macvlan: {shown}"
+    );
     assert!(!addrs(&p.a, IF).contains("10.9.0.100"), "not on the parent");
     let macs = arp_probe(&p.b, VIP4);
     assert_eq!(macs, vec![VMAC4], "answered once, with the virtual MAC");
@@ -430,9 +463,14 @@ fn virtual_mac_macvlan_answers_arp_only_while_master() {
     assert!(!addrs(&p.a, "vrrp.7").contains("10.9.0.100"));
 
     step_tx.send("close").unwrap();
-    done_rx.recv_timeout(Duration::from_secs(5)).expect("closed");
+    done_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("closed");
     a.join().expect("link thread");
-    assert!(!p.a.exec(&["ip", "link", "show", "vrrp.7"]).status.success(), "macvlan deleted");
+    assert!(
+        !p.a.exec(&["ip", "link", "show", "vrrp.7"]).status.success(),
+        "macvlan deleted"
+    );
     assert_eq!(sysctl("v0/arp_ignore"), "0", "parent's sysctls restored");
     assert_eq!(sysctl("v0/arp_filter"), "0");
 }
@@ -440,7 +478,9 @@ fn virtual_mac_macvlan_answers_arp_only_while_master() {
 #[test]
 fn a_left_over_macvlan_is_taken_over_and_drop_deletes_it() {
     let Some(p) = pair("reuse") else { return };
-    p.a.exec_ok(&["ip", "link", "add", "link", IF, "name", "vrrp.8", "type", "macvlan"]);
+    p.a.exec_ok(&[
+        "ip", "link", "add", "link", IF, "name", "vrrp.8", "type", "macvlan",
+    ]);
     p.a.exec_ok(&["ip", "link", "set", "vrrp.8", "up"]);
     p.a.run(|| {
         let i = interface(IF).expect("v0");
@@ -451,7 +491,10 @@ fn a_left_over_macvlan_is_taken_over_and_drop_deletes_it() {
         assert!(!v.up, "brought down");
         drop(link);
     });
-    assert!(!p.a.exec(&["ip", "link", "show", "vrrp.8"]).status.success(), "deleted on drop");
+    assert!(
+        !p.a.exec(&["ip", "link", "show", "vrrp.8"]).status.success(),
+        "deleted on drop"
+    );
 }
 
 #[test]
@@ -465,10 +508,10 @@ fn announce_makes_the_peer_learn_the_virtual_mac() {
     });
     p.a.run(|| {
         let i = interface(IF).expect("v0");
-        let mut l4 =
-            LinuxLink::new(&i, 7, Family::V4, LinuxLinkOptions { virtual_mac: true }).expect("v4 link");
-        let mut l6 =
-            LinuxLink::new(&i, 7, Family::V6, LinuxLinkOptions { virtual_mac: true }).expect("v6 link");
+        let mut l4 = LinuxLink::new(&i, 7, Family::V4, LinuxLinkOptions { virtual_mac: true })
+            .expect("v4 link");
+        let mut l6 = LinuxLink::new(&i, 7, Family::V6, LinuxLinkOptions { virtual_mac: true })
+            .expect("v6 link");
         assert_eq!(l6.vip_interface(), "vrrp6.7");
         l4.take_addresses(&[vip4]).expect("take v4");
         l6.take_addresses(&[vip6]).expect("take v6");
@@ -479,9 +522,13 @@ fn announce_makes_the_peer_learn_the_virtual_mac() {
         l4.close().expect("close v4");
         l6.close().expect("close v6");
     });
-    let neigh = String::from_utf8_lossy(&p.b.exec_ok(&["ip", "neigh", "show", "10.9.0.100"]).stdout)
-        .into_owned();
-    assert!(neigh.contains("00:00:5e:00:01:07"), "B learnt the virtual MAC: {neigh:?}");
+    let neigh =
+        String::from_utf8_lossy(&p.b.exec_ok(&["ip", "neigh", "show", "10.9.0.100"]).stdout)
+            .into_owned();
+    assert!(
+        neigh.contains("00:00:5e:00:01:07"),
+        "B learnt the virtual MAC: {neigh:?}"
+    );
     let na = na.join().expect("capture");
     let target: Ipv6Addr = "2001:db8::100".parse().unwrap();
     let frame = na
@@ -490,9 +537,20 @@ fn announce_makes_the_peer_learn_the_virtual_mac() {
         .unwrap_or_else(|| panic!("an NA for the VIP: {na:?}"));
     assert_eq!(frame[6..12], VMAC6, "Ethernet source: the virtual MAC");
     assert_eq!(frame[21], 255, "hop limit");
-    assert_eq!(frame[38..54], Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1).octets());
-    assert_eq!(frame[58] & 0xe0, 0x20, "override, not solicited, not router");
-    assert_eq!(frame[78..86], [2, 1, 0, 0, 0x5e, 0, 2, 7], "target link-layer address");
+    assert_eq!(
+        frame[38..54],
+        Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1).octets()
+    );
+    assert_eq!(
+        frame[58] & 0xe0,
+        0x20,
+        "override, not solicited, not router"
+    );
+    assert_eq!(
+        frame[78..86],
+        [2, 1, 0, 0, 0x5e, 0, 2, 7],
+        "target link-layer address"
+    );
 }
 
 #[test]
@@ -502,8 +560,8 @@ fn adverts_leave_with_the_virtual_mac_while_master() {
     let cap = capture(&p.b, Duration::from_millis(500), is_vrrp_v4);
     let parent_mac = p.a.run(|| {
         let i: Interface = interface(IF).expect("v0");
-        let mut link =
-            LinuxLink::new(&i, 7, Family::V4, LinuxLinkOptions { virtual_mac: true }).expect("link");
+        let mut link = LinuxLink::new(&i, 7, Family::V4, LinuxLinkOptions { virtual_mac: true })
+            .expect("link");
         assert_eq!(link.source(), IpAddr::V4(A4));
         let packet = advert(7, vec![VIP4.into()]).encode(
             ChecksumMode::PseudoHeader,
@@ -519,10 +577,22 @@ fn adverts_leave_with_the_virtual_mac_while_master() {
     });
     let frames = cap.join().expect("capture");
     assert_eq!(frames.len(), 2, "{frames:?}");
-    assert_eq!(frames[0][6..12], VMAC4, "master's advert from the virtual MAC");
+    assert_eq!(
+        frames[0][6..12],
+        VMAC4,
+        "master's advert from the virtual MAC"
+    );
     assert_eq!(frames[0][14 + 8], 255, "TTL");
-    assert_eq!(frames[0][26..30], A4.octets(), "source: A's primary address");
-    assert_eq!(frames[1][6..12], parent_mac, "macvlan down: from the parent");
+    assert_eq!(
+        frames[0][26..30],
+        A4.octets(),
+        "source: A's primary address"
+    );
+    assert_eq!(
+        frames[1][6..12],
+        parent_mac,
+        "macvlan down: from the parent"
+    );
 }
 
 #[test]
@@ -580,12 +650,62 @@ fn errors_name_the_interface_and_the_operation() {
         AdvertSocket::open_v4(&i).err().expect("no source address")
     });
     assert!(e.to_string().contains("v0 has no IPv4 address"), "{e}");
-    let e = p
-        .a
-        .run(|| {
+    let e =
+        p.a.run(|| {
             let i = interface(IF).expect("v0");
             LinuxLink::new(&i, 0, Family::V4, LinuxLinkOptions::default()).err()
         })
         .expect("VRID 0 refused");
     assert!(e.to_string().contains("VRID 0"), "{e}");
+}
+
+#[test]
+fn ipv6_adverts_leave_with_the_virtual_mac_from_the_link_local_address() {
+    let Some(p) = pair("src6") else { return };
+    let vip = Vip::host("2001:db8::100".parse().unwrap());
+    let cap = capture(&p.b, Duration::from_millis(500), |f| {
+        f.len() > 54 && f[12..14] == [0x86, 0xdd] && f[20] == 112
+    });
+    let (parent, source) = p.a.run(|| {
+        let i: Interface = interface(IF).expect("v0");
+        let mut link = LinuxLink::new(&i, 7, Family::V6, LinuxLinkOptions { virtual_mac: true })
+            .expect("link");
+        let packet = advert(7, vec![vip.ip]).encode(
+            ChecksumMode::PseudoHeader,
+            link.source(),
+            VRRP_GROUP_V6.into(),
+        );
+        link.take_addresses(&[vip]).expect("take");
+        link.send_advert(&packet).expect("advert as master");
+        link.release_addresses(&[vip]).expect("release");
+        link.close().expect("close");
+        let source = link_source(&i);
+        (i, source)
+    });
+    let frames = cap.join().expect("capture");
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0][6..12], VMAC6, "from the virtual MAC");
+    assert_ne!(frames[0][6..12], parent.mac);
+    assert_eq!(frames[0][21], 255, "hop limit");
+    assert_eq!(
+        frames[0][22..38],
+        source.octets(),
+        "from A's link-local address"
+    );
+}
+
+fn link_source(i: &Interface) -> Ipv6Addr {
+    i.ipv6_link_local.expect("link-local")
+}
+
+#[test]
+fn interface_up_follows_the_carrier() {
+    let Some(p) = pair("up") else { return };
+    assert!(p.a.run(|| interface(IF)).expect("v0").up);
+    // The peer's end down: A's end loses its carrier (IFF_RUNNING).
+    p.b.exec_ok(&["ip", "link", "set", IF, "down"]);
+    let i = p.a.run(|| interface(IF)).expect("v0");
+    assert!(!i.up, "no carrier: {i:?}");
+    p.a.exec_ok(&["ip", "link", "set", IF, "down"]);
+    assert!(!p.a.run(|| interface(IF)).expect("v0").up);
 }
