@@ -704,8 +704,16 @@ fn interface_up_follows_the_carrier() {
     assert!(p.a.run(|| interface(IF)).expect("v0").up);
     // The peer's end down: A's end loses its carrier (IFF_RUNNING).
     p.b.exec_ok(&["ip", "link", "set", IF, "down"]);
-    let i = p.a.run(|| interface(IF)).expect("v0");
-    assert!(!i.up, "no carrier: {i:?}");
+    // The kernel reports carrier changes with a delay (linkwatch, up to 1 s).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let i = p.a.run(|| interface(IF)).expect("v0");
+        if !i.up {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still up without carrier: {i:?}");
+        thread::sleep(Duration::from_millis(50));
+    }
     p.a.exec_ok(&["ip", "link", "set", IF, "down"]);
     assert!(!p.a.run(|| interface(IF)).expect("v0").up);
 }
