@@ -6,8 +6,10 @@
 //! adverts, timer expiries and priority changes, each with `now`, and
 //! returning the actions for the edges (send an advert, take or give up the
 //! addresses, announce them, arm a timer). Raw sockets, ARP/ND and address
-//! changes live in the binary, behind a small trait.
+//! changes live in `sextant-vrrp-net`, behind the small [`link::Link`]
+//! trait.
 
+pub mod link;
 pub mod machine;
 pub mod packet;
 pub mod router;
