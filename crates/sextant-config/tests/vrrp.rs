@@ -1328,3 +1328,29 @@ fn seed_figure_three_nodes_four_vips() {
         assert_eq!(p.len(), 3, "vrid {id}");
     }
 }
+
+/// The NS1 example of docs/config.md parses, with the priorities it says,
+/// and the TOML example there too.
+#[test]
+fn docs_examples_parse() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/config.md"))
+        .expect("docs/config.md");
+    let block = |after: &str, fence: &str| -> String {
+        let start = doc.find(after).expect("the example's lead-in");
+        let rest = &doc[start..];
+        let open = rest.find(fence).expect("a code block") + fence.len();
+        let close = rest[open..].find("```").expect("its end");
+        rest[open..open + close].to_string()
+    };
+    let ns1 = block("For example, NS1 of the seed's figure", "```\n");
+    let m = conf(&ns1);
+    let prio: Vec<u8> = m.vrrp.vrids.iter().map(|v| v.priority).collect();
+    assert_eq!(prio, [200, 200, 100, 150]);
+    assert!(m.warnings.is_empty(), "{:#?}", m.warnings);
+    let t = block("### `[vrrp]`, `[[vrrp.vrid]]`", "```toml\n");
+    let t = toml(&format!(
+        "version = 1\n[[vserver]]\nname = \"gv-www\"\nprotocol = \"HTTP\"\n{t}"
+    ));
+    assert_eq!(t.vrrp.vrids[0].tracking, Tracking::Progressive);
+    assert!(t.warnings.is_empty(), "{:#?}", t.warnings);
+}
