@@ -111,6 +111,8 @@ pub(crate) struct Draft {
     pub dc_records: Vec<DraftDcRecord>,
     /// Their addresses and fail-safe records, in binding order.
     pub dc_bindings: Vec<DcBinding>,
+    /// VRRP: the VRIDs, what is bound to them and the global parameters.
+    pub vrrp: crate::vrrp::DraftVrrp,
 }
 
 /// `set ns rpcNode IP ...` / `[[rpc_node]]`.

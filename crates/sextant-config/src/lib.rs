@@ -23,6 +23,7 @@ mod native;
 mod no_effect;
 mod scalar;
 mod validate;
+mod vrrp;
 
 use std::path::Path;
 

@@ -39,6 +39,9 @@ pub(crate) enum Scope {
     VServer,
     /// `add/set lb monitor`, `[[monitor]]`.
     Monitor,
+    /// `add ns ip`, `add ns ip6` (VIPs of VRIDs); TOML's `addresses` have
+    /// none of these settings.
+    NsIp,
 }
 
 /// One accepted setting without effect.
@@ -174,6 +177,183 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
         Why::NotApplicable,
         "Sextant always keeps each monitor's response time (the LEASTRESPONSETIME figure)",
     ),
+    // -- add ns ip / add ns ip6 (VIPs)
+    row(
+        Scope::NsIp,
+        "arp",
+        "-arp",
+        None,
+        Why::NotYet,
+        "the master of a VRID always answers ARP for its VIPs, with the virtual MAC (seed 004)",
+    ),
+    row(
+        Scope::NsIp,
+        "nd",
+        "-nd",
+        None,
+        Why::NotYet,
+        "the master of a VRID always answers neighbour discovery for its VIPs",
+    ),
+    row(
+        Scope::NsIp,
+        "icmp",
+        "-icmp",
+        None,
+        Why::NotYet,
+        "the master holds its VIPs on the interface, and the kernel answers pings to them",
+    ),
+    row(
+        Scope::NsIp,
+        "arpResponse",
+        "-arpResponse",
+        None,
+        Why::NotYet,
+        "a VIP answers ARP while its VRID is master, whatever its vservers' state; health tracking (add vrid -tracking) moves it instead",
+    ),
+    row(
+        Scope::NsIp,
+        "icmpResponse",
+        "-icmpResponse",
+        None,
+        Why::NotYet,
+        "a VIP answers pings while its VRID is master, whatever its vservers' state; health tracking (add vrid -tracking) moves it instead",
+    ),
+    row(
+        Scope::NsIp,
+        "state",
+        "-state",
+        None,
+        Why::NotYet,
+        "a VIP is always enabled while its VRID runs; remove the line to take it out",
+    ),
+    row(
+        Scope::NsIp,
+        "vServer",
+        "-vServer",
+        None,
+        Why::NotApplicable,
+        "Sextant has no load-balancing vservers on its VIPs; its DNS listener is add service NAME IP ADNS PORT",
+    ),
+    row(
+        Scope::NsIp,
+        "telnet",
+        "-telnet",
+        None,
+        Why::NotApplicable,
+        "management access is the operating system's, not set per address",
+    ),
+    row(
+        Scope::NsIp,
+        "ftp",
+        "-ftp",
+        None,
+        Why::NotApplicable,
+        "management access is the operating system's, not set per address",
+    ),
+    row(
+        Scope::NsIp,
+        "gui",
+        "-gui",
+        None,
+        Why::NotApplicable,
+        "management access is the operating system's, not set per address",
+    ),
+    row(
+        Scope::NsIp,
+        "ssh",
+        "-ssh",
+        None,
+        Why::NotApplicable,
+        "management access is the operating system's, not set per address",
+    ),
+    row(
+        Scope::NsIp,
+        "snmp",
+        "-snmp",
+        None,
+        Why::NotApplicable,
+        "management access is the operating system's, not set per address",
+    ),
+    row(
+        Scope::NsIp,
+        "mgmtAccess",
+        "-mgmtAccess",
+        None,
+        Why::NotApplicable,
+        "management access is the operating system's, not set per address",
+    ),
+    row(
+        Scope::NsIp,
+        "restrictAccess",
+        "-restrictAccess",
+        None,
+        Why::NotApplicable,
+        "management access is the operating system's, not set per address",
+    ),
+    row(
+        Scope::NsIp,
+        "dynamicRouting",
+        "-dynamicRouting",
+        None,
+        Why::NotApplicable,
+        "Sextant moves VIPs with VRRP only; routing protocols are the routers'",
+    ),
+    row(
+        Scope::NsIp,
+        "hostRoute",
+        "-hostRoute",
+        None,
+        Why::NotApplicable,
+        "Sextant does not inject routes for its VIPs; it moves them with VRRP",
+    ),
+    row(
+        Scope::NsIp,
+        "hostRtGw",
+        "-hostRtGw",
+        None,
+        Why::NotApplicable,
+        "Sextant does not inject routes for its VIPs; it moves them with VRRP",
+    ),
+    row(
+        Scope::NsIp,
+        "metric",
+        "-metric",
+        None,
+        Why::NotApplicable,
+        "Sextant does not inject routes for its VIPs; it moves them with VRRP",
+    ),
+    row(
+        Scope::NsIp,
+        "vserverRHILevel",
+        "-vserverRHILevel",
+        None,
+        Why::NotApplicable,
+        "Sextant does not inject routes for its VIPs; it moves them with VRRP",
+    ),
+    row(
+        Scope::NsIp,
+        "vserverRHIMode",
+        "-vserverRHIMode",
+        None,
+        Why::NotApplicable,
+        "Sextant does not inject routes for its VIPs; it moves them with VRRP",
+    ),
+    row(
+        Scope::NsIp,
+        "td",
+        "-td",
+        None,
+        Why::NotApplicable,
+        "Sextant has no traffic domains",
+    ),
+    row(
+        Scope::NsIp,
+        "scope",
+        "-scope",
+        None,
+        Why::NotApplicable,
+        "an IPv6 VIP's scope follows from its address",
+    ),
 ];
 
 /// The row for `key` in `scope`, if the setting still has no effect.
@@ -240,6 +420,14 @@ add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -publicPort 8080 -maxClient 10
 set gslb service s1 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED
 add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog DISABLED
 add lb monitor m TCP -LRTM ENABLED
+add vrid 1
+bind vrid 1 -ifnum eth0
+add ns ip 10.0.0.53 255.255.255.0 -type VIP -vrid 1 -arp ENABLED -icmp ENABLED -arpResponse NONE -icmpResponse NONE -state ENABLED -vServer ENABLED
+add ns ip 10.0.0.54 255.255.255.0 -type VIP -vrid 1 -telnet DISABLED -ftp DISABLED -gui DISABLED -ssh DISABLED -snmp DISABLED -mgmtAccess DISABLED -restrictAccess DISABLED
+add ns ip 10.0.0.55 255.255.255.0 -type VIP -vrid 1 -dynamicRouting DISABLED -hostRoute ENABLED -hostRtGw 10.0.0.1 -metric 0 -vserverRHILevel ONE_VSERVER -vserverRHIMode DYNAMIC_ROUTING -td 0
+add vrid 2
+bind vrid 2 -ifnum eth0
+add ns ip6 fd00::53/64 -type VIP -vrid6 2 -nd ENABLED -scope global
 ";
         let m = crate::parse_appliance(conf, "t.conf").expect("valid");
         let toml = r#"version = 1

@@ -50,6 +50,7 @@ pub(crate) fn build(mut draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model 
     v.rpc_nodes(&draft);
     crate::dns_policy::build(&draft.dns, syntax, v.diag, &mut v.model);
     crate::locations::build(&draft.locations, v.diag, &mut v.model);
+    crate::vrrp::build(&draft.vrrp, syntax, v.diag, &mut v.model);
     v.model
 }
 

@@ -24,6 +24,7 @@ pub mod select;
 pub mod snapshot;
 pub mod status;
 pub mod trace;
+pub mod vrrp;
 
 pub use dc::{
     Balance, ClientCriterion, DcAddress, DcCriterion, DcGroup, DcHealth, DcOrder, DcOrders,
@@ -46,3 +47,4 @@ pub use rtt::{LdnsStats, PathFigures, RttCell, RttRowInfo, RttTable, RttTableBui
 pub use snapshot::{ServiceState, Snapshot};
 pub use status::{MonitorStatus, ServiceStatus, StatusBuilder, StatusTable};
 pub use trace::{FallbackWhy, MatchPass, NoTrace, OutWhy, SkipWhy, TraceEvent, Tracer, VecTrace};
+pub use vrrp::{Tracking, VipAddress, Vrid, VrrpChecksum, VrrpParams, VrrpSettings};

@@ -55,6 +55,9 @@ pub struct Model {
     /// The site this node runs as. `sextant-config` sets it from the single
     /// `LOCAL` site; `--local-site` overrides it.
     pub local_site: Option<SiteId>,
+    /// VRRP (seed 004): the virtual routers whose VIPs this node shares
+    /// with the other nodes of its site. Default: none, VRRP does not run.
+    pub vrrp: crate::vrrp::VrrpSettings,
     /// Settings the file gives that are accepted but have no effect, one
     /// `FILE:LINE: text` per use, in line order (`sextant check` prints them,
     /// the server logs them at start). Diagnostics about the file, not

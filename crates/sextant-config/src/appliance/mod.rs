@@ -17,6 +17,7 @@ mod location;
 mod monitor;
 mod policy;
 mod system;
+mod vrrp;
 
 use std::collections::HashMap;
 
@@ -141,6 +142,12 @@ const COMMANDS: &[Command] = &[
         &["bind", "dns", "global"],
         Action::Read(policy::bind_global),
     ),
+    cmd(&["add", "vrid"], Action::Read(vrrp::add_vrid)),
+    cmd(&["set", "vrid"], Action::Read(vrrp::set_vrid)),
+    cmd(&["bind", "vrid"], Action::Read(vrrp::bind_vrid)),
+    cmd(&["set", "vridParam"], Action::Read(vrrp::set_param)),
+    cmd(&["add", "ns", "ip"], Action::Read(vrrp::add_ns_ip)),
+    cmd(&["add", "ns", "ip6"], Action::Read(vrrp::add_ns_ip6)),
     cmd(&["add", "dns", "addRec"], Action::NotYet(NO_RECORDS)),
     cmd(&["add", "dns", "aaaaRec"], Action::NotYet(NO_RECORDS)),
     cmd(&["add", "dns", "cnameRec"], Action::NotYet(NO_RECORDS)),

@@ -37,6 +37,7 @@ mod dc;
 mod location;
 mod policy;
 mod schema;
+mod vrrp;
 
 use schema::{
     GslbT, LoadT, MonitorT, PersistenceT, RpcNodeT, ServerT, ServiceT, SiteT, VServerT, ZoneT,
@@ -46,7 +47,7 @@ use schema::{
 const VERSION: i64 = 1;
 
 /// The top-level keys, for the "unknown key" message.
-const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy, location, location_file, rpc_node, dc_record";
+const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy, location, location_file, rpc_node, dc_record, vrrp";
 
 // ---------------------------------------------------------------------------
 
@@ -125,6 +126,7 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
             "location_file" => n.each(key_line, "location_file", value, Native::location_file),
             "rpc_node" => n.each(key_line, "rpc_node", value, Native::rpc_node),
             "dc_record" => n.each(key_line, "dc_record", value, Native::dc_record),
+            "vrrp" => n.vrrp(value),
             other => n.diag.error(
                 key_line,
                 format!("unknown top-level key `{other}`; expected one of {TOP_LEVEL}"),
