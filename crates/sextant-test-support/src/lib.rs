@@ -61,6 +61,7 @@ pub mod process;
 pub mod scratch;
 pub mod sites;
 pub mod vrrp_lab;
+pub mod vrrp_sextant;
 pub mod wait;
 
 /// Everything an end-to-end test usually needs, for `use ...::prelude::*`.

@@ -808,12 +808,18 @@ pub trait VrrpNode {
 pub fn implementation(name: &str) -> Option<Box<dyn VrrpImpl>> {
     match name {
         "keepalived" => Some(Box::new(KeepalivedImpl)),
+        // The binary comes from the environment: this crate cannot see
+        // cargo's CARGO_BIN_EXE_sextant (bench/vrrp-failover.sh sets it).
+        "sextant" => Some(Box::new(crate::vrrp_sextant::SextantImpl {
+            bin: std::env::var_os("SEXTANT_BIN")
+                .map_or_else(|| "target/release/sextant".into(), Into::into),
+        })),
         _ => None,
     }
 }
 
 /// The names [`implementation`] knows.
-pub const IMPLEMENTATIONS: &[&str] = &["keepalived"];
+pub const IMPLEMENTATIONS: &[&str] = &["keepalived", "sextant"];
 
 /// keepalived as a [`VrrpImpl`].
 pub struct KeepalivedImpl;

@@ -27,6 +27,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/ldns", get(ldns))
         .route("/v1/records", get(records))
         .route("/v1/site/figures", post(push_site_figures))
+        .route("/v1/vrrp", get(vrrp))
         .fallback(not_found)
         .with_state(daemon)
 }
@@ -143,6 +144,10 @@ pub fn service_views(snap: &Snapshot) -> Vec<sextant_api::Service> {
 
 /// Datacenter mode: every record with its status and its datacenters in
 /// ranked order, from the same publication DNS answers from.
+async fn vrrp(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Vrrp> {
+    Json(d.vrrp.api())
+}
+
 async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
     use sextant_core::dc_answer::{address_healthy, record_status};
     use sextant_core::{DcHealth, DcSelection};

@@ -7,6 +7,7 @@ mod logging;
 mod mep_glue;
 mod serve;
 mod site_metrics;
+mod vrrp_glue;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;

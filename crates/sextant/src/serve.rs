@@ -49,6 +49,11 @@ pub struct Daemon {
         std::sync::Mutex<std::collections::HashMap<String, sextant_mep::message::SiteMetrics>>,
     /// The LDNS prober's counters and the RTT messages sent, for `/v1/ldns`.
     pub ldns: LdnsCounters,
+    /// The virtual routers, for `/v1/vrrp`.
+    pub vrrp: Arc<crate::vrrp_glue::VrrpView>,
+    /// This node's DNS listeners are answering (VRRP tracks it: a node that
+    /// cannot answer gives its VIPs up).
+    pub dns_serving: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What `/v1/ldns` tells of this site's probing and RTT exchange.
@@ -299,8 +304,11 @@ struct DnsListeners {
     tcp: Vec<tokio::net::TcpListener>,
 }
 
+/// Binds the DNS listeners; those on a VRRP VIP (which is on the host only
+/// while this node is master for it) are bound with `IP_FREEBIND`.
 fn bind_dns(
     addrs: &[SocketAddr],
+    vips: &[std::net::IpAddr],
     workers: usize,
     tcp: &tokio::runtime::Handle,
 ) -> anyhow::Result<DnsListeners> {
@@ -309,15 +317,22 @@ fn bind_dns(
         tcp: Vec::new(),
     };
     for addr in addrs {
-        l.udp.extend(
+        let vip = vips.contains(&addr.ip());
+        let udp = if vip {
+            sextant_dns::bind_udp_vip(*addr, workers)
+        } else {
             sextant_dns::bind_udp(*addr, workers)
-                .with_context(|| format!("cannot listen for DNS on udp/{addr}"))?,
-        );
+        };
+        l.udp
+            .extend(udp.with_context(|| format!("cannot listen for DNS on udp/{addr}"))?);
         let _guard = tcp.enter();
-        l.tcp.push(
+        let listener = if vip {
+            sextant_dns::bind_tcp_vip(*addr)
+        } else {
             sextant_dns::bind_tcp(*addr)
-                .with_context(|| format!("cannot listen for DNS on tcp/{addr}"))?,
-        );
+        };
+        l.tcp
+            .push(listener.with_context(|| format!("cannot listen for DNS on tcp/{addr}"))?);
     }
     Ok(l)
 }
@@ -341,7 +356,13 @@ pub async fn serve(
         Arc::clone(&model),
         generation,
     )));
-    let listeners = bind_dns(&dns_listen, workers, &tcp)?;
+    let vips: Vec<std::net::IpAddr> = model
+        .vrrp
+        .vrids
+        .iter()
+        .flat_map(|v| v.addresses.iter().map(|a| a.ip))
+        .collect();
+    let listeners = bind_dns(&dns_listen, &vips, workers, &tcp)?;
 
     let (mep_tx, mep_rx) = mpsc::channel(1024);
     let mep = if wants_metric_exchange(&model) {
@@ -369,7 +390,16 @@ pub async fn serve(
         site_overrides: Default::default(),
         peer_site_metrics: Default::default(),
         ldns: LdnsCounters::default(),
+        vrrp: Default::default(),
+        dns_serving: Default::default(),
     });
+    let vrrp = crate::vrrp_glue::start(
+        &model,
+        Arc::clone(&daemon.dns),
+        Arc::clone(&daemon.dns_serving),
+        Arc::clone(&daemon.vrrp),
+    )
+    .context("cannot start VRRP")?;
 
     let listener = tokio::net::TcpListener::bind(api_listen)
         .await
@@ -405,6 +435,10 @@ pub async fn serve(
     };
     tokio::spawn(answer);
     let result = wait_for_signals(overrides, Arc::clone(&daemon), input_tx).await;
+    // Hand the VIPs over first (priority 0), while DNS still answers.
+    if let Some(v) = vrrp {
+        v.shutdown().await;
+    }
     state.abort();
     // Close metric exchange sessions so peers see this site go at once.
     if let Ok(mut mep) = daemon.mep.lock()
@@ -434,6 +468,9 @@ fn start_dns(
     for addr in addrs {
         info!(%addr, udp_workers = workers, "DNS answering on UDP and TCP");
     }
+    daemon
+        .dns_serving
+        .store(true, std::sync::atomic::Ordering::Release);
     Ok(())
 }
 
