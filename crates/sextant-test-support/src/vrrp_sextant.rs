@@ -45,9 +45,8 @@ pub fn node_config(instances: &[Instance], extra: &str) -> String {
     let vmac = instances.first().is_none_or(|i| i.vmac);
     let _ = writeln!(
         c,
-        "set vridParam -helloInterval {} -deadInterval {} -virtualMac {}",
+        "set vridParam -helloInterval {} -virtualMac {}",
         interval.as_millis(),
-        (interval.as_secs() * 3).clamp(1, 60),
         if vmac { "ENABLED" } else { "DISABLED" }
     );
     for inst in instances {

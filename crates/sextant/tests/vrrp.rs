@@ -112,3 +112,120 @@ fn two_nodes_elect_one_master_and_hand_over_on_shutdown() {
         Ok(vec![WWW_ANSWER.parse().unwrap()])
     );
 }
+
+/// Who should be master of VIP `k` (1-based) for each node set.
+fn owners_now(lab: &Lab, vips: &[u8]) -> Vec<Vec<usize>> {
+    vips.iter().map(|&k| lab.owners(v(k))).collect()
+}
+
+/// Waits until every VIP `k` in `expect` is held by exactly the node given,
+/// its node says MASTER, the client's ARP gets one answer (the VRID's
+/// virtual MAC) and DNS over the VIP answers.
+fn expect_masters(lab: &Lab, nodes: &[&SextantNode], expect: &[(u8, usize)], within: Duration) {
+    let logs = || logs(nodes);
+    eventually(
+        within,
+        "masters",
+        || {
+            for &(k, owner) in expect {
+                // A killed node keeps its VIPs on its (cut) interface.
+                let held: Vec<usize> = lab
+                    .owners(v(k))
+                    .into_iter()
+                    .filter(|i| nodes.iter().any(|n| n.node == *i))
+                    .collect();
+                if held != [owner] {
+                    return Err(format!("VIP{k} held by {held:?}, want [{owner}]"));
+                }
+                let node = nodes
+                    .iter()
+                    .find(|n| n.node == owner)
+                    .ok_or("no such node")?;
+                let state = node.state(lab, k);
+                if state.as_deref() != Some("MASTER") {
+                    return Err(format!("VIP{k}: node {owner} says {state:?}"));
+                }
+            }
+            Ok(())
+        },
+        logs,
+    );
+    for &(k, _) in expect {
+        let arp = lab.client_arp(vip(k), Duration::from_millis(200));
+        assert_eq!(
+            arp,
+            vec![virtual_mac(k)],
+            "VIP{k}: one ARP answer\n{}",
+            logs()
+        );
+        assert_eq!(
+            dns_answer(lab, v(k)),
+            Ok(vec![WWW_ANSWER.parse().unwrap()]),
+            "DNS over VIP{k}\n{}",
+            logs()
+        );
+    }
+}
+
+/// The seed's figure: three nodes and four VIPs, VIP1 and VIP2 on NS1,
+/// VIP3 on NS2, VIP4 on NS3, by their priorities. When NS1 dies (killed,
+/// its link cut), VIP1 moves to NS3 and VIP2 to NS2, following the
+/// priorities; VIP3 and VIP4 stay. When NS1 comes back, it preempts.
+#[test]
+fn the_seed_figure_no_node_idles_and_ns1_failing_moves_its_vips_by_priority() {
+    let Some(lab) = Lab::new("seed", 3) else {
+        return;
+    };
+    // Base priorities per node for VRIDs 1..=4 (VIP k has VRID k).
+    let prio: [[u8; 4]; 3] = [
+        [200, 200, 100, 100], // NS1
+        [100, 150, 200, 150], // NS2
+        [150, 100, 150, 200], // NS3
+    ];
+    let config = |node: usize| {
+        let instances: Vec<Instance> = (1..=4u8)
+            .map(|k| Instance::new(k, prio[node][k as usize - 1], INTERVAL, v(k)).vmac(true))
+            .collect();
+        node_config(&instances, "")
+    };
+    let mut ns1 = SextantNode::start(&lab, bin(), 0, &config(0));
+    let ns2 = SextantNode::start(&lab, bin(), 1, &config(1));
+    let ns3 = SextantNode::start(&lab, bin(), 2, &config(2));
+    expect_masters(
+        &lab,
+        &[&ns1, &ns2, &ns3],
+        &[(1, 0), (2, 0), (3, 1), (4, 2)],
+        Duration::from_secs(5),
+    );
+
+    // NS1 dies: no priority 0, its link goes with it.
+    lab.link_down(0);
+    ns1.kill();
+    let t0 = Instant::now();
+    expect_masters(
+        &lab,
+        &[&ns2, &ns3],
+        &[(1, 2), (2, 1), (3, 1), (4, 2)],
+        Duration::from_secs(3),
+    );
+    eprintln!(
+        "NS1 failure: VIPs moved and checked (ARP, DNS) within {:?}",
+        t0.elapsed()
+    );
+    // Its VIPs stayed on its (dead) interfaces; a real reboot clears them.
+    for k in [1, 2] {
+        lab.remove_addr(0, v(k));
+    }
+    lab.link_up(0);
+    let ns1 = SextantNode::start(&lab, bin(), 0, &config(0));
+    expect_masters(
+        &lab,
+        &[&ns1, &ns2, &ns3],
+        &[(1, 0), (2, 0), (3, 1), (4, 2)],
+        Duration::from_secs(5),
+    );
+    assert_eq!(
+        owners_now(&lab, &[1, 2, 3, 4]),
+        vec![vec![0], vec![0], vec![1], vec![2]]
+    );
+}
