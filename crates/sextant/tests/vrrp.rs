@@ -229,3 +229,143 @@ fn the_seed_figure_no_node_idles_and_ns1_failing_moves_its_vips_by_priority() {
         vec![vec![0], vec![0], vec![1], vec![2]]
     );
 }
+
+/// The effective priority node `n` reports for VRID `k`.
+fn effective(lab: &Lab, n: &SextantNode, k: u8) -> Option<u8> {
+    let v = n.vrrp(lab).ok()?;
+    v.vrids
+        .iter()
+        .find(|r| r.vrid == k)
+        .map(|r| r.effective_priority)
+}
+
+/// Cuts (or heals) node `i`'s monitor probes to `port` on the client with
+/// an iptables rule in the node's own namespace: only that node sees the
+/// service DOWN, as when one node's path to a backend breaks.
+fn block_probe(lab: &Lab, i: usize, port: u16, cut: bool) {
+    let port = port.to_string();
+    let client = CLIENT_IP.to_string();
+    let op = if cut { "-A" } else { "-D" };
+    lab.node(i).exec_ok(&[
+        "iptables",
+        op,
+        "OUTPUT",
+        "-p",
+        "tcp",
+        "-d",
+        &client,
+        "--dport",
+        &port,
+        "-j",
+        "REJECT",
+        "--reject-with",
+        "tcp-reset",
+    ]);
+}
+
+/// Health tracking (seed 004) in each mode, on one node: NS1 (BP 200)
+/// tracks two vservers on each of four VIPs, one VIP per mode; NS2 (BP
+/// 150) tracks nothing. With one of the two vservers DOWN on NS1 only:
+/// NONE keeps 200, ALL gives 0, ONE keeps 200, PROGRESSIVE gives
+/// 200 × (1 − 1/2) = 100, so NS2 takes VIP2 (ALL) and VIP4 (PROGRESSIVE).
+/// With both DOWN, ONE gives 0 too. When they come back NS1 preempts.
+#[test]
+fn health_tracking_in_each_mode_moves_exactly_the_vips_it_should() {
+    let Some(lab) = Lab::new("trk", 2) else {
+        return;
+    };
+    let (svc_a, svc_b) = lab.client().run(|| {
+        (
+            sextant_test_support::backend::Backend::tcp(CLIENT_IP),
+            sextant_test_support::backend::Backend::tcp(CLIENT_IP),
+        )
+    });
+    let modes = ["NONE", "ALL", "ONE", "PROGRESSIVE"];
+    let gslb = format!(
+        "add lb monitor m_tcp TCP -interval 200 MSEC -resptimeout 100 MSEC -retries 1\n\
+         add gslb service svc_a {CLIENT_IP} TCP {} -siteName dc1\n\
+         add gslb service svc_b {CLIENT_IP} TCP {} -siteName dc1\n\
+         bind gslb service svc_a -monitorName m_tcp\n\
+         bind gslb service svc_b -monitorName m_tcp\n\
+         add gslb vserver vs_a TCP\n\
+         add gslb vserver vs_b TCP\n\
+         bind gslb vserver vs_a -serviceName svc_a\n\
+         bind gslb vserver vs_b -serviceName svc_b\n",
+        svc_a.port(),
+        svc_b.port()
+    );
+    let config = |node: usize| {
+        let bp = if node == 0 { 200 } else { 150 };
+        let instances: Vec<Instance> = (1..=4u8)
+            .map(|k| Instance::new(k, bp, INTERVAL, v(k)).vmac(true))
+            .collect();
+        let mut extra = gslb.clone();
+        if node == 0 {
+            for (k, mode) in (1..=4u8).zip(modes) {
+                extra.push_str(&format!(
+                    "set vrid {k} -tracking {mode}\nbind vrid {k} -trackVserver vs_a vs_b\n"
+                ));
+            }
+        }
+        node_config(&instances, &extra)
+    };
+    let ns1 = SextantNode::start(&lab, bin(), 0, &config(0));
+    let ns2 = SextantNode::start(&lab, bin(), 1, &config(1));
+    let all_on_ns1 = [(1, 0), (2, 0), (3, 0), (4, 0)];
+    expect_masters(&lab, &[&ns1, &ns2], &all_on_ns1, Duration::from_secs(5));
+    let eps = |want: [u8; 4]| {
+        eventually(
+            Duration::from_secs(3),
+            "effective priorities",
+            || {
+                let got: Vec<Option<u8>> = (1..=4).map(|k| effective(&lab, &ns1, k)).collect();
+                if got == want.map(Some) {
+                    Ok(())
+                } else {
+                    Err(format!("NS1 EPs {got:?}, want {want:?}"))
+                }
+            },
+            || logs(&[&ns1, &ns2]),
+        )
+    };
+    eps([200, 200, 200, 200]);
+
+    block_probe(&lab, 0, svc_a.port(), true);
+    eps([200, 0, 200, 100]);
+    expect_masters(
+        &lab,
+        &[&ns1, &ns2],
+        &[(1, 0), (2, 1), (3, 0), (4, 1)],
+        Duration::from_secs(3),
+    );
+
+    block_probe(&lab, 0, svc_b.port(), true);
+    eps([200, 0, 0, 0]);
+    expect_masters(
+        &lab,
+        &[&ns1, &ns2],
+        &[(1, 0), (2, 1), (3, 1), (4, 1)],
+        Duration::from_secs(3),
+    );
+    let tracked = ns1.vrrp(&lab).expect("vrrp");
+    let vrid4 = tracked.vrids.iter().find(|r| r.vrid == 4).expect("VRID 4");
+    let names: Vec<(&str, bool, bool)> = vrid4
+        .tracked
+        .iter()
+        .map(|t| (t.name.as_str(), t.up, t.required))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("dns 10.77.0.204:53", true, true),
+            ("vserver vs_a", false, false),
+            ("vserver vs_b", false, false)
+        ]
+    );
+
+    block_probe(&lab, 0, svc_a.port(), false);
+    block_probe(&lab, 0, svc_b.port(), false);
+    eps([200, 200, 200, 200]);
+    expect_masters(&lab, &[&ns1, &ns2], &all_on_ns1, Duration::from_secs(3));
+    drop((svc_a, svc_b));
+}
