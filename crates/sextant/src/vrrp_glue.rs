@@ -20,7 +20,7 @@ use sextant_vrrp::packet::{ChecksumMode, Family};
 use sextant_vrrp::router::{RouterConfig, RouterId, RouterStatus, Routers, Tracked};
 use sextant_vrrp::tracking::Tracking;
 use sextant_vrrp_net::{AdvertSocket, Interface, LinuxLink, LinuxLinkOptions};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{error, info, warn};
@@ -172,10 +172,56 @@ struct TrackSpec {
     interfaces: Vec<String>,
 }
 
+/// A received advert: the VRRP part and its IP header's facts.
+struct Packet {
+    payload: Vec<u8>,
+    from: IpAddr,
+    to: Option<IpAddr>,
+    ttl: u8,
+}
+
+/// Reads `socket` into `tx` until the task is aborted or the interface's
+/// task is gone.
+fn spawn_reader(socket: AdvertSocket, tx: mpsc::Sender<Packet>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 2048];
+        let mut errors = 0u32;
+        loop {
+            match socket.recv(&mut buf).await {
+                Ok(r) => {
+                    errors = 0;
+                    let Some(payload) = buf.get(r.payload.clone()) else {
+                        continue;
+                    };
+                    let packet = Packet {
+                        payload: payload.to_vec(),
+                        from: r.from,
+                        to: r.to,
+                        ttl: r.ttl,
+                    };
+                    // Full: the interface task is behind; VRRP tolerates
+                    // a lost advert (three make a master down).
+                    if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(packet) {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    errors += 1;
+                    if errors == 1 || errors.is_power_of_two() {
+                        warn!(interface = socket.interface(), error = %e, errors, "VRRP receive failed");
+                    }
+                    if errors > 16 {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        }
+    })
+}
+
 /// What woke an interface's task.
 enum Wake {
-    V4(std::io::Result<sextant_vrrp_net::Received>),
-    V6(std::io::Result<sextant_vrrp_net::Received>),
+    Packet(Packet),
     Timer,
     Track,
     Stop,
@@ -184,8 +230,18 @@ enum Wake {
 /// One interface's routers and links.
 struct InterfaceRun {
     iface: Interface,
-    v4: Option<AdvertSocket>,
-    v6: Option<AdvertSocket>,
+    /// The base interface's advert sockets, opened at start.
+    sockets: Vec<AdvertSocket>,
+    /// Where every reader task hands its packets.
+    packets: mpsc::Sender<Packet>,
+    inbox: Option<mpsc::Receiver<Packet>>,
+    /// Per router, while it holds its VIPs on a virtual-MAC interface: the
+    /// reader of that interface. A peer that is master at the same time
+    /// (after a partition heals) sends from the same virtual MAC, and the
+    /// kernel's macvlan hands such frames to the macvlan only, never to the
+    /// base interface; without this reader the two masters would never
+    /// hear each other.
+    vmac_readers: Vec<Option<JoinHandle<()>>>,
     routers: Routers,
     links: Vec<LinuxLink>,
     vips: Vec<Vec<Vip>>,
@@ -348,20 +404,21 @@ impl InterfaceRun {
             );
         }
         let routers = Routers::new(configs, local_v4, local_v6)?;
-        let v4 = if want_v4 {
-            Some(AdvertSocket::open_v4(&iface)?)
-        } else {
-            None
-        };
-        let v6 = if want_v6 {
-            Some(AdvertSocket::open_v6(&iface)?)
-        } else {
-            None
-        };
+        let mut sockets = Vec::new();
+        if want_v4 {
+            sockets.push(AdvertSocket::open_v4(&iface)?);
+        }
+        if want_v6 {
+            sockets.push(AdvertSocket::open_v6(&iface)?);
+        }
+        let (packets, inbox) = mpsc::channel(256);
+        let vmac_readers = (0..links.len()).map(|_| None).collect();
         Ok(InterfaceRun {
             iface,
-            v4,
-            v6,
+            sockets,
+            packets,
+            inbox: Some(inbox),
+            vmac_readers,
             routers,
             links,
             vips,
@@ -387,8 +444,13 @@ impl InterfaceRun {
             self.perform(id, actions);
         }
         self.publish(&view);
-        let mut buf = vec![0u8; 2048];
-        let mut buf6 = vec![0u8; 2048];
+        let Some(mut inbox) = self.inbox.take() else {
+            return;
+        };
+        let readers: Vec<JoinHandle<()>> = std::mem::take(&mut self.sockets)
+            .into_iter()
+            .map(|s| spawn_reader(s, self.packets.clone()))
+            .collect();
         let mut track_tick = tokio::time::interval(TRACK_EVERY);
         loop {
             let next = self
@@ -397,15 +459,13 @@ impl InterfaceRun {
                 .filter_map(|id| self.routers.next_timer(id))
                 .min();
             let wake = tokio::select! {
-                r = recv(self.v4.as_ref(), &mut buf) => Wake::V4(r),
-                r = recv(self.v6.as_ref(), &mut buf6) => Wake::V6(r),
+                Some(p) = inbox.recv() => Wake::Packet(p),
                 () = sleep_until(next.map(|d| origin + d)) => Wake::Timer,
                 _ = track_tick.tick() => Wake::Track,
                 _ = stop.changed() => Wake::Stop,
             };
             match wake {
-                Wake::V4(r) => self.received(r, &buf, now()),
-                Wake::V6(r) => self.received(r, &buf6, now()),
+                Wake::Packet(p) => self.received(p, now()),
                 Wake::Timer => {
                     let t = now();
                     for id in self.routers.ids() {
@@ -425,32 +485,15 @@ impl InterfaceRun {
             self.perform(id, actions);
         }
         self.publish(&view);
+        for r in readers.iter().chain(self.vmac_readers.iter().flatten()) {
+            r.abort();
+        }
         info!(interface = %self.iface.name, "VRRP stopped: VIPs given up");
     }
 
-    fn received(
-        &mut self,
-        r: std::io::Result<sextant_vrrp_net::Received>,
-        buf: &[u8],
-        now: Duration,
-    ) {
-        let received = match r {
-            Ok(r) => r,
-            Err(e) => {
-                warn!(interface = %self.iface.name, error = %e, "VRRP receive failed");
-                return;
-            }
-        };
-        let Some(payload) = buf.get(received.payload.clone()) else {
-            return;
-        };
-        let dst = received
-            .to
-            .unwrap_or_else(|| Family::of(received.from).group());
-        if let Some((id, actions)) =
-            self.routers
-                .received(payload, received.ttl, received.from, dst, now)
-        {
+    fn received(&mut self, p: Packet, now: Duration) {
+        let dst = p.to.unwrap_or_else(|| Family::of(p.from).group());
+        if let Some((id, actions)) = self.routers.received(&p.payload, p.ttl, p.from, dst, now) {
             self.perform(id, actions);
         }
     }
@@ -495,8 +538,17 @@ impl InterfaceRun {
                     Some(packet) => link.send_advert(&packet),
                     None => Ok(()),
                 },
-                Action::TakeAddresses => link.take_addresses(vips),
-                Action::ReleaseAddresses => link.release_addresses(vips),
+                Action::TakeAddresses => link.take_addresses(vips).map(|()| {
+                    if let Some(slot) = self.vmac_readers.get_mut(id) {
+                        *slot = vmac_reader(link, &self.iface, &self.packets);
+                    }
+                }),
+                Action::ReleaseAddresses => {
+                    if let Some(Some(r)) = self.vmac_readers.get_mut(id).map(Option::take) {
+                        r.abort();
+                    }
+                    link.release_addresses(vips)
+                }
                 Action::Announce => (0..ANNOUNCE_BURST).try_for_each(|_| link.announce(vips)),
                 Action::ArmTimer { .. } => Ok(()),
                 Action::Transition { from, to, reason } => {
@@ -542,6 +594,38 @@ impl InterfaceRun {
     }
 }
 
+/// A reader of `link`'s virtual-MAC interface, when it has one (see
+/// `InterfaceRun::vmac_readers`); None without a virtual MAC, or when the
+/// socket cannot be opened (logged: the node then only hears a competing
+/// master once it steps down).
+fn vmac_reader(
+    link: &LinuxLink,
+    base: &Interface,
+    tx: &mpsc::Sender<Packet>,
+) -> Option<JoinHandle<()>> {
+    let name = link.vip_interface();
+    if name == base.name {
+        return None;
+    }
+    let opened = sextant_vrrp_net::interface(name).and_then(|mut i| {
+        // The socket only listens; the base's address stands in if the
+        // macvlan has none of this family yet.
+        i.ipv4 = i.ipv4.or(base.ipv4);
+        i.ipv6_link_local = i.ipv6_link_local.or(base.ipv6_link_local);
+        match link.family() {
+            Family::V4 => AdvertSocket::open_v4(&i),
+            Family::V6 => AdvertSocket::open_v6(&i),
+        }
+    });
+    match opened {
+        Ok(socket) => Some(spawn_reader(socket, tx.clone())),
+        Err(e) => {
+            warn!(interface = name, error = %e, "cannot listen for VRRP on the virtual MAC interface");
+            None
+        }
+    }
+}
+
 /// A vserver is UP while at least one of its services is.
 fn vserver_up(snap: &Snapshot, vs: VServerId) -> bool {
     snap.model()
@@ -549,16 +633,6 @@ fn vserver_up(snap: &Snapshot, vs: VServerId) -> bool {
         .bindings
         .iter()
         .any(|b| snap.is_up(b.service))
-}
-
-async fn recv(
-    socket: Option<&AdvertSocket>,
-    buf: &mut [u8],
-) -> std::io::Result<sextant_vrrp_net::Received> {
-    match socket {
-        Some(s) => s.recv(buf).await,
-        None => std::future::pending().await,
-    }
 }
 
 async fn sleep_until(at: Option<Instant>) {

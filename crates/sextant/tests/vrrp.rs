@@ -369,3 +369,127 @@ fn health_tracking_in_each_mode_moves_exactly_the_vips_it_should() {
     expect_masters(&lab, &[&ns1, &ns2], &all_on_ns1, Duration::from_secs(3));
     drop((svc_a, svc_b));
 }
+
+/// How long since `t0` until `node` holds `vip` alone among `live`, polled
+/// every 5 ms.
+fn owner_after(
+    lab: &Lab,
+    k: u8,
+    node: usize,
+    live: &[usize],
+    t0: Instant,
+    within: Duration,
+) -> Duration {
+    loop {
+        let held: Vec<usize> = lab
+            .owners(v(k))
+            .into_iter()
+            .filter(|i| live.contains(i))
+            .collect();
+        if held == [node] {
+            return t0.elapsed();
+        }
+        assert!(
+            t0.elapsed() < within,
+            "VIP{k} still held by {held:?} after {within:?}, want [{node}]"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Preemption (seed 004: per node and per VIP, on by default): NS1 (200)
+/// leaves and NS2 (100) takes VIP1; when NS1 returns, with preemption on it
+/// takes VIP1 back at once, with `-preemption DISABLED` it leaves NS2 master,
+/// and with `-preemptiondelaytimer` it waits that long first.
+#[test]
+fn preemption_on_off_and_delayed() {
+    let Some(lab) = Lab::new("pre", 2) else {
+        return;
+    };
+    use sextant_test_support::vrrp_lab::Preempt;
+    let delay = Duration::from_millis(1500);
+    // (VRID, NS1's preemption): VRID 1 preempts, 2 does not, 3 after a delay.
+    let ns1_instances = [
+        Instance::new(1, 200, INTERVAL, v(1)).vmac(true),
+        Instance::new(2, 200, INTERVAL, v(2))
+            .vmac(true)
+            .preempt(Preempt::Off),
+        Instance::new(3, 200, INTERVAL, v(3))
+            .vmac(true)
+            .preempt(Preempt::Delay(delay)),
+    ];
+    let ns2_instances: Vec<Instance> = (1..=3u8)
+        .map(|k| Instance::new(k, 100, INTERVAL, v(k)).vmac(true))
+        .collect();
+    let ns2 = SextantNode::start(&lab, bin(), 1, &node_config(&ns2_instances, ""));
+    expect_masters(
+        &lab,
+        &[&ns2],
+        &[(1, 1), (2, 1), (3, 1)],
+        Duration::from_secs(5),
+    );
+    // NS1 joins while NS2 is master of all three.
+    let t0 = Instant::now();
+    let ns1 = SextantNode::start(&lab, bin(), 0, &node_config(&ns1_instances, ""));
+    let live = [0, 1];
+    let took_1 = owner_after(&lab, 1, 0, &live, t0, Duration::from_secs(5));
+    let took_3 = owner_after(&lab, 3, 0, &live, t0, Duration::from_secs(10));
+    eprintln!("NS1 preempted VIP1 after {took_1:?}, VIP3 (delay {delay:?}) after {took_3:?}");
+    assert!(
+        took_3 >= delay,
+        "VIP3 was taken after {took_3:?}, before its preemption delay {delay:?}"
+    );
+    assert!(took_1 < delay, "VIP1 preempts without delay: {took_1:?}");
+    // VRID 2 never preempts: NS2 keeps it.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(lab.owners(v(2)), vec![1], "VIP2: NS1 does not preempt");
+    assert_eq!(ns1.state(&lab, 2).as_deref(), Some("BACKUP"));
+    expect_masters(
+        &lab,
+        &[&ns1, &ns2],
+        &[(1, 0), (2, 1), (3, 0)],
+        Duration::from_secs(1),
+    );
+    let _ = t0;
+}
+
+/// Graceful shutdown sends priority 0, so the backup takes over after
+/// Skew_Time; a cut link sends nothing, so it takes Master_Down_Interval
+/// (3 × interval + skew). Both end with exactly one owner.
+#[test]
+fn graceful_shutdown_beats_a_cut_link() {
+    let Some(lab) = Lab::new("cut", 2) else {
+        return;
+    };
+    let interval = Duration::from_millis(300);
+    let a = [Instance::new(1, 200, interval, v(1)).vmac(true)];
+    let b = [Instance::new(1, 100, interval, v(1)).vmac(true)];
+    let mut ns1 = SextantNode::start(&lab, bin(), 0, &node_config(&a, ""));
+    let ns2 = SextantNode::start(&lab, bin(), 1, &node_config(&b, ""));
+    expect_masters(&lab, &[&ns1, &ns2], &[(1, 0)], Duration::from_secs(5));
+    // Skew_Time for priority 100 at 300 ms: (256 − 100) × 300 / 256 ≈ 183 ms.
+    let master_down = 3 * interval + interval * 156 / 256;
+
+    lab.link_down(0);
+    let t0 = Instant::now();
+    let cut = owner_after(&lab, 1, 1, &[1], t0, Duration::from_secs(5));
+    eprintln!("cut link: NS2 took VIP1 after {cut:?} (Master_Down_Interval {master_down:?})");
+    assert!(
+        cut + Duration::from_millis(50) >= master_down - interval,
+        "NS2 took over after {cut:?}, sooner than a master-down interval allows"
+    );
+    // The link comes back: two masters for a moment, then NS1 (higher)
+    // wins and NS2 releases.
+    lab.link_up(0);
+    expect_masters(&lab, &[&ns1, &ns2], &[(1, 0)], Duration::from_secs(5));
+
+    let t1 = Instant::now();
+    ns1.stop_graceful();
+    let graceful = owner_after(&lab, 1, 1, &[1], t1, Duration::from_secs(5));
+    eprintln!("graceful: NS2 took VIP1 {graceful:?} after SIGTERM to NS1");
+    assert!(
+        graceful < master_down / 2,
+        "a graceful handover took {graceful:?}, not far below Master_Down_Interval {master_down:?}"
+    );
+    expect_masters(&lab, &[&ns2], &[(1, 1)], Duration::from_secs(1));
+}
