@@ -143,6 +143,14 @@ impl SextantNode {
             .run(|| api_get_within(api, "/v1/vrrp", Duration::from_secs(2)))
     }
 
+    /// `/v1/status`, read inside the node's namespace (its DNS counters say
+    /// whether it answered).
+    pub fn status(&self, lab: &Lab) -> Result<sextant_api::Status, String> {
+        let api = self.api;
+        lab.node(self.node)
+            .run(|| api_get_within(api, "/v1/status", Duration::from_secs(2)))
+    }
+
     /// The state of VRID `vrid` (IPv4) on this node: `MASTER`, `BACKUP`...
     pub fn state(&self, lab: &Lab, vrid: u8) -> Option<String> {
         let v = self.vrrp(lab).ok()?;

@@ -29,7 +29,7 @@ use std::net::IpAddr;
 pub use ifaddrs::{Interface, interface};
 pub use link::{LinuxLink, LinuxLinkOptions};
 pub use socket::{AdvertSocket, Received, parse_ipv4};
-pub use sysctl::set_sysctl;
+pub use sysctl::{Shared as SharedSysctl, set_sysctl};
 
 use sextant_vrrp::link::Vip;
 

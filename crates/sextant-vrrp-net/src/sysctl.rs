@@ -55,13 +55,16 @@ static SHARED: LazyLock<Mutex<HashMap<String, (String, usize)>>> =
 /// last one lets go (as keepalived does), so that two VRIDs on one parent
 /// do not undo each other's settings.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub struct Shared {
     path: String,
     netns: u64,
 }
 
 impl Shared {
-    pub(crate) fn set(path: &str, value: &str) -> Result<Shared, NetError> {
+    /// Sets `path` to `value` (the path as for [`set_sysctl`]) while the
+    /// returned guard lives; the original comes back when the last guard
+    /// on that path is dropped.
+    pub fn set(path: &str, value: &str) -> Result<Shared, NetError> {
         let netns = netns_id();
         let key = format!("{netns}:{path}");
         let mut map = SHARED.lock().unwrap_or_else(|e| e.into_inner());

@@ -219,6 +219,49 @@ fn spawn_reader(socket: AdvertSocket, tx: mpsc::Sender<Packet>) -> JoinHandle<()
     })
 }
 
+/// What a Backup does with traffic that reaches it for the VIP (seed 004):
+/// sharing answers it (the VIP on `lo`, with ARP answered only for the
+/// interface's own addresses, so the master still owns the VIP on the
+/// link); otherwise send-to-master routes it on to the master (IPv4
+/// forwarding on the VRRP interface); otherwise it is dropped (the VIP is
+/// not local, so nothing listens for it).
+#[derive(Debug, Default)]
+enum BackupTraffic {
+    /// Not Backup, or dropping.
+    #[default]
+    Off,
+    Sharing {
+        on_lo: Vec<Vip>,
+        _arp: Vec<sextant_vrrp_net::SharedSysctl>,
+    },
+    ToMaster {
+        _forwarding: Vec<sextant_vrrp_net::SharedSysctl>,
+    },
+}
+
+impl BackupTraffic {
+    /// Takes the VIPs off `lo`; the sysctls come back as the guards drop.
+    fn stop(&mut self) {
+        if let BackupTraffic::Sharing { on_lo, .. } = self {
+            for vip in on_lo.iter() {
+                if let Err(e) = sextant_vrrp_net::remove_local_address("lo", vip) {
+                    warn!(error = %e, "VRRP sharing: cannot remove {vip} from lo");
+                }
+            }
+        }
+        *self = BackupTraffic::Off;
+    }
+}
+
+fn shared_sysctls(
+    settings: &[(String, &str)],
+) -> Result<Vec<sextant_vrrp_net::SharedSysctl>, sextant_vrrp_net::NetError> {
+    settings
+        .iter()
+        .map(|(path, value)| sextant_vrrp_net::SharedSysctl::set(path, value))
+        .collect()
+}
+
 /// What woke an interface's task.
 enum Wake {
     Packet(Packet),
@@ -242,6 +285,10 @@ struct InterfaceRun {
     /// base interface; without this reader the two masters would never
     /// hear each other.
     vmac_readers: Vec<Option<JoinHandle<()>>>,
+    /// Per router, what it does with traffic that reaches it while Backup.
+    backup: Vec<BackupTraffic>,
+    /// `set vridParam -sendToMaster`.
+    send_to_master: bool,
     routers: Routers,
     links: Vec<LinuxLink>,
     vips: Vec<Vec<Vip>>,
@@ -413,7 +460,10 @@ impl InterfaceRun {
         }
         let (packets, inbox) = mpsc::channel(256);
         let vmac_readers = (0..links.len()).map(|_| None).collect();
+        let backup = (0..links.len()).map(|_| BackupTraffic::Off).collect();
         Ok(InterfaceRun {
+            backup,
+            send_to_master: settings.params.send_to_master,
             iface,
             sockets,
             packets,
@@ -488,6 +538,9 @@ impl InterfaceRun {
         for r in readers.iter().chain(self.vmac_readers.iter().flatten()) {
             r.abort();
         }
+        for b in &mut self.backup {
+            b.stop();
+        }
         info!(interface = %self.iface.name, "VRRP stopped: VIPs given up");
     }
 
@@ -552,6 +605,18 @@ impl InterfaceRun {
                 Action::Announce => (0..ANNOUNCE_BURST).try_for_each(|_| link.announce(vips)),
                 Action::ArmTimer { .. } => Ok(()),
                 Action::Transition { from, to, reason } => {
+                    let sharing = self.flags.get(id).is_some_and(|f| f.1);
+                    if let Some(b) = self.backup.get_mut(id) {
+                        b.stop();
+                        if *to == State::Backup {
+                            *b = backup_traffic(
+                                &self.iface.name,
+                                vips,
+                                sharing,
+                                self.send_to_master,
+                            );
+                        }
+                    }
                     info!(
                         interface = %iface,
                         vrid,
@@ -592,6 +657,51 @@ impl InterfaceRun {
             },
         );
     }
+}
+
+/// Sets up what a Backup does with traffic for `vips` (see
+/// [`BackupTraffic`]); failures are logged and leave it dropping.
+fn backup_traffic(iface: &str, vips: &[Vip], sharing: bool, send_to_master: bool) -> BackupTraffic {
+    let v4 = vips.iter().any(|v| v.ip.is_ipv4());
+    if sharing {
+        let arp = if v4 {
+            shared_sysctls(&[
+                (format!("net/ipv4/conf/{iface}/arp_ignore"), "1"),
+                (format!("net/ipv4/conf/{iface}/arp_announce"), "2"),
+            ])
+        } else {
+            Ok(Vec::new())
+        };
+        let arp = match arp {
+            Ok(a) => a,
+            Err(e) => {
+                warn!(error = %e, "VRRP sharing needs ARP for lo addresses off on {iface}; not sharing");
+                return BackupTraffic::Off;
+            }
+        };
+        let mut on_lo = Vec::new();
+        for vip in vips {
+            let host = Vip::host(vip.ip);
+            match sextant_vrrp_net::add_local_address("lo", &host) {
+                Ok(()) => on_lo.push(host),
+                Err(e) => warn!(error = %e, "VRRP sharing: cannot add {host} to lo"),
+            }
+        }
+        return BackupTraffic::Sharing { on_lo, _arp: arp };
+    }
+    if send_to_master && v4 {
+        match shared_sysctls(&[
+            (format!("net/ipv4/conf/{iface}/forwarding"), "1"),
+            (format!("net/ipv4/conf/{iface}/send_redirects"), "0"),
+            ("net/ipv4/conf/all/send_redirects".to_string(), "0"),
+        ]) {
+            Ok(f) => return BackupTraffic::ToMaster { _forwarding: f },
+            Err(e) => {
+                warn!(error = %e, "VRRP send-to-master needs forwarding on {iface}; dropping instead")
+            }
+        }
+    }
+    BackupTraffic::Off
 }
 
 /// A reader of `link`'s virtual-MAC interface, when it has one (see

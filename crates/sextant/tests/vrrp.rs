@@ -493,3 +493,99 @@ fn graceful_shutdown_beats_a_cut_link() {
     );
     expect_masters(&lab, &[&ns2], &[(1, 1)], Duration::from_secs(1));
 }
+
+/// UDP DNS queries node `n` has received so far.
+fn queries(lab: &Lab, n: &SextantNode) -> u64 {
+    n.status(lab).map(|s| s.dns.queries_udp).unwrap_or(u64::MAX)
+}
+
+/// Sharing and send-to-master (seed 004): traffic can reach a backup VIP
+/// (here: the client's neighbour entry for the VIP points at a backup's
+/// own MAC). NS2 shares VIP1, so it answers it itself; NS2 has
+/// send-to-master on and does not share VIP2, so it routes that query on
+/// to the master, NS1, which answers; NS3 has neither, so a query for VIP1
+/// sent to it goes unanswered.
+#[test]
+fn sharing_answers_on_the_backup_and_send_to_master_forwards() {
+    let Some(lab) = Lab::new("shr", 3) else {
+        return;
+    };
+    let instances = |bp: u8| -> Vec<Instance> {
+        (1..=2u8)
+            .map(|k| Instance::new(k, bp, INTERVAL, v(k)).vmac(true))
+            .collect()
+    };
+    let ns1 = SextantNode::start(&lab, bin(), 0, &node_config(&instances(200), ""));
+    let ns2 = SextantNode::start(
+        &lab,
+        bin(),
+        1,
+        &node_config(
+            &instances(150),
+            "set vrid 1 -sharing ENABLED\nset vridParam -sendToMaster ENABLED\n",
+        ),
+    );
+    let ns3 = SextantNode::start(&lab, bin(), 2, &node_config(&instances(100), ""));
+    let nodes = [&ns1, &ns2, &ns3];
+    expect_masters(&lab, &nodes, &[(1, 0), (2, 0)], Duration::from_secs(5));
+    let www: Vec<Ipv4Addr> = vec![WWW_ANSWER.parse().unwrap()];
+    // Traffic for VIP k reaches node `to` (by its own MAC, not the VIP's).
+    let via = |k: u8, to: usize| {
+        let mac = sextant_test_support::vrrp_lab::fmt_mac(lab.mac_of(to));
+        let vip = vip(k).to_string();
+        lab.client().exec_ok(&[
+            "ip",
+            "neigh",
+            "replace",
+            &vip,
+            "lladdr",
+            &mac,
+            "dev",
+            "eth0",
+            "nud",
+            "permanent",
+        ]);
+    };
+    let counts = || nodes.map(|n| queries(&lab, n));
+
+    via(1, 1);
+    let before = counts();
+    assert_eq!(dns_answer(&lab, v(1)), Ok(www.clone()), "{}", logs(&nodes));
+    let after = counts();
+    assert_eq!(
+        (after[0] - before[0], after[1] - before[1]),
+        (0, 1),
+        "NS2 shares VIP1: it answers, the master does not see it"
+    );
+
+    via(2, 1);
+    let before = counts();
+    assert_eq!(dns_answer(&lab, v(2)), Ok(www.clone()), "{}", logs(&nodes));
+    let after = counts();
+    assert_eq!(
+        (after[0] - before[0], after[1] - before[1]),
+        (1, 0),
+        "NS2 sends VIP2's traffic to the master, which answers"
+    );
+
+    via(1, 2);
+    let before = counts();
+    let lost = lab.client().run(|| {
+        let mut dns = Dns::new(SocketAddr::new(v(1), 53));
+        dns.timeout = Duration::from_millis(300);
+        dns.try_udp_from(Some(CLIENT_IP), &build_query(WWW, RecordType::A, None))
+    });
+    assert!(
+        lost.is_err(),
+        "NS3 neither shares nor sends to master: {lost:?}"
+    );
+    assert_eq!(counts(), before, "nobody answered for NS3");
+    // Still exactly one owner on the link for each VIP.
+    assert_eq!(owners_now(&lab, &[1, 2]), vec![vec![0], vec![0]]);
+    let arp = lab.client_arp(vip(1), Duration::from_millis(200));
+    assert_eq!(
+        arp,
+        vec![virtual_mac(1)],
+        "only the master answers ARP for VIP1"
+    );
+}
