@@ -7,7 +7,11 @@
 #   bench/vrrp-failover.sh                 # keepalived, 3 trials of each case
 #   TRIALS=10 bench/vrrp-failover.sh
 #   INTERVALS=0.1 FAILURES=hard VMAC=on bench/vrrp-failover.sh
-#   IMPL=keepalived bench/vrrp-failover.sh # the implementation under test
+#   IMPL=keepalived bench/vrrp-failover.sh # one implementation only
+#
+# IMPL (default "keepalived,sextant") runs each in turn in the same
+# topology and then prints Sextant's ratio to keepalived per case (median
+# and worst trial; below 1 is faster).
 #
 # Cases: advert interval (INTERVALS, seconds: 1 and 0.1) x failure
 # (FAILURES: graceful = the implementation's own stop, priority 0; hard =
@@ -19,8 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-IMPL="${IMPL:-keepalived}"
-export IMPL
+IMPLS="${IMPL:-keepalived,sextant}"
 export TRIALS="${TRIALS:-3}"
 export INTERVALS="${INTERVALS:-1,0.1}"
 export FAILURES="${FAILURES:-graceful,hard}"
@@ -31,20 +34,38 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "bench: run as root (network namespaces, raw sockets)" >&2
     exit 1
 fi
-{ command -v ip >/dev/null 2>&1 && { [ "$IMPL" != keepalived ] || command -v keepalived >/dev/null 2>&1 \
-    || [ -x /usr/sbin/keepalived ]; }; } || scripts/setup.sh
-command -v ip >/dev/null 2>&1 || { echo "bench: ip is missing (scripts/setup.sh)" >&2; exit 1; }
-if [ "$IMPL" = keepalived ] && ! command -v keepalived >/dev/null 2>&1 && [ ! -x /usr/sbin/keepalived ]; then
-    echo "bench: keepalived is missing (scripts/setup.sh)" >&2
-    exit 1
+if ! command -v ip >/dev/null 2>&1 || { ! command -v keepalived >/dev/null 2>&1 && [ ! -x /usr/sbin/keepalived ]; }; then
+    scripts/setup.sh
 fi
+command -v ip >/dev/null 2>&1 || { echo "bench: ip is missing (scripts/setup.sh)" >&2; exit 1; }
 
 OUT="$PWD/bench/out"
 mkdir -p "$OUT"
-echo "== building the driver (crates/sextant-test-support/examples/vrrp_failover.rs)" >&2
+echo "== building the driver (crates/sextant-test-support/examples/vrrp_failover.rs) and sextant" >&2
 cargo build --release -q -p sextant-test-support --example vrrp_failover
-echo "== $IMPL: intervals $INTERVALS, failures $FAILURES, vmac $VMAC, $TRIALS trials" >&2
-# The driver bounds each wait (convergence within 3 x Master_Down_Interval
-# + 10 s); timeout bounds the whole run as well.
-timeout 1800 cargo run --release -q -p sextant-test-support --example vrrp_failover \
-    2> >(tee "$OUT/vrrp-failover-$IMPL.log" >&2) | tee "$OUT/vrrp-failover-$IMPL.txt"
+cargo build --release -q -p sextant
+export SEXTANT_BIN="$PWD/target/release/sextant"
+IFS=, read -r -a impls <<< "$IMPLS"
+for IMPL in "${impls[@]}"; do
+    export IMPL
+    echo "== $IMPL: intervals $INTERVALS, failures $FAILURES, vmac $VMAC, $TRIALS trials" >&2
+    # The driver bounds each wait (convergence within 3 x Master_Down_Interval
+    # + 10 s); timeout bounds the whole run as well.
+    SUMMARY="$OUT/vrrp-failover-$IMPL.tsv" timeout 1800 \
+        cargo run --release -q -p sextant-test-support --example vrrp_failover \
+        2> >(tee "$OUT/vrrp-failover-$IMPL.log" >&2) | tee "$OUT/vrrp-failover-$IMPL.txt"
+done
+
+if [[ ",$IMPLS," == *,keepalived,* && ",$IMPLS," == *,sextant,* ]]; then
+    echo
+    echo "sextant / keepalived (longest gap; median of the trials, and the worst trial)"
+    printf '%8s  %-8s  %-4s  %18s  %18s  %18s  %18s\n' interval failure vmac \
+        "failover median" "failover worst" "failback median" "failback worst"
+    join -t $'\t' \
+        <(awk -F'\t' '{print $1"/"$2"/"$3"\t"$4"\t"$5"\t"$6"\t"$7}' "$OUT/vrrp-failover-sextant.tsv" | sort) \
+        <(awk -F'\t' '{print $1"/"$2"/"$3"\t"$4"\t"$5"\t"$6"\t"$7}' "$OUT/vrrp-failover-keepalived.tsv" | sort) |
+    awk -F'\t' '
+        function cell(s, k) { return (s == "-" || k == "-" || k == 0) ? "-" : sprintf("%.3f/%.3f=%.2f", s, k, s / k) }
+        { split($1, c, "/"); printf "%7ss  %-8s  %-4s  %18s  %18s  %18s  %18s\n", c[1], c[2], c[3],
+            cell($2, $6), cell($3, $7), cell($4, $8), cell($5, $9) }'
+fi

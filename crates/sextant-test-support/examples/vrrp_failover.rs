@@ -129,6 +129,9 @@ fn main() {
         }
     }
     print_table(imp.name(), trials, ping, &rows);
+    if let Ok(path) = std::env::var("SUMMARY") {
+        write_summary(&path, &rows);
+    }
     if rows.iter().any(|r| r.note.starts_with("FAILED")) {
         std::process::exit(1);
     }
@@ -244,6 +247,29 @@ fn run_row(
             String::new()
         },
     })
+}
+
+/// One line per case for bench/vrrp-failover.sh to put implementations
+/// side by side: interval, failure, vmac, then the median and the worst
+/// trial of failover and of failback, in seconds (`-` if it failed).
+fn write_summary(path: &str, rows: &[Row]) {
+    let mut out = String::new();
+    for r in rows {
+        let worst = |v: &[Duration]| fmt_opt(v.iter().max().copied());
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+            r.interval.as_secs_f64(),
+            r.failure.name(),
+            if r.vmac { "on" } else { "off" },
+            fmt_opt(median(&r.failover)),
+            worst(&r.failover),
+            fmt_opt(median(&r.failback)),
+            worst(&r.failback),
+        ));
+    }
+    if let Err(e) = std::fs::write(path, out) {
+        eprintln!("vrrp_failover: cannot write {path}: {e}");
+    }
 }
 
 fn median(v: &[Duration]) -> Option<Duration> {

@@ -87,6 +87,18 @@ impl SextantNode {
     /// Writes `config` and starts `bin serve` on `node`, waiting until its
     /// API answers.
     pub fn start(lab: &Lab, bin: &Path, node: usize, config: &str) -> SextantNode {
+        Self::start_as(lab, bin, node, config, "dc1")
+    }
+
+    /// [`SextantNode::start`] as site `local_site` (another site of a
+    /// multi-site layout in the same lab).
+    pub fn start_as(
+        lab: &Lab,
+        bin: &Path,
+        node: usize,
+        config: &str,
+        local_site: &str,
+    ) -> SextantNode {
         let path = lab.dir().join(format!("node{node}.conf"));
         std::fs::write(&path, config).expect("write node config");
         let api = SocketAddr::new(IpAddr::V4(node_ip(node)), API_PORT);
@@ -99,7 +111,7 @@ impl SextantNode {
             "--config",
             conf,
             "--local-site",
-            "dc1",
+            local_site,
             "--api-listen",
             &api_arg,
             "--udp-workers",
@@ -149,6 +161,13 @@ impl SextantNode {
         let api = self.api;
         lab.node(self.node)
             .run(|| api_get_within(api, "/v1/status", Duration::from_secs(2)))
+    }
+
+    /// `/v1/sites`, read inside the node's namespace.
+    pub fn sites(&self, lab: &Lab) -> Result<Vec<sextant_api::Site>, String> {
+        let api = self.api;
+        lab.node(self.node)
+            .run(|| api_get_within(api, "/v1/sites", Duration::from_secs(2)))
     }
 
     /// The state of VRID `vrid` (IPv4) on this node: `MASTER`, `BACKUP`...

@@ -54,6 +54,9 @@ pub struct Daemon {
     /// This node's DNS listeners are answering (VRRP tracks it: a node that
     /// cannot answer gives its VIPs up).
     pub dns_serving: Arc<std::sync::atomic::AtomicBool>,
+    /// The last report of this site's services, for a metric exchange
+    /// that starts late (on the node that becomes master of the site IP).
+    pub last_report: Mutex<Option<Arc<sextant_state::LocalReport>>>,
 }
 
 /// What `/v1/ldns` tells of this site's probing and RTT exchange.
@@ -365,16 +368,23 @@ pub async fn serve(
     let listeners = bind_dns(&dns_listen, &vips, workers, &tcp)?;
 
     let (mep_tx, mep_rx) = mpsc::channel(1024);
-    let mep = if wants_metric_exchange(&model) {
-        let options = sextant_mep::Options {
-            state_file: is_child(&model).then(|| mep_state_file(&overrides.config)),
-            ..Default::default()
-        };
-        Some(sextant_mep::start_with(Arc::clone(&model), generation, mep_tx, options).with_context(|| {
-            "cannot start metric exchange (the local site's IP must be an address of this host; \
-             `-metricExchange DISABLED` on the site turns metric exchange off)"
-        })?)
+    // A site IP that is a VRRP VIP is on this host only while this node is
+    // master for it: metric exchange then starts and stops with it.
+    let site_vip = model
+        .local_site
+        .map(|l| model.site(l).ip)
+        .filter(|ip| vips.contains(ip) && wants_metric_exchange(&model));
+    let mep = if wants_metric_exchange(&model) && site_vip.is_none() {
+        Some(start_mep(
+            &model,
+            generation,
+            mep_tx.clone(),
+            &overrides.config,
+        )?)
     } else {
+        if let Some(ip) = site_vip {
+            info!(site_ip = %ip, "the site IP is a VRRP VIP: metric exchange runs on the node that is master for it");
+        }
         None
     };
     let (input_tx, input_rx) = mpsc::channel(1024);
@@ -392,12 +402,26 @@ pub async fn serve(
         ldns: LdnsCounters::default(),
         vrrp: Default::default(),
         dns_serving: Default::default(),
+        last_report: Mutex::new(None),
     });
+    let (site_master_tx, mut site_master_rx) = tokio::sync::watch::channel(false);
+    if site_vip.is_some() {
+        let inputs = input_tx.clone();
+        tokio::spawn(async move {
+            while site_master_rx.changed().await.is_ok() {
+                let master = *site_master_rx.borrow_and_update();
+                if inputs.send(Input::SiteIpMaster(master)).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
     let vrrp = crate::vrrp_glue::start(
         &model,
         Arc::clone(&daemon.dns),
         Arc::clone(&daemon.dns_serving),
         Arc::clone(&daemon.vrrp),
+        site_vip.map(|ip| (ip, site_master_tx)),
     )
     .context("cannot start VRRP")?;
 
@@ -419,6 +443,8 @@ pub async fn serve(
         engine,
         first,
         StateInputs {
+            mep_tx,
+            config: overrides.config.clone(),
             mep: mep_rx,
             inputs: input_rx,
             ready: Some(ready_tx),
@@ -589,6 +615,9 @@ pub enum Input {
     Figures(sextant_core::ServiceId, sextant_core::ServiceMetrics),
     /// The operator set this site's figures: sample (and send) them now.
     SiteFigures,
+    /// VRRP: this node is (`true`) or is no longer master of the VIP that
+    /// is the site IP.
+    SiteIpMaster(bool),
     /// A configuration re-read after SIGHUP with its tables built, how long
     /// reading and building took, and when the signal came.
     Reloaded {
@@ -600,9 +629,60 @@ pub enum Input {
 }
 
 struct StateInputs {
+    /// For a metric exchange started late (see [`Input::SiteIpMaster`]).
+    mep_tx: mpsc::Sender<sextant_mep::MepEvent>,
+    config: PathBuf,
     mep: mpsc::Receiver<sextant_mep::MepEvent>,
     inputs: mpsc::Receiver<Input>,
     ready: Option<oneshot::Sender<()>>,
+}
+
+/// Starts metric exchange for `model`.
+fn start_mep(
+    model: &Arc<Model>,
+    generation: u64,
+    tx: mpsc::Sender<sextant_mep::MepEvent>,
+    config: &Path,
+) -> anyhow::Result<sextant_mep::MepHandle> {
+    let options = sextant_mep::Options {
+        state_file: is_child(model).then(|| mep_state_file(config)),
+        ..Default::default()
+    };
+    sextant_mep::start_with(Arc::clone(model), generation, tx, options).with_context(|| {
+        "cannot start metric exchange (the local site's IP must be an address of this host; \
+         `-metricExchange DISABLED` on the site turns metric exchange off)"
+    })
+}
+
+/// This node became master of the site IP's VIP (`true`): metric exchange
+/// starts, with the current report; or it gave the VIP up: it stops, and
+/// the peers reconnect to the new master.
+fn site_ip_master(daemon: &Daemon, engine: &Engine, inputs: &StateInputs, master: bool) {
+    let Ok(mut mep) = daemon.mep.lock() else {
+        return;
+    };
+    if master && mep.is_none() {
+        match start_mep(
+            engine.model(),
+            engine.generation(),
+            inputs.mep_tx.clone(),
+            &inputs.config,
+        ) {
+            Ok(m) => {
+                if let Ok(last) = daemon.last_report.lock()
+                    && let Some(report) = last.as_ref()
+                {
+                    m.publish(crate::mep_glue::report_to_wire(report));
+                }
+                info!("master of the site IP: metric exchange started");
+                *mep = Some(m);
+            }
+            Err(e) => error!("{e:#}"),
+        }
+    } else if !master && let Some(m) = mep.take() {
+        info!("no longer master of the site IP: metric exchange stopped");
+        tokio::spawn(m.close());
+    }
 }
 
 /// Metric exchange runs when the local site has it on and there is another
@@ -720,7 +800,7 @@ async fn state_task(
     let mut site_tick = tokio::time::interval(SITE_METRICS_INTERVAL);
     let mut session_tick = tokio::time::interval(engine.session_share_interval());
     let mut sampler = crate::site_metrics::Sampler::default();
-    let has_mep = daemon.mep.lock().map(|m| m.is_some()).unwrap_or(false);
+    let has_mep = wants_metric_exchange(engine.model());
     let has_dc = !engine.model().dc_records.is_empty();
     loop {
         let wake = engine.next_wake().map(|at| {
@@ -740,6 +820,10 @@ async fn state_task(
             Some(input) = inputs.inputs.recv() => match input {
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
                 Input::SiteFigures => own_site_figures(&daemon, &mut sampler),
+                Input::SiteIpMaster(master) => {
+                    site_ip_master(&daemon, &engine, &inputs, master);
+                    continue;
+                }
                 Input::Reloaded { result: Ok(prepared), parse, prepare, signalled } => {
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(prepared), wall_now());
@@ -944,6 +1028,9 @@ fn carry_out(
             }
             Effect::Gate { service, open } => edges.gates.set(service, open),
             Effect::Report(report) => {
+                if let Ok(mut last) = daemon.last_report.lock() {
+                    *last = Some(Arc::clone(&report));
+                }
                 if let Ok(mep) = daemon.mep.lock()
                     && let Some(m) = mep.as_ref()
                 {
@@ -1038,6 +1125,12 @@ fn warn_fixed_listeners(daemon: &Daemon, model: &Model) {
     }
     if running.model().api_listen != model.api_listen {
         warn!("the API listen address changed in the file; it takes effect at the next restart");
+    }
+    if running.model().vrrp != model.vrrp {
+        warn!(
+            "VRRP settings (vrid, vridParam, VIPs) changed in the file; they take effect at the \
+             next restart (restart the nodes one at a time: the others keep the VIPs)"
+        );
     }
 }
 

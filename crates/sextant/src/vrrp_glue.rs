@@ -289,6 +289,9 @@ struct InterfaceRun {
     backup: Vec<BackupTraffic>,
     /// `set vridParam -sendToMaster`.
     send_to_master: bool,
+    /// The site IP, when it is a VIP, and who to tell when this node takes
+    /// or gives it up (metric exchange follows it).
+    site_ip: Option<Arc<(IpAddr, watch::Sender<bool>)>>,
     routers: Routers,
     links: Vec<LinuxLink>,
     vips: Vec<Vec<Vip>>,
@@ -303,7 +306,9 @@ pub fn start(
     dns: Arc<DnsShared>,
     dns_serving: Arc<AtomicBool>,
     view: Arc<VrrpView>,
+    site_ip: Option<(IpAddr, watch::Sender<bool>)>,
 ) -> anyhow::Result<Option<VrrpHandle>> {
+    let site_ip = site_ip.map(Arc::new);
     let settings = &model.vrrp;
     if settings.vrids.is_empty() {
         return Ok(None);
@@ -324,8 +329,9 @@ pub fn start(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     for (name, vrids) in by_iface {
-        let run = InterfaceRun::new(model, settings, &name, &vrids)
+        let mut run = InterfaceRun::new(model, settings, &name, &vrids)
             .with_context(|| format!("cannot start VRRP on {name}"))?;
+        run.site_ip = site_ip.clone();
         tasks.push(tokio::spawn(run.serve(
             Arc::clone(&dns),
             Arc::clone(&dns_serving),
@@ -464,6 +470,7 @@ impl InterfaceRun {
         Ok(InterfaceRun {
             backup,
             send_to_master: settings.params.send_to_master,
+            site_ip: None,
             iface,
             sockets,
             packets,
@@ -595,8 +602,18 @@ impl InterfaceRun {
                     if let Some(slot) = self.vmac_readers.get_mut(id) {
                         *slot = vmac_reader(link, &self.iface, &self.packets);
                     }
+                    if let Some(site) = self.site_ip.as_deref()
+                        && vips.iter().any(|v| v.ip == site.0)
+                    {
+                        let _ = site.1.send(true);
+                    }
                 }),
                 Action::ReleaseAddresses => {
+                    if let Some(site) = self.site_ip.as_deref()
+                        && vips.iter().any(|v| v.ip == site.0)
+                    {
+                        let _ = site.1.send(false);
+                    }
                     if let Some(Some(r)) = self.vmac_readers.get_mut(id).map(Option::take) {
                         r.abort();
                     }

@@ -589,3 +589,113 @@ fn sharing_answers_on_the_backup_and_send_to_master_forwards() {
         "only the master answers ARP for VIP1"
     );
 }
+
+/// dc2's view of dc1's metric exchange.
+fn mep_of(lab: &Lab, at: &SextantNode, site: &str) -> Option<String> {
+    at.sites(lab)
+        .ok()?
+        .into_iter()
+        .find(|s| s.name == site)
+        .map(|s| s.mep)
+}
+
+/// The site IP on a VIP (seed 004: the first things on VIPs are the DNS
+/// address and the site IP): dc1's two nodes share VIP1, which is dc1's
+/// site IP; dc2 is one node. Metric exchange runs on dc1's master only;
+/// when the VIP moves (graceful stop, then a hard failure of the new
+/// master), dc2's session with dc1 comes up again on the new master within
+/// about one keepalive (keepalive timeout 3 s: a keepalive a second).
+#[test]
+fn metric_exchange_follows_the_site_ip_when_it_moves() {
+    let Some(lab) = Lab::new("mep", 3) else {
+        return;
+    };
+    let dc2_ip = sextant_test_support::vrrp_lab::node_ip(2);
+    let sites = format!(
+        "add gslb site dc2 {dc2_ip}\n\
+         set gslb parameter -MEPKeepAliveTimeout 3\n\
+         add gslb service web2 10.77.2.80 HTTP 80 -siteName dc2\n\
+         bind gslb vserver vs_www -serviceName web2\n"
+    );
+    let dc1 = |bp: u8| node_config(&[Instance::new(1, bp, INTERVAL, v(1)).vmac(true)], &sites);
+    let mut a = SextantNode::start(&lab, bin(), 0, &dc1(200));
+    let b = SextantNode::start(&lab, bin(), 1, &dc1(100));
+    // dc2: the same sites and services, no VRRP; its DNS on its own IP.
+    let dc2_conf: String = dc1(1)
+        .lines()
+        .filter(|l| !l.contains("vrid") && !l.starts_with("add service dns_v"))
+        .map(|l| format!("{l}\n"))
+        .chain([format!("add service dns_dc2 {dc2_ip} ADNS 53\n")])
+        .collect();
+    let dc2 = SextantNode::start_as(&lab, bin(), 2, &dc2_conf, "dc2");
+    eventually(
+        Duration::from_secs(8),
+        "dc2 sees dc1 over metric exchange",
+        || match mep_of(&lab, &dc2, "dc1").as_deref() {
+            Some("UP") => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+        || logs(&[&a, &b, &dc2]),
+    );
+    assert_eq!(lab.owners(v(1)), vec![0]);
+    let a_sites = a.sites(&lab).expect("sites");
+    assert_eq!(
+        a_sites
+            .iter()
+            .find(|s| s.name == "dc2")
+            .map(|s| s.mep.as_str()),
+        Some("UP"),
+        "the master runs metric exchange"
+    );
+    let b_sites = b.sites(&lab).expect("sites");
+    assert_ne!(
+        b_sites
+            .iter()
+            .find(|s| s.name == "dc2")
+            .map(|s| s.mep.as_str()),
+        Some("UP"),
+        "the backup does not"
+    );
+
+    // Graceful: the master stops, B takes the VIP and starts its exchange.
+    a.stop_graceful();
+    let t0 = Instant::now();
+    let up_again = |node: &SextantNode, within: Duration| {
+        eventually(
+            within,
+            "dc2 sees dc1 again, through the new master",
+            || {
+                let mep = node
+                    .sites(&lab)?
+                    .into_iter()
+                    .find(|s| s.name == "dc2")
+                    .map(|s| s.mep);
+                match (mep.as_deref(), mep_of(&lab, &dc2, "dc1").as_deref()) {
+                    (Some("UP"), Some("UP")) => Ok(()),
+                    other => Err(format!(
+                        "(new master's view of dc2, dc2's of dc1) {other:?}"
+                    )),
+                }
+            },
+            || logs(&[node, &dc2]),
+        );
+    };
+    up_again(&b, Duration::from_secs(4));
+    eprintln!(
+        "graceful: metric exchange up on the new master {:?} after SIGTERM",
+        t0.elapsed()
+    );
+
+    // Hard: A comes back and preempts, then dies with its link.
+    let a2 = SextantNode::start(&lab, bin(), 0, &dc1(200));
+    up_again(&a2, Duration::from_secs(6));
+    let mut a2 = a2;
+    lab.link_down(0);
+    a2.kill();
+    let t1 = Instant::now();
+    up_again(&b, Duration::from_secs(8));
+    eprintln!(
+        "hard: metric exchange up on the new master {:?} after the kill",
+        t1.elapsed()
+    );
+}
