@@ -62,11 +62,14 @@ pub fn node_config(instances: &[Instance], extra: &str) -> String {
         let _ = writeln!(c, "bind vrid {} -ifnum eth0", inst.vrid);
         for (k, vip) in inst.vips.iter().enumerate() {
             let _ = writeln!(c, "add service dns_v{}_{k} {vip} ADNS 53", inst.vrid);
-            let _ = writeln!(
-                c,
-                "add ns ip {vip} 255.255.255.0 -type VIP -vrid {}",
-                inst.vrid
-            );
+            let _ = match vip {
+                IpAddr::V4(_) => writeln!(
+                    c,
+                    "add ns ip {vip} 255.255.255.0 -type VIP -vrid {}",
+                    inst.vrid
+                ),
+                IpAddr::V6(_) => writeln!(c, "add ns ip6 {vip}/64 -type VIP -vrid6 {}", inst.vrid),
+            };
         }
     }
     c.push_str(extra);

@@ -329,20 +329,71 @@ pub fn start(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     for (name, vrids) in by_iface {
-        let mut run = InterfaceRun::new(model, settings, &name, &vrids)
-            .with_context(|| format!("cannot start VRRP on {name}"))?;
-        run.site_ip = site_ip.clone();
-        tasks.push(tokio::spawn(run.serve(
+        let first = InterfaceRun::new(model, settings, &name, &vrids);
+        let pending = match first {
+            Ok(run) => Ok(run),
+            // An IPv6 link-local address still in DAD (just after boot or
+            // link up): wait for it rather than refuse to start.
+            Err(e) if address_not_ready(&e) => {
+                warn!(interface = %name, error = %format!("{e:#}"), "VRRP waits for the interface's address (IPv6 DAD?)");
+                Err(Arc::new(model.clone()))
+            }
+            Err(e) => return Err(e.context(format!("cannot start VRRP on {name}"))),
+        };
+        let (dns, dns_serving, view, stop) = (
             Arc::clone(&dns),
             Arc::clone(&dns_serving),
             Arc::clone(&view),
             stop_rx.clone(),
-        )));
+        );
+        let site_ip = site_ip.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut run = match pending {
+                Ok(run) => run,
+                Err(model) => match retry_until_ready(&model, &name, &vrids).await {
+                    Some(run) => run,
+                    None => return,
+                },
+            };
+            run.site_ip = site_ip;
+            run.serve(dns, dns_serving, view, stop).await;
+        }));
     }
     Ok(Some(VrrpHandle {
         stop: stop_tx,
         tasks,
     }))
+}
+
+/// How long VRRP waits for an interface's address to become usable.
+const ADDRESS_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether `e` is an address that is not usable yet (EADDRNOTAVAIL).
+fn address_not_ready(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::AddrNotAvailable)
+    })
+}
+
+/// Builds the interface's routers again every 200 ms until its address is
+/// usable; None (logged) after [`ADDRESS_WAIT`] or another error.
+async fn retry_until_ready(model: &Model, name: &str, vrids: &[usize]) -> Option<InterfaceRun> {
+    let start = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        match InterfaceRun::new(model, &model.vrrp, name, vrids) {
+            Ok(run) => {
+                info!(interface = name, waited = ?start.elapsed(), "VRRP starting: the interface's address is ready");
+                return Some(run);
+            }
+            Err(e) if address_not_ready(&e) && start.elapsed() < ADDRESS_WAIT => {}
+            Err(e) => {
+                error!(interface = name, error = %format!("{e:#}"), "VRRP cannot start on this interface: its VIPs stay with the other nodes");
+                return None;
+            }
+        }
+    }
 }
 
 fn checksum(c: VrrpChecksum) -> ChecksumMode {

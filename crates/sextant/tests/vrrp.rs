@@ -699,3 +699,82 @@ fn metric_exchange_follows_the_site_ip_when_it_moves() {
         t1.elapsed()
     );
 }
+
+/// IPv6 (RFC 5798 over ff02::12, from the link-local address, hop limit
+/// 255): the same election and handover for an IPv6 VIP, with the IPv6
+/// virtual MAC 00:00:5e:00:02:VRID, and DNS over the VIP.
+#[test]
+fn an_ipv6_vip_is_elected_and_handed_over() {
+    let Some(lab) = Lab::new("v6", 2) else {
+        return;
+    };
+    assert!(lab.ipv6(), "the lab has IPv6 in its namespaces");
+    let vip6: IpAddr = "fd77::201".parse().unwrap();
+    let a = [Instance::new(7, 200, INTERVAL, vip6).vmac(true)];
+    let b = [Instance::new(7, 100, INTERVAL, vip6).vmac(true)];
+    let mut ns1 = SextantNode::start(&lab, bin(), 0, &node_config(&a, ""));
+    let ns2 = SextantNode::start(&lab, bin(), 1, &node_config(&b, ""));
+    let state = |n: &SextantNode| {
+        n.vrrp(&lab).ok().and_then(|v| {
+            v.vrids
+                .into_iter()
+                .find(|r| r.vrid == 7 && r.family == "ipv6")
+                .map(|r| r.state)
+        })
+    };
+    let ask = || {
+        lab.client().run(|| {
+            Dns::new(SocketAddr::new(vip6, 53))
+                .try_udp_from_ip(
+                    IpAddr::V6(sextant_test_support::vrrp_lab::CLIENT_IP6),
+                    &build_query(WWW, RecordType::A, None),
+                )
+                .map(|m| a_records(&m))
+        })
+    };
+    eventually(
+        Duration::from_secs(6),
+        "node 0 master of the IPv6 VIP",
+        || match (
+            lab.owners(vip6).as_slice(),
+            state(&ns1).as_deref(),
+            state(&ns2).as_deref(),
+        ) {
+            ([0], Some("MASTER"), Some("BACKUP")) => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+        || logs(&[&ns1, &ns2]),
+    );
+    assert_eq!(
+        ask(),
+        Ok(vec![WWW_ANSWER.parse().unwrap()]),
+        "{}",
+        logs(&[&ns1, &ns2])
+    );
+    let master = ns2.vrrp(&lab).expect("vrrp");
+    let seen = master
+        .vrids
+        .iter()
+        .find(|r| r.vrid == 7)
+        .and_then(|r| r.master.clone());
+    assert!(
+        seen.as_deref().is_some_and(|m| m.starts_with("fe80:")),
+        "master by its link-local address: {seen:?}"
+    );
+    ns1.stop_graceful();
+    eventually(
+        Duration::from_secs(3),
+        "node 1 takes the IPv6 VIP",
+        || match (lab.owners(vip6).as_slice(), state(&ns2).as_deref()) {
+            ([1], Some("MASTER")) => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+        || ns2.log(),
+    );
+    assert_eq!(
+        ask(),
+        Ok(vec![WWW_ANSWER.parse().unwrap()]),
+        "{}",
+        ns2.log()
+    );
+}
