@@ -2,6 +2,7 @@
 
 mod api;
 mod demo;
+mod dns_probe;
 mod explain;
 mod logging;
 mod mep_glue;

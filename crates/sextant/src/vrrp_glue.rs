@@ -165,8 +165,8 @@ impl VrrpHandle {
 /// What one VRID tracks, resolved against the model.
 #[derive(Debug, Clone, Default)]
 struct TrackSpec {
-    /// The DNS listen addresses on this VRID's VIPs.
-    dns: Vec<SocketAddr>,
+    /// The DNS listeners on this VRID's VIPs, with their self-probes.
+    dns: Vec<Arc<crate::dns_probe::ListenerHealth>>,
     vservers: Vec<(String, VServerId)>,
     services: Vec<(String, ServiceId)>,
     interfaces: Vec<String>,
@@ -329,7 +329,7 @@ pub fn start(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     for (name, vrids) in by_iface {
-        let first = InterfaceRun::new(model, settings, &name, &vrids);
+        let first = InterfaceRun::new(model, settings, &name, &vrids, &dns_serving);
         let pending = match first {
             Ok(run) => Ok(run),
             // An IPv6 link-local address still in DAD (just after boot or
@@ -350,7 +350,7 @@ pub fn start(
         tasks.push(tokio::spawn(async move {
             let mut run = match pending {
                 Ok(run) => run,
-                Err(model) => match retry_until_ready(&model, &name, &vrids).await {
+                Err(model) => match retry_until_ready(&model, &name, &vrids, &dns_serving).await {
                     Some(run) => run,
                     None => return,
                 },
@@ -378,11 +378,16 @@ fn address_not_ready(e: &anyhow::Error) -> bool {
 
 /// Builds the interface's routers again every 200 ms until its address is
 /// usable; None (logged) after [`ADDRESS_WAIT`] or another error.
-async fn retry_until_ready(model: &Model, name: &str, vrids: &[usize]) -> Option<InterfaceRun> {
+async fn retry_until_ready(
+    model: &Model,
+    name: &str,
+    vrids: &[usize],
+    dns_serving: &Arc<AtomicBool>,
+) -> Option<InterfaceRun> {
     let start = Instant::now();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        match InterfaceRun::new(model, &model.vrrp, name, vrids) {
+        match InterfaceRun::new(model, &model.vrrp, name, vrids, dns_serving) {
             Ok(run) => {
                 info!(interface = name, waited = ?start.elapsed(), "VRRP starting: the interface's address is ready");
                 return Some(run);
@@ -418,6 +423,7 @@ impl InterfaceRun {
         settings: &VrrpSettings,
         name: &str,
         vrids: &[usize],
+        dns_serving: &Arc<AtomicBool>,
     ) -> anyhow::Result<InterfaceRun> {
         let iface = sextant_vrrp_net::interface(name)?;
         let mut configs = Vec::new();
@@ -468,12 +474,15 @@ impl InterfaceRun {
             );
             vips.push(vip);
             track.push(TrackSpec {
-                dns: model
-                    .dns_listen
-                    .iter()
-                    .filter(|a| addresses.contains(&a.ip()))
-                    .copied()
-                    .collect(),
+                dns: crate::dns_probe::start(
+                    &model
+                        .dns_listen
+                        .iter()
+                        .filter(|a| addresses.contains(&a.ip()))
+                        .copied()
+                        .collect::<Vec<SocketAddr>>(),
+                    dns_serving,
+                ),
                 vservers: v
                     .track_vservers
                     .iter()
@@ -616,8 +625,11 @@ impl InterfaceRun {
                 continue;
             };
             let mut tracked = Vec::new();
-            for a in &spec.dns {
-                tracked.push(Tracked::required(format!("dns {a}"), serving));
+            for h in &spec.dns {
+                tracked.push(Tracked::required(
+                    format!("dns {}", h.addr),
+                    serving && h.up(),
+                ));
             }
             for name in &spec.interfaces {
                 let up = sextant_vrrp_net::interface(name).is_ok_and(|i| i.up);
