@@ -330,6 +330,15 @@ impl<'a> Pair<'a> {
                 None => {}
             }
         }
+        for i in 0..2 {
+            let link = self.lab.node(i).exec(&["ip", "-s", "-d", "link", "show"]);
+            let addr = self.lab.node(i).exec(&["ip", "-br", "addr", "show"]);
+            out += &format!(
+                "--- node {i}: ip -s -d link / ip -br addr ---\n{}{}",
+                String::from_utf8_lossy(&link.stdout),
+                String::from_utf8_lossy(&addr.stdout)
+            );
+        }
         out
     }
 
@@ -361,17 +370,23 @@ impl<'a> Pair<'a> {
             self.logs()
         );
         assert!(!vrrps.is_empty(), "no Sextant /v1/vrrp to check");
+        let mut heard = 0;
         for (what, v) in &vrrps {
             let r = v
                 .vrids
                 .iter()
                 .find(|r| r.vrid == VRID && r.family == "ipv4")
                 .unwrap_or_else(|| panic!("{what}: VRID {VRID} in {v:?}"));
-            assert_eq!(
-                r.peer_checksum.as_deref(),
-                Some("pseudo-header"),
-                "{what}: keepalived checksums with the IPv4 pseudo-header: {v:?}"
-            );
+            // A Sextant that was master all its life heard no advert (a
+            // keepalived backup is silent): no peer_checksum to check.
+            if r.adverts_received > 0 {
+                heard += 1;
+                assert_eq!(
+                    r.peer_checksum.as_deref(),
+                    Some("pseudo-header"),
+                    "{what}: keepalived checksums with the IPv4 pseudo-header: {v:?}"
+                );
+            }
             let bad: u64 = v
                 .dropped
                 .iter()
@@ -379,7 +394,6 @@ impl<'a> Pair<'a> {
                 .map(|d| d.count)
                 .sum();
             assert_eq!(bad, 0, "{what}: bad_checksum drops: {v:?}");
-            assert!(r.adverts_received > 0, "{what}: heard nothing: {v:?}");
             eprintln!(
                 "{what}: peer_checksum {:?}, adverts_received {}, dropped {:?}, transitions {}",
                 r.peer_checksum,
@@ -391,6 +405,7 @@ impl<'a> Pair<'a> {
                 r.transitions.len()
             );
         }
+        assert!(heard > 0, "no Sextant heard keepalived: {vrrps:?}");
         assert!(
             self.sextant_saw_keepalived_master > 0,
             "never saw a Sextant backup reporting keepalived as master"
@@ -407,9 +422,16 @@ fn keepalived_state(log: &str) -> Option<String> {
     })
 }
 
-/// Elects node 0, then two cycles of node 0 stopping (`first`, then
-/// `second`) and coming back, with preemption on, then off.
-fn interop(tag: &str, high: Side, vmac: bool, first: Stop, second: Stop) {
+/// Elects node 0, then runs `cycles`: node 0 stops (graceful or hard),
+/// node 1 takes over, node 0 comes back with that preemption (on: it takes
+/// the VIP back; off: node 1 keeps it, so an `Off` cycle is the last).
+fn interop(tag: &str, high: Side, vmac: bool, cycles: &[(Stop, Preempt)]) {
+    assert!(
+        cycles[..cycles.len() - 1]
+            .iter()
+            .all(|(_, p)| *p == Preempt::On),
+        "only the last cycle may leave node 1 master"
+    );
     let Some(lab) = Lab::new(tag, 2) else {
         return;
     };
@@ -430,50 +452,68 @@ fn interop(tag: &str, high: Side, vmac: bool, first: Stop, second: Stop) {
     p.start(1, Preempt::On);
     p.expect_master(0, "node 1 joins");
 
-    // Cycle 1: node 0 stops, node 1 takes over; node 0 comes back with
-    // preemption on and takes the VIP back.
-    p.stop(0, first);
-    p.expect_master(1, &format!("node 0 stopped ({first:?})"));
-    if first == Stop::Hard {
-        p.reboot(0);
-        p.expect_master(1, "node 0 rebooted (not running)");
+    for (k, &(stop, preempt)) in cycles.iter().enumerate() {
+        let c = k + 1;
+        p.stop(0, stop);
+        p.expect_master(1, &format!("cycle {c}: node 0 stopped ({stop:?})"));
+        if stop == Stop::Hard {
+            p.reboot(0);
+            p.expect_master(1, &format!("cycle {c}: node 0 rebooted (not running)"));
+        }
+        p.start(0, preempt);
+        match preempt {
+            Preempt::Off => {
+                p.expect_no_preemption(1, &format!("cycle {c}: node 0 back, preemption off"));
+            }
+            _ => p.expect_master(0, &format!("cycle {c}: node 0 back, preemption on")),
+        }
     }
-    p.start(0, Preempt::On);
-    p.expect_master(0, "node 0 back, preemption on");
-
-    // Cycle 2: the same with `second`, and node 0 comes back with
-    // preemption off: node 1 keeps the VIP.
-    p.stop(0, second);
-    p.expect_master(1, &format!("node 0 stopped again ({second:?})"));
-    if second == Stop::Hard {
-        p.reboot(0);
-        p.expect_master(1, "node 0 rebooted again (not running)");
-    }
-    p.start(0, Preempt::Off);
-    p.expect_no_preemption(1, "node 0 back, preemption off");
 
     p.final_checks();
     p.note(&format!("done in {:?}", t.elapsed()));
 }
 
+use Preempt::{Off, On};
+use Stop::{Graceful, Hard};
+
 #[test]
 fn sextant_master_keepalived_backup_vmac() {
-    interop("kas1", Side::Sextant, true, Stop::Graceful, Stop::Hard);
+    interop("kas1", Side::Sextant, true, &[(Graceful, On), (Hard, Off)]);
 }
 
 #[test]
 fn sextant_master_keepalived_backup_own_mac() {
-    interop("kas2", Side::Sextant, false, Stop::Hard, Stop::Graceful);
+    interop("kas2", Side::Sextant, false, &[(Hard, On), (Graceful, Off)]);
 }
 
+/// Fails (a Sextant bug, see the report): once Sextant is master with the
+/// virtual MAC, it never hears keepalived's adverts, which come from the
+/// same virtual MAC; the macvlan takes them and Sextant's socket on eth0
+/// never sees them. Both stay MASTER.
 #[test]
 fn keepalived_master_sextant_backup_vmac() {
-    interop("kak1", Side::Keepalived, true, Stop::Graceful, Stop::Hard);
+    interop(
+        "kak1",
+        Side::Keepalived,
+        true,
+        &[(Graceful, On), (Hard, Off)],
+    );
+}
+
+/// The cycle the test above cannot reach, on its own.
+#[test]
+fn keepalived_master_sextant_backup_vmac_no_preemption() {
+    interop("kak3", Side::Keepalived, true, &[(Hard, Off)]);
 }
 
 #[test]
 fn keepalived_master_sextant_backup_own_mac() {
-    interop("kak2", Side::Keepalived, false, Stop::Hard, Stop::Graceful);
+    interop(
+        "kak2",
+        Side::Keepalived,
+        false,
+        &[(Hard, On), (Graceful, Off)],
+    );
 }
 
 #[test]

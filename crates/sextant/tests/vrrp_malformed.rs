@@ -84,7 +84,14 @@ fn csum(msg: &[u8], pseudo: Option<(Ipv4Addr, Ipv4Addr)>) -> u16 {
 
 /// A VRRPv3 advert from `src` with the pseudo-header checksum; `count` is
 /// written as given, whatever `addrs` holds.
-fn advert(src: Ipv4Addr, vrid: u8, prio: u8, count: u8, int_cs: u16, addrs: &[Ipv4Addr]) -> Vec<u8> {
+fn advert(
+    src: Ipv4Addr,
+    vrid: u8,
+    prio: u8,
+    count: u8,
+    int_cs: u16,
+    addrs: &[Ipv4Addr],
+) -> Vec<u8> {
     let mut m = vec![0x31, vrid, prio, count];
     m.extend_from_slice(&(int_cs & 0x0fff).to_be_bytes());
     m.extend_from_slice(&[0, 0]);
@@ -488,7 +495,13 @@ fn malformed_adverts_change_nothing_and_a_valid_one_does() {
         }
         if i % 200 == 199 {
             // Still one owner, node 0, while it goes on.
-            assert_eq!(lab.owners(v1), vec![0], "after {} packets\n{}", i + 1, logs());
+            assert_eq!(
+                lab.owners(v1),
+                vec![0],
+                "after {} packets\n{}",
+                i + 1,
+                logs()
+            );
         } else {
             std::thread::sleep(Duration::from_micros(400));
         }
