@@ -558,6 +558,15 @@ fn malformed_adverts_change_nothing_and_a_valid_one_does() {
     // Nothing changed: both run, no transition, node 0 still master alone,
     // node 1 heard no advert but node 0's, DNS answers.
     let log_text = logs();
+    // The IP version 5 packets went out but no node's socket saw them (a
+    // malformed IP header would be logged as a failed receive): the
+    // receiving kernels dropped them in ip_rcv.
+    for (i, n) in [&n0, &n1].into_iter().enumerate() {
+        assert!(
+            !n.log().contains("VRRP receive failed"),
+            "node {i} got a malformed IP header\n{log_text}"
+        );
+    }
     assert!(n0.is_running(), "node 0 died\n{log_text}");
     assert!(n1.is_running(), "node 1 died\n{log_text}");
     let logs = || all_logs(&lab, &n0, &n1);
