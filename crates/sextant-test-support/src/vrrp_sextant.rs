@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::api::api_get_within;
 use crate::vrrp_lab::{Instance, Lab, NodeChild, Preempt, VrrpImpl, VrrpNode, node_ip};
@@ -182,6 +182,27 @@ impl SextantNode {
             .map(|r| r.state)
     }
 
+    /// VRID `vrid` (IPv4) of this node's `/v1/vrrp`.
+    pub fn vrid(&self, lab: &Lab, vrid: u8) -> Option<sextant_api::VrrpVrid> {
+        self.vrrp(lab)
+            .ok()?
+            .vrids
+            .into_iter()
+            .find(|r| r.vrid == vrid && r.family == "ipv4")
+    }
+
+    /// The drop counter `reason` of this node's `/v1/vrrp`, summed over
+    /// its interfaces (0 when absent or when the API does not answer).
+    pub fn dropped(&self, lab: &Lab, reason: &str) -> u64 {
+        self.vrrp(lab).map_or(0, |v| {
+            v.dropped
+                .iter()
+                .filter(|d| d.reason == reason)
+                .map(|d| d.count)
+                .sum()
+        })
+    }
+
     pub fn log(&self) -> String {
         self.child.log()
     }
@@ -203,6 +224,54 @@ impl SextantNode {
 
     pub fn namespace(&self) -> &str {
         &self.ns
+    }
+}
+
+/// Polls `check` every 20 ms until it holds and returns how long that
+/// took; panics after `within` with `what`, the last reason `check` gave
+/// and `logs()` (all the logs worth reading: every node's).
+#[track_caller]
+pub fn eventually(
+    within: Duration,
+    what: &str,
+    mut check: impl FnMut() -> Result<(), String>,
+    logs: impl Fn() -> String,
+) -> Duration {
+    let start = Instant::now();
+    loop {
+        let last = match check() {
+            Ok(()) => return start.elapsed(),
+            Err(e) => e,
+        };
+        if start.elapsed() > within {
+            panic!("{what}: still not after {within:?}: {last}\n{}", logs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Checks `check` every 20 ms for `during`; panics with `what`, the reason
+/// and `logs()` the first time it does not hold.
+#[track_caller]
+pub fn always(
+    during: Duration,
+    what: &str,
+    mut check: impl FnMut() -> Result<(), String>,
+    logs: impl Fn() -> String,
+) {
+    let start = Instant::now();
+    loop {
+        if let Err(e) = check() {
+            panic!(
+                "{what}: broken after {:?}: {e}\n{}",
+                start.elapsed(),
+                logs()
+            );
+        }
+        if start.elapsed() > during {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
