@@ -178,11 +178,56 @@ struct Packet {
     from: IpAddr,
     to: Option<IpAddr>,
     ttl: u8,
+    /// Read on a virtual-MAC interface (see `InterfaceRun::vmac_readers`).
+    via_vmac: bool,
+}
+
+/// How long a packet read on one side (base interface or virtual-MAC
+/// interface) waits for its twin from the other.
+const TWIN_WINDOW: Duration = Duration::from_millis(50);
+
+/// Pairs the copies of one frame: a frame from another MAC reaches both
+/// the base interface and a master's macvlan (which joined the group), a
+/// frame from our own virtual MAC (a competing master) only the macvlan.
+/// Each packet cancels at most one identical packet read on the other side
+/// within [`TWIN_WINDOW`], so each frame is heard, and counted, once.
+#[derive(Debug, Default)]
+struct Twins {
+    /// Unmatched recent packets per side: `[base, vmac]`.
+    recent: [std::collections::VecDeque<(Duration, IpAddr, Vec<u8>)>; 2],
+}
+
+impl Twins {
+    /// Whether `p` is the second copy of a frame already heard.
+    fn is_twin(&mut self, p: &Packet, now: Duration) -> bool {
+        let (mine, other) = if p.via_vmac { (1, 0) } else { (0, 1) };
+        for q in &mut self.recent {
+            while q
+                .front()
+                .is_some_and(|(at, ..)| now.saturating_sub(*at) > TWIN_WINDOW)
+            {
+                q.pop_front();
+            }
+        }
+        if let Some(i) = self.recent[other]
+            .iter()
+            .position(|(_, from, bytes)| *from == p.from && *bytes == p.payload)
+        {
+            self.recent[other].remove(i);
+            return true;
+        }
+        let q = &mut self.recent[mine];
+        if q.len() == 256 {
+            q.pop_front();
+        }
+        q.push_back((now, p.from, p.payload.clone()));
+        false
+    }
 }
 
 /// Reads `socket` into `tx` until the task is aborted or the interface's
 /// task is gone.
-fn spawn_reader(socket: AdvertSocket, tx: mpsc::Sender<Packet>) -> JoinHandle<()> {
+fn spawn_reader(socket: AdvertSocket, tx: mpsc::Sender<Packet>, via_vmac: bool) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 2048];
         let mut errors = 0u32;
@@ -198,6 +243,7 @@ fn spawn_reader(socket: AdvertSocket, tx: mpsc::Sender<Packet>) -> JoinHandle<()
                         from: r.from,
                         to: r.to,
                         ttl: r.ttl,
+                        via_vmac,
                     };
                     // Full: the interface task is behind; VRRP tolerates
                     // a lost advert (three make a master down).
@@ -285,6 +331,8 @@ struct InterfaceRun {
     /// base interface; without this reader the two masters would never
     /// hear each other.
     vmac_readers: Vec<Option<JoinHandle<()>>>,
+    /// Copies of one frame read on both the base and a macvlan.
+    twins: Twins,
     /// Per router, what it does with traffic that reaches it while Backup.
     backup: Vec<BackupTraffic>,
     /// `set vridParam -sendToMaster`.
@@ -529,6 +577,7 @@ impl InterfaceRun {
         let backup = (0..links.len()).map(|_| BackupTraffic::Off).collect();
         Ok(InterfaceRun {
             backup,
+            twins: Twins::default(),
             send_to_master: settings.params.send_to_master,
             site_ip: None,
             iface,
@@ -566,7 +615,7 @@ impl InterfaceRun {
         };
         let readers: Vec<JoinHandle<()>> = std::mem::take(&mut self.sockets)
             .into_iter()
-            .map(|s| spawn_reader(s, self.packets.clone()))
+            .map(|s| spawn_reader(s, self.packets.clone(), false))
             .collect();
         let mut track_tick = tokio::time::interval(TRACK_EVERY);
         loop {
@@ -612,6 +661,9 @@ impl InterfaceRun {
     }
 
     fn received(&mut self, p: Packet, now: Duration) {
+        if self.twins.is_twin(&p, now) {
+            return;
+        }
         let dst = p.to.unwrap_or_else(|| Family::of(p.from).group());
         if let Some((id, actions)) = self.routers.received(&p.payload, p.ttl, p.from, dst, now) {
             self.perform(id, actions);
@@ -808,7 +860,7 @@ fn vmac_reader(
         }
     });
     match opened {
-        Ok(socket) => Some(spawn_reader(socket, tx.clone())),
+        Ok(socket) => Some(spawn_reader(socket, tx.clone(), true)),
         Err(e) => {
             warn!(interface = name, error = %e, "cannot listen for VRRP on the virtual MAC interface");
             None

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use sextant_test_support::dns::{Dns, RecordType, a_records, build_query};
 use sextant_test_support::vrrp_lab::{CLIENT_IP, Instance, Lab, vip, virtual_mac};
-use sextant_test_support::vrrp_sextant::{SextantNode, WWW, WWW_ANSWER, node_config};
+use sextant_test_support::vrrp_sextant::{SextantNode, WWW, WWW_ANSWER, eventually, node_config};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sextant");
 const INTERVAL: Duration = Duration::from_millis(100);
@@ -20,27 +20,6 @@ fn bin() -> &'static Path {
 
 fn v(k: u8) -> IpAddr {
     IpAddr::V4(vip(k))
-}
-
-/// Waits until `check` holds, or panics with the last reason and the logs.
-fn eventually(
-    within: Duration,
-    what: &str,
-    mut check: impl FnMut() -> Result<(), String>,
-    logs: impl Fn() -> String,
-) {
-    let start = Instant::now();
-    let mut last;
-    loop {
-        match check() {
-            Ok(()) => return,
-            Err(e) => last = e,
-        }
-        if start.elapsed() > within {
-            panic!("{what}: still not after {within:?}: {last}\n{}", logs());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The client asks for www over DNS to `vip`, from inside its namespace.
@@ -766,15 +745,23 @@ fn an_ipv6_vip_is_elected_and_handed_over() {
         "{}",
         logs(&[&ns1, &ns2])
     );
-    let master = ns2.vrrp(&lab).expect("vrrp");
-    let seen = master
-        .vrids
-        .iter()
-        .find(|r| r.vrid == 7)
-        .and_then(|r| r.master.clone());
-    assert!(
-        seen.as_deref().is_some_and(|m| m.starts_with("fe80:")),
-        "master by its link-local address: {seen:?}"
+    // NS2 names the master by its link-local address once it heard it.
+    eventually(
+        Duration::from_secs(2),
+        "NS2 names the master",
+        || {
+            let seen = ns2
+                .vrrp(&lab)?
+                .vrids
+                .into_iter()
+                .find(|r| r.vrid == 7)
+                .and_then(|r| r.master);
+            match seen {
+                Some(m) if m.starts_with("fe80:") => Ok(()),
+                other => Err(format!("master {other:?}")),
+            }
+        },
+        || ns2.log(),
     );
     ns1.stop_graceful();
     eventually(
