@@ -56,9 +56,12 @@ for IMPL in "${impls[@]}"; do
         2> >(tee "$OUT/vrrp-failover-$IMPL.log" >&2) | tee "$OUT/vrrp-failover-$IMPL.txt"
 done
 
-if [[ ",$IMPLS," == *,keepalived,* && ",$IMPLS," == *,sextant,* ]]; then
+# Side by side whenever both have a table (one may come from an earlier
+# run: IMPL=sextant after a change re-measures Sextant only).
+if [ -f "$OUT/vrrp-failover-sextant.tsv" ] && [ -f "$OUT/vrrp-failover-keepalived.tsv" ]; then
     echo
     echo "sextant / keepalived (longest gap; median of the trials, and the worst trial)"
+    echo "(tables of $(date -r "$OUT/vrrp-failover-sextant.tsv" '+%F %T') and $(date -r "$OUT/vrrp-failover-keepalived.tsv" '+%F %T'))"
     printf '%8s  %-8s  %-4s  %18s  %18s  %18s  %18s\n' interval failure vmac \
         "failover median" "failover worst" "failback median" "failback worst"
     join -t $'\t' \
