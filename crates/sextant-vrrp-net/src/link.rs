@@ -315,6 +315,13 @@ fn create_vmac(
         // promote_secondaries=1: removing the first VIP of a subnet must
         // not remove the others of that subnet.
         set_sysctl(&format!("{conf4}/promote_secondaries"), "1")?;
+        // disable_ipv6=1: an IPv4 VRID's macvlan must send nothing of its
+        // own. With IPv6 on, every time it comes up (takeover, or a cable
+        // back under a macvlan left up by a crash) it sends DAD, MLD and
+        // router solicitations from the shared virtual MAC, which teach the
+        // switch the virtual MAC's port before or after the master's
+        // gratuitous ARP (measured: a 0.65 s loss on failback at 1 s).
+        set_sysctl(&format!("net/ipv6/conf/{name}/disable_ipv6"), "1")?;
     } else {
         // addr_gen_mode=1 (none): no EUI-64 link-local from the virtual
         // MAC, which would be the same on every node of the VRID and fail

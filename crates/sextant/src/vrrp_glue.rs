@@ -704,6 +704,7 @@ impl InterfaceRun {
     fn perform(&mut self, id: RouterId, actions: Vec<Action>) {
         let vrid = self.routers.config(id).map_or(0, |c| c.machine.vrid);
         let iface = self.iface.name.clone();
+        let mut open_reader = false;
         for action in actions {
             let (Some(link), Some(vips)) = (self.links.get_mut(id), self.vips.get(id)) else {
                 return;
@@ -714,9 +715,9 @@ impl InterfaceRun {
                     None => Ok(()),
                 },
                 Action::TakeAddresses => link.take_addresses(vips).map(|()| {
-                    if let Some(slot) = self.vmac_readers.get_mut(id) {
-                        *slot = vmac_reader(link, &self.iface, &self.packets);
-                    }
+                    // Opened once the whole step is done: the gratuitous
+                    // ARPs that follow must not wait for a socket.
+                    open_reader = true;
                     if let Some(site) = self.site_ip.as_deref()
                         && vips.iter().any(|v| v.ip == site.0)
                     {
@@ -765,6 +766,16 @@ impl InterfaceRun {
             if let Err(e) = result {
                 error!(interface = %iface, vrid, error = %e, "VRRP {action:?} failed");
             }
+        }
+        // Still master (a later action may have given the VIPs up again).
+        if open_reader
+            && self.routers.state(id) == Some(State::Master)
+            && let (Some(link), Some(slot)) = (self.links.get(id), self.vmac_readers.get_mut(id))
+        {
+            if let Some(old) = slot.take() {
+                old.abort();
+            }
+            *slot = vmac_reader(link, &self.iface, &self.packets);
         }
     }
 

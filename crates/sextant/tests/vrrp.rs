@@ -835,3 +835,37 @@ fn a_node_whose_dns_is_broken_gives_its_vip_up() {
         "NS2 keeps VIP1 during NS1's hold-down"
     );
 }
+
+/// A hard failure and a return, as a reboot does it: the master is killed
+/// with its link cut (its macvlan and VIP left behind, the VIP then
+/// cleared), comes back and preempts, and keeps the VIP: its leftover
+/// virtual-MAC interface is taken over, and its DNS self-probe through the
+/// VIP succeeds, so it does not give the VIP up again.
+#[test]
+fn a_master_back_from_a_hard_failure_keeps_the_vip() {
+    let Some(lab) = Lab::new("hard", 2) else {
+        return;
+    };
+    let a = [Instance::new(1, 200, INTERVAL, v(1)).vmac(true)];
+    let b = [Instance::new(1, 100, INTERVAL, v(1)).vmac(true)];
+    let mut ns1 = SextantNode::start(&lab, bin(), 0, &node_config(&a, ""));
+    let ns2 = SextantNode::start(&lab, bin(), 1, &node_config(&b, ""));
+    expect_masters(&lab, &[&ns1, &ns2], &[(1, 0)], Duration::from_secs(5));
+    lab.link_down(0);
+    ns1.kill();
+    expect_masters(&lab, &[&ns2], &[(1, 1)], Duration::from_secs(3));
+    lab.remove_addr(0, v(1));
+    lab.link_up(0);
+    let ns1 = SextantNode::start(&lab, bin(), 0, &node_config(&a, ""));
+    expect_masters(&lab, &[&ns1, &ns2], &[(1, 0)], Duration::from_secs(5));
+    sextant_test_support::vrrp_sextant::always(
+        Duration::from_secs(3),
+        "NS1 keeps VIP1",
+        || match lab.owners(v(1)).as_slice() {
+            [0] => Ok(()),
+            other => Err(format!("owners {other:?}")),
+        },
+        || logs(&[&ns1, &ns2]),
+    );
+    assert!(!ns1.log().contains("does not answer"), "{}", ns1.log());
+}
