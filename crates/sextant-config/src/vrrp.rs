@@ -88,7 +88,8 @@ pub(crate) struct VridBinding {
 #[derive(Debug, Default)]
 pub(crate) struct DraftVrrp {
     pub params: VrrpParams,
-    /// The line that last set the hello or dead interval.
+    /// The line that set the dead interval: only a dead interval given in
+    /// the file is checked against the hello interval.
     pub interval_line: Option<usize>,
     /// `set vridParam` / `[vrrp]`, for messages about the intervals.
     pub params_context: Option<Arc<str>>,

@@ -410,7 +410,7 @@ fn dead_interval_range_and_warning() {
         3,
         &["[vrrp]: dead_interval: 2m is out of range; expected 1 to 60 s"],
     );
-    // Not 3 × helloInterval: a warning at the line that set the intervals.
+    // Not 3 × helloInterval: a warning at the line that set the dead interval.
     let m = conf("add gslb site s 10.0.0.1\nset vridParam -deadInterval 5\n");
     assert_eq!(m.vrrp.params.dead_interval, Duration::from_secs(5));
     assert_eq!(
@@ -419,7 +419,11 @@ fn dead_interval_range_and_warning() {
             "t.conf:2: set vridParam: -deadInterval 5s is not 3 × -helloInterval (3s); VRRPv3 backups take over after Master_Down_Interval = 3 × the advertised interval + skew, so RFC 5798 peers (keepalived) wait about 3s whatever -deadInterval says"
         ]
     );
+    // A hello interval alone leaves the default dead interval unchecked:
+    // the file did not say it.
     let m = conf("set vridParam -helloInterval 100\n");
+    assert!(m.warnings.is_empty(), "{:#?}", m.warnings);
+    let m = conf("set vridParam -helloInterval 100 -deadInterval 3\n");
     assert_eq!(m.warnings.len(), 1, "{:#?}", m.warnings);
     assert!(m.warnings[0].starts_with(
         "t.conf:1: set vridParam: -deadInterval 3s is not 3 × -helloInterval (300ms)"

@@ -301,7 +301,6 @@ pub(super) fn set_param(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
                 }
             }
             "helloInterval" => {
-                r.draft.vrrp.interval_line = Some(line);
                 if let Some(d) =
                     checked_duration(r, line, &ctx, o, Unit::Millis, vrrp::hello_interval)
                 {

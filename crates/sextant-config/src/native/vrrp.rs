@@ -94,15 +94,12 @@ impl Native<'_> {
             p.virtual_mac = b;
         }
         if let Some(s) = &v.hello_interval {
-            self.draft.vrrp.interval_line = Some(self.at(s));
             if let Some(d) = self.vrrp_duration(&ctx, "hello_interval", s, vrrp::hello_interval) {
                 self.draft.vrrp.params.hello_interval = d;
             }
         }
         if let Some(s) = &v.dead_interval {
-            let at = self.at(s);
-            let line = self.draft.vrrp.interval_line.map_or(at, |l| l.max(at));
-            self.draft.vrrp.interval_line = Some(line);
+            self.draft.vrrp.interval_line = Some(self.at(s));
             if let Some(d) = self.vrrp_duration(&ctx, "dead_interval", s, vrrp::dead_interval) {
                 self.draft.vrrp.params.dead_interval = d;
             }
