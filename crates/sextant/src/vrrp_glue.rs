@@ -28,6 +28,12 @@ use tracing::{error, info, warn};
 /// Gratuitous ARPs / unsolicited NAs per announcement (a second burst
 /// follows one advert interval later, see `sextant_vrrp::machine`).
 const ANNOUNCE_BURST: usize = 3;
+/// After taking a VIP, single gratuitous ARPs / NAs this long after the
+/// burst: the old master may send a frame from the shared virtual MAC (an
+/// advert or ARP reply already on its way) just after our burst and teach
+/// the switch its port again; these undo that within milliseconds instead
+/// of an advert interval.
+const LATE_ANNOUNCES: [Duration; 2] = [Duration::from_millis(10), Duration::from_millis(50)];
 /// How often tracked objects and tracked interfaces are looked at.
 const TRACK_EVERY: Duration = Duration::from_millis(100);
 
@@ -333,6 +339,11 @@ struct InterfaceRun {
     vmac_readers: Vec<Option<JoinHandle<()>>>,
     /// Copies of one frame read on both the base and a macvlan.
     twins: Twins,
+    /// When the task started: `now` is measured from it.
+    origin: Instant,
+    /// Single announcements still due after a takeover (see
+    /// [`LATE_ANNOUNCES`]), by deadline.
+    late_announces: Vec<(Duration, RouterId)>,
     /// Per router, what it does with traffic that reaches it while Backup.
     backup: Vec<BackupTraffic>,
     /// `set vridParam -sendToMaster`.
@@ -578,6 +589,8 @@ impl InterfaceRun {
         Ok(InterfaceRun {
             backup,
             twins: Twins::default(),
+            origin: Instant::now(),
+            late_announces: Vec::new(),
             send_to_master: settings.params.send_to_master,
             site_ip: None,
             iface,
@@ -600,7 +613,8 @@ impl InterfaceRun {
         view: Arc<VrrpView>,
         mut stop: watch::Receiver<bool>,
     ) {
-        let origin = Instant::now();
+        self.origin = Instant::now();
+        let origin = self.origin;
         let now = || origin.elapsed();
         // Tracked states first, so that a node that cannot answer yet
         // starts with priority 0 and never takes a VIP it cannot serve.
@@ -623,6 +637,7 @@ impl InterfaceRun {
                 .routers
                 .ids()
                 .filter_map(|id| self.routers.next_timer(id))
+                .chain(self.late_announces.iter().map(|(at, _)| *at))
                 .min();
             let wake = tokio::select! {
                 Some(p) = inbox.recv() => Wake::Packet(p),
@@ -634,6 +649,7 @@ impl InterfaceRun {
                 Wake::Packet(p) => self.received(p, now()),
                 Wake::Timer => {
                     let t = now();
+                    self.late_announce(t);
                     for id in self.routers.ids() {
                         if self.routers.next_timer(id).is_some_and(|d| d <= t) {
                             let actions = self.routers.timer(id, t);
@@ -767,6 +783,11 @@ impl InterfaceRun {
                 error!(interface = %iface, vrid, error = %e, "VRRP {action:?} failed");
             }
         }
+        if open_reader {
+            let t = self.origin.elapsed();
+            self.late_announces
+                .extend(LATE_ANNOUNCES.iter().map(|d| (t + *d, id)));
+        }
         // Still master (a later action may have given the VIPs up again).
         if open_reader
             && self.routers.state(id) == Some(State::Master)
@@ -776,6 +797,25 @@ impl InterfaceRun {
                 old.abort();
             }
             *slot = vmac_reader(link, &self.iface, &self.packets);
+        }
+    }
+
+    /// Sends the late announcements due at `now`, for routers still master.
+    fn late_announce(&mut self, now: Duration) {
+        let (due, later): (Vec<_>, Vec<_>) = self
+            .late_announces
+            .drain(..)
+            .partition(|(at, _)| *at <= now);
+        self.late_announces = later;
+        for (_, id) in due {
+            if self.routers.state(id) != Some(State::Master) {
+                continue;
+            }
+            if let (Some(link), Some(vips)) = (self.links.get_mut(id), self.vips.get(id))
+                && let Err(e) = link.announce(vips)
+            {
+                warn!(interface = %self.iface.name, error = %e, "VRRP late announcement failed");
+            }
         }
     }
 

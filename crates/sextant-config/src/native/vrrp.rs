@@ -93,10 +93,10 @@ impl Native<'_> {
         if let Some(b) = v.virtual_mac {
             p.virtual_mac = b;
         }
-        if let Some(s) = &v.hello_interval {
-            if let Some(d) = self.vrrp_duration(&ctx, "hello_interval", s, vrrp::hello_interval) {
-                self.draft.vrrp.params.hello_interval = d;
-            }
+        if let Some(s) = &v.hello_interval
+            && let Some(d) = self.vrrp_duration(&ctx, "hello_interval", s, vrrp::hello_interval)
+        {
+            self.draft.vrrp.params.hello_interval = d;
         }
         if let Some(s) = &v.dead_interval {
             self.draft.vrrp.interval_line = Some(self.at(s));
