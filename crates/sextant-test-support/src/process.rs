@@ -108,7 +108,7 @@ pub fn output_text(out: &Output) -> String {
 
 /// The child gets SIGKILL if the thread that spawns it dies without running
 /// destructors (a test killed by a timeout), so no server outlives its test.
-fn die_with_parent(cmd: &mut Command) -> &mut Command {
+pub(crate) fn die_with_parent(cmd: &mut Command) -> &mut Command {
     // SAFETY: prctl(2) only, between fork and exec.
     unsafe {
         cmd.pre_exec(|| {

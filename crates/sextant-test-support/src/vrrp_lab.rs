@@ -154,7 +154,7 @@ impl Host {
             .stdin(Stdio::null())
             .stdout(file.try_clone().expect("dup log"))
             .stderr(file);
-        die_with_parent(&mut cmd);
+        crate::process::die_with_parent(&mut cmd);
         let child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {args:?} in {}: {e}", self.ns.name));
@@ -166,19 +166,6 @@ impl Host {
     }
 }
 
-/// The child gets SIGKILL if the thread that spawned it dies without
-/// running destructors (a test killed by a timeout).
-fn die_with_parent(cmd: &mut Command) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: prctl(2) only, between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    cmd
-}
 
 /// A process started by [`Host::spawn`]; on drop it gets SIGTERM, then
 /// SIGKILL if it is still there after 5 s (by PID).
