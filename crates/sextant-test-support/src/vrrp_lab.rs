@@ -166,7 +166,6 @@ impl Host {
     }
 }
 
-
 /// A process started by [`Host::spawn`]; on drop it gets SIGTERM, then
 /// SIGKILL if it is still there after 5 s (by PID).
 pub struct NodeChild {

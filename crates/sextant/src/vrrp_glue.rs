@@ -29,11 +29,18 @@ use tracing::{error, info, warn};
 /// follows one advert interval later, see `sextant_vrrp::machine`).
 const ANNOUNCE_BURST: usize = 3;
 /// After taking a VIP, single gratuitous ARPs / NAs this long after the
-/// burst: the old master may send a frame from the shared virtual MAC (an
-/// advert or ARP reply already on its way) just after our burst and teach
-/// the switch its port again; these undo that within milliseconds instead
-/// of an advert interval.
-const LATE_ANNOUNCES: [Duration; 2] = [Duration::from_millis(10), Duration::from_millis(50)];
+/// burst. The old master lets go within a few milliseconds of our advert,
+/// but what it sends from the shared virtual MAC in that time (an advert,
+/// replies to traffic already on its way) teaches the switch its port
+/// again; these undo that within milliseconds instead of an advert
+/// interval, so the first come densely.
+const LATE_ANNOUNCES: [Duration; 5] = [
+    Duration::from_millis(2),
+    Duration::from_millis(5),
+    Duration::from_millis(10),
+    Duration::from_millis(20),
+    Duration::from_millis(50),
+];
 /// How often tracked objects and tracked interfaces are looked at.
 const TRACK_EVERY: Duration = Duration::from_millis(100);
 
