@@ -619,7 +619,10 @@ fn arp_probe(mac: [u8; 6], target: Ipv4Addr, wait: Duration) -> Vec<[u8; 6]> {
         }
         let op = u16::from_be_bytes([buf[6], buf[7]]);
         let spa = Ipv4Addr::new(buf[14], buf[15], buf[16], buf[17]);
-        if op == 2 && spa == target {
+        // An answer to this probe is addressed to the client; gratuitous
+        // replies (a new master's announcements) are addressed to the VIP.
+        let tpa = Ipv4Addr::new(buf[24], buf[25], buf[26], buf[27]);
+        if op == 2 && spa == target && tpa == CLIENT_IP {
             macs.push(buf[8..14].try_into().expect("6 bytes"));
         }
     }
