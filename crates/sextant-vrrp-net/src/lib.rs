@@ -107,32 +107,23 @@ fn hint(e: &io::Error) -> &'static str {
 /// answering ARP for it, which stays the master's job.
 pub fn add_local_address(name: &str, vip: &Vip) -> Result<(), NetError> {
     let index = ifaddrs::index(name)?;
-    let mut nl = netlink::Netlink::open().map_err(|source| NetError::Socket {
-        name: name.to_owned(),
-        op: "open a netlink socket",
-        source,
-    })?;
-    match nl.add_address(index, vip.ip, vip.prefix_len) {
-        Err(e) if e.raw_os_error() != Some(libc::EEXIST) => Err(NetError::Address {
-            vip: *vip,
-            name: name.to_owned(),
-            op: "add",
-            source: e,
-        }),
-        _ => Ok(()),
-    }
+    link::add_address(&mut open_netlink(name)?, index, name, vip)
 }
 
 /// Removes `vip` from interface `name`, idempotently: a VIP that is not
 /// there is not an error.
 pub fn remove_local_address(name: &str, vip: &Vip) -> Result<(), NetError> {
     let index = ifaddrs::index(name)?;
-    let mut nl = netlink::Netlink::open().map_err(|source| NetError::Socket {
+    link::delete_address(&mut open_netlink(name)?, index, name, vip)
+}
+
+/// A netlink socket for changes to interface `name`.
+fn open_netlink(name: &str) -> Result<netlink::Netlink, NetError> {
+    netlink::Netlink::open().map_err(|source| NetError::Socket {
         name: name.to_owned(),
         op: "open a netlink socket",
         source,
-    })?;
-    link::delete_address(&mut nl, index, name, vip)
+    })
 }
 
 /// Whether `ip` is an IPv6 link-local unicast address (fe80::/10).

@@ -455,7 +455,12 @@ impl Link for LinuxLink {
 }
 
 /// RTM_NEWADDR, idempotently: an address already there is not an error.
-fn add_address(nl: &mut Netlink, index: u32, name: &str, vip: &Vip) -> Result<(), NetError> {
+pub(crate) fn add_address(
+    nl: &mut Netlink,
+    index: u32,
+    name: &str,
+    vip: &Vip,
+) -> Result<(), NetError> {
     match nl.add_address(index, vip.ip, vip.prefix_len) {
         Err(e) if e.raw_os_error() != Some(libc::EEXIST) => Err(NetError::Address {
             vip: *vip,

@@ -368,7 +368,7 @@ struct InterfaceRun {
 /// Starts VRRP for `model`'s VRIDs, or returns None when it has none.
 /// `dns_serving` says whether this node's DNS listeners are answering.
 pub fn start(
-    model: &Model,
+    model: &Arc<Model>,
     dns: Arc<DnsShared>,
     dns_serving: Arc<AtomicBool>,
     view: Arc<VrrpView>,
@@ -402,7 +402,7 @@ pub fn start(
             // link up): wait for it rather than refuse to start.
             Err(e) if address_not_ready(&e) => {
                 warn!(interface = %name, error = %format!("{e:#}"), "VRRP waits for the interface's address (IPv6 DAD?)");
-                Err(Arc::new(model.clone()))
+                Err(Arc::clone(model))
             }
             Err(e) => return Err(e.context(format!("cannot start VRRP on {name}"))),
         };
