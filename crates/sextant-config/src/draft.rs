@@ -123,6 +123,8 @@ pub(crate) struct DraftRpcNode {
     pub line: usize,
     pub password: Option<String>,
     pub secure: Option<bool>,
+    /// `-srcIP`: `None` when not given or `*`.
+    pub source_ip: Option<IpAddr>,
 }
 
 #[derive(Debug)]

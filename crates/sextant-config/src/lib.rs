@@ -22,6 +22,7 @@ mod locations;
 mod native;
 mod no_effect;
 mod scalar;
+mod scope;
 mod validate;
 mod vrrp;
 
@@ -33,6 +34,11 @@ pub use error::{ConfigError, ConfigErrors};
 
 use draft::Syntax;
 use error::Diag;
+
+/// The start of a password that `sextant import` wrote in place of one the
+/// appliance saved encrypted with its own key: `sextant check` warns about
+/// it, and metric exchange never authenticates with it.
+pub const REENTER_PREFIX: &str = "SEXTANT-REENTER-";
 
 /// Reads and validates a configuration file. The extension picks the
 /// syntax: `.conf` is the appliance's command syntax, `.toml` the native one.

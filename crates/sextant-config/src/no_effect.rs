@@ -105,6 +105,110 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
     ),
     row(
         Scope::Service,
+        "sitePersistence",
+        "-sitePersistence",
+        None,
+        Why::NotApplicable,
+        "the appliance's site persistence proxies or redirects HTTP traffic by a site cookie, in its data path; a DNS-only GSLB never sees that traffic: for stickiness at the DNS level, give the vserver -persistenceType SOURCEIP (docs/migrating.md)",
+    ),
+    row(
+        Scope::Service,
+        "cookieTimeout",
+        "-cookieTimeout",
+        None,
+        Why::NotApplicable,
+        "it times the cookie of site persistence, which lives in the appliance's HTTP data path",
+    ),
+    row(
+        Scope::Service,
+        "sitePrefix",
+        "-sitePrefix",
+        None,
+        Why::NotApplicable,
+        "it names the host of HTTP-redirect site persistence, which lives in the appliance's HTTP data path",
+    ),
+    row(
+        Scope::Service,
+        "maxBandwidth",
+        "-maxBandwidth",
+        None,
+        Why::NotYet,
+        "Sextant does not measure a service's bandwidth against a limit, so a service is never left out for exceeding it",
+    ),
+    row(
+        Scope::Service,
+        "monThreshold",
+        "-monThreshold",
+        None,
+        Why::NotYet,
+        "monitor weights are not summed: a service is UP when all its bound monitors say UP",
+    ),
+    row(
+        Scope::Service,
+        "maxAAAUsers",
+        "-maxAAAUsers",
+        None,
+        Why::NotApplicable,
+        "it limits the appliance's VPN users",
+    ),
+    row(
+        Scope::Service,
+        "hashId",
+        "-hashId",
+        None,
+        Why::NotYet,
+        "source-IP hashing keys on the service's position, not on a configured hash ID",
+    ),
+    row(
+        Scope::VServer,
+        "considerEffectiveState",
+        "-considerEffectiveState",
+        None,
+        Why::NotYet,
+        "a service's state is its own (by monitors or metric exchange); the effective state of the virtual server behind a remote service is not consulted separately",
+    ),
+    row(
+        Scope::VServer,
+        "disablePrimaryOnDown",
+        "-disablePrimaryOnDown",
+        None,
+        Why::NotYet,
+        "when the primary vserver comes back, answers return to it at once",
+    ),
+    row(
+        Scope::VServer,
+        "dynamicWeight",
+        "-dynamicWeight",
+        None,
+        Why::NotYet,
+        "weights are the configured ones; they are not scaled by service counts",
+    ),
+    row(
+        Scope::VServer,
+        "ecsAddrValidation",
+        "-ecsAddrValidation",
+        None,
+        Why::NotYet,
+        "an ECS subnet is taken as given; private or loopback subnets are not replaced by the source address",
+    ),
+    row(
+        Scope::VServer,
+        "toggleorder",
+        "-toggleorder",
+        None,
+        Why::NotYet,
+        "order-based selection is not implemented; services are chosen by the vserver's method",
+    ),
+    row(
+        Scope::VServer,
+        "orderthreshold",
+        "-orderthreshold",
+        None,
+        Why::NotYet,
+        "order-based selection is not implemented; services are chosen by the vserver's method",
+    ),
+    row(
+        Scope::Service,
         "cip",
         "-cip",
         None,
@@ -417,8 +521,10 @@ set gslb parameter -automaticConfigSync ENABLED -ldnsEntryTimeout 60 -RTTToleran
 set gslb parameter -ldnsProbeOrder DNS -dropLdnsReq ENABLED -ldnsProbeInterval 10 -ldnsProbeTimeout 3
 set lb monitor ldns-ping -interval 10
 add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -publicPort 8080 -maxClient 100 -cip ENABLED -cipHeader X
+set gslb service s1 -sitePersistence ConnectionProxy -cookieTimeout 5 -sitePrefix x -maxBandwidth 10 -monThreshold 1 -maxAAAUsers 0 -hashId 3
 set gslb service s1 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED
 add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog DISABLED
+set gslb vserver vs -considerEffectiveState STATE_ONLY -disablePrimaryOnDown ENABLED -dynamicWeight SERVICECOUNT -ecsAddrValidation ENABLED -toggleorder ASCENDING -orderthreshold 50
 add lb monitor m TCP -LRTM ENABLED
 add vrid 1
 bind vrid 1 -ifnum eth0

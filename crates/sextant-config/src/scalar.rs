@@ -275,3 +275,33 @@ mod tests {
         assert!(int_value_in(-1, 0, 5).is_err());
     }
 }
+
+/// Levenshtein distance between two strings, by characters: how far a
+/// misspelt command or option is from the one meant.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod edit_distance_tests {
+    use super::edit_distance;
+
+    #[test]
+    fn counts_single_edits() {
+        assert_eq!(edit_distance("add gslb vsrever", "add gslb vserver"), 2);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+        assert_eq!(edit_distance("add servce", "add service"), 1);
+    }
+}

@@ -689,6 +689,7 @@ impl Validator<'_> {
                 ip: n.ip,
                 password: n.password.clone(),
                 secure: n.secure.unwrap_or(false),
+                source_ip: n.source_ip,
             });
         }
     }

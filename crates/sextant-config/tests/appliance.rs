@@ -320,7 +320,29 @@ fn unknown_command_and_option() {
         7,
         &[
             "unknown command \"add lb vserver\"",
-            "supported commands: add gslb site",
+            "configures load balancing, outside Sextant's scope",
+            "run `sextant import FILE -o OUT.conf`",
+        ],
+    );
+    // The command is named by its words, not by the object's name.
+    one_error(
+        "bind serviceGroup sg_web srv1 80\n",
+        1,
+        &["unknown command \"bind serviceGroup\"", "sextant import"],
+    );
+    // A misspelt command gets the nearest one, not a list of all.
+    one_error(
+        "add gslb vsrever vs HTTP\n",
+        1,
+        &["unknown command \"add gslb vsrever\"; did you mean \"add gslb vserver\"?"],
+    );
+    // A line that continues the one before.
+    one_error(
+        "add gslb site s1 10.0.0.1\n    -publicIP 1.2.3.4\n",
+        2,
+        &[
+            "this line starts with the option \"-publicIP\", not a command",
+            "join the two lines",
         ],
     );
     one_error(
@@ -793,17 +815,27 @@ fn system_commands() {
             rpc_nodes: vec![sextant_core::RpcNode {
                 ip: ip("10.0.0.2"),
                 password: Some("s3cret".into()),
-                secure: true
+                secure: true,
+                source_ip: None,
             }],
             ..Model::default()
         }
     );
-    one_error(
-        "enable ns feature GSLB CS\n",
-        1,
-        &["feature \"CS\" has no meaning"],
+    // Saved files list every feature and mode the appliance runs.
+    ok(
+        "enable ns feature WL SP LB CS SSL GSLB REWRITE RESPONDER\nenable ns mode FR L3 Edge USNIP PMTUD\n",
     );
-    one_error("enable ns mode FR L3\n", 1, &["appliance modes (FR L3)"]);
+    // A password the appliance encrypted with its own key cannot be read.
+    one_error(
+        "set ns rpcNode 10.0.0.2 -password 8d2f6a0c1b -encrypted -encryptmethod ENCMTHD_3 -kek -suffix 2026_11_30_10_00_00 -srcIP *\n",
+        1,
+        &["encrypted with the appliance's own key", "sextant import"],
+    );
+    // The importer's placeholder is accepted, with a warning.
+    let m =
+        ok("set ns rpcNode 10.0.0.2 -password SEXTANT-REENTER-rpcNode-10.0.0.2 -srcIP 10.0.0.1\n");
+    assert_eq!(m.rpc_nodes[0].source_ip, Some(ip("10.0.0.1")));
+    assert!(m.warnings[0].contains("placeholder"), "{:?}", m.warnings);
     one_error("set ns rpcNode 10.0.0.x -password p\n", 1, &["IP"]);
     one_error("set ns rpcNode 10.0.0.2 -secure MAYBE\n", 1, &["YES or NO"]);
 }

@@ -55,16 +55,19 @@ fn rpc_nodes_are_stored_and_merged_per_ip() {
                 ip: ip("10.0.0.1"),
                 password: Some("second".into()),
                 secure: true,
+                source_ip: None,
             },
             RpcNode {
                 ip: ip("10.0.0.2"),
                 password: None,
                 secure: true,
+                source_ip: None,
             },
             RpcNode {
                 ip: ip("2001:db8::1"),
                 password: Some("v6".into()),
                 secure: false,
+                source_ip: None,
             },
         ]
     );
@@ -111,11 +114,13 @@ fn rpc_nodes_in_toml() {
                 ip: ip("10.0.0.1"),
                 password: Some("s3cret".into()),
                 secure: true,
+                source_ip: None,
             },
             RpcNode {
                 ip: ip("10.0.0.2"),
                 password: None,
                 secure: false,
+                source_ip: None,
             },
         ]
     );

@@ -155,6 +155,10 @@ pub struct RpcNode {
     pub password: Option<String>,
     /// Use the TLS variant (port `mep_secure_port`) to and from this node.
     pub secure: bool,
+    /// The source address of connections to this node (`-srcIP`); `None`
+    /// connects from the local site IP. The peer knows a site by its site
+    /// IP or public IP, so this must be one of those behind NAT.
+    pub source_ip: Option<IpAddr>,
 }
 
 impl std::fmt::Debug for RpcNode {
@@ -163,6 +167,7 @@ impl std::fmt::Debug for RpcNode {
             .field("ip", &self.ip)
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("secure", &self.secure)
+            .field("source_ip", &self.source_ip)
             .finish()
     }
 }

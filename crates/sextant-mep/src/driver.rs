@@ -2053,9 +2053,16 @@ impl Inner {
             return None;
         }
         let d = self.dialers.get(k).filter(|d| d.token == token)?;
+        // `set ns rpcNode PEER -srcIP IP` picks the source address towards
+        // that peer; the site IP otherwise.
+        let local_ip = self
+            .cfg
+            .rpc(d.plan.site.ip)
+            .and_then(|n| n.source_ip)
+            .unwrap_or(self.cfg.local.ip);
         Some(Attempt {
             plan: d.plan.clone(),
-            local_ip: self.cfg.local.ip,
+            local_ip,
             timeout: self.cfg.timeout,
         })
     }

@@ -116,6 +116,9 @@ pub(crate) fn list(specs: &[OptSpec]) -> String {
         .join(", ")
 }
 
+/// `-comment "text"`, accepted on every command as on the appliance.
+const COMMENT: OptSpec = opt("comment", Arity::One);
+
 fn is_unit_word(t: &Token) -> bool {
     !t.quoted && Unit::from_appliance_word(&t.text).is_some()
 }
@@ -162,7 +165,12 @@ pub(crate) fn parse<'t>(
             );
             continue;
         };
-        let Some(spec) = specs.iter().find(|s| s.name.eq_ignore_ascii_case(&name)) else {
+        // The appliance takes a comment on every object; it is for people.
+        let spec = specs
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(&name))
+            .or_else(|| name.eq_ignore_ascii_case("comment").then_some(&COMMENT));
+        let Some(spec) = spec else {
             args.unknown = true;
             if specs.is_empty() {
                 diag.error(

@@ -8,25 +8,73 @@ use crate::draft::{DEFAULT_NS_TTL, DraftZone, MAX_TTL, default_soa};
 use crate::lexer::Token;
 use crate::scalar;
 
-/// `add service NAME IP ADNS|ADNS_TCP PORT`: Sextant listens on IP:PORT for
-/// DNS over both UDP and TCP, whichever of the two types is given.
+/// Options the appliance saves on every `add service` line. On an ADNS
+/// service they configure the appliance's connection handling, which a DNS
+/// listener does not have; they are checked for form and otherwise have no
+/// effect (docs/config.md, "DNS listeners").
+const SERVICE_OPTS: &[OptSpec] = &[
+    opt("gslb", Arity::One),
+    opt("maxClient", Arity::One),
+    opt("maxReq", Arity::One),
+    opt("cip", Arity::Many),
+    opt("usip", Arity::One),
+    opt("useproxyport", Arity::One),
+    opt("sp", Arity::One),
+    opt("rtspSessionidRemap", Arity::One),
+    opt("cltTimeout", Arity::One),
+    opt("svrTimeout", Arity::One),
+    opt("CKA", Arity::One),
+    opt("TCPB", Arity::One),
+    opt("CMP", Arity::One),
+    opt("maxBandwidth", Arity::One),
+    opt("accessDown", Arity::One),
+    opt("monThreshold", Arity::One),
+    opt("state", Arity::One),
+    opt("downStateFlush", Arity::One),
+    opt("td", Arity::One),
+    opt("appflowLog", Arity::One),
+    opt("healthMonitor", Arity::One),
+    opt("cacheable", Arity::One),
+    opt("pathMonitor", Arity::One),
+    opt("pathMonitorIndv", Arity::One),
+    opt("serverID", Arity::One),
+    opt("hashId", Arity::One),
+    opt("netProfile", Arity::One),
+    opt("tcpProfileName", Arity::One),
+    opt("httpProfileName", Arity::One),
+    opt("dnsProfileName", Arity::One),
+    opt("processLocal", Arity::One),
+    opt("monConnectionClose", Arity::One),
+];
+
+/// `add service NAME IP|SERVER ADNS|ADNS_TCP PORT [options]`: Sextant
+/// listens on IP:PORT for DNS over both UDP and TCP, whichever of the two
+/// types is given.
 pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let ctx = context("add service", tokens);
-    let args = r.args(line, &ctx, tokens, &[]);
-    let Some(pos) = r.positional(line, &ctx, &args, &["NAME", "IP", "TYPE", "PORT"]) else {
-        return;
-    };
-    let ty = pos[2];
-    if !(ty.eq_ignore_ascii_case("ADNS") || ty.eq_ignore_ascii_case("ADNS_TCP")) {
+    // Load-balancing services are judged by their type before their
+    // options, which only the appliance's load balancer knows.
+    let ty = tokens
+        .iter()
+        .take_while(|t| !t.is_option())
+        .nth(2)
+        .map(|t| &*t.text);
+    if let Some(ty) = ty
+        && !(ty.eq_ignore_ascii_case("ADNS") || ty.eq_ignore_ascii_case("ADNS_TCP"))
+    {
         r.error(
             line,
             &ctx,
             format!(
-                "only ADNS and ADNS_TCP services are supported (they set the address Sextant's DNS server listens on), found {ty}; load-balancing services belong to the load balancer behind Sextant"
+                "only ADNS and ADNS_TCP services are read (they set the address Sextant's DNS server listens on), found {ty}: a load-balancing service belongs to the load balancer behind Sextant; if this file was saved by an appliance, `sextant import` leaves such services out"
             ),
         );
         return;
     }
+    let args = r.args(line, &ctx, tokens, SERVICE_OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["NAME", "IP", "TYPE", "PORT"]) else {
+        return;
+    };
     let name = pos[0].to_ascii_lowercase();
     if let Some(first) = r.adns.get(&name) {
         r.error(
@@ -37,13 +85,43 @@ pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     } else {
         r.adns.insert(name, line);
     }
-    let ip = scalar::ip(pos[1]).map_err(|e| r.error(line, &ctx, format!("IP: {e}")));
+    if let Some(o) = args.get("cip") {
+        check_cip(r, line, &ctx, o);
+    }
+    let disabled = args
+        .get("state")
+        .and_then(|o| r.value(line, &ctx, o, scalar::enabled))
+        .is_some_and(|enabled| !enabled);
+    let ip = r.address_or_server(line, &ctx, "IP", pos[1]);
     let port = scalar::port(pos[3]).map_err(|e| r.error(line, &ctx, format!("PORT: {e}")));
+    if disabled {
+        r.diag.warn(
+            line,
+            format!("{ctx}: -state DISABLED: Sextant does not listen on this address, as the appliance does not answer on a disabled ADNS service"),
+        );
+        return;
+    }
     if let (Ok(ip), Ok(port)) = (ip, port) {
         let addr = SocketAddr::new(ip, port);
         if !r.draft.dns_listen.contains(&addr) {
             r.draft.dns_listen.push(addr);
         }
+    }
+}
+
+/// `-cip ENABLED|DISABLED [HEADER]`, the appliance's client-IP insertion
+/// with its optional header name.
+pub(super) fn check_cip(r: &mut Reader<'_>, line: usize, ctx: &str, o: &super::args::Opt<'_>) {
+    let mut values = o.texts();
+    if let Some(first) = values.next() {
+        r.value(line, ctx, o, |_| scalar::enabled(first));
+    }
+    if values.nth(1).is_some() {
+        r.error(
+            line,
+            ctx,
+            "-cip takes ENABLED or DISABLED and, optionally, a header name",
+        );
     }
 }
 

@@ -235,7 +235,7 @@ const SERVICE_OPTS: &[OptSpec] = &[
     opt("publicIP", Arity::One),
     opt("publicPort", Arity::One),
     opt("maxClient", Arity::One),
-    opt("cip", Arity::One),
+    opt("cip", Arity::Many),
     opt("cipHeader", Arity::One),
     opt("cltTimeout", Arity::One),
     opt("svrTimeout", Arity::One),
@@ -253,6 +253,15 @@ const SERVICE_OPTS: &[OptSpec] = &[
     opt("requestsMetric", Arity::One),
     opt("newSessionsMetric", Arity::One),
     opt("healthyBackendsMetric", Arity::One),
+    opt("sitePersistence", Arity::One),
+    opt("cookieTimeout", Arity::One),
+    opt("sitePrefix", Arity::One),
+    opt("healthMonitor", Arity::One),
+    opt("appflowLog", Arity::One),
+    opt("maxBandwidth", Arity::One),
+    opt("monThreshold", Arity::One),
+    opt("maxAAAUsers", Arity::One),
+    opt("hashId", Arity::One),
     opt("vServiceName", Arity::One),
 ];
 
@@ -261,7 +270,7 @@ const SERVICE_SET_OPTS: &[OptSpec] = &[
     opt("publicIP", Arity::One),
     opt("publicPort", Arity::One),
     opt("maxClient", Arity::One),
-    opt("cip", Arity::One),
+    opt("cip", Arity::Many),
     opt("cipHeader", Arity::One),
     opt("cltTimeout", Arity::One),
     opt("svrTimeout", Arity::One),
@@ -279,6 +288,15 @@ const SERVICE_SET_OPTS: &[OptSpec] = &[
     opt("requestsMetric", Arity::One),
     opt("newSessionsMetric", Arity::One),
     opt("healthyBackendsMetric", Arity::One),
+    opt("sitePersistence", Arity::One),
+    opt("cookieTimeout", Arity::One),
+    opt("sitePrefix", Arity::One),
+    opt("healthMonitor", Arity::One),
+    opt("appflowLog", Arity::One),
+    opt("maxBandwidth", Arity::One),
+    opt("monThreshold", Arity::One),
+    opt("maxAAAUsers", Arity::One),
+    opt("hashId", Arity::One),
     opt("vServiceName", Arity::One),
 ];
 
@@ -304,10 +322,9 @@ pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         return;
     };
     let name = pos[0].to_string();
-    let ip = scalar::ip(pos[1]).unwrap_or_else(|e| {
-        r.error(line, &ctx, format!("IP: {e}"));
-        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-    });
+    let ip = r
+        .address_or_server(line, &ctx, "IP", pos[1])
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
     let protocol = scalar::protocol(pos[2]).unwrap_or_else(|e| {
         r.error(line, &ctx, e);
         ServiceProtocol::Any
@@ -418,8 +435,32 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
             // Client-IP insertion and LB timeouts belong to the load balancer
             // behind the service, not to DNS: accepted (so appliance exports
             // load) and checked, with no effect.
-            "cip" | "downStateFlush" => {
+            "cip" => super::dns::check_cip(r, line, ctx, o),
+            "downStateFlush" | "appflowLog" => {
                 r.value(line, ctx, o, scalar::enabled);
+            }
+            "sitePersistence" => {
+                let known = ["ConnectionProxy", "HTTPRedirect", "NONE"];
+                r.value(line, ctx, o, |v| {
+                    known
+                        .iter()
+                        .any(|k| k.eq_ignore_ascii_case(v))
+                        .then_some(())
+                        .ok_or_else(|| {
+                            format!("expected ConnectionProxy, HTTPRedirect or NONE, found \"{v}\"")
+                        })
+                });
+            }
+            "healthMonitor" => {
+                if r.value(line, ctx, o, scalar::yes_no) == Some(false) {
+                    r.diag.warn(
+                        line,
+                        format!("{ctx}: -healthMonitor NO is accepted, but Sextant still runs the monitors bound to the service; unbind them to judge the service by metric exchange alone"),
+                    );
+                }
+            }
+            "cookieTimeout" | "maxBandwidth" | "monThreshold" | "maxAAAUsers" | "hashId" => {
+                r.value(line, ctx, o, |v| scalar::int_in(v, 0, 4_294_967_294));
             }
             "cltTimeout" | "svrTimeout" => {
                 r.value(line, ctx, o, |v| scalar::int_in(v, 0, 31_536_000));
@@ -466,6 +507,12 @@ const VSERVER_OPTS: &[OptSpec] = &[
     opt("tolerance", Arity::One),
     opt("dnsRecordType", Arity::One),
     opt("appflowLog", Arity::One),
+    opt("considerEffectiveState", Arity::One),
+    opt("disablePrimaryOnDown", Arity::One),
+    opt("dynamicWeight", Arity::One),
+    opt("ecsAddrValidation", Arity::One),
+    opt("toggleorder", Arity::One),
+    opt("orderthreshold", Arity::One),
 ];
 
 /// `add gslb vserver NAME PROTOCOL [options]`.

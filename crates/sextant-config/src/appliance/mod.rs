@@ -16,6 +16,7 @@ mod gslb;
 mod location;
 mod monitor;
 mod policy;
+mod server;
 mod system;
 mod vrrp;
 
@@ -35,6 +36,7 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Draft {
         adns: HashMap::new(),
         monitor_types: Vec::new(),
         ns_ttl_lines: HashMap::new(),
+        servers: HashMap::new(),
         raw: "",
     };
     for (i, raw) in text.lines().enumerate() {
@@ -59,6 +61,8 @@ pub(crate) struct Reader<'d> {
     pub monitor_types: Vec<monitor::MonType>,
     /// Per zone apex: the NS TTL given explicitly, and on which line.
     pub ns_ttl_lines: HashMap<String, (u32, usize)>,
+    /// `add server` names (lower case): the address and the defining line.
+    pub servers: HashMap<String, (std::net::IpAddr, usize)>,
     /// The line being read, as written (tokens carry byte spans into it).
     pub raw: &'d str,
 }
@@ -116,6 +120,7 @@ const COMMANDS: &[Command] = &[
         Action::Read(monitor::bind_lb_monitor),
     ),
     cmd(&["add", "service"], Action::Read(dns::add_service)),
+    cmd(&["add", "server"], Action::Read(server::add_server)),
     cmd(&["add", "dns", "soaRec"], Action::Read(dns::add_soa)),
     cmd(&["add", "dns", "nsRec"], Action::Read(dns::add_ns)),
     cmd(
@@ -159,14 +164,23 @@ const fn cmd(words: &'static [&'static str], action: Action) -> Command {
     Command { words, action }
 }
 
-/// The supported commands, for the "unknown command" message.
-fn supported_list() -> String {
+/// The supported command nearest to `words` by edit distance, when it is
+/// near enough to be a misspelling of it.
+fn nearest_command(words: &str) -> Option<String> {
+    let typed = words.to_ascii_lowercase();
     COMMANDS
         .iter()
         .filter(|c| matches!(c.action, Action::Read(_)))
         .map(|c| c.words.join(" "))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map(|c| {
+            (
+                crate::scalar::edit_distance(&typed, &c.to_ascii_lowercase()),
+                c,
+            )
+        })
+        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
 }
 
 impl Reader<'_> {
@@ -187,23 +201,49 @@ impl Reader<'_> {
                 words,
                 action: Action::NotYet(why),
             }) => self.diag.error(line, format!("{}: {why}", words.join(" "))),
-            None => {
-                let shown: Vec<&str> = tokens
-                    .iter()
-                    .take_while(|t| !t.is_option())
-                    .take(3)
-                    .map(|t| &*t.text)
-                    .collect();
-                self.diag.error(
-                    line,
-                    format!(
-                        "unknown command \"{}\"; supported commands: {}",
-                        shown.join(" "),
-                        supported_list()
-                    ),
-                );
-            }
+            None => self.unknown_command(line, tokens),
         }
+    }
+
+    /// Says what is wrong with a line that matches no command: a line that
+    /// continues another, a command of the appliance outside Sextant's scope
+    /// (use `sextant import`), or a misspelling (the nearest command).
+    fn unknown_command(&mut self, line: usize, tokens: &[Token]) {
+        if let Some(first) = tokens
+            .first()
+            .filter(|t| t.is_option() || t.is_dash_lookalike())
+        {
+            self.diag.error(
+                line,
+                format!(
+                    "this line starts with the option \"{}\", not a command: each command is one whole line that starts with its verb (add, set, bind, ...); if it continues the line before, join the two lines",
+                    first.text
+                ),
+            );
+            return;
+        }
+        let words = crate::scope::command_words(tokens);
+        if let Some(area) = crate::scope::area_of_line(tokens) {
+            let what = match area {
+                crate::scope::Area::Other => {
+                    "is not a GSLB or DNS command Sextant knows".to_string()
+                }
+                area => format!("configures {}, outside Sextant's scope", area.describe()),
+            };
+            self.diag.error(
+                line,
+                format!(
+                    "unknown command \"{words}\": it {what} (Sextant reads only GSLB and DNS commands); if this file was saved by an appliance, run `sextant import FILE -o OUT.conf`: it leaves such lines out, lists them, and writes the GSLB and DNS part"
+                ),
+            );
+            return;
+        }
+        let hint = match nearest_command(&words) {
+            Some(near) => format!("did you mean \"{near}\"?"),
+            None => "docs/config.md lists the commands Sextant reads".to_string(),
+        };
+        self.diag
+            .error(line, format!("unknown command \"{words}\"; {hint}"));
     }
 
     /// Parses the options of a command (see [`args::parse`]).

@@ -195,7 +195,16 @@ pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
 /// `set` updates: several lines for one IP merge, a later value of a
 /// setting replacing an earlier one.
 pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
-    const OPTS: &[OptSpec] = &[opt("password", Arity::One), opt("secure", Arity::One)];
+    const OPTS: &[OptSpec] = &[
+        opt("password", Arity::One),
+        opt("secure", Arity::One),
+        opt("srcIP", Arity::One),
+        opt("validateCert", Arity::One),
+        opt("encrypted", Arity::Flag),
+        opt("encryptmethod", Arity::One),
+        opt("kek", Arity::Flag),
+        opt("suffix", Arity::One),
+    ];
     let ctx = context("set ns rpcNode", tokens);
     let args = r.args(line, &ctx, tokens, OPTS);
     let Some(pos) = r.positional(line, &ctx, &args, &["IP"]) else {
@@ -212,15 +221,45 @@ pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     if let Some(o) = args.get("password") {
         if o.value().is_empty() {
             r.error(line, &ctx, "-password is empty");
+        } else if args.has("encrypted") {
+            // The appliance saves the password encrypted with its own key,
+            // which never leaves it.
+            r.error(
+                line,
+                &ctx,
+                "-password is encrypted with the appliance's own key (-encrypted), which Sextant cannot read: write the password in clear; `sextant import` rewrites such lines with a placeholder and lists them",
+            );
         } else {
+            if o.value().starts_with(crate::REENTER_PREFIX) {
+                r.diag.warn(
+                    line,
+                    format!("{ctx}: -password is a placeholder written by `sextant import`: metric exchange with {} will not authenticate until the real password is entered here", pos[0]),
+                );
+            }
             password = Some(o.value().to_string());
         }
+    } else if args.has("encrypted") {
+        r.error(line, &ctx, "-encrypted without -password");
     }
     let secure = args
         .get("secure")
         .and_then(|o| r.value(line, &ctx, o, scalar::yes_no));
+    let source_ip = args.get("srcIP").and_then(|o| {
+        if o.value() == "*" {
+            None
+        } else {
+            r.value(line, &ctx, o, scalar::ip)
+        }
+    });
+    if let Some(o) = args.get("validateCert") {
+        r.value(line, &ctx, o, scalar::yes_no);
+    }
     if !args.any {
-        r.error(line, &ctx, "nothing to set; give -password and/or -secure");
+        r.error(
+            line,
+            &ctx,
+            "nothing to set; give -password, -secure and/or -srcIP",
+        );
     }
     let Some(ip) = ip else { return };
     let nodes = &mut r.draft.rpc_nodes;
@@ -232,6 +271,7 @@ pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
                 line,
                 password: None,
                 secure: None,
+                source_ip: None,
             });
             nodes.len() - 1
         }
@@ -243,49 +283,28 @@ pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     if secure.is_some() {
         node.secure = secure;
     }
+    if source_ip.is_some() {
+        node.source_ip = source_ip;
+    }
 }
 
-/// The feature words that are accepted, with no effect: Sextant is always a
-/// GSLB with an authoritative DNS server.
-const FEATURES: &[&str] = &["GSLB", "LB", "ADNS"];
-
-/// `enable ns feature WORD ...`.
+/// `enable ns feature WORD ...`: accepted with any feature words, as saved
+/// files list every feature the appliance runs. Sextant is always a GSLB
+/// with an authoritative DNS server, so the words change nothing.
 pub(super) fn enable_feature(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let ctx = "enable ns feature";
     let args = r.args(line, ctx, tokens, &[]);
     if args.positional.is_empty() {
         r.error(line, ctx, "missing feature names, e.g. GSLB LB");
     }
-    for t in args.positional {
-        if !FEATURES.iter().any(|f| f.eq_ignore_ascii_case(&t.text)) {
-            r.error(
-                line,
-                ctx,
-                format!(
-                    "feature \"{}\" has no meaning in Sextant; only {} are accepted here (with no effect: they are always on); remove the others",
-                    t.text,
-                    FEATURES.join(", ")
-                ),
-            );
-        }
-    }
 }
 
-/// `enable ns mode WORD ...`: no appliance mode applies to Sextant.
+/// `enable ns mode WORD ...`: accepted with any mode words; the appliance's
+/// packet-forwarding modes have no counterpart in Sextant.
 pub(super) fn enable_mode(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let ctx = "enable ns mode";
     let args = r.args(line, ctx, tokens, &[]);
-    let words: Vec<&str> = args.positional.iter().map(|t| &*t.text).collect();
-    r.error(
-        line,
-        ctx,
-        format!(
-            "appliance modes ({}) have no meaning in Sextant; remove this line",
-            if words.is_empty() {
-                "none given".to_string()
-            } else {
-                words.join(" ")
-            }
-        ),
-    );
+    if args.positional.is_empty() {
+        r.error(line, ctx, "missing mode names, e.g. FR L3 USNIP");
+    }
 }

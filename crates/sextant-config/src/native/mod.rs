@@ -915,6 +915,10 @@ impl Native<'_> {
             Some(p) => Some(p.get_ref().clone()),
             None => None,
         };
+        let source_ip = n
+            .source_ip
+            .as_ref()
+            .and_then(|v| self.ip(&ctx, "source_ip", v));
         if let Some(first) = self.draft.rpc_nodes.iter().find(|r| r.ip == ip) {
             let first = first.line;
             self.error(
@@ -929,6 +933,7 @@ impl Native<'_> {
             line,
             password,
             secure: n.secure,
+            source_ip,
         });
     }
 

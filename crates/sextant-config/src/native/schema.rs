@@ -131,6 +131,7 @@ pub(super) struct RpcNodeT {
     pub(super) ip: Spanned<String>,
     pub(super) password: Option<Spanned<String>>,
     pub(super) secure: Option<bool>,
+    pub(super) source_ip: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -101,6 +101,7 @@ pub fn rpc(m: &mut Model, ip: IpAddr, password: Option<&str>, secure: bool) {
         ip,
         password: password.map(str::to_owned),
         secure,
+        source_ip: None,
     });
 }
 
