@@ -121,6 +121,18 @@ impl Diag {
         }
     }
 
+    /// Moves every error and warning of this file to the line `f` gives
+    /// (the importer reports at the saved file's lines).
+    pub(crate) fn remap_lines(&mut self, f: impl Fn(usize) -> usize) {
+        let file = self.file.clone();
+        for e in self.errors.iter_mut().filter(|e| e.file == file) {
+            e.line = f(e.line);
+        }
+        for (line, _) in &mut self.warnings {
+            *line = f(*line);
+        }
+    }
+
     /// The configuration file's name as given.
     pub(crate) fn file(&self) -> &str {
         &self.file

@@ -17,6 +17,7 @@ mod dns_policy;
 mod draft;
 mod duration;
 mod error;
+pub mod import;
 mod lexer;
 mod locations;
 mod native;

@@ -206,6 +206,14 @@ pub(crate) fn area_of_line(tokens: &[Token]) -> Option<Area> {
         return None;
     }
     let object: Vec<&str> = tokens[1..n].iter().map(|t| &*t.text).collect();
+    // Sextant defines servers and ADNS services; binding monitors to a
+    // service or changing one is the load balancer's.
+    let verb = &tokens[0].text;
+    if matches!(object.as_slice(), [o] if o.eq_ignore_ascii_case("service") || o.eq_ignore_ascii_case("server"))
+        && !verb.eq_ignore_ascii_case("add")
+    {
+        return Some(Area::LoadBalancing);
+    }
     area_of(&object)
 }
 
@@ -256,5 +264,10 @@ mod tests {
         assert_eq!(area("add vlan 10"), Some(Area::Network));
         assert_eq!(area("add gslb vserver v HTTP"), None);
         assert_eq!(area("add blorp x"), Some(Area::Other));
+        assert_eq!(
+            area("bind service svc1 -monitorName m"),
+            Some(Area::LoadBalancing)
+        );
+        assert_eq!(area("add service svc1 10.0.0.1 ADNS 53"), None);
     }
 }

@@ -100,13 +100,20 @@ pub fn save(path: &Path, state: &StateFile) -> Result<(), StateError> {
     };
     let mut bytes = serde_json::to_vec_pretty(state).map_err(|e| werr(io::Error::other(e)))?;
     bytes.push(b'\n');
+    write_atomically(path, &bytes).map_err(werr)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same
+/// directory, fsync and rename, so that a crash leaves the old file or the
+/// new one, never part of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
     };
     let name = path
         .file_name()
-        .ok_or_else(|| werr(io::Error::other("the path has no file name")))?;
+        .ok_or_else(|| io::Error::other("the path has no file name"))?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
     tmp_name.push(format!(".tmp{}", std::process::id()));
@@ -117,7 +124,7 @@ pub fn save(path: &Path, state: &StateFile) -> Result<(), StateError> {
             .create(true)
             .truncate(true)
             .open(&tmp)?;
-        f.write_all(&bytes)?;
+        f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
         fs::rename(&tmp, path)?;
@@ -127,7 +134,7 @@ pub fn save(path: &Path, state: &StateFile) -> Result<(), StateError> {
     if written.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    written.map_err(werr)
+    written
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ mod site_metrics;
 mod vrrp_glue;
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +59,29 @@ enum Command {
     Check {
         /// The configuration file.
         file: PathBuf,
+    },
+
+    /// Import a configuration saved by the appliance (a whole ns.conf).
+    ///
+    /// Writes its GSLB and DNS part as a Sextant configuration (appliance
+    /// syntax, each command after a comment naming its line in NS_CONF) to
+    /// OUT, or to stdout without -o, and prints a report: the commands left
+    /// out (outside Sextant's scope) grouped with counts and lines, the
+    /// lines changed, the secrets to enter again, what needs your action,
+    /// and the settings taken that behave differently. Exits 0 when the
+    /// result is a valid configuration (`sextant check` accepts it), 1
+    /// otherwise, with FILE:LINE: reason for each error. See
+    /// docs/migrating.md.
+    Import {
+        /// The saved appliance configuration (ns.conf).
+        ns_conf: PathBuf,
+        /// Where to write the Sextant configuration (name it *.conf).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// The site this node runs as, instead of the site whose IP the
+        /// appliance owns.
+        #[arg(long)]
+        local_site: Option<String>,
     },
 
     /// Run a self-contained demo on loopback: three sites, real backends,
@@ -140,6 +163,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Check { file } => return check(&file),
+        Command::Import {
+            ns_conf,
+            output,
+            local_site,
+        } => return import(&ns_conf, output.as_deref(), local_site),
         Command::Demo {
             dns_listen,
             api_listen,
@@ -173,6 +201,38 @@ fn main() -> ExitCode {
             eprintln!("sextant: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn import(ns_conf: &Path, output: Option<&Path>, local_site: Option<String>) -> ExitCode {
+    let text = match std::fs::read_to_string(ns_conf) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("sextant: cannot read {}: {e}", ns_conf.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let options = sextant_config::import::ImportOptions { local_site };
+    let imported =
+        sextant_config::import::import_appliance(&text, &ns_conf.display().to_string(), &options);
+    match output {
+        Some(path) => {
+            if let Err(e) = sextant_mep::state::write_atomically(path, imported.config.as_bytes()) {
+                eprintln!("sextant: cannot write {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            print!("{}", imported.report);
+            println!("Written to {}.", path.display());
+        }
+        None => {
+            print!("{}", imported.config);
+            eprint!("{}", imported.report);
+        }
+    }
+    if imported.report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

@@ -1,0 +1,498 @@
+//! `sextant import`: a whole configuration saved by an appliance (`ns.conf`,
+//! as `show ns runningConfig` or a backup writes it) in, its GSLB and DNS
+//! part out as a Sextant configuration in the same syntax, with a report.
+//!
+//! The importer decides only what a saved file needs decided and Sextant's
+//! readers cannot: which lines are outside Sextant's scope (the table in
+//! [`crate::scope`]), which monitors and servers the GSLB part uses, which
+//! site is local (the one whose IP the appliance owns), which secrets must
+//! be entered again, and the appliance defaults that differ from Sextant's.
+//! Every line it writes is then read by the same reader as `sextant check`,
+//! so the written file is valid exactly when the import says so, and the
+//! errors and warnings of that reading are reported at the saved file's
+//! lines.
+
+mod report;
+mod rewrite;
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::path::Path;
+
+use sextant_core::Model;
+
+use crate::ConfigErrors;
+use crate::error::Diag;
+use crate::lexer::{self, Token};
+use crate::scope::{self, Area};
+
+pub use report::{LeftOut, Report};
+use rewrite::Line;
+
+/// What the operator asks of an import.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// The site this node runs as, instead of the one the appliance owns.
+    pub local_site: Option<String>,
+}
+
+/// The result of an import.
+#[derive(Debug)]
+pub struct Import {
+    /// The Sextant configuration, appliance syntax, one command per line
+    /// after a comment naming its line in the saved file.
+    pub config: String,
+    pub report: Report,
+    /// The written configuration as `sextant check` reads it, with errors
+    /// and warnings at the saved file's lines.
+    pub result: Result<Model, ConfigErrors>,
+}
+
+/// Imports the saved appliance configuration `text`, named `file` in the
+/// report (its directory is where relative location files are looked for).
+pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Import {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let lines: Vec<(usize, &str, Vec<Token<'_>>)> = text
+        .lines()
+        .enumerate()
+        .filter_map(|(i, raw)| match lexer::tokenize(raw) {
+            Ok(t) if t.is_empty() => None,
+            Ok(t) => Some((i + 1, raw, t)),
+            // Written as it is, so that the reader reports it.
+            Err(_) => Some((i + 1, raw, Vec::new())),
+        })
+        .collect();
+    let uses = Uses::scan(&lines);
+    let mut report = Report::new(file, text.lines().count());
+    let mut out = Vec::<(usize, String)>::new();
+    let base_dir = Path::new(file).parent().unwrap_or(Path::new(""));
+
+    for (line, raw, tokens) in &lines {
+        let (line, raw) = (*line, *raw);
+        if tokens.is_empty() {
+            out.push((line, raw.trim().to_string()));
+            continue;
+        }
+        let words = scope::command_words(tokens);
+        let lower = words.to_ascii_lowercase();
+        report.commands += 1;
+        match decide(&lower, tokens, &uses) {
+            Decision::Keep => {}
+            Decision::LeaveOut(area, why) => {
+                report.leave_out(&words, area, why, line);
+                continue;
+            }
+        }
+        let mut l = Line::new(raw, tokens);
+        match lower.as_str() {
+            "set ns rpcnode" => {
+                let ip = l.positional(3).unwrap_or_default();
+                reenter(
+                    &mut l,
+                    &mut report,
+                    line,
+                    "password",
+                    &format!("rpcNode-{ip}"),
+                    &format!("set ns rpcNode {ip} -password"),
+                );
+            }
+            "add gslb site" | "set gslb site" => {
+                let site = l.positional(3).unwrap_or_default();
+                reenter(
+                    &mut l,
+                    &mut report,
+                    line,
+                    "sitePassword",
+                    &format!("site-{site}"),
+                    &format!("{words} {site} -sitePassword"),
+                );
+                if lower == "add gslb site" {
+                    local_site(&mut l, &mut report, line, &uses, options);
+                }
+            }
+            "add vrid" => {
+                let id = l.positional(2).unwrap_or_default();
+                match l.value("priority") {
+                    Some(p) if p == "255" => {
+                        l.set_value("priority", "254");
+                        report.changed(line, format!("add vrid {id}: -priority 255 written as 254: 255 is reserved for the address owner in VRRPv3, which Sextant never claims to be"));
+                    }
+                    Some(_) => {}
+                    None => {
+                        l.push_option("priority", "254");
+                        report.changed(line, format!("add vrid {id}: -priority 254 added: the appliance's default is 255, reserved for the address owner in VRRPv3, which Sextant never claims to be"));
+                    }
+                }
+            }
+            "add locationfile" | "add locationfile6" => {
+                let path = l.positional(2).unwrap_or_default();
+                if !base_dir.join(&path).exists() {
+                    report.action(line, format!("{words} {path}: the file is not on this machine; copy it here (the path is relative to the written configuration, or absolute) and remove the # before the line"));
+                    out.push((line, format!("# {}", l.render())));
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push((line, l.render()));
+    }
+    if let Some(n) = &options.local_site
+        && !uses.sites.iter().any(|s| s.name.eq_ignore_ascii_case(n))
+    {
+        report.error(format!(
+            "--local-site {n}: the file has no site of that name (its sites: {})",
+            uses.site_names()
+        ));
+    }
+
+    let (config, line_map) = render(file, &out);
+    let result = validate(&config, file, &line_map);
+    report.finish(&result);
+    Import {
+        config,
+        report,
+        result,
+    }
+}
+
+/// Keep a line or leave it out, and why.
+enum Decision {
+    Keep,
+    LeaveOut(Area, &'static str),
+}
+
+fn decide(words: &str, tokens: &[Token], uses: &Uses) -> Decision {
+    let arg = |i: usize| {
+        tokens
+            .get(i)
+            .filter(|t| !t.is_option())
+            .map(|t| t.text.to_ascii_lowercase())
+    };
+    let option = |name: &str| option_value(tokens, name);
+    match words {
+        "add dns nsrec" if arg(3).as_deref() == Some(".") => {
+            return Decision::LeaveOut(
+                Area::DnsResolver,
+                "root hints: the resolver's, not an authoritative server's",
+            );
+        }
+        "add dns addrec" | "add dns aaaarec"
+            if arg(3).is_some_and(|n| uses.root_hints.contains(n.trim_end_matches('.'))) =>
+        {
+            return Decision::LeaveOut(
+                Area::DnsResolver,
+                "root hints: the resolver's, not an authoritative server's",
+            );
+        }
+        "add service" => {
+            let ty = arg(4).unwrap_or_default();
+            if ty != "adns" && ty != "adns_tcp" {
+                return Decision::LeaveOut(Area::LoadBalancing, "");
+            }
+        }
+        "add server" => {
+            if !arg(2).is_some_and(|n| uses.servers.contains(&n)) {
+                return Decision::LeaveOut(Area::LoadBalancing, "used by no GSLB or ADNS service");
+            }
+        }
+        "add lb monitor" | "set lb monitor" => {
+            let name = arg(3).unwrap_or_default();
+            if !(uses.monitors.contains(&name) || name.starts_with("ldns-")) {
+                return Decision::LeaveOut(Area::LoadBalancing, "bound to no GSLB service");
+            }
+        }
+        "bind lb monitor" => {
+            if !arg(4).is_some_and(|s| uses.gslb_services.contains(&s)) {
+                return Decision::LeaveOut(Area::LoadBalancing, "");
+            }
+        }
+        "add ns ip" | "add ns ip6" => {
+            let vip = option("type").is_some_and(|t| t.eq_ignore_ascii_case("VIP"));
+            if !(vip && (option("vrid").is_some() || option("vrid6").is_some())) {
+                return Decision::LeaveOut(
+                    Area::Network,
+                    "the appliance's own addresses (read for the local site)",
+                );
+            }
+        }
+        _ => {}
+    }
+    match scope::area_of_line(tokens) {
+        Some(area) => Decision::LeaveOut(area, ""),
+        None => Decision::Keep,
+    }
+}
+
+/// The value of option `name` on a line, if given.
+fn option_value<'t>(tokens: &'t [Token<'t>], name: &str) -> Option<&'t str> {
+    let i = tokens
+        .iter()
+        .position(|t| t.is_option() && t.text[1..].eq_ignore_ascii_case(name))?;
+    Some(
+        tokens
+            .get(i + 1)
+            .filter(|t| !t.is_option())
+            .map_or("", |t| &*t.text),
+    )
+}
+
+/// What the GSLB part of the file refers to, read before anything is
+/// written (a server or monitor is defined before the lines that use it).
+#[derive(Default)]
+struct Uses {
+    servers: HashSet<String>,
+    monitors: HashSet<String>,
+    gslb_services: HashSet<String>,
+    root_hints: HashSet<String>,
+    /// Addresses the appliance owns, with the line that says so.
+    owned: HashMap<IpAddr, (usize, &'static str)>,
+    sites: Vec<SiteLine>,
+}
+
+struct SiteLine {
+    name: String,
+    ip: Option<IpAddr>,
+    /// The site type the line gives, if any.
+    typed: Option<String>,
+}
+
+impl Uses {
+    fn scan(lines: &[(usize, &str, Vec<Token<'_>>)]) -> Uses {
+        let mut u = Uses::default();
+        for (line, _, tokens) in lines {
+            let words = scope::command_words(tokens).to_ascii_lowercase();
+            let pos: Vec<String> = tokens
+                .iter()
+                .take_while(|t| !t.is_option())
+                .map(|t| t.text.to_ascii_lowercase())
+                .collect();
+            let arg = |i: usize| pos.get(i).cloned().unwrap_or_default();
+            let option = |name: &str| option_value(tokens, name).map(str::to_string);
+            match words.as_str() {
+                "add gslb service" => {
+                    u.gslb_services.insert(arg(3));
+                    u.servers.insert(arg(4));
+                }
+                "add service" => {
+                    if arg(4).starts_with("adns") {
+                        u.servers.insert(arg(3));
+                    }
+                }
+                "bind gslb service" => {
+                    if let Some(m) = option("monitorName") {
+                        u.monitors.insert(m.to_ascii_lowercase());
+                    }
+                }
+                "bind lb monitor" => {}
+                "add dns nsrec" if arg(3) == "." => {
+                    u.root_hints
+                        .insert(arg(4).trim_end_matches('.').to_string());
+                }
+                "set ns config" => {
+                    if let Some(ip) = option("IPAddress").and_then(|v| v.parse().ok()) {
+                        u.owned
+                            .entry(ip)
+                            .or_insert((*line, "set ns config -IPAddress"));
+                    }
+                }
+                "add ns ip" | "add ns ip6" => {
+                    let addr = arg(3);
+                    let addr = addr.split('/').next().unwrap_or("");
+                    if let Ok(ip) = addr.parse() {
+                        let how = if words == "add ns ip" {
+                            "add ns ip"
+                        } else {
+                            "add ns ip6"
+                        };
+                        u.owned.entry(ip).or_insert((*line, how));
+                    }
+                }
+                "add gslb site" => {
+                    // add gslb site NAME [LOCAL|REMOTE] IP
+                    let typed_positional = matches!(arg(4).as_str(), "local" | "remote");
+                    let ip_text = if typed_positional { arg(5) } else { arg(4) };
+                    let typed = option("siteType").or_else(|| typed_positional.then(|| arg(4)));
+                    let name = tokens
+                        .get(3)
+                        .map(|t| t.text.to_string())
+                        .unwrap_or_default();
+                    u.sites.push(SiteLine {
+                        name,
+                        ip: ip_text.parse().ok(),
+                        typed,
+                    });
+                }
+                _ => {}
+            }
+        }
+        u
+    }
+
+    fn site_names(&self) -> String {
+        let names: Vec<&str> = self.sites.iter().map(|s| s.name.as_str()).collect();
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    }
+}
+
+/// Replaces an encrypted secret (`-OPT HEX -encrypted -encryptmethod M
+/// [-kek] [-suffix S]`) with a placeholder and reports it.
+fn reenter(l: &mut Line, report: &mut Report, line: usize, option: &str, tag: &str, what: &str) {
+    if l.value(option).is_none() || !l.has("encrypted") {
+        return;
+    }
+    let placeholder = format!("{}{tag}", crate::REENTER_PREFIX);
+    l.set_value(option, &placeholder);
+    for flag in ["encrypted", "kek"] {
+        l.remove_option(flag, 0);
+    }
+    for one in ["encryptmethod", "suffix"] {
+        l.remove_option(one, 1);
+    }
+    report.secret(line, format!("{what}: the appliance saved it encrypted with its own key; written as \"{placeholder}\": enter the real secret there"));
+}
+
+/// Makes the local site explicit on its `add gslb site` line: the one
+/// `--local-site` names, else, when no site gives a type, the one whose IP
+/// the appliance owns, as the appliance itself decides.
+fn local_site(
+    l: &mut Line,
+    report: &mut Report,
+    line: usize,
+    uses: &Uses,
+    options: &ImportOptions,
+) {
+    let name = l.positional(3).unwrap_or_default();
+    let Some(site) = uses.sites.iter().find(|s| s.name == name) else {
+        return;
+    };
+    let typed_positional = l
+        .positional(4)
+        .is_some_and(|t| t.eq_ignore_ascii_case("LOCAL") || t.eq_ignore_ascii_case("REMOTE"));
+    if let Some(chosen) = &options.local_site {
+        let want = if chosen.eq_ignore_ascii_case(&name) {
+            "LOCAL"
+        } else {
+            "REMOTE"
+        };
+        let is = site.typed.as_deref().map(str::to_ascii_uppercase);
+        if is.as_deref() == Some(want) {
+            return;
+        }
+        if typed_positional {
+            l.set_positional(4, want);
+        } else if l.value("siteType").is_some() {
+            l.set_value("siteType", want);
+        } else if want == "REMOTE" {
+            return;
+        } else {
+            l.push_option("siteType", want);
+        }
+        report.changed(
+            line,
+            format!("add gslb site {name}: -siteType {want} (--local-site {chosen})"),
+        );
+        return;
+    }
+    if uses.sites.iter().any(|s| s.typed.is_some()) {
+        return;
+    }
+    let owned: Vec<&SiteLine> = uses
+        .sites
+        .iter()
+        .filter(|s| s.ip.is_some_and(|ip| uses.owned.contains_key(&ip)))
+        .collect();
+    match owned.as_slice() {
+        [only] if only.name == name => {
+            let ip = only.ip.expect("filtered on an owned IP");
+            let (at, how) = uses.owned[&ip];
+            l.push_option("siteType", "LOCAL");
+            report.changed(line, format!("add gslb site {name}: -siteType LOCAL added: the appliance owns its IP {ip} ({how}, line {at}), so it is the local site, as the appliance decides"));
+        }
+        [] if uses.sites.first().is_some_and(|s| s.name == name) => {
+            report.action(line, format!("no site's IP is an address this appliance owns (add ns ip, set ns config -IPAddress): give the site this node runs as with `--local-site NAME` (to import or to serve); the sites are {}", uses.site_names()));
+        }
+        several if several.len() > 1 && several[0].name == name => {
+            let names: Vec<&str> = several.iter().map(|s| s.name.as_str()).collect();
+            report.action(line, format!("the appliance owns the IPs of several sites ({}): give the one this node runs as with `--local-site NAME`", names.join(", ")));
+        }
+        _ => {}
+    }
+}
+
+/// The written file and, for each of its lines, the saved file's line.
+fn render(file: &str, out: &[(usize, String)]) -> (String, Vec<usize>) {
+    let name = Path::new(file)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.to_string());
+    let mut text = String::new();
+    let mut map = Vec::new();
+    let mut push = |text: &mut String, s: &str, source: usize| {
+        text.push_str(s);
+        text.push('\n');
+        map.push(source);
+    };
+    push(
+        &mut text,
+        &format!("# The GSLB and DNS part of {name}, written by `sextant import`."),
+        0,
+    );
+    push(
+        &mut text,
+        "# Each command follows the line of the saved file it comes from.",
+        0,
+    );
+    for (line, command) in out {
+        push(&mut text, "", 0);
+        push(&mut text, &format!("# {name}:{line}"), *line);
+        push(&mut text, command, *line);
+    }
+    (text, map)
+}
+
+/// Reads the written configuration as `sextant check` would, reporting at
+/// the saved file's lines.
+fn validate(config: &str, file: &str, line_map: &[usize]) -> Result<Model, ConfigErrors> {
+    let mut diag = Diag::new(file);
+    let draft = crate::appliance::read(config, &mut diag);
+    let model = crate::validate::build(draft, crate::draft::Syntax::Appliance, &mut diag);
+    diag.remap_lines(|l| line_map.get(l.wrapping_sub(1)).copied().unwrap_or(l));
+    diag.finish(model)
+}
+
+/// Lines as `3, 5-9, 12`.
+pub(crate) fn line_ranges(lines: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let mut j = i;
+        while j + 1 < lines.len() && lines[j + 1] == lines[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", lines[i], lines[j])
+        } else if j == i + 1 {
+            format!("{}, {}", lines[i], lines[j])
+        } else {
+            lines[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_ranges;
+
+    #[test]
+    fn ranges_compress_runs() {
+        assert_eq!(line_ranges(&[3, 5, 6, 7, 8, 9, 12, 13]), "3, 5-9, 12, 13");
+        assert_eq!(line_ranges(&[1]), "1");
+        assert_eq!(line_ranges(&[]), "");
+    }
+}
