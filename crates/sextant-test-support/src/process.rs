@@ -13,7 +13,7 @@
 //! ```
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -60,7 +60,8 @@ impl Bin {
     }
 
     /// Runs the binary with `args` to completion (bounded by a deadline of
-    /// 60 s), capturing its output.
+    /// 60 s), capturing its output. The output is read while the process
+    /// runs, so that one larger than a pipe's buffer cannot stall it.
     pub fn run(self, args: &[&str]) -> Output {
         let mut child = Command::new(self.0)
             .args(args)
@@ -69,21 +70,37 @@ impl Bin {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn sextant");
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut p) = pipe {
+                    let _ = p.read_to_end(&mut bytes);
+                }
+                bytes
+            })
+        };
+        let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
         let end = Instant::now() + Duration::from_secs(60);
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                return child.wait_with_output().unwrap();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for sextant") {
+                break status;
             }
             if Instant::now() >= end {
                 let _ = child.kill();
-                let out = child.wait_with_output().unwrap();
+                let _ = child.wait();
                 panic!(
                     "sextant {args:?} did not finish within 60s\nstdout:\n{}\nstderr:\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
+                    String::from_utf8_lossy(&stdout.join().unwrap_or_default()),
+                    String::from_utf8_lossy(&stderr.join().unwrap_or_default())
                 );
             }
             thread::sleep(Duration::from_millis(20));
+        };
+        Output {
+            status,
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
         }
     }
 
@@ -445,6 +462,9 @@ pub struct SiteServer {
     started: Instant,
     /// More arguments to `serve` ([`SiteServer::start_with`]).
     extra: Vec<String>,
+    /// Whether `serve` gets `--local-site NAME` (not for a file that says
+    /// which site is local itself: [`SiteServer::start_as_written`]).
+    local_site_arg: bool,
 }
 
 impl SiteServer {
@@ -490,6 +510,27 @@ impl SiteServer {
         Self::new(bin, dir, name, ip, config, None, false).launched(true)
     }
 
+    /// Runs `config` as its file says, the way an operator runs an
+    /// imported configuration: no `--local-site` (the file names its local
+    /// site) and no `--dns-listen` (its ADNS services say where DNS
+    /// listens, given here as `dns` for the test's client). Only the API
+    /// address is given, SITE_IP:API_PORT, since several sites share a
+    /// namespace. Waits until the API answers.
+    pub fn start_as_written(
+        bin: Bin,
+        dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        dns: SocketAddr,
+        config: &str,
+        ns: Option<Arc<Netns>>,
+    ) -> SiteServer {
+        let mut site = Self::new(bin, dir, name, ip, config, ns, false);
+        site.dns = Dns::new(dns);
+        site.local_site_arg = false;
+        site.launched(true)
+    }
+
     /// Like [`SiteServer::start`] (host namespace) but returns as soon as
     /// the process is spawned, without waiting for its API: for a test that
     /// queries it from its first moment ([`SiteServer::started`]), or one
@@ -524,6 +565,7 @@ impl SiteServer {
             dns_listen: dns_listen && !is_child_site(config, name),
             started: Instant::now(),
             extra: Vec::new(),
+            local_site_arg: true,
         };
         let _ = fs::remove_file(&site.log_path);
         site
@@ -554,13 +596,10 @@ impl SiteServer {
         let api = self.api_addr.to_string();
         let config = self.config.to_str().expect("utf-8 path").to_string();
         let mut cmd = self.bin.command_in(self.ns.as_deref());
-        die_with_parent(&mut cmd).args([
-            "serve",
-            "--config",
-            config.as_str(),
-            "--local-site",
-            &self.name,
-        ]);
+        die_with_parent(&mut cmd).args(["serve", "--config", config.as_str()]);
+        if self.local_site_arg {
+            cmd.args(["--local-site", &self.name]);
+        }
         if self.dns_listen {
             cmd.args(["--dns-listen", &dns]);
         }

@@ -1,0 +1,349 @@
+//! `sextant import` on whole saved appliance configurations (the corpus in
+//! tests/appliance-configs/, written in the appliance's saved format), as a
+//! migrating operator runs it: import each site's ns.conf untouched, compare
+//! the report and the written file with the golden ones, check the result,
+//! enter the secrets the report names, and serve both sites as separate
+//! processes on the files' own addresses, in a network namespace of the
+//! test's own, with real backends; then ask with dig and with hickory.
+//!
+//! `UPDATE_GOLDEN=1 cargo nextest run -p sextant --test import` rewrites the
+//! golden files after a deliberate change; review the diff.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use sextant_test_support::prelude::*;
+use sextant_test_support::scratch::tempdir;
+
+const BIN: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/appliance-configs")
+}
+
+/// Runs `sextant import NAME -o OUT` in the corpus directory (so the report
+/// names the file as the operator typed it); returns the exit code and the
+/// report without its last line (which names OUT).
+fn import(name: &str, out: &Path, extra: &[&str]) -> (i32, String) {
+    let output = Command::new(BIN.0)
+        .current_dir(corpus())
+        .args(["import", name, "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("run sextant import");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let report: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("Written to "))
+        .collect();
+    assert!(
+        output.stderr.is_empty(),
+        "import wrote to stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code().unwrap_or(-1), report.join("\n") + "\n")
+}
+
+/// Compares `actual` with the golden file `name` in the corpus, or rewrites
+/// it under UPDATE_GOLDEN=1.
+fn golden(name: &str, actual: &str) {
+    let path = corpus().join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        fs::write(&path, actual).expect("write golden file");
+        return;
+    }
+    let expected = fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (create it with UPDATE_GOLDEN=1)", path.display()));
+    if expected != actual {
+        let diff = expected
+            .lines()
+            .zip(actual.lines())
+            .enumerate()
+            .find(|(_, (e, a))| e != a)
+            .map(|(i, (e, a))| format!("first difference at line {}:\n- {e}\n+ {a}", i + 1))
+            .unwrap_or_else(|| "one is a prefix of the other".to_string());
+        panic!(
+            "{} differs from this run ({diff}); rerun with UPDATE_GOLDEN=1 if the change is meant\n--- actual ---\n{actual}",
+            path.display()
+        );
+    }
+}
+
+struct Imported {
+    config: String,
+}
+
+/// Imports one corpus file, checks it against its golden files and with
+/// `sextant check`.
+fn import_site(dir: &Path, stem: &str) -> Imported {
+    let out = dir.join(format!("{stem}.conf"));
+    let (code, report) = import(&format!("{stem}-ns.conf"), &out, &[]);
+    golden(&format!("{stem}.report"), &report);
+    assert_eq!(code, 0, "import of {stem}-ns.conf failed:\n{report}");
+    let config = fs::read_to_string(&out).expect("read the written configuration");
+    golden(&format!("{stem}.sextant.conf"), &config);
+    let check = BIN.run(&["check", out.to_str().expect("utf-8 path")]);
+    assert!(
+        check.status.success(),
+        "sextant check rejects the imported file:\n{}",
+        output_text(&check)
+    );
+    Imported { config }
+}
+
+/// What the migration guide says to do with the report's secrets: enter
+/// the real rpcNode password (the same one on both sites).
+fn enter_secrets(config: &str) -> String {
+    let mut out = config.to_string();
+    for ip in ["10.20.0.11", "10.30.0.11"] {
+        out = out.replace(
+            &format!("SEXTANT-REENTER-rpcNode-{ip}"),
+            "correct-horse-battery-staple",
+        );
+    }
+    assert!(
+        !out.contains("SEXTANT-REENTER-"),
+        "a placeholder is left:\n{out}"
+    );
+    out
+}
+
+#[test]
+fn the_reports_name_what_was_left_out_and_why() {
+    let dir = tempdir("import-report");
+    let out = dir.join("dc1.conf");
+    let (code, report) = import("dc1-ns.conf", &out, &[]);
+    assert_eq!(code, 0, "{report}");
+    for expected in [
+        // One line per command, with the count and the lines.
+        "add lb vserver                      9  load balancing: lines 106-114",
+        "add ssl certKey                     3  SSL/TLS offload: lines 101-103",
+        // Root hints are the resolver's.
+        "root hints",
+        // The local site, decided as the appliance does.
+        "-siteType LOCAL added: the appliance owns its IP 10.20.0.11",
+        // Secrets.
+        "set ns rpcNode 10.20.0.11 -password: the appliance saved it encrypted",
+        // Site persistence has no DNS-level equivalent but source-IP persistence.
+        "-persistenceType SOURCEIP",
+        "Result: a valid Sextant configuration",
+    ] {
+        assert!(
+            report.contains(expected),
+            "report lacks {expected:?}:\n{report}"
+        );
+    }
+    // --local-site overrides the owned address.
+    let (code, report) = import("dc1-ns.conf", &out, &["--local-site", "site_dc2"]);
+    assert_eq!(code, 0, "{report}");
+    assert!(
+        report.contains("add gslb site site_dc2: -siteType LOCAL (--local-site site_dc2)"),
+        "{report}"
+    );
+    let written = fs::read_to_string(&out).expect("written");
+    assert!(
+        written.contains("add gslb site site_dc2 10.30.0.11 -publicIP 10.30.0.11 -siteType LOCAL"),
+        "{written}"
+    );
+    // A site the file does not have is an error, exit 1.
+    let (code, report) = import("dc1-ns.conf", &out, &["--local-site", "site_dc9"]);
+    assert_eq!(code, 1, "{report}");
+    assert!(report.contains("--local-site site_dc9: the file has no site of that name"));
+}
+
+#[test]
+fn a_saved_file_is_refused_by_check_with_a_pointer_to_import() {
+    let saved = corpus().join("dc1-ns.conf");
+    let out = BIN.run(&["check", saved.to_str().expect("utf-8")]);
+    assert!(!out.status.success());
+    let text = output_text(&out);
+    assert!(
+        text.contains("dc1-ns.conf:3: unknown command \"set ns config\": it configures system settings, outside Sextant's scope"),
+        "{text}"
+    );
+    assert!(
+        text.contains("run `sextant import FILE -o OUT.conf`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("encrypted with the appliance's own key"),
+        "{text}"
+    );
+}
+
+/// The addresses the two saved files give their sites, VIPs and ADNS
+/// services, added to the namespace's loopback.
+const ADDRESSES: &[&str] = &[
+    "10.20.0.11",
+    "10.20.1.20",
+    "10.20.1.21",
+    "10.20.1.22",
+    "10.30.0.11",
+    "10.30.1.20",
+    "10.30.1.21",
+    "10.30.1.22",
+];
+
+fn v4(s: &str) -> Ipv4Addr {
+    s.parse().expect("IPv4 address")
+}
+
+/// `dig @server name type +short` inside the namespace; each line.
+fn dig(ns: &Netns, server: &str, name: &str, rtype: &str, tcp: bool) -> Vec<String> {
+    let at = format!("@{server}");
+    let mut args = vec![
+        "dig", &at, "-p", "53", name, rtype, "+short", "+time=2", "+tries=2",
+    ];
+    if tcp {
+        args.push("+tcp");
+    }
+    let out = ns.exec(&args);
+    assert!(out.status.success(), "dig failed: {}", output_text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
+    if !have_program("dig") {
+        sextant_test_support::ci::cannot_run(
+            "this test needs dig (scripts/setup.sh installs bind9-dnsutils)",
+        );
+        return;
+    }
+    let dir = tempdir("import-serve");
+    let dc1 = import_site(&dir, "dc1");
+    let dc2 = import_site(&dir, "dc2");
+    let Some(ns) = Netns::create("import") else {
+        return;
+    };
+    for a in ADDRESSES {
+        ns.exec_ok(&["ip", "addr", "add", &format!("{a}/32"), "dev", "lo"]);
+    }
+    // The backends behind the GSLB services: the LB VIPs of each site
+    // (HTTP on 80 for www, monitored by mon_www's GET /health; TCP on 8080
+    // for api, monitored by the built-in tcp monitor).
+    let mut www: BTreeMap<&str, Backend> = BTreeMap::new();
+    let mut api = Vec::new();
+    ns.run(|| {
+        for vip in ["10.20.1.20", "10.30.1.20"] {
+            www.insert(
+                vip,
+                Backend::http_at(SocketAddr::new(IpAddr::V4(v4(vip)), 80)),
+            );
+        }
+        for vip in ["10.20.1.21", "10.30.1.21"] {
+            api.push(Backend::tcp_at(SocketAddr::new(IpAddr::V4(v4(vip)), 8080)));
+        }
+    });
+    let adns = |ip: &str| SocketAddr::new(IpAddr::V4(v4(ip)), 53);
+    let site1 = SiteServer::start_as_written(
+        BIN,
+        &dir,
+        "site_dc1",
+        v4("10.20.0.11"),
+        adns("10.20.0.11"),
+        &enter_secrets(&dc1.config),
+        Some(ns.clone()),
+    );
+    let site2 = SiteServer::start_as_written(
+        BIN,
+        &dir,
+        "site_dc2",
+        v4("10.30.0.11"),
+        adns("10.30.0.11"),
+        &enter_secrets(&dc2.config),
+        Some(ns.clone()),
+    );
+
+    // Weighted 60/40 between the two sites' www VIPs, from either site's
+    // ADNS service, over UDP and TCP.
+    for site in [&site1, &site2] {
+        eventually(Duration::from_secs(20), "both www services UP", || {
+            site.in_ns(|| {
+                let seen: std::collections::BTreeSet<Ipv4Addr> = (0..20)
+                    .flat_map(|_| {
+                        a_records(&site.dns.udp(&build_query(
+                            "www.gslb.example.net",
+                            RecordType::A,
+                            None,
+                        )))
+                    })
+                    .collect();
+                seen.len() == 2
+            })
+        });
+        let counts = site.in_ns(|| {
+            let mut counts: BTreeMap<Ipv4Addr, usize> = BTreeMap::new();
+            for _ in 0..100 {
+                for a in a_records(&site.dns.udp(&build_query(
+                    "www.gslb.example.net",
+                    RecordType::A,
+                    None,
+                ))) {
+                    *counts.entry(a).or_default() += 1;
+                }
+            }
+            counts
+        });
+        assert_eq!(counts.get(&v4("10.20.1.20")), Some(&60), "{counts:?}");
+        assert_eq!(counts.get(&v4("10.30.1.20")), Some(&40), "{counts:?}");
+        let server = site.dns.server.ip().to_string();
+        for tcp in [false, true] {
+            let answer = dig(&ns, &server, "www.gslb.example.net", "A", tcp);
+            assert!(
+                answer.len() == 1 && ["10.20.1.20", "10.30.1.20"].contains(&answer[0].as_str()),
+                "{answer:?}"
+            );
+        }
+        // The zone's own data: SOA, NS, and the name servers' addresses.
+        let soa = dig(&ns, &server, "gslb.example.net", "SOA", false);
+        assert!(
+            soa[0].starts_with("ns1.gslb.example.net. hostmaster.example.net. 2026120101 "),
+            "{soa:?}"
+        );
+        let mut nsrr = dig(&ns, &server, "gslb.example.net", "NS", false);
+        nsrr.sort();
+        assert_eq!(nsrr, ["ns1.gslb.example.net.", "ns2.gslb.example.net."]);
+        assert_eq!(
+            dig(&ns, &server, "ns1.gslb.example.net", "A", false),
+            ["10.20.0.11"]
+        );
+        assert_eq!(
+            dig(&ns, &server, "ns2.gslb.example.net", "A", true),
+            ["10.30.0.11"]
+        );
+        // Root hints were left out: the root is not ours.
+        let root = site.in_ns(|| site.dns.udp(&build_query(".", RecordType::NS, None)));
+        assert_eq!(root.metadata.response_code, ResponseCode::Refused);
+    }
+
+    // The DC2 www backend fails: mon_www (GET /health, every 2 s, DOWN
+    // after 3 failures) takes it out of both sites' answers.
+    let dead = www.remove("10.30.1.20").expect("backend").kill();
+    for site in [&site1, &site2] {
+        eventually(
+            Duration::from_secs(30),
+            &format!("{} answers only DC1 after {dead} died", site.name),
+            || {
+                site.in_ns(|| {
+                    (0..10).all(|_| {
+                        a_records(&site.dns.udp(&build_query(
+                            "www.gslb.example.net",
+                            RecordType::A,
+                            None,
+                        ))) == [v4("10.20.1.20")]
+                    })
+                })
+            },
+        );
+    }
+    drop(api);
+}
