@@ -1,0 +1,258 @@
+//! The importer's decisions, one at a time, on short saved-file excerpts
+//! (the whole saved files are in tests/appliance-configs/, imported end to
+//! end by crates/sextant/tests/import.rs).
+
+use sextant_config::import::{ImportOptions, import_appliance};
+
+fn import(text: &str) -> sextant_config::import::Import {
+    import_appliance(text, "ns.conf", &ImportOptions::default())
+}
+
+fn import_as(text: &str, local: &str) -> sextant_config::import::Import {
+    let options = ImportOptions {
+        local_site: Some(local.to_string()),
+    };
+    import_appliance(text, "ns.conf", &options)
+}
+
+const TWO_SITES: &str = "\
+#NS13.1 Build 52.19
+set ns config -IPAddress 10.1.0.10 -netmask 255.255.255.0
+add ns ip 10.1.0.11 255.255.255.0 -vServer DISABLED
+add gslb site dc1 10.1.0.11 -publicIP 10.1.0.11
+add gslb site dc2 10.2.0.11 -publicIP 10.2.0.11
+";
+
+/// The written command that came from saved line `line`.
+fn written(config: &str, line: usize) -> &str {
+    let tag = format!("# ns.conf:{line}");
+    let mut lines = config.lines();
+    while let Some(l) = lines.next() {
+        if l == tag {
+            return lines.next().unwrap_or("");
+        }
+    }
+    panic!("no command from line {line} in:\n{config}");
+}
+
+#[test]
+fn the_local_site_is_the_one_whose_ip_the_appliance_owns() {
+    let i = import(TWO_SITES);
+    assert!(i.report.ok(), "{}", i.report);
+    assert_eq!(
+        written(&i.config, 4),
+        "add gslb site dc1 10.1.0.11 -publicIP 10.1.0.11 -siteType LOCAL"
+    );
+    assert_eq!(
+        written(&i.config, 5),
+        "add gslb site dc2 10.2.0.11 -publicIP 10.2.0.11"
+    );
+    let model = i.result.expect("valid");
+    assert!(model.sites.iter().any(|s| s.name == "dc1" && s.kind == sextant_core::SiteKind::Local));
+    // The NSIP counts too.
+    let i = import(&TWO_SITES.replace("10.1.0.11", "10.1.0.10"));
+    assert!(
+        written(&i.config, 4).ends_with("-siteType LOCAL"),
+        "{}",
+        i.config
+    );
+}
+
+#[test]
+fn local_site_overrides_and_unowned_sites_are_reported() {
+    let i = import_as(TWO_SITES, "dc2");
+    assert_eq!(
+        written(&i.config, 4),
+        "add gslb site dc1 10.1.0.11 -publicIP 10.1.0.11"
+    );
+    assert_eq!(
+        written(&i.config, 5),
+        "add gslb site dc2 10.2.0.11 -publicIP 10.2.0.11 -siteType LOCAL"
+    );
+    // A positional site type is changed in place.
+    let typed = "add gslb site dc1 LOCAL 10.1.0.11\nadd gslb site dc2 REMOTE 10.2.0.11\n";
+    let i = import_as(typed, "dc2");
+    assert_eq!(written(&i.config, 1), "add gslb site dc1 REMOTE 10.1.0.11");
+    assert_eq!(written(&i.config, 2), "add gslb site dc2 LOCAL 10.2.0.11");
+    assert!(i.report.ok(), "{}", i.report);
+    // No owned site: the report says what to do; the file is still valid.
+    let i = import("add gslb site dc1 10.1.0.11\nadd gslb site dc2 10.2.0.11\n");
+    assert!(i.report.ok(), "{}", i.report);
+    let text = i.report.to_string();
+    assert!(text.contains("Needs your action:"), "{text}");
+    assert!(
+        text.contains("give the site this node runs as with `--local-site NAME`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn vrrp_priority_255_becomes_254() {
+    let i = import(
+        "add vrid 10\nadd vrid 11 -priority 255 -preemption ENABLED\nadd vrid 12 -priority 120\n",
+    );
+    assert_eq!(written(&i.config, 1), "add vrid 10 -priority 254");
+    assert_eq!(
+        written(&i.config, 2),
+        "add vrid 11 -priority 254 -preemption ENABLED"
+    );
+    assert_eq!(written(&i.config, 3), "add vrid 12 -priority 120");
+    let text = i.report.to_string();
+    assert_eq!(
+        text.matches("reserved for the address owner").count(),
+        2,
+        "{text}"
+    );
+}
+
+#[test]
+fn encrypted_secrets_become_placeholders_the_report_names() {
+    let i = import(
+        "add gslb site dc1 10.1.0.11 -siteType LOCAL\n\
+         set ns rpcNode 10.1.0.11 -password 0a1b2c3d4e5f -encrypted -encryptmethod ENCMTHD_3 -kek -suffix 2026_11_01_08_00_00 -srcIP *\n",
+    );
+    assert_eq!(
+        written(&i.config, 2),
+        "set ns rpcNode 10.1.0.11 -password SEXTANT-REENTER-rpcNode-10.1.0.11 -srcIP *"
+    );
+    let text = i.report.to_string();
+    assert!(
+        text.contains("Secrets to enter again:\n  line 2: set ns rpcNode 10.1.0.11 -password"),
+        "{text}"
+    );
+    let model = i.result.expect("valid");
+    assert!(
+        model
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("ns.conf:2:") && w.contains("placeholder")),
+        "{:?}",
+        model.warnings
+    );
+    // A password in clear is kept as it is.
+    let i = import("set ns rpcNode 10.1.0.11 -password s3cret\n");
+    assert_eq!(
+        written(&i.config, 1),
+        "set ns rpcNode 10.1.0.11 -password s3cret"
+    );
+    assert!(i.report.secrets.is_empty());
+}
+
+#[test]
+fn root_hints_and_resolver_settings_are_left_out_and_counted() {
+    let i = import(
+        "add dns nsRec . a.root-servers.net -TTL 3600000\n\
+         add dns nsRec . b.root-servers.net -TTL 3600000\n\
+         add dns addRec a.root-servers.net 198.41.0.4 -TTL 3600000\n\
+         add dns aaaaRec b.root-servers.net 2801:1b8:10::b -TTL 3600000\n\
+         set dns parameter -recursion DISABLED\n",
+    );
+    assert!(i.report.ok(), "{}", i.report);
+    let groups: Vec<(String, usize)> = i
+        .report
+        .left_out
+        .iter()
+        .map(|g| (g.command.clone(), g.lines.len()))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("add dns nsRec".to_string(), 2),
+            ("add dns addRec".to_string(), 1),
+            ("add dns aaaaRec".to_string(), 1),
+            ("set dns parameter".to_string(), 1)
+        ]
+    );
+    assert!(!i.config.contains("root-servers"), "{}", i.config);
+}
+
+#[test]
+fn lines_outside_the_gslb_part_are_grouped_by_command() {
+    let i = import(
+        "add server web1 10.0.0.1\n\
+         add server web2 10.0.0.2\n\
+         add server gslb_vip 10.0.0.20\n\
+         add lb vserver vs1 HTTP 10.0.0.20 80\n\
+         add lb vserver vs2 HTTP 10.0.0.20 81\n\
+         add lb monitor unused HTTP\n\
+         add lb monitor used HTTP -respCode 200\n\
+         add gslb site dc1 10.1.0.11 -siteType LOCAL\n\
+         add gslb service gs1 gslb_vip HTTP 80 -siteName dc1\n\
+         bind gslb service gs1 -monitorName used\n\
+         bind service svc1 -monitorName unused\n",
+    );
+    assert!(i.report.ok(), "{}", i.report);
+    let text = i.report.to_string();
+    assert!(
+        text.contains(
+            "add server         2  load balancing; used by no GSLB or ADNS service: lines 1, 2"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("add lb vserver     2  load balancing: lines 4, 5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("add lb monitor     1  load balancing; bound to no GSLB service: lines 6"),
+        "{text}"
+    );
+    assert!(
+        text.contains("bind service       1  load balancing: lines 11"),
+        "{text}"
+    );
+    assert_eq!(written(&i.config, 3), "add server gslb_vip 10.0.0.20");
+    let model = i.result.expect("valid");
+    assert_eq!(model.services[0].ip.to_string(), "10.0.0.20");
+}
+
+#[test]
+fn errors_are_reported_at_the_saved_files_lines() {
+    let i = import(
+        "add lb vserver vs1 HTTP 10.0.0.20 80\n\
+         add gslb site dc1 10.1.0.11 -siteType LOCAL\n\
+         add gslb vserver gv HTTP -lbMethod NOSUCH\n",
+    );
+    assert!(!i.report.ok());
+    let errors = i.result.expect_err("invalid");
+    assert_eq!(errors.errors[0].line, 3, "{errors}");
+    assert_eq!(errors.errors[0].file, "ns.conf");
+    let text = i.report.to_string();
+    assert!(
+        text.contains("Errors (1):\n  ns.conf:3: add gslb vserver gv"),
+        "{text}"
+    );
+    // The written file reads back with the same error at its own line.
+    let direct = sextant_config::parse_appliance(&i.config, "out.conf").expect_err("invalid");
+    assert!(direct.errors[0].message.contains("NOSUCH"), "{direct}");
+}
+
+#[test]
+fn a_location_file_that_is_not_here_is_written_commented_out() {
+    let i = import(
+        "add locationFile /var/netscaler/inbuilt_db/Citrix_Netscaler_InBuilt_GeoIP_DB_IPv4\n",
+    );
+    assert!(i.report.ok(), "{}", i.report);
+    assert_eq!(
+        written(&i.config, 1),
+        "# add locationFile /var/netscaler/inbuilt_db/Citrix_Netscaler_InBuilt_GeoIP_DB_IPv4"
+    );
+    assert!(
+        i.report
+            .to_string()
+            .contains("the file is not on this machine")
+    );
+}
+
+#[test]
+fn quoted_words_are_written_as_they_were() {
+    let i = import(
+        "add gslb site dc1 10.1.0.11 -siteType LOCAL\n\
+         add gslb vserver gv HTTP -comment \"web \\\"front\\\" door\"\n",
+    );
+    assert!(i.report.ok(), "{}", i.report);
+    assert_eq!(
+        written(&i.config, 2),
+        "add gslb vserver gv HTTP -comment \"web \\\"front\\\" door\""
+    );
+}
