@@ -487,6 +487,32 @@ pub(crate) fn message(scope: Scope, key: &str, syntax: Syntax) -> Option<String>
 
 /// Records one warning for a use of the setting `key` of `scope` on
 /// `line`, if the setting has no effect.
+/// Values of settings without effect that ask for what Sextant does anyway
+/// (the appliance writes them on every saved line: `-maxClient 0` is no
+/// limit, `-appflowLog DISABLED` no logging). A use with such a value says
+/// nothing that behaves differently, so it is not warned about.
+const INERT: &[(Scope, &str, &str)] = &[
+    (Scope::Service, "maxClient", "0"),
+    (Scope::Service, "appflowLog", "DISABLED"),
+    (Scope::Service, "downStateFlush", "DISABLED"),
+    (Scope::Service, "cip", "DISABLED"),
+    (Scope::Service, "sitePersistence", "NONE"),
+    (Scope::Service, "maxBandwidth", "0"),
+    (Scope::Service, "monThreshold", "0"),
+    (Scope::Service, "maxAAAUsers", "0"),
+    (Scope::VServer, "appflowLog", "DISABLED"),
+    (Scope::VServer, "considerEffectiveState", "NONE"),
+    (Scope::VServer, "disablePrimaryOnDown", "DISABLED"),
+    (Scope::VServer, "ecsAddrValidation", "DISABLED"),
+];
+
+/// Whether `value` of `key` asks for what Sextant does anyway ([`INERT`]).
+pub(crate) fn is_inert(scope: Scope, key: &str, value: &str) -> bool {
+    INERT
+        .iter()
+        .any(|(s, k, v)| *s == scope && *k == key && v.eq_ignore_ascii_case(value))
+}
+
 pub(crate) fn warn(diag: &mut Diag, line: usize, scope: Scope, key: &str, syntax: Syntax) {
     if let Some(text) = message(scope, key, syntax) {
         diag.warn(line, text);
@@ -521,9 +547,9 @@ set gslb parameter -automaticConfigSync ENABLED -ldnsEntryTimeout 60 -RTTToleran
 set gslb parameter -ldnsProbeOrder DNS -dropLdnsReq ENABLED -ldnsProbeInterval 10 -ldnsProbeTimeout 3
 set lb monitor ldns-ping -interval 10
 add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -publicPort 8080 -maxClient 100 -cip ENABLED -cipHeader X
-set gslb service s1 -sitePersistence ConnectionProxy -cookieTimeout 5 -sitePrefix x -maxBandwidth 10 -monThreshold 1 -maxAAAUsers 0 -hashId 3
+set gslb service s1 -sitePersistence ConnectionProxy -cookieTimeout 5 -sitePrefix x -maxBandwidth 10 -monThreshold 1 -maxAAAUsers 5 -hashId 3
 set gslb service s1 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED
-add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog DISABLED
+add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog ENABLED
 set gslb vserver vs -considerEffectiveState STATE_ONLY -disablePrimaryOnDown ENABLED -dynamicWeight SERVICECOUNT -ecsAddrValidation ENABLED -toggleorder ASCENDING -orderthreshold 50
 add lb monitor m TCP -LRTM ENABLED
 add vrid 1

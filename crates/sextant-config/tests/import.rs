@@ -48,7 +48,12 @@ fn the_local_site_is_the_one_whose_ip_the_appliance_owns() {
         "add gslb site dc2 10.2.0.11 -publicIP 10.2.0.11"
     );
     let model = i.result.expect("valid");
-    assert!(model.sites.iter().any(|s| s.name == "dc1" && s.kind == sextant_core::SiteKind::Local));
+    assert!(
+        model
+            .sites
+            .iter()
+            .any(|s| s.name == "dc1" && s.kind == sextant_core::SiteKind::Local)
+    );
     // The NSIP counts too.
     let i = import(&TWO_SITES.replace("10.1.0.11", "10.1.0.10"));
     assert!(

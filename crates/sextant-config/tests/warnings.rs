@@ -51,7 +51,7 @@ add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -publicPort 8080 -maxClient 10
 set gslb service s1 -cip ENABLED -cipHeader X-Forwarded-For
 set gslb service s1 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED
 add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT
-set gslb vserver vs -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog DISABLED
+set gslb vserver vs -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog ENABLED
 add lb monitor m TCP -LRTM ENABLED
 ";
 
@@ -258,4 +258,16 @@ automatic_config_sync = false
             (13, "[gslb] automatic_config_sync"),
         ])
     );
+}
+
+/// What a saved file writes on every line and asks for what Sextant does
+/// anyway (no client limit, no AppFlow) is not warned about.
+#[test]
+fn settings_that_ask_for_what_sextant_does_anyway_are_not_warned_about() {
+    let m = conf(concat!(
+        "add gslb site p1 10.0.0.1 -siteType LOCAL\n",
+        "add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -maxClient 0 -appflowLog DISABLED -cip DISABLED\n",
+        "add gslb vserver vs HTTP -appflowLog DISABLED -considerEffectiveState NONE\n",
+    ));
+    assert!(m.warnings.is_empty(), "{:#?}", m.warnings);
 }

@@ -415,7 +415,9 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
         load.source = Some((kind, line));
     }
     for o in &args.opts {
-        r.no_effect(line, Scope::Service, o.name);
+        if !crate::no_effect::is_inert(Scope::Service, o.name, o.value()) {
+            r.no_effect(line, Scope::Service, o.name);
+        }
         match o.name {
             "publicIP" => {
                 if let Some(ip) = r.value(line, ctx, o, scalar::ip) {
@@ -600,7 +602,9 @@ fn apply_vserver_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
         }
     }
     for o in &args.opts {
-        r.no_effect(line, Scope::VServer, o.name);
+        if !crate::no_effect::is_inert(Scope::VServer, o.name, o.value()) {
+            r.no_effect(line, Scope::VServer, o.name);
+        }
         match o.name {
             "persistenceType" => {}
             "lbMethod" => {

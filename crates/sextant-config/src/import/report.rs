@@ -45,9 +45,14 @@ pub struct Report {
     pub actions: Vec<Finding>,
     /// Secrets written as placeholders.
     pub secrets: Vec<Finding>,
-    /// Settings taken without effect (or with a different one), grouped:
-    /// the text and the saved file's lines.
+    /// Settings taken that Sextant does not implement (yet), grouped: the
+    /// text and the saved file's lines.
     pub not_implemented: Vec<(String, Vec<usize>)>,
+    /// Settings taken that have no meaning for a DNS-only GSLB (they belong
+    /// to the appliance's data path), grouped likewise.
+    pub not_applicable: Vec<(String, Vec<usize>)>,
+    /// Other warnings of the written configuration (placeholders, ...).
+    pub warnings: Vec<(String, Vec<usize>)>,
     /// `FILE:LINE: reason` for each error of the written configuration, and
     /// errors of the import itself.
     pub errors: Vec<String>,
@@ -122,9 +127,18 @@ impl Report {
                     let said = text
                         .split_once(": -")
                         .map_or(text.to_string(), |(_, t)| format!("-{t}"));
-                    match self.not_implemented.iter_mut().find(|(t, _)| *t == said) {
+                    let list = if said.contains(" is accepted but not implemented yet") {
+                        &mut self.not_implemented
+                    } else if said.contains(" is accepted but has no effect in Sextant") {
+                        &mut self.not_applicable
+                    } else {
+                        // Placeholders and the like: each says its own.
+                        self.warnings.push((text.to_string(), vec![line]));
+                        continue;
+                    };
+                    match list.iter_mut().find(|(t, _)| *t == said) {
                         Some((_, lines)) => lines.push(line),
-                        None => self.not_implemented.push((said, vec![line])),
+                        None => list.push((said, vec![line])),
                     }
                 }
                 self.summary = Some(format!(
@@ -192,12 +206,31 @@ impl fmt::Display for Report {
         findings(f, "Written with a change", &self.changed)?;
         findings(f, "Secrets to enter again", &self.secrets)?;
         findings(f, "Needs your action", &self.actions)?;
-        if !self.not_implemented.is_empty() {
-            writeln!(f, "\nTaken, but behaves differently in Sextant:")?;
-            for (text, lines) in &self.not_implemented {
-                writeln!(f, "  lines {}: {text}", line_ranges(lines))?;
+        let grouped = |f: &mut fmt::Formatter<'_>,
+                       title: &str,
+                       list: &[(String, Vec<usize>)]|
+         -> fmt::Result {
+            if list.is_empty() {
+                return Ok(());
             }
-        }
+            writeln!(f, "\n{title}:")?;
+            for (text, lines) in list {
+                let word = if lines.len() == 1 { "line" } else { "lines" };
+                writeln!(f, "  {word} {}: {text}", line_ranges(lines))?;
+            }
+            Ok(())
+        };
+        grouped(
+            f,
+            "Taken, but not implemented: behaves differently in Sextant",
+            &self.not_implemented,
+        )?;
+        grouped(
+            f,
+            "Taken, with no meaning for a DNS-only GSLB",
+            &self.not_applicable,
+        )?;
+        grouped(f, "Warnings", &self.warnings)?;
         if self.errors.is_empty() {
             if let Some(s) = &self.summary {
                 writeln!(f, "\nResult: a valid Sextant configuration ({s}).")?;
