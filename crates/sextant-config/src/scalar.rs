@@ -121,13 +121,20 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
 }
 
 /// Lower case, without a trailing dot: the form the model stores names in.
+/// The root name `.` stays `.`, so that messages can name it.
 pub(crate) fn normalize_name(name: &str) -> String {
-    name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
+    match name {
+        "." => ".".to_string(),
+        _ => name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase(),
+    }
 }
 
 /// Checks a (normalized) DNS name: labels of 1..=63 letters, digits,
 /// hyphens or underscores, at most 253 characters in total.
 pub(crate) fn check_domain(name: &str) -> Result<(), String> {
+    if name == "." {
+        return Err("the root name \".\" is not a name Sextant serves: its GSLB domains and zones are names below the root (a saved appliance file's root hints, `add dns nsRec . ...`, are the resolver's; `sextant import` leaves them out)".to_string());
+    }
     if name.is_empty() {
         return Err("a domain name is empty".to_string());
     }

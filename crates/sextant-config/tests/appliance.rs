@@ -897,3 +897,17 @@ fn positional_site_type() {
         &["site type is given twice"],
     );
 }
+
+#[test]
+fn the_root_name_is_named_as_such() {
+    one_error(
+        "add gslb site s1 10.0.0.1 -siteType LOCAL\nadd gslb vserver v HTTP\nbind gslb vserver v -domainName .\n",
+        3,
+        &["the root name \".\" is not a name Sextant serves"],
+    );
+    one_error(
+        "add dns soaRec . -originServer a.example.com -contact h.example.com\n",
+        1,
+        &["zone \".\": the root name \".\""],
+    );
+}
