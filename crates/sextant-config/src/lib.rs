@@ -39,7 +39,7 @@ use error::Diag;
 /// The start of a password that `sextant import` wrote in place of one the
 /// appliance saved encrypted with its own key: `sextant check` warns about
 /// it, and metric exchange never authenticates with it.
-pub const REENTER_PREFIX: &str = "SEXTANT-REENTER-";
+pub const REENTER_PREFIX: &str = sextant_core::SECRET_PLACEHOLDER_PREFIX;
 
 /// Reads and validates a configuration file. The extension picks the
 /// syntax: `.conf` is the appliance's command syntax, `.toml` the native one.

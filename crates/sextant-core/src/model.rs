@@ -144,6 +144,12 @@ impl Model {
     }
 }
 
+/// The start of a secret that `sextant import` wrote in place of one the
+/// appliance saved encrypted with its own key. Metric exchange never
+/// authenticates with it, so an imported file cannot run with a secret that
+/// anyone reading the import's output knows.
+pub const SECRET_PLACEHOLDER_PREFIX: &str = "SEXTANT-REENTER-";
+
 /// Metric exchange settings for the node at one site IP (`set ns rpcNode`).
 /// `Debug` never shows the password.
 #[derive(Clone, PartialEq, Eq)]

@@ -555,6 +555,11 @@ fn verify(
             Err("the peer proves a password but none is configured for this link")
         };
     };
+    if secret.starts_with(sextant_core::SECRET_PLACEHOLDER_PREFIX.as_bytes()) {
+        return Err(
+            "this link's password is the placeholder `sextant import` wrote; enter the real password (set ns rpcNode)",
+        );
+    }
     if got.is_empty() {
         return Err("the peer sent no proof (no password configured there?)");
     }
@@ -730,6 +735,27 @@ mod tests {
         assert!(verify(Some(b"key"), &[8; 32], "a", None, &p).is_err());
         assert!(verify(Some(b"key"), &[7; 32], "a", Some(b"tls"), &p).is_err());
         assert_eq!(proof(None, &[7; 32], "a", None), "");
+    }
+
+    #[test]
+    fn a_placeholder_secret_never_authenticates() {
+        // Both ends with the same, publicly known placeholder.
+        let placeholder = "SEXTANT-REENTER-rpcNode-10.0.0.2";
+        let proof_of_peer = proof(Some(placeholder.as_bytes()), &[7; 32], "p2", None);
+        assert_eq!(
+            verify(
+                Some(placeholder.as_bytes()),
+                &[7; 32],
+                "p2",
+                None,
+                &proof_of_peer
+            ),
+            Err(
+                "this link's password is the placeholder `sextant import` wrote; enter the real password (set ns rpcNode)"
+            )
+        );
+        let real = proof(Some(b"s3cret"), &[7; 32], "p2", None);
+        assert_eq!(verify(Some(b"s3cret"), &[7; 32], "p2", None, &real), Ok(()));
     }
 
     #[test]
