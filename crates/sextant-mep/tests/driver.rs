@@ -551,3 +551,61 @@ async fn read_to_close(s: &mut tokio::net::TcpStream) -> Vec<Message> {
         }
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn rpc_node_source_ip_is_where_connections_come_from() {
+    // A dials B (the higher IP accepts). With `set ns rpcNode B -srcIP X`
+    // A's connections come from X, which B does not know as a site.
+    let specs = [site("A", "127.77.40.1"), site("B", "127.77.40.2")];
+    let other: std::net::IpAddr = "127.77.40.3".parse().unwrap();
+    let mut ma = model(&specs, "A", KA);
+    rpc(&mut ma, specs[1].ip, None, false);
+    ma.rpc_nodes[0].source_ip = Some(other);
+    let mut a = Node::start_model(ma, "A");
+    let mut b = Node::start(&specs, "B", KA);
+    let e = b
+        .wait(WAIT, "Refused", |e| matches!(e, MepEvent::Refused { .. }))
+        .await;
+    match e {
+        MepEvent::Refused { peer, .. } => assert_eq!(peer.ip(), other),
+        _ => unreachable!(),
+    }
+    // From its own site IP (the default, or -srcIP naming it) it comes up.
+    let mut ma = model(&specs, "A", KA);
+    rpc(&mut ma, specs[1].ip, None, false);
+    ma.rpc_nodes[0].source_ip = Some(specs[0].ip);
+    a.close().await;
+    let mut a = Node::start_model(ma, "A");
+    a.wait_up("B", WAIT).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_import_placeholder_password_never_authenticates() {
+    // Both ends imported from appliance files: the same placeholder, which
+    // anyone reading the import's output knows.
+    let specs = [site("A", "127.77.41.1"), site("B", "127.77.41.2")];
+    let placeholder = "SEXTANT-REENTER-rpcNode-127.77.41.2";
+    let mut ma = model(&specs, "A", KA);
+    rpc(&mut ma, specs[1].ip, Some(placeholder), false);
+    let mut mb = model(&specs, "B", KA);
+    rpc(&mut mb, specs[1].ip, Some(placeholder), false);
+    let _a = Node::start_model(ma, "A");
+    let mut b = Node::start_model(mb, "B");
+    let e = b
+        .wait(WAIT, "AuthFailed", |e| {
+            matches!(e, MepEvent::AuthFailed { .. })
+        })
+        .await;
+    match e {
+        MepEvent::AuthFailed { reason, .. } => {
+            assert!(reason.contains("placeholder"), "{reason}")
+        }
+        _ => unreachable!(),
+    }
+    b.drain_for(Duration::from_millis(1500)).await;
+    assert!(
+        !b.seen.iter().any(|e| matches!(e, MepEvent::PeerUp { .. })),
+        "{:?}",
+        b.seen
+    );
+}

@@ -190,10 +190,8 @@ fn decide(words: &str, tokens: &[Token], uses: &Uses) -> Decision {
                 return Decision::LeaveOut(Area::LoadBalancing, "");
             }
         }
-        "add server" => {
-            if !arg(2).is_some_and(|n| uses.servers.contains(&n)) {
-                return Decision::LeaveOut(Area::LoadBalancing, "used by no GSLB or ADNS service");
-            }
+        "add server" if !arg(2).is_some_and(|n| uses.servers.contains(&n)) => {
+            return Decision::LeaveOut(Area::LoadBalancing, "used by no GSLB or ADNS service");
         }
         "add lb monitor" | "set lb monitor" => {
             let name = arg(3).unwrap_or_default();
@@ -201,10 +199,8 @@ fn decide(words: &str, tokens: &[Token], uses: &Uses) -> Decision {
                 return Decision::LeaveOut(Area::LoadBalancing, "bound to no GSLB service");
             }
         }
-        "bind lb monitor" => {
-            if !arg(4).is_some_and(|s| uses.gslb_services.contains(&s)) {
-                return Decision::LeaveOut(Area::LoadBalancing, "");
-            }
+        "bind lb monitor" if !arg(4).is_some_and(|s| uses.gslb_services.contains(&s)) => {
+            return Decision::LeaveOut(Area::LoadBalancing, "");
         }
         "add ns ip" | "add ns ip6" => {
             let vip = option("type").is_some_and(|t| t.eq_ignore_ascii_case("VIP"));
@@ -273,10 +269,8 @@ impl Uses {
                     u.gslb_services.insert(arg(3));
                     u.servers.insert(arg(4));
                 }
-                "add service" => {
-                    if arg(4).starts_with("adns") {
-                        u.servers.insert(arg(3));
-                    }
+                "add service" if arg(4).starts_with("adns") => {
+                    u.servers.insert(arg(3));
                 }
                 "bind gslb service" => {
                     if let Some(m) = option("monitorName") {
