@@ -100,7 +100,7 @@ fn import_site(dir: &Path, stem: &str) -> Imported {
 /// the real rpcNode password (the same one on both sites).
 fn enter_secrets(config: &str) -> String {
     let mut out = config.to_string();
-    for ip in ["10.20.0.11", "10.30.0.11"] {
+    for ip in ["10.20.0.11", "10.30.0.11", "10.40.0.11"] {
         out = out.replace(
             &format!("SEXTANT-REENTER-rpcNode-{ip}"),
             "correct-horse-battery-staple",
@@ -221,6 +221,7 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
     let dir = tempdir("import-serve");
     let dc1 = import_site(&dir, "dc1");
     let dc2 = import_site(&dir, "dc2");
+    let child = import_site(&dir, "child-eu");
     let Some(ns) = Netns::create("import") else {
         return;
     };
@@ -233,7 +234,7 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
     let mut www: BTreeMap<&str, Backend> = BTreeMap::new();
     let mut api = Vec::new();
     ns.run(|| {
-        for vip in ["10.20.1.20", "10.30.1.20"] {
+        for vip in ["10.20.1.20", "10.30.1.20", "10.40.1.20"] {
             www.insert(
                 vip,
                 Backend::http_at(SocketAddr::new(IpAddr::V4(v4(vip)), 80)),
@@ -260,6 +261,17 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
         v4("10.30.0.11"),
         adns("10.30.0.11"),
         &enter_secrets(&dc2.config),
+        Some(ns.clone()),
+    );
+    // The child site (seed 001): no ADNS service, so it answers no DNS; it
+    // reports its service to its parent, site_dc1.
+    let child = SiteServer::start_as_written(
+        BIN,
+        &dir,
+        "child_eu",
+        v4("10.40.0.11"),
+        adns("10.40.0.11"),
+        &enter_secrets(&child.config),
         Some(ns.clone()),
     );
 
@@ -324,6 +336,30 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
         let root = site.in_ns(|| site.dns.udp(&build_query(".", RecordType::NS, None)));
         assert_eq!(root.metadata.response_code, ResponseCode::Refused);
     }
+
+    // The child's shop service, answered by both parents.
+    for site in [&site1, &site2] {
+        eventually(
+            Duration::from_secs(30),
+            &format!("{} answers shop from the child", site.name),
+            || {
+                site.in_ns(|| {
+                    a_records(&site.dns.udp(&build_query(
+                        "shop.gslb.example.net",
+                        RecordType::A,
+                        None,
+                    ))) == [v4("10.40.1.20")]
+                })
+            },
+        );
+    }
+    let child_dns = child.in_ns(|| {
+        child.dns.try_udp_from(
+            None,
+            &build_query("shop.gslb.example.net", RecordType::A, None),
+        )
+    });
+    assert!(child_dns.is_err(), "the child answered DNS: {child_dns:?}");
 
     // The DC2 www backend fails: mon_www (GET /health, every 2 s, DOWN
     // after 3 failures) takes it out of both sites' answers.
