@@ -383,3 +383,35 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
     }
     drop(api);
 }
+
+#[test]
+fn without_an_output_file_the_configuration_goes_to_stdout_and_the_report_to_stderr() {
+    let out = Command::new(BIN.0)
+        .current_dir(corpus())
+        .args(["import", "child-eu-ns.conf"])
+        .output()
+        .expect("run sextant import");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with("# The GSLB and DNS part of child-eu-ns.conf"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("Left out"), "{stdout}");
+    assert!(
+        stderr.starts_with("child-eu-ns.conf: 140 lines"),
+        "{stderr}"
+    );
+    // A file that is not there.
+    let missing = BIN.run(&["import", "/nonexistent/ns.conf"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(output_text(&missing).contains("cannot read /nonexistent/ns.conf"));
+    // --help names the command.
+    let help = BIN.run(&["--help"]);
+    assert!(
+        output_text(&help).contains("import"),
+        "{}",
+        output_text(&help)
+    );
+}
