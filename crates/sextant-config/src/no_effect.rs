@@ -177,6 +177,22 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
         Why::NotApplicable,
         "Sextant always keeps each monitor's response time (the LEASTRESPONSETIME figure)",
     ),
+    row(
+        Scope::Monitor,
+        "deviation",
+        "-deviation",
+        None,
+        Why::NotYet,
+        "Sextant has no dynamic response time monitoring: a probe fails only when it gets no good answer within -resptimeout",
+    ),
+    row(
+        Scope::Monitor,
+        "transparent",
+        "-transparent",
+        None,
+        Why::NotApplicable,
+        "probes go to -destIP through the host's routing; Sextant does not send them to a transparent device's MAC address",
+    ),
     // -- add ns ip / add ns ip6 (VIPs)
     row(
         Scope::NsIp,
@@ -419,7 +435,7 @@ set lb monitor ldns-ping -interval 10
 add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -publicPort 8080 -maxClient 100 -cip ENABLED -cipHeader X
 set gslb service s1 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED
 add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog DISABLED
-add lb monitor m TCP -LRTM ENABLED
+add lb monitor m TCP -LRTM ENABLED -deviation 10 -transparent YES -destIP 10.9.0.1
 add vrid 1
 bind vrid 1 -ifnum eth0
 add ns ip 10.0.0.53 255.255.255.0 -type VIP -vrid 1 -arp ENABLED -icmp ENABLED -arpResponse NONE -icmpResponse NONE -state ENABLED -vServer ENABLED

@@ -38,6 +38,7 @@ pub(crate) fn build(mut draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model 
     v.params(&draft);
     v.listeners(&draft);
     let sites = v.sites(&draft);
+    crate::builtin_monitors::add_bound(&mut draft);
     let monitors = v.monitors(&draft);
     let services = v.services(&mut draft, &sites);
     v.monitor_bindings(&draft, &services, &monitors);
@@ -697,6 +698,13 @@ impl Validator<'_> {
         let mut seen: FnvMap<(u32, u32), usize> = FnvMap::default();
         for b in &draft.monitor_bindings {
             let svc = self.resolve(&b.service, Kind::Service, services);
+            if lookup(monitors, &b.monitor.name).is_none()
+                && let Some(why) = crate::builtin_monitors::unprobed(draft, &b.monitor.name)
+            {
+                self.diag
+                    .error(b.monitor.line, format!("{}: {why}", b.monitor.context));
+                continue;
+            }
             let mon = self.resolve(&b.monitor, Kind::Monitor, monitors);
             let (Some(svc), Some(mon)) = (svc, mon) else {
                 continue;
