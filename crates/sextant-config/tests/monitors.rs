@@ -359,3 +359,32 @@ monitors = ["web", "http"]
     bad("dest_ip = \"nope\"", 5, "dest_ip");
     bad("custom_headers = \"X: y\"", 5, "custom_headers");
 }
+
+#[test]
+fn the_built_in_ldns_monitors_as_a_saved_file_writes_them() {
+    let m = ok(&format!(
+        "{BASE}\
+add lb monitor ldns-ping LDNS-PING -LRTM DISABLED -deviation 0 -interval 5 -resptimeout 4
+add lb monitor ldns-dns LDNS-DNS -query . -queryType Address -LRTM DISABLED -deviation 0 -interval 6 -resptimeout 3 -downTime 20
+set lb monitor ldns-tcp LDNS-TCP -interval 7 -resptimeout 3
+"
+    ));
+    assert_eq!(m.params.ldns_ping.timeout, Duration::from_secs(4));
+    assert_eq!(m.params.ldns_dns.interval, Duration::from_secs(6));
+    assert_eq!(m.params.ldns_tcp.interval, Duration::from_secs(7));
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.starts_with("t.conf:5: -downTime on a built-in LDNS monitor")),
+        "{:#?}",
+        m.warnings
+    );
+    one_error(
+        parse_appliance(
+            &format!("{BASE}add lb monitor ldns-ping LDNS-PING -query .\n"),
+            "t.conf",
+        ),
+        4,
+        &["a PING probe sends no query"],
+    );
+}

@@ -173,6 +173,13 @@ const LDNS: &[OptSpec] = &[
     opt("interval", Arity::Duration),
     opt("resptimeout", Arity::Duration),
     opt("destPort", Arity::One),
+    // What a saved configuration writes for them besides; see
+    // `set_ldns_monitor`.
+    opt("LRTM", Arity::One),
+    opt("deviation", Arity::Duration),
+    opt("downTime", Arity::Duration),
+    opt("query", Arity::One),
+    opt("queryType", Arity::One),
 ];
 
 /// The appliance's built-in RTT probe monitors, which `set lb monitor` may
@@ -187,6 +194,15 @@ const LDNS_MONITORS: &[(&str, &str, LdnsProbe)] = &[
 /// `add lb monitor NAME TYPE [options]`.
 pub(super) fn add_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let base = context("add lb monitor", tokens);
+    // A saved configuration lists the built-in LDNS monitors with `add`.
+    if let Some((_, ldns_type, kind)) = tokens.first().and_then(|t| {
+        LDNS_MONITORS
+            .iter()
+            .find(|(n, _, _)| n.eq_ignore_ascii_case(&t.text))
+    }) {
+        set_ldns_monitor(r, line, &base, (ldns_type, *kind), tokens, true);
+        return;
+    }
     // The type decides which options are valid, so read it before the options.
     let has_name = tokens.first().is_some_and(|t| !t.is_option());
     let ty_token = tokens.get(1).filter(|t| has_name && !t.is_option());
@@ -303,7 +319,7 @@ pub(super) fn set_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         .iter()
         .find(|(n, _, _)| n.eq_ignore_ascii_case(&name))
     {
-        set_ldns_monitor(r, line, &ctx, (ldns_type, *kind), tokens);
+        set_ldns_monitor(r, line, &ctx, (ldns_type, *kind), tokens, false);
         return;
     }
     let defined = r
@@ -409,6 +425,7 @@ fn set_ldns_monitor(
     ctx: &str,
     (ty, kind): (&str, LdnsProbe),
     tokens: &[Token],
+    adding: bool,
 ) {
     let args = r.args(line, ctx, tokens, LDNS);
     if args.positional.len() > 2 {
@@ -446,7 +463,42 @@ fn set_ldns_monitor(
             r.draft.params.ldns_monitor_mut(kind).dest_port = Some(p);
         }
     }
-    if !args.any {
+    if let Some(o) = args.get("LRTM")
+        && r.value(line, ctx, o, scalar::enabled).is_some()
+    {
+        r.no_effect(line, Scope::Monitor, "LRTM");
+    }
+    if let Some(o) = args.get("deviation")
+        && r.duration(line, ctx, o, Unit::Seconds)
+            .is_some_and(|d| !d.is_zero())
+    {
+        r.no_effect(line, Scope::Monitor, "deviation");
+    }
+    if let Some(o) = args.get("downTime")
+        && r.duration(line, ctx, o, Unit::Seconds).is_some()
+    {
+        r.diag.warn(
+            line,
+            "-downTime on a built-in LDNS monitor is accepted but has no effect in Sextant (an LDNS is never DOWN: its probes repeat every -interval)",
+        );
+    }
+    for name in ["query", "queryType"] {
+        if args.has(name) && kind == LdnsProbe::Ping {
+            r.error(line, ctx, format!("-{name}: a PING probe sends no query"));
+        }
+    }
+    if let Some(o) = args.get("query")
+        && o.value() != "."
+    {
+        r.diag.warn(
+            line,
+            format!(
+                "-query {} on a built-in LDNS monitor is accepted but has no effect in Sextant (its DNS probes ask for the root, `. NS`: any answer times the round trip)",
+                o.value()
+            ),
+        );
+    }
+    if !args.any && !adding {
         r.error(
             line,
             ctx,
