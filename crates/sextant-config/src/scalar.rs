@@ -228,7 +228,7 @@ pub(crate) fn lb_method(text: &str) -> Result<LbMethod, String> {
 /// the appliance writes them; blank lines are ignored.
 pub(crate) fn header_lines(text: &str) -> Result<String, String> {
     for l in text.lines().map(str::trim_end) {
-        if !l.is_empty() && !l.split_once(':').is_some_and(|(n, _)| !n.trim().is_empty()) {
+        if !l.is_empty() && l.split_once(':').is_none_or(|(n, _)| n.trim().is_empty()) {
             return Err(format!(
                 "\"{l}\" is not a header line; write \"Name: value\\r\\n\" for each header"
             ));

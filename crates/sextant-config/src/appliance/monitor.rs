@@ -576,19 +576,20 @@ fn apply_monitor_opts(
                 r.value(line, ctx, o, scalar::enabled);
             }
             "deviation" => {
-                if r.duration(line, ctx, o, Unit::Seconds)
-                    .is_some_and(|d| !d.is_zero())
-                {
+                let d = r.duration(line, ctx, o, Unit::Seconds);
+                if d.is_some_and(|d| !d.is_zero()) {
                     r.no_effect(line, Scope::Monitor, o.name);
                 }
             }
             "transparent" => {
-                if r.value(line, ctx, o, scalar::yes_no) == Some(true) {
+                let transparent = r.value(line, ctx, o, scalar::yes_no);
+                if transparent == Some(true) {
                     r.no_effect(line, Scope::Monitor, o.name);
                 }
             }
             "secure" if ty == MonType::Tcp => {
-                if r.value(line, ctx, o, scalar::yes_no) == Some(true) {
+                let secure = r.value(line, ctx, o, scalar::yes_no);
+                if secure == Some(true) {
                     r.error(
                         line,
                         ctx,

@@ -701,8 +701,7 @@ impl Native<'_> {
                     custom_headers: String::new(),
                 };
                 if let Some(v) = &m.custom_headers
-                    && let Some(h) =
-                        self.with(ctx, "custom_headers", v, |t| scalar::header_lines(t))
+                    && let Some(h) = self.with(ctx, "custom_headers", v, scalar::header_lines)
                 {
                     check.custom_headers = h;
                 }
