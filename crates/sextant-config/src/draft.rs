@@ -99,6 +99,9 @@ pub(crate) struct Draft {
     pub service_bindings: Vec<ServiceBinding>,
     pub domain_bindings: Vec<DomainBinding>,
     pub monitor_bindings: Vec<MonitorBinding>,
+    /// Monitors the file adds or changes that Sextant cannot probe (ARP,
+    /// TCP-ECV, ...): accepted with a warning, an error once bound.
+    pub unprobed_monitors: Vec<UnprobedMonitor>,
     pub zones: Vec<DraftZone>,
     /// DNS actions, policies and global bindings.
     pub dns: crate::dns_policy::DnsDraft,
@@ -473,6 +476,17 @@ pub(crate) enum DcBound {
     Address(DraftDcAddress),
     /// A fail-safe record, with its line.
     FailSafe(IpAddr, usize),
+}
+
+/// A monitor Sextant cannot probe, see [`Draft::unprobed_monitors`].
+#[derive(Debug)]
+pub(crate) struct UnprobedMonitor {
+    pub name: String,
+    /// The first line that added or changed it.
+    pub line: usize,
+    pub type_word: String,
+    /// Why it cannot be probed, for the operator.
+    pub why: &'static str,
 }
 
 /// A monitor bound to a service.

@@ -2,8 +2,12 @@
 //!
 //! Rules (the appliance CLI's, as far as a file needs them):
 //! - tokens are separated by spaces or tabs;
-//! - `"..."` quotes a token; inside it `\"` is a quote and `\\` a backslash,
-//!   any other backslash is kept as written (so `"\d+"` stays `\d+`);
+//! - `"..."` quotes a token; inside it `\"` is a quote, `\\` a backslash,
+//!   `\r`, `\n` and `\t` are CR, LF and tab, and `\NNN` (three octal
+//!   digits) is that control character: the appliance writes control
+//!   characters in saved files this way (`-customHeaders "Host: a\r\n"`).
+//!   Any other backslash is kept as written (so `"\d+"` stays `\d+`, as
+//!   regular expressions and policy expressions need);
 //! - `'...'` quotes a token literally, without escapes;
 //! - quoted and unquoted parts next to each other form one token (`a"b c"`);
 //! - `#` at the start of a token, outside quotes, starts a comment that runs
@@ -98,13 +102,13 @@ pub(crate) fn tokenize(line: &str) -> Result<Vec<Token<'_>>, String> {
                                 break;
                             }
                             Some(_) => {
-                                // A backslash: it escapes a quote or a backslash only.
-                                match bytes.get(i + 1) {
-                                    Some(&e @ (b'"' | b'\\')) => {
-                                        text.push(char::from(e));
-                                        i += 2;
+                                // A backslash: an escape, or itself.
+                                match escape(&bytes[i + 1..]) {
+                                    Some((c, len)) => {
+                                        text.push(c);
+                                        i += 1 + len;
                                     }
-                                    _ => {
+                                    None => {
                                         text.push('\\');
                                         i += 1;
                                     }
@@ -152,6 +156,30 @@ pub(crate) fn tokenize(line: &str) -> Result<Vec<Token<'_>>, String> {
         });
     }
     Ok(tokens)
+}
+
+/// The character an escape stands for and how many bytes after the
+/// backslash it takes, or `None` when the backslash is not an escape (it is
+/// then kept as written).
+fn escape(after: &[u8]) -> Option<(char, usize)> {
+    match after.first()? {
+        b'"' => Some(('"', 1)),
+        b'\\' => Some(('\\', 1)),
+        b'r' => Some(('\r', 1)),
+        b'n' => Some(('\n', 1)),
+        b't' => Some(('\t', 1)),
+        _ => {
+            // `\NNN`: only control characters (what the appliance escapes),
+            // so that `\101` in a regular expression stays as written.
+            let digits = after.get(..3)?;
+            if !digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
+                return None;
+            }
+            let value = digits.iter().fold(0u32, |n, d| n * 8 + u32::from(d - b'0'));
+            let c = char::from_u32(value).filter(|c| c.is_ascii_control())?;
+            Some((c, 3))
+        }
+    }
 }
 
 /// 1-based character column of byte offset `pos` in `line`.
@@ -202,6 +230,20 @@ mod tests {
         assert_eq!(t[3].text, "x");
         assert_eq!(texts("a\t\tb  "), ["a", "b"]);
         assert_eq!(texts(r#""a\\""#), [r#"a\"#]);
+    }
+
+    #[test]
+    fn control_character_escapes() {
+        assert_eq!(
+            texts(r#""GET / HTTP/1.1\r\nHost: a\r\n\r\n" "a\tb""#),
+            ["GET / HTTP/1.1\r\nHost: a\r\n\r\n", "a\tb"]
+        );
+        assert_eq!(texts(r#""\007x\012""#), ["\u{7}x\n"]);
+        // Not escapes: kept as written; single quotes have none.
+        assert_eq!(
+            texts(r#""\d+\.\w \101 \08 \x41 \q" 'a\r\n'"#),
+            [r"\d+\.\w \101 \08 \x41 \q", r"a\r\n"]
+        );
     }
 
     #[test]

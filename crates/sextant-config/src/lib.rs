@@ -13,6 +13,7 @@
 //! docs/config.md describes both syntaxes.
 
 mod appliance;
+mod builtin_monitors;
 mod dns_policy;
 mod draft;
 mod duration;

@@ -281,6 +281,22 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
         Why::NotApplicable,
         "Sextant always keeps each monitor's response time (the LEASTRESPONSETIME figure)",
     ),
+    row(
+        Scope::Monitor,
+        "deviation",
+        "-deviation",
+        None,
+        Why::NotYet,
+        "Sextant has no dynamic response time monitoring: a probe fails only when it gets no good answer within -resptimeout",
+    ),
+    row(
+        Scope::Monitor,
+        "transparent",
+        "-transparent",
+        None,
+        Why::NotApplicable,
+        "probes go to -destIP through the host's routing; Sextant does not send them to a transparent device's MAC address",
+    ),
     // -- add ns ip / add ns ip6 (VIPs)
     row(
         Scope::NsIp,
@@ -501,6 +517,7 @@ const INERT: &[(Scope, &str, &str)] = &[
     (Scope::Service, "monThreshold", "0"),
     (Scope::Service, "maxAAAUsers", "0"),
     (Scope::VServer, "appflowLog", "DISABLED"),
+    (Scope::Monitor, "LRTM", "DISABLED"),
     (Scope::VServer, "considerEffectiveState", "NONE"),
     (Scope::VServer, "disablePrimaryOnDown", "DISABLED"),
     (Scope::VServer, "ecsAddrValidation", "DISABLED"),
@@ -551,7 +568,7 @@ set gslb service s1 -sitePersistence ConnectionProxy -cookieTimeout 5 -sitePrefi
 set gslb service s1 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED
 add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog ENABLED
 set gslb vserver vs -considerEffectiveState STATE_ONLY -disablePrimaryOnDown ENABLED -dynamicWeight SERVICECOUNT -ecsAddrValidation ENABLED -toggleorder ASCENDING -orderthreshold 50
-add lb monitor m TCP -LRTM ENABLED
+add lb monitor m TCP -LRTM ENABLED -deviation 10 -transparent YES -destIP 10.9.0.1
 add vrid 1
 bind vrid 1 -ifnum eth0
 add ns ip 10.0.0.53 255.255.255.0 -type VIP -vrid 1 -arp ENABLED -icmp ENABLED -arpResponse NONE -icmpResponse NONE -state ENABLED -vServer ENABLED

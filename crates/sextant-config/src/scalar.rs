@@ -230,6 +230,20 @@ pub(crate) fn lb_method(text: &str) -> Result<LbMethod, String> {
     })
 }
 
+/// Checks a monitor's extra request headers (`-customHeaders`,
+/// `custom_headers`): header lines (`Name: value`), each ended by CR LF as
+/// the appliance writes them; blank lines are ignored.
+pub(crate) fn header_lines(text: &str) -> Result<String, String> {
+    for l in text.lines().map(str::trim_end) {
+        if !l.is_empty() && l.split_once(':').is_none_or(|(n, _)| n.trim().is_empty()) {
+            return Err(format!(
+                "\"{l}\" is not a header line; write \"Name: value\\r\\n\" for each header"
+            ));
+        }
+    }
+    Ok(text.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,7 @@ pub(crate) fn build(mut draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model 
     v.params(&draft);
     v.listeners(&draft);
     let sites = v.sites(&draft);
+    crate::builtin_monitors::add_bound(&mut draft);
     let monitors = v.monitors(&draft);
     let services = v.services(&mut draft, &sites);
     v.monitor_bindings(&draft, &services, &monitors);
@@ -473,6 +474,11 @@ impl Validator<'_> {
             }
             if let MonitorKind::Dns(dns) = &mut m.kind {
                 dns.query = normalize_name(&dns.query);
+                // `-query .` asks for the root, which the probe writes as
+                // the empty name.
+                if dns.query == "." {
+                    dns.query.clear();
+                }
                 // An empty query was reported as missing by the front end.
                 let checked = match dns.query.is_empty() {
                     true => Ok(()),
@@ -698,6 +704,13 @@ impl Validator<'_> {
         let mut seen: FnvMap<(u32, u32), usize> = FnvMap::default();
         for b in &draft.monitor_bindings {
             let svc = self.resolve(&b.service, Kind::Service, services);
+            if lookup(monitors, &b.monitor.name).is_none()
+                && let Some(why) = crate::builtin_monitors::unprobed(draft, &b.monitor.name)
+            {
+                self.diag
+                    .error(b.monitor.line, format!("{}: {why}", b.monitor.context));
+                continue;
+            }
             let mon = self.resolve(&b.monitor, Kind::Monitor, monitors);
             let (Some(svc), Some(mon)) = (svc, mon) else {
                 continue;

@@ -546,6 +546,10 @@ pub struct HttpCheck {
     pub status_codes: Vec<(u16, u16)>,
     /// If set, the body must contain this text.
     pub body_contains: Option<String>,
+    /// Extra header lines sent with the request as written
+    /// (`-customHeaders`, escapes already processed), each ending in CR LF;
+    /// empty: none.
+    pub custom_headers: String,
 }
 
 /// Settings of a DNS monitor.
@@ -566,6 +570,9 @@ pub struct DnsCheck {
 pub enum DnsQueryType {
     A,
     Aaaa,
+    /// The zone's SOA record (the appliance's `-queryType Zone`): the server
+    /// answers for the zone at all.
+    Soa,
 }
 
 /// Settings of a UDP monitor.
@@ -592,9 +599,29 @@ pub struct Monitor {
     pub success_retries: u32,
     /// Destination port override; `None` probes the service's port.
     pub dest_port: Option<u16>,
+    /// Destination address override (`-destIP`); `None` probes the
+    /// service's address. Lets one monitor watch a dependency (a database,
+    /// a health endpoint on another host) on behalf of the service.
+    pub dest_ip: Option<IpAddr>,
+    /// While the service is DOWN by this monitor, it is probed this often
+    /// instead of every `interval` (`-downTime`). `None` (the default):
+    /// every `interval`, so a service is back as soon as it is healthy
+    /// again; the appliance's default is 30 s, which a saved configuration
+    /// writes out as `-downTime 30`.
+    pub down_time: Option<Duration>,
+    /// A successful probe means DOWN and a failed one UP (`-reverse YES`),
+    /// e.g. to take a site out while a maintenance page answers.
+    pub reverse: bool,
 }
 
 impl Monitor {
+    /// The address this monitor probes for a service at `ip:port`: its
+    /// `dest_ip` / `dest_port` where set. Always the service's real
+    /// address, never its public (NAT) one.
+    pub fn target(&self, ip: IpAddr, port: u16) -> std::net::SocketAddr {
+        std::net::SocketAddr::new(self.dest_ip.unwrap_or(ip), self.dest_port.unwrap_or(port))
+    }
+
     /// A monitor with the appliance's defaults.
     pub fn new(name: impl Into<String>, kind: MonitorKind) -> Self {
         Monitor {
@@ -605,6 +632,9 @@ impl Monitor {
             retries: 3,
             success_retries: 1,
             dest_port: None,
+            dest_ip: None,
+            down_time: None,
+            reverse: false,
         }
     }
 }

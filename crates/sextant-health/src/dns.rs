@@ -18,6 +18,7 @@ use crate::{ProbeError, Success, udp};
 
 const TYPE_A: u16 = 1;
 pub(crate) const TYPE_NS: u16 = 2;
+const TYPE_SOA: u16 = 6;
 const TYPE_AAAA: u16 = 28;
 const CLASS_IN: u16 = 1;
 const HEADER_LEN: usize = 12;
@@ -103,6 +104,7 @@ fn qtype(t: DnsQueryType) -> u16 {
     match t {
         DnsQueryType::A => TYPE_A,
         DnsQueryType::Aaaa => TYPE_AAAA,
+        DnsQueryType::Soa => TYPE_SOA,
     }
 }
 

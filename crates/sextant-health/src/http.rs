@@ -32,33 +32,56 @@ pub(crate) async fn probe(check: &HttpCheck, target: SocketAddr) -> Result<Succe
 
 /// The bytes sent for `check` to a backend at `ip`.
 ///
-/// `request` is the request line without version (`GET /health`); a string
-/// that already names `HTTP/1.x` is kept as the request line, and one that
-/// already ends its headers (`\r\n\r\n`) is sent verbatim.
+/// `request` is normally the request line without version (`GET /health`,
+/// the appliance's `-httpRequest`); ` HTTP/1.1` is added unless it names a
+/// version already. It may carry header lines after the request line
+/// (`GET / HTTP/1.1\r\nHost: a.example`): they are kept, and so are the
+/// monitor's `custom_headers`. `Host` (the backend's address),
+/// `Connection: close` and `User-Agent` are added unless one of those
+/// headers names them already, so nothing is sent twice. A request that
+/// already ends its headers (`\r\n\r\n`: an HTTP-ECV `-send` written out in
+/// full) is sent verbatim.
 pub fn request_bytes(check: &HttpCheck, ip: IpAddr) -> Vec<u8> {
-    let line = check.request.trim_start();
-    if line.contains("\r\n\r\n") {
-        return line.as_bytes().to_vec();
+    let text = check.request.trim_start();
+    if text.contains("\r\n\r\n") {
+        return text.as_bytes().to_vec();
     }
-    let line = line.trim_end();
-    let line = if line.is_empty() {
-        DEFAULT_REQUEST
-    } else {
-        line
+    let mut lines = text.lines().map(str::trim_end).filter(|l| !l.is_empty());
+    let line = lines.next().unwrap_or(DEFAULT_REQUEST);
+    let headers: Vec<&str> = lines
+        .chain(check.custom_headers.lines().map(str::trim_end))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let has = |name: &str| {
+        headers.iter().any(|h| {
+            h.split_once(':')
+                .is_some_and(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+        })
     };
     let version = if line.contains("HTTP/1.") {
         ""
     } else {
         " HTTP/1.1"
     };
-    let host = match ip {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => format!("[{v6}]"),
-    };
-    format!(
-        "{line}{version}\r\nHost: {host}\r\nConnection: close\r\nUser-Agent: sextant-monitor\r\n\r\n"
-    )
-    .into_bytes()
+    let mut out = format!("{line}{version}\r\n");
+    if !has("host") {
+        match ip {
+            IpAddr::V4(v4) => out.push_str(&format!("Host: {v4}\r\n")),
+            IpAddr::V6(v6) => out.push_str(&format!("Host: [{v6}]\r\n")),
+        }
+    }
+    for h in &headers {
+        out.push_str(h);
+        out.push_str("\r\n");
+    }
+    if !has("connection") {
+        out.push_str("Connection: close\r\n");
+    }
+    if !has("user-agent") {
+        out.push_str("User-Agent: sextant-monitor\r\n");
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
 }
 
 /// Sends the request on an open stream and judges the response.
@@ -337,6 +360,7 @@ mod tests {
             request: request.into(),
             status_codes: vec![],
             body_contains: None,
+            custom_headers: String::new(),
         }
     }
 
@@ -357,6 +381,29 @@ mod tests {
         assert!(req.contains("Host: [::1]\r\n"));
         let full = "GET / HTTP/1.0\r\nX: y\r\n\r\n";
         assert_eq!(request_bytes(&check(full), ip), full.as_bytes());
+    }
+
+    #[test]
+    fn operator_headers_are_kept_and_never_doubled() {
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let mut c = check("GET /health");
+        c.custom_headers = "Host: www.example.com\r\nX-Probe: 1\r\n".into();
+        let req = String::from_utf8(request_bytes(&c, ip)).unwrap();
+        assert_eq!(
+            req,
+            "GET /health HTTP/1.1\r\nHost: www.example.com\r\nX-Probe: 1\r\nConnection: close\r\nUser-Agent: sextant-monitor\r\n\r\n"
+        );
+        // A request with its own version and headers, but no blank line.
+        let c = check("GET /h HTTP/1.1\r\nhost: app\r\nconnection: keep-alive\r\n");
+        let req = String::from_utf8(request_bytes(&c, ip)).unwrap();
+        assert_eq!(
+            req,
+            "GET /h HTTP/1.1\r\nhost: app\r\nconnection: keep-alive\r\nUser-Agent: sextant-monitor\r\n\r\n"
+        );
+        // The appliance's empty custom headers ("\r\n") add nothing.
+        let mut c = check("HEAD /");
+        c.custom_headers = "\r\n".into();
+        assert_eq!(request_bytes(&c, ip), request_bytes(&check("HEAD /"), ip));
     }
 
     #[test]

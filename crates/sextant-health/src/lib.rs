@@ -8,7 +8,8 @@
 //! here means a probe result is never "interpreted" twice.
 //!
 //! Monitors probe the service's *real* address (`Service::ip` and
-//! `Monitor::dest_port` or `Service::port`), never its public (NAT) address,
+//! `Service::port`, or the monitor's `dest_ip` / `dest_port` where set, see
+//! [`sextant_core::Monitor::target`]), never its public (NAT) address,
 //! because the public address is usually not reachable from inside the site.
 //!
 //! Every probe is bounded by the monitor's `response_timeout`; a probe that
@@ -93,8 +94,34 @@ impl Success {
 
 /// Runs a single probe of `monitor` against `target` (for tests and for an
 /// operator's one-off check). Never panics on network input; every failure
-/// becomes `success: false` with a readable detail.
+/// becomes `success: false` with a readable detail. A reverse monitor
+/// (`Monitor::reverse`) reports the opposite of what the probe found, so
+/// every consumer sees the monitor's verdict, not the raw probe.
 pub async fn probe(monitor: &Monitor, target: SocketAddr) -> ProbeResult {
+    let raw = probe_raw(monitor, target).await;
+    if monitor.reverse { reversed(raw) } else { raw }
+}
+
+/// The verdict of a reverse monitor from what its probe found. Neither
+/// side carries a response time: a reversed success timed nothing useful
+/// for LEASTRESPONSETIME.
+fn reversed(raw: ProbeResult) -> ProbeResult {
+    ProbeResult {
+        success: !raw.success,
+        detail: if raw.success {
+            format!(
+                "reverse monitor: {} (a successful probe means DOWN)",
+                raw.detail
+            )
+        } else {
+            format!("reverse monitor: {} (a failed probe means UP)", raw.detail)
+        },
+        response_time: None,
+    }
+}
+
+/// [`probe`] without the reverse setting applied.
+async fn probe_raw(monitor: &Monitor, target: SocketAddr) -> ProbeResult {
     let timeout = monitor.response_timeout;
     let start = Instant::now();
     let outcome = match &monitor.kind {

@@ -2,9 +2,10 @@
 //!
 //! One tokio task per (service, monitor) binding. Each task waits a small
 //! deterministic jitter (so a reload does not fire every probe in the same
-//! millisecond), probes right away, then once per interval. With
-//! `MissedTickBehavior::Delay` a probe that takes longer than the interval
-//! pushes the next one back instead of bursting to catch up. Tasks live in a
+//! millisecond), probes right away, then once per interval, or once per
+//! `down_time` while its results have the service DOWN ([`Pace`]). A probe
+//! that takes longer than the interval pushes the next one back instead of
+//! bursting to catch up. Tasks live in a
 //! `JoinSet`, so dropping [`Monitors`] aborts them all at their next await.
 //! A reload ([`Monitors::restart`]) keeps the task of every binding whose
 //! target and monitor definition are unchanged (it only learns its new ids,
@@ -18,10 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sextant_core::snapshot::FnvMap;
-use sextant_core::{Model, Monitor, MonitorId, MonitorKind, ServiceId};
+use sextant_core::{HealthTally, Model, Monitor, MonitorId, MonitorKind, ServiceId, Transition};
 use tokio::sync::mpsc::Sender;
 use tokio::task::{AbortHandle, JoinSet};
-use tokio::time::MissedTickBehavior;
+use tokio::time::Instant;
 
 use crate::{Observation, ping, probe};
 
@@ -153,10 +154,10 @@ impl Monitors {
                     );
                     continue;
                 };
+                let target = monitor.target(service.ip, service.port);
                 if monitor.kind == MonitorKind::Ping {
-                    check_ping_once(&mut ping_checked, service.ip);
+                    check_ping_once(&mut ping_checked, target.ip());
                 }
-                let target = SocketAddr::new(service.ip, monitor.dest_port.unwrap_or(service.port));
                 let key = (
                     target,
                     service.name.to_ascii_lowercase().into_boxed_str(),
@@ -293,22 +294,25 @@ struct Job {
 impl Job {
     async fn run(self, tx: Sender<Observation>) {
         tokio::time::sleep(self.jitter).await;
-        let mut ticks = tokio::time::interval(self.monitor.interval.max(MIN_INTERVAL));
-        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut pace = Pace::new(&self.monitor);
+        // The first probe is immediate.
+        let mut due = Instant::now();
         loop {
-            // The first tick completes at once: the first probe is immediate.
-            ticks.tick().await;
+            tokio::time::sleep_until(due).await;
             if !self
                 .slot
                 .gates()
                 .is_open(self.slot.service.load(Ordering::Relaxed))
             {
+                due = next_due(due, Instant::now(), pace.interval());
                 continue;
             }
             // Boxed: the probe's future is about 6 KB, and a task that held
             // it inline would keep that between probes too (at 100,000
             // services, half the daemon's memory).
             let result = Box::pin(probe(&self.monitor, self.target)).await;
+            pace.observe(result.success);
+            due = next_due(due, Instant::now(), pace.interval());
             let observation = Observation {
                 service: self.slot.service.load(Ordering::Relaxed),
                 monitor: self.slot.monitor.load(Ordering::Relaxed),
@@ -322,6 +326,48 @@ impl Job {
             }
         }
     }
+}
+
+/// How often one binding probes: every `interval`, or every `down_time`
+/// while the binding's results have the service DOWN (`-downTime`). It
+/// follows the results with the same hysteresis as the state engine
+/// ([`HealthTally`]), fed the same results, so it is DOWN exactly when the
+/// engine has this monitor DOWN.
+#[derive(Debug, Clone)]
+pub(crate) struct Pace {
+    interval: Duration,
+    down_time: Option<Duration>,
+    tally: HealthTally,
+}
+
+impl Pace {
+    pub(crate) fn new(monitor: &Monitor) -> Self {
+        Pace {
+            interval: monitor.interval.max(MIN_INTERVAL),
+            down_time: monitor.down_time.map(|d| d.max(MIN_INTERVAL)),
+            tally: HealthTally::new(monitor.retries, monitor.success_retries),
+        }
+    }
+
+    /// Feeds one result (the monitor's verdict, reverse applied).
+    pub(crate) fn observe(&mut self, success: bool) {
+        self.tally.observe(success);
+    }
+
+    /// The time from this probe to the next.
+    pub(crate) fn interval(&self) -> Duration {
+        match (self.tally.state(), self.down_time) {
+            (Some(Transition::Down), Some(down)) => down,
+            _ => self.interval,
+        }
+    }
+}
+
+/// When the probe after the one due at `due` is due, `pace` later; a probe
+/// that overran its slot is followed at once (tokio's
+/// `MissedTickBehavior::Delay`: the schedule slips instead of bursting).
+pub(crate) fn next_due(due: Instant, now: Instant, pace: Duration) -> Instant {
+    (due + pace).max(now)
 }
 
 /// A deterministic delay in `[0, min(interval, 1s))` from the pair's ids,

@@ -17,6 +17,7 @@ fn http(request: &str, codes: &[(u16, u16)], body: Option<&str>) -> HttpCheck {
         request: request.into(),
         status_codes: codes.to_vec(),
         body_contains: body.map(str::to_string),
+        custom_headers: String::new(),
     }
 }
 
@@ -440,4 +441,59 @@ where
         out.push(h.await.unwrap());
     }
     out
+}
+
+// ------------------------------------------------- custom headers, reverse
+
+/// `-customHeaders`: the extra header lines reach the backend as written,
+/// and a `Host` among them replaces the address Sextant would send.
+#[tokio::test]
+async fn custom_headers_are_sent_and_host_is_not_doubled() {
+    let (addr, seen) = http_server(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").await;
+    let mut check = http("GET /health", &[], None);
+    check.custom_headers = "Host: www.example.com\r\nX-Probe: sextant\r\n".into();
+    let r = probe(&monitor(MonitorKind::Http(check), 1000), addr).await;
+    assert!(r.success, "{r:?}");
+    let req = seen.lock().unwrap()[0].clone();
+    assert!(
+        req.starts_with("GET /health HTTP/1.1\r\nHost: www.example.com\r\nX-Probe: sextant\r\n"),
+        "{req:?}"
+    );
+    assert_eq!(req.matches("Host:").count(), 1, "{req:?}");
+    assert!(req.ends_with("\r\n\r\n"));
+}
+
+/// An HTTP-ECV `-send` written as a whole request is sent byte for byte.
+#[tokio::test]
+async fn a_whole_request_is_sent_verbatim() {
+    let (addr, seen) = http_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK").await;
+    let send = "GET /health HTTP/1.1\r\nHost: app.example.com\r\n\r\n";
+    let m = monitor(
+        MonitorKind::Http(http(send, &[(100, 599)], Some("OK"))),
+        1000,
+    );
+    let r = probe(&m, addr).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(seen.lock().unwrap()[0], send);
+}
+
+/// A reverse monitor's verdict is the opposite of its probe, for one-off
+/// probes too.
+#[tokio::test]
+async fn reverse_applies_to_single_probes() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut m = monitor(MonitorKind::Tcp, 500);
+    m.reverse = true;
+    let r = probe(&m, addr).await;
+    assert!(
+        !r.success && r.detail.contains("successful probe means DOWN"),
+        "{r:?}"
+    );
+    drop(listener);
+    let r = probe(&m, addr).await;
+    assert!(
+        r.success && r.detail.contains("failed probe means UP"),
+        "{r:?}"
+    );
 }

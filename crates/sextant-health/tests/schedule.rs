@@ -202,3 +202,162 @@ async fn a_restart_keeps_unchanged_bindings_and_renumbers_them() {
     }
     drop(monitors);
 }
+
+/// Counts the observations of service 0 within `window` (virtual time).
+async fn observations_within(
+    rx: &mut mpsc::Receiver<Observation>,
+    window: Duration,
+) -> Vec<Observation> {
+    let deadline = tokio::time::Instant::now() + window;
+    let mut seen = Vec::new();
+    while let Ok(Some(o)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        seen.push(o);
+    }
+    seen
+}
+
+/// `-downTime`: while a binding's results have the service DOWN, it is
+/// probed every `down_time` instead of every `interval`; an UP one keeps
+/// the interval. (Paused time: the counts do not depend on the machine.)
+#[tokio::test(start_paused = true)]
+async fn a_down_service_is_probed_at_the_down_time_pace() {
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_port = up.local_addr().unwrap().port();
+    let down_port = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let mut paced = tcp_monitor(None);
+    paced.interval = Duration::from_millis(200);
+    paced.down_time = Some(Duration::from_secs(2));
+    let model = Model {
+        monitors: vec![paced],
+        services: vec![
+            service("down", lo, down_port, vec![0]),
+            service("up", lo, up_port, vec![0]),
+        ],
+        ..Model::default()
+    };
+    let (tx, mut rx) = mpsc::channel::<Observation>(256);
+    let monitors = start(Arc::new(model), 1, tx);
+    let seen = observations_within(&mut rx, Duration::from_millis(5_500)).await;
+    let down = seen.iter().filter(|o| o.service == 0).count();
+    let up_count = seen.iter().filter(|o| o.service == 1).count();
+    // DOWN from the first result (t < 1 s of jitter), then every 2 s:
+    // 3 probes in 5.5 s; at the 200 ms interval it would be about 27.
+    assert!((2..=4).contains(&down), "DOWN probes: {down}");
+    assert!(up_count >= 20, "UP probes keep the interval: {up_count}");
+    drop(monitors);
+    drop(up);
+}
+
+/// Without `down_time` a DOWN service keeps the interval (Sextant's
+/// default; the appliance's 30 s is written out by saved files).
+#[tokio::test(start_paused = true)]
+async fn without_down_time_a_down_service_keeps_the_interval() {
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let down_port = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut m = tcp_monitor(None);
+    m.interval = Duration::from_millis(200);
+    let model = Model {
+        monitors: vec![m],
+        services: vec![service("down", lo, down_port, vec![0])],
+        ..Model::default()
+    };
+    let (tx, mut rx) = mpsc::channel::<Observation>(256);
+    let monitors = start(Arc::new(model), 1, tx);
+    let seen = observations_within(&mut rx, Duration::from_millis(5_500)).await;
+    assert!(seen.len() >= 20, "{} probes", seen.len());
+    drop(monitors);
+}
+
+/// `-reverse YES`: a listening backend is DOWN, a closed port UP, and the
+/// detail says why.
+#[tokio::test(start_paused = true)]
+async fn a_reverse_monitor_reports_the_opposite() {
+    let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_port = up.local_addr().unwrap().port();
+    let down_port = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let mut m = tcp_monitor(None);
+    m.reverse = true;
+    let model = Model {
+        monitors: vec![m],
+        services: vec![
+            service("listening", lo, up_port, vec![0]),
+            service("closed", lo, down_port, vec![0]),
+        ],
+        ..Model::default()
+    };
+    let (tx, mut rx) = mpsc::channel::<Observation>(64);
+    let monitors = start(Arc::new(model), 1, tx);
+    let seen = observations_within(&mut rx, Duration::from_millis(1_500)).await;
+    let listening: Vec<_> = seen.iter().filter(|o| o.service == 0).collect();
+    let closed: Vec<_> = seen.iter().filter(|o| o.service == 1).collect();
+    assert!(!listening.is_empty() && !closed.is_empty(), "{seen:?}");
+    for o in &listening {
+        assert!(!o.success, "{o:?}");
+        assert!(o.detail.contains("reverse monitor"), "{}", o.detail);
+        assert!(o.response_time.is_none());
+    }
+    for o in &closed {
+        assert!(o.success, "{o:?}");
+        assert!(o.detail.contains("refused"), "{}", o.detail);
+    }
+    drop(monitors);
+    drop(up);
+}
+
+/// `-destIP` / `-destPort`: the monitor probes another address than the
+/// service's (here a listener on 127.0.0.2, while the service's own
+/// address has nothing listening).
+#[tokio::test(start_paused = true)]
+async fn dest_ip_probes_another_address() {
+    let other: IpAddr = "127.0.0.2".parse().unwrap();
+    let Ok(listener) = TcpListener::bind((other, 0)).await else {
+        panic!("127.0.0.2 is not a loopback address here; the test needs 127.0.0.0/8 on lo");
+    };
+    let port = listener.local_addr().unwrap().port();
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let closed = TcpListener::bind((lo, 0))
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut m = tcp_monitor(Some(port));
+    m.dest_ip = Some(other);
+    let model = Model {
+        monitors: vec![m, tcp_monitor(None)],
+        services: vec![service("svc", lo, closed, vec![0, 1])],
+        ..Model::default()
+    };
+    let (tx, mut rx) = mpsc::channel::<Observation>(64);
+    let monitors = start(Arc::new(model), 1, tx);
+    let seen = observations_within(&mut rx, Duration::from_millis(1_500)).await;
+    let via_dest: Vec<_> = seen.iter().filter(|o| o.monitor == 0).collect();
+    let own: Vec<_> = seen.iter().filter(|o| o.monitor == 1).collect();
+    assert!(!via_dest.is_empty() && !own.is_empty(), "{seen:?}");
+    assert!(via_dest.iter().all(|o| o.success), "{via_dest:?}");
+    assert!(
+        via_dest[0].detail.contains(&format!("127.0.0.2:{port}")),
+        "{}",
+        via_dest[0].detail
+    );
+    assert!(own.iter().all(|o| !o.success), "{own:?}");
+    drop(monitors);
+    drop(listener);
+}

@@ -15,6 +15,8 @@ pub struct Backend {
     stop: Arc<AtomicBool>,
     status: Arc<AtomicU16>,
     requests: Arc<Mutex<Vec<String>>>,
+    /// Whole request heads, as received (the first 1000).
+    heads: Arc<Mutex<Vec<String>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -54,6 +56,12 @@ impl Backend {
         self.requests.lock().unwrap().clone()
     }
 
+    /// The whole request heads (request line, headers, blank line) an HTTP
+    /// backend has seen, as received: for tests of what a monitor sends.
+    pub fn request_heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+
     /// Sets the HTTP status code the backend answers with.
     pub fn set_status(&self, code: u16) {
         self.status.store(code, Ordering::SeqCst);
@@ -77,14 +85,16 @@ impl Backend {
         let stop = Arc::new(AtomicBool::new(false));
         let status = Arc::new(AtomicU16::new(200));
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let heads = Arc::new(Mutex::new(Vec::new()));
         let (stop2, status2, requests2) = (stop.clone(), status.clone(), requests.clone());
+        let heads2 = heads.clone();
         let thread = thread::spawn(move || {
             while !stop2.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((conn, _)) => {
                         if http {
                             let code = status2.load(Ordering::SeqCst);
-                            let log = requests2.clone();
+                            let log = (requests2.clone(), heads2.clone());
                             thread::spawn(move || serve_http(conn, code, log));
                         } else {
                             drop(conn);
@@ -100,6 +110,7 @@ impl Backend {
             stop,
             status,
             requests,
+            heads,
             thread: Some(thread),
         }
     }
@@ -124,7 +135,9 @@ impl Drop for Backend {
     }
 }
 
-fn serve_http(mut conn: TcpStream, code: u16, log: Arc<Mutex<Vec<String>>>) {
+type Logs = (Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>);
+
+fn serve_http(mut conn: TcpStream, code: u16, (log, heads): Logs) {
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
     let mut buf = Vec::new();
@@ -141,6 +154,10 @@ fn serve_http(mut conn: TcpStream, code: u16, log: Arc<Mutex<Vec<String>>>) {
         let mut l = log.lock().unwrap();
         if l.len() < 1000 {
             l.push(line);
+        }
+        let mut h = heads.lock().unwrap();
+        if h.len() < 1000 {
+            h.push(text.into_owned());
         }
     }
     let reason = if code == 200 {

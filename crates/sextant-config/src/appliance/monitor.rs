@@ -1,11 +1,12 @@
 //! `add/set lb monitor`, `bind gslb service -monitorName` and
 //! `bind lb monitor`.
 
-use sextant_core::{DnsCheck, DnsQueryType, HttpCheck, LdnsProbe, Monitor, MonitorKind, UdpCheck};
+use sextant_core::{DnsCheck, DnsQueryType, LdnsProbe, Monitor, MonitorKind, UdpCheck};
 
 use super::args::Args;
 use super::{Arity, OptSpec, Reader, context, opt};
-use crate::draft::{DraftMonitor, MonitorBinding, Ref};
+use crate::builtin_monitors;
+use crate::draft::{DraftMonitor, MAX_MONITOR_TIME, MonitorBinding, Ref, UnprobedMonitor};
 use crate::duration::Unit;
 use crate::lexer::Token;
 use crate::no_effect::Scope;
@@ -22,6 +23,12 @@ pub(crate) enum MonType {
     Dns,
     Udp,
     UdpEcv,
+    /// Types a saved configuration has (its built-in monitors use them)
+    /// that Sextant accepts but cannot probe: binding one is an error.
+    TcpEcv,
+    DnsTcp,
+    Arp,
+    Nd6,
 }
 
 const TYPES: &[(&str, MonType)] = &[
@@ -33,6 +40,10 @@ const TYPES: &[(&str, MonType)] = &[
     ("DNS", MonType::Dns),
     ("UDP", MonType::Udp),
     ("UDP-ECV", MonType::UdpEcv),
+    ("TCP-ECV", MonType::TcpEcv),
+    ("DNS-TCP", MonType::DnsTcp),
+    ("ARP", MonType::Arp),
+    ("ND6", MonType::Nd6),
 ];
 
 impl MonType {
@@ -58,30 +69,41 @@ impl MonType {
             .unwrap_or("?")
     }
 
-    /// The options a monitor of this type accepts.
-    fn options(self) -> &'static [OptSpec] {
-        match self {
-            MonType::Ping | MonType::Tcp => COMMON,
+    /// Whether `set lb monitor NAME TYPE` may name this monitor's type as
+    /// `given`: its own, or HTTP for HTTPS (the appliance has no HTTPS
+    /// type, it writes HTTP with `-secure YES`).
+    fn accepts(self, given: MonType) -> bool {
+        self == given || (self, given) == (MonType::Https, MonType::Http)
+    }
+
+    /// The options a monitor of this type accepts: the common ones and its
+    /// own. A type Sextant cannot probe accepts them all (they are read
+    /// and dropped).
+    fn options(self) -> Vec<OptSpec> {
+        let own: &[OptSpec] = match self {
+            MonType::Ping => &[],
+            MonType::Tcp => &[opt("secure", Arity::One)],
             MonType::Http | MonType::Https => HTTP,
             MonType::HttpEcv => HTTP_ECV,
             MonType::Dns => DNS,
-            MonType::Udp | MonType::UdpEcv => UDP,
-        }
+            MonType::Udp | MonType::UdpEcv => ECV,
+            MonType::TcpEcv | MonType::DnsTcp | MonType::Arp | MonType::Nd6 => UNPROBED,
+        };
+        COMMON.iter().chain(own).copied().collect()
+    }
+
+    /// Why Sextant cannot probe this type, for the ones it cannot.
+    fn unprobed(self) -> Option<&'static str> {
+        builtin_monitors::unprobed_type(self.word())
     }
 
     /// A monitor of this type with the appliance's defaults.
     fn new_monitor(self, name: &str) -> Monitor {
         let kind = match self {
             MonType::Ping => MonitorKind::Ping,
-            MonType::Tcp => MonitorKind::Tcp,
-            MonType::Http => MonitorKind::Http(http_default()),
-            MonType::Https => MonitorKind::Https(http_default()),
-            MonType::HttpEcv => MonitorKind::Http(HttpCheck {
-                request: "GET /".to_string(),
-                // An ECV monitor judges by the body only: any status will do.
-                status_codes: vec![(100, 599)],
-                body_contains: None,
-            }),
+            MonType::Http => MonitorKind::Http(builtin_monitors::http_check()),
+            MonType::Https => MonitorKind::Https(builtin_monitors::http_check()),
+            MonType::HttpEcv => MonitorKind::Http(builtin_monitors::http_ecv_check()),
             MonType::Dns => MonitorKind::Dns(DnsCheck {
                 query: String::new(),
                 query_type: DnsQueryType::A,
@@ -89,71 +111,61 @@ impl MonType {
                 expect_rcodes: Vec::new(),
             }),
             MonType::Udp | MonType::UdpEcv => MonitorKind::Udp(UdpCheck::default()),
+            // Never probed (see `unprobed`); TCP is a placeholder.
+            MonType::Tcp | MonType::TcpEcv | MonType::DnsTcp | MonType::Arp | MonType::Nd6 => {
+                MonitorKind::Tcp
+            }
         };
         Monitor::new(name, kind)
     }
-}
 
-/// The appliance's HTTP monitor: `HEAD /`, status 200.
-fn http_default() -> HttpCheck {
-    HttpCheck {
-        request: "HEAD /".to_string(),
-        status_codes: vec![(200, 200)],
-        body_contains: None,
+    /// The type of a built-in monitor, from the type word it shows.
+    fn of_builtin(b: &builtin_monitors::Builtin) -> MonType {
+        MonType::parse(b.type_word).unwrap_or(MonType::Tcp)
     }
 }
 
+/// The options of every probed type.
 const COMMON: &[OptSpec] = &[
     opt("interval", Arity::Duration),
     opt("resptimeout", Arity::Duration),
     opt("retries", Arity::One),
     opt("successRetries", Arity::One),
+    opt("downTime", Arity::Duration),
+    opt("destIP", Arity::One),
     opt("destPort", Arity::One),
+    opt("reverse", Arity::One),
     opt("LRTM", Arity::One),
+    opt("deviation", Arity::Duration),
+    opt("transparent", Arity::One),
 ];
 const HTTP: &[OptSpec] = &[
-    opt("interval", Arity::Duration),
-    opt("resptimeout", Arity::Duration),
-    opt("retries", Arity::One),
-    opt("successRetries", Arity::One),
-    opt("destPort", Arity::One),
-    opt("LRTM", Arity::One),
     opt("httpRequest", Arity::One),
     opt("respCode", Arity::Many),
+    opt("customHeaders", Arity::One),
     opt("secure", Arity::One),
 ];
 const HTTP_ECV: &[OptSpec] = &[
-    opt("interval", Arity::Duration),
-    opt("resptimeout", Arity::Duration),
-    opt("retries", Arity::One),
-    opt("successRetries", Arity::One),
-    opt("destPort", Arity::One),
-    opt("LRTM", Arity::One),
     opt("send", Arity::One),
     opt("recv", Arity::One),
     opt("secure", Arity::One),
 ];
 const DNS: &[OptSpec] = &[
-    opt("interval", Arity::Duration),
-    opt("resptimeout", Arity::Duration),
-    opt("retries", Arity::One),
-    opt("successRetries", Arity::One),
-    opt("destPort", Arity::One),
-    opt("LRTM", Arity::One),
     opt("query", Arity::One),
     opt("queryType", Arity::One),
     opt("IPAddress", Arity::Many),
     opt("rcode", Arity::Many),
 ];
-const UDP: &[OptSpec] = &[
-    opt("interval", Arity::Duration),
-    opt("resptimeout", Arity::Duration),
-    opt("retries", Arity::One),
-    opt("successRetries", Arity::One),
-    opt("destPort", Arity::One),
-    opt("LRTM", Arity::One),
+const ECV: &[OptSpec] = &[opt("send", Arity::One), opt("recv", Arity::One)];
+/// What a monitor Sextant cannot probe may carry besides [`COMMON`].
+const UNPROBED: &[OptSpec] = &[
     opt("send", Arity::One),
     opt("recv", Arity::One),
+    opt("secure", Arity::One),
+    opt("query", Arity::One),
+    opt("queryType", Arity::One),
+    opt("IPAddress", Arity::Many),
+    opt("customHeaders", Arity::One),
 ];
 /// The built-in LDNS probe monitors take their timing and, for the DNS
 /// probes, the port.
@@ -161,6 +173,13 @@ const LDNS: &[OptSpec] = &[
     opt("interval", Arity::Duration),
     opt("resptimeout", Arity::Duration),
     opt("destPort", Arity::One),
+    // What a saved configuration writes for them besides; see
+    // `set_ldns_monitor`.
+    opt("LRTM", Arity::One),
+    opt("deviation", Arity::Duration),
+    opt("downTime", Arity::Duration),
+    opt("query", Arity::One),
+    opt("queryType", Arity::One),
 ];
 
 /// The appliance's built-in RTT probe monitors, which `set lb monitor` may
@@ -175,6 +194,15 @@ const LDNS_MONITORS: &[(&str, &str, LdnsProbe)] = &[
 /// `add lb monitor NAME TYPE [options]`.
 pub(super) fn add_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let base = context("add lb monitor", tokens);
+    // A saved configuration lists the built-in LDNS monitors with `add`.
+    if let Some((_, ldns_type, kind)) = tokens.first().and_then(|t| {
+        LDNS_MONITORS
+            .iter()
+            .find(|(n, _, _)| n.eq_ignore_ascii_case(&t.text))
+    }) {
+        set_ldns_monitor(r, line, &base, (ldns_type, *kind), tokens, true);
+        return;
+    }
     // The type decides which options are valid, so read it before the options.
     let has_name = tokens.first().is_some_and(|t| !t.is_option());
     let ty_token = tokens.get(1).filter(|t| has_name && !t.is_option());
@@ -195,11 +223,37 @@ pub(super) fn add_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         }
     };
     let ctx = format!("{base} {}", ty.word());
-    let args = r.args(line, &ctx, tokens, ty.options());
+    let args = r.args(line, &ctx, tokens, &ty.options());
     let Some(pos) = r.positional(line, &base, &args, &["NAME", "TYPE"]) else {
         return;
     };
-    let mut monitor = ty.new_monitor(pos[0]);
+    let name = pos[0];
+    if let Some(b) = builtin_monitors::find(name)
+        && !MonType::of_builtin(b).accepts(ty)
+    {
+        r.error(
+            line,
+            &ctx,
+            format!(
+                "\"{}\" is the name of a built-in monitor of type {}; change it with \"set lb monitor {} {} ...\" or give this monitor another name",
+                b.name, b.type_word, b.name, b.type_word
+            ),
+        );
+        return;
+    }
+    let secure_tcp = ty == MonType::Tcp
+        && args
+            .get("secure")
+            .and_then(|o| r.value(line, &ctx, o, scalar::yes_no))
+            == Some(true);
+    if let Some(why) = ty
+        .unprobed()
+        .or(secure_tcp.then_some(builtin_monitors::NO_TCPS))
+    {
+        note_unprobed(r, line, name, ty.word(), why);
+        return;
+    }
+    let mut monitor = ty.new_monitor(name);
     apply_monitor_opts(r, line, &ctx, ty, &mut monitor, &args);
     if let MonitorKind::Dns(dns) = &monitor.kind
         && dns.query.is_empty()
@@ -219,8 +273,34 @@ pub(super) fn add_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     r.monitor_types.push(ty);
 }
 
+/// Accepts a monitor Sextant cannot probe, with a warning; binding it is an
+/// error (see [`builtin_monitors::unprobed`]).
+fn note_unprobed(r: &mut Reader<'_>, line: usize, name: &str, type_word: &str, why: &'static str) {
+    r.diag.warn(
+        line,
+        format!(
+            "monitor \"{name}\" (type {type_word}) is accepted but has no effect: {why}; binding it to a service is an error"
+        ),
+    );
+    if !r
+        .draft
+        .unprobed_monitors
+        .iter()
+        .any(|u| u.name.eq_ignore_ascii_case(name))
+    {
+        r.draft.unprobed_monitors.push(UnprobedMonitor {
+            name: name.to_string(),
+            line,
+            type_word: type_word.to_string(),
+            why,
+        });
+    }
+}
+
 /// `set lb monitor NAME [TYPE] [options]`: changes a monitor defined on an
-/// earlier line, or the timing of the built-in LDNS probe monitors.
+/// earlier line or a built-in one (the first `set` of a built-in monitor
+/// adds it with the appliance's defaults), or the timing of the built-in
+/// LDNS probe monitors.
 pub(super) fn set_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let ctx = context("set lb monitor", tokens);
     let Some(name) = tokens
@@ -239,26 +319,58 @@ pub(super) fn set_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         .iter()
         .find(|(n, _, _)| n.eq_ignore_ascii_case(&name))
     {
-        set_ldns_monitor(r, line, &ctx, (ldns_type, *kind), tokens);
+        set_ldns_monitor(r, line, &ctx, (ldns_type, *kind), tokens, false);
         return;
     }
-    let Some(idx) = r
+    let defined = r
         .draft
         .monitors
         .iter()
-        .position(|m| m.monitor.name.eq_ignore_ascii_case(&name))
-    else {
-        r.error(
-            line,
-            &ctx,
-            format!(
-                "monitor \"{name}\" is not defined on an earlier line (add it with \"add lb monitor\" first; built-in monitors that can be set: ldns-ping, ldns-dns, ldns-tcp)"
-            ),
-        );
-        return;
+        .position(|m| m.monitor.name.eq_ignore_ascii_case(&name));
+    let idx = match (defined, builtin_monitors::find(&name)) {
+        (Some(idx), _) => idx,
+        (None, _)
+            if let Some(u) = r
+                .draft
+                .unprobed_monitors
+                .iter()
+                .find(|u| u.name.eq_ignore_ascii_case(&name)) =>
+        {
+            let (type_word, why) = (u.type_word.clone(), u.why);
+            set_unprobed(r, line, &ctx, tokens, &name, &type_word, why);
+            return;
+        }
+        (None, Some(b)) => match (b.monitor(), b.check) {
+            (Some(monitor), _) => {
+                r.draft.monitors.push(DraftMonitor {
+                    line,
+                    timing_line: line,
+                    monitor,
+                });
+                r.monitor_types.push(MonType::of_builtin(b));
+                r.draft.monitors.len() - 1
+            }
+            (None, check) => {
+                let why = check.err().unwrap_or_default();
+                set_unprobed(r, line, &ctx, tokens, b.name, b.type_word, why);
+                return;
+            }
+        },
+        (None, None) => {
+            let builtins: Vec<&str> = builtin_monitors::BUILTINS.iter().map(|b| b.name).collect();
+            r.error(
+                line,
+                &ctx,
+                format!(
+                    "monitor \"{name}\" is not defined on an earlier line (add it with \"add lb monitor\" first; the built-in monitors are {}, ldns-ping, ldns-dns, ldns-tcp)",
+                    builtins.join(", ")
+                ),
+            );
+            return;
+        }
     };
     let ty = r.monitor_types[idx];
-    let args = r.args(line, &ctx, tokens, ty.options());
+    let args = r.args(line, &ctx, tokens, &ty.options());
     if args.positional.len() > 2 {
         r.error(
             line,
@@ -270,7 +382,7 @@ pub(super) fn set_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         );
     }
     if let Some(t) = args.positional.get(1)
-        && !t.text.eq_ignore_ascii_case(ty.word())
+        && !MonType::parse(&t.text).is_ok_and(|given| ty.accepts(given))
     {
         r.error(
             line,
@@ -291,12 +403,29 @@ pub(super) fn set_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     }
 }
 
+/// `set lb monitor` of a monitor Sextant cannot probe: the options are
+/// read (so a mistyped one is still reported) and dropped.
+fn set_unprobed(
+    r: &mut Reader<'_>,
+    line: usize,
+    ctx: &str,
+    tokens: &[Token],
+    name: &str,
+    type_word: &str,
+    why: &'static str,
+) {
+    let specs: Vec<OptSpec> = COMMON.iter().chain(UNPROBED).copied().collect();
+    r.args(line, ctx, tokens, &specs);
+    note_unprobed(r, line, name, type_word, why);
+}
+
 fn set_ldns_monitor(
     r: &mut Reader<'_>,
     line: usize,
     ctx: &str,
     (ty, kind): (&str, LdnsProbe),
     tokens: &[Token],
+    adding: bool,
 ) {
     let args = r.args(line, ctx, tokens, LDNS);
     if args.positional.len() > 2 {
@@ -334,7 +463,43 @@ fn set_ldns_monitor(
             r.draft.params.ldns_monitor_mut(kind).dest_port = Some(p);
         }
     }
-    if !args.any {
+    if let Some(o) = args.get("LRTM")
+        && r.value(line, ctx, o, scalar::enabled).is_some()
+        && !crate::no_effect::is_inert(Scope::Monitor, "LRTM", o.value())
+    {
+        r.no_effect(line, Scope::Monitor, "LRTM");
+    }
+    if let Some(o) = args.get("deviation")
+        && r.duration(line, ctx, o, Unit::Seconds)
+            .is_some_and(|d| !d.is_zero())
+    {
+        r.no_effect(line, Scope::Monitor, "deviation");
+    }
+    if let Some(o) = args.get("downTime")
+        && r.duration(line, ctx, o, Unit::Seconds).is_some()
+    {
+        r.diag.warn(
+            line,
+            "-downTime on a built-in LDNS monitor is accepted but has no effect in Sextant (an LDNS is never DOWN: its probes repeat every -interval)",
+        );
+    }
+    for name in ["query", "queryType"] {
+        if args.has(name) && kind == LdnsProbe::Ping {
+            r.error(line, ctx, format!("-{name}: a PING probe sends no query"));
+        }
+    }
+    if let Some(o) = args.get("query")
+        && o.value() != "."
+    {
+        r.diag.warn(
+            line,
+            format!(
+                "-query {} on a built-in LDNS monitor is accepted but has no effect in Sextant (its DNS probes ask for the root, `. NS`: any answer times the round trip)",
+                o.value()
+            ),
+        );
+    }
+    if !args.any && !adding {
         r.error(
             line,
             ctx,
@@ -352,7 +517,12 @@ fn apply_monitor_opts(
     args: &Args,
 ) {
     for o in &args.opts {
-        r.no_effect(line, Scope::Monitor, o.name);
+        // These two have no effect only when they ask for something.
+        if !matches!(o.name, "deviation" | "transparent")
+            && !crate::no_effect::is_inert(Scope::Monitor, o.name, o.value())
+        {
+            r.no_effect(line, Scope::Monitor, o.name);
+        }
         match o.name {
             "interval" => {
                 if let Some(d) = r.duration(line, ctx, o, Unit::Seconds) {
@@ -364,6 +534,16 @@ fn apply_monitor_opts(
                     m.response_timeout = d;
                 }
             }
+            "downTime" => match r.duration(line, ctx, o, Unit::Seconds) {
+                Some(d) if d.is_zero() => r.error(line, ctx, "-downTime must be greater than zero"),
+                Some(d) if d > MAX_MONITOR_TIME => r.error(
+                    line,
+                    ctx,
+                    "-downTime is longer than the appliance's limit of 20939000 seconds",
+                ),
+                Some(d) => m.down_time = Some(d),
+                None => {}
+            },
             "retries" => {
                 if let Some(n) = r.value(line, ctx, o, |v| scalar::int_in(v, 1, 127)) {
                     m.retries = n as u32;
@@ -374,9 +554,22 @@ fn apply_monitor_opts(
                     m.success_retries = n as u32;
                 }
             }
+            // 0 means the bound service's, as on the appliance.
+            "destPort" if o.value() == "0" => m.dest_port = None,
             "destPort" => {
                 if let Some(p) = r.value(line, ctx, o, scalar::port) {
                     m.dest_port = Some(p);
+                }
+            }
+            "destIP" if o.value() == "0" => m.dest_ip = None,
+            "destIP" => {
+                if let Some(ip) = r.value(line, ctx, o, scalar::ip) {
+                    m.dest_ip = Some(ip);
+                }
+            }
+            "reverse" => {
+                if let Some(reverse) = r.value(line, ctx, o, scalar::yes_no) {
+                    m.reverse = reverse;
                 }
             }
             "LRTM" => {
@@ -384,6 +577,28 @@ fn apply_monitor_opts(
                 // effect here (warned about); accepted so appliance exports
                 // load.
                 r.value(line, ctx, o, scalar::enabled);
+            }
+            "deviation" => {
+                let d = r.duration(line, ctx, o, Unit::Seconds);
+                if d.is_some_and(|d| !d.is_zero()) {
+                    r.no_effect(line, Scope::Monitor, o.name);
+                }
+            }
+            "transparent" => {
+                let transparent = r.value(line, ctx, o, scalar::yes_no);
+                if transparent == Some(true) {
+                    r.no_effect(line, Scope::Monitor, o.name);
+                }
+            }
+            "secure" if ty == MonType::Tcp => {
+                let secure = r.value(line, ctx, o, scalar::yes_no);
+                if secure == Some(true) {
+                    r.error(
+                        line,
+                        ctx,
+                        format!("-secure YES: {}", builtin_monitors::NO_TCPS),
+                    );
+                }
             }
             "secure" => {
                 let Some(secure) = r.value(line, ctx, o, scalar::yes_no) else {
@@ -404,7 +619,9 @@ fn apply_monitor_opts(
                     (other, _) => other,
                 };
             }
-            "httpRequest" | "send" | "recv" | "respCode" => http_or_udp_opt(r, line, ctx, m, o),
+            "httpRequest" | "send" | "recv" | "respCode" | "customHeaders" => {
+                http_or_udp_opt(r, line, ctx, m, o)
+            }
             "query" | "queryType" | "IPAddress" | "rcode" => dns_opt(r, line, ctx, m, o),
             _ => {}
         }
@@ -431,6 +648,11 @@ fn http_or_udp_opt(
                 );
             } else {
                 c.request = o.value().to_string();
+            }
+        }
+        (MonitorKind::Http(c) | MonitorKind::Https(c), "customHeaders") => {
+            if let Some(h) = r.value(line, ctx, o, scalar::header_lines) {
+                c.custom_headers = h;
             }
         }
         (MonitorKind::Http(c) | MonitorKind::Https(c), "recv") => {
@@ -462,15 +684,20 @@ fn dns_opt(r: &mut Reader<'_>, line: usize, ctx: &str, m: &mut Monitor, o: &supe
         "query" => c.query = o.value().to_string(),
         "queryType" => {
             let v = o.value();
-            if v.eq_ignore_ascii_case("A") || v.eq_ignore_ascii_case("Address") {
+            let is = |w: &[&str]| w.iter().any(|w| w.eq_ignore_ascii_case(v));
+            if is(&["Address", "A"]) {
                 c.query_type = DnsQueryType::A;
-            } else if v.eq_ignore_ascii_case("AAAA") {
+            } else if is(&["IPv6", "AAAA"]) {
                 c.query_type = DnsQueryType::Aaaa;
+            } else if is(&["Zone", "SOA"]) {
+                c.query_type = DnsQueryType::Soa;
             } else {
                 r.error(
                     line,
                     ctx,
-                    format!("-queryType: expected A (or Address) or AAAA, found \"{v}\""),
+                    format!(
+                        "-queryType: expected Address (A), IPv6 (AAAA) or Zone (SOA), found \"{v}\""
+                    ),
                 );
             }
         }

@@ -613,6 +613,16 @@ impl Native<'_> {
         if let Some(v) = &m.dest_port {
             monitor.dest_port = self.port(&ctx, "dest_port", v);
         }
+        if let Some(v) = &m.dest_ip {
+            monitor.dest_ip = self.ip(&ctx, "dest_ip", v);
+        }
+        if let Some(v) = &m.down_time {
+            monitor.down_time =
+                self.duration(&ctx, "down_time", v, Duration::ZERO, MAX_MONITOR_TIME);
+        }
+        if let Some(v) = &m.reverse {
+            monitor.reverse = *v.get_ref();
+        }
         self.draft.monitors.push(DraftMonitor {
             line,
             timing_line,
@@ -623,8 +633,12 @@ impl Native<'_> {
     /// The monitor's check, from its type and the keys that belong to it.
     fn monitor_kind(&mut self, ctx: &str, m: &MonitorT) -> MonitorKind {
         let ty = m.kind.get_ref().to_ascii_lowercase();
-        let keys: [(&str, Option<usize>); 9] = [
+        let keys: [(&str, Option<usize>); 10] = [
             ("request", m.request.as_ref().map(|v| self.at(v))),
+            (
+                "custom_headers",
+                m.custom_headers.as_ref().map(|v| self.at(v)),
+            ),
             ("status_codes", m.status_codes.as_ref().map(|v| self.at(v))),
             (
                 "body_contains",
@@ -645,7 +659,7 @@ impl Native<'_> {
         ];
         let allowed: &[&str] = match ty.as_str() {
             "ping" | "tcp" => &[],
-            "http" | "https" => &["request", "status_codes", "body_contains"],
+            "http" | "https" => &["request", "custom_headers", "status_codes", "body_contains"],
             "dns" => &["query", "query_type", "expect_addresses", "expect_rcodes"],
             "udp" => &["send", "receive"],
             _ => {
@@ -684,7 +698,13 @@ impl Native<'_> {
                     request: "HEAD /".to_string(),
                     status_codes: vec![(200, 200)],
                     body_contains: m.body_contains.as_ref().map(|v| v.get_ref().clone()),
+                    custom_headers: String::new(),
                 };
+                if let Some(v) = &m.custom_headers
+                    && let Some(h) = self.with(ctx, "custom_headers", v, scalar::header_lines)
+                {
+                    check.custom_headers = h;
+                }
                 if let Some(v) = &m.request {
                     if v.get_ref().trim().is_empty() {
                         self.error(
@@ -742,8 +762,12 @@ impl Native<'_> {
                                 Ok(DnsQueryType::A)
                             } else if t.eq_ignore_ascii_case("AAAA") {
                                 Ok(DnsQueryType::Aaaa)
+                            } else if t.eq_ignore_ascii_case("SOA") {
+                                Ok(DnsQueryType::Soa)
                             } else {
-                                Err(format!("expected \"A\" or \"AAAA\", found \"{t}\""))
+                                Err(format!(
+                                    "expected \"A\", \"AAAA\" or \"SOA\", found \"{t}\""
+                                ))
                             }
                         })
                         .unwrap_or(DnsQueryType::A);

@@ -73,8 +73,12 @@ pub(super) struct MonitorT {
     pub(super) retries: Option<Spanned<i64>>,
     pub(super) success_retries: Option<Spanned<i64>>,
     pub(super) dest_port: Option<Spanned<i64>>,
+    pub(super) dest_ip: Option<Spanned<String>>,
+    pub(super) down_time: Option<Spanned<String>>,
+    pub(super) reverse: Option<Spanned<bool>>,
     // http / https
     pub(super) request: Option<Spanned<String>>,
+    pub(super) custom_headers: Option<Spanned<String>>,
     pub(super) status_codes: Option<Spanned<Vec<Spanned<IntOrText>>>>,
     pub(super) body_contains: Option<Spanned<String>>,
     // dns
