@@ -22,6 +22,7 @@ mod locations;
 mod native;
 mod no_effect;
 mod scalar;
+mod static_records;
 mod validate;
 mod vrrp;
 

@@ -12,14 +12,14 @@
 use std::net::IpAddr;
 
 use sextant_core::Soa;
+use sextant_core::records::{RecordData, StaticRecord};
 
 use super::Rcode;
 use super::parse::{Ecs, FLAG_TC, HEADER_LEN, MAX_LABEL, MAX_NAME_WIRE, OPTION_ECS, TYPE_OPT};
 
-const TYPE_A: u16 = 1;
-const TYPE_NS: u16 = 2;
-const TYPE_SOA: u16 = 6;
-const TYPE_AAAA: u16 = 28;
+use sextant_core::records::{
+    TYPE_A, TYPE_AAAA, TYPE_CNAME, TYPE_MX, TYPE_NS, TYPE_SOA, TYPE_SRV, TYPE_TXT,
+};
 const CLASS_IN: u16 = 1;
 
 /// The UDP payload size we advertise (the DNS Flag Day 2020 value, which
@@ -37,6 +37,10 @@ pub struct BadName(pub &'static str);
 pub enum Section {
     Answer,
     Authority,
+    /// Left out, without TC, when it does not fit (RFC 2181 §9): only
+    /// referral glue, written to [`Section::Authority`]'s rules by
+    /// [`ResponseWriter::glue`], sets TC.
+    Additional,
 }
 
 /// The OPT record of a response.
@@ -70,6 +74,7 @@ pub struct ResponseWriter<'o> {
     limit: usize,
     answers: u16,
     authorities: u16,
+    additionals: u16,
     overflow: bool,
 }
 
@@ -99,6 +104,7 @@ impl<'o> ResponseWriter<'o> {
             limit: limit.saturating_sub(opt_len),
             answers: 0,
             authorities: 0,
+            additionals: 0,
             overflow: false,
         }
     }
@@ -125,14 +131,120 @@ impl<'o> ResponseWriter<'o> {
         }
         if self.out.len() > self.limit {
             self.out.truncate(mark);
-            self.overflow = true;
+            // Additional data is optional: the rest of the message stands.
+            if section != Section::Additional {
+                self.overflow = true;
+            }
             return Ok(());
         }
         match section {
             Section::Answer => self.answers += 1,
             Section::Authority => self.authorities += 1,
+            Section::Additional => self.additionals += 1,
         }
         Ok(())
+    }
+
+    /// Referral glue: additional data that must fit (RFC 9471), so a
+    /// missing one sets TC like an answer record.
+    pub fn glue(
+        &mut self,
+        owner: &str,
+        qname: &str,
+        ttl: u32,
+        addr: IpAddr,
+    ) -> Result<(), BadName> {
+        let mark = self.out.len();
+        self.address_of(Section::Additional, owner, qname, ttl, addr)?;
+        if self.out.len() == mark && !self.overflow {
+            self.overflow = true;
+        }
+        Ok(())
+    }
+
+    /// An A or AAAA record owned by `owner` (compressed against the question).
+    pub fn address_of(
+        &mut self,
+        section: Section,
+        owner: &str,
+        qname: &str,
+        ttl: u32,
+        addr: IpAddr,
+    ) -> Result<(), BadName> {
+        self.record(section, |out| {
+            write_name(out, owner, qname)?;
+            write_address(out, ttl, addr);
+            Ok(())
+        })
+    }
+
+    /// A static record of any type, owned by its name.
+    pub fn static_record(
+        &mut self,
+        section: Section,
+        qname: &str,
+        rec: &StaticRecord,
+    ) -> Result<(), BadName> {
+        self.record(section, |out| {
+            write_name(out, &rec.name, qname)?;
+            let data = &rec.data;
+            match data {
+                RecordData::A(a) => write_address(out, rec.ttl, IpAddr::V4(*a)),
+                RecordData::Aaaa(a) => write_address(out, rec.ttl, IpAddr::V6(*a)),
+                RecordData::Cname(target) | RecordData::Ns(target) => {
+                    let rtype = if matches!(data, RecordData::Ns(_)) {
+                        TYPE_NS
+                    } else {
+                        TYPE_CNAME
+                    };
+                    fixed(out, rtype, rec.ttl, 0);
+                    let start = out.len();
+                    write_name(out, target, qname)?;
+                    patch_rdlen(out, start);
+                }
+                RecordData::Mx {
+                    preference,
+                    exchange,
+                } => {
+                    fixed(out, TYPE_MX, rec.ttl, 0);
+                    let start = out.len();
+                    out.extend_from_slice(&preference.to_be_bytes());
+                    write_name(out, exchange, qname)?;
+                    patch_rdlen(out, start);
+                }
+                RecordData::Txt(strings) => {
+                    fixed(out, TYPE_TXT, rec.ttl, 0);
+                    let start = out.len();
+                    for s in strings {
+                        let bytes = s.as_bytes();
+                        let len = u8::try_from(bytes.len())
+                            .map_err(|_| BadName("TXT string longer than 255 octets"))?;
+                        out.push(len);
+                        out.extend_from_slice(bytes);
+                    }
+                    if out.len() - start > usize::from(u16::MAX) {
+                        return Err(BadName("TXT data longer than 65535 octets"));
+                    }
+                    patch_rdlen(out, start);
+                }
+                RecordData::Srv {
+                    priority,
+                    weight,
+                    port,
+                    target,
+                } => {
+                    fixed(out, TYPE_SRV, rec.ttl, 0);
+                    let start = out.len();
+                    out.extend_from_slice(&priority.to_be_bytes());
+                    out.extend_from_slice(&weight.to_be_bytes());
+                    out.extend_from_slice(&port.to_be_bytes());
+                    // RFC 2782: the target is not compressed.
+                    write_name(out, target, "")?;
+                    patch_rdlen(out, start);
+                }
+            }
+            Ok(())
+        })
     }
 
     /// An A or AAAA record owned by the question name.
@@ -140,16 +252,7 @@ impl<'o> ResponseWriter<'o> {
         // Writing a pointer and fixed fields cannot fail.
         let _ = self.record(section, |out| {
             out.extend_from_slice(&question_pointer());
-            match addr {
-                IpAddr::V4(a) => {
-                    fixed(out, TYPE_A, ttl, 4);
-                    out.extend_from_slice(&a.octets());
-                }
-                IpAddr::V6(a) => {
-                    fixed(out, TYPE_AAAA, ttl, 16);
-                    out.extend_from_slice(&a.octets());
-                }
-            }
+            write_address(out, ttl, addr);
             Ok(())
         });
     }
@@ -205,6 +308,7 @@ impl<'o> ResponseWriter<'o> {
             records_start,
             mut answers,
             mut authorities,
+            mut additionals,
             overflow,
             ..
         } = self;
@@ -212,11 +316,12 @@ impl<'o> ResponseWriter<'o> {
             out.truncate(records_start);
             answers = 0;
             authorities = 0;
+            additionals = 0;
         }
-        let mut additional = 0u16;
+        let mut additional = additionals;
         if let Some(opt) = opt {
             write_opt(out, rcode, opt);
-            additional = 1;
+            additional += 1;
         }
         if let Some(h) = out.get_mut(..HEADER_LEN) {
             let mut flags = u16::from_be_bytes([h[2], h[3]]) & !0x000f;
@@ -240,6 +345,20 @@ fn question_pointer() -> [u8; 2] {
 
 fn pointer(offset: usize) -> [u8; 2] {
     (0xc000 | (offset as u16 & 0x3fff)).to_be_bytes()
+}
+
+/// The fixed fields and RDATA of an A or AAAA record.
+fn write_address(out: &mut Vec<u8>, ttl: u32, addr: IpAddr) {
+    match addr {
+        IpAddr::V4(a) => {
+            fixed(out, TYPE_A, ttl, 4);
+            out.extend_from_slice(&a.octets());
+        }
+        IpAddr::V6(a) => {
+            fixed(out, TYPE_AAAA, ttl, 16);
+            out.extend_from_slice(&a.octets());
+        }
+    }
 }
 
 /// TYPE, CLASS IN, TTL and RDLENGTH of a record.
