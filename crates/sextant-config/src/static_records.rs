@@ -344,8 +344,7 @@ fn check_delegations(
                 continue;
             }
             let glue = matches!(kind, TYPE_A | TYPE_AAAA);
-            let strictly = glue;
-            if let Some((cut, line)) = cut_above(name, strictly)
+            if let Some((cut, line)) = cut_above(name, false)
                 && !(glue && *name != cut)
             {
                 diag.error(
