@@ -814,7 +814,10 @@ fn static_records_need_a_zone() {
     one_error(
         "add dns addRec ns1.example.com 10.0.0.1\n",
         1,
-        &["\"ns1.example.com\" is not in a zone Sextant serves", "no zone is defined"],
+        &[
+            "\"ns1.example.com\" is not in a zone Sextant serves",
+            "no zone is defined",
+        ],
     );
 }
 

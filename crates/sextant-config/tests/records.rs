@@ -23,14 +23,22 @@ fn ok_toml(text: &str) -> Model {
 fn errors(text: &str) -> Vec<(usize, String)> {
     match parse_appliance(text, "t.conf") {
         Ok(_) => panic!("expected errors, the text parsed"),
-        Err(e) => e.errors.iter().map(|e| (e.line, e.message.clone())).collect(),
+        Err(e) => e
+            .errors
+            .iter()
+            .map(|e| (e.line, e.message.clone()))
+            .collect(),
     }
 }
 
 fn toml_errors(text: &str) -> Vec<(usize, String)> {
     match parse_toml(text, "t.toml") {
         Ok(_) => panic!("expected errors, the text parsed"),
-        Err(e) => e.errors.iter().map(|e| (e.line, e.message.clone())).collect(),
+        Err(e) => e
+            .errors
+            .iter()
+            .map(|e| (e.line, e.message.clone()))
+            .collect(),
     }
 }
 
@@ -73,32 +81,64 @@ add dns zone example.com -proxyMode NO -dnssecOffload DISABLED -nsec DISABLED
 
 fn every_type_records() -> Vec<StaticRecord> {
     vec![
-        rec("_sip._tcp.example.com", 3600, RecordData::Srv {
-            priority: 1,
-            weight: 5,
-            port: 5060,
-            target: "sip.example.com".into(),
-        }),
-        rec("alias.example.com", 3600, RecordData::Cname("www.example.com".into())),
-        rec("child.example.com", 7200, RecordData::Ns("ns.child.example.com".into())),
-        rec("example.com", 900, RecordData::Mx {
-            preference: 10,
-            exchange: "mail.example.com".into(),
-        }),
+        rec(
+            "_sip._tcp.example.com",
+            3600,
+            RecordData::Srv {
+                priority: 1,
+                weight: 5,
+                port: 5060,
+                target: "sip.example.com".into(),
+            },
+        ),
+        rec(
+            "alias.example.com",
+            3600,
+            RecordData::Cname("www.example.com".into()),
+        ),
+        rec(
+            "child.example.com",
+            7200,
+            RecordData::Ns("ns.child.example.com".into()),
+        ),
+        rec(
+            "example.com",
+            900,
+            RecordData::Mx {
+                preference: 10,
+                exchange: "mail.example.com".into(),
+            },
+        ),
         rec(
             "example.com",
             3600,
             RecordData::Txt(vec!["v=spf1 -all".into(), "second string".into()]),
         ),
-        rec("ns.child.example.com", 3600, RecordData::A(Ipv4Addr::new(192, 0, 2, 99))),
-        rec("ns1.example.com", 3600, RecordData::A(Ipv4Addr::new(192, 0, 2, 53))),
+        rec(
+            "ns.child.example.com",
+            3600,
+            RecordData::A(Ipv4Addr::new(192, 0, 2, 99)),
+        ),
+        rec(
+            "ns1.example.com",
+            3600,
+            RecordData::A(Ipv4Addr::new(192, 0, 2, 53)),
+        ),
         rec(
             "ns1.example.com",
             600,
             RecordData::Aaaa("2001:db8::53".parse::<Ipv6Addr>().unwrap()),
         ),
-        rec("www.example.com", 300, RecordData::A(Ipv4Addr::new(192, 0, 2, 1))),
-        rec("www.example.com", 300, RecordData::A(Ipv4Addr::new(192, 0, 2, 2))),
+        rec(
+            "www.example.com",
+            300,
+            RecordData::A(Ipv4Addr::new(192, 0, 2, 1)),
+        ),
+        rec(
+            "www.example.com",
+            300,
+            RecordData::A(Ipv4Addr::new(192, 0, 2, 2)),
+        ),
     ]
 }
 
@@ -185,12 +225,21 @@ fn root_hints_are_named_as_such() {
     one_error(
         "add dns nsRec . a.root-servers.net -TTL 3600000\n",
         1,
-        &["the root name \".\"", "root hints", "resolver", "sextant import"],
+        &[
+            "the root name \".\"",
+            "root hints",
+            "resolver",
+            "sextant import",
+        ],
     );
     one_error(
         &format!("{ZONE}add dns addRec a.root-servers.net 198.41.0.4 -TTL 3600000\n"),
         3,
-        &["\"a.root-servers.net\" is not in a zone Sextant serves", "\"example.com\"", "root hints"],
+        &[
+            "\"a.root-servers.net\" is not in a zone Sextant serves",
+            "\"example.com\"",
+            "root hints",
+        ],
     );
     one_error(
         &format!("{ZONE}add dns addRec . 192.0.2.1\n"),
@@ -204,19 +253,32 @@ fn records_outside_our_zones_name_the_zones() {
     one_error(
         &format!("{ZONE}add dns addRec www.example.net 192.0.2.1\n"),
         3,
-        &["add dns addRec www.example.net", "\"www.example.net\" is not in a zone Sextant serves", "the zones are \"example.com\"", "add dns soaRec"],
+        &[
+            "add dns addRec www.example.net",
+            "\"www.example.net\" is not in a zone Sextant serves",
+            "the zones are \"example.com\"",
+            "add dns soaRec",
+        ],
     );
     check_one(
-        toml_errors("version = 1\n[[record]]\nname = \"www.example.net\"\ntype = \"A\"\naddresses = [\"192.0.2.1\"]\n"),
+        toml_errors(
+            "version = 1\n[[record]]\nname = \"www.example.net\"\ntype = \"A\"\naddresses = [\"192.0.2.1\"]\n",
+        ),
         3,
-        &["[[record]] www.example.net A", "no zone is defined", "[[zone]]"],
+        &[
+            "[[record]] www.example.net A",
+            "no zone is defined",
+            "[[zone]]",
+        ],
     );
 }
 
 #[test]
 fn cname_conflicts_name_both_lines() {
     one_error(
-        &format!("{ZONE}add dns cnameRec www.example.com other.example.net\nadd dns addRec www.example.com 192.0.2.1\n"),
+        &format!(
+            "{ZONE}add dns cnameRec www.example.com other.example.net\nadd dns addRec www.example.com 192.0.2.1\n"
+        ),
         4,
         &["has a CNAME (line 3)", "A record"],
     );
@@ -253,7 +315,9 @@ fn a_gslb_domain_cannot_also_be_a_static_address() {
 #[test]
 fn duplicates_are_errors() {
     one_error(
-        &format!("{ZONE}add dns addRec a.example.com 192.0.2.1\nadd dns addRec a.example.com 192.0.2.1\n"),
+        &format!(
+            "{ZONE}add dns addRec a.example.com 192.0.2.1\nadd dns addRec a.example.com 192.0.2.1\n"
+        ),
         4,
         &["already given on line 3"],
     );
@@ -265,7 +329,10 @@ fn delegations_allow_only_glue_below() {
     one_error(
         &format!("{base}add dns txtRec x.child.example.com \"t\"\n"),
         4,
-        &["inside the child zone \"child.example.com\" delegated on line 3", "glue"],
+        &[
+            "inside the child zone \"child.example.com\" delegated on line 3",
+            "glue",
+        ],
     );
     one_error(
         &format!("{base}add dns addRec child.example.com 192.0.2.1\n"),
@@ -273,7 +340,9 @@ fn delegations_allow_only_glue_below() {
         &["the apex of the child zone"],
     );
     one_error(
-        &format!("{base}add gslb vserver vs HTTP\nbind gslb vserver vs -domainName www.child.example.com\n"),
+        &format!(
+            "{base}add gslb vserver vs HTTP\nbind gslb vserver vs -domainName www.child.example.com\n"
+        ),
         5,
         &["GSLB domain \"www.child.example.com\" is inside the child zone"],
     );
@@ -291,21 +360,33 @@ fn delegations_allow_only_glue_below() {
 
 #[test]
 fn zone_command_options() {
-    let m = ok(&format!("{ZONE}add dns zone example.com -proxyMode NO -type ADNS\n"));
+    let m = ok(&format!(
+        "{ZONE}add dns zone example.com -proxyMode NO -type ADNS\n"
+    ));
     assert_eq!(m.zones.len(), 1);
     one_error(
         &format!("{ZONE}add dns zone example.com -proxyMode YES\n"),
         3,
-        &["-proxyMode YES", "only an authoritative server", "-proxyMode NO"],
+        &[
+            "-proxyMode YES",
+            "only an authoritative server",
+            "-proxyMode NO",
+        ],
     );
-    one_error(&format!("{ZONE}add dns zone example.com\n"), 3, &["-proxyMode is required"]);
+    one_error(
+        &format!("{ZONE}add dns zone example.com\n"),
+        3,
+        &["-proxyMode is required"],
+    );
     one_error(
         &format!("{ZONE}add dns zone example.com -proxyMode NO -dnssecOffload ENABLED\n"),
         3,
         &["does not sign zones"],
     );
     one_error(
-        &format!("{ZONE}add dns zone example.com -proxyMode NO\nadd dns zone example.com -proxyMode NO\n"),
+        &format!(
+            "{ZONE}add dns zone example.com -proxyMode NO\nadd dns zone example.com -proxyMode NO\n"
+        ),
         4,
         &["already added on line 3"],
     );
@@ -313,24 +394,56 @@ fn zone_command_options() {
 
 #[test]
 fn value_errors_carry_their_line() {
-    one_error(&format!("{ZONE}add dns addRec a.example.com 2001:db8::1\n"), 3, &["IPv6", "add dns aaaaRec"]);
-    one_error(&format!("{ZONE}add dns aaaaRec a.example.com 192.0.2.1\n"), 3, &["IPv4", "add dns addRec"]);
-    one_error(&format!("{ZONE}add dns addRec a.example.com\n"), 3, &["missing IP"]);
-    one_error(&format!("{ZONE}add dns addRec a.example.com 192.0.2.1 -TTL x\n"), 3, &["-TTL"]);
-    one_error(&format!("{ZONE}add dns mxRec example.com -pref 10\n"), 3, &["-mx is required"]);
-    one_error(&format!("{ZONE}add dns mxRec example.com -mx m.example.com -pref 70000\n"), 3, &["-pref"]);
+    one_error(
+        &format!("{ZONE}add dns addRec a.example.com 2001:db8::1\n"),
+        3,
+        &["IPv6", "add dns aaaaRec"],
+    );
+    one_error(
+        &format!("{ZONE}add dns aaaaRec a.example.com 192.0.2.1\n"),
+        3,
+        &["IPv4", "add dns addRec"],
+    );
+    one_error(
+        &format!("{ZONE}add dns addRec a.example.com\n"),
+        3,
+        &["missing IP"],
+    );
+    one_error(
+        &format!("{ZONE}add dns addRec a.example.com 192.0.2.1 -TTL x\n"),
+        3,
+        &["-TTL"],
+    );
+    one_error(
+        &format!("{ZONE}add dns mxRec example.com -pref 10\n"),
+        3,
+        &["-mx is required"],
+    );
+    one_error(
+        &format!("{ZONE}add dns mxRec example.com -mx m.example.com -pref 70000\n"),
+        3,
+        &["-pref"],
+    );
     one_error(
         &format!("{ZONE}add dns srvRec _s._tcp.example.com t.example.com -priority 1 -weight 1\n"),
         3,
         &["-port is required"],
     );
-    one_error(&format!("{ZONE}add dns txtRec example.com\n"), 3, &["missing STRING"]);
+    one_error(
+        &format!("{ZONE}add dns txtRec example.com\n"),
+        3,
+        &["missing STRING"],
+    );
     one_error(
         &format!("{ZONE}add dns txtRec example.com \"{}\"\n", "x".repeat(256)),
         3,
         &["256 bytes", "at most 255", "split it"],
     );
-    one_error(&format!("{ZONE}add dns cnameRec a.example.com bad..name\n"), 3, &["target", "empty label"]);
+    one_error(
+        &format!("{ZONE}add dns cnameRec a.example.com bad..name\n"),
+        3,
+        &["target", "empty label"],
+    );
     one_error(
         &format!("{ZONE}add dns addRec a.example.com 192.0.2.1 -ecssubnet 10.0.0.0/8\n"),
         3,
@@ -342,22 +455,30 @@ fn value_errors_carry_their_line() {
 fn toml_value_errors_carry_their_line() {
     let zone = "version = 1\n[[zone]]\napex = \"example.com\"\nns = [\"ns1.example.com\"]\n";
     check_one(
-        toml_errors(&format!("{zone}[[record]]\nname = \"a.example.com\"\ntype = \"MX\"\nexchange = \"m.example.com\"\n")),
+        toml_errors(&format!(
+            "{zone}[[record]]\nname = \"a.example.com\"\ntype = \"MX\"\nexchange = \"m.example.com\"\n"
+        )),
         6,
         &["preference is required"],
     );
     check_one(
-        toml_errors(&format!("{zone}[[record]]\nname = \"a.example.com\"\ntype = \"A\"\naddresses = [\"192.0.2.1\"]\ntarget = \"x.example.com\"\n")),
+        toml_errors(&format!(
+            "{zone}[[record]]\nname = \"a.example.com\"\ntype = \"A\"\naddresses = [\"192.0.2.1\"]\ntarget = \"x.example.com\"\n"
+        )),
         9,
         &["target does not apply to a A record"],
     );
     check_one(
-        toml_errors(&format!("{zone}[[record]]\nname = \"a.example.com\"\ntype = \"PTR\"\n")),
+        toml_errors(&format!(
+            "{zone}[[record]]\nname = \"a.example.com\"\ntype = \"PTR\"\n"
+        )),
         7,
         &["expected one of A, AAAA"],
     );
     check_one(
-        toml_errors(&format!("{zone}[[record]]\nname = \"example.com\"\ntype = \"NS\"\ntarget = \"ns2.example.com\"\n")),
+        toml_errors(&format!(
+            "{zone}[[record]]\nname = \"example.com\"\ntype = \"NS\"\ntarget = \"ns2.example.com\"\n"
+        )),
         6,
         &["zone apex", "ns = [...]"],
     );

@@ -45,7 +45,8 @@ impl QueryType {
         }
     }
 
-    /// Parses `A`, `AAAA`, `NS`, `SOA`, `ANY` or `TYPEnn`.
+    /// Parses `A`, `AAAA`, `NS`, `SOA`, `ANY`, the static record types
+    /// (`CNAME`, `MX`, `TXT`, `SRV`) or `TYPEnn`.
     pub fn parse(s: &str) -> Option<Self> {
         let up = s.to_ascii_uppercase();
         Some(match up.as_str() {
@@ -54,6 +55,10 @@ impl QueryType {
             "NS" => QueryType::Ns,
             "SOA" => QueryType::Soa,
             "ANY" => QueryType::Any,
+            "CNAME" => QueryType::Other(crate::records::TYPE_CNAME),
+            "MX" => QueryType::Other(crate::records::TYPE_MX),
+            "TXT" => QueryType::Other(crate::records::TYPE_TXT),
+            "SRV" => QueryType::Other(crate::records::TYPE_SRV),
             _ => QueryType::from_code(up.strip_prefix("TYPE")?.parse().ok()?),
         })
     }

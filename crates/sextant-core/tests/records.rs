@@ -27,29 +27,62 @@ fn a(last: u8) -> RecordData {
 /// `www.example.com` is a GSLB domain (10.0.0.1, 10.0.0.2); the static
 /// names around it cover every case.
 fn model() -> Model {
-    let mut m = www_model(&[("a", "10.0.0.1", 1), ("b", "10.0.0.2", 1)], LbMethod::RoundRobin);
+    let mut m = www_model(
+        &[("a", "10.0.0.1", 1), ("b", "10.0.0.2", 1)],
+        LbMethod::RoundRobin,
+    );
     m.records = vec![
         rec("ns1.example.com", a(53)),
-        rec("example.com", RecordData::Mx {
-            preference: 10,
-            exchange: "mail.example.com".into(),
-        }),
+        rec(
+            "example.com",
+            RecordData::Mx {
+                preference: 10,
+                exchange: "mail.example.com".into(),
+            },
+        ),
         rec("mail.example.com", a(25)),
         rec("www.example.com", RecordData::Txt(vec!["gslb".into()])),
-        rec("_sip._tcp.example.com", RecordData::Srv {
-            priority: 1,
-            weight: 1,
-            port: 5060,
-            target: "sip.example.com".into(),
-        }),
-        rec("alias.example.com", RecordData::Cname("mail.example.com".into())),
-        rec("web.example.com", RecordData::Cname("www.example.com".into())),
-        rec("two.example.com", RecordData::Cname("alias.example.com".into())),
-        rec("dangling.example.com", RecordData::Cname("nowhere.example.com".into())),
-        rec("out.example.com", RecordData::Cname("www.example.net".into())),
-        rec("loop1.example.com", RecordData::Cname("loop2.example.com".into())),
-        rec("loop2.example.com", RecordData::Cname("loop1.example.com".into())),
-        rec("child.example.com", RecordData::Ns("ns.child.example.com".into())),
+        rec(
+            "_sip._tcp.example.com",
+            RecordData::Srv {
+                priority: 1,
+                weight: 1,
+                port: 5060,
+                target: "sip.example.com".into(),
+            },
+        ),
+        rec(
+            "alias.example.com",
+            RecordData::Cname("mail.example.com".into()),
+        ),
+        rec(
+            "web.example.com",
+            RecordData::Cname("www.example.com".into()),
+        ),
+        rec(
+            "two.example.com",
+            RecordData::Cname("alias.example.com".into()),
+        ),
+        rec(
+            "dangling.example.com",
+            RecordData::Cname("nowhere.example.com".into()),
+        ),
+        rec(
+            "out.example.com",
+            RecordData::Cname("www.example.net".into()),
+        ),
+        rec(
+            "loop1.example.com",
+            RecordData::Cname("loop2.example.com".into()),
+        ),
+        rec(
+            "loop2.example.com",
+            RecordData::Cname("loop1.example.com".into()),
+        ),
+        rec(
+            "child.example.com",
+            RecordData::Ns("ns.child.example.com".into()),
+        ),
         rec("ns.child.example.com", a(99)),
         rec("gslb.deep.example.com", a(7)),
     ];
@@ -64,7 +97,14 @@ fn ask(snap: &Snapshot, name: &str, qtype: QueryType, out: &mut AnswerBuf) -> De
         source: ip("198.51.100.1"),
         ecs: None,
     };
-    decide(snap, &q, &mut Cursor::new(1), &NoSessions, out, &mut NoTrace)
+    decide(
+        snap,
+        &q,
+        &mut Cursor::new(1),
+        &NoSessions,
+        out,
+        &mut NoTrace,
+    )
 }
 
 fn snap() -> Snapshot {
@@ -104,7 +144,10 @@ fn gslb_domains_come_first_and_keep_other_types() {
     let d = ask(&s, "www.example.com", QueryType::A, &mut out);
     assert!(matches!(d.outcome, Outcome::Addresses { .. }), "{d:?}");
     let d = ask(&s, "www.example.com", QueryType::Other(TYPE_TXT), &mut out);
-    assert_eq!(records_of(&s, &d)[0].data, RecordData::Txt(vec!["gslb".into()]));
+    assert_eq!(
+        records_of(&s, &d)[0].data,
+        RecordData::Txt(vec!["gslb".into()])
+    );
     // A GSLB name without static data of the type: NODATA, not NXDOMAIN.
     let d = ask(&s, "www.example.com", QueryType::Other(TYPE_MX), &mut out);
     assert_eq!(d.outcome, Outcome::NoData { zone: Some(0) });
@@ -153,7 +196,12 @@ fn cname_to_a_gslb_domain_is_answered_by_the_gslb_decision() {
     let mut out = AnswerBuf::default();
     let d = ask(&s, "web.example.com", QueryType::A, &mut out);
     assert!(
-        matches!(d.outcome, Outcome::Static { end: ChainEnd::Addresses { ttl: 30, .. } }),
+        matches!(
+            d.outcome,
+            Outcome::Static {
+                end: ChainEnd::Addresses { ttl: 30, .. }
+            }
+        ),
         "{d:?}"
     );
     assert_eq!(out.chain.len(), 1);
@@ -171,12 +219,27 @@ fn chain_ends_dangling_outside_and_in_loops() {
     let s = snap();
     let mut out = AnswerBuf::default();
     let d = ask(&s, "dangling.example.com", QueryType::A, &mut out);
-    assert_eq!(d.outcome, Outcome::Static { end: ChainEnd::NxDomain { zone: 0 } });
+    assert_eq!(
+        d.outcome,
+        Outcome::Static {
+            end: ChainEnd::NxDomain { zone: 0 }
+        }
+    );
     assert_eq!(out.chain.len(), 1);
     let d = ask(&s, "out.example.com", QueryType::A, &mut out);
-    assert_eq!(d.outcome, Outcome::Static { end: ChainEnd::Cnames });
+    assert_eq!(
+        d.outcome,
+        Outcome::Static {
+            end: ChainEnd::Cnames
+        }
+    );
     let d = ask(&s, "loop1.example.com", QueryType::A, &mut out);
-    assert_eq!(d.outcome, Outcome::Static { end: ChainEnd::Cnames });
+    assert_eq!(
+        d.outcome,
+        Outcome::Static {
+            end: ChainEnd::Cnames
+        }
+    );
     assert_eq!(out.chain.len(), 2, "each CNAME of the loop once");
 }
 
@@ -184,13 +247,22 @@ fn chain_ends_dangling_outside_and_in_loops() {
 fn names_at_and_below_a_delegation_get_a_referral() {
     let s = snap();
     let mut out = AnswerBuf::default();
-    for name in ["child.example.com", "host.child.example.com", "ns.child.example.com"] {
+    for name in [
+        "child.example.com",
+        "host.child.example.com",
+        "ns.child.example.com",
+    ] {
         let d = ask(&s, name, QueryType::A, &mut out);
-        assert!(matches!(d.outcome, Outcome::Referral { .. }), "{name}: {d:?}");
+        assert!(
+            matches!(d.outcome, Outcome::Referral { .. }),
+            "{name}: {d:?}"
+        );
         assert_eq!(d.reason, Reason::Referral);
     }
     let d = ask(&s, "ns.child.example.com", QueryType::A, &mut out);
-    let Outcome::Referral { cut } = d.outcome else { unreachable!() };
+    let Outcome::Referral { cut } = d.outcome else {
+        unreachable!()
+    };
     let ns = s.records().records(s.model(), cut);
     assert_eq!(ns[0].data, RecordData::Ns("ns.child.example.com".into()));
 }

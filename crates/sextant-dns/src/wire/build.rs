@@ -490,6 +490,88 @@ mod tests {
         assert!(write_name(&mut out, &long, "").is_err());
     }
 
+    fn static_rec(name: &str, data: RecordData) -> StaticRecord {
+        StaticRecord {
+            name: name.into(),
+            ttl: 60,
+            data,
+        }
+    }
+
+    #[test]
+    fn static_records_encode_their_rdata() {
+        let question = b"\x07example\x03com\x00\x00\x0f\x00\x01";
+        let mut out = Vec::new();
+        let mut w = ResponseWriter::start(&mut out, 1, 0x8400, question, 512, 0);
+        let mx = static_rec(
+            "example.com",
+            RecordData::Mx {
+                preference: 10,
+                exchange: "mail.example.com".into(),
+            },
+        );
+        w.static_record(Section::Answer, "example.com", &mx)
+            .unwrap();
+        let txt = static_rec("example.com", RecordData::Txt(vec!["ab".into(), "".into()]));
+        w.static_record(Section::Answer, "example.com", &txt)
+            .unwrap();
+        let srv = static_rec(
+            "_s._tcp.example.com",
+            RecordData::Srv {
+                priority: 1,
+                weight: 2,
+                port: 3,
+                target: "t.example.com".into(),
+            },
+        );
+        w.static_record(Section::Additional, "example.com", &srv)
+            .unwrap();
+        assert!(!w.finish(Rcode::NoError, None));
+        let records = &out[12 + question.len()..];
+        // MX: owner pointer, type 15, class, ttl, rdlen 2+4+2, pref, "mail" + pointer.
+        assert_eq!(&records[..2], &[0xc0, 12]);
+        assert_eq!(&records[2..4], &TYPE_MX.to_be_bytes());
+        assert_eq!(&records[10..12], &9u16.to_be_bytes());
+        assert_eq!(&records[12..21], b"\x00\x0a\x04mail\xc0\x0c");
+        // TXT: two character-strings, the second empty.
+        let txt_at = 21;
+        assert_eq!(&records[txt_at + 2..txt_at + 4], &TYPE_TXT.to_be_bytes());
+        assert_eq!(&records[txt_at + 10..txt_at + 16], b"\x00\x04\x02ab\x00");
+        // Counts: 2 answers, 1 additional.
+        assert_eq!(&out[6..12], &[0, 2, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn additional_records_that_do_not_fit_are_dropped_without_tc() {
+        let question = b"\x01a\x00\x00\x01\x00\x01";
+        let mut out = Vec::new();
+        let mut w = ResponseWriter::start(&mut out, 7, 0x8400, question, 60, 0);
+        w.address(Section::Answer, 60, IpAddr::from([10, 0, 0, 1]));
+        for i in 0..3 {
+            w.address_of(
+                Section::Additional,
+                "a",
+                "a",
+                60,
+                IpAddr::from([10, 0, 1, i]),
+            )
+            .unwrap();
+        }
+        assert!(!w.overflowed());
+        assert!(!w.finish(Rcode::NoError, None));
+        assert_eq!(&out[6..8], &[0, 1], "the answer stays");
+        assert!(
+            u16::from_be_bytes([out[10], out[11]]) < 3,
+            "not all additional fit"
+        );
+        // Referral glue that does not fit sets TC.
+        let mut out = Vec::new();
+        let mut w = ResponseWriter::start(&mut out, 7, 0x8000, question, 40, 0);
+        w.glue("a", "a", 60, IpAddr::from([10, 0, 0, 1])).unwrap();
+        w.glue("a", "a", 60, IpAddr::from([10, 0, 0, 2])).unwrap();
+        assert!(w.finish(Rcode::NoError, None));
+    }
+
     #[test]
     fn overflow_keeps_question_and_opt_and_sets_tc() {
         let mut out = Vec::new();
