@@ -103,6 +103,8 @@ pub(crate) struct Draft {
     /// TCP-ECV, ...): accepted with a warning, an error once bound.
     pub unprobed_monitors: Vec<UnprobedMonitor>,
     pub zones: Vec<DraftZone>,
+    /// Static records (`add dns addRec ...`, `[[record]]`), in file order.
+    pub records: Vec<DraftRecord>,
     /// DNS actions, policies and global bindings.
     pub dns: crate::dns_policy::DnsDraft,
     /// Custom location entries and location files.
@@ -507,6 +509,27 @@ pub(crate) struct DraftZone {
     /// Normalized name servers, each with its line.
     pub ns: Vec<(String, usize)>,
     pub ns_ttl: u32,
+    /// The line of `add dns zone APEX -proxyMode NO` (or a native
+    /// `[[zone]]`): the name is a zone of ours even when it has only NS
+    /// records and lies below another zone. Without it, an NS-only name
+    /// below one of our zones is a delegation (see `static_records`).
+    pub declared: Option<usize>,
+}
+
+/// Default TTL of a static record (the appliance's).
+pub(crate) const DEFAULT_RECORD_TTL: u32 = 3600;
+
+/// One static record as written: `validate` places it in its zone and
+/// checks it against the others.
+#[derive(Debug)]
+pub(crate) struct DraftRecord {
+    /// Normalized (lower case, no trailing dot); targets in `data` too.
+    pub name: String,
+    pub line: usize,
+    pub ttl: u32,
+    pub data: sextant_core::RecordData,
+    /// The command or table, for messages (`add dns addRec www.example.com`).
+    pub context: Arc<str>,
 }
 
 /// The appliance's defaults for an SOA record (`add dns soaRec`).

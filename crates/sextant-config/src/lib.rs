@@ -25,6 +25,7 @@ mod native;
 mod no_effect;
 mod scalar;
 mod scope;
+mod static_records;
 mod validate;
 mod vrrp;
 

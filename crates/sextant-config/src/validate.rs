@@ -45,13 +45,14 @@ pub(crate) fn build(mut draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model 
     let vservers = v.vservers(&draft);
     v.service_bindings(&draft, &vservers, &services);
     v.domains(&draft, &vservers);
-    v.zones(&draft);
+    let delegations = v.zones(&draft);
     v.local_site(&draft, &sites);
     v.dc_records(&draft, &sites, &services);
     v.rpc_nodes(&draft);
     crate::dns_policy::build(&draft.dns, syntax, v.diag, &mut v.model);
     crate::locations::build(&draft.locations, v.diag, &mut v.model);
     crate::vrrp::build(&draft.vrrp, syntax, v.diag, &mut v.model);
+    crate::static_records::build(&draft, delegations, syntax, v.diag, &mut v.model);
     v.model
 }
 
@@ -870,9 +871,35 @@ impl Validator<'_> {
         }
     }
 
-    fn zones(&mut self, draft: &Draft) {
+    /// Builds the zones; returns the delegations: names given only NS
+    /// records (`add dns nsRec CHILD NS`), neither an SOA nor `add dns
+    /// zone`, below another zone's apex.
+    fn zones(&mut self, draft: &Draft) -> Vec<crate::draft::DraftRecord> {
         let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut delegations = Vec::new();
         for z in &draft.zones {
+            let below_another = draft.zones.iter().any(|p| {
+                z.apex.len() > p.apex.len()
+                    && z.apex.ends_with(&p.apex)
+                    && (p.apex.is_empty()
+                        || z.apex.as_bytes()[z.apex.len() - p.apex.len() - 1] == b'.')
+            });
+            if z.soa.is_none() && z.declared.is_none() && below_another {
+                let context: std::sync::Arc<str> = match self.syntax {
+                    Syntax::Appliance => format!("add dns nsRec {}", z.apex).into(),
+                    Syntax::Toml => format!("[[record]] {} NS", z.apex).into(),
+                };
+                for (ns, line) in &z.ns {
+                    delegations.push(crate::draft::DraftRecord {
+                        name: z.apex.clone(),
+                        line: *line,
+                        ttl: z.ns_ttl,
+                        data: sextant_core::RecordData::Ns(ns.clone()),
+                        context: context.clone(),
+                    });
+                }
+                continue;
+            }
             if let Err(e) = check_domain(&z.apex) {
                 self.diag.error(z.line, format!("zone \"{}\": {e}", z.apex));
             }
@@ -930,6 +957,7 @@ impl Validator<'_> {
                 ns_ttl: z.ns_ttl,
             });
         }
+        delegations
     }
 
     fn local_site(&mut self, draft: &Draft, sites: &Index) {

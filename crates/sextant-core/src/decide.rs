@@ -6,6 +6,7 @@ use crate::choose::{Client, Eligible, Work, choose};
 use crate::location::Location;
 use crate::model::{DomainId, LbMethod, ServiceId, VServerId, ZoneId};
 use crate::policy::{DnsActionKind, Goto, RequestFacts};
+use crate::records::{MAX_CNAME_CHAIN, NodeId, RecordData, TYPE_ANY, TYPE_CNAME};
 use crate::select::{mix, weighted_round_robin};
 use crate::snapshot::Snapshot;
 use crate::trace::{FallbackWhy, MatchPass, SkipWhy, TraceEvent, Tracer};
@@ -44,7 +45,8 @@ impl QueryType {
         }
     }
 
-    /// Parses `A`, `AAAA`, `NS`, `SOA`, `ANY` or `TYPEnn`.
+    /// Parses `A`, `AAAA`, `NS`, `SOA`, `ANY`, the static record types
+    /// (`CNAME`, `MX`, `TXT`, `SRV`) or `TYPEnn`.
     pub fn parse(s: &str) -> Option<Self> {
         let up = s.to_ascii_uppercase();
         Some(match up.as_str() {
@@ -53,6 +55,10 @@ impl QueryType {
             "NS" => QueryType::Ns,
             "SOA" => QueryType::Soa,
             "ANY" => QueryType::Any,
+            "CNAME" => QueryType::Other(crate::records::TYPE_CNAME),
+            "MX" => QueryType::Other(crate::records::TYPE_MX),
+            "TXT" => QueryType::Other(crate::records::TYPE_TXT),
+            "SRV" => QueryType::Other(crate::records::TYPE_SRV),
             _ => QueryType::from_code(up.strip_prefix("TYPE")?.parse().ok()?),
         })
     }
@@ -95,10 +101,33 @@ pub enum Outcome {
     ZoneSoa { zone: ZoneId },
     /// The NS records of the zone apex.
     ZoneNs { zone: ZoneId },
+    /// Static records (after the CNAMEs in [`AnswerBuf::chain`], if any),
+    /// or the end of a CNAME chain.
+    Static { end: ChainEnd },
+    /// The name is at or below a delegated child zone: a referral (no AA,
+    /// the child's NS records in authority, glue in additional).
+    Referral { cut: NodeId },
     /// Not authoritative for the name.
     Refused,
     /// A DNS policy with a DROP action matched: send nothing.
     Drop,
+}
+
+/// What follows the CNAMEs of an [`Outcome::Static`] answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainEnd {
+    /// The records of type `rtype` ([`TYPE_ANY`]: all) owned by `node`.
+    Records { node: NodeId, rtype: u16 },
+    /// A GSLB domain's addresses, in [`AnswerBuf::addrs`].
+    Addresses { domain: DomainId, ttl: u32 },
+    /// The last name exists with no data of the type: SOA of `zone`.
+    NoData { zone: ZoneId },
+    /// The last name does not exist in `zone` (RFC 6604: the RCODE is the
+    /// last name's).
+    NxDomain { zone: ZoneId },
+    /// The chain leaves the zones we serve, enters a delegation, loops or
+    /// reaches its length limit: the CNAMEs alone.
+    Cnames,
 }
 
 /// The short reason of a decision, cheap enough for every query.
@@ -136,6 +165,10 @@ pub enum Reason {
     NoRttDropped,
     /// A datacenter-mode record: its ranked datacenters' healthy addresses.
     Datacenter,
+    /// Static records of a zone we serve (maybe after CNAMEs).
+    Static,
+    /// A referral to a delegated child zone.
+    Referral,
     /// A datacenter-mode record with no healthy address: its fail-safe
     /// records.
     FailSafe,
@@ -180,6 +213,9 @@ pub enum LdnsUse {
 #[derive(Debug, Default, Clone)]
 pub struct AnswerBuf {
     pub addrs: Vec<IpAddr>,
+    /// The CNAME records answered before the final data, as indices into
+    /// `Model::records`, in chain order.
+    pub chain: Vec<u32>,
 }
 
 /// Per-worker selection state: a random stream, and whether this decision
@@ -248,6 +284,7 @@ pub fn decide<T: Tracer, S: Sessions>(
     trace: &mut T,
 ) -> Decision {
     out.addrs.clear();
+    out.chain.clear();
     if snap.is_child_site() {
         trace.record(TraceEvent::ChildSite);
         return plain(Outcome::Refused, Reason::ChildSite);
@@ -308,67 +345,249 @@ pub fn decide<T: Tracer, S: Sessions>(
     }
 
     if let Some(domain) = domain {
-        let family = match query.qtype {
-            QueryType::A | QueryType::Any => Family::V4,
-            QueryType::Aaaa => Family::V6,
-            _ => {
-                trace.record(TraceEvent::NoData);
-                return plain(Outcome::NoData { zone }, Reason::NoData);
-            }
+        let Some(family) = Family::of(query.qtype) else {
+            // Other types at a GSLB name: its static records (TXT, MX...).
+            return match zone {
+                Some(z) => answer_static(
+                    snap,
+                    query,
+                    z,
+                    &mut client,
+                    verdict,
+                    cursor,
+                    sessions,
+                    out,
+                    trace,
+                ),
+                None => {
+                    trace.record(TraceEvent::NoData);
+                    plain(Outcome::NoData { zone }, Reason::NoData)
+                }
+            };
         };
-        let d = model.domain(domain);
-        trace.record(TraceEvent::Domain {
-            domain,
-            vserver: d.vserver,
-        });
-        let preferred = preferred_of(snap, verdict);
-        let mut decision = answer_domain(
+        return answer_gslb(
             snap,
+            domain,
             family,
-            d.vserver,
             &mut client,
-            preferred,
-            Work {
-                cursor,
-                sessions,
-                out,
-                trace,
-            },
+            verdict,
+            zone,
+            cursor,
+            sessions,
+            out,
+            trace,
         );
-        if decision.reason == Reason::NoRttDropped {
-            return decision;
-        }
-        if out.addrs.is_empty() && decision.reason != Reason::NoAddressOfFamily {
-            if let Some(ip) = d.backup_ip.filter(|ip| family.matches(*ip)) {
-                trace.record(TraceEvent::BackupIp { addr: ip });
-                out.addrs.push(ip);
-                decision.reason = Reason::BackupIp;
-            } else if let Some(last) = last_resort(snap, family, d.vserver, cursor, out, trace) {
-                decision.reason = last;
-            }
-        }
-        decision.outcome = if out.addrs.is_empty() {
-            Outcome::NoData { zone }
-        } else {
-            Outcome::Addresses { domain, ttl: d.ttl }
-        };
-        return decision;
     }
 
     match zone {
-        Some(_) if apex.is_some() => {
-            trace.record(TraceEvent::NoData);
-            plain(Outcome::NoData { zone }, Reason::NoData)
-        }
-        Some(z) => {
-            trace.record(TraceEvent::NxDomain { zone: z });
-            plain(Outcome::NxDomain { zone: z }, Reason::NxDomain)
-        }
+        Some(z) => answer_static(
+            snap,
+            query,
+            z,
+            &mut client,
+            verdict,
+            cursor,
+            sessions,
+            out,
+            trace,
+        ),
         None => {
             trace.record(TraceEvent::NotAuthoritative);
             plain(Outcome::Refused, Reason::NotAuthoritative)
         }
     }
+}
+
+/// A GSLB domain's answer: its vserver's choice, else its backup IP, else
+/// the last resort; NODATA (SOA of `zone`) when nothing answers.
+#[allow(clippy::too_many_arguments)]
+fn answer_gslb<T: Tracer, S: Sessions>(
+    snap: &Snapshot,
+    domain: DomainId,
+    family: Family,
+    client: &mut Client,
+    verdict: Verdict,
+    zone: Option<ZoneId>,
+    cursor: &mut Cursor,
+    sessions: &S,
+    out: &mut AnswerBuf,
+    trace: &mut T,
+) -> Decision {
+    let model = snap.model();
+    let d = model.domain(domain);
+    trace.record(TraceEvent::Domain {
+        domain,
+        vserver: d.vserver,
+    });
+    let preferred = preferred_of(snap, verdict);
+    let mut decision = answer_domain(
+        snap,
+        family,
+        d.vserver,
+        client,
+        preferred,
+        Work {
+            cursor,
+            sessions,
+            out,
+            trace,
+        },
+    );
+    if decision.reason == Reason::NoRttDropped {
+        return decision;
+    }
+    if out.addrs.is_empty() && decision.reason != Reason::NoAddressOfFamily {
+        if let Some(ip) = d.backup_ip.filter(|ip| family.matches(*ip)) {
+            trace.record(TraceEvent::BackupIp { addr: ip });
+            out.addrs.push(ip);
+            decision.reason = Reason::BackupIp;
+        } else if let Some(last) = last_resort(snap, family, d.vserver, cursor, out, trace) {
+            decision.reason = last;
+        }
+    }
+    decision.outcome = if out.addrs.is_empty() {
+        Outcome::NoData { zone }
+    } else {
+        Outcome::Addresses { domain, ttl: d.ttl }
+    };
+    decision
+}
+
+/// A name of zone `zone` that is not answered as a GSLB domain of this
+/// type: a referral below a delegation, its static records, NODATA for a
+/// name that exists (owner or empty non-terminal), NXDOMAIN otherwise. A
+/// CNAME is followed through the zones we serve, to static records and to
+/// GSLB domains (answered by the GSLB decision), at most
+/// [`MAX_CNAME_CHAIN`] links; the CNAMEs are in `out.chain`.
+#[allow(clippy::too_many_arguments)]
+fn answer_static<T: Tracer, S: Sessions>(
+    snap: &Snapshot,
+    query: &Query<'_>,
+    zone: ZoneId,
+    client: &mut Client,
+    verdict: Verdict,
+    cursor: &mut Cursor,
+    sessions: &S,
+    out: &mut AnswerBuf,
+    trace: &mut T,
+) -> Decision {
+    let model = snap.model();
+    let table = snap.records();
+    let qtype = query.qtype.code();
+    let mut name = query.name;
+    let mut zone = zone;
+    loop {
+        let apex = model.zone(zone).apex.as_str();
+        if let Some(cut) = table.find_cut(name, apex) {
+            if out.chain.is_empty() {
+                trace.record(TraceEvent::Referral {
+                    record: table.node(cut).start,
+                });
+                return plain(Outcome::Referral { cut }, Reason::Referral);
+            }
+            // A CNAME into a delegated child: the resolver asks the child.
+            return chained(ChainEnd::Cnames);
+        }
+        let Some(node_id) = table.find(name) else {
+            if name == apex {
+                if !out.chain.is_empty() {
+                    return chained(ChainEnd::NoData { zone });
+                }
+                if qtype == TYPE_ANY {
+                    // RFC 8482: one RRset is a full answer to ANY.
+                    trace.record(TraceEvent::ZoneApex { zone });
+                    return plain(Outcome::ZoneSoa { zone }, Reason::Zone);
+                }
+                trace.record(TraceEvent::NoData);
+                return plain(Outcome::NoData { zone: Some(zone) }, Reason::NoData);
+            }
+            trace.record(TraceEvent::NxDomain { zone });
+            if out.chain.is_empty() {
+                return plain(Outcome::NxDomain { zone }, Reason::NxDomain);
+            }
+            return chained(ChainEnd::NxDomain { zone });
+        };
+        let node = table.node(node_id);
+        let records = table.records(model, node_id);
+        if node.cname && qtype != TYPE_CNAME && qtype != TYPE_ANY {
+            let index = node.start;
+            let Some(RecordData::Cname(target)) = records.first().map(|r| &r.data) else {
+                return chained(ChainEnd::Cnames);
+            };
+            trace.record(TraceEvent::Cname { record: index });
+            if out.chain.contains(&index) || out.chain.len() >= MAX_CNAME_CHAIN {
+                return chained(ChainEnd::Cnames);
+            }
+            out.chain.push(index);
+            name = target.as_str();
+            if let Some(domain) = snap.find_domain(name)
+                && let Some(family) = Family::of(query.qtype)
+            {
+                let target_zone = snap.find_zone(name);
+                *client = client_of(snap, query, Some(domain));
+                let mut decision = answer_gslb(
+                    snap,
+                    domain,
+                    family,
+                    client,
+                    verdict,
+                    target_zone,
+                    cursor,
+                    sessions,
+                    out,
+                    trace,
+                );
+                decision.outcome = match decision.outcome {
+                    Outcome::Addresses { domain, ttl } => Outcome::Static {
+                        end: ChainEnd::Addresses { domain, ttl },
+                    },
+                    Outcome::NoData { zone: Some(zone) } => Outcome::Static {
+                        end: ChainEnd::NoData { zone },
+                    },
+                    Outcome::NoData { zone: None } => Outcome::Static {
+                        end: ChainEnd::Cnames,
+                    },
+                    other => other,
+                };
+                return decision;
+            }
+            match snap.find_zone(name) {
+                Some(z) if snap.find_dc_record(name).is_none() => {
+                    zone = z;
+                    continue;
+                }
+                // Outside our zones (or a datacenter-mode name, which the
+                // resolver asks for next): the CNAMEs alone.
+                _ => return chained(ChainEnd::Cnames),
+            }
+        }
+        let count = if qtype == TYPE_ANY {
+            records.len()
+        } else {
+            records.iter().filter(|r| r.data.rtype() == qtype).count()
+        };
+        if count == 0 {
+            trace.record(TraceEvent::NoData);
+            if out.chain.is_empty() {
+                return plain(Outcome::NoData { zone: Some(zone) }, Reason::NoData);
+            }
+            return chained(ChainEnd::NoData { zone });
+        }
+        trace.record(TraceEvent::StaticRecords {
+            rtype: qtype,
+            count: count as u32,
+        });
+        let end = ChainEnd::Records {
+            node: node_id,
+            rtype: qtype,
+        };
+        return plain(Outcome::Static { end }, Reason::Static);
+    }
+}
+
+/// The end of a CNAME chain whose links are in the answer buffer.
+fn chained(end: ChainEnd) -> Decision {
+    plain(Outcome::Static { end }, Reason::Static)
 }
 
 /// The client address: the ECS address where the domain's vserver enables
@@ -482,6 +701,15 @@ enum Family {
 }
 
 impl Family {
+    /// The family a query type asks a GSLB domain for (ANY: IPv4).
+    fn of(qtype: QueryType) -> Option<Family> {
+        match qtype {
+            QueryType::A | QueryType::Any => Some(Family::V4),
+            QueryType::Aaaa => Some(Family::V6),
+            _ => None,
+        }
+    }
+
     fn matches(self, ip: IpAddr) -> bool {
         matches!(
             (self, ip),
@@ -634,6 +862,8 @@ impl Reason {
             Reason::NoRttDropped => {
                 "no RTT to this LDNS yet and -dropLdnsReq is ENABLED: no response".to_string()
             }
+            Reason::Static => "static records of the zone".to_string(),
+            Reason::Referral => "the name is in a delegated child zone: referral".to_string(),
             Reason::Datacenter => {
                 "datacenter mode: the healthy addresses of the first ranked datacenters"
                     .to_string()

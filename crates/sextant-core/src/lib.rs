@@ -18,6 +18,7 @@ pub mod location_db;
 pub mod model;
 pub mod policy;
 mod prefetch;
+pub mod records;
 pub mod rtt;
 mod rtt_compact;
 pub mod select;
@@ -31,8 +32,8 @@ pub use dc::{
     DcRecord, DcRecordId, DcSelection, Direction, RecordStatus, ServiceCriterion,
 };
 pub use decide::{
-    AnswerBuf, ClientSubnet, Cursor, Decision, LdnsUse, NoSessions, Outcome, Query, QueryType,
-    Reason, Sessions, Stick, decide,
+    AnswerBuf, ChainEnd, ClientSubnet, Cursor, Decision, LdnsUse, NoSessions, Outcome, Query,
+    QueryType, Reason, Sessions, Stick, decide,
 };
 pub use health::{HealthTally, Transition};
 pub use load::{HttpUrl, LoadKind, MetricSelector, ServiceMetrics};
@@ -43,6 +44,7 @@ pub use policy::{
     DnsAction, DnsActionId, DnsActionKind, DnsPolicy, DnsPolicyId, Expr, Goto, PolicyBinding,
     RequestFacts,
 };
+pub use records::{NameNode, NodeId, RecordData, RecordTable, StaticRecord};
 pub use rtt::{LdnsStats, PathFigures, RttCell, RttRowInfo, RttTable, RttTableBuilder};
 pub use snapshot::{ServiceState, Snapshot};
 pub use status::{MonitorStatus, ServiceStatus, StatusBuilder, StatusTable};

@@ -33,6 +33,9 @@ pub struct Model {
     pub dc_records: Vec<crate::dc::DcRecord>,
     /// Zones this node is authoritative for (from SOA/NS records).
     pub zones: Vec<Zone>,
+    /// Static records of those zones, sorted by owner name then type
+    /// ([`crate::records::sort_records`]); delegations are NS records here.
+    pub records: Vec<crate::records::StaticRecord>,
     pub monitors: Vec<Monitor>,
     /// Addresses the DNS server listens on (`add service NAME IP ADNS PORT`).
     pub dns_listen: Vec<std::net::SocketAddr>,

@@ -16,6 +16,7 @@ use crate::dc::{DcOrder, DcOrders, DcRecordId};
 use crate::load::ServiceMetrics;
 use crate::location_db::{Place, PlaceId};
 use crate::model::{DomainId, Model, ServiceId, SiteId, VServerId, ZoneId};
+use crate::records::RecordTable;
 use crate::rtt::RttTable;
 use crate::status::StatusTable;
 
@@ -65,6 +66,8 @@ struct Compiled {
     model: Arc<Model>,
     domains: FnvMap<Box<str>, DomainId>,
     zones: FnvMap<Box<str>, ZoneId>,
+    /// Names of the static records (looked up only after the domains).
+    records: RecordTable,
     /// Per vserver: binding indices in smooth weighted round-robin order.
     schedules: Vec<Arc<[u32]>>,
     /// Per vserver: how many round-robin turns have been taken. Shared by
@@ -166,6 +169,20 @@ pub struct Snapshot {
     generation: u64,
 }
 
+/// The zone of `name` (lower case) in `zones`: its longest apex suffix.
+fn closest_zone(zones: &FnvMap<Box<str>, ZoneId>, name: &str) -> Option<ZoneId> {
+    let mut rest = name;
+    loop {
+        if let Some(z) = zones.get(rest) {
+            return Some(*z);
+        }
+        match rest.find('.') {
+            Some(dot) => rest = &rest[dot + 1..],
+            None => return zones.get("").copied(),
+        }
+    }
+}
+
 /// The longest weighted round-robin schedule kept; heavier vservers fall back
 /// to a proportional walk that needs no table.
 const MAX_SCHEDULE: u64 = 1 << 16;
@@ -186,12 +203,13 @@ impl Snapshot {
             .enumerate()
             .map(|(i, d)| (d.name.clone().into_boxed_str(), i as DomainId))
             .collect();
-        let zones = model
+        let zones: FnvMap<Box<str>, ZoneId> = model
             .zones
             .iter()
             .enumerate()
             .map(|(i, z)| (z.apex.clone().into_boxed_str(), i as ZoneId))
             .collect();
+        let records = RecordTable::new(&model, |name| closest_zone(&zones, name));
         let schedules = schedules(&model, previous);
         let states = vec![ServiceState::default(); model.services.len()].into();
         let metrics = vec![ServiceMetrics::NONE; model.services.len()].into();
@@ -268,6 +286,7 @@ impl Snapshot {
                 model,
                 domains,
                 zones,
+                records,
                 schedules,
                 turns,
                 service_places,
@@ -486,16 +505,12 @@ impl Snapshot {
 
     /// Finds the closest enclosing zone of a lower-case name.
     pub fn find_zone(&self, name: &str) -> Option<ZoneId> {
-        let mut rest = name;
-        loop {
-            if let Some(z) = self.compiled.zones.get(rest) {
-                return Some(*z);
-            }
-            match rest.find('.') {
-                Some(dot) => rest = &rest[dot + 1..],
-                None => return self.compiled.zones.get("").copied(),
-            }
-        }
+        closest_zone(&self.compiled.zones, name)
+    }
+
+    /// The static records' name table.
+    pub fn records(&self) -> &RecordTable {
+        &self.compiled.records
     }
 
     /// The weighted round-robin order of a vserver's bindings.

@@ -219,6 +219,13 @@ pub enum TraceEvent {
     NoData,
     /// The zone apex records answer.
     ZoneApex { zone: ZoneId },
+    /// A static CNAME (index into `Model::records`) is followed.
+    Cname { record: u32 },
+    /// Static records answer: `count` of type `rtype` (255: all).
+    StaticRecords { rtype: u16, count: u32 },
+    /// A referral: the name is at or below the delegation whose first NS
+    /// record is `record` (index into `Model::records`).
+    Referral { record: u32 },
     /// The name is outside every zone and domain: REFUSED.
     NotAuthoritative,
     /// This node is a child site: it answers no DNS.
@@ -589,6 +596,26 @@ impl TraceEvent {
             }
             TraceEvent::NoData => "the name has no records of this type: NODATA".to_string(),
             TraceEvent::ZoneApex { zone: z } => format!("zone apex records of {}", zone(z)),
+            TraceEvent::Cname { record } => match model.records.get(*record as usize) {
+                Some(r) => match &r.data {
+                    crate::records::RecordData::Cname(t) => {
+                        format!("{} is a CNAME to {t}: followed", r.name)
+                    }
+                    _ => format!("{} is a CNAME", r.name),
+                },
+                None => format!("CNAME record #{record}"),
+            },
+            TraceEvent::StaticRecords { rtype, count } => format!(
+                "{count} static {} record(s) answer",
+                crate::records::type_name(*rtype)
+            ),
+            TraceEvent::Referral { record } => match model.records.get(*record as usize) {
+                Some(r) => format!(
+                    "{} is a delegated child zone: referral to its name servers",
+                    r.name
+                ),
+                None => "delegated child zone: referral".to_string(),
+            },
             TraceEvent::ChildSite => {
                 "this node is a child site; only parent sites answer DNS: REFUSED".to_string()
             }

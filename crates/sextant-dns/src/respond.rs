@@ -7,7 +7,8 @@
 
 use std::net::IpAddr;
 
-use sextant_core::{LdnsUse, NoTrace, Outcome, Query, Snapshot, decide};
+use sextant_core::records::{RecordData, StaticRecord, TYPE_ANY};
+use sextant_core::{ChainEnd, LdnsUse, NoTrace, Outcome, Query, Snapshot, decide};
 
 use crate::stats::Counter;
 use crate::wire::Rcode;
@@ -196,10 +197,12 @@ impl Answering<'_> {
         }
 
         let opt_len = opt.map(|o| o.len()).unwrap_or(0);
+        // A referral is not an authoritative answer (RFC 1034 §4.3.2).
+        let authoritative = !matches!(decision.outcome, Outcome::Referral { .. });
         let mut w = ResponseWriter::start(
             out,
             q.id(),
-            response_flags(&q.header, true),
+            response_flags(&q.header, authoritative),
             q.question,
             limit,
             opt_len,
@@ -233,6 +236,12 @@ impl Answering<'_> {
     ) -> Result<Rcode, BadName> {
         let model = self.snapshot.model();
         let zone = |id: u32| model.zones.get(id as usize).ok_or(BadName("unknown zone"));
+        let record = |id: u32| {
+            model
+                .records
+                .get(id as usize)
+                .ok_or(BadName("unknown record"))
+        };
         // RFC 2308 §3: the negative-caching TTL is the lesser of the two.
         let negative_soa = |w: &mut ResponseWriter<'_>, id: u32| {
             let z = zone(id)?;
@@ -268,12 +277,116 @@ impl Answering<'_> {
                 if zn.ns.is_empty() {
                     negative_soa(w, z)?;
                 }
+                for target in &zn.ns {
+                    self.additional_addresses(w, qname, target)?;
+                }
+                Ok(Rcode::NoError)
+            }
+            Outcome::Static { end } => {
+                let mut owner = qname;
+                for index in &self.worker_answers.chain {
+                    let rec = record(*index)?;
+                    w.static_record(Section::Answer, qname, rec)?;
+                    if let RecordData::Cname(target) = &rec.data {
+                        owner = target;
+                    }
+                }
+                match end {
+                    ChainEnd::Records { node, rtype } => {
+                        let records = self.snapshot.records().records(model, node);
+                        let wanted =
+                            |r: &&StaticRecord| rtype == TYPE_ANY || r.data.rtype() == rtype;
+                        for rec in records.iter().filter(wanted) {
+                            w.static_record(Section::Answer, qname, rec)?;
+                        }
+                        let mut done: Option<&str> = None;
+                        for rec in records.iter().filter(wanted) {
+                            if let Some(target) = rec.data.additional_target()
+                                && done != Some(target)
+                            {
+                                self.additional_addresses(w, qname, target)?;
+                                done = Some(target);
+                            }
+                        }
+                        Ok(Rcode::NoError)
+                    }
+                    ChainEnd::Addresses { ttl, .. } => {
+                        for addr in &self.worker_answers.addrs {
+                            w.address_of(Section::Answer, owner, qname, ttl, *addr)?;
+                        }
+                        Ok(Rcode::NoError)
+                    }
+                    ChainEnd::NoData { zone: z } => {
+                        negative_soa(w, z)?;
+                        Ok(Rcode::NoError)
+                    }
+                    ChainEnd::NxDomain { zone: z } => {
+                        negative_soa(w, z)?;
+                        Ok(Rcode::NxDomain)
+                    }
+                    ChainEnd::Cnames => Ok(Rcode::NoError),
+                }
+            }
+            Outcome::Referral { cut } => {
+                let table = self.snapshot.records();
+                let ns = table.records(model, cut);
+                let child = ns.first().map(|r| r.name.as_str()).unwrap_or("");
+                for rec in ns {
+                    w.static_record(Section::Authority, qname, rec)?;
+                }
+                for rec in ns {
+                    let Some(target) = rec.data.additional_target() else {
+                        continue;
+                    };
+                    // Glue: addresses below the cut, or in a zone we serve.
+                    let below = is_at_or_below(target, child);
+                    if !below && self.snapshot.find_zone(target).is_none() {
+                        continue;
+                    }
+                    for a in table.records_of(model, target) {
+                        let addr = match a.data {
+                            RecordData::A(v4) => IpAddr::V4(v4),
+                            RecordData::Aaaa(v6) => IpAddr::V6(v6),
+                            _ => continue,
+                        };
+                        w.glue(&a.name, qname, a.ttl, addr)?;
+                    }
+                }
                 Ok(Rcode::NoError)
             }
             // Both are answered before any record is written.
             Outcome::Refused | Outcome::Drop => Ok(Rcode::Refused),
         }
     }
+}
+
+impl Answering<'_> {
+    /// The static A and AAAA records of `target` in the additional
+    /// section (names in our zones only: the table holds nothing else).
+    /// GSLB domains are not expanded here: their answer depends on the
+    /// client and on health, and the resolver asks for it.
+    fn additional_addresses(
+        &self,
+        w: &mut ResponseWriter<'_>,
+        qname: &str,
+        target: &str,
+    ) -> Result<(), BadName> {
+        let model = self.snapshot.model();
+        for rec in self.snapshot.records().records_of(model, target) {
+            if matches!(rec.data, RecordData::A(_) | RecordData::Aaaa(_)) {
+                w.static_record(Section::Additional, qname, rec)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` is `parent` or a name below it (both lower case).
+fn is_at_or_below(name: &str, parent: &str) -> bool {
+    name == parent
+        || (name.len() > parent.len()
+            && name.ends_with(parent)
+            && name.as_bytes()[name.len() - parent.len() - 1] == b'.')
 }
 
 /// FORMERR, NOTIMP or BADVERS: ID, opcode, RD and, when it parsed, the

@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use sextant_core::decide::ClientSubnet;
+use sextant_core::records::TYPE_ANY;
 use sextant_core::select::mask_ip;
 use sextant_core::{
-    AnswerBuf, Cursor, NoSessions, Outcome, Query, QueryType, Sessions, Snapshot, VecTrace, decide,
+    AnswerBuf, ChainEnd, Cursor, NoSessions, Outcome, Query, QueryType, RecordData, Sessions,
+    Snapshot, StaticRecord, VecTrace, decide,
 };
 
 /// Decides `name`/`qtype` for `client` on `snap` and records every step.
@@ -20,8 +22,9 @@ pub fn explain(
     client: IpAddr,
     ecs: Option<&str>,
 ) -> anyhow::Result<sextant_api::Explain> {
-    let qtype_parsed = QueryType::parse(qtype)
-        .with_context(|| format!("unknown query type {qtype:?}; use A, AAAA, SOA, NS or ANY"))?;
+    let qtype_parsed = QueryType::parse(qtype).with_context(|| {
+        format!("unknown query type {qtype:?}; use A, AAAA, SOA, NS, CNAME, MX, TXT, SRV or ANY")
+    })?;
     let ecs_parsed = ecs.map(parse_subnet).transpose()?;
     let lower = name.trim_end_matches('.').to_ascii_lowercase();
     let query = Query {
@@ -48,7 +51,15 @@ pub fn explain(
         Outcome::NoData { .. } | Outcome::ZoneSoa { .. } | Outcome::ZoneNs { .. } => {
             ("NOERROR", None)
         }
-        Outcome::NxDomain { .. } => ("NXDOMAIN", None),
+        Outcome::NxDomain { .. }
+        | Outcome::Static {
+            end: ChainEnd::NxDomain { .. },
+        } => ("NXDOMAIN", None),
+        Outcome::Static {
+            end: ChainEnd::Addresses { ttl, .. },
+        } => ("NOERROR", Some(ttl)),
+        Outcome::Static { .. } => ("NOERROR", None),
+        Outcome::Referral { .. } => ("NOERROR (referral)", None),
         Outcome::Refused => ("REFUSED", None),
         Outcome::Drop => ("DROP (no response)", None),
     };
@@ -72,6 +83,32 @@ pub fn explain(
             .iter()
             .map(|n| format!("NS {n}"))
             .collect(),
+        Outcome::Static { end } => {
+            let mut lines: Vec<String> = out
+                .chain
+                .iter()
+                .filter_map(|i| model.records.get(*i as usize))
+                .map(describe_record)
+                .collect();
+            match end {
+                ChainEnd::Records { node, rtype } => lines.extend(
+                    snap.records()
+                        .records(model, node)
+                        .iter()
+                        .filter(|r| rtype == TYPE_ANY || r.data.rtype() == rtype)
+                        .map(describe_record),
+                ),
+                ChainEnd::Addresses { .. } => lines.extend(out.addrs.iter().map(|a| a.to_string())),
+                _ => {}
+            }
+            lines
+        }
+        Outcome::Referral { cut } => snap
+            .records()
+            .records(model, cut)
+            .iter()
+            .map(|r| format!("referral: {}", describe_record(r)))
+            .collect(),
         _ => out.addrs.iter().map(|a| a.to_string()).collect(),
     };
     Ok(sextant_api::Explain {
@@ -87,6 +124,31 @@ pub fn explain(
         ecs_scope: decision.ecs_scope,
         down: down_candidates(snap, &lower),
     })
+}
+
+/// One static record as zone-file text: `www.example.com CNAME app.example.com`.
+fn describe_record(r: &StaticRecord) -> String {
+    let data = match &r.data {
+        RecordData::A(a) => a.to_string(),
+        RecordData::Aaaa(a) => a.to_string(),
+        RecordData::Cname(t) | RecordData::Ns(t) => t.clone(),
+        RecordData::Mx {
+            preference,
+            exchange,
+        } => format!("{preference} {exchange}"),
+        RecordData::Txt(strings) => strings
+            .iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        RecordData::Srv {
+            priority,
+            weight,
+            port,
+            target,
+        } => format!("{priority} {weight} {port} {target}"),
+    };
+    format!("{} {} {} {data}", r.name, r.ttl, r.data.type_name())
 }
 
 /// The DOWN services bound to the name's vserver and its backup vservers,

@@ -126,7 +126,7 @@ pub(super) fn check_cip(r: &mut Reader<'_>, line: usize, ctx: &str, o: &super::a
 }
 
 /// The zone for `apex` (normalized), created on first mention.
-fn zone(r: &mut Reader<'_>, apex: &str, line: usize) -> usize {
+pub(super) fn zone(r: &mut Reader<'_>, apex: &str, line: usize) -> usize {
     let apex = scalar::normalize_name(apex);
     match r.draft.zones.iter().position(|z| z.apex == apex) {
         Some(i) => i,
@@ -137,6 +137,7 @@ fn zone(r: &mut Reader<'_>, apex: &str, line: usize) -> usize {
                 soa: None,
                 ns: Vec::new(),
                 ns_ttl: DEFAULT_NS_TTL,
+                declared: None,
             });
             r.draft.zones.len() - 1
         }
@@ -229,6 +230,10 @@ pub(super) fn add_ns(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let Some(pos) = r.positional(line, &ctx, &args, &["DOMAIN", "NAMESERVER"]) else {
         return;
     };
+    if scalar::normalize_name(pos[0]).is_empty() {
+        r.error(line, &ctx, super::records::ROOT_HINTS);
+        return;
+    }
     let z = zone(r, pos[0], line);
     let ns = scalar::normalize_name(pos[1]);
     if let Some((_, first)) = r.draft.zones[z].ns.iter().find(|(n, _)| *n == ns) {

@@ -16,6 +16,7 @@ mod gslb;
 mod location;
 mod monitor;
 mod policy;
+mod records;
 mod server;
 mod system;
 mod vrrp;
@@ -73,6 +74,7 @@ type Handler = fn(&mut Reader<'_>, usize, &[Token]);
 enum Action {
     Read(Handler),
     /// Recognised, but not implemented yet: the message says why.
+    #[allow(dead_code)] // no command is in this state today
     NotYet(&'static str),
 }
 
@@ -80,8 +82,6 @@ struct Command {
     words: &'static [&'static str],
     action: Action,
 }
-
-const NO_RECORDS: &str = "static DNS records are not supported yet: Sextant answers its GSLB domains and the SOA/NS of its zones only; remove this line";
 
 /// Every command the reader knows, longest word sequence first within a verb.
 const COMMANDS: &[Command] = &[
@@ -153,11 +153,16 @@ const COMMANDS: &[Command] = &[
     cmd(&["set", "vridParam"], Action::Read(vrrp::set_param)),
     cmd(&["add", "ns", "ip"], Action::Read(vrrp::add_ns_ip)),
     cmd(&["add", "ns", "ip6"], Action::Read(vrrp::add_ns_ip6)),
-    cmd(&["add", "dns", "addRec"], Action::NotYet(NO_RECORDS)),
-    cmd(&["add", "dns", "aaaaRec"], Action::NotYet(NO_RECORDS)),
-    cmd(&["add", "dns", "cnameRec"], Action::NotYet(NO_RECORDS)),
-    cmd(&["add", "dns", "mxRec"], Action::NotYet(NO_RECORDS)),
-    cmd(&["add", "dns", "txtRec"], Action::NotYet(NO_RECORDS)),
+    cmd(&["add", "dns", "addRec"], Action::Read(records::add_a)),
+    cmd(&["add", "dns", "aaaaRec"], Action::Read(records::add_aaaa)),
+    cmd(
+        &["add", "dns", "cnameRec"],
+        Action::Read(records::add_cname),
+    ),
+    cmd(&["add", "dns", "mxRec"], Action::Read(records::add_mx)),
+    cmd(&["add", "dns", "txtRec"], Action::Read(records::add_txt)),
+    cmd(&["add", "dns", "srvRec"], Action::Read(records::add_srv)),
+    cmd(&["add", "dns", "zone"], Action::Read(records::add_zone)),
 ];
 
 const fn cmd(words: &'static [&'static str], action: Action) -> Command {

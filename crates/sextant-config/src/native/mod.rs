@@ -36,6 +36,7 @@ use crate::scalar;
 mod dc;
 mod location;
 mod policy;
+mod records;
 mod schema;
 mod vrrp;
 
@@ -47,7 +48,7 @@ use schema::{
 const VERSION: i64 = 1;
 
 /// The top-level keys, for the "unknown key" message.
-const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, dns_action, dns_policy, location, location_file, rpc_node, dc_record, vrrp";
+const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, record, dns_action, dns_policy, location, location_file, rpc_node, dc_record, vrrp";
 
 // ---------------------------------------------------------------------------
 
@@ -120,6 +121,7 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
             "service" => n.each(key_line, "service", value, Native::service),
             "vserver" => n.each(key_line, "vserver", value, Native::vserver),
             "zone" => n.each(key_line, "zone", value, Native::zone),
+            "record" => n.each(key_line, "record", value, Native::record),
             "dns_action" => n.each(key_line, "dns_action", value, Native::dns_action),
             "dns_policy" => n.each(key_line, "dns_policy", value, Native::dns_policy),
             "location" => n.each(key_line, "location", value, Native::location),
@@ -1178,6 +1180,7 @@ impl Native<'_> {
             soa,
             ns,
             ns_ttl,
+            declared: Some(line),
         });
     }
 }

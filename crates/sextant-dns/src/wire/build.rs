@@ -12,14 +12,14 @@
 use std::net::IpAddr;
 
 use sextant_core::Soa;
+use sextant_core::records::{RecordData, StaticRecord};
 
 use super::Rcode;
 use super::parse::{Ecs, FLAG_TC, HEADER_LEN, MAX_LABEL, MAX_NAME_WIRE, OPTION_ECS, TYPE_OPT};
 
-const TYPE_A: u16 = 1;
-const TYPE_NS: u16 = 2;
-const TYPE_SOA: u16 = 6;
-const TYPE_AAAA: u16 = 28;
+use sextant_core::records::{
+    TYPE_A, TYPE_AAAA, TYPE_CNAME, TYPE_MX, TYPE_NS, TYPE_SOA, TYPE_SRV, TYPE_TXT,
+};
 const CLASS_IN: u16 = 1;
 
 /// The UDP payload size we advertise (the DNS Flag Day 2020 value, which
@@ -37,6 +37,10 @@ pub struct BadName(pub &'static str);
 pub enum Section {
     Answer,
     Authority,
+    /// Left out, without TC, when it does not fit (RFC 2181 §9): only
+    /// referral glue, written to [`Section::Authority`]'s rules by
+    /// [`ResponseWriter::glue`], sets TC.
+    Additional,
 }
 
 /// The OPT record of a response.
@@ -70,6 +74,7 @@ pub struct ResponseWriter<'o> {
     limit: usize,
     answers: u16,
     authorities: u16,
+    additionals: u16,
     overflow: bool,
 }
 
@@ -99,6 +104,7 @@ impl<'o> ResponseWriter<'o> {
             limit: limit.saturating_sub(opt_len),
             answers: 0,
             authorities: 0,
+            additionals: 0,
             overflow: false,
         }
     }
@@ -125,14 +131,120 @@ impl<'o> ResponseWriter<'o> {
         }
         if self.out.len() > self.limit {
             self.out.truncate(mark);
-            self.overflow = true;
+            // Additional data is optional: the rest of the message stands.
+            if section != Section::Additional {
+                self.overflow = true;
+            }
             return Ok(());
         }
         match section {
             Section::Answer => self.answers += 1,
             Section::Authority => self.authorities += 1,
+            Section::Additional => self.additionals += 1,
         }
         Ok(())
+    }
+
+    /// Referral glue: additional data that must fit (RFC 9471), so a
+    /// missing one sets TC like an answer record.
+    pub fn glue(
+        &mut self,
+        owner: &str,
+        qname: &str,
+        ttl: u32,
+        addr: IpAddr,
+    ) -> Result<(), BadName> {
+        let mark = self.out.len();
+        self.address_of(Section::Additional, owner, qname, ttl, addr)?;
+        if self.out.len() == mark && !self.overflow {
+            self.overflow = true;
+        }
+        Ok(())
+    }
+
+    /// An A or AAAA record owned by `owner` (compressed against the question).
+    pub fn address_of(
+        &mut self,
+        section: Section,
+        owner: &str,
+        qname: &str,
+        ttl: u32,
+        addr: IpAddr,
+    ) -> Result<(), BadName> {
+        self.record(section, |out| {
+            write_name(out, owner, qname)?;
+            write_address(out, ttl, addr);
+            Ok(())
+        })
+    }
+
+    /// A static record of any type, owned by its name.
+    pub fn static_record(
+        &mut self,
+        section: Section,
+        qname: &str,
+        rec: &StaticRecord,
+    ) -> Result<(), BadName> {
+        self.record(section, |out| {
+            write_name(out, &rec.name, qname)?;
+            let data = &rec.data;
+            match data {
+                RecordData::A(a) => write_address(out, rec.ttl, IpAddr::V4(*a)),
+                RecordData::Aaaa(a) => write_address(out, rec.ttl, IpAddr::V6(*a)),
+                RecordData::Cname(target) | RecordData::Ns(target) => {
+                    let rtype = if matches!(data, RecordData::Ns(_)) {
+                        TYPE_NS
+                    } else {
+                        TYPE_CNAME
+                    };
+                    fixed(out, rtype, rec.ttl, 0);
+                    let start = out.len();
+                    write_name(out, target, qname)?;
+                    patch_rdlen(out, start);
+                }
+                RecordData::Mx {
+                    preference,
+                    exchange,
+                } => {
+                    fixed(out, TYPE_MX, rec.ttl, 0);
+                    let start = out.len();
+                    out.extend_from_slice(&preference.to_be_bytes());
+                    write_name(out, exchange, qname)?;
+                    patch_rdlen(out, start);
+                }
+                RecordData::Txt(strings) => {
+                    fixed(out, TYPE_TXT, rec.ttl, 0);
+                    let start = out.len();
+                    for s in strings {
+                        let bytes = s.as_bytes();
+                        let len = u8::try_from(bytes.len())
+                            .map_err(|_| BadName("TXT string longer than 255 octets"))?;
+                        out.push(len);
+                        out.extend_from_slice(bytes);
+                    }
+                    if out.len() - start > usize::from(u16::MAX) {
+                        return Err(BadName("TXT data longer than 65535 octets"));
+                    }
+                    patch_rdlen(out, start);
+                }
+                RecordData::Srv {
+                    priority,
+                    weight,
+                    port,
+                    target,
+                } => {
+                    fixed(out, TYPE_SRV, rec.ttl, 0);
+                    let start = out.len();
+                    out.extend_from_slice(&priority.to_be_bytes());
+                    out.extend_from_slice(&weight.to_be_bytes());
+                    out.extend_from_slice(&port.to_be_bytes());
+                    // RFC 2782: the target is not compressed.
+                    write_name(out, target, "")?;
+                    patch_rdlen(out, start);
+                }
+            }
+            Ok(())
+        })
     }
 
     /// An A or AAAA record owned by the question name.
@@ -140,16 +252,7 @@ impl<'o> ResponseWriter<'o> {
         // Writing a pointer and fixed fields cannot fail.
         let _ = self.record(section, |out| {
             out.extend_from_slice(&question_pointer());
-            match addr {
-                IpAddr::V4(a) => {
-                    fixed(out, TYPE_A, ttl, 4);
-                    out.extend_from_slice(&a.octets());
-                }
-                IpAddr::V6(a) => {
-                    fixed(out, TYPE_AAAA, ttl, 16);
-                    out.extend_from_slice(&a.octets());
-                }
-            }
+            write_address(out, ttl, addr);
             Ok(())
         });
     }
@@ -205,6 +308,7 @@ impl<'o> ResponseWriter<'o> {
             records_start,
             mut answers,
             mut authorities,
+            mut additionals,
             overflow,
             ..
         } = self;
@@ -212,11 +316,12 @@ impl<'o> ResponseWriter<'o> {
             out.truncate(records_start);
             answers = 0;
             authorities = 0;
+            additionals = 0;
         }
-        let mut additional = 0u16;
+        let mut additional = additionals;
         if let Some(opt) = opt {
             write_opt(out, rcode, opt);
-            additional = 1;
+            additional += 1;
         }
         if let Some(h) = out.get_mut(..HEADER_LEN) {
             let mut flags = u16::from_be_bytes([h[2], h[3]]) & !0x000f;
@@ -240,6 +345,20 @@ fn question_pointer() -> [u8; 2] {
 
 fn pointer(offset: usize) -> [u8; 2] {
     (0xc000 | (offset as u16 & 0x3fff)).to_be_bytes()
+}
+
+/// The fixed fields and RDATA of an A or AAAA record.
+fn write_address(out: &mut Vec<u8>, ttl: u32, addr: IpAddr) {
+    match addr {
+        IpAddr::V4(a) => {
+            fixed(out, TYPE_A, ttl, 4);
+            out.extend_from_slice(&a.octets());
+        }
+        IpAddr::V6(a) => {
+            fixed(out, TYPE_AAAA, ttl, 16);
+            out.extend_from_slice(&a.octets());
+        }
+    }
 }
 
 /// TYPE, CLASS IN, TTL and RDLENGTH of a record.
@@ -369,6 +488,88 @@ mod tests {
         assert!(write_name(&mut out, &"x".repeat(64), "").is_err());
         let long = vec!["a".repeat(63); 5].join(".");
         assert!(write_name(&mut out, &long, "").is_err());
+    }
+
+    fn static_rec(name: &str, data: RecordData) -> StaticRecord {
+        StaticRecord {
+            name: name.into(),
+            ttl: 60,
+            data,
+        }
+    }
+
+    #[test]
+    fn static_records_encode_their_rdata() {
+        let question = b"\x07example\x03com\x00\x00\x0f\x00\x01";
+        let mut out = Vec::new();
+        let mut w = ResponseWriter::start(&mut out, 1, 0x8400, question, 512, 0);
+        let mx = static_rec(
+            "example.com",
+            RecordData::Mx {
+                preference: 10,
+                exchange: "mail.example.com".into(),
+            },
+        );
+        w.static_record(Section::Answer, "example.com", &mx)
+            .unwrap();
+        let txt = static_rec("example.com", RecordData::Txt(vec!["ab".into(), "".into()]));
+        w.static_record(Section::Answer, "example.com", &txt)
+            .unwrap();
+        let srv = static_rec(
+            "_s._tcp.example.com",
+            RecordData::Srv {
+                priority: 1,
+                weight: 2,
+                port: 3,
+                target: "t.example.com".into(),
+            },
+        );
+        w.static_record(Section::Additional, "example.com", &srv)
+            .unwrap();
+        assert!(!w.finish(Rcode::NoError, None));
+        let records = &out[12 + question.len()..];
+        // MX: owner pointer, type 15, class, ttl, rdlen 2+4+2, pref, "mail" + pointer.
+        assert_eq!(&records[..2], &[0xc0, 12]);
+        assert_eq!(&records[2..4], &TYPE_MX.to_be_bytes());
+        assert_eq!(&records[10..12], &9u16.to_be_bytes());
+        assert_eq!(&records[12..21], b"\x00\x0a\x04mail\xc0\x0c");
+        // TXT: two character-strings, the second empty.
+        let txt_at = 21;
+        assert_eq!(&records[txt_at + 2..txt_at + 4], &TYPE_TXT.to_be_bytes());
+        assert_eq!(&records[txt_at + 10..txt_at + 16], b"\x00\x04\x02ab\x00");
+        // Counts: 2 answers, 1 additional.
+        assert_eq!(&out[6..12], &[0, 2, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn additional_records_that_do_not_fit_are_dropped_without_tc() {
+        let question = b"\x01a\x00\x00\x01\x00\x01";
+        let mut out = Vec::new();
+        let mut w = ResponseWriter::start(&mut out, 7, 0x8400, question, 60, 0);
+        w.address(Section::Answer, 60, IpAddr::from([10, 0, 0, 1]));
+        for i in 0..3 {
+            w.address_of(
+                Section::Additional,
+                "a",
+                "a",
+                60,
+                IpAddr::from([10, 0, 1, i]),
+            )
+            .unwrap();
+        }
+        assert!(!w.overflowed());
+        assert!(!w.finish(Rcode::NoError, None));
+        assert_eq!(&out[6..8], &[0, 1], "the answer stays");
+        assert!(
+            u16::from_be_bytes([out[10], out[11]]) < 3,
+            "not all additional fit"
+        );
+        // Referral glue that does not fit sets TC.
+        let mut out = Vec::new();
+        let mut w = ResponseWriter::start(&mut out, 7, 0x8000, question, 40, 0);
+        w.glue("a", "a", 60, IpAddr::from([10, 0, 0, 1])).unwrap();
+        w.glue("a", "a", 60, IpAddr::from([10, 0, 0, 2])).unwrap();
+        assert!(w.finish(Rcode::NoError, None));
     }
 
     #[test]
