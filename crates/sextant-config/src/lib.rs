@@ -22,6 +22,7 @@ mod locations;
 mod native;
 mod no_effect;
 mod scalar;
+pub mod secrets;
 mod validate;
 mod vrrp;
 
@@ -30,6 +31,7 @@ use std::path::Path;
 use sextant_core::Model;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use secrets::REENTER_PREFIX;
 
 use draft::Syntax;
 use error::Diag;
