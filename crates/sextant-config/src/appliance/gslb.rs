@@ -262,10 +262,8 @@ fn apply_site_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args:
                 // configuration auto-sync (warned as without effect).
                 r.value(line, ctx, o, scalar::ip);
             }
-            "naptrReplacementSuffix" => {
-                if o.value().is_empty() {
-                    r.error(line, ctx, "-naptrReplacementSuffix is empty");
-                }
+            "naptrReplacementSuffix" if o.value().is_empty() => {
+                r.error(line, ctx, "-naptrReplacementSuffix is empty");
             }
             // siteType and parentSite are handled by add_site, the
             // password and its encryption options by site_password_opts.
