@@ -15,6 +15,7 @@ use sextant_core::{Expr, Location, Model};
 
 use crate::draft::{Ref, Syntax};
 use crate::error::Diag;
+use crate::no_effect::Scope;
 use crate::scalar::check_name;
 
 /// A GslbPrefLoc action holds at most this many preferred locations.
@@ -24,6 +25,29 @@ pub(crate) const MAX_PRIORITY: u64 = 2_147_483_647;
 
 /// The action types, as the messages list them.
 pub(crate) const ACTION_TYPES: &str = "GslbPrefLoc, NOOP, DROP";
+
+/// The appliance's built-in DNS actions, which a policy names without an
+/// `add dns action`: drop the query, or answer it normally (Sextant keeps
+/// no cache, so bypassing it is answering normally too).
+pub(crate) const BUILTIN_ACTIONS: [&str; 3] = [
+    "dns_default_act_Drop",
+    "dns_default_act_Cachebypass",
+    "dns_default_act_NoOp",
+];
+
+/// The built-in action named `name` (case-insensitively): its name as the
+/// appliance spells it and what it does.
+pub(crate) fn builtin_action(name: &str) -> Option<(&'static str, DnsActionKind)> {
+    let canonical = BUILTIN_ACTIONS
+        .iter()
+        .find(|b| b.eq_ignore_ascii_case(name))?;
+    let kind = if *canonical == BUILTIN_ACTIONS[0] {
+        DnsActionKind::Drop
+    } else {
+        DnsActionKind::Noop
+    };
+    Some((canonical, kind))
+}
 
 /// `add dns action` / `[[dns_action]]`.
 #[derive(Debug)]
@@ -150,6 +174,15 @@ pub(crate) fn build(draft: &DnsDraft, syntax: Syntax, diag: &mut Diag, model: &m
         draft.actions.iter().map(|a| (a.name.as_str(), a.line)),
     );
     for a in &draft.actions {
+        if let Some((builtin, _)) = builtin_action(&a.name) {
+            diag.error(
+                a.line,
+                format!(
+                    "dns action \"{}\": {builtin} is the name of a built-in action, which policies use without defining it; give this action another name",
+                    a.name
+                ),
+            );
+        }
         if let DnsActionKind::PreferredLocations(list) = &a.kind {
             let key = match syntax {
                 Syntax::Appliance => "-preferredLocList",
@@ -185,11 +218,26 @@ pub(crate) fn build(draft: &DnsDraft, syntax: Syntax, diag: &mut Diag, model: &m
         "dns policy",
         draft.policies.iter().map(|p| (p.name.as_str(), p.line)),
     );
+    let mut builtins: HashMap<&'static str, u32> = HashMap::new();
     for p in &draft.policies {
         let action = p
             .action
             .as_ref()
-            .and_then(|r| resolve(diag, syntax, r, "dns action", &actions))
+            .and_then(|r| {
+                let builtin = builtin_action(&r.name)
+                    .filter(|_| !actions.contains_key(&r.name.to_ascii_lowercase()));
+                let Some((name, kind)) = builtin else {
+                    return resolve(diag, syntax, r, "dns action", &actions);
+                };
+                crate::no_effect::warn(diag, r.line, Scope::DnsPolicy, name, syntax);
+                Some(*builtins.entry(name).or_insert_with(|| {
+                    model.dns_actions.push(DnsAction {
+                        name: name.to_string(),
+                        kind,
+                    });
+                    (model.dns_actions.len() - 1) as u32
+                }))
+            })
             .unwrap_or(0);
         model.dns_policies.push(DnsPolicy {
             name: p.name.clone(),

@@ -149,6 +149,8 @@ pub(crate) struct DraftSite {
     pub nw_metric_exchange: Option<(bool, usize)>,
     pub session_exchange: Option<(bool, usize)>,
     pub trigger_monitor: TriggerMonitor,
+    /// `-sitePassword` / `site_password`.
+    pub password: Option<sextant_core::SitePassword>,
 }
 
 /// One name in a site's backup parent list, with the 1-based character

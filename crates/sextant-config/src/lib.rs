@@ -25,6 +25,7 @@ mod native;
 mod no_effect;
 mod scalar;
 mod scope;
+pub mod secrets;
 mod static_records;
 mod validate;
 mod vrrp;
@@ -34,14 +35,10 @@ use std::path::Path;
 use sextant_core::Model;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use secrets::REENTER_PREFIX;
 
 use draft::Syntax;
 use error::Diag;
-
-/// The start of a password that `sextant import` wrote in place of one the
-/// appliance saved encrypted with its own key: `sextant check` warns about
-/// it, and metric exchange never authenticates with it.
-pub const REENTER_PREFIX: &str = sextant_core::SECRET_PLACEHOLDER_PREFIX;
 
 /// Reads and validates a configuration file. The extension picks the
 /// syntax: `.conf` is the appliance's command syntax, `.toml` the native one.

@@ -42,6 +42,8 @@ pub(crate) enum Scope {
     /// `add ns ip`, `add ns ip6` (VIPs of VRIDs); TOML's `addresses` have
     /// none of these settings.
     NsIp,
+    /// `add dns policy`, `[[dns_policy]]`.
+    DnsPolicy,
 }
 
 /// One accepted setting without effect.
@@ -93,6 +95,48 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
         Some("[gslb] automatic_config_sync"),
         Why::NotYet,
         "parent sites do not synchronize their configuration; give each parent site its own copy of the file",
+    ),
+    // -- gslb site
+    row(
+        Scope::Site,
+        "clip",
+        "-clip",
+        Some("[[site]] clip"),
+        Why::NotApplicable,
+        "the cluster IP is where the appliance pushes configuration auto-sync to a clustered site; Sextant syncs no configuration and exchanges metrics with the site IP only",
+    ),
+    row(
+        Scope::Site,
+        "publicCLIP",
+        "-publicCLIP",
+        Some("[[site]] public_clip"),
+        Why::NotApplicable,
+        "the public cluster IP is where the appliance pushes configuration auto-sync through NAT; Sextant syncs no configuration and exchanges metrics with the site IP (or -publicIP) only",
+    ),
+    row(
+        Scope::Site,
+        "naptrReplacementSuffix",
+        "-naptrReplacementSuffix",
+        Some("[[site]] naptr_replacement_suffix"),
+        Why::NotApplicable,
+        "the suffix builds the replacement field of NAPTR answers, and Sextant answers no NAPTR queries",
+    ),
+    // -- dns policy
+    row(
+        Scope::DnsPolicy,
+        "logAction",
+        "-logAction",
+        Some("[[dns_policy]] log_action"),
+        Why::NotApplicable,
+        "Sextant has no appliance audit log, so no audit message is written when the policy matches; `sextant explain` and /v1/explain show which policies a query matches",
+    ),
+    row(
+        Scope::DnsPolicy,
+        "dns_default_act_Cachebypass",
+        "dns_default_act_Cachebypass",
+        Some("action = \"dns_default_act_Cachebypass\""),
+        Why::NotApplicable,
+        "Sextant keeps no DNS cache to bypass: a matching query is answered normally, as with dns_default_act_NoOp",
     ),
     // -- gslb service
     row(
@@ -559,7 +603,8 @@ mod tests {
     #[test]
     fn every_row_is_warned_about_by_the_readers() {
         let conf = "\
-add gslb site p1 10.0.0.1 -nwMetricExchange ENABLED -sessionExchange ENABLED
+add gslb site p1 10.0.0.1 -nwMetricExchange ENABLED -sessionExchange ENABLED -clip 10.0.0.9 -publicCLIP 192.0.2.9 -naptrReplacementSuffix example.net
+add dns policy pol1 \"DNS.REQ.QUESTION.TYPE.EQ(AAAA)\" dns_default_act_Cachebypass -logAction audit1
 set gslb parameter -automaticConfigSync ENABLED -ldnsEntryTimeout 60 -RTTTolerance 10 -ldnsMask 255.255.255.0 -v6ldnsMaskLen 64
 set gslb parameter -ldnsProbeOrder DNS -dropLdnsReq ENABLED -ldnsProbeInterval 10 -ldnsProbeTimeout 3
 set lb monitor ldns-ping -interval 10
@@ -595,6 +640,14 @@ name = "p1"
 ip = "10.0.0.1"
 nw_metric_exchange = true
 session_exchange = true
+clip = "10.0.0.9"
+public_clip = "192.0.2.9"
+naptr_replacement_suffix = "example.net"
+[[dns_policy]]
+name = "pol1"
+rule = "DNS.REQ.QUESTION.TYPE.EQ(AAAA)"
+action = "dns_default_act_Cachebypass"
+log_action = "audit1"
 [[service]]
 name = "s1"
 ip = "10.1.0.1"

@@ -235,6 +235,7 @@ impl Validator<'_> {
             site.public_ip = d.public_ip;
             site.metric_exchange = d.metric_exchange;
             site.trigger_monitor = d.trigger_monitor;
+            site.password = d.password.clone();
             self.model.sites.push(site);
         }
 

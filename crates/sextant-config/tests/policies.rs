@@ -274,9 +274,9 @@ fn references_are_checked() {
         &["dns policy \"P\" is already defined on line 2"],
     );
     one(
-        errors("add dns action a NOOP\nadd dns policy p true a -logAction x\n"),
+        errors("add dns action a NOOP\nadd dns policy p true a -undoAction x\n"),
         2,
-        &["unknown option -logAction; this command takes no options"],
+        &["unknown option -undoAction"],
     );
 }
 

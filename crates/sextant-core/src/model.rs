@@ -250,6 +250,29 @@ pub struct Site {
     pub nw_metric_exchange: bool,
     pub session_exchange: bool,
     pub trigger_monitor: TriggerMonitor,
+    /// The metric exchange secret of the links this site accepts
+    /// (`-sitePassword`); ahead of the rpcNode password of its IP.
+    pub password: Option<SitePassword>,
+}
+
+/// A site's metric exchange secret. `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub enum SitePassword {
+    /// The secret as the operator entered it.
+    Clear(String),
+    /// A stand-in that `sextant import` writes for a password the appliance
+    /// saved encrypted with its own key: no secret is known, so the link
+    /// must fail to authenticate rather than use a guessable one.
+    Placeholder,
+}
+
+impl std::fmt::Debug for SitePassword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SitePassword::Clear(_) => f.write_str("Clear(<redacted>)"),
+            SitePassword::Placeholder => f.write_str("Placeholder"),
+        }
+    }
 }
 
 impl Site {
@@ -266,6 +289,7 @@ impl Site {
             nw_metric_exchange: true,
             session_exchange: true,
             trigger_monitor: TriggerMonitor::Always,
+            password: None,
         }
     }
 }
@@ -681,6 +705,15 @@ pub struct GslbParams {
     /// Datacenter mode: how often DC and service figures are read and the
     /// records' datacenters re-ranked (`-dcAccessPeriod`). Default 5 min.
     pub dc_access_period: Duration,
+    /// How long a remote service that no monitor here decides keeps its
+    /// state after metric exchange with its site goes down, so that a short
+    /// outage of the link does not take the site's answers away
+    /// (`-GSLBSvcStateDelayTime`, 0 to 3600 s). Default 0: DOWN at once.
+    pub svc_state_delay: Duration,
+    /// How long after metric exchange with a site comes up what it reports
+    /// is not honoured, while its own monitors are still learning
+    /// (`-SvcStateLearningTime`, 0 to 3600 s). Default 0.
+    pub svc_state_learning: Duration,
 }
 
 /// One built-in LDNS probe monitor's settings.
@@ -744,6 +777,8 @@ impl Default for GslbParams {
             ldns_new_per_second: 100,
             ldns_probes_per_second: 2_000,
             dc_access_period: Duration::from_secs(300),
+            svc_state_delay: Duration::ZERO,
+            svc_state_learning: Duration::ZERO,
         }
     }
 }

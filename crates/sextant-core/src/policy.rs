@@ -25,11 +25,15 @@ pub enum Expr {
     /// `CLIENT.IP.SRC.MATCHES_LOCATION("q1.q2.*")`: the client's location
     /// perfectly matches the pattern.
     MatchesLocation(Location),
-    /// `CLIENT.IP.SRC.IN_SUBNET(10.0.0.0/8)`; the address is stored masked.
+    /// `CLIENT.IP.SRC.IN_SUBNET(10.0.0.0/8)` or `(2001:db8::/32)`; the
+    /// address is stored masked.
     InSubnet {
         network: IpAddr,
         prefix: u8,
     },
+    /// `CLIENT.IP.SRC.EQ(10.1.2.3)` or `(2001:db8::1)`: the client is this
+    /// one address (an IPv4-mapped IPv6 client counts as its IPv4 address).
+    SrcEq(IpAddr),
     /// `DNS.REQ.QUESTION.DOMAIN.EQ("name")`, lower case, no trailing dot.
     DomainEq(String),
     /// `DNS.REQ.QUESTION.DOMAIN.ENDSWITH("suffix")`, lower case, no trailing dot.
@@ -131,6 +135,11 @@ const FUNCTIONS: &[(&str, Func, &str)] = &[
         "CLIENT.IP.SRC.IN_SUBNET(10.0.0.0/8)",
     ),
     (
+        "CLIENT.IP.SRC.EQ",
+        Func::SrcEq,
+        "CLIENT.IP.SRC.EQ(10.1.2.3)",
+    ),
+    (
         "DNS.REQ.QUESTION.DOMAIN.EQ",
         Func::DomainEq,
         "DNS.REQ.QUESTION.DOMAIN.EQ(\"www.example.com\")",
@@ -151,6 +160,7 @@ const FUNCTIONS: &[(&str, Func, &str)] = &[
 enum Func {
     MatchesLocation,
     InSubnet,
+    SrcEq,
     DomainEq,
     DomainEndsWith,
     TypeEq,
@@ -159,7 +169,9 @@ enum Func {
 impl Expr {
     /// Parses a rule in the appliance's default expression syntax.
     ///
-    /// `||` binds loosest, then `&&`, then prefix `!`; parentheses group.
+    /// `||` binds loosest, then `&&`, then prefix `!`; parentheses group. A
+    /// condition followed by `.NOT` is negated,
+    /// as the appliance writes `CLIENT.IP.SRC.IN_SUBNET(10.0.0.0/8).NOT`.
     /// Both binary operators associate to the left. Function names and the
     /// literals `true` / `false` are case-insensitive. Inside a quoted
     /// argument a backslash makes the next character literal, so `\"` is a
@@ -196,6 +208,7 @@ impl Expr {
                 .client_location
                 .is_some_and(|client| pattern.matches_perfectly(client)),
             Expr::InSubnet { network, prefix } => in_subnet(facts.client, *network, *prefix),
+            Expr::SrcEq(ip) => in_subnet(facts.client, *ip, if ip.is_ipv4() { 32 } else { 128 }),
             Expr::DomainEq(name) => strip_dot(facts.qname).eq_ignore_ascii_case(name),
             Expr::DomainEndsWith(suffix) => {
                 let q = strip_dot(facts.qname).as_bytes();
@@ -215,6 +228,7 @@ impl Expr {
             Expr::Not(a) => a.needs_location(),
             Expr::MatchesLocation(_) => true,
             Expr::InSubnet { .. }
+            | Expr::SrcEq(_)
             | Expr::DomainEq(_)
             | Expr::DomainEndsWith(_)
             | Expr::TypeEq(_)
@@ -262,6 +276,7 @@ impl Expr {
             Expr::InSubnet { network, prefix } => {
                 write!(f, "CLIENT.IP.SRC.IN_SUBNET({network}/{prefix})")
             }
+            Expr::SrcEq(ip) => write!(f, "CLIENT.IP.SRC.EQ({ip})"),
             Expr::DomainEq(name) => {
                 f.write_str("DNS.REQ.QUESTION.DOMAIN.EQ(")?;
                 write_quoted(f, name)?;
@@ -310,14 +325,55 @@ fn write_quoted(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
     f.write_str("\"")
 }
 
+/// The query types `DNS.REQ.QUESTION.TYPE.EQ` names, as the appliance
+/// spells them, with their codes.
+pub const QUERY_TYPE_NAMES: &[(&str, u16)] = &[
+    ("A", 1),
+    ("NS", 2),
+    ("CNAME", 5),
+    ("SOA", 6),
+    ("PTR", 12),
+    ("HINFO", 13),
+    ("MX", 15),
+    ("TXT", 16),
+    ("AAAA", 28),
+    ("LOC", 29),
+    ("SRV", 33),
+    ("NAPTR", 35),
+    ("DNAME", 39),
+    ("DS", 43),
+    ("RRSIG", 46),
+    ("NSEC", 47),
+    ("DNSKEY", 48),
+    ("NSEC3", 50),
+    ("CAA", 257),
+    ("AXFR", 252),
+    ("ANY", 255),
+];
+
+/// A query type by name (case-insensitive) or as `TYPEnn`.
+fn query_type(text: &str) -> Option<QueryType> {
+    if let Some((_, code)) = QUERY_TYPE_NAMES
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(text))
+    {
+        return Some(QueryType::from_code(*code));
+    }
+    let digits = text
+        .get(..4)?
+        .eq_ignore_ascii_case("TYPE")
+        .then(|| &text[4..])?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u16>().ok().map(QueryType::from_code)
+}
+
 fn write_type(f: &mut fmt::Formatter<'_>, t: QueryType) -> fmt::Result {
-    match t {
-        QueryType::A => f.write_str("A"),
-        QueryType::Aaaa => f.write_str("AAAA"),
-        QueryType::Ns => f.write_str("NS"),
-        QueryType::Soa => f.write_str("SOA"),
-        QueryType::Any => f.write_str("ANY"),
-        QueryType::Other(n) => write!(f, "TYPE{n}"),
+    let code = t.code();
+    match QUERY_TYPE_NAMES.iter().find(|(_, c)| *c == code) {
+        Some((name, _)) => f.write_str(name),
+        None => write!(f, "TYPE{code}"),
     }
 }
 
@@ -482,6 +538,28 @@ impl Parser {
         self.primary()
     }
 
+    /// `.NOT` suffixes after a condition that started at `at`.
+    fn not_suffixes(&mut self, parsed: (Expr, usize), at: usize) -> Parsed {
+        let (mut expr, mut depth) = parsed;
+        while self.at_not_suffix() {
+            self.pos += 4;
+            depth += 1;
+            self.check_depth(depth, at)?;
+            expr = Expr::Not(Box::new(expr));
+        }
+        Ok((expr, depth))
+    }
+
+    /// Whether `.NOT` (any case) follows, as a whole word.
+    fn at_not_suffix(&self) -> bool {
+        let word: String = self.chars[self.pos..].iter().take(4).collect();
+        word.eq_ignore_ascii_case(".NOT")
+            && !self
+                .chars
+                .get(self.pos + 4)
+                .is_some_and(|c| is_word_char(*c) && *c != '.')
+    }
+
     fn primary(&mut self) -> Parsed {
         self.skip_ws();
         let start = self.pos;
@@ -540,7 +618,7 @@ impl Parser {
                         ),
                     ));
                 };
-                self.call(name, func).map(|e| (e, 1))
+                self.call(name, func, start)
             }
             Some(_) => Err(self.error_here(format!(
                 "expected a condition (such as {}), !, or (, found {}",
@@ -551,7 +629,8 @@ impl Parser {
     }
 
     /// The parenthesized argument of `name`, after the name.
-    fn call(&mut self, name: &str, func: Func) -> Result<Expr, ExprError> {
+    /// Followed by any `.NOT` suffixes; `start` is where the name began.
+    fn call(&mut self, name: &str, func: Func, start: usize) -> Parsed {
         self.skip_ws();
         if self.peek() != Some('(') {
             return Err(self.error_here(format!("expected ( after {name}, found {}", self.found())));
@@ -570,7 +649,7 @@ impl Parser {
                 }
                 self.string()?
             }
-            Func::InSubnet | Func::TypeEq => {
+            Func::InSubnet | Func::SrcEq | Func::TypeEq => {
                 if quoted {
                     self.string()?
                 } else {
@@ -592,15 +671,28 @@ impl Parser {
                     subnet(&arg).map_err(|m| self.error_at(arg_pos, format!("{name}: {m}")))?;
                 Expr::InSubnet { network, prefix }
             }
+            Func::SrcEq => {
+                let ip: IpAddr = arg.parse().map_err(|_| {
+                    self.error_at(
+                        arg_pos,
+                        format!(
+                            "{name}: expected one address such as 10.1.2.3 or 2001:db8::1, found \"{arg}\" (for a subnet, use CLIENT.IP.SRC.IN_SUBNET)"
+                        ),
+                    )
+                })?;
+                Expr::SrcEq(ip)
+            }
             Func::DomainEq => Expr::DomainEq(normalize_domain(&arg)),
             Func::DomainEndsWith => Expr::DomainEndsWith(normalize_domain(&arg)),
-            Func::TypeEq => match QueryType::parse(&arg) {
+            Func::TypeEq => match query_type(&arg) {
                 Some(t) => Expr::TypeEq(t),
                 None => {
+                    let names: Vec<&str> = QUERY_TYPE_NAMES.iter().map(|(n, _)| *n).collect();
                     return Err(self.error_at(
                         arg_pos,
                         format!(
-                            "{name}: unknown query type \"{arg}\"; expected A, AAAA, NS, SOA, ANY or TYPEnn"
+                            "{name}: unknown query type \"{arg}\"; expected one of {} or TYPEnn",
+                            names.join(", ")
                         ),
                     ));
                 }
@@ -614,7 +706,7 @@ impl Parser {
             )));
         }
         self.pos += 1;
-        Ok(expr)
+        self.not_suffixes((expr, 1), start)
     }
 
     /// A `"..."` string at the current position; a backslash makes the next
@@ -744,6 +836,91 @@ mod tests {
         let any = parse(r#"CLIENT.IP.SRC.MATCHES_LOCATION("*")"#);
         assert!(any.eval(&facts("::1", Some(&wild), "a")));
         assert!(!any.eval(&facts("::1", None, "a")));
+    }
+
+    fn typed<'a>(client: &str, qtype: QueryType) -> RequestFacts<'a> {
+        RequestFacts {
+            client: ip(client),
+            client_location: None,
+            qname: "www.example.com",
+            qtype,
+        }
+    }
+
+    #[test]
+    fn src_eq_matches_one_address_v4_v6_and_mapped() {
+        let e = parse("CLIENT.IP.SRC.EQ(127.0.0.7)");
+        assert_eq!(e, Expr::SrcEq(ip("127.0.0.7")));
+        assert!(!e.needs_location());
+        assert!(e.eval(&facts("127.0.0.7", None, "a")));
+        assert!(!e.eval(&facts("127.0.0.8", None, "a")));
+        assert!(e.eval(&facts("::ffff:127.0.0.7", None, "a")));
+        assert!(!e.eval(&facts("::1", None, "a")));
+        assert_eq!(e.to_string(), "CLIENT.IP.SRC.EQ(127.0.0.7)");
+        let v6 = parse("client.ip.src.eq(2001:DB8::1)");
+        assert!(v6.eval(&facts("2001:db8::1", None, "a")));
+        assert!(!v6.eval(&facts("2001:db8::2", None, "a")));
+        assert!(!v6.eval(&facts("127.0.0.7", None, "a")));
+        assert_eq!(parse(&v6.to_string()), v6);
+        let e = err("CLIENT.IP.SRC.EQ(10.0.0.0/8)");
+        assert_eq!(e.column, 18);
+        assert!(e.message.contains("CLIENT.IP.SRC.IN_SUBNET"), "{e}");
+    }
+
+    #[test]
+    fn not_suffix_negates_the_condition_before_it() {
+        let e = parse("CLIENT.IP.SRC.IN_SUBNET(10.0.0.0/8).NOT");
+        assert_eq!(
+            e,
+            Expr::Not(Box::new(Expr::InSubnet {
+                network: ip("10.0.0.0"),
+                prefix: 8
+            }))
+        );
+        assert!(!e.eval(&facts("10.1.1.1", None, "a")));
+        assert!(e.eval(&facts("192.0.2.1", None, "a")));
+        // On IPv6 prefixes too, any case, twice, and after a group.
+        let v6 = parse("CLIENT.IP.SRC.IN_SUBNET(2001:db8::/32).not");
+        assert!(v6.eval(&facts("2001:db9::1", None, "a")));
+        assert!(!v6.eval(&facts("2001:db8::1", None, "a")));
+        let twice = parse("CLIENT.IP.SRC.EQ(10.0.0.1).NOT.NOT");
+        assert!(twice.eval(&facts("10.0.0.1", None, "a")));
+        let many = format!("CLIENT.IP.SRC.EQ(10.0.0.1){}", ".NOT".repeat(100_000));
+        assert!(err(&many).message.contains("nests too deeply"));
+        // Binds tighter than && and ||.
+        let mixed = parse("CLIENT.IP.SRC.IN_SUBNET(10.0.0.0/8).NOT && DNS.REQ.QUESTION.TYPE.EQ(A)");
+        assert!(mixed.eval(&typed("192.0.2.1", QueryType::A)));
+        assert!(!mixed.eval(&typed("10.0.0.1", QueryType::A)));
+        assert_eq!(parse(&mixed.to_string()), mixed);
+        // Not a suffix: .NOTE is no operator.
+        let e = err("CLIENT.IP.SRC.EQ(10.0.0.1).NOTE");
+        assert!(e.message.contains("expected && or ||"), "{e}");
+    }
+
+    #[test]
+    fn type_eq_names_the_appliance_types() {
+        for (name, code) in QUERY_TYPE_NAMES {
+            let e = parse(&format!("DNS.REQ.QUESTION.TYPE.EQ({name})"));
+            assert!(
+                e.eval(&typed("10.0.0.1", QueryType::from_code(*code))),
+                "{name}"
+            );
+            assert!(!e.eval(&typed("10.0.0.1", QueryType::from_code(code + 1000))));
+            assert_eq!(e.to_string(), format!("DNS.REQ.QUESTION.TYPE.EQ({name})"));
+        }
+        let aaaa = parse("DNS.REQ.QUESTION.TYPE.EQ(aaaa)");
+        assert!(aaaa.eval(&typed("10.0.0.1", QueryType::Aaaa)));
+        assert!(!aaaa.eval(&typed("10.0.0.1", QueryType::A)));
+        let numbered = parse("DNS.REQ.QUESTION.TYPE.EQ(TYPE65)");
+        assert!(numbered.eval(&typed("10.0.0.1", QueryType::from_code(65))));
+        assert_eq!(numbered.to_string(), "DNS.REQ.QUESTION.TYPE.EQ(TYPE65)");
+        let e = err("DNS.REQ.QUESTION.TYPE.EQ(BOGUS)");
+        assert!(e.message.contains("CNAME, SOA"), "{e}");
+        assert!(
+            err("DNS.REQ.QUESTION.TYPE.EQ(TYPE)")
+                .message
+                .contains("unknown query type")
+        );
     }
 
     #[test]

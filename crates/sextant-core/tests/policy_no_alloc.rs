@@ -18,6 +18,8 @@ fn eval_does_not_allocate() {
         r#"CLIENT.IP.SRC.IN_SUBNET(10.0.0.0/8) || CLIENT.IP.SRC.IN_SUBNET(2001:db8::/32)"#,
         r#"!DNS.REQ.QUESTION.DOMAIN.EQ("www.example.com") && DNS.REQ.QUESTION.DOMAIN.ENDSWITH("Example.COM")"#,
         r#"(DNS.REQ.QUESTION.TYPE.EQ(A) || DNS.REQ.QUESTION.TYPE.EQ(AAAA)) && true && !false"#,
+        r#"CLIENT.IP.SRC.EQ(10.1.2.3) || CLIENT.IP.SRC.EQ(2001:db8::1) || CLIENT.IP.SRC.IN_SUBNET(10.0.0.0/8).NOT"#,
+        r#"CLIENT.IP.SRC.IN_SUBNET(2001:db8::/32).NOT && DNS.REQ.QUESTION.TYPE.EQ(MX).NOT"#,
     ]
     .iter()
     .map(|t| Expr::parse(t).expect("parses"))

@@ -51,7 +51,7 @@ use std::time::{Duration, SystemTime};
 use ring::rand::{SecureRandom, SystemRandom};
 use rustls::ServerConfig;
 use rustls::pki_types::ServerName;
-use sextant_core::{Model, RpcNode};
+use sextant_core::{Model, RpcNode, SitePassword};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::runtime::Handle;
@@ -1041,13 +1041,37 @@ impl Inner {
         self.next_id += 1;
         let (tx, rx) = mpsc::channel(SEND_QUEUE);
         let (kill_tx, kill_rx) = watch::channel(None);
-        // The link's secret is the password of the accepting side's IP.
-        let acceptor = if outbound { site.ip } else { self.cfg.local.ip };
-        let secret = self
+        // The link's secret is the accepting side's: its site's
+        // -sitePassword, else the rpcNode password of its IP.
+        let (acceptor, acceptor_ip) = if outbound {
+            (&site.name, site.ip)
+        } else {
+            (&self.cfg.local.name, self.cfg.local.ip)
+        };
+        let site_password = self
             .cfg
-            .rpc(acceptor)
-            .and_then(|n| n.password.as_ref())
-            .map(|p| p.as_bytes().to_vec());
+            .model
+            .sites
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(acceptor))
+            .and_then(|s| s.password.as_ref());
+        let secret = match site_password {
+            Some(SitePassword::Clear(p)) => Some(p.as_bytes().to_vec()),
+            Some(SitePassword::Placeholder) => {
+                // No secret is known yet: one that matches nothing, so the
+                // link fails to authenticate instead of using a guessable one.
+                let mut unknown = [0u8; 32];
+                self.rng
+                    .fill(&mut unknown)
+                    .expect("the system random number generator works");
+                Some(unknown.to_vec())
+            }
+            None => self
+                .cfg
+                .rpc(acceptor_ip)
+                .and_then(|n| n.password.as_ref())
+                .map(|p| p.as_bytes().to_vec()),
+        };
         let mut nonce = [0u8; 32];
         self.rng
             .fill(&mut nonce)

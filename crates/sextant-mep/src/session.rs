@@ -88,8 +88,9 @@ pub struct SessionConfig {
     pub peer_name: String,
     /// Its site IP; the peer's Hello must announce this address.
     pub peer_ip: IpAddr,
-    /// The link's shared secret: the rpcNode password configured for the
-    /// accepting side's site IP. `None`: no authentication.
+    /// The link's shared secret: the accepting site's `-sitePassword`,
+    /// else the rpcNode password configured for the accepting side's site
+    /// IP. `None`: no authentication.
     pub secret: Option<Vec<u8>>,
     /// Our challenge (fresh random bytes per connection).
     pub nonce: [u8; 32],

@@ -62,6 +62,19 @@ struct Peer {
     /// A complete report arrived since the site came up.
     reported: bool,
     via: Option<String>,
+    /// Metric exchange went down and `-GSLBSvcStateDelayTime` holds the
+    /// state of its unmonitored services until then.
+    hold_until: Option<Duration>,
+    /// Metric exchange came up and `-SvcStateLearningTime` leaves what the
+    /// site reports unhonoured until then.
+    learning_until: Option<Duration>,
+}
+
+/// Per site: whether a [`Peer`] timer freezes its services now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct SiteTimers {
+    holding: bool,
+    learning: bool,
 }
 
 /// Lookups the engine needs per event; all maps, never scans.
@@ -200,6 +213,10 @@ pub struct Engine {
     pending_rtt: Vec<crate::event::SharedRtt>,
     /// Per site: metric exchange with it is up ([`Engine::refresh_peers_up`]).
     peers_up: Vec<bool>,
+    /// Per site: its delay or learning timer runs (same refresh).
+    site_timers: Vec<SiteTimers>,
+    /// The earliest `hold_until` / `learning_until` of any peer.
+    next_site_deadline: Option<Duration>,
     /// Datacenter mode: what is known of each datacenter, the rankings.
     dc: DcBook,
 }
@@ -285,6 +302,8 @@ impl Engine {
             ldns: LdnsBook::default(),
             pending_rtt: Vec::new(),
             peers_up: Vec::new(),
+            site_timers: Vec::new(),
+            next_site_deadline: None,
             dc: DcBook::default(),
         }
     }
@@ -329,6 +348,7 @@ impl Engine {
         [
             flush,
             ready,
+            self.next_site_deadline,
             self.ldns.next_wake(),
             self.dc.next_wake(&self.model),
         ]
@@ -355,6 +375,7 @@ impl Engine {
         now: Duration,
     ) -> Vec<Effect> {
         let mut effects = Vec::new();
+        self.expire_site_timers(now, &mut effects);
         for event in events {
             self.handle(event, now, &mut effects);
         }
@@ -389,10 +410,14 @@ impl Engine {
                 }
             }
             Event::PeerUp { site, via } => {
+                let learning = self.model.params.svc_state_learning;
                 let peer = self.peers.entry(site.to_ascii_lowercase()).or_default();
                 peer.up = true;
                 peer.reported = false;
                 peer.via = via;
+                // Back within the delay: the services were never affected.
+                peer.hold_until = None;
+                peer.learning_until = (!learning.is_zero()).then_some(now + learning);
                 self.refresh_peers_up();
                 self.dc.reachability_changed();
                 if let Some(id) = self.index.site(&site) {
@@ -402,15 +427,23 @@ impl Engine {
                 self.with_ldns(effects, |book, ctx, out| book.peer_up(now, ctx, out));
             }
             Event::PeerDown { site, .. } => {
+                let delay = self.model.params.svc_state_delay;
                 let peer = self.peers.entry(site.to_ascii_lowercase()).or_default();
                 peer.up = false;
                 peer.reported = false;
+                peer.learning_until = None;
+                peer.hold_until = (!delay.is_zero()).then_some(now + delay);
                 self.refresh_peers_up();
                 self.dc.reachability_changed();
                 if let Some(id) = self.index.site(&site) {
                     let touched = self.index.site_services[id as usize].clone();
                     for s in &touched {
-                        self.services[*s as usize].report = None;
+                        // With a delay, a service no monitor decides keeps
+                        // what its site last said until the delay is over.
+                        if delay.is_zero() || !self.model.services[*s as usize].monitors.is_empty()
+                        {
+                            self.services[*s as usize].report = None;
+                        }
                     }
                     self.figures_dirty = true;
                     self.settle_all(&touched, now, effects);
@@ -541,9 +574,16 @@ impl Engine {
         if r.via.is_some() {
             peer.via = r.via.clone();
         }
-        let mut touched = Vec::new();
+        // A report means metric exchange is back: the delay is over.
+        let was_holding = peer.hold_until.take().is_some();
         if r.full {
             peer.reported = true;
+        }
+        if was_holding {
+            self.refresh_peers_up();
+        }
+        let mut touched = Vec::new();
+        if r.full {
             self.matched.retain(|k, _| k.0 != site);
             for s in &self.index.site_services[site as usize] {
                 if self.services[*s as usize].report.take().is_some() {
@@ -597,16 +637,70 @@ impl Engine {
     /// Works out, per site, whether metric exchange with it is up: when a
     /// peer comes or goes and at a reload, not per LDNS event.
     fn refresh_peers_up(&mut self) {
-        self.peers_up = self
+        let peers: Vec<Option<&Peer>> = self
             .model
             .sites
             .iter()
-            .map(|s| {
-                self.peers
-                    .get(&s.name.to_ascii_lowercase())
-                    .is_some_and(|p| p.up)
+            .map(|s| self.peers.get(&s.name.to_ascii_lowercase()))
+            .collect();
+        self.peers_up = peers.iter().map(|p| p.is_some_and(|p| p.up)).collect();
+        self.site_timers = peers
+            .iter()
+            .map(|p| SiteTimers {
+                holding: p.is_some_and(|p| p.hold_until.is_some()),
+                learning: p.is_some_and(|p| p.learning_until.is_some()),
             })
-            .collect()
+            .collect();
+        self.next_site_deadline = self
+            .peers
+            .values()
+            .flat_map(|p| [p.hold_until, p.learning_until])
+            .flatten()
+            .min();
+    }
+
+    /// Ends the delay (`-GSLBSvcStateDelayTime`) and learning
+    /// (`-SvcStateLearningTime`) timers that are due, and re-derives the
+    /// states of their sites' services.
+    fn expire_site_timers(&mut self, now: Duration, effects: &mut Vec<Effect>) {
+        if self.next_site_deadline.is_none_or(|t| now < t) {
+            return;
+        }
+        let mut sites = Vec::new();
+        for (name, p) in self.peers.iter_mut() {
+            let held = p.hold_until.is_some_and(|t| now >= t);
+            if held {
+                p.hold_until = None;
+            }
+            let learnt = p.learning_until.is_some_and(|t| now >= t);
+            if learnt {
+                p.learning_until = None;
+            }
+            if held || learnt {
+                sites.push((name.clone(), held && !p.up));
+            }
+        }
+        self.refresh_peers_up();
+        for (name, drop_reports) in sites {
+            if let Some(id) = self.index.site(&name) {
+                let touched = self.index.site_services[id as usize].clone();
+                if drop_reports {
+                    // The delay is over: what the site said no longer holds.
+                    for s in &touched {
+                        self.services[*s as usize].report = None;
+                    }
+                }
+                self.figures_dirty = true;
+                self.settle_all(&touched, now, effects);
+            }
+        }
+    }
+
+    fn site_timers(&self, site: SiteId) -> SiteTimers {
+        self.site_timers
+            .get(site as usize)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Runs one step of the datacenter book with what it reads of the engine.
@@ -677,6 +771,11 @@ impl Engine {
         if svc.monitors.is_empty() {
             return false;
         }
+        if self.site_timers(svc.site).learning {
+            // What the site reports is not honoured yet: the monitors
+            // bound here decide meanwhile.
+            return true;
+        }
         let report = self.services[service].report.as_ref();
         match self.model.site(svc.site).trigger_monitor {
             TriggerMonitor::Always => true,
@@ -705,6 +804,31 @@ impl Engine {
             return (up, self.monitor_reason(service));
         }
         let site = self.model.site(conf.site);
+        let timers = self.site_timers(conf.site);
+        let params = &self.model.params;
+        if timers.learning {
+            return (
+                svc.up,
+                format!(
+                    "metric exchange: learning; what site {} reports is not honoured for {} after metric exchange came up (-SvcStateLearningTime), so the service keeps its state",
+                    site.name,
+                    seconds(params.svc_state_learning)
+                )
+                .into(),
+            );
+        }
+        if let (true, Some(r)) = (timers.holding, &svc.report) {
+            return (
+                r.up,
+                format!(
+                    "metric exchange with site {} is down: keeping what it last reported ({}) for {} in case it comes back (-GSLBSvcStateDelayTime)",
+                    site.name,
+                    if r.up { "UP" } else { "DOWN" },
+                    seconds(params.svc_state_delay)
+                )
+                .into(),
+            );
+        }
         match &svc.report {
             Some(r) if r.up => (
                 true,
@@ -1008,7 +1132,9 @@ impl Engine {
         // never seen UP: it is DOWN until its first result, so DNS, which
         // answers already, never points at it unprobed.
         for (i, was) in old_up.iter().enumerate() {
-            if was.is_none() && !model.services[i].monitors.is_empty() {
+            if was.is_none()
+                && (!model.services[i].monitors.is_empty() || self.uses_metric_exchange(i))
+            {
                 self.services[i].up = false;
             }
         }
@@ -1190,7 +1316,11 @@ impl Engine {
     fn refresh_figures(&mut self, i: usize) {
         let svc = &self.services[i];
         let m = if self.uses_metric_exchange(i) {
-            svc.report.as_ref().map(|r| r.metrics).unwrap_or_default()
+            if self.site_timers(self.model.services[i].site).learning {
+                ServiceMetrics::NONE
+            } else {
+                svc.report.as_ref().map(|r| r.metrics).unwrap_or_default()
+            }
         } else {
             let mut m = svc.local_metrics;
             if m.response_time_us.is_none() {
@@ -1231,6 +1361,15 @@ impl Engine {
                 .collect(),
             site: self.own_site,
         })
+    }
+}
+
+/// `N s` for a whole number of seconds, else `N.NNN s`.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.3} s", d.as_secs_f64())
     }
 }
 

@@ -23,6 +23,14 @@ const SITE_SET_OPTS: &[OptSpec] = &[
     opt("sessionExchange", Arity::One),
     opt("triggerMonitor", Arity::One),
     opt("backupParentlist", Arity::Many),
+    opt("sitePassword", Arity::One),
+    opt("encrypted", Arity::Flag),
+    opt("encryptmethod", Arity::One),
+    opt("kek", Arity::Flag),
+    opt("suffix", Arity::One),
+    opt("clip", Arity::One),
+    opt("publicCLIP", Arity::One),
+    opt("naptrReplacementSuffix", Arity::One),
 ];
 
 const SITE_ADD_OPTS: &[OptSpec] = &[
@@ -34,7 +42,19 @@ const SITE_ADD_OPTS: &[OptSpec] = &[
     opt("sessionExchange", Arity::One),
     opt("triggerMonitor", Arity::One),
     opt("backupParentlist", Arity::Many),
+    opt("sitePassword", Arity::One),
+    opt("encrypted", Arity::Flag),
+    opt("encryptmethod", Arity::One),
+    opt("kek", Arity::Flag),
+    opt("suffix", Arity::One),
+    opt("clip", Arity::One),
+    opt("publicCLIP", Arity::One),
+    opt("naptrReplacementSuffix", Arity::One),
 ];
+
+/// The options that only describe how the appliance encrypted a saved
+/// `-sitePassword`.
+const ENCRYPTION_OPTS: [&str; 4] = ["encrypted", "encryptmethod", "kek", "suffix"];
 
 /// `LOCAL` → true, `REMOTE` → false.
 fn site_type(text: &str) -> Result<bool, String> {
@@ -115,6 +135,7 @@ pub(super) fn add_site(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         nw_metric_exchange: None,
         session_exchange: None,
         trigger_monitor: TriggerMonitor::Always,
+        password: None,
     });
     let idx = r.draft.sites.len() - 1;
     apply_site_opts(r, line, &ctx, idx, &args);
@@ -143,9 +164,12 @@ pub(super) fn set_site(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     apply_site_opts(r, line, &ctx, idx, &args);
 }
 
-/// `unset gslb site NAME -backupParentlist`.
+/// `unset gslb site NAME -backupParentlist|-sitePassword`.
 pub(super) fn unset_site(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
-    const OPTS: &[OptSpec] = &[opt("backupParentlist", Arity::Flag)];
+    const OPTS: &[OptSpec] = &[
+        opt("backupParentlist", Arity::Flag),
+        opt("sitePassword", Arity::Flag),
+    ];
     let ctx = context("unset gslb site", tokens);
     let args = r.args(line, &ctx, tokens, OPTS);
     let Some(pos) = r.positional(line, &ctx, &args, &["NAME"]) else {
@@ -156,8 +180,16 @@ pub(super) fn unset_site(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     };
     if args.has("backupParentlist") {
         r.draft.sites[idx].backup_parents.clear();
-    } else if !args.any {
-        r.error(line, &ctx, "nothing to unset; give -backupParentlist");
+    }
+    if args.has("sitePassword") {
+        r.draft.sites[idx].password = None;
+    }
+    if !args.any {
+        r.error(
+            line,
+            &ctx,
+            "nothing to unset; give -backupParentlist or -sitePassword",
+        );
     }
 }
 
@@ -181,6 +213,7 @@ fn find_site(r: &mut Reader<'_>, line: usize, ctx: &str, name: &str) -> Option<u
 }
 
 fn apply_site_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args: &Args) {
+    site_password_opts(r, line, ctx, idx, args);
     for o in &args.opts {
         r.no_effect(line, Scope::Site, o.name);
         match o.name {
@@ -224,9 +257,75 @@ fn apply_site_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args:
                     })
                     .collect();
             }
-            // siteType and parentSite are handled by add_site.
+            "clip" | "publicCLIP" => {
+                // Only checked: the cluster IP serves the appliance's
+                // configuration auto-sync (warned as without effect).
+                r.value(line, ctx, o, scalar::ip);
+            }
+            "naptrReplacementSuffix" if o.value().is_empty() => {
+                r.error(line, ctx, "-naptrReplacementSuffix is empty");
+            }
+            // siteType and parentSite are handled by add_site, the
+            // password and its encryption options by site_password_opts.
             _ => {}
         }
+    }
+}
+
+/// `-sitePassword SECRET`: the metric exchange secret of the links this
+/// site accepts. A password the appliance saved encrypted
+/// (`-sitePassword HEX -encrypted -encryptmethod ENCMTHD_3`) cannot be
+/// decrypted without the appliance's key, so it is an error that says how
+/// to enter it again; a placeholder written by `sextant import`
+/// ([`crate::secrets::REENTER_PREFIX`]) is accepted with a warning.
+fn site_password_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, args: &Args) {
+    let encryption: Vec<&str> = ENCRYPTION_OPTS
+        .iter()
+        .copied()
+        .filter(|name| args.has(name) || args.get(name).is_some())
+        .collect();
+    let Some(o) = args.get("sitePassword") else {
+        if let Some(first) = encryption.first() {
+            r.error(
+                line,
+                ctx,
+                format!("-{first} describes a saved -sitePassword, and none is given"),
+            );
+        }
+        return;
+    };
+    let site = r.draft.sites[idx].name.clone();
+    if args.has("encrypted") {
+        r.error(
+            line,
+            ctx,
+            format!(
+                "-sitePassword is encrypted with the appliance's own key (-encrypted), which Sextant cannot decrypt;                  enter the password of site {site} again in clear (-sitePassword SECRET, without -encrypted{});                  `sextant import` replaces it with a placeholder ({}...) for you to fill in",
+                if encryption.len() > 1 {
+                    " and the other encryption options"
+                } else {
+                    ""
+                },
+                crate::secrets::REENTER_PREFIX
+            ),
+        );
+        return;
+    }
+    if let Some(first) = encryption.first() {
+        r.error(
+            line,
+            ctx,
+            format!("-{first} applies only to an -encrypted -sitePassword"),
+        );
+    }
+    match crate::secrets::site_password(o.value(), &site) {
+        Ok((password, warning)) => {
+            if let Some(w) = warning {
+                r.diag.warn(line, format!("{ctx}: {w}"));
+            }
+            r.draft.sites[idx].password = Some(password);
+        }
+        Err(e) => r.error(line, ctx, format!("-sitePassword: {e}")),
     }
 }
 

@@ -90,12 +90,13 @@ pub(super) fn add_action(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     });
 }
 
-/// `add dns policy NAME "RULE" ACTION`.
+/// `add dns policy NAME "RULE" ACTION [-logAction NAME]`; ACTION may be
+/// a built-in one (`dns_default_act_Drop`, ...).
 pub(super) fn add_policy(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    const OPTS: &[OptSpec] = &[opt("logAction", Arity::One)];
     let ctx = context("add dns policy", tokens);
     // The rule may span several tokens (see the module's documentation);
-    // options, which this command does not take, start at the first option
-    // after the name.
+    // options start at the first option after the name.
     let opts_at = tokens
         .iter()
         .enumerate()
@@ -104,7 +105,10 @@ pub(super) fn add_policy(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         .map_or(tokens.len(), |(i, _)| i);
     let (pos, opts) = tokens.split_at(opts_at);
     if !opts.is_empty() {
-        r.args(line, &ctx, opts, &[]);
+        let args = r.args(line, &ctx, opts, OPTS);
+        if args.has("logAction") {
+            r.no_effect(line, crate::no_effect::Scope::DnsPolicy, "logAction");
+        }
     }
     if pos.len() < 3 {
         let missing = ["NAME", "RULE", "ACTION"][pos.len()..].join(" ");

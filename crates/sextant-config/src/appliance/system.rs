@@ -28,7 +28,38 @@ const PARAM_OPTS: &[OptSpec] = &[
     opt("mepPort", Arity::One),
     opt("mepSecurePort", Arity::One),
     opt("dcAccessPeriod", Arity::Duration),
+    opt("GSLBSvcStateDelayTime", Arity::Duration),
+    opt("SvcStateLearningTime", Arity::Duration),
 ];
+
+/// The appliance's limit of `-GSLBSvcStateDelayTime` and
+/// `-SvcStateLearningTime`.
+const MAX_SVC_STATE_TIME: Duration = Duration::from_secs(3600);
+
+/// A duration option's value if it lies in `[0, max]` (0 turns it off).
+fn up_to(
+    r: &mut Reader<'_>,
+    line: usize,
+    ctx: &str,
+    o: &super::args::Opt,
+    max: Duration,
+) -> Option<Duration> {
+    let d = r.duration(line, ctx, o, Unit::Seconds)?;
+    if d > max {
+        r.error(
+            line,
+            ctx,
+            format!(
+                "-{}: {} is out of range; expected 0 to {}",
+                o.name,
+                duration::format(d),
+                duration::format(max)
+            ),
+        );
+        return None;
+    }
+    Some(d)
+}
 
 /// A duration option's value if it lies in `(0, max]`.
 fn bounded(
@@ -175,6 +206,16 @@ pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
                     r.draft.params.automatic_config_sync = v;
                 }
             }
+            "GSLBSvcStateDelayTime" => {
+                if let Some(d) = up_to(r, line, &ctx, o, MAX_SVC_STATE_TIME) {
+                    r.draft.params.svc_state_delay = d;
+                }
+            }
+            "SvcStateLearningTime" => {
+                if let Some(d) = up_to(r, line, &ctx, o, MAX_SVC_STATE_TIME) {
+                    r.draft.params.svc_state_learning = d;
+                }
+            }
             "mepPort" => {
                 if let Some(v) = r.value(line, &ctx, o, scalar::port) {
                     r.draft.params.mep_port = v;
@@ -230,7 +271,7 @@ pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
                 "-password is encrypted with the appliance's own key (-encrypted), which Sextant cannot read: write the password in clear; `sextant import` rewrites such lines with a placeholder and lists them",
             );
         } else {
-            if o.value().starts_with(crate::REENTER_PREFIX) {
+            if crate::secrets::is_placeholder(o.value()) {
                 r.diag.warn(
                     line,
                     format!("{ctx}: -password is a placeholder written by `sextant import`: metric exchange with {} will not authenticate until the real password is entered here", pos[0]),

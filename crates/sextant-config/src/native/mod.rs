@@ -282,6 +282,34 @@ impl Native<'_> {
         }
     }
 
+    /// A duration in `[0, max]`: 0 turns the setting off.
+    fn duration_or_zero(
+        &mut self,
+        ctx: &str,
+        key: &str,
+        v: &Spanned<String>,
+        max: Duration,
+    ) -> Option<Duration> {
+        let result = duration::parse_suffixed(v.get_ref()).and_then(|d| {
+            if d > max {
+                Err(format!(
+                    "{} is out of range; expected 0s to {}",
+                    duration::format(d),
+                    duration::format(max)
+                ))
+            } else {
+                Ok(d)
+            }
+        });
+        match result {
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.error(self.at(v), ctx, format!("{key}: {e}"));
+                None
+            }
+        }
+    }
+
     fn with<T>(
         &mut self,
         ctx: &str,
@@ -370,6 +398,24 @@ impl Native<'_> {
             && let Some(d) = self.duration(ctx, "dc_access_period", v, ms(1), s(3600))
         {
             p.dc_access_period = d;
+        }
+        for (key, v, field) in [
+            (
+                "svc_state_delay_time",
+                &g.svc_state_delay_time,
+                &mut p.svc_state_delay,
+            ),
+            (
+                "svc_state_learning_time",
+                &g.svc_state_learning_time,
+                &mut p.svc_state_learning,
+            ),
+        ] {
+            if let Some(v) = v
+                && let Some(d) = self.duration_or_zero(ctx, key, v, s(3600))
+            {
+                *field = d;
+            }
         }
         for (kind, table) in [
             (LdnsProbe::Ping, &g.ldns_ping),
@@ -539,6 +585,30 @@ impl Native<'_> {
             })
             .collect();
         let parent = s.parent.as_ref().map(|p| self.reference(&ctx, p));
+        let password = s.site_password.as_ref().and_then(|v| {
+            match crate::secrets::site_password(v.get_ref(), s.name.get_ref()) {
+                Ok((password, warning)) => {
+                    if let Some(w) = warning {
+                        self.diag.warn(self.at(v), format!("{ctx}: {w}"));
+                    }
+                    Some(password)
+                }
+                Err(e) => {
+                    self.error(self.at(v), &ctx, format!("site_password: {e}"));
+                    None
+                }
+            }
+        });
+        for (key, v) in [("clip", &s.clip), ("public_clip", &s.public_clip)] {
+            if let Some(v) = v {
+                self.ip(&ctx, key, v);
+            }
+        }
+        if let Some(v) = &s.naptr_replacement_suffix
+            && v.get_ref().is_empty()
+        {
+            self.error(self.at(v), &ctx, "naptr_replacement_suffix is empty");
+        }
         self.draft.sites.push(DraftSite {
             name: s.name.get_ref().clone(),
             line,
@@ -557,7 +627,17 @@ impl Native<'_> {
                 .as_ref()
                 .map(|v| (*v.get_ref(), self.at(v))),
             trigger_monitor,
+            password,
         });
+        for (key, v) in [
+            ("clip", &s.clip),
+            ("publicCLIP", &s.public_clip),
+            ("naptrReplacementSuffix", &s.naptr_replacement_suffix),
+        ] {
+            if let Some(v) = v {
+                self.no_effect(self.at(v), Scope::Site, key);
+            }
+        }
         if let Some(v) = &s.nw_metric_exchange {
             self.no_effect(self.at(v), Scope::Site, "nwMetricExchange");
         }
@@ -1198,6 +1278,7 @@ fn placeholder_site(name: String, line: usize) -> DraftSite {
         nw_metric_exchange: None,
         session_exchange: None,
         trigger_monitor: TriggerMonitor::Always,
+        password: None,
     }
 }
 

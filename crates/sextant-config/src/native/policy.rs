@@ -44,6 +44,8 @@ struct DnsPolicyT {
     name: Spanned<String>,
     rule: Spanned<String>,
     action: Spanned<String>,
+    /// `-logAction`: accepted, no effect.
+    log_action: Option<Spanned<String>>,
     bind: Option<Spanned<BindT>>,
 }
 
@@ -170,6 +172,15 @@ impl Native<'_> {
                 None
             }
         };
+        if let Some(v) = &p.log_action {
+            crate::no_effect::warn(
+                self.diag,
+                self.at(v),
+                crate::no_effect::Scope::DnsPolicy,
+                "logAction",
+                crate::draft::Syntax::Toml,
+            );
+        }
         let policy_ref = self.reference(&ctx, &p.name);
         self.draft.dns.policies.push(DraftPolicy {
             name: p.name.get_ref().clone(),

@@ -33,6 +33,9 @@ pub(super) struct GslbT {
     pub(super) ldns_probe_timeout: Option<Spanned<String>>,
     /// Datacenter mode: how often figures are read and records re-ranked.
     pub(super) dc_access_period: Option<Spanned<String>>,
+    /// `-GSLBSvcStateDelayTime` and `-SvcStateLearningTime`.
+    pub(super) svc_state_delay_time: Option<Spanned<String>>,
+    pub(super) svc_state_learning_time: Option<Spanned<String>>,
     /// The built-in LDNS monitors (`[gslb.ldns_dns]` ...).
     pub(super) ldns_ping: Option<Spanned<LdnsMonitorT>>,
     pub(super) ldns_dns: Option<Spanned<LdnsMonitorT>>,
@@ -60,6 +63,13 @@ pub(super) struct SiteT {
     pub(super) nw_metric_exchange: Option<Spanned<bool>>,
     pub(super) session_exchange: Option<Spanned<bool>>,
     pub(super) trigger_monitor: Option<Spanned<String>>,
+    /// `-sitePassword`: the secret of the metric exchange links this site
+    /// accepts.
+    pub(super) site_password: Option<Spanned<String>>,
+    /// `-clip`, `-publicCLIP`, `-naptrReplacementSuffix`: checked, no effect.
+    pub(super) clip: Option<Spanned<String>>,
+    pub(super) public_clip: Option<Spanned<String>>,
+    pub(super) naptr_replacement_suffix: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
