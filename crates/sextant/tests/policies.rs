@@ -152,8 +152,8 @@ fn saved_appliance_policy_expressions_and_built_in_actions() {
         RecordType::AAAA,
         "NoOp + END",
     );
-    assert_eq!(m.response_code(), ResponseCode::NoError);
-    assert!(m.answers().is_empty(), "{m:?}");
+    assert_eq!(m.metadata.response_code, ResponseCode::NoError, "{m:?}");
+    assert!(m.answers.is_empty(), "{m:?}");
     assert_answered(
         &s,
         exempt,
