@@ -227,9 +227,7 @@ def child_file():
     a("add lb vserver vs_shop HTTP 10.40.1.20 80 -persistenceType COOKIEINSERT -timeout 30 -cltTimeout 180")
     a("add lb vserver vs_shop_ssl SSL 10.40.1.20 443 -persistenceType NONE -cltTimeout 180")
     a("add gslb site site_dc1 10.20.0.11 -publicIP 10.20.0.11")
-    a("add gslb site site_dc2 10.30.0.11 -publicIP 10.30.0.11")
     a("add gslb site child_eu 10.40.0.11 -publicIP 10.40.0.11 -parentSite site_dc1")
-    a("set gslb site site_dc1 -backupParentlist site_dc2")
     a("add gslb service gs_shop_eu 10.40.1.20 HTTP 80 -publicIP 10.40.1.20 -publicPort 80 -maxClient 0 -siteName child_eu -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED")
     a("add lb monitor mon_shop HTTP -respCode 200 -httpRequest \"GET /healthz\" -LRTM DISABLED -interval 2 -resptimeout 1")
     a("bind lb vserver vs_shop sg_shop")
@@ -241,7 +239,7 @@ def child_file():
         a(f"add dns nsRec . {l}.root-servers.net -TTL 3600000")
     for l,v4,v6 in ROOTS:
         a(f"add dns addRec {l}.root-servers.net {v4} -TTL 3600000")
-    for ip in ("10.20.0.11","10.30.0.11","10.40.0.11"):
+    for ip in ("10.20.0.11","10.40.0.11"):
         a(f"set ns rpcNode {ip} -password {hx('child'+ip,96)} -encrypted -encryptmethod ENCMTHD_3 -kek -suffix 2026_11_01_08_00_00 -srcIP {'10.40.0.11' if ip=='10.40.0.11' else '*'}")
     a("bind ssl vserver vs_shop_ssl -certkeyName ns-server-certificate")
     a("bind ssl service nsrpcs-127.0.0.1-3009 -certkeyName ns-server-certificate")

@@ -187,6 +187,8 @@ const ADDRESSES: &[&str] = &[
     "10.30.1.20",
     "10.30.1.21",
     "10.30.1.22",
+    "10.40.0.11",
+    "10.40.1.20",
 ];
 
 fn v4(s: &str) -> Ipv4Addr {
@@ -332,6 +334,15 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
             dig(&ns, &server, "ns2.gslb.example.net", "A", true),
             ["10.30.0.11"]
         );
+        // pol_no_any drops ANY queries (dns_default_act_Drop), as on the
+        // appliance: no answer at all.
+        let any = site.in_ns(|| {
+            site.dns.try_udp_from(
+                None,
+                &build_query("www.gslb.example.net", RecordType::ANY, None),
+            )
+        });
+        assert!(any.is_err(), "an ANY query was answered: {any:?}");
         // Root hints were left out: the root is not ours.
         let root = site.in_ns(|| site.dns.udp(&build_query(".", RecordType::NS, None)));
         assert_eq!(root.metadata.response_code, ResponseCode::Refused);
@@ -400,7 +411,7 @@ fn without_an_output_file_the_configuration_goes_to_stdout_and_the_report_to_std
     );
     assert!(!stdout.contains("Left out"), "{stdout}");
     assert!(
-        stderr.starts_with("child-eu-ns.conf: 140 lines"),
+        stderr.starts_with("child-eu-ns.conf: 137 lines"),
         "{stderr}"
     );
     // A file that is not there.
