@@ -1,7 +1,8 @@
 //! The location database: custom entries (`add location`, `[[location]]`)
 //! and location files (`add locationFile`, `[[location_file]]`) in the
-//! appliance's default format or as MaxMind databases, read into
-//! `Model::locations`.
+//! appliance's default format or as MaxMind databases (in any record schema
+//! [`mmdb`] knows: GeoIP2 from MaxMind and DB-IP, ip-location-db, ASN), read
+//! into `Model::locations`.
 //!
 //! The front ends check each entry's values and record them in a
 //! [`DraftLocations`]; [`build`] then reads the files and builds the

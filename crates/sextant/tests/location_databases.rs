@@ -33,7 +33,10 @@ fn sextant(args: &[&str]) -> Output {
         if Instant::now() >= end {
             let _ = child.kill();
             let out = child.wait_with_output().expect("output");
-            panic!("sextant {args:?} did not finish within 600 s\n{}", output_text(&out));
+            panic!(
+                "sextant {args:?} did not finish within 600 s\n{}",
+                output_text(&out)
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }
