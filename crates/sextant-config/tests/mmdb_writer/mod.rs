@@ -1,12 +1,13 @@
 //! A minimal MaxMind DB writer, so that tests build their own small `.mmdb`
 //! files instead of downloading real ones.
 //!
-//! The format: a binary search tree over the address bits (IPv6, 24-bit
-//! records, IPv4 networks at `::a.b.c.d/96+n`), 16 zero bytes, a data
+//! The format: a binary search tree over the address bits (24-bit records;
+//! IPv6 with IPv4 networks at `::a.b.c.d/96+n`, or an IPv4-only tree as
+//! ip-location-db's `*-ipv4.mmdb` files have), 16 zero bytes, a data
 //! section of values in the MaxMind DB encoding, then
-//! `"\xAB\xCD\xEFMaxMind.com"` and the metadata map. Only what GeoIP
-//! country and city records need is encoded: maps, arrays, UTF-8 strings,
-//! doubles and unsigned integers. Networks must not overlap.
+//! `"\xAB\xCD\xEFMaxMind.com"` and the metadata map. Only what location
+//! records need is encoded: maps, arrays, UTF-8 strings, doubles, floats,
+//! booleans, signed and unsigned integers. Networks must not overlap.
 
 #![allow(dead_code)]
 
@@ -19,6 +20,9 @@ pub enum Value {
     Array(Vec<Value>),
     Str(String),
     Double(f64),
+    Float(f32),
+    Bool(bool),
+    I32(i32),
     U16(u16),
     U32(u32),
     U64(u64),
@@ -46,16 +50,28 @@ enum Rec {
 
 pub struct Writer {
     database_type: String,
+    /// 6: a 128-bit tree; 4: a 32-bit tree that holds IPv4 networks only.
+    ip_version: u16,
     nodes: Vec<[Rec; 2]>,
     records: Vec<Value>,
 }
 
 impl Writer {
+    /// An IPv6 database (IPv4 networks inside it at `::/96`).
     pub fn new(database_type: &str) -> Self {
         Writer {
             database_type: database_type.to_string(),
+            ip_version: 6,
             nodes: vec![[Rec::Empty, Rec::Empty]],
             records: Vec::new(),
+        }
+    }
+
+    /// An IPv4-only database.
+    pub fn new_v4(database_type: &str) -> Self {
+        Writer {
+            ip_version: 4,
+            ..Writer::new(database_type)
         }
     }
 
@@ -64,9 +80,11 @@ impl Writer {
         let (ip, len) = network.split_once('/').expect("CIDR");
         let ip: IpAddr = ip.parse().expect("address");
         let len: usize = len.parse().expect("prefix length");
-        let (bits, len) = match ip {
-            IpAddr::V4(a) => (u128::from(u32::from(a)), len + 96),
-            IpAddr::V6(a) => (u128::from(a), len),
+        let (bits, len) = match (ip, self.ip_version) {
+            (IpAddr::V4(a), 4) => (u128::from(u32::from(a)) << 96, len),
+            (IpAddr::V4(a), _) => (u128::from(u32::from(a)), len + 96),
+            (IpAddr::V6(_), 4) => panic!("{network} in an IPv4-only database"),
+            (IpAddr::V6(a), _) => (u128::from(a), len),
         };
         self.records.push(value);
         let data = Rec::Data(self.records.len() - 1);
@@ -120,7 +138,7 @@ impl Writer {
             ("build_epoch", Value::U64(1_700_000_000)),
             ("database_type", s(&self.database_type)),
             ("description", map(vec![("en", s("Sextant test database"))])),
-            ("ip_version", Value::U16(6)),
+            ("ip_version", Value::U16(self.ip_version)),
             ("languages", Value::Array(vec![s("en"), s("de")])),
             ("node_count", Value::U32(count as u32)),
             ("record_size", Value::U16(24)),
@@ -173,6 +191,15 @@ fn encode(v: &Value, out: &mut Vec<u8>) {
         Value::Double(d) => {
             control(3, 8, out);
             out.extend_from_slice(&d.to_be_bytes());
+        }
+        Value::Float(f) => {
+            control(15, 4, out);
+            out.extend_from_slice(&f.to_be_bytes());
+        }
+        Value::Bool(b) => control(14, usize::from(*b), out),
+        Value::I32(n) => {
+            control(8, 4, out);
+            out.extend_from_slice(&n.to_be_bytes());
         }
         Value::U16(n) => uint(5, u64::from(*n), 2, out),
         Value::U32(n) => uint(6, u64::from(*n), 4, out),
@@ -256,6 +283,74 @@ pub fn city_record(
                 ("iso_code", s(subdivision)),
                 ("names", names(subdivision)),
             ])]),
+        ),
+    ])
+}
+
+/// An ip-location-db city record (`@ip-location-db/*-city-mmdb`): flat,
+/// every field present, coordinates as floats, empty strings for unknowns.
+pub fn ip_location_db_city(
+    country: &str,
+    state1: &str,
+    city: &str,
+    latitude: f32,
+    longitude: f32,
+) -> Value {
+    map(vec![
+        ("city", s(city)),
+        ("country_code", s(country)),
+        ("latitude", Value::Float(latitude)),
+        ("longitude", Value::Float(longitude)),
+        ("postcode", s("")),
+        ("state1", s(state1)),
+        ("state2", s("")),
+        ("timezone", s("Europe/Berlin")),
+    ])
+}
+
+/// A DB-IP lite city record (`dbip-city-lite-YYYY-MM.mmdb`): MaxMind's
+/// layout, but subdivisions and cities carry English names only, no codes.
+pub fn dbip_city_record(
+    continent_code: &str,
+    continent: &str,
+    iso: &str,
+    subdivision: &str,
+    city: &str,
+    latitude: f64,
+    longitude: f64,
+) -> Value {
+    map(vec![
+        ("city", map(vec![("names", map(vec![("en", s(city))]))])),
+        (
+            "continent",
+            map(vec![
+                ("code", s(continent_code)),
+                ("geoname_id", Value::U32(6255148)),
+                ("names", names(continent)),
+            ]),
+        ),
+        (
+            "country",
+            map(vec![
+                ("geoname_id", Value::U32(2921044)),
+                ("is_in_european_union", Value::Bool(true)),
+                ("iso_code", s(iso)),
+                ("names", names(iso)),
+            ]),
+        ),
+        (
+            "location",
+            map(vec![
+                ("latitude", Value::Double(latitude)),
+                ("longitude", Value::Double(longitude)),
+            ]),
+        ),
+        (
+            "subdivisions",
+            Value::Array(vec![map(vec![(
+                "names",
+                map(vec![("en", s(subdivision))]),
+            )])]),
         ),
     ])
 }
