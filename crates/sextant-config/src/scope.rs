@@ -24,6 +24,9 @@ pub(crate) enum Area {
     Security,
     Logging,
     DnsResolver,
+    /// DNS records and features of the appliance's authoritative server
+    /// that Sextant does not serve.
+    DnsNotServed,
     /// A command of the appliance's syntax that this table does not know.
     Other,
 }
@@ -42,6 +45,9 @@ impl Area {
             Area::Security => "security, authentication and access",
             Area::Logging => "logging and monitoring",
             Area::DnsResolver => "the appliance's DNS resolver and cache",
+            Area::DnsNotServed => {
+                "DNS records and features Sextant does not serve (PTR, NAPTR, DNSSEC, views)"
+            }
             Area::Other => "not recognised as GSLB or DNS",
         }
     }
@@ -171,6 +177,8 @@ pub(crate) fn area_of(object: &[&str]) -> Option<Area> {
         "dns" => match second {
             "soarec" | "nsrec" | "addrec" | "aaaarec" | "cnamerec" | "mxrec" | "txtrec"
             | "srvrec" | "zone" | "policy" | "action" | "global" => return None,
+            "ptrrec" | "naptrrec" | "nsecrec" | "key" | "keys" | "view" | "policylabel"
+            | "action64" | "policy64" | "profile" => Area::DnsNotServed,
             _ => Area::DnsResolver,
         },
         "lb" | "serviceGroup" | "servicegroup" | "spillover" | "pq" | "sc" | "db" | "user"
@@ -262,6 +270,10 @@ mod tests {
         );
         assert_eq!(area("add dns addRec www.example.com 10.0.0.1"), None);
         assert_eq!(area("add vlan 10"), Some(Area::Network));
+        assert_eq!(
+            area("add dns ptrRec 1.0.0.10.in-addr.arpa a.example.com"),
+            Some(Area::DnsNotServed)
+        );
         assert_eq!(area("add gslb vserver v HTTP"), None);
         assert_eq!(area("add blorp x"), Some(Area::Other));
         assert_eq!(

@@ -915,3 +915,24 @@ fn the_root_name_is_named_as_such() {
         &["zone \".\": the root name \".\""],
     );
 }
+
+#[test]
+fn removing_verbs_and_cname_services_say_what_to_do() {
+    one_error(
+        "add gslb site s1 10.0.0.1 -siteType LOCAL\nrm gslb site s1\n",
+        2,
+        &[
+            "\"rm gslb site\" is not supported: a Sextant configuration file is the whole configuration",
+        ],
+    );
+    one_error(
+        "add gslb site s1 10.0.0.1 -siteType LOCAL\nadd gslb service x -cnameEntry a.example.com -siteName s1\n",
+        2,
+        &["-cnameEntry (CNAME-based GSLB", "not supported yet"],
+    );
+    one_error(
+        "add dns ptrRec 1.0.0.10.in-addr.arpa a.example.com\n",
+        1,
+        &["DNS records and features Sextant does not serve"],
+    );
+}

@@ -416,6 +416,17 @@ const METRIC_OPTS: [(&str, LoadKind); LoadKind::EVERY.len()] = [
 /// `add gslb service NAME IP PROTOCOL PORT -siteName SITE [options]`.
 pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let ctx = context("add gslb service", tokens);
+    if tokens
+        .iter()
+        .any(|t| t.is_option() && t.text[1..].eq_ignore_ascii_case("cnameEntry"))
+    {
+        r.error(
+            line,
+            &ctx,
+            "-cnameEntry (CNAME-based GSLB, answering a GSLB domain with a CNAME to the chosen service's name) is not supported yet: give the service the address it stands for (NAME IP PROTOCOL PORT)",
+        );
+        return;
+    }
     let args = r.args(line, &ctx, tokens, SERVICE_OPTS);
     let Some(pos) = r.positional(line, &ctx, &args, &["NAME", "IP", "PROTOCOL", "PORT"]) else {
         return;

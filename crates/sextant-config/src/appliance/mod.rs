@@ -243,6 +243,26 @@ impl Reader<'_> {
             );
             return;
         }
+        // Another verb on an object Sextant reads: a file is the whole
+        // configuration, so nothing is removed or undone by a later line.
+        let typed: Vec<&str> = words.split(' ').collect();
+        let known_object = COMMANDS.iter().any(|c| {
+            matches!(c.action, Action::Read(_))
+                && c.words.len() == typed.len()
+                && c.words[1..]
+                    .iter()
+                    .zip(&typed[1..])
+                    .all(|(w, t)| w.eq_ignore_ascii_case(t))
+        });
+        if known_object && typed.len() > 1 {
+            self.diag.error(
+                line,
+                format!(
+                    "\"{words}\" is not supported: a Sextant configuration file is the whole configuration, read at start and on reload, so nothing is removed or undone by a later line; leave out the lines that add or bind what this one takes away"
+                ),
+            );
+            return;
+        }
         let hint = match nearest_command(&words) {
             Some(near) => format!("did you mean \"{near}\"?"),
             None => "docs/config.md lists the commands Sextant reads".to_string(),
