@@ -261,3 +261,34 @@ fn quoted_words_are_written_as_they_were() {
         "add gslb vserver gv HTTP -comment \"web \\\"front\\\" door\""
     );
 }
+
+#[test]
+fn monitors_keep_the_appliances_down_time() {
+    let i = import(
+        "add gslb site dc1 10.1.0.11 -siteType LOCAL\n\
+         add gslb service gs1 10.0.0.20 HTTP 80 -siteName dc1\n\
+         add lb monitor m1 HTTP -respCode 200\n\
+         add lb monitor m2 HTTP -downTime 5\n\
+         bind gslb service gs1 -monitorName m1\n\
+         bind gslb service gs1 -monitorName m2\n\
+         bind gslb service gs1 -monitorName tcp\n",
+    );
+    assert!(i.report.ok(), "{}", i.report);
+    assert_eq!(
+        written(&i.config, 3),
+        "add lb monitor m1 HTTP -respCode 200 -downTime 30"
+    );
+    assert_eq!(written(&i.config, 4), "add lb monitor m2 HTTP -downTime 5");
+    let text = i.report.to_string();
+    assert!(
+        text.contains("line 3: add lb monitor m1: -downTime 30 added"),
+        "{text}"
+    );
+    assert!(
+        text.contains("line 7: the built-in monitor tcp is bound with the appliance's defaults"),
+        "{text}"
+    );
+    let model = i.result.expect("valid");
+    let m1 = model.monitors.iter().find(|m| m.name == "m1").expect("m1");
+    assert_eq!(m1.down_time, Some(std::time::Duration::from_secs(30)));
+}

@@ -124,6 +124,13 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
                     }
                 }
             }
+            "add lb monitor" | "set lb monitor" => {
+                let name = l.positional(3).unwrap_or_default();
+                if !name.to_ascii_lowercase().starts_with("ldns-") && !l.has("downTime") {
+                    l.push_option("downTime", "30");
+                    report.changed(line, format!("{words} {name}: -downTime 30 added: the appliance's default (a DOWN service is probed every 30 s), which a saved file does not write; Sextant's own default probes at -interval"));
+                }
+            }
             "add locationfile" | "add locationfile6" => {
                 let path = l.positional(2).unwrap_or_default();
                 if !base_dir.join(&path).exists() {
@@ -135,6 +142,11 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
             _ => {}
         }
         out.push((line, l.render()));
+    }
+    for (name, line) in &uses.bound_builtins {
+        if !uses.monitor_lines.contains(name) {
+            report.action(*line, format!("the built-in monitor {name} is bound with the appliance's defaults, which probe a DOWN service every 30 s (-downTime 30); Sextant's built-in probes at -interval: add `set lb monitor {name} {} -downTime 30` to keep the appliance's pace", name.to_ascii_uppercase()));
+        }
     }
     if let Some(n) = &options.local_site
         && !uses.sites.iter().any(|s| s.name.eq_ignore_ascii_case(n))
@@ -232,6 +244,21 @@ fn option_value<'t>(tokens: &'t [Token<'t>], name: &str) -> Option<&'t str> {
     )
 }
 
+/// The appliance's built-in monitors that probe (their `-downTime` is 30 s
+/// there).
+const BUILTIN_PROBES: &[&str] = &[
+    "ping",
+    "ping-default",
+    "tcp",
+    "tcp-default",
+    "http",
+    "https",
+    "http-ecv",
+    "https-ecv",
+    "udp-ecv",
+    "dns",
+];
+
 /// What the GSLB part of the file refers to, read before anything is
 /// written (a server or monitor is defined before the lines that use it).
 #[derive(Default)]
@@ -240,6 +267,10 @@ struct Uses {
     monitors: HashSet<String>,
     gslb_services: HashSet<String>,
     root_hints: HashSet<String>,
+    /// Monitors with an `add/set lb monitor` line (lower case).
+    monitor_lines: HashSet<String>,
+    /// Built-in monitors bound to GSLB services, with the first such line.
+    bound_builtins: Vec<(String, usize)>,
     /// Addresses the appliance owns, with the line that says so.
     owned: HashMap<IpAddr, (usize, &'static str)>,
     sites: Vec<SiteLine>,
@@ -274,8 +305,17 @@ impl Uses {
                 }
                 "bind gslb service" => {
                     if let Some(m) = option("monitorName") {
-                        u.monitors.insert(m.to_ascii_lowercase());
+                        let m = m.to_ascii_lowercase();
+                        if BUILTIN_PROBES.contains(&m.as_str())
+                            && !u.bound_builtins.iter().any(|(b, _)| *b == m)
+                        {
+                            u.bound_builtins.push((m.clone(), *line));
+                        }
+                        u.monitors.insert(m);
                     }
+                }
+                "add lb monitor" | "set lb monitor" => {
+                    u.monitor_lines.insert(arg(3));
                 }
                 "bind lb monitor" => {}
                 "add dns nsrec" if arg(3) == "." => {
