@@ -111,6 +111,7 @@ def site_file(me, other):
     a("add gslb vserver gv_api HTTP -lbMethod ROUNDROBIN -persistenceType SOURCEIP -timeout 5 -backupLBMethod ROUNDROBIN -tolerance 0 -appflowLog DISABLED -comment \"API, sticky per resolver\"")
     a("add gslb vserver gv_www_backup HTTP -tolerance 0 -appflowLog DISABLED")
     a("add gslb vserver gv_shop HTTP -lbMethod ROUNDROBIN -tolerance 0 -appflowLog DISABLED")
+    a("add gslb vserver gv_cdn HTTP -dnsRecordType CNAME -lbMethod ROUNDROBIN -tolerance 0 -appflowLog DISABLED")
     # lb monitors
     a('add lb monitor mon_www HTTP -respCode 200 -httpRequest "GET /health" -LRTM DISABLED -interval 2 -resptimeout 1 -downTime 10')
     a('add lb monitor mon_legacy HTTP-ECV -send "GET /status HTTP/1.1\\r\\nHost: legacy.example.net\\r\\n\\r\\n" -recv OK -LRTM DISABLED')
@@ -123,6 +124,8 @@ def site_file(me, other):
     for s,c in ((n,''),(o,'')):
         a(f"add gslb service gs_www_{s['k2']} {'srv_gslb_www' if s is n else s['vips'][0]} HTTP 80 -publicIP {s['vips'][0]} -publicPort 80 -maxClient 0 -siteName {s['site']} -sitePersistence ConnectionProxy -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED")
         a(f"add gslb service gs_api_{s['k2']} {s['vips'][1]} HTTP 8080 -publicIP {s['vips'][1]} -publicPort 8080 -maxClient 0 -siteName {s['site']} -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED -comment \"API in {s['k2'].upper()}\"")
+    for s2 in (n,o):
+        a(f"add gslb service gs_cdn_{s2['k2']} -cnameEntry cdn-{s2['k2']}.example.org -siteName {s2['site']} -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED")
     a("add gslb service gs_shop_eu 10.40.1.20 HTTP 80 -publicIP 10.40.1.20 -publicPort 80 -maxClient 0 -siteName child_eu -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED")
     a("set gslb site site_dc1 -backupParentlist site_dc2")
     a("set gslb parameter -ldnsprobeOrder PING DNS TCP -GSLBSvcStateDelayTime 10")
@@ -142,6 +145,9 @@ def site_file(me, other):
     a("bind gslb vserver gv_api -serviceName gs_api_dc2")
     a("bind gslb vserver gv_api -domainName api.gslb.example.net -TTL 5")
     a("bind gslb vserver gv_shop -serviceName gs_shop_eu")
+    a("bind gslb vserver gv_cdn -serviceName gs_cdn_dc1")
+    a("bind gslb vserver gv_cdn -serviceName gs_cdn_dc2")
+    a("bind gslb vserver gv_cdn -domainName cdn.gslb.example.net -TTL 5")
     a("bind gslb vserver gv_shop -domainName shop.gslb.example.net -TTL 5")
     for i in range(1,25):
         a(f"bind serviceGroup sg_web srv_web{i:02d} 80")

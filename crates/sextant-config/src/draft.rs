@@ -188,6 +188,8 @@ pub(crate) struct DraftService {
     /// The vService name (`-vServiceName`, `vservice_name`) with the line
     /// that set it: what a Service Based datacenter-mode record measures.
     pub vservice_name: Option<(String, usize)>,
+    /// `-cnameEntry`: the name a CNAME-based service stands for.
+    pub cname: Option<String>,
 }
 
 impl DraftService {

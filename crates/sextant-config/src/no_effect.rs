@@ -561,6 +561,8 @@ const INERT: &[(Scope, &str, &str)] = &[
     (Scope::Service, "monThreshold", "0"),
     (Scope::Service, "maxAAAUsers", "0"),
     (Scope::VServer, "appflowLog", "DISABLED"),
+    // Not without effect at all: CNAME-based GSLB.
+    (Scope::VServer, "dnsRecordType", "CNAME"),
     (Scope::Monitor, "LRTM", "DISABLED"),
     (Scope::VServer, "considerEffectiveState", "NONE"),
     (Scope::VServer, "disablePrimaryOnDown", "DISABLED"),

@@ -505,6 +505,26 @@ impl Validator<'_> {
             draft.services.iter().map(|s| (s.name.as_str(), s.line)),
         );
         self.model.services.reserve_exact(draft.services.len());
+        // Metric exchange matches a site's report to a service by address
+        // and port; CNAME services have no address, so their ports tell
+        // them apart within a site.
+        let mut cname_ports: FnvMap<(String, u16), usize> = FnvMap::default();
+        for d in draft.services.iter().filter(|d| d.cname.is_some()) {
+            let site = d
+                .site
+                .as_ref()
+                .map(|r| r.name.to_ascii_lowercase())
+                .unwrap_or_default();
+            if let Err(first) = first_time(&mut cname_ports, (site, d.port), d.line) {
+                self.diag.error(
+                    d.line,
+                    format!(
+                        "add gslb service {}: another CNAME service of this site has port {} (line {first}); metric exchange tells a site's services apart by address and port, and CNAME services have no address: give each its own port (add gslb service NAME PROTOCOL PORT -cnameEntry ...)",
+                        d.name, d.port
+                    ),
+                );
+            }
+        }
         for d in &mut draft.services {
             let site = match &d.site {
                 Some(r) => self.resolve(r, Kind::Site, sites).unwrap_or(0),
@@ -522,6 +542,7 @@ impl Validator<'_> {
                 max_clients: d.max_clients,
                 monitors: Vec::new(),
                 load_source,
+                cname: d.cname.take(),
             });
         }
         index
@@ -727,6 +748,18 @@ impl Validator<'_> {
                 );
                 continue;
             }
+            if self.model.services[svc as usize].cname.is_some()
+                && self.model.monitors[mon as usize].dest_ip.is_none()
+            {
+                self.diag.error(
+                    b.monitor.line,
+                    format!(
+                        "{}: service \"{}\" stands for a name (-cnameEntry) and has no address to probe: give monitor \"{}\" -destIP, or leave the service to metric exchange",
+                        b.monitor.context, b.service.name, b.monitor.name
+                    ),
+                );
+                continue;
+            }
             self.model.services[svc as usize].monitors.push(mon);
         }
     }
@@ -825,6 +858,23 @@ impl Validator<'_> {
                         b.service.context, b.service.name, b.vserver.name
                     ),
                 );
+                continue;
+            }
+            // CNAME-based GSLB: a CNAME vserver answers names, others
+            // addresses, so each takes only services of its kind.
+            let cname_vs = self.model.vservers[vs as usize].cname;
+            let cname_svc = self.model.services[svc as usize].cname.is_some();
+            if cname_vs != cname_svc {
+                let why = if cname_vs {
+                    "vserver \"{vs}\" answers with CNAMEs (-dnsRecordType CNAME), so its services need -cnameEntry; service \"{svc}\" has an address"
+                } else {
+                    "service \"{svc}\" stands for a name (-cnameEntry), so it needs a vserver with -dnsRecordType CNAME; vserver \"{vs}\" answers with addresses"
+                };
+                let why = why
+                    .replace("{vs}", &b.vserver.name)
+                    .replace("{svc}", &b.service.name);
+                self.diag
+                    .error(b.service.line, format!("{}: {why}", b.service.context));
                 continue;
             }
             self.model.vservers[vs as usize].bindings.push(Binding {

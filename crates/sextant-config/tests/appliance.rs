@@ -422,9 +422,9 @@ fn value_errors() {
         &["not contiguous"],
     );
     one_error(
-        "add gslb vserver vs HTTP -dnsRecordType CNAME\n",
+        "add gslb vserver vs HTTP -dnsRecordType NAPTR\n",
         1,
-        &["not supported yet"],
+        &["NAPTR GSLB is not supported yet"],
     );
     one_error(
         "add gslb vserver vs HTTP -timeout 5\n",
@@ -917,7 +917,7 @@ fn the_root_name_is_named_as_such() {
 }
 
 #[test]
-fn removing_verbs_and_cname_services_say_what_to_do() {
+fn removing_verbs_and_unserved_dns_records_say_what_to_do() {
     one_error(
         "add gslb site s1 10.0.0.1 -siteType LOCAL\nrm gslb site s1\n",
         2,
@@ -926,13 +926,57 @@ fn removing_verbs_and_cname_services_say_what_to_do() {
         ],
     );
     one_error(
-        "add gslb site s1 10.0.0.1 -siteType LOCAL\nadd gslb service x -cnameEntry a.example.com -siteName s1\n",
-        2,
-        &["-cnameEntry (CNAME-based GSLB", "not supported yet"],
-    );
-    one_error(
         "add dns ptrRec 1.0.0.10.in-addr.arpa a.example.com\n",
         1,
         &["DNS records and features Sextant does not serve"],
+    );
+}
+
+const CNAME_BASE: &str = "\
+add gslb site s1 10.0.0.1 -siteType LOCAL
+add gslb site s2 10.0.0.2
+add gslb vserver cdn HTTP -dnsRecordType CNAME -lbMethod ROUNDROBIN
+add gslb service c1 -cnameEntry CDN-1.Example.org. -siteName s1
+add gslb service c2 HTTP 8080 -cnameEntry cdn-2.example.org -siteName s2
+bind gslb vserver cdn -serviceName c1
+bind gslb vserver cdn -serviceName c2
+bind gslb vserver cdn -domainName cdn.example.com -TTL 5
+";
+
+#[test]
+fn cname_based_gslb_services_stand_for_names() {
+    let m = ok(CNAME_BASE);
+    assert!(m.vservers[0].cname);
+    assert_eq!(m.services[0].cname.as_deref(), Some("cdn-1.example.org"));
+    assert_eq!(m.services[1].cname.as_deref(), Some("cdn-2.example.org"));
+    assert_eq!(m.services[1].port, 8080);
+    assert!(m.services[0].ip.is_unspecified());
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    // Kinds do not mix.
+    one_error(
+        &format!(
+            "{CNAME_BASE}add gslb service a1 10.1.0.1 HTTP 80 -siteName s1\nbind gslb vserver cdn -serviceName a1\n"
+        ),
+        10,
+        &[
+            "vserver \"cdn\" answers with CNAMEs (-dnsRecordType CNAME), so its services need -cnameEntry",
+        ],
+    );
+    // Nothing to probe without -destIP.
+    one_error(
+        &format!("{CNAME_BASE}add lb monitor m1 TCP\nbind gslb service c1 -monitorName m1\n"),
+        10,
+        &[
+            "stands for a name (-cnameEntry) and has no address to probe: give monitor \"m1\" -destIP",
+        ],
+    );
+    ok(&format!(
+        "{CNAME_BASE}add lb monitor m1 TCP -destIP 10.9.0.1 -destPort 80\nbind gslb service c1 -monitorName m1\n"
+    ));
+    // Two CNAME services of one site need their own ports.
+    one_error(
+        &format!("{CNAME_BASE}add gslb service c3 -cnameEntry cdn-3.example.org -siteName s1\n"),
+        9,
+        &["another CNAME service of this site has port 1 (line 4)"],
     );
 }

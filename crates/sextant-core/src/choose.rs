@@ -235,7 +235,7 @@ fn choose_among<S: Sessions, T: Tracer>(
         if let Some(i) = kept {
             let service = vs.bindings[i].service;
             w.trace.record(TraceEvent::Persisted { service });
-            w.out.addrs.push(model.service(service).answer_ip());
+            w.out.push_service(model, service);
             decision.reason = Reason::Persistence;
             decision.ecs_scope = client.scope;
             decision.stick = Some(Stick {
@@ -338,7 +338,7 @@ fn choose_among<S: Sessions, T: Tracer>(
     if vs.multi_ip_response {
         for (i, b) in vs.bindings.iter().enumerate() {
             if in_set(i) {
-                w.out.addrs.push(model.service(b.service).answer_ip());
+                w.out.push_service(model, b.service);
             }
         }
         w.trace.record(TraceEvent::MultiIp {
@@ -377,7 +377,7 @@ fn choose_among<S: Sessions, T: Tracer>(
             service,
             method: plan.method,
         });
-        w.out.addrs.push(model.service(service).answer_ip());
+        w.out.push_service(model, service);
         if let Some(key) = persist_key {
             decision.ecs_scope = client.scope;
             decision.stick = Some(Stick {

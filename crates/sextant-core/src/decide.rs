@@ -87,6 +87,13 @@ pub struct Query<'a> {
 pub enum Outcome {
     /// The addresses in the [`AnswerBuf`] answer a GSLB domain.
     Addresses { domain: DomainId, ttl: u32 },
+    /// CNAME-based GSLB: a CNAME from the GSLB domain to the name `service`
+    /// stands for (`Service::cname`).
+    GslbCname {
+        domain: DomainId,
+        ttl: u32,
+        service: ServiceId,
+    },
     /// The addresses in the [`AnswerBuf`] answer a datacenter-mode record.
     DcAddresses {
         record: crate::dc::DcRecordId,
@@ -213,9 +220,24 @@ pub enum LdnsUse {
 #[derive(Debug, Default, Clone)]
 pub struct AnswerBuf {
     pub addrs: Vec<IpAddr>,
+    /// CNAME-based GSLB: the first chosen service that stands for a name
+    /// (`-cnameEntry`); the answer is a CNAME to its name.
+    pub cname_service: Option<ServiceId>,
     /// The CNAME records answered before the final data, as indices into
     /// `Model::records`, in chain order.
     pub chain: Vec<u32>,
+}
+
+impl AnswerBuf {
+    /// Adds a chosen service's answer: its address, and for CNAME-based
+    /// GSLB the service itself.
+    pub(crate) fn push_service(&mut self, model: &crate::Model, service: ServiceId) {
+        let svc = model.service(service);
+        self.addrs.push(svc.answer_ip());
+        if svc.cname.is_some() && self.cname_service.is_none() {
+            self.cname_service = Some(service);
+        }
+    }
 }
 
 /// Per-worker selection state: a random stream, and whether this decision
@@ -285,6 +307,7 @@ pub fn decide<T: Tracer, S: Sessions>(
 ) -> Decision {
     out.addrs.clear();
     out.chain.clear();
+    out.cname_service = None;
     if snap.is_child_site() {
         trace.record(TraceEvent::ChildSite);
         return plain(Outcome::Refused, Reason::ChildSite);
@@ -345,7 +368,20 @@ pub fn decide<T: Tracer, S: Sessions>(
     }
 
     if let Some(domain) = domain {
-        let Some(family) = Family::of(query.qtype) else {
+        let cname_vs = snap
+            .model()
+            .vserver(snap.model().domain(domain).vserver)
+            .cname;
+        let family = match cname_vs {
+            // A CNAME answers every address query, and CNAME queries.
+            true => matches!(
+                query.qtype,
+                QueryType::A | QueryType::Aaaa | QueryType::Any | QueryType::Other(TYPE_CNAME)
+            )
+            .then_some(Family::Name),
+            false => Family::of(query.qtype),
+        };
+        let Some(family) = family else {
             // Other types at a GSLB name: its static records (TXT, MX...).
             return match zone {
                 Some(z) => answer_static(
@@ -437,7 +473,10 @@ fn answer_gslb<T: Tracer, S: Sessions>(
         return decision;
     }
     if out.addrs.is_empty() && decision.reason != Reason::NoAddressOfFamily {
-        if let Some(ip) = d.backup_ip.filter(|ip| family.matches(*ip)) {
+        if let Some(ip) = d
+            .backup_ip
+            .filter(|ip| family != Family::Name && family.matches(*ip))
+        {
             trace.record(TraceEvent::BackupIp { addr: ip });
             out.addrs.push(ip);
             decision.reason = Reason::BackupIp;
@@ -445,10 +484,14 @@ fn answer_gslb<T: Tracer, S: Sessions>(
             decision.reason = last;
         }
     }
-    decision.outcome = if out.addrs.is_empty() {
-        Outcome::NoData { zone }
-    } else {
-        Outcome::Addresses { domain, ttl: d.ttl }
+    decision.outcome = match out.cname_service {
+        Some(service) => Outcome::GslbCname {
+            domain,
+            ttl: d.ttl,
+            service,
+        },
+        None if out.addrs.is_empty() => Outcome::NoData { zone },
+        None => Outcome::Addresses { domain, ttl: d.ttl },
     };
     decision
 }
@@ -698,6 +741,8 @@ fn plain(outcome: Outcome, reason: Reason) -> Decision {
 enum Family {
     V4,
     V6,
+    /// A CNAME-based vserver's answer: any service, whatever its address.
+    Name,
 }
 
 impl Family {
@@ -713,7 +758,7 @@ impl Family {
     fn matches(self, ip: IpAddr) -> bool {
         matches!(
             (self, ip),
-            (Family::V4, IpAddr::V4(_)) | (Family::V6, IpAddr::V6(_))
+            (Family::V4, IpAddr::V4(_)) | (Family::V6, IpAddr::V6(_)) | (Family::Name, _)
         )
     }
 }
@@ -815,7 +860,7 @@ fn last_resort<T: Tracer>(
     )?;
     let service = vs.bindings[pick].service;
     trace.record(TraceEvent::LastResort { service });
-    out.addrs.push(model.service(service).answer_ip());
+    out.push_service(model, service);
     Some(Reason::LastResort)
 }
 

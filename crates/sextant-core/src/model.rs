@@ -369,6 +369,10 @@ pub struct Service {
     pub monitors: Vec<MonitorId>,
     /// Where its load figures come from (local services only).
     pub load_source: LoadSource,
+    /// CNAME-based GSLB (`-cnameEntry`): the name this service stands for,
+    /// lower case, no trailing dot; its vserver answers with a CNAME to it.
+    /// Such a service has no address (`ip` is unspecified).
+    pub cname: Option<String>,
 }
 
 impl Service {
@@ -469,6 +473,9 @@ pub struct VServer {
     /// RTT method: answers are balanced among the sites within this much
     /// of the smallest RTT (`-tolerance`, ms); 0 = the best site only.
     pub rtt_tolerance: Duration,
+    /// CNAME-based GSLB (`-dnsRecordType CNAME`): answers with a CNAME to
+    /// the chosen service's name instead of an address.
+    pub cname: bool,
 }
 
 impl VServer {
@@ -487,6 +494,7 @@ impl VServer {
             hash_v4_mask: 32,
             hash_v6_mask: 128,
             rtt_tolerance: Duration::ZERO,
+            cname: false,
         }
     }
 

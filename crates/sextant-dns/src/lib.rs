@@ -111,6 +111,7 @@ impl Worker {
             cursor: Cursor::new(seed),
             answers: AnswerBuf {
                 addrs: Vec::with_capacity(64),
+                cname_service: None,
                 chain: Vec::with_capacity(sextant_core::records::MAX_CNAME_CHAIN),
             },
             name_buf: [0; 256],

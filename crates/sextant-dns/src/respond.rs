@@ -255,6 +255,17 @@ impl Answering<'_> {
                 }
                 Ok(Rcode::NoError)
             }
+            Outcome::GslbCname { ttl, service, .. } => {
+                let target = model
+                    .services
+                    .get(service as usize)
+                    .and_then(|s| s.cname.as_deref())
+                    .ok_or(BadName(
+                        "a CNAME answer names a service without -cnameEntry",
+                    ))?;
+                w.cname(Section::Answer, qname, qname, ttl, target)?;
+                Ok(Rcode::NoError)
+            }
             Outcome::NoData { zone: Some(z) } => {
                 negative_soa(w, z)?;
                 Ok(Rcode::NoError)

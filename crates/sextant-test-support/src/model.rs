@@ -33,6 +33,7 @@ pub fn service(name: &str, ip: IpAddr) -> Service {
         max_clients: 0,
         monitors: Vec::new(),
         load_source: LoadSource::Monitors,
+        cname: None,
     }
 }
 

@@ -47,7 +47,9 @@ pub fn explain(
     );
     let model = snap.model();
     let (rcode, ttl) = match decision.outcome {
-        Outcome::Addresses { ttl, .. } | Outcome::DcAddresses { ttl, .. } => ("NOERROR", Some(ttl)),
+        Outcome::Addresses { ttl, .. }
+        | Outcome::DcAddresses { ttl, .. }
+        | Outcome::GslbCname { ttl, .. } => ("NOERROR", Some(ttl)),
         Outcome::NoData { .. } | Outcome::ZoneSoa { .. } | Outcome::ZoneNs { .. } => {
             ("NOERROR", None)
         }
@@ -102,6 +104,12 @@ pub fn explain(
                 _ => {}
             }
             lines
+        }
+        Outcome::GslbCname { service, .. } => {
+            vec![format!(
+                "CNAME {}",
+                model.service(service).cname.as_deref().unwrap_or("?")
+            )]
         }
         Outcome::Referral { cut } => snap
             .records()

@@ -348,6 +348,38 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
         assert_eq!(root.metadata.response_code, ResponseCode::Refused);
     }
 
+    // CNAME-based GSLB (-dnsRecordType CNAME, -cnameEntry): a CNAME to
+    // each site's name in turn, for A queries and CNAME queries alike.
+    for site in [&site1, &site2] {
+        let server = site.dns.server.ip().to_string();
+        eventually(
+            Duration::from_secs(30),
+            &format!("{} answers cdn with both sites' names", site.name),
+            || {
+                let seen: std::collections::BTreeSet<String> = (0..6)
+                    .flat_map(|_| dig(&ns, &server, "cdn.gslb.example.net", "A", false))
+                    .collect();
+                seen == [
+                    "cdn-dc1.example.org.".to_string(),
+                    "cdn-dc2.example.org.".to_string(),
+                ]
+                .into()
+            },
+        );
+        let m = site.in_ns(|| {
+            site.dns.udp(&build_query(
+                "cdn.gslb.example.net",
+                RecordType::CNAME,
+                None,
+            ))
+        });
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        assert!(m.metadata.authoritative);
+        assert_eq!(m.answers.len(), 1, "{m:?}");
+        assert!(matches!(&m.answers[0].data, RData::CNAME(_)), "{m:?}");
+        assert_eq!(m.answers[0].ttl, 5);
+    }
+
     // The child's shop service, answered by both parents.
     for site in [&site1, &site2] {
         eventually(

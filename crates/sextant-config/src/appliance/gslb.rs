@@ -420,11 +420,7 @@ pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         .iter()
         .any(|t| t.is_option() && t.text[1..].eq_ignore_ascii_case("cnameEntry"))
     {
-        r.error(
-            line,
-            &ctx,
-            "-cnameEntry (CNAME-based GSLB, answering a GSLB domain with a CNAME to the chosen service's name) is not supported yet: give the service the address it stands for (NAME IP PROTOCOL PORT)",
-        );
+        add_cname_service(r, line, &ctx, tokens);
         return;
     }
     let args = r.args(line, &ctx, tokens, SERVICE_OPTS);
@@ -467,9 +463,80 @@ pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         max_clients: 0,
         load: None,
         vservice_name: None,
+        cname: None,
     });
     let idx = r.draft.services.len() - 1;
     apply_service_opts(r, line, &ctx, idx, &args);
+}
+
+/// `add gslb service NAME [PROTOCOL PORT] -cnameEntry CANONICAL -siteName
+/// SITE [options]`: CNAME-based GSLB. The service stands for a name, not an
+/// address; a vserver with `-dnsRecordType CNAME` answers with a CNAME to
+/// the chosen service's name.
+fn add_cname_service(r: &mut Reader<'_>, line: usize, ctx: &str, tokens: &[Token]) {
+    let mut specs = SERVICE_OPTS.to_vec();
+    specs.push(opt("cnameEntry", Arity::One));
+    let args = r.args(line, ctx, tokens, &specs);
+    let name = match args.positional {
+        [name] | [name, _, _] => name.text.to_string(),
+        _ => {
+            r.error(
+                line,
+                ctx,
+                "with -cnameEntry, give NAME (and optionally PROTOCOL PORT) before the options, no IP",
+            );
+            return;
+        }
+    };
+    let (protocol, port) = match args.positional {
+        [_, proto, port] => (
+            scalar::protocol(&proto.text).unwrap_or_else(|e| {
+                r.error(line, ctx, e);
+                ServiceProtocol::Any
+            }),
+            scalar::port(&port.text).unwrap_or_else(|e| {
+                r.error(line, ctx, format!("PORT: {e}"));
+                1
+            }),
+        ),
+        _ => (ServiceProtocol::Any, 1),
+    };
+    let cname = args
+        .get("cnameEntry")
+        .map(|o| scalar::normalize_name(o.value()));
+    if let Some(c) = &cname
+        && let Err(e) = scalar::check_domain(c)
+    {
+        r.error(line, ctx, format!("-cnameEntry: {e}"));
+    }
+    let site = args.get("siteName").map(|o| Ref {
+        name: o.value().to_string(),
+        line,
+        context: ctx.into(),
+    });
+    if site.is_none() && args.lacks("siteName") {
+        r.error(
+            line,
+            ctx,
+            "-siteName is required (the site the service belongs to)",
+        );
+    }
+    r.draft.services.push(DraftService {
+        name,
+        line,
+        ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        port,
+        protocol,
+        site,
+        public_ip: None,
+        public_port: None,
+        max_clients: 0,
+        load: None,
+        vservice_name: None,
+        cname,
+    });
+    let idx = r.draft.services.len() - 1;
+    apply_service_opts(r, line, ctx, idx, &args);
 }
 
 /// `set gslb service NAME [options]`.
@@ -776,18 +843,23 @@ fn apply_vserver_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
                 }
             }
             "dnsRecordType" => {
-                r.value(line, ctx, o, |v| {
+                let cname = r.value(line, ctx, o, |v| {
                     if v.eq_ignore_ascii_case("A") || v.eq_ignore_ascii_case("AAAA") {
-                        Ok(())
-                    } else if v.eq_ignore_ascii_case("CNAME") || v.eq_ignore_ascii_case("NAPTR") {
+                        Ok(false)
+                    } else if v.eq_ignore_ascii_case("CNAME") {
+                        Ok(true)
+                    } else if v.eq_ignore_ascii_case("NAPTR") {
                         Err(format!(
                             "{} GSLB is not supported yet; use A or AAAA (Sextant answers both A and AAAA queries from the services' addresses)",
                             v.to_ascii_uppercase()
                         ))
                     } else {
-                        Err(format!("expected A or AAAA, found \"{v}\""))
+                        Err(format!("expected A, AAAA or CNAME, found \"{v}\""))
                     }
                 });
+                if let Some(cname) = cname {
+                    r.draft.vservers[idx].vserver.cname = cname;
+                }
             }
             "appflowLog" => {
                 r.value(line, ctx, o, scalar::enabled);

@@ -888,6 +888,7 @@ impl Native<'_> {
         let Some(s) = self.de::<ServiceT>("[[service]]", value) else {
             if let Some(name) = name {
                 self.draft.services.push(DraftService {
+                    cname: None,
                     name,
                     line,
                     ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
@@ -948,6 +949,7 @@ impl Native<'_> {
             });
         }
         self.draft.services.push(DraftService {
+            cname: None,
             name: s.name.get_ref().clone(),
             line,
             ip,

@@ -40,6 +40,7 @@ pub fn big_model(domains: usize, per_vserver: usize) -> Model {
                 max_clients: 0,
                 monitors: vec![],
                 load_source: LoadSource::Monitors,
+                cname: None,
             });
             vs.bindings.push(Binding {
                 service: id,

@@ -299,6 +299,25 @@ impl<'o> ResponseWriter<'o> {
         })
     }
 
+    /// A CNAME record from `owner` to `target` (CNAME-based GSLB).
+    pub fn cname(
+        &mut self,
+        section: Section,
+        owner: &str,
+        qname: &str,
+        ttl: u32,
+        target: &str,
+    ) -> Result<(), BadName> {
+        self.record(section, |out| {
+            write_name(out, owner, qname)?;
+            fixed(out, TYPE_CNAME, ttl, 0);
+            let rdata_start = out.len();
+            write_name(out, target, qname)?;
+            patch_rdlen(out, rdata_start);
+            Ok(())
+        })
+    }
+
     /// Appends OPT (if any), sets RCODE, patches counts, and applies
     /// truncation: on overflow only the question and OPT remain, with TC=1.
     /// Returns whether the response was truncated.

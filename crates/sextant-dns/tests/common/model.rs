@@ -31,6 +31,7 @@ fn service(name: &str, ip: IpAddr) -> Service {
         max_clients: 0,
         monitors: Vec::new(),
         load_source: Default::default(),
+        cname: None,
     }
 }
 
