@@ -320,3 +320,40 @@ pub fn answer_addrs(m: &Message) -> Vec<IpAddr> {
         })
         .collect()
 }
+
+/// Runs `dig @SERVER -p PORT +time=2 +tries=2 +norec ARGS...` (inside `ns`
+/// when given) and returns what it printed on stdout: the one way the tests
+/// ask with an independent client's command line.
+pub fn dig(ns: Option<&crate::netns::Netns>, server: SocketAddr, args: &[&str]) -> String {
+    String::from_utf8_lossy(&dig_output(ns, server, args).stdout).into_owned()
+}
+
+/// Like [`dig`], with the exit status and stderr.
+pub fn dig_output(
+    ns: Option<&crate::netns::Netns>,
+    server: SocketAddr,
+    args: &[&str],
+) -> std::process::Output {
+    let at = format!("@{}", server.ip());
+    let port = server.port().to_string();
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = std::process::Command::new("ip");
+            c.args(["netns", "exec", &ns.name, "dig"]);
+            c
+        }
+        None => std::process::Command::new("dig"),
+    };
+    cmd.args([
+        at.as_str(),
+        "-p",
+        port.as_str(),
+        "+time=2",
+        "+tries=2",
+        "+norec",
+    ])
+    .args(args)
+    .stdin(std::process::Stdio::null())
+    .output()
+    .expect("run dig")
+}

@@ -502,23 +502,8 @@ fn dig_sees_authoritative_answers() {
         return;
     }
     let (net, s) = start("dns_dig");
-    let server = format!("@{}", net.server_ip());
-    let port = DNS_PORT.to_string();
-    let dig = |extra: &[&str]| -> String {
-        let out = std::process::Command::new("dig")
-            .args([
-                server.as_str(),
-                "-p",
-                port.as_str(),
-                "+time=2",
-                "+tries=2",
-                "+norec",
-            ])
-            .args(extra)
-            .output()
-            .expect("run dig");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let server = std::net::SocketAddr::new(net.server_ip().into(), DNS_PORT);
+    let dig = |extra: &[&str]| -> String { sextant_test_support::dns::dig(None, server, extra) };
     let valid = [net.svc_ip(50).to_string(), net.svc_ip(51).to_string()];
     for transport in ["+notcp", "+tcp"] {
         let short = dig(&[transport, "+short", "app.example.com", "A"]);

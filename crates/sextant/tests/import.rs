@@ -197,14 +197,13 @@ fn v4(s: &str) -> Ipv4Addr {
 
 /// `dig @server name type +short` inside the namespace; each line.
 fn dig(ns: &Netns, server: &str, name: &str, rtype: &str, tcp: bool) -> Vec<String> {
-    let at = format!("@{server}");
-    let mut args = vec![
-        "dig", &at, "-p", "53", name, rtype, "+short", "+time=2", "+tries=2",
-    ];
-    if tcp {
-        args.push("+tcp");
-    }
-    let out = ns.exec(&args);
+    let server = SocketAddr::new(server.parse().expect("server address"), 53);
+    let transport = if tcp { "+tcp" } else { "+notcp" };
+    let out = sextant_test_support::dns::dig_output(
+        Some(ns),
+        server,
+        &[name, rtype, "+short", transport],
+    );
     assert!(out.status.success(), "dig failed: {}", output_text(&out));
     String::from_utf8_lossy(&out.stdout)
         .lines()

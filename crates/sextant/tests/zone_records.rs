@@ -310,23 +310,8 @@ fn dig_sees_every_record_type() {
     }
     let (net, _a, b, s) = start("zone_records_dig");
     s.wait_state("sB", State::Up);
-    let server = format!("@{}", net.server_ip());
-    let port = DNS_PORT.to_string();
-    let dig = |extra: &[&str]| -> String {
-        let out = std::process::Command::new("dig")
-            .args([
-                server.as_str(),
-                "-p",
-                port.as_str(),
-                "+time=2",
-                "+tries=2",
-                "+norec",
-            ])
-            .args(extra)
-            .output()
-            .expect("run dig");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let server = std::net::SocketAddr::new(net.server_ip().into(), DNS_PORT);
+    let dig = |extra: &[&str]| -> String { sextant_test_support::dns::dig(None, server, extra) };
     for transport in ["+notcp", "+tcp"] {
         let short = |name: &str, ty: &str| dig(&[transport, "+short", name, ty]);
         assert_eq!(short("ns1.example.com", "A").trim(), "192.0.2.53");

@@ -364,40 +364,8 @@ const SERVICE_OPTS: &[OptSpec] = &[
     opt("vServiceName", Arity::One),
 ];
 
-/// `set gslb service` takes every option of `add` but the site.
-const SERVICE_SET_OPTS: &[OptSpec] = &[
-    opt("publicIP", Arity::One),
-    opt("publicPort", Arity::One),
-    opt("maxClient", Arity::One),
-    opt("cip", Arity::Many),
-    opt("cipHeader", Arity::One),
-    opt("cltTimeout", Arity::One),
-    opt("svrTimeout", Arity::One),
-    opt("downStateFlush", Arity::One),
-    opt("loadSource", Arity::One),
-    opt("loadURL", Arity::One),
-    opt("loadInterval", Arity::Duration),
-    opt("connectionsMetric", Arity::One),
-    opt("responseTimeMetric", Arity::One),
-    opt("bandwidthMetric", Arity::One),
-    opt("packetsMetric", Arity::One),
-    opt("customLoadMetric", Arity::One),
-    opt("cpuMetric", Arity::One),
-    opt("memoryMetric", Arity::One),
-    opt("requestsMetric", Arity::One),
-    opt("newSessionsMetric", Arity::One),
-    opt("healthyBackendsMetric", Arity::One),
-    opt("sitePersistence", Arity::One),
-    opt("cookieTimeout", Arity::One),
-    opt("sitePrefix", Arity::One),
-    opt("healthMonitor", Arity::One),
-    opt("appflowLog", Arity::One),
-    opt("maxBandwidth", Arity::One),
-    opt("monThreshold", Arity::One),
-    opt("maxAAAUsers", Arity::One),
-    opt("hashId", Arity::One),
-    opt("vServiceName", Arity::One),
-];
+/// `set gslb service` takes every option of `add` but the site (the first).
+const SERVICE_SET_OPTS: &[OptSpec] = SERVICE_OPTS.split_at(1).1;
 
 /// The option naming the metric of each figure.
 const METRIC_OPTS: [(&str, LoadKind); LoadKind::EVERY.len()] = [
