@@ -78,8 +78,8 @@ impl Client {
 
 /// Which bindings of a vserver may answer (UP and of the queried family).
 /// For a vserver of at most 64 bindings this is worked out once per
-/// decision as a bit mask, so that the round-robin schedule walk and the
-/// RTT method test bits instead of reading service records per slot.
+/// decision as a bit mask, so that round robin and the RTT method test
+/// bits instead of reading service records per binding.
 pub(crate) struct Eligible<F> {
     mask: Option<u64>,
     test: F,
@@ -151,11 +151,9 @@ enum Set {
         max_us: u32,
     },
     /// The same for a vserver of at most 64 bindings, worked out once: bit
-    /// `i` is binding `i`. `site` is the site group when only one site is
-    /// in the running, whose part of the schedule round robin then walks.
+    /// `i` is binding `i`.
     RttBits {
         bits: u64,
-        site: Option<usize>,
     },
 }
 
@@ -282,8 +280,8 @@ fn choose_among<S: Sessions, T: Tracer>(
         },
         _ => plan,
     };
-    // The common sets as one bit mask, so that walking the schedule tests
-    // bits rather than calling `contains` per slot.
+    // The common sets as one bit mask, so that round robin tests bits
+    // rather than calling `contains` per binding.
     let set_mask = match (eligible.mask(), plan.set) {
         (Some(m), Set::All) => Some(m),
         (Some(m), Set::RttBits { bits, .. }) => Some(m & bits),
@@ -363,13 +361,7 @@ fn choose_among<S: Sessions, T: Tracer>(
             }),
             None => round_robin(snap, vs_id, w.cursor, in_set),
         },
-        Pick::RoundRobin => {
-            let schedule = match plan.set {
-                Set::RttBits { site: Some(g), .. } => snap.site_schedule(vs_id, g),
-                _ => snap.schedule(vs_id),
-            };
-            round_robin_on(snap, vs_id, schedule, w.cursor, in_set)
-        }
+        Pick::RoundRobin => round_robin(snap, vs_id, w.cursor, in_set),
     };
     if let Some(i) = pick {
         let service = vs.bindings[i].service;
@@ -400,27 +392,8 @@ fn round_robin(
     cursor: &mut Cursor,
     in_set: impl Fn(usize) -> bool,
 ) -> Option<usize> {
-    round_robin_on(snap, vs_id, snap.schedule(vs_id), cursor, in_set)
-}
-
-/// Round robin along `schedule` (the vserver's, or the part of it that
-/// holds the set's bindings: the same shares, fewer slots to skip).
-fn round_robin_on(
-    snap: &Snapshot,
-    vs_id: VServerId,
-    schedule: &[u32],
-    cursor: &mut Cursor,
-    in_set: impl Fn(usize) -> bool,
-) -> Option<usize> {
     let vs = snap.model().vserver(vs_id);
-    let random = cursor.next_random();
-    weighted_round_robin(
-        &vs.bindings,
-        schedule,
-        snap.turn(vs_id, cursor.peeks()),
-        random,
-        in_set,
-    )
+    weighted_round_robin(&vs.bindings, snap.turn(vs_id, cursor.peeks()), in_set)
 }
 
 /// Whether binding `i` is in `set`.
@@ -677,20 +650,12 @@ fn rtt_plan<T: Tracer>(
                 best_us: best,
                 tolerance_us,
             });
-            let mut within = groups
+            let bits = groups
                 .iter()
-                .enumerate()
-                .filter(|(_, g)| g.bindings & up != 0)
-                .filter(|(_, g)| rtts.get(g.site).is_some_and(|r| r <= max_us));
-            let first = within.next();
-            let bits = first.map_or(0, |(_, g)| g.bindings);
-            match within.fold(bits, |bits, (_, g)| bits | g.bindings) {
-                b if b == bits => Set::RttBits {
-                    bits,
-                    site: first.map(|(k, _)| k),
-                },
-                bits => Set::RttBits { bits, site: None },
-            }
+                .filter(|g| g.bindings & up != 0)
+                .filter(|g| rtts.get(g.site).is_some_and(|r| r <= max_us))
+                .fold(0, |bits, g| bits | g.bindings);
+            Set::RttBits { bits }
         }
         _ => {
             let best = (0..vs.bindings.len())

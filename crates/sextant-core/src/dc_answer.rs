@@ -15,7 +15,7 @@ use crate::dc::{Balance, DcHealth, DcRecord, DcRecordId, MAX_DC_GROUPS, RecordSt
 use crate::decide::{AnswerBuf, Cursor, Decision, Outcome, Reason};
 use crate::location::Location;
 use crate::policy::DnsActionId;
-use crate::select::weighted_round_robin;
+use crate::select::nth_weighted;
 use crate::snapshot::Snapshot;
 use crate::trace::{MatchPass, TraceEvent, Tracer};
 
@@ -260,10 +260,8 @@ pub(crate) fn answer_dc_record<T: Tracer>(
             nth_of(n, &chosen, cursor.next_random(), open)
         }
         Balance::WeightedRoundRobin => {
-            let random = cursor.next_random();
             let turn = snap.dc_turn(r, cursor.peeks());
-            weighted_round_robin(&[], snap.dc_schedule(r), turn, random, chosen)
-                .or_else(|| weighted_random(rec, random, &chosen))
+            nth_weighted(n, |a| rec.addresses[a].weight, turn, chosen)
         }
         Balance::WeightedRandom => weighted_random(rec, cursor.next_random(), &chosen),
         Balance::Closest => {

@@ -850,14 +850,9 @@ fn last_resort<T: Tracer>(
         trace.record(TraceEvent::EmptyDownResponse);
         return Some(Reason::EmptyDownResponse);
     }
-    let random = cursor.next_random();
-    let pick = weighted_round_robin(
-        &vs.bindings,
-        snap.schedule(vs_id),
-        snap.turn(vs_id, cursor.peek),
-        random,
-        |i| family.matches(model.service(vs.bindings[i].service).answer_ip()),
-    )?;
+    let pick = weighted_round_robin(&vs.bindings, snap.turn(vs_id, cursor.peek), |i| {
+        family.matches(model.service(vs.bindings[i].service).answer_ip())
+    })?;
     let service = vs.bindings[pick].service;
     trace.record(TraceEvent::LastResort { service });
     out.push_service(model, service);

@@ -7,61 +7,171 @@ use std::net::IpAddr;
 
 use crate::model::Binding;
 
-/// Smooth weighted round robin along a precomputed schedule.
+/// Weighted round robin over the eligible bindings of a vserver.
 ///
-/// `turn` counts the vserver's answers so far; the answer is the
-/// `turn`-th eligible slot of the schedule (cyclically). Counting only
-/// eligible slots keeps the shares exact when some services are down: a
-/// DOWN service's share is spread over the others rather than handed to
-/// its neighbour. When the schedule is empty (total weight too large to
-/// tabulate), a weighted random pick from `random` is used instead.
+/// `turn` counts the vserver's answers so far. See [`nth_weighted`]: the
+/// cost depends on the number of bindings only, never on their weights or
+/// on how many are down, and a DOWN service's share is spread over the
+/// others in proportion to their weights.
 pub fn weighted_round_robin(
     bindings: &[Binding],
-    schedule: &[u32],
     turn: u64,
-    random: u64,
     eligible: impl Fn(usize) -> bool,
 ) -> Option<usize> {
-    if schedule.is_empty() {
-        return weighted_random(bindings, random, eligible);
-    }
-    let open = schedule.iter().filter(|b| eligible(**b as usize)).count() as u64;
-    if open == 0 {
-        return None;
-    }
-    let target = (turn % open) as usize;
-    schedule
-        .iter()
-        .map(|b| *b as usize)
-        .filter(|b| eligible(*b))
-        .nth(target)
+    nth_weighted(bindings.len(), |i| bindings[i].weight, turn, eligible)
 }
 
-/// A weighted random pick among the eligible bindings.
-pub fn weighted_random(
-    bindings: &[Binding],
-    random: u64,
+/// Slot `turn mod W` (W: the eligible items' total weight) of the
+/// Sainte-Laguë order of the eligible items, without tabulating it.
+///
+/// Item `i` of weight `w` owns the `w` slots whose keys are
+/// `(2k + 1) / 2w` for `k = 0..w`; the order is by key, then by index. Every
+/// `W` consecutive turns therefore give item `i` exactly `w` answers, spread
+/// as evenly as the weights allow (weights 3 and 1 give `0 0 1 0`; equal
+/// weights alternate in index order), whichever items are eligible.
+///
+/// The slot is found arithmetically: counting each item's keys below
+/// `(2p + 1) / 2W` lands within about `n / 2` slots of position `p` (`n`
+/// items), usually on it, and the few remaining steps compare keys. No
+/// table, so nothing to rebuild when weights or health change, and no
+/// memory that grows with the weights.
+pub fn nth_weighted(
+    len: usize,
+    weight: impl Fn(usize) -> u32,
+    turn: u64,
     eligible: impl Fn(usize) -> bool,
 ) -> Option<usize> {
-    let total: u64 = (0..bindings.len())
-        .filter(|i| eligible(*i))
-        .map(|i| u64::from(bindings[i].weight.max(1)))
-        .sum();
+    let w = |i: usize| u64::from(weight(i).max(1));
+    let mut total = 0u64;
+    let mut count = 0u64;
+    let mut uniform = Some(0u64);
+    for i in (0..len).filter(|i| eligible(*i)) {
+        let wi = w(i);
+        total += wi;
+        count += 1;
+        uniform = match uniform {
+            Some(0) => Some(wi),
+            Some(u) if u == wi => Some(u),
+            _ => None,
+        };
+    }
     if total == 0 {
         return None;
     }
-    let mut target = random % total;
-    for (i, b) in bindings.iter().enumerate() {
-        if !eligible(i) {
-            continue;
-        }
-        let w = u64::from(b.weight.max(1));
-        if target < w {
-            return Some(i);
-        }
-        target -= w;
+    if uniform.is_some() {
+        // Equal weights: the order is the index order.
+        let target = (turn % count) as usize;
+        return (0..len).filter(|i| eligible(*i)).nth(target);
     }
-    None
+    let p = turn % total;
+    // Keys below x = (2p + 1) / 2W, and the nearest key on either side.
+    let x = Key {
+        odd: 2 * p + 1,
+        weight: total,
+        item: usize::MAX,
+    };
+    let inv = 1.0 / total as f64;
+    let mut below = 0u64;
+    let mut last_below: Option<Key> = None;
+    let mut first_above: Option<Key> = None;
+    for i in (0..len).filter(|i| eligible(*i)) {
+        let wi = w(i);
+        let n = keys_below(x.odd, total, inv, wi, false);
+        below += n;
+        if n > 0 {
+            let k = Key::of(i, n - 1, wi);
+            if last_below.is_none_or(|b| b.before(&k)) {
+                last_below = Some(k);
+            }
+        }
+        if n < wi {
+            let k = Key::of(i, n, wi);
+            if first_above.is_none_or(|a| k.before(&a)) {
+                first_above = Some(k);
+            }
+        }
+    }
+    if below > p {
+        // Slot p is the (below - 1 - p)-th key below x, counting down.
+        let mut at = last_below?;
+        for _ in 0..below - 1 - p {
+            at = (0..len)
+                .filter(|i| eligible(*i))
+                .filter_map(|i| at.previous_of(i, w(i)))
+                .reduce(|a, b| if a.before(&b) { b } else { a })?;
+        }
+        Some(at.item)
+    } else {
+        // Slot p is the (p - below)-th key from x up.
+        let mut at = first_above?;
+        for _ in 0..p - below {
+            at = (0..len)
+                .filter(|i| eligible(*i))
+                .filter_map(|i| at.next_of(i, w(i)))
+                .reduce(|a, b| if b.before(&a) { b } else { a })?;
+        }
+        Some(at.item)
+    }
+}
+
+/// One slot of the Sainte-Laguë order: key `odd / 2·weight` of `item`.
+#[derive(Debug, Clone, Copy)]
+struct Key {
+    odd: u64,
+    weight: u64,
+    item: usize,
+}
+
+impl Key {
+    fn of(item: usize, k: u64, weight: u64) -> Key {
+        Key {
+            odd: 2 * k + 1,
+            weight,
+            item,
+        }
+    }
+
+    /// Whether `self` comes before `other` (by key, then by item).
+    fn before(&self, other: &Key) -> bool {
+        let a = u128::from(self.odd) * u128::from(other.weight);
+        let b = u128::from(other.odd) * u128::from(self.weight);
+        a < b || (a == b && self.item < other.item)
+    }
+
+    /// The last slot of `item` (of weight `w`) before this one.
+    fn previous_of(&self, item: usize, w: u64) -> Option<Key> {
+        let inv = 1.0 / self.weight as f64;
+        let n = keys_below(self.odd, self.weight, inv, w, item < self.item);
+        (n > 0).then(|| Key::of(item, n - 1, w))
+    }
+
+    /// The first slot of `item` (of weight `w`) after this one.
+    fn next_of(&self, item: usize, w: u64) -> Option<Key> {
+        let inv = 1.0 / self.weight as f64;
+        let n = keys_below(self.odd, self.weight, inv, w, item <= self.item);
+        (n < w).then(|| Key::of(item, n, w))
+    }
+}
+
+/// How many keys `(2k + 1) / 2w` (`k < w`) lie below `odd / 2·weight`
+/// (or at it, when `ties` is set). Estimated in floating point and then
+/// settled exactly with integer comparisons, so no division per item.
+fn keys_below(odd: u64, weight: u64, inv_weight: f64, w: u64, ties: bool) -> u64 {
+    let target = u128::from(odd) * u128::from(w);
+    let is_below = |k: u64| {
+        let key = u128::from(2 * k + 1) * u128::from(weight);
+        key < target || (ties && key == target)
+    };
+    // r = odd·w / weight; keys below number about (r - 1) / 2, rounded up.
+    let r = odd as f64 * w as f64 * inv_weight;
+    let mut n = (((r - 1.0) / 2.0).ceil().max(0.0) as u64).min(w);
+    while n > 0 && !is_below(n - 1) {
+        n -= 1;
+    }
+    while n < w && is_below(n) {
+        n += 1;
+    }
+    n
 }
 
 /// Rendezvous (highest random weight) hashing of a client key: a client
@@ -133,11 +243,109 @@ mod tests {
     #[test]
     fn round_robin_skips_down_without_doubling_a_neighbour() {
         let bindings = [b(0, 1), b(1, 1), b(2, 1), b(3, 1)];
-        let schedule = [0, 1, 2, 3];
         let picks: Vec<_> = (0..6)
-            .map(|turn| weighted_round_robin(&bindings, &schedule, turn, 0, |i| i != 1).unwrap())
+            .map(|turn| weighted_round_robin(&bindings, turn, |i| i != 1).unwrap())
             .collect();
         assert_eq!(picks, vec![0, 2, 3, 0, 2, 3]);
+    }
+
+    /// The order spelled out: every slot's key, sorted by key then item.
+    fn sorted_slots(weights: &[u32], eligible: impl Fn(usize) -> bool) -> Vec<usize> {
+        let mut slots: Vec<(u64, u64, usize)> = Vec::new();
+        for (i, w) in weights.iter().enumerate().filter(|(i, _)| eligible(*i)) {
+            let w = u64::from((*w).max(1));
+            slots.extend((0..w).map(|k| (2 * k + 1, w, i)));
+        }
+        slots.sort_by(|a, b| {
+            (u128::from(a.0) * u128::from(b.1))
+                .cmp(&(u128::from(b.0) * u128::from(a.1)))
+                .then(a.2.cmp(&b.2))
+        });
+        slots.into_iter().map(|s| s.2).collect()
+    }
+
+    fn picks(
+        weights: &[u32],
+        turns: std::ops::Range<u64>,
+        eligible: impl Fn(usize) -> bool + Copy,
+    ) -> Vec<usize> {
+        turns
+            .map(|t| nth_weighted(weights.len(), |i| weights[i], t, eligible).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn weights_spread_as_evenly_as_they_allow() {
+        assert_eq!(picks(&[5, 1, 1], 0..7, |_| true), vec![0, 0, 0, 1, 2, 0, 0]);
+        assert_eq!(picks(&[3, 1], 0..4, |_| true), vec![0, 0, 1, 0]);
+        assert_eq!(picks(&[1, 1, 1], 0..6, |_| true), vec![0, 1, 2, 0, 1, 2]);
+        assert_eq!(
+            picks(&[2, 2, 4], 0..8, |_| true),
+            vec![2, 0, 1, 2, 2, 0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn every_slot_is_the_sorted_order_whatever_the_weights_and_health() {
+        // A deterministic spread of weight sets, with every subset of the
+        // first items down, against the order written out and sorted.
+        let mut seed = 7u64;
+        for case in 0..300 {
+            seed = mix(seed);
+            let n = 2 + (seed % 9) as usize;
+            let weights: Vec<u32> = (0..n)
+                .map(|i| {
+                    let r = mix(seed ^ i as u64);
+                    match case % 3 {
+                        0 => 1 + (r % 100) as u32,
+                        1 => 1 + (r % 7) as u32,
+                        _ => [1, 100, 37, 64, 99][(r % 5) as usize],
+                    }
+                })
+                .collect();
+            let down = mix(seed ^ 0xdead) & ((1 << n) - 1);
+            let eligible = |i: usize| down >> i & 1 == 0;
+            let expected = sorted_slots(&weights, eligible);
+            if expected.is_empty() {
+                assert_eq!(nth_weighted(n, |i| weights[i], 0, eligible), None);
+                continue;
+            }
+            let total = expected.len() as u64;
+            // Two periods, starting anywhere: the order repeats exactly.
+            let start = mix(seed) % 1_000_000;
+            for t in start..start + 2 * total {
+                let got = nth_weighted(n, |i| weights[i], t, eligible);
+                assert_eq!(
+                    got,
+                    Some(expected[(t % total) as usize]),
+                    "{weights:?} down {down:b} turn {t}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn heavy_weights_keep_exact_shares_in_every_window() {
+        // Weights far beyond what a table could hold, one item down.
+        let weights = [1_000_000u32, 999_983, 3, 250_000, 1];
+        let total: u64 = 1_000_000 + 250_000 + 3 + 1;
+        let eligible = |i: usize| i != 1;
+        let mut counts = [0u64; 5];
+        for t in 0..total {
+            counts[nth_weighted(5, |i| weights[i], t, eligible).unwrap()] += 1;
+        }
+        assert_eq!(counts, [1_000_000, 0, 3, 250_000, 1]);
+    }
+
+    #[test]
+    fn a_down_service_share_goes_to_the_others_by_weight() {
+        let bindings = [b(0, 60), b(1, 40), b(2, 100)];
+        let mut counts = [0; 3];
+        for turn in 0..100 {
+            counts[weighted_round_robin(&bindings, turn, |i| i != 2).unwrap()] += 1;
+        }
+        assert_eq!(counts, [60, 40, 0]);
+        assert_eq!(weighted_round_robin(&bindings, 5, |_| false), None);
     }
 
     #[test]

@@ -68,8 +68,6 @@ struct Compiled {
     zones: FnvMap<Box<str>, ZoneId>,
     /// Names of the static records (looked up only after the domains).
     records: RecordTable,
-    /// Per vserver: binding indices in smooth weighted round-robin order.
-    schedules: Vec<Arc<[u32]>>,
     /// Per vserver: how many round-robin turns have been taken. Shared by
     /// every worker so consecutive queries rotate, whichever thread answers.
     turns: Box<[AtomicU64]>,
@@ -88,9 +86,6 @@ struct Compiled {
     /// method reads one RTT per site rather than one per binding.
     site_groups: Box<[SiteBindings]>,
     site_group_start: Box<[u32]>,
-    /// Each site group's part of its vserver's round-robin schedule (the
-    /// slots of its bindings, in order), flat; see [`SiteBindings`].
-    site_schedules: Box<[u32]>,
     /// Datacenter-mode records by name, their round-robin state and the
     /// places of their addresses.
     dc: DcTables,
@@ -104,8 +99,6 @@ struct Compiled {
 #[derive(Debug, Default)]
 struct DcTables {
     by_name: FnvMap<Box<str>, DcRecordId>,
-    /// Per record: addresses in smooth weighted round-robin order.
-    schedules: Box<[Box<[u32]>]>,
     /// Per record: round-robin turns taken (shared by every worker).
     turns: Box<[AtomicU64]>,
     /// Per record, per address: its place in the location database.
@@ -120,12 +113,6 @@ impl DcTables {
                 .iter()
                 .enumerate()
                 .map(|(i, r)| (r.name.clone().into_boxed_str(), i as DcRecordId))
-                .collect(),
-            schedules: records
-                .iter()
-                .map(|r| {
-                    smooth_wrr_schedule(&r.addresses.iter().map(|a| a.weight).collect::<Vec<_>>())
-                })
                 .collect(),
             turns: records.iter().map(|_| AtomicU64::new(0)).collect(),
             places: records
@@ -147,9 +134,6 @@ pub(crate) struct SiteBindings {
     pub site: SiteId,
     /// Bit `i`: binding `i` is at this site.
     pub bindings: u64,
-    /// Where its slots of the schedule are in `site_schedules`: when the
-    /// RTT method's answer is one site, round robin walks only these.
-    schedule: (u32, u32),
 }
 
 /// Configuration plus health at one instant.
@@ -183,20 +167,9 @@ fn closest_zone(zones: &FnvMap<Box<str>, ZoneId>, name: &str) -> Option<ZoneId> 
     }
 }
 
-/// The longest weighted round-robin schedule kept; heavier vservers fall back
-/// to a proportional walk that needs no table.
-const MAX_SCHEDULE: u64 = 1 << 16;
-
 impl Snapshot {
     /// Builds the lookup tables for `model`; every service starts UP.
     pub fn new(model: Arc<Model>, generation: u64) -> Self {
-        Snapshot::after(model, generation, None)
-    }
-
-    /// [`Snapshot::new`] for a reload: tables that do not change with the
-    /// configuration's edits (a vserver's round-robin schedule, when its
-    /// weights are the same) are taken from `previous` instead of rebuilt.
-    pub fn after(model: Arc<Model>, generation: u64, previous: Option<&Snapshot>) -> Self {
         let domains = model
             .domains
             .iter()
@@ -210,7 +183,6 @@ impl Snapshot {
             .map(|(i, z)| (z.apex.clone().into_boxed_str(), i as ZoneId))
             .collect();
         let records = RecordTable::new(&model, |name| closest_zone(&zones, name));
-        let schedules = schedules(&model, previous);
         let states = vec![ServiceState::default(); model.services.len()].into();
         let metrics = vec![ServiceMetrics::NONE; model.services.len()].into();
         let turns = model.vservers.iter().map(|_| AtomicU64::new(0)).collect();
@@ -231,7 +203,6 @@ impl Snapshot {
         }
         let mut site_group_start = Vec::with_capacity(model.vservers.len() + 1);
         let mut site_groups: Vec<SiteBindings> = Vec::new();
-        let mut site_schedules: Vec<u32> = Vec::new();
         for (v, vs) in model.vservers.iter().enumerate() {
             site_group_start.push(site_groups.len() as u32);
             if !vs.uses_rtt() || vs.bindings.len() > 64 {
@@ -248,18 +219,8 @@ impl Snapshot {
                     None => site_groups.push(SiteBindings {
                         site: *site,
                         bindings: 1 << i,
-                        schedule: (0, 0),
                     }),
                 }
-            }
-            for g in &mut site_groups[first..] {
-                let start = site_schedules.len();
-                site_schedules.extend(
-                    schedules[v]
-                        .iter()
-                        .filter(|b| **b < 64 && g.bindings >> **b & 1 == 1),
-                );
-                g.schedule = (start as u32, (site_schedules.len() - start) as u32);
             }
         }
         site_group_start.push(site_groups.len() as u32);
@@ -287,13 +248,11 @@ impl Snapshot {
                 domains,
                 zones,
                 records,
-                schedules,
                 turns,
                 service_places,
                 binding_sites: binding_sites.into(),
                 binding_site_start: binding_site_start.into(),
                 site_groups: site_groups.into(),
-                site_schedules: site_schedules.into(),
                 site_group_start: site_group_start.into(),
                 services_by_name,
                 dc,
@@ -383,15 +342,6 @@ impl Snapshot {
             .get(site as usize)
             .copied()
             .unwrap_or(true)
-    }
-
-    pub(crate) fn dc_schedule(&self, r: DcRecordId) -> &[u32] {
-        self.compiled
-            .dc
-            .schedules
-            .get(r as usize)
-            .map(|s| &s[..])
-            .unwrap_or(&[])
     }
 
     pub(crate) fn dc_turn(&self, r: DcRecordId, peek: bool) -> u64 {
@@ -512,15 +462,6 @@ impl Snapshot {
     pub fn records(&self) -> &RecordTable {
         &self.compiled.records
     }
-
-    /// The weighted round-robin order of a vserver's bindings.
-    pub fn schedule(&self, vserver: VServerId) -> &[u32] {
-        self.compiled
-            .schedules
-            .get(vserver as usize)
-            .map(|s| &s[..])
-            .unwrap_or(&[])
-    }
 }
 
 impl Snapshot {
@@ -544,18 +485,6 @@ impl Snapshot {
             (Some(a), Some(b)) => c.site_groups.get(*a as usize..*b as usize).unwrap_or(&[]),
             _ => &[],
         }
-    }
-
-    /// Site group `g`'s slots of vserver `vs`'s round-robin schedule.
-    pub(crate) fn site_schedule(&self, vs: VServerId, g: usize) -> &[u32] {
-        let c = &self.compiled;
-        self.site_groups(vs)
-            .get(g)
-            .and_then(|grp| {
-                let (start, len) = (grp.schedule.0 as usize, grp.schedule.1 as usize);
-                c.site_schedules.get(start..start + len)
-            })
-            .unwrap_or(&[])
     }
 
     /// The location of a service (of its public IP, or its IP), if known.
@@ -582,122 +511,5 @@ impl Snapshot {
             Some(t) => t.fetch_add(1, Ordering::Relaxed),
             None => 0,
         }
-    }
-}
-
-/// Every vserver's round-robin schedule; one whose weights are those of the
-/// vserver of the same name in `previous` shares its schedule.
-fn schedules(model: &Model, previous: Option<&Snapshot>) -> Vec<Arc<[u32]>> {
-    let old: FnvMap<&str, VServerId> = previous
-        .map(|p| {
-            p.model()
-                .vservers
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (v.name.as_str(), i as VServerId))
-                .collect()
-        })
-        .unwrap_or_default();
-    model
-        .vservers
-        .iter()
-        .map(|v| {
-            let same = previous.and_then(|p| {
-                let id = *old.get(v.name.as_str())?;
-                let o = p.model().vservers.get(id as usize)?;
-                let equal = o.bindings.len() == v.bindings.len()
-                    && o.bindings
-                        .iter()
-                        .zip(&v.bindings)
-                        .all(|(a, b)| a.weight == b.weight);
-                equal
-                    .then(|| p.compiled.schedules.get(id as usize).cloned())
-                    .flatten()
-            });
-            same.unwrap_or_else(|| {
-                Arc::from(smooth_wrr_schedule(
-                    &v.bindings.iter().map(|b| b.weight).collect::<Vec<_>>(),
-                ))
-            })
-        })
-        .collect()
-}
-
-/// The smooth weighted round-robin order (as in nginx): each binding appears
-/// `weight` times, spread out rather than in bursts. Empty when the total
-/// weight is too large to tabulate.
-fn smooth_wrr_schedule(weights: &[u32]) -> Box<[u32]> {
-    let total: u64 = weights.iter().map(|w| u64::from((*w).max(1))).sum();
-    if total == 0 || total > MAX_SCHEDULE {
-        return Box::new([]);
-    }
-    let mut current = vec![0i64; weights.len()];
-    let mut order = Vec::with_capacity(total as usize);
-    for _ in 0..total {
-        let mut best = 0;
-        for (i, w) in weights.iter().enumerate() {
-            current[i] += i64::from((*w).max(1));
-            if current[i] > current[best] {
-                best = i;
-            }
-        }
-        current[best] -= total as i64;
-        order.push(best as u32);
-    }
-    order.into_boxed_slice()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn schedule_is_proportional_and_spread() {
-        let s = smooth_wrr_schedule(&[5, 1, 1]);
-        assert_eq!(s.len(), 7);
-        assert_eq!(s.iter().filter(|i| **i == 0).count(), 5);
-        // never three of the heavy one... in a row at the wrap either
-        assert_eq!(&s[..], &[0, 0, 1, 0, 2, 0, 0]);
-    }
-
-    #[test]
-    fn a_reload_shares_the_schedules_of_vservers_whose_weights_did_not_change() {
-        use crate::model::{Binding, ServiceProtocol, VServer};
-        let vs = |name: &str, w: &[u32]| {
-            let mut v = VServer::new(name, ServiceProtocol::Http);
-            v.bindings = w
-                .iter()
-                .map(|w| Binding {
-                    service: 0,
-                    weight: *w,
-                })
-                .collect();
-            v
-        };
-        let mut m = Model {
-            vservers: vec![vs("a", &[3, 1]), vs("b", &[1, 1])],
-            ..Default::default()
-        };
-        let first = Snapshot::new(Arc::new(m.clone()), 1);
-        m.vservers = vec![vs("new", &[2]), vs("b", &[1, 1]), vs("a", &[1, 3])];
-        let second = Snapshot::after(Arc::new(m), 2, Some(&first));
-        assert!(Arc::ptr_eq(
-            &first.compiled.schedules[1],
-            &second.compiled.schedules[1]
-        ));
-        assert!(!Arc::ptr_eq(
-            &first.compiled.schedules[0],
-            &second.compiled.schedules[2]
-        ));
-        assert_eq!(
-            &second.compiled.schedules[2][..],
-            &smooth_wrr_schedule(&[1, 3])[..]
-        );
-        assert_eq!(second.schedule(0), &[0, 0]);
-    }
-
-    #[test]
-    fn equal_weights_alternate() {
-        assert_eq!(&smooth_wrr_schedule(&[1, 1, 1])[..], &[0, 1, 2]);
     }
 }

@@ -93,12 +93,7 @@ fn bench(c: &mut Criterion) {
         });
         // A reload of the same configuration (carry-over of every service).
         g.bench_with_input(BenchmarkId::new("reload_carry_over", n), &n, |b, _| {
-            b.iter(|| {
-                engine.apply(
-                    Event::Reload(Box::new(Prepared::new(Arc::clone(&m), None))),
-                    t,
-                )
-            })
+            b.iter(|| engine.apply(Event::Reload(Box::new(Prepared::new(Arc::clone(&m)))), t))
         });
     }
     g.finish();

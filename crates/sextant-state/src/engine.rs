@@ -164,10 +164,10 @@ impl PartialEq for Prepared {
 }
 
 impl Prepared {
-    /// Builds the tables of `model`, sharing with `previous` (the snapshot
-    /// in force) what the edit did not change.
-    pub fn new(model: Arc<Model>, previous: Option<&Snapshot>) -> Prepared {
-        let base = Snapshot::after(Arc::clone(&model), 0, previous);
+    /// Builds the tables of `model` (off the state task: the engine's reload
+    /// then only carries state over).
+    pub fn new(model: Arc<Model>) -> Prepared {
+        let base = Snapshot::new(Arc::clone(&model), 0);
         let index = Index::new(&model);
         Prepared {
             engine: Box::new(Engine::fresh(model, base, index, 0)),

@@ -138,14 +138,7 @@ pub fn run(
                         "> {line} ({} services)",
                         model.services.len()
                     );
-                    let previous = r.snapshot.clone();
-                    r.event(
-                        Event::Reload(Box::new(Prepared::new(
-                            Arc::new(model),
-                            previous.as_deref(),
-                        ))),
-                        n,
-                    )?;
+                    r.event(Event::Reload(Box::new(Prepared::new(Arc::new(model)))), n)?;
                 }
             }
             "at" => {

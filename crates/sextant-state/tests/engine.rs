@@ -136,7 +136,7 @@ fn a_reload_of_the_same_configuration_keeps_every_state_and_logs_no_transition()
         .or(last)
         .expect("published");
     let effects = e.apply(
-        Event::Reload(Box::new(Prepared::new(Arc::clone(&m), None))),
+        Event::Reload(Box::new(Prepared::new(Arc::clone(&m)))),
         t + Duration::from_secs(2),
     );
     assert!(

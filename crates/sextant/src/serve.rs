@@ -579,8 +579,7 @@ fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) ->
             warn!("{w}");
         }
         let parsed = started.elapsed();
-        let running = daemon.dns.snapshot.load_full();
-        let prepared = Prepared::new(Arc::new(model), Some(&running));
+        let prepared = Prepared::new(Arc::new(model));
         (Box::new(prepared), parsed)
     });
     match result {
