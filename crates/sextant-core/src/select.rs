@@ -28,13 +28,13 @@ pub fn weighted_round_robin(
 /// `(2k + 1) / 2w` for `k = 0..w`; the order is by key, then by index. Every
 /// `W` consecutive turns therefore give item `i` exactly `w` answers, spread
 /// as evenly as the weights allow (weights 3 and 1 give `0 0 1 0`; equal
-/// weights alternate in index order), whichever items are eligible.
+/// weights take turns in index order), whichever items are eligible.
 ///
 /// The slot is found arithmetically: counting each item's keys below
-/// `(2p + 1) / 2W` lands within about `n / 2` slots of position `p` (`n`
-/// items), usually on it, and the few remaining steps compare keys. No
-/// table, so nothing to rebuild when weights or health change, and no
-/// memory that grows with the weights.
+/// `(2p + 1) / 2W` lands within a few slots of position `p` (usually on it
+/// or next to it), and the remaining steps compare keys. No table, so
+/// nothing to rebuild when weights or health change, no memory that grows
+/// with the weights, and a cost that depends on the number of items only.
 pub fn nth_weighted(
     len: usize,
     weight: impl Fn(usize) -> u32,
@@ -43,7 +43,7 @@ pub fn nth_weighted(
 ) -> Option<usize> {
     let w = |i: usize| u64::from(weight(i).max(1));
     let mut total = 0u64;
-    let mut count = 0u64;
+    let mut count = 0usize;
     let mut uniform = Some(0u64);
     for i in (0..len).filter(|i| eligible(*i)) {
         let wi = w(i);
@@ -60,23 +60,114 @@ pub fn nth_weighted(
     }
     if uniform.is_some() {
         // Equal weights: the order is the index order.
-        let target = (turn % count) as usize;
+        let target = (turn % count as u64) as usize;
         return (0..len).filter(|i| eligible(*i)).nth(target);
     }
     let p = turn % total;
-    // Keys below x = (2p + 1) / 2W, and the nearest key on either side.
     let x = Key {
         odd: 2 * p + 1,
         weight: total,
         item: usize::MAX,
     };
-    let inv = 1.0 / total as f64;
+    if count <= SLOTS {
+        nth_by_slots(len, &w, &eligible, x, p)
+    } else {
+        nth_by_passes(len, &w, &eligible, x, p)
+    }
+}
+
+/// How many eligible items [`nth_weighted`] keeps on the stack.
+const SLOTS: usize = 64;
+
+/// One eligible item and how many of its slots lie below the search point.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slots {
+    item: u32,
+    weight: u32,
+    below: u32,
+}
+
+impl Slots {
+    fn key(&self, k: u32) -> Key {
+        Key::of(self.item as usize, u64::from(k), u64::from(self.weight))
+    }
+}
+
+/// [`nth_weighted`] for at most [`SLOTS`] eligible items: one pass counts,
+/// then each step moves one item's boundary.
+fn nth_by_slots(
+    len: usize,
+    w: &impl Fn(usize) -> u64,
+    eligible: &impl Fn(usize) -> bool,
+    x: Key,
+    p: u64,
+) -> Option<usize> {
+    let mut slots = [Slots::default(); SLOTS];
+    let mut kept = 0;
+    let mut below = 0u64;
+    let div = Divisor::new(x.weight);
+    for i in (0..len).filter(|i| eligible(*i)) {
+        let wi = w(i);
+        let n = div.keys_below(x.odd, wi);
+        below += n;
+        *slots.get_mut(kept)? = Slots {
+            item: i as u32,
+            weight: wi as u32,
+            below: n as u32,
+        };
+        kept += 1;
+    }
+    let slots = &mut slots[..kept];
+    if below > p {
+        // Slot p is the (below - 1 - p)-th key below x, counting down.
+        let mut steps = below - 1 - p;
+        loop {
+            let (j, _) = slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.below > 0)
+                .map(|(j, s)| (j, s.key(s.below - 1)))
+                .reduce(|a, b| if a.1.before(&b.1) { b } else { a })?;
+            if steps == 0 {
+                return Some(slots[j].item as usize);
+            }
+            slots[j].below -= 1;
+            steps -= 1;
+        }
+    } else {
+        // Slot p is the (p - below)-th key from x up.
+        let mut steps = p - below;
+        loop {
+            let (j, _) = slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.below < s.weight)
+                .map(|(j, s)| (j, s.key(s.below)))
+                .reduce(|a, b| if b.1.before(&a.1) { b } else { a })?;
+            if steps == 0 {
+                return Some(slots[j].item as usize);
+            }
+            slots[j].below += 1;
+            steps -= 1;
+        }
+    }
+}
+
+/// [`nth_weighted`] for many eligible items, keeping nothing: each step
+/// is a pass that finds every item's nearest slot beyond the last one.
+fn nth_by_passes(
+    len: usize,
+    w: &impl Fn(usize) -> u64,
+    eligible: &impl Fn(usize) -> bool,
+    x: Key,
+    p: u64,
+) -> Option<usize> {
     let mut below = 0u64;
     let mut last_below: Option<Key> = None;
     let mut first_above: Option<Key> = None;
     for i in (0..len).filter(|i| eligible(*i)) {
         let wi = w(i);
-        let n = keys_below(x.odd, total, inv, wi, false);
+        let n = keys_below(x.odd, x.weight, wi, false);
         below += n;
         if n > 0 {
             let k = Key::of(i, n - 1, wi);
@@ -92,22 +183,26 @@ pub fn nth_weighted(
         }
     }
     if below > p {
-        // Slot p is the (below - 1 - p)-th key below x, counting down.
         let mut at = last_below?;
         for _ in 0..below - 1 - p {
             at = (0..len)
                 .filter(|i| eligible(*i))
-                .filter_map(|i| at.previous_of(i, w(i)))
+                .filter_map(|i| {
+                    let n = keys_below(at.odd, at.weight, w(i), i < at.item);
+                    (n > 0).then(|| Key::of(i, n - 1, w(i)))
+                })
                 .reduce(|a, b| if a.before(&b) { b } else { a })?;
         }
         Some(at.item)
     } else {
-        // Slot p is the (p - below)-th key from x up.
         let mut at = first_above?;
         for _ in 0..p - below {
             at = (0..len)
                 .filter(|i| eligible(*i))
-                .filter_map(|i| at.next_of(i, w(i)))
+                .filter_map(|i| {
+                    let n = keys_below(at.odd, at.weight, w(i), i <= at.item);
+                    (n < w(i)).then(|| Key::of(i, n, w(i)))
+                })
                 .reduce(|a, b| if b.before(&a) { b } else { a })?;
         }
         Some(at.item)
@@ -132,46 +227,53 @@ impl Key {
     }
 
     /// Whether `self` comes before `other` (by key, then by item).
+    #[inline]
     fn before(&self, other: &Key) -> bool {
         let a = u128::from(self.odd) * u128::from(other.weight);
         let b = u128::from(other.odd) * u128::from(self.weight);
         a < b || (a == b && self.item < other.item)
     }
-
-    /// The last slot of `item` (of weight `w`) before this one.
-    fn previous_of(&self, item: usize, w: u64) -> Option<Key> {
-        let inv = 1.0 / self.weight as f64;
-        let n = keys_below(self.odd, self.weight, inv, w, item < self.item);
-        (n > 0).then(|| Key::of(item, n - 1, w))
-    }
-
-    /// The first slot of `item` (of weight `w`) after this one.
-    fn next_of(&self, item: usize, w: u64) -> Option<Key> {
-        let inv = 1.0 / self.weight as f64;
-        let n = keys_below(self.odd, self.weight, inv, w, item <= self.item);
-        (n < w).then(|| Key::of(item, n, w))
-    }
 }
 
-/// How many keys `(2k + 1) / 2w` (`k < w`) lie below `odd / 2·weight`
-/// (or at it, when `ties` is set). Estimated in floating point and then
-/// settled exactly with integer comparisons, so no division per item.
-fn keys_below(odd: u64, weight: u64, inv_weight: f64, w: u64, ties: bool) -> u64 {
-    let target = u128::from(odd) * u128::from(w);
-    let is_below = |k: u64| {
-        let key = u128::from(2 * k + 1) * u128::from(weight);
-        key < target || (ties && key == target)
-    };
-    // r = odd·w / weight; keys below number about (r - 1) / 2, rounded up.
-    let r = odd as f64 * w as f64 * inv_weight;
-    let mut n = (((r - 1.0) / 2.0).ceil().max(0.0) as u64).min(w);
-    while n > 0 && !is_below(n - 1) {
-        n -= 1;
+/// How many keys `(2k + 1) / 2w` (`k < w`) lie below `odd / 2·weight` (or
+/// at it, when `ties` is set): the odd numbers `o` with `o·weight < odd·w`.
+fn keys_below(odd: u64, weight: u64, w: u64, ties: bool) -> u64 {
+    let target = u128::from(odd) * u128::from(w) - u128::from(!ties);
+    let m = target / u128::from(weight);
+    (m.div_ceil(2) as u64).min(w)
+}
+
+/// Division by one divisor, many times over: a multiply by its reciprocal
+/// and at most two corrections instead of a division per item.
+struct Divisor {
+    d: u64,
+    reciprocal: u64,
+}
+
+impl Divisor {
+    fn new(d: u64) -> Self {
+        Divisor {
+            d,
+            reciprocal: u64::MAX / d,
+        }
     }
-    while n < w && is_below(n) {
-        n += 1;
+
+    fn quotient(&self, n: u64) -> u64 {
+        let mut q = ((u128::from(n) * u128::from(self.reciprocal)) >> 64) as u64;
+        while u128::from(q + 1) * u128::from(self.d) <= u128::from(n) {
+            q += 1;
+        }
+        q
     }
-    n
+
+    /// [`keys_below`] with this divisor as `weight`, strictly below.
+    #[inline]
+    fn keys_below(&self, odd: u64, w: u64) -> u64 {
+        match odd.checked_mul(w) {
+            Some(target) => (self.quotient(target - 1).div_ceil(2)).min(w),
+            None => keys_below(odd, self.d, w, false),
+        }
+    }
 }
 
 /// Rendezvous (highest random weight) hashing of a client key: a client
@@ -292,7 +394,12 @@ mod tests {
         let mut seed = 7u64;
         for case in 0..300 {
             seed = mix(seed);
-            let n = 2 + (seed % 9) as usize;
+            // Mostly small vservers; every tenth one beyond the stack's 64.
+            let n = if case % 10 == 9 {
+                65 + (seed % 40) as usize
+            } else {
+                2 + (seed % 9) as usize
+            };
             let weights: Vec<u32> = (0..n)
                 .map(|i| {
                     let r = mix(seed ^ i as u64);
@@ -303,8 +410,8 @@ mod tests {
                     }
                 })
                 .collect();
-            let down = mix(seed ^ 0xdead) & ((1 << n) - 1);
-            let eligible = |i: usize| down >> i & 1 == 0;
+            let down = mix(seed ^ 0xdead);
+            let eligible = |i: usize| down >> (i % 64) & 1 == 0 || i % 7 == 0;
             let expected = sorted_slots(&weights, eligible);
             if expected.is_empty() {
                 assert_eq!(nth_weighted(n, |i| weights[i], 0, eligible), None);
