@@ -89,6 +89,9 @@ wait "$perf_pid" || true
 t1="$(bench_ticks "$SERVER_PID")"; w1="$(date +%s.%N)"
 {
     echo "dnsperf: $(bench_field "$OUT/dnsperf-profile-$tag.txt" 'Queries per second:') queries/s, server CPU $(bench_share "$t0" "$t1" "$w0" "$w1") (while sampled)"
+    echo "by object (kernel vs sextant vs libc):"
+    perf report -i "$WORK/cpu.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -5
+    echo "top symbols (self):"
     perf report -i "$WORK/cpu.data" --no-children --sort symbol --percent-limit 0.7 --stdio 2>/dev/null \
         | grep -E '^ +[0-9.]+%' | head -40
 } | tee "$OUT/profile-$tag.txt"
