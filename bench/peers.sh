@@ -123,6 +123,10 @@ done
 # ---- the failover addresses' TCP port, for every server's health check
 python3 "$CONF/listen.py" > "$OUT/listen.log" 2>&1 &
 PIDS+=("$!")
+# Listening before any server's first health check (a first failure would
+# mark the address DOWN until the monitors' down time has passed).
+for _ in $(seq 50); do grep -q listening "$OUT/listen.log" && break; sleep 0.1; done
+grep -q listening "$OUT/listen.log" || { echo "peers: the TCP listeners did not start:" >&2; cat "$OUT/listen.log" >&2; exit 1; }
 
 # ---- Knot DNS
 mkdir -p "$WORK/knot"
