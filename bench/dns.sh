@@ -11,6 +11,8 @@
 # per-query latencies that `dnsperf -v` reports. Raw output goes to bench/out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 DURATION="${DURATION:-20}"          # seconds of full-load dnsperf
 LAT_DURATION="${LAT_DURATION:-10}"  # seconds of the fixed-rate latency run
@@ -31,21 +33,14 @@ for tool in dnsperf dig taskset curl; do
     command -v "$tool" >/dev/null 2>&1 || { echo "bench: $tool is missing (scripts/setup.sh)" >&2; exit 1; }
 done
 
-echo "== building the release binary" >&2
-cargo build --release -p sextant
-BIN="$PWD/target/release/sextant"
+BIN="$(bench_release_bin)"
 
 OUT="$PWD/bench/out"
 mkdir -p "$OUT"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/sextant-bench.XXXXXX")"
 SERVER_PID=""
 cleanup() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
-    fi
+    bench_stop_pid "$SERVER_PID"
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
@@ -97,15 +92,7 @@ RUST_LOG="${RUST_LOG:-warn}" taskset -c "$SERVER_CPU" "$BIN" serve --config "$WO
     2> "$OUT/server.log" &
 SERVER_PID=$!
 
-ready=""
-for _ in $(seq 100); do
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
-    if dig @"$ADDR" -p "$PORT" +short +time=1 +tries=1 www.bench.example A 2>/dev/null | grep -q '^127\.0\.50\.'; then
-        ready=1; break
-    fi
-    sleep 0.2
-done
-if [ -z "$ready" ]; then
+if ! bench_wait_answer "$SERVER_PID" "$ADDR" "$PORT" www.bench.example '^127\.0\.50\.'; then
     echo "bench: sextant did not answer www.bench.example on $ADDR:$PORT; its log:" >&2
     cat "$OUT/server.log" >&2
     exit 1
@@ -129,41 +116,30 @@ if [ "$METHOD" = RTT ]; then
     fi
 fi
 
-# CPU time (user + system, in clock ticks) the server process has used so far.
-server_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
-
 echo "== full load: dnsperf -c $CLIENTS -q $OUTSTANDING -l $DURATION (CPU $CLIENT_CPU)" >&2
-t0="$(server_ticks)"
+t0="$(bench_ticks "$SERVER_PID")"
 w0="$(date +%s.%N)"
 taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$PORT" -d "$WORK/queries.txt" \
     -c "$CLIENTS" -T 1 -q "$OUTSTANDING" -l "$DURATION" > "$OUT/dnsperf-load.txt" 2>&1 || true
-t1="$(server_ticks)"
+t1="$(bench_ticks "$SERVER_PID")"
 w1="$(date +%s.%N)"
 # Share of one core the server used during the load run.
-server_cpu="$(awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v w0="$w0" -v w1="$w1" \
-    'BEGIN { printf "%.2f", t / hz / (w1 - w0) }')"
+server_cpu="$(bench_share "$t0" "$t1" "$w0" "$w1")"
 
 echo "== latency: dnsperf -Q $LAT_QPS -l $LAT_DURATION -v" >&2
 taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$PORT" -d "$WORK/queries.txt" \
     -c 1 -T 1 -Q "$LAT_QPS" -l "$LAT_DURATION" -v > "$OUT/dnsperf-latency.txt" 2>&1 || true
 
-field() { # field FILE LABEL -> the first word after LABEL on its line
-    awk -v l="$2" 'index($0, l) { s = substr($0, index($0, l) + length(l)); split(s, a, " "); print a[1]; exit }' "$1"
-}
+field() { bench_field "$@"; }
 qps="$(field "$OUT/dnsperf-load.txt" 'Queries per second:')"
-lost="$(grep -m1 'Queries lost:' "$OUT/dnsperf-load.txt" | sed -E 's/.*Queries lost: *//')"
+lost="$(bench_lost "$OUT/dnsperf-load.txt")"
 avg="$(field "$OUT/dnsperf-latency.txt" 'Average Latency (s):')"
 sd="$(field "$OUT/dnsperf-latency.txt" 'Latency StdDev (s):')"
 lat_qps="$(field "$OUT/dnsperf-latency.txt" 'Queries per second:')"
-lat_lost="$(grep -m1 'Queries lost:' "$OUT/dnsperf-latency.txt" | sed -E 's/.*Queries lost: *//')"
-# dnsperf -v prints one line per query: "> NOERROR www.bench.example A 0.000034"
-# (latency in seconds), or "> T ..." for one that timed out (no latency).
-awk '$1 == ">" && $2 != "T" && $NF ~ /^[0-9.]+$/ { print $NF }' "$OUT/dnsperf-latency.txt" \
-    | sort -g > "$WORK/lat.txt"
+lat_lost="$(bench_lost "$OUT/dnsperf-latency.txt")"
+bench_latencies "$OUT/dnsperf-latency.txt" "$WORK/lat.txt"
 n="$(wc -l < "$WORK/lat.txt")"
-pct() { # pct P -> latency in µs at percentile P (nearest rank) of the sorted list
-    awk -v p="$1" -v n="$n" 'BEGIN { r = int((n * p + 99) / 100); if (r < 1) r = 1 } NR == r { printf "%.0f", $1 * 1e6 }' "$WORK/lat.txt"
-}
+pct() { bench_pct "$WORK/lat.txt" "$1"; }
 us() { awk -v s="$1" 'BEGIN { printf "%.0f", s * 1e6 }'; }
 
 if [ -z "$qps" ]; then

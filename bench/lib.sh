@@ -1,0 +1,78 @@
+# Shell functions shared by the DNS benchmarks (bench/dns.sh, bench/peers.sh).
+# Sourced, not run: the caller sets `set -euo pipefail` and cds to the repo.
+
+# bench_release_bin -> builds the release binary of this checkout and prints
+# its path (honours CARGO_TARGET_DIR, as cargo does).
+bench_release_bin() {
+    echo "== building the release binary" >&2
+    cargo build --release -p sextant >&2
+    echo "${CARGO_TARGET_DIR:-$PWD/target}/release/sextant"
+}
+
+# bench_field FILE LABEL -> the first word after LABEL on its line
+# (dnsperf's "Queries per second:  123.4" and the like).
+bench_field() {
+    awk -v l="$2" 'index($0, l) { s = substr($0, index($0, l) + length(l)); split(s, a, " "); print a[1]; exit }' "$1"
+}
+
+# bench_lost FILE -> dnsperf's "Queries lost:" figure ("12 (0.01%)").
+bench_lost() {
+    grep -m1 'Queries lost:' "$1" | sed -E 's/.*Queries lost: *//' || true
+}
+
+# bench_latencies DNSPERF_V_OUTPUT SORTED_OUT -> writes the per-query
+# latencies (seconds, sorted) that `dnsperf -v` printed, one a line.
+# dnsperf -v prints "> NOERROR www.bench.example A 0.000034" per answered
+# query, "> T ..." for one that timed out (no latency).
+bench_latencies() {
+    awk '$1 == ">" && $2 != "T" && $NF ~ /^[0-9.]+$/ { print $NF }' "$1" | sort -g > "$2"
+}
+
+# bench_pct SORTED P -> latency in µs at percentile P (nearest rank) of a
+# file written by bench_latencies; "?" when it is empty.
+bench_pct() {
+    awk -v p="$2" '{ v[NR] = $1 } END {
+        if (NR == 0) { print "?"; exit }
+        r = int((NR * p + 99) / 100); if (r < 1) r = 1; if (r > NR) r = NR
+        printf "%.0f", v[r] * 1e6 }' "$1"
+}
+
+# bench_ticks PID -> CPU time (user + system, clock ticks) the process has
+# used so far, all of its threads together (/proc/PID/stat fields 14, 15).
+bench_ticks() {
+    awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+# bench_share TICKS_BEFORE TICKS_AFTER WALL_BEFORE WALL_AFTER -> the share
+# of one core the process used in between (1.00 = one core fully busy).
+bench_share() {
+    awk -v t="$(($2 - $1))" -v hz="$(getconf CLK_TCK)" -v w0="$3" -v w1="$4" \
+        'BEGIN { printf "%.2f", t / hz / (w1 - w0) }'
+}
+
+# bench_stop_pid PID -> SIGTERM, up to 5 s of grace, then SIGKILL; by PID only.
+bench_stop_pid() {
+    local pid="$1"
+    [ -n "$pid" ] || return 0
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
+# bench_wait_answer PID ADDR PORT NAME REGEX -> waits (up to 20 s) until the
+# server answers NAME A with an address matching REGEX; fails if the process
+# PID exits or the time runs out.
+bench_wait_answer() {
+    local pid="$1" addr="$2" port="$3" name="$4" re="$5"
+    for _ in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || return 1
+        if dig @"$addr" -p "$port" +short +time=1 +tries=1 "$name" A 2>/dev/null | grep -q "$re"; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    return 1
+}

@@ -1,0 +1,302 @@
+#!/usr/bin/env bash
+# Sextant side by side with the authoritative servers users would otherwise
+# run, in one run, on loopback: Knot DNS (a static zone: the upper bound),
+# gdnsd (multifo, weighted, geoip with a nets map) and PowerDNS (bind backend,
+# LUA records: ifportup, pickwrandom, view), each configured for the same
+# answers as Sextant (bench/peers/; the rows are bench/peers/cases.txt).
+#
+#   bench/peers.sh                       # full: 10 s load + 5 s latency per row, 3 repeats
+#   DURATION=2 REPEAT=1 bench/peers.sh   # short mode, under 2 minutes (once built)
+#   ONLY='static|w10' bench/peers.sh     # only the cases matching the regex
+#
+# Every server is pinned to SERVER_CPU (one UDP worker / thread each) and
+# dnsperf to CLIENT_CPU; the servers run side by side but are loaded one at
+# a time, row after row (A B C D A B C D ...), REPEAT times; medians are
+# reported. The row sextant-rr-2w is the two-worker layout: Sextant with
+# UDP_WORKERS_2 (2) workers pinned to TWO_SERVER_CPUS (0,1), dnsperf still on
+# CLIENT_CPU (so it shares a core with one of the workers).
+#
+# Per row: queries/s under full load (dnsperf -c CLIENTS -q OUTSTANDING),
+# the server's CPU share during that run (/proc/PID/stat utime+stime, all
+# threads), queries/s per server core (qps / CPU share), loss, and latency
+# p50/p90/p99 at a fixed LAT_QPS (1000) queries/s from the per-query latencies
+# of `dnsperf -v`; then Sextant's ratio to each peer for the same kind of
+# answer. Raw output goes to bench/out/peers/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+
+DURATION="${DURATION:-10}"              # seconds of full-load dnsperf per row
+if [ -z "${LAT_DURATION:-}" ]; then     # seconds of the fixed-rate latency run per row
+    LAT_DURATION=5; [ "$DURATION" -lt 5 ] && LAT_DURATION="$DURATION"
+fi
+REPEAT="${REPEAT:-3}"
+LAT_QPS="${LAT_QPS:-1000}"
+CLIENTS="${CLIENTS:-20}"                # dnsperf -c
+TIMEOUT="${TIMEOUT:-1}"                 # dnsperf -t: a query unanswered this long is lost
+OUTSTANDING="${OUTSTANDING:-500}"       # dnsperf -q
+SERVER_CPU="${SERVER_CPU:-0}"
+CLIENT_CPU="${CLIENT_CPU:-1}"
+UDP_WORKERS="${UDP_WORKERS:-1}"         # Sextant's workers in every row but the 2w one
+UDP_WORKERS_2="${UDP_WORKERS_2:-2}"     # the two-worker layout
+TWO_SERVER_CPUS="${TWO_SERVER_CPUS:-0,1}"
+BASE_PORT="${BASE_PORT:-5391}"          # DNS ports BASE_PORT .. BASE_PORT+5
+API_BASE_PORT="${API_BASE_PORT:-8191}"  # Sextant's API ports
+ONLY="${ONLY:-.}"
+ADDR=127.0.0.1
+
+# ---- tools and peers, from Debian packages when missing
+need=()
+command -v dnsperf >/dev/null 2>&1 || need+=(dnsperf)
+command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
+command -v taskset >/dev/null 2>&1 || need+=(util-linux)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v knotd >/dev/null 2>&1 || [ -x /usr/sbin/knotd ] || need+=(knot)
+command -v gdnsd >/dev/null 2>&1 || [ -x /usr/sbin/gdnsd ] || need+=(gdnsd)
+command -v pdns_server >/dev/null 2>&1 || [ -x /usr/sbin/pdns_server ] || need+=(pdns-server)
+[ -e /usr/lib/x86_64-linux-gnu/pdns/libbindbackend.so ] || ls /usr/lib/*/pdns/libbindbackend.so >/dev/null 2>&1 \
+    || need+=(pdns-backend-bind)
+if [ "${#need[@]}" -gt 0 ]; then
+    SUDO=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO=(sudo -n); else
+            echo "peers: missing ${need[*]}; run 'apt-get install -y ${need[*]}' as root" >&2; exit 1
+        fi
+    fi
+    echo "== installing ${need[*]}" >&2
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive timeout 300 apt-get update -qq
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq "${need[@]}" >&2
+    # The packages may have started their own daemons (on port 53, as
+    # their users): stop them through their service manager or init
+    # script, else by the PID in their pid file; never by name.
+    for svc in knot gdnsd pdns; do
+        if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ] \
+            && systemctl is-active --quiet "$svc" 2>/dev/null; then
+            "${SUDO[@]}" timeout 30 systemctl stop "$svc" || true
+        elif [ -x "/etc/init.d/$svc" ]; then
+            "${SUDO[@]}" timeout 30 "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+        fi
+        for pidfile in "/run/$svc/$svc.pid" "/run/$svc.pid" "/run/pdns/pdns.pid" "/run/knot/knot.pid"; do
+            [ -r "$pidfile" ] || continue
+            pid="$(tr -dc 0-9 < "$pidfile")"
+            [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && "${SUDO[@]}" kill -TERM "$pid" || true
+        done
+    done
+fi
+PATH="$PATH:/usr/sbin:/sbin"
+for tool in dnsperf dig taskset curl python3 knotd gdnsd pdns_server; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "peers: $tool is missing" >&2; exit 1; }
+done
+
+BIN="$(bench_release_bin)"
+LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+OUT="$PWD/bench/out/peers"
+rm -rf "$OUT"; mkdir -p "$OUT"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/sextant-peers.XXXXXX")"
+CONF="$PWD/bench/peers"
+
+declare -A PID PORT
+PIDS=()
+cleanup() {
+    local i
+    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do bench_stop_pid "${PIDS[$i]}"; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fill() { # fill SRC DST PORT: a config template with @WORK@ and @PORT@ filled in
+    sed -e "s|@WORK@|$WORK|g" -e "s|@PORT@|$3|g" "$1" > "$2"
+}
+started() { # started INSTANCE PID PORT
+    PID[$1]="$2"; PORT[$1]="$3"; PIDS+=("$2")
+}
+
+for p in $(seq "$BASE_PORT" $((BASE_PORT + 5))); do
+    if ss -Hlun "sport = :$p" 2>/dev/null | grep -q .; then
+        echo "peers: UDP port $p is in use; set BASE_PORT" >&2; exit 1
+    fi
+done
+
+# ---- the failover addresses' TCP port, for every server's health check
+python3 "$CONF/listen.py" > "$OUT/listen.log" 2>&1 &
+PIDS+=("$!")
+# Listening before any server's first health check (a first failure would
+# mark the address DOWN until the monitors' down time has passed).
+for _ in $(seq 50); do grep -q listening "$OUT/listen.log" && break; sleep 0.1; done
+grep -q listening "$OUT/listen.log" || { echo "peers: the TCP listeners did not start:" >&2; cat "$OUT/listen.log" >&2; exit 1; }
+
+# ---- Knot DNS
+mkdir -p "$WORK/knot"
+cp "$CONF/peers.example.zone" "$WORK/knot/"
+fill "$CONF/knot.conf" "$WORK/knot.conf" "$BASE_PORT"
+taskset -c "$SERVER_CPU" knotd -c "$WORK/knot.conf" > "$OUT/knot.log" 2>&1 &
+started knot "$!" "$BASE_PORT"
+
+# ---- gdnsd (its control socket and state live in its packaged /run/gdnsd
+# and /var/lib/gdnsd; only one gdnsd may run at a time)
+mkdir -p "$WORK/gdnsd/zones" /run/gdnsd /var/lib/gdnsd
+fill "$CONF/gdnsd/config" "$WORK/gdnsd/config" $((BASE_PORT + 1))
+cp "$CONF/gdnsd/zones/peers.example" "$WORK/gdnsd/zones/"
+taskset -c "$SERVER_CPU" gdnsd -c "$WORK/gdnsd" start > "$OUT/gdnsd.log" 2>&1 &
+started gdnsd "$!" $((BASE_PORT + 1))
+
+# ---- PowerDNS
+mkdir -p "$WORK/pdns"
+for f in pdns.conf named.conf peers.example.zone; do
+    fill "$CONF/pdns/$f" "$WORK/pdns/$f" $((BASE_PORT + 2))
+done
+taskset -c "$SERVER_CPU" pdns_server --config-dir="$WORK/pdns" > "$OUT/pdns.log" 2>&1 &
+started pdns "$!" $((BASE_PORT + 2))
+
+# ---- Sextant: the main instance, the preferred-location one (its policy
+# is evaluated for every query, so it is kept out of the other rows) and
+# the two-worker layout
+cp "$CONF/sextant.conf" "$WORK/sextant.conf"
+cat "$CONF/sextant.conf" "$CONF/sextant-prefloc.conf" > "$WORK/sextant-pl.conf"
+start_sextant() { # start_sextant INSTANCE CONFIG PORT API_PORT WORKERS CPUS
+    RUST_LOG="${RUST_LOG:-warn}" taskset -c "$6" "$BIN" serve --config "$2" \
+        --dns-listen "$ADDR:$3" --api-listen "$ADDR:$4" --udp-workers "$5" \
+        > "$OUT/$1.log" 2>&1 &
+    started "$1" "$!" "$3"
+}
+start_sextant sextant "$WORK/sextant.conf" $((BASE_PORT + 3)) "$API_BASE_PORT" "$UDP_WORKERS" "$SERVER_CPU"
+start_sextant sextant-pl "$WORK/sextant-pl.conf" $((BASE_PORT + 4)) $((API_BASE_PORT + 1)) "$UDP_WORKERS" "$SERVER_CPU"
+start_sextant sextant-2w "$WORK/sextant.conf" $((BASE_PORT + 5)) $((API_BASE_PORT + 2)) "$UDP_WORKERS_2" "$TWO_SERVER_CPUS"
+
+for inst in knot gdnsd pdns sextant sextant-pl sextant-2w; do
+    if ! bench_wait_answer "${PID[$inst]}" "$ADDR" "${PORT[$inst]}" static.peers.example '^127\.0\.60\.'; then
+        echo "peers: $inst did not answer static.peers.example on port ${PORT[$inst]}; its log:" >&2
+        cat "$OUT/$inst.log" >&2
+        exit 1
+    fi
+done
+
+# Wait until the failover addresses are UP everywhere (all four seen), and
+# until Sextant answers the RTT name by RTT (it must first probe dnsperf's
+# address), so that only steady-state answers are measured.
+seen() { # seen PORT NAME -> the distinct addresses of 200 answers
+    local f="$WORK/q-$2.txt"
+    for _ in $(seq 200); do echo "$2 A"; done > "$f"
+    dig @"$ADDR" -p "$1" +short +time=1 +tries=1 -f "$f" 2>/dev/null | grep -E '^[0-9.]+$' | sort -u | sort -t. -k4n | tr '\n' ' ' | sed 's/ $//'
+}
+up_all=""
+for _ in $(seq 60); do
+    ok=1
+    # gdnsd answers every UP address; it has all four when the checks pass.
+    [ "$(dig @"$ADDR" -p "${PORT[gdnsd]}" +short +time=1 +tries=1 failover.peers.example A | wc -l)" -eq 4 ] || ok=""
+    # Sextant's round robin answers each of the four once they are UP.
+    for inst in sextant sextant-2w; do
+        [ "$(seen "${PORT[$inst]}" failover.peers.example | wc -w)" -eq 4 ] || ok=""
+    done
+    [ -n "$ok" ] && { up_all=1; break; }
+    sleep 0.5
+done
+[ -n "$up_all" ] || echo "peers: warning: the failover addresses are not all UP yet (the check below says where)" >&2
+rtt=""
+for _ in $(seq 100); do
+    if curl -s "http://$ADDR:$API_BASE_PORT/v1/explain?name=rtt.peers.example&client=$ADDR" \
+        | grep -q '"reason":"chosen by RTT"'; then rtt=1; break; fi
+    dig @"$ADDR" -p "${PORT[sextant]}" +short +time=1 +tries=1 rtt.peers.example A > /dev/null 2>&1 || true
+    sleep 0.2
+done
+[ -n "$rtt" ] || { echo "peers: Sextant does not answer rtt.peers.example by RTT; /v1/ldns:" >&2;
+    curl -s "http://$ADDR:$API_BASE_PORT/v1/ldns" >&2; exit 1; }
+
+# ---- the rows, and the check that every server gives the same answers
+ROWS=()
+while read -r case row inst name check addrs; do
+    [ -n "${case:-}" ] && [ "${case#\#}" = "$case" ] || continue
+    echo "$case" | grep -Eq "$ONLY" || continue
+    ROWS+=("$case|$row|$inst|$name|$check|$addrs")
+done < "$CONF/cases.txt"
+
+echo "== answers (dig @$ADDR from $ADDR)"
+mismatch=0
+for r in "${ROWS[@]}"; do
+    IFS='|' read -r case row inst name check addrs <<< "$r"
+    fq="$name.peers.example"
+    want="$(echo "$addrs" | tr ' ' '\n' | sort -t. -k4n | tr '\n' ' ' | sed 's/ $//')"
+    one="$(dig @"$ADDR" -p "${PORT[$inst]}" +short +time=1 +tries=1 "$fq" A | tr '\n' ' ' | sed 's/ $//')"
+    if [ "$check" = all ]; then
+        got="$(echo "$one" | tr ' ' '\n' | sort -t. -k4n | tr '\n' ' ' | sed 's/ $//')"
+    else
+        got="$(seen "${PORT[$inst]}" "$fq")"
+    fi
+    if [ "$got" = "$want" ]; then verdict=ok; else verdict="MISMATCH (want $want)"; mismatch=1; fi
+    printf '%-9s %-19s %-22s one answer: %-52s %s: %s  %s\n' "$case" "$row" "$fq" "$one" \
+        "$([ "$check" = all ] && echo every || echo 'seen in 200')" "$got" "$verdict"
+done | tee "$OUT/answers.txt"
+grep -q MISMATCH "$OUT/answers.txt" && { echo "peers: the servers do not give the same answers" >&2; exit 1; }
+
+# ---- the runs
+: > "$OUT/runs.txt"
+total=$(( ${#ROWS[@]} * REPEAT ))
+n=0
+for rep in $(seq "$REPEAT"); do
+    for r in "${ROWS[@]}"; do
+        IFS='|' read -r case row inst name check addrs <<< "$r"
+        n=$((n + 1))
+        pid="${PID[$inst]}"; port="${PORT[$inst]}"
+        kill -0 "$pid" 2>/dev/null || { echo "peers: $inst (PID $pid) has exited; its log:" >&2; cat "$OUT/$inst.log" >&2; exit 1; }
+        echo "$name.peers.example A" > "$WORK/query.txt"
+        echo "== [$n/$total] repeat $rep: $row ($name.peers.example)" >&2
+        base="$OUT/$row.$rep"
+        t0="$(bench_ticks "$pid")"; w0="$(date +%s.%N)"
+        taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$port" -d "$WORK/query.txt" \
+            -c "$CLIENTS" -T 1 -q "$OUTSTANDING" -t "$TIMEOUT" -l "$DURATION" > "$base.load.txt" 2>&1 || true
+        t1="$(bench_ticks "$pid")"; w1="$(date +%s.%N)"
+        share="$(bench_share "$t0" "$t1" "$w0" "$w1")"
+        taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$port" -d "$WORK/query.txt" \
+            -c 1 -T 1 -Q "$LAT_QPS" -t "$TIMEOUT" -l "$LAT_DURATION" -v > "$base.lat.txt" 2>&1 || true
+        bench_latencies "$base.lat.txt" "$base.lat.sorted"
+        qps="$(bench_field "$base.load.txt" 'Queries per second:')"
+        lost="$(bench_lost "$base.load.txt" | sed -E 's/.*\(([0-9.]+%)\).*/\1/')"
+        lat_lost="$(bench_lost "$base.lat.txt" | sed -E 's/.*\(([0-9.]+%)\).*/\1/')"
+        echo "$case:$row $rep ${qps:-0} $share ${lost:-?} $(bench_pct "$base.lat.sorted" 50) $(bench_pct "$base.lat.sorted" 90) $(bench_pct "$base.lat.sorted" 99) ${lat_lost:-?}" \
+            >> "$OUT/runs.txt"
+    done
+done
+
+# ---- medians and ratios
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "?"; exit } if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+col() { awk -v r="$1" -v c="$2" '$1 == r { print $c }' "$OUT/runs.txt"; }
+declare -A PERCORE
+{
+    echo "peers.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average at the start: $LOAD_START, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "$("$BIN" --version 2>/dev/null || echo sextant) ($(git rev-parse --short HEAD 2>/dev/null || echo '?')), $(knotd --version 2>&1 | head -1), gdnsd $(gdnsd -h 2>&1 | sed -n 's/^gdnsd version //p' | head -1), $(pdns_server --version 2>&1 | sed -n 's/.*\(PowerDNS Authoritative Server [0-9.]*\).*/\1/p' | head -1), $(dnsperf -h 2>&1 | grep -m1 -o 'DNSPerf [0-9.]*' || echo dnsperf)"
+    echo "servers on CPU $SERVER_CPU (Sextant $UDP_WORKERS UDP worker; -2w: $UDP_WORKERS_2 workers on CPUs $TWO_SERVER_CPUS), dnsperf on CPU $CLIENT_CPU; load ${DURATION}s -c $CLIENTS -q $OUTSTANDING -t $TIMEOUT, latency ${LAT_DURATION}s at $LAT_QPS qps; median of $REPEAT"
+    echo
+    printf '| %-9s | %-19s | %9s | %5s | %13s | %8s | %5s | %5s | %6s | %8s |\n' case server "queries/s" CPU "q/s per core" lost p50 p90 p99 "lost@1k"
+    printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ----------- --------------------- ----------: ------: ---------------: ---------: ------: ------: -------: ---------:
+    for r in "${ROWS[@]}"; do
+        IFS='|' read -r case row _ <<< "$r"
+        key="$case:$row"
+        qps="$(col "$key" 3 | median)"
+        share="$(col "$key" 4 | median)"
+        percore="$(awk -v r="$key" '$1 == r && $4 > 0 { printf "%.0f\n", $3 / $4 }' "$OUT/runs.txt" | median)"
+        PERCORE[$key]="$percore"
+        lost="$(col "$key" 5 | tr -d % | median)"
+        printf '| %-9s | %-19s | %9.0f | %5.2f | %13.0f | %7s%% | %5.0f | %5.0f | %6.0f | %7s%% |\n' "$case" "$row" "$qps" "$share" "$percore" "$lost" \
+            "$(col "$key" 6 | median)" "$(col "$key" 7 | median)" "$(col "$key" 8 | median)" "$(col "$key" 9 | tr -d % | median)"
+    done
+    echo
+    echo "latency columns: µs at $LAT_QPS queries/s; lost: share of the full-load queries dnsperf saw no answer to"
+    echo
+    echo "Sextant's queries/s per core against the peers' (same kind of answer; pl and rtt against the geo rows):"
+    for r in "${ROWS[@]}"; do
+        IFS='|' read -r case row inst _ <<< "$r"
+        [ "${inst#sextant}" != "$inst" ] || continue
+        kind="$case"; [ "$case" = pl ] || [ "$case" = rtt ] && kind=geo
+        line="  $row ($case):"
+        [ -n "${PERCORE[static:knot]:-}" ] && line="$line $(awk -v a="${PERCORE[$case:$row]}" -v b="${PERCORE[static:knot]}" 'BEGIN { printf "%.2f", a / b }')x knot-static"
+        for p in "${ROWS[@]}"; do
+            IFS='|' read -r pcase prow pinst _ <<< "$p"
+            [ "$pcase" = "$kind" ] && [ "${pinst#sextant}" = "$pinst" ] && [ "$pinst" != knot ] || continue
+            line="$line, $(awk -v a="${PERCORE[$case:$row]}" -v b="${PERCORE[$pcase:$prow]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')x $prow"
+        done
+        echo "$line"
+    done
+} | tee "$OUT/summary.txt"
