@@ -7,7 +7,8 @@
 #
 #   bench/robustness.sh                 # 1,000,000 UDP / 10,000 TCP mutations
 #   SHORT=1 bench/robustness.sh         # 20,000 / 2,000 (CI: scripts/test.sh)
-#   SEXTANT_BIN=target/debug/sextant SHORT=1 bench/robustness.sh   # no release build
+#   PROFILE=debug SHORT=1 bench/robustness.sh      # debug build (what scripts/test.sh runs)
+#   SEXTANT_BIN=/path/to/sextant bench/robustness.sh # a prebuilt server
 #   CHECKS=edns,tcp bench/robustness.sh # some groups only
 #
 # Raw output: bench/out/robustness.txt, the server's log bench/out/robustness-server.log.
@@ -35,24 +36,29 @@ if [ -z "$TIME_LIMIT" ]; then
 fi
 
 TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
+PROFILE="${PROFILE:-release}"   # release, or debug (CI: the test step has built it already)
+case "$PROFILE" in
+    release) PROFILE_FLAG=(--release) ;;
+    debug) PROFILE_FLAG=() ;;
+    *) echo "robustness: PROFILE is release or debug" >&2; exit 2 ;;
+esac
 if [ -n "${SEXTANT_BIN:-}" ]; then
+    # A prebuilt server (another checkout's, say); only the prober is built.
     BIN="$SEXTANT_BIN"
     [ -x "$BIN" ] || { echo "robustness: SEXTANT_BIN=$BIN is not an executable" >&2; exit 1; }
-    echo "== building the prober (debug); server: $BIN" >&2
-    cargo build -p sextant-test-support --bin dns-robustness
-    PROBER="$TARGET/debug/dns-robustness"
+    echo "== building the prober ($PROFILE); server: $BIN" >&2
+    cargo build "${PROFILE_FLAG[@]}" -p sextant-test-support --bin dns-robustness
 else
-    echo "== building the release binary and the prober" >&2
-    cargo build --release -p sextant -p sextant-test-support --bin sextant --bin dns-robustness
-    BIN="$TARGET/release/sextant"
-    PROBER="$TARGET/release/dns-robustness"
+    echo "== building sextant and the prober ($PROFILE)" >&2
+    cargo build "${PROFILE_FLAG[@]}" -p sextant -p sextant-test-support --bin sextant --bin dns-robustness
+    BIN="$TARGET/$PROFILE/sextant"
 fi
+PROBER="$TARGET/$PROFILE/dns-robustness"
 
 OUT="$PWD/bench/out"
 mkdir -p "$OUT"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/sextant-robustness.XXXXXX")"
 SERVER_PID=""
-PROBER_PID=""
 stop() { # stop PID: TERM, then KILL after 5 s
     local pid="$1"
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
@@ -63,7 +69,6 @@ stop() { # stop PID: TERM, then KILL after 5 s
     fi
 }
 cleanup() {
-    stop "$PROBER_PID"
     stop "$SERVER_PID"
     rm -rf "$WORK"
 }
