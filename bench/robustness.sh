@@ -143,6 +143,9 @@ set -e
 if [ "$rc" -eq 124 ]; then
     echo "FAIL robustness: the prober did not finish within $TIME_LIMIT s" | tee -a "$OUT/robustness.txt"
 fi
+# A cross-check of the prober's RSS figures, read here independently.
+echo "# server $SERVER_PID at the end: $(grep -h VmRSS "/proc/$SERVER_PID/status" 2>/dev/null || echo 'gone'), $(ls "/proc/$SERVER_PID/fd" 2>/dev/null | wc -l) fds" \
+    | tee -a "$OUT/robustness.txt"
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
     echo "FAIL robustness: the server exited; its log is $OUT/robustness-server.log" | tee -a "$OUT/robustness.txt"
     rc=1
