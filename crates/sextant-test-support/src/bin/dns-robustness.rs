@@ -1926,3 +1926,76 @@ fn main() -> ExitCode {
         ExitCode::FAILURE
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reply is a query with QR set and records appended; build one by
+    /// hand and check the parser reads back what the checks rely on.
+    #[test]
+    fn parses_a_reply_with_opt_and_extended_rcode() {
+        let mut b = Query::new(0x1234, "www.rob.example", TYPE_A).encode();
+        b[2] |= 0x84; // QR, AA
+        b[7] = 1; // one answer
+        b[11] = 1; // one additional
+        b.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4, 127, 0, 60, 1]);
+        // OPT: udp 1232, ext rcode 1 (BADVERS with header rcode 0), version 0,
+        // one NSID option "ab".
+        b.extend_from_slice(&[
+            0, 0, 41, 0x04, 0xd0, 1, 0, 0, 0, 0, 6, 0, 3, 0, 2, b'a', b'b',
+        ]);
+        let m = parse(&b).unwrap();
+        assert_eq!(m.id, 0x1234);
+        assert!(m.aa() && !m.tc());
+        assert_eq!(m.answers.len(), 1);
+        assert_eq!(m.answers[0].rdata, vec![127, 0, 60, 1]);
+        assert_eq!(m.rcode(), RCODE_BADVERS);
+        assert_eq!(m.option(OPT_NSID).as_deref(), Some(&b"ab"[..]));
+        assert_eq!(m.opts().count(), 1);
+    }
+
+    #[test]
+    fn rejects_pointer_loops_and_trailing_bytes() {
+        let mut looped = Query::new(1, "a.example", TYPE_A).encode();
+        looped.truncate(12);
+        looped.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1]);
+        assert!(parse(&looped).is_err());
+        let mut trailing = Query::new(1, "a.example", TYPE_A).encode();
+        trailing.push(0);
+        assert!(parse(&trailing).is_err());
+        assert!(parse(&[0u8; 11]).is_err());
+    }
+
+    #[test]
+    fn finds_opt_only_in_the_additional_section() {
+        let plain = Query::new(1, "a.example", TYPE_A).encode();
+        assert!(!query_has_opt(&plain));
+        let with = Query::new(1, "a.example", TYPE_A)
+            .opt(Opt::new(1232))
+            .encode();
+        assert!(query_has_opt(&with));
+        // The same OPT record counted as an answer is not an OPT.
+        let mut as_answer = with.clone();
+        as_answer[7] = 1;
+        as_answer[11] = 0;
+        assert!(!query_has_opt(&as_answer));
+        // Truncated inside the OPT: not parseable, so "no OPT" (strictest).
+        assert!(!query_has_opt(&with[..with.len() - 3]));
+    }
+
+    #[test]
+    fn mutation_is_deterministic_and_varied() {
+        let seed = Query::new(0, "www.rob.example", TYPE_A)
+            .opt(Opt::new(1232))
+            .encode();
+        let run = |s: u64| -> Vec<Vec<u8>> {
+            let mut rng = Rng(s);
+            (0..200).map(|_| mutate(&mut rng, &seed)).collect()
+        };
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+        let distinct: std::collections::HashSet<_> = run(7).into_iter().collect();
+        assert!(distinct.len() > 150, "{} distinct of 200", distinct.len());
+    }
+}
