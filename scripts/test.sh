@@ -31,6 +31,9 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
     step tests cargo test --workspace --no-fail-fast
 fi
+# The black-box robustness suite, short counts, against the debug binary
+# the test step has just built (a release build would add minutes).
+step robustness-short env SHORT=1 PROFILE=debug bench/robustness.sh
 
 if [ "${#failed[@]}" -ne 0 ]; then
     echo "scripts/test.sh: FAILED steps: ${failed[*]}" >&2
