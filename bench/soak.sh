@@ -180,7 +180,7 @@ sample() { # sample LABEL: one line per site into samples.txt
         fds="$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)"
         rss="$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)"
         hwm="$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)"
-        echo "$1 $(date -u +%H:%M:%S) $s fds=$fds rss_kib=$rss hwm_kib=$hwm" >> "$OUT/samples.txt"
+        echo "$1 $(date -u +%H:%M:%S) $s fds=$fds rss_kib=$rss hwm_kib=$hwm load1=$(cut -d' ' -f1 /proc/loadavg)" >> "$OUT/samples.txt"
     done
 }
 # min_fds SITE: the fewest fds over 5 looks 0.3 s apart (a monitor's probe
