@@ -24,8 +24,9 @@
 #
 # Exit status: 0 when every answer was right (or in the stated ambiguity
 # window), no more checker queries went unanswered than dnsperf's own loss
-# share allows, and every process's fd count returned to its baseline; 1
-# otherwise; 2 when it cannot run (not root, tools missing, startup failed).
+# share allows, every process's fd count returned to its baseline, the
+# sites healed, and every cut and flap was seen in both sites' logs (MEP
+# DOWN, a service transition); 1 otherwise; 2 when it cannot run (not root, tools missing, startup failed).
 # Raw output: bench/out/soak/ (logs, samples, checker records, dnsperf).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -302,6 +303,7 @@ done
 healed=1
 until_ok 60 healthy || healed=0
 sleep 3
+inns ss -tn "( sport = :$MEP_PORT or dport = :$MEP_PORT )" > "$OUT/mep-sockets-end.txt" || true
 declare -A END_FDS=()
 for s in alpha beta; do END_FDS[$s]="$(min_fds "$s")"; done
 sample end
@@ -328,15 +330,25 @@ case "$check_rc" in
     1) status=1; reasons+=("checker: wrong answers ($c_wrong wrong; see WRONG lines in $OUT/check.txt)") ;;
     *) status=1; reasons+=("checker failed (rc $check_rc; $OUT/check.err)") ;;
 esac
+mep_down() { grep -c '"metric exchange DOWN"' "$OUT/$1.log" || true; }
+mep_up() { grep -c '"metric exchange UP"' "$OUT/$1.log" || true; }
+trans() { grep -c '"service \(UP\|DOWN\)"' "$OUT/$1.log" || true; }
+# The faults must have happened: every cut seen as MEP DOWN at both sites,
+# every flap as a service transition at both.
+for s in alpha beta; do
+    if [ "$(mep_down "$s")" -lt "$cuts" ]; then
+        status=1; reasons+=("$s: $(mep_down "$s") metric exchange DOWN lines for $cuts cuts")
+    fi
+    if [ "$(trans "$s")" -lt "$flaps" ]; then
+        status=1; reasons+=("$s: $(trans "$s") service transitions for $flaps flaps")
+    fi
+done
 [ "$healed" = 1 ] || { status=1; reasons+=("did not heal (every service UP, MEP UP) within 60 s after the soak"); }
 for s in alpha beta; do
     if [ "${END_FDS[$s]}" -gt "${BASE_FDS[$s]}" ]; then
         status=1; reasons+=("$s: $((END_FDS[$s] - BASE_FDS[$s])) more fds at the end (${END_FDS[$s]}) than at baseline (${BASE_FDS[$s]})")
     fi
 done
-mep_down() { grep -c '"metric exchange DOWN"' "$OUT/$1.log" || true; }
-mep_up() { grep -c '"metric exchange UP"' "$OUT/$1.log" || true; }
-trans() { grep -c '"service \(UP\|DOWN\)"' "$OUT/$1.log" || true; }
 col() { # col SITE KEY LABEL -> the value of KEY on SITE's LABEL sample
     awk -v s="$1" -v k="$2" -v l="$3" '$1 == l && $3 == s { for (i = 4; i <= NF; i++) { split($i, a, "="); if (a[1] == k) print a[2] } }' "$OUT/samples.txt" | tail -1
 }
@@ -347,7 +359,9 @@ colmax() {
     echo "Soak $START_UTC, ${SOAK_SECONDS}s ($("$SEXTANT" --version 2>/dev/null || echo sextant); $(nproc) cores; load average at start $LOAD1, at end $LOAD2)"
     echo "load: dnsperf -Q $LOAD_QPS (half of the peak $PEAK_QPS) against alpha: sent ${d_sent:-?}, completed ${d_done:-?}, lost ${d_lost:-?}, ${d_qps:-?} q/s"
     echo "faults: $flaps backend flaps ($kills kills, $restarts restarts, every ${FLAP_EVERY}s), $cuts MEP cuts and $heals heals (every ${CUT_EVERY}s)"
-    echo "MEP seen DOWN/UP in the logs: alpha $(mep_down alpha)/$(mep_up alpha), beta $(mep_down beta)/$(mep_up beta); service transitions logged: alpha $(trans alpha), beta $(trans beta)"
+    echo "MEP seen DOWN/UP in the logs: alpha $(mep_down alpha)/$(mep_up alpha), beta $(mep_down beta)/$(mep_up beta)" \
+        "(DOWN beyond one per cut: alpha $(( $(mep_down alpha) - cuts )), beta $(( $(mep_down beta) - cuts )));" \
+        "service transitions logged: alpha $(trans alpha), beta $(trans beta)"
     echo "checker ($CHECK_RATE q/s, window ${WINDOW_MS} ms):"
     sed -n '/^soak-check:/,/^soak\./p' "$OUT/check.txt" | grep -v '^soak\.'
     grep '^WRONG' "$OUT/check.txt" | head -5 || true
