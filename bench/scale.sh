@@ -4,7 +4,9 @@
 # against ranges, decide() against global DNS policies (sextant-core
 # --bench scale), the snapshot rebuild after one health change against
 # services (sextant-state --bench rebuild), and the memory table
-# (sextant-core --bench scale_memory).
+# (sextant-core --bench scale_memory). The timing benches measure the
+# bench thread's CPU time (crates/sextant-core/benches/cpu_time), so time
+# spent waiting for a core on a busy machine is not counted.
 #
 #   bench/scale.sh                          # everything, about 10 minutes on 2 cores
 #   ONLY=memory bench/scale.sh              # one part: core, state or memory

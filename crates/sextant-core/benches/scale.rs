@@ -14,6 +14,7 @@
 //! over three sites, a third DOWN), so the 10,000-domain point is the
 //! 100,000-service configuration of `benches/decide.rs`.
 
+mod cpu_time;
 mod scale_locations;
 mod shape;
 
@@ -22,7 +23,11 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use cpu_time::ThreadCpuTime;
+use criterion::{BenchmarkId, Throughput, criterion_group, criterion_main};
+
+/// Every curve here is measured in the thread's CPU time (see [`cpu_time`]).
+type Criterion = criterion::Criterion<ThreadCpuTime>;
 use scale_locations::*;
 use sextant_core::*;
 use shape::*;
@@ -101,7 +106,7 @@ fn is_nxdomain(o: &Outcome) -> bool {
 
 /// Cycles through `names`, one `decide()` per iteration.
 fn bench_names(
-    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    g: &mut criterion::BenchmarkGroup<'_, ThreadCpuTime>,
     id: BenchmarkId,
     snap: &Snapshot,
     names: &[String],
@@ -444,7 +449,8 @@ fn policies(c: &mut Criterion) {
 }
 
 fn config() -> Criterion {
-    Criterion::default()
+    criterion::Criterion::default()
+        .with_measurement(ThreadCpuTime::default())
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2))
         .configure_from_args()

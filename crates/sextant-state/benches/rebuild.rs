@@ -17,6 +17,8 @@
 //! The `parts` group times, at the same sizes and through the public API,
 //! the pieces a publication is made of, to say which dominates.
 
+#[path = "../../sextant-core/benches/cpu_time/mod.rs"]
+mod cpu_time;
 #[path = "../../sextant-core/benches/shape/mod.rs"]
 mod shape;
 
@@ -24,12 +26,16 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use cpu_time::ThreadCpuTime;
+use criterion::{BenchmarkId, criterion_group, criterion_main};
 use sextant_core::{
     Model, Monitor, MonitorKind, MonitorStatus, ServiceMetrics, ServiceState, ServiceStatus,
     Snapshot, StatusBuilder,
 };
 use sextant_state::{Effect, Engine, Event, FIGURES_FLUSH, Probe};
+
+/// Measured in the thread's CPU time (see [`cpu_time`]).
+type Criterion = criterion::Criterion<ThreadCpuTime>;
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 
@@ -171,7 +177,8 @@ fn parts(c: &mut Criterion) {
 }
 
 fn config() -> Criterion {
-    Criterion::default()
+    criterion::Criterion::default()
+        .with_measurement(ThreadCpuTime::default())
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2))
         .configure_from_args()
