@@ -25,20 +25,20 @@ use std::time::{Duration, Instant};
 
 use cpu_time::ThreadCpuTime;
 use criterion::{BenchmarkId, Throughput, criterion_group, criterion_main};
-
-/// Every curve here is measured in the thread's CPU time (see [`cpu_time`]).
-type Criterion = criterion::Criterion<ThreadCpuTime>;
 use scale_locations::*;
 use sextant_core::*;
 use shape::*;
+
+/// Every curve here is measured in the thread's CPU time (see [`cpu_time`]).
+type Criterion = criterion::Criterion<ThreadCpuTime>;
 
 /// How many distinct query names each point cycles through: enough that
 /// the large configurations' tables do not all sit in cache, as on a
 /// server whose clients ask for many names.
 const NAMES: usize = 4096;
 
-/// One `decide()` with a fresh cursor and answer buffer kept across calls,
-/// as a worker does.
+/// `decide()` with one cursor and answer buffer kept across calls, as a
+/// worker keeps them.
 struct Decider {
     cursor: Cursor,
     out: AnswerBuf,
