@@ -12,6 +12,10 @@
 //! hot_path();
 //! assert_eq!(allocations() - before, 0);
 //! ```
+//!
+//! It also keeps the calling thread's live heap bytes ([`live_bytes`]:
+//! allocated minus freed), so a bench can say how much memory a structure
+//! holds: the difference before and after building it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -21,30 +25,41 @@ pub struct Counting;
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    static LIVE_BYTES: Cell<i64> = const { Cell::new(0) };
 }
 
 fn count() {
     let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
 }
 
+/// Adds `delta` to the calling thread's live bytes (freeing counts
+/// negative, so memory freed by another thread makes this one's go down).
+fn bytes(delta: i64) {
+    let _ = LIVE_BYTES.try_with(|c| c.set(c.get().wrapping_add(delta)));
+}
+
 // SAFETY: forwards every call unchanged to the system allocator.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count();
+        bytes(layout.size() as i64);
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         count();
+        bytes(layout.size() as i64);
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count();
+        bytes(new_size as i64 - layout.size() as i64);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        bytes(-(layout.size() as i64));
         unsafe { System.dealloc(ptr, layout) }
     }
 }
@@ -53,4 +68,11 @@ unsafe impl GlobalAlloc for Counting {
 /// [`Counting`] is the global allocator).
 pub fn allocations() -> u64 {
     ALLOCATIONS.with(|c| c.get())
+}
+
+/// Heap bytes the calling thread holds: requested sizes allocated minus
+/// freed since it started (only counted while [`Counting`] is the global
+/// allocator; the allocator's own overhead per block is not included).
+pub fn live_bytes() -> i64 {
+    LIVE_BYTES.with(|c| c.get())
 }
