@@ -411,7 +411,7 @@ mod tests {
                 })
                 .collect();
             let down = mix(seed ^ 0xdead);
-            let eligible = |i: usize| down >> (i % 64) & 1 == 0 || i % 7 == 0;
+            let eligible = |i: usize| down >> (i % 64) & 1 == 0 || i.is_multiple_of(7);
             let expected = sorted_slots(&weights, eligible);
             if expected.is_empty() {
                 assert_eq!(nth_weighted(n, |i| weights[i], 0, eligible), None);
