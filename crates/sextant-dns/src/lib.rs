@@ -34,7 +34,7 @@ use arc_swap::ArcSwap;
 use sextant_core::{AnswerBuf, Cursor, Snapshot};
 
 pub use ldns::LdnsQueue;
-pub use respond::{MAX_MESSAGE, respond, udp_limit};
+pub use respond::{MAX_MESSAGE, MAX_UDP, respond, udp_limit};
 pub use sessions::{SessionEntry, SessionTable};
 pub use stats::{Counter, DnsStats, StatsSnapshot};
 pub use tcp::{TcpConfig, bind_tcp, bind_tcp_vip, serve_tcp, serve_tcp_with};

@@ -23,8 +23,12 @@ use crate::{DnsShared, Transport, Worker};
 pub const MAX_MESSAGE: usize = 65535;
 /// UDP size without EDNS (RFC 1035 §4.2.1), and the floor with it.
 const CLASSIC_UDP: usize = 512;
-/// We never send UDP responses larger than this, whatever the client offers.
-const MAX_UDP: usize = 4096;
+/// We never send UDP responses larger than this, whatever the client offers:
+/// the DNS Flag Day 2020 size, which fits the common 1280-octet IPv6 MTU
+/// with its headers, so no answer is fragmented (fragments are dropped by
+/// many middleboxes and make off-path spoofing of the tail possible).
+/// Larger answers get TC=1 and the client retries over TCP.
+pub const MAX_UDP: usize = 1232;
 
 const CLASS_IN: u16 = 1;
 const CLASS_ANY: u16 = 255;

@@ -4,7 +4,7 @@ mod common;
 
 use std::net::IpAddr;
 
-use common::model::{BIG_SERVICES, WWW_V4, WWW_V6};
+use common::model::{BIG_SERVICES, HUGE_SERVICES, WWW_V4, WWW_V6};
 use common::{CLIENT, QueryBuilder, Server, ecs_option};
 use hickory_proto::op::{MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
@@ -233,6 +233,40 @@ fn large_answers_truncate_over_udp_and_come_whole_over_tcp() {
 
     let stats = s.shared.stats.snapshot();
     assert_eq!(stats.truncated, 3);
+}
+
+#[test]
+fn udp_answers_are_capped_at_1232_octets_whatever_the_client_offers() {
+    let mut s = Server::new();
+    // 80 A records need about 1,330 octets: over the cap, under every
+    // buffer offered here but the smallest.
+    for offered in [1232u16, 1400, 4096, 65535] {
+        let q = QueryBuilder::new("huge.example.com", A)
+            .edns(offered, 0, false, &[])
+            .build();
+        let raw = s.raw(&q, Transport::Udp).unwrap();
+        assert!(raw.len() <= 1232, "offered {offered}: {} octets", raw.len());
+        let m = decode(&raw);
+        assert!(m.metadata.truncation, "offered {offered}: TC=1");
+        assert!(m.answers.is_empty(), "offered {offered}: no partial answer");
+        assert_eq!(m.edns.as_ref().map(|e| e.max_payload()), Some(1232));
+    }
+    // Without EDNS the limit is 512.
+    let q = QueryBuilder::new("huge.example.com", A).build();
+    let raw = s.raw(&q, Transport::Udp).unwrap();
+    assert!(raw.len() <= 512);
+    assert!(decode(&raw).metadata.truncation);
+    // TCP carries the whole answer.
+    let m = s.tcp(&QueryBuilder::new("huge.example.com", A).build());
+    assert!(!m.metadata.truncation);
+    assert_eq!(answer_addrs(&m).len(), HUGE_SERVICES);
+    // An answer that fits 1232 is sent whole over UDP.
+    let q = QueryBuilder::new("big.example.com", A)
+        .edns(4096, 0, false, &[])
+        .build();
+    let raw = s.raw(&q, Transport::Udp).unwrap();
+    assert!(raw.len() > 512 && raw.len() <= 1232);
+    assert_eq!(answer_addrs(&decode(&raw)).len(), BIG_SERVICES);
 }
 
 #[test]
