@@ -196,7 +196,7 @@ fn flood(server: SocketAddr, source: Ipv4Addr, q: &[u8], n: u16) -> (usize, usiz
                     assert_eq!(&buf[6..8], &[0, 0], "a slipped answer has no records");
                     truncated += 1;
                 } else {
-                    assert_eq!(&buf[6..8], &[0, 1], "one A record");
+                    assert_eq!(&buf[6..8], &[0, 1], "one answer record");
                     answered += 1;
                 }
             }
@@ -367,4 +367,33 @@ fn tcp_idle_half_open_cap_pipelining_and_garbage() {
         .dns
         .tcp(&build_query("app.example.com", RecordType::A, None));
     assert_eq!(r.answers.len(), 1);
+}
+
+/// The native syntax: `[dns]` with `[dns.rrl]` (slip 1: every limited
+/// answer truncated) and `[dns.cookies]`, on the zone apex's SOA.
+#[test]
+fn native_toml_settings_take_effect() {
+    let net = Net::new("prot_toml");
+    let mut c = net.toml_preamble();
+    c.push_str(
+        "\n[dns]\nnsid_hex = \"6e6f64652d74\"\ntcp_idle_timeout = \"2s\"\n\n\
+         [dns.rrl]\nresponses_per_second = 5\nslip = 1\n\n\
+         [dns.cookies]\nsecret_rotation = \"10m\"\n",
+    );
+    let _s = Server::start(SEXTANT, &net, Syntax::Toml, &c);
+    let at = net.dns_addr();
+    let out = dig(at, &["+nsid", "+cookie", "example.com", "SOA"]);
+    assert!(out.contains("node-t"), "{out}");
+    assert!(out.contains("COOKIE:") && out.contains("(good)"), "{out}");
+    // 100 plain queries from one address: at most the burst and refill
+    // answered, every other one truncated (slip 1), none dropped.
+    let mut q = Vec::from(&b"\x00\x00\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"[..]);
+    q.extend_from_slice(b"\x07example\x03com\x00\x00\x06\x00\x01");
+    let (answered, truncated, sent) = flood(at, net.client_ip(3), &q, 100);
+    let allowed = 5 + (sent.as_secs_f64() * 5.0).ceil() as usize + 1;
+    assert!(
+        answered <= allowed,
+        "{answered} answered, {allowed} allowed"
+    );
+    assert_eq!(answered + truncated, 100, "slip 1 drops nothing");
 }
