@@ -83,6 +83,21 @@ pub struct DnsCounters {
     pub dropped: u64,
     /// TCP connections closed at once because the connection cap was hit.
     pub tcp_rejected: u64,
+    /// UDP responses over the rate limit (dropped or slipped).
+    #[serde(default)]
+    pub rate_limited: u64,
+    /// Of those, the ones sent truncated (TC=1) so the client retries over TCP.
+    #[serde(default)]
+    pub slipped: u64,
+    /// Queries with a valid server cookie (never rate limited).
+    #[serde(default)]
+    pub cookie_valid: u64,
+    /// Queries with a server cookie that is not valid (answered with a fresh one).
+    #[serde(default)]
+    pub cookie_invalid: u64,
+    /// TCP connections closed for idleness or a stalled query.
+    #[serde(default)]
+    pub tcp_idle_closed: u64,
 }
 
 /// Health of a service as this node sees it.

@@ -118,6 +118,9 @@ pub(crate) struct Draft {
     pub dc_bindings: Vec<DcBinding>,
     /// VRRP: the VRIDs, what is bound to them and the global parameters.
     pub vrrp: crate::vrrp::DraftVrrp,
+    /// NSID, TCP limits, rate limiting, cookies (`set dns parameter`,
+    /// `[dns]`).
+    pub dns_server: crate::dns_settings::DraftDnsServer,
 }
 
 /// `set ns rpcNode IP ...` / `[[rpc_node]]`.

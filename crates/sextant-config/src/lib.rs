@@ -15,6 +15,7 @@
 mod appliance;
 mod builtin_monitors;
 mod dns_policy;
+mod dns_settings;
 mod draft;
 mod duration;
 mod error;

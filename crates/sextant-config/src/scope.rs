@@ -217,6 +217,14 @@ pub(crate) fn area_of_line(tokens: &[Token]) -> Option<Area> {
     // Sextant defines servers and ADNS services; binding monitors to a
     // service or changing one is the load balancer's.
     let verb = &tokens[0].text;
+    // `set dns parameter` is the appliance's resolver, unless the line
+    // gives one of Sextant's DNS server options (NSID, rate limiting, ...).
+    if verb.eq_ignore_ascii_case("set")
+        && matches!(object.as_slice(), [a, b] if a.eq_ignore_ascii_case("dns") && b.eq_ignore_ascii_case("parameter"))
+        && crate::appliance::dns_server::has_sextant_option(tokens)
+    {
+        return None;
+    }
     if matches!(object.as_slice(), [o] if o.eq_ignore_ascii_case("service") || o.eq_ignore_ascii_case("server"))
         && !verb.eq_ignore_ascii_case("add")
     {

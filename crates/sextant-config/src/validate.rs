@@ -52,6 +52,7 @@ pub(crate) fn build(mut draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model 
     crate::dns_policy::build(&draft.dns, syntax, v.diag, &mut v.model);
     crate::locations::build(&draft.locations, v.diag, &mut v.model);
     crate::vrrp::build(&draft.vrrp, syntax, v.diag, &mut v.model);
+    crate::dns_settings::build(&draft.dns_server, v.diag, &mut v.model);
     crate::static_records::build(&draft, delegations, syntax, v.diag, &mut v.model);
     v.model
 }

@@ -61,6 +61,9 @@ pub struct Model {
     /// VRRP (seed 004): the virtual routers whose VIPs this node shares
     /// with the other nodes of its site. Default: none, VRRP does not run.
     pub vrrp: crate::vrrp::VrrpSettings,
+    /// The DNS server's identity and protections (`[dns]`, `set dns
+    /// parameter`): NSID, TCP limits, response rate limiting, cookies.
+    pub dns: DnsSettings,
     /// Settings the file gives that are accepted but have no effect, one
     /// `FILE:LINE: text` per use, in line order (`sextant check` prints them,
     /// the server logs them at start). Diagnostics about the file, not
@@ -810,4 +813,83 @@ impl LdnsProbe {
             LdnsProbe::DnsTcp => "ldns-tcp",
         }
     }
+}
+
+/// The DNS server's identity and protections, as configured (`[dns]` in
+/// the native syntax, `set dns parameter` in the appliance's). Part of the
+/// model so that a reload changes them like everything else, and a failed
+/// reload keeps the old ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsSettings {
+    /// RFC 5001 name server identifier, sent to clients that ask for it
+    /// (an empty NSID option), so an operator can tell which node answered.
+    pub nsid: Option<Vec<u8>>,
+    /// A TCP connection that has not delivered a complete query for this
+    /// long (idle, or stalled in the middle of one) is closed.
+    pub tcp_idle_timeout: std::time::Duration,
+    /// Open TCP connections at most; new ones beyond are closed at once.
+    pub tcp_max_connections: usize,
+    /// Response rate limiting over UDP; `None`: off.
+    pub rrl: Option<RrlSettings>,
+    /// DNS cookies (RFC 7873, RFC 9018); `None`: off (cookie options are
+    /// ignored, as by a server that does not implement them).
+    pub cookies: Option<CookieSettings>,
+}
+
+impl DnsSettings {
+    /// Knot's tcp-idle-timeout.
+    pub const DEFAULT_TCP_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+    pub const DEFAULT_TCP_MAX_CONNECTIONS: usize = 1024;
+}
+
+impl Default for DnsSettings {
+    fn default() -> Self {
+        DnsSettings {
+            nsid: None,
+            tcp_idle_timeout: Self::DEFAULT_TCP_IDLE_TIMEOUT,
+            tcp_max_connections: Self::DEFAULT_TCP_MAX_CONNECTIONS,
+            rrl: None,
+            cookies: None,
+        }
+    }
+}
+
+/// Response rate limiting (as Knot's mod-rrl and NSD's rrl-*): a token
+/// bucket per client prefix, so a spoofed flood aimed at a victim's
+/// addresses is held to a few responses per second per prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RrlSettings {
+    /// Responses per second allowed per prefix (the bucket also holds one
+    /// second's worth, as a burst).
+    pub responses_per_second: u32,
+    /// Every Nth limited response is sent truncated (TC=1, no answer) so a
+    /// real client retries over TCP; 0 drops every limited response, 1
+    /// truncates every one.
+    pub slip: u32,
+    /// Client prefixes a bucket covers.
+    pub ipv4_prefix: u8,
+    pub ipv6_prefix: u8,
+    /// Sources never limited (network address, prefix length).
+    pub exempt: Vec<(std::net::IpAddr, u8)>,
+    /// Buckets in the fixed-size table (rounded up to a power of two).
+    pub table_size: usize,
+}
+
+impl RrlSettings {
+    pub const DEFAULT_SLIP: u32 = 2;
+    pub const DEFAULT_IPV4_PREFIX: u8 = 24;
+    pub const DEFAULT_IPV6_PREFIX: u8 = 56;
+    pub const DEFAULT_TABLE_SIZE: usize = 65536;
+}
+
+/// DNS cookies: the server secret is made at start from the OS's random
+/// source and replaced every `secret_rotation`; the previous one is still
+/// accepted for one more period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CookieSettings {
+    pub secret_rotation: std::time::Duration,
+}
+
+impl CookieSettings {
+    pub const DEFAULT_SECRET_ROTATION: std::time::Duration = std::time::Duration::from_secs(3600);
 }

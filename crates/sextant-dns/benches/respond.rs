@@ -69,6 +69,83 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+    protections(c);
+}
+
+/// The same plain A query with rate limiting on (every query passes: the
+/// source cycles over 65,536 /24s, so each bucket sees one query in 65,536)
+/// and with a valid DNS cookie (checked and renewed on every query).
+fn protections(c: &mut Criterion) {
+    let settings = sextant_core::RrlSettings {
+        responses_per_second: 1_000_000,
+        slip: 2,
+        ipv4_prefix: 24,
+        ipv6_prefix: 56,
+        exempt: Vec::new(),
+        table_size: 65536,
+    };
+    let mut m = model::model();
+    m.dns.rrl = Some(settings.clone());
+    m.dns.cookies = Some(sextant_core::CookieSettings {
+        secret_rotation: std::time::Duration::from_secs(3600),
+    });
+    let shared = DnsShared::new(sextant_core::Snapshot::new(std::sync::Arc::new(m), 1));
+    shared.set_rate_limiter(Some(&settings));
+    let mut worker = Worker::new(7);
+    let mut out = Vec::with_capacity(65535);
+    let mut g = c.benchmark_group("respond_protected");
+    let plain = query("www.example.com", 1, &[]);
+    let mut i = 0u32;
+    g.bench_function("a_rrl_on", |b| {
+        b.iter(|| {
+            i = i.wrapping_add(1);
+            let source = IpAddr::from((0x0a00_0000 | ((i & 0xffff) << 8)).to_be_bytes());
+            respond(
+                &shared,
+                &mut worker,
+                black_box(&plain),
+                source,
+                Transport::Udp,
+                &mut out,
+            );
+            black_box(out.len())
+        })
+    });
+    // Learn a server cookie, then send it on every query (valid: exempt).
+    let source = IpAddr::from([198, 18, 0, 1]);
+    let first = query(
+        "www.example.com",
+        1,
+        &[
+            0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 12, 0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8,
+        ],
+    );
+    respond(
+        &shared,
+        &mut worker,
+        &first,
+        source,
+        Transport::Udp,
+        &mut out,
+    );
+    let at = out.len() - 24;
+    let mut opt = vec![0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 28, 0, 10, 0, 24];
+    opt.extend_from_slice(&out[at..]);
+    let with_cookie = query("www.example.com", 1, &opt);
+    g.bench_function("a_valid_cookie", |b| {
+        b.iter(|| {
+            respond(
+                &shared,
+                &mut worker,
+                black_box(&with_cookie),
+                source,
+                Transport::Udp,
+                &mut out,
+            );
+            black_box(out.len())
+        })
+    });
+    g.finish();
 }
 
 criterion_group!(benches, bench);

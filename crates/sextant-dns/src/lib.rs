@@ -15,11 +15,13 @@
 // Unsafe code is confined to `mmsg` (batched UDP system calls).
 #![deny(unsafe_code)]
 
+pub mod cookie;
 pub mod ldns;
 mod limits;
 #[cfg(target_os = "linux")]
 mod mmsg;
 mod respond;
+pub mod rrl;
 pub mod sessions;
 pub mod stats;
 mod tcp;
@@ -29,12 +31,15 @@ pub mod wire;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use sextant_core::{AnswerBuf, Cursor, Snapshot};
 
+pub use cookie::{CookieSecrets, CookieStatus};
 pub use ldns::LdnsQueue;
-pub use respond::{MAX_MESSAGE, respond, udp_limit};
+pub use respond::{MAX_MESSAGE, MAX_UDP, respond, udp_limit};
+pub use rrl::{RateLimiter, Verdict};
 pub use sessions::{SessionEntry, SessionTable};
 pub use stats::{Counter, DnsStats, StatsSnapshot};
 pub use tcp::{TcpConfig, bind_tcp, bind_tcp_vip, serve_tcp, serve_tcp_with};
@@ -62,7 +67,7 @@ fn set_freebind(socket: &socket2::Socket, addr: std::net::SocketAddr) -> std::io
 }
 pub use wire::Rcode;
 pub use wire::parse::{
-    Ecs, Edns, FormErr, Header, ParseError, ParseErrorKind, ParsedQuery, parse_query,
+    Cookie, Ecs, Edns, FormErr, Header, ParseError, ParseErrorKind, ParsedQuery, parse_query,
 };
 
 /// State shared by every DNS worker.
@@ -76,15 +81,30 @@ pub struct DnsShared {
     pub stats: DnsStats,
     /// New LDNS groups for the RTT method's prober.
     pub ldns: LdnsQueue,
+    /// The response rate limiter's table. Whether limiting is on is the
+    /// snapshot's (`model.dns.rrl`), so it follows reloads with one branch
+    /// on the hot path; the table lives here so that publishing a snapshot
+    /// (at every health change) does not reset the buckets. Replace it with
+    /// [`DnsShared::set_rate_limiter`] when the settings change.
+    pub rrl: ArcSwapOption<RateLimiter>,
+    /// The DNS cookie secrets (current and previous); see
+    /// [`DnsShared::rotate_cookie_secret`].
+    pub cookie_secrets: ArcSwap<CookieSecrets>,
+    /// The rate limiter's clock starts here.
+    epoch: Instant,
 }
 
 impl DnsShared {
+    /// The cookie secret is made here from the OS's random source.
     pub fn new(snapshot: Snapshot) -> Self {
         DnsShared {
             snapshot: ArcSwap::from_pointee(snapshot),
             sessions: SessionTable::new(),
             stats: DnsStats::default(),
             ldns: LdnsQueue::default(),
+            rrl: ArcSwapOption::empty(),
+            cookie_secrets: ArcSwap::from_pointee(CookieSecrets::new(os_random())),
+            epoch: Instant::now(),
         }
     }
 
@@ -92,6 +112,64 @@ impl DnsShared {
     pub fn publish(&self, snapshot: Snapshot) {
         self.snapshot.store(Arc::new(snapshot));
     }
+
+    /// Installs a rate limiter for `settings` with a fresh random hash key,
+    /// unless the one in place already has exactly these settings (a reload
+    /// that changes nothing keeps the buckets); `None` removes it.
+    pub fn set_rate_limiter(&self, settings: Option<&sextant_core::RrlSettings>) {
+        let current = self.rrl.load();
+        match (settings, current.as_deref()) {
+            (Some(s), Some(l)) if l.settings() == s => {}
+            (Some(s), _) => self
+                .rrl
+                .store(Some(Arc::new(RateLimiter::new(s.clone(), os_random())))),
+            (None, _) => self.rrl.store(None),
+        }
+    }
+
+    /// Replaces the cookie secret with a new random one; the old one stays
+    /// valid until the next rotation.
+    pub fn rotate_cookie_secret(&self) {
+        self.rotate_cookie_secret_to(os_random());
+    }
+
+    /// [`DnsShared::rotate_cookie_secret`] with a given secret (tests).
+    pub fn rotate_cookie_secret_to(&self, next: [u8; 16]) {
+        let now = self.cookie_secrets.load();
+        self.cookie_secrets.store(Arc::new(now.rotated(next)));
+    }
+
+    /// Microseconds since this state was made: the rate limiter's clock.
+    pub(crate) fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Seconds since the Unix epoch, truncated to 32 bits (the RFC 9018
+/// timestamp, read with serial arithmetic).
+pub(crate) fn wall_secs() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0)
+}
+
+/// 16 random octets from the OS (`/dev/urandom`), for the cookie secret
+/// and the rate limiter's hash key. Should the device be unreadable, the
+/// standard library's per-process random hash keys (also seeded by the OS)
+/// are used instead, so the server still starts.
+pub fn os_random() -> [u8; 16] {
+    use std::io::Read;
+    let mut out = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut out));
+    if let Err(e) = read {
+        tracing::warn!(error = %e, "cannot read /dev/urandom; using the process's random hash keys");
+        let a = random_seed().to_le_bytes();
+        let b = random_seed().to_le_bytes();
+        out[..8].copy_from_slice(&a);
+        out[8..].copy_from_slice(&b);
+    }
+    out
 }
 
 /// Per-thread state: selection cursor, answer and name buffers, stats shard.
@@ -102,6 +180,8 @@ pub struct Worker {
     answers: AnswerBuf,
     name_buf: [u8; 256],
     shard: usize,
+    /// Responses this worker has rate limited; every `slip`th is truncated.
+    limited: u64,
 }
 
 impl Worker {
@@ -116,6 +196,7 @@ impl Worker {
             },
             name_buf: [0; 256],
             shard: stats::next_shard(),
+            limited: 0,
         }
     }
 }

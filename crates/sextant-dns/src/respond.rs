@@ -10,6 +10,8 @@ use std::net::IpAddr;
 use sextant_core::records::{RecordData, StaticRecord, TYPE_ANY};
 use sextant_core::{ChainEnd, LdnsUse, NoTrace, Outcome, Query, Snapshot, decide};
 
+use crate::cookie::{self, CookieStatus};
+use crate::rrl::Verdict;
 use crate::stats::Counter;
 use crate::wire::Rcode;
 use crate::wire::build::{BadName, OptOut, ResponseWriter, Section};
@@ -23,8 +25,12 @@ use crate::{DnsShared, Transport, Worker};
 pub const MAX_MESSAGE: usize = 65535;
 /// UDP size without EDNS (RFC 1035 §4.2.1), and the floor with it.
 const CLASSIC_UDP: usize = 512;
-/// We never send UDP responses larger than this, whatever the client offers.
-const MAX_UDP: usize = 4096;
+/// We never send UDP responses larger than this, whatever the client offers:
+/// the DNS Flag Day 2020 size, which fits the common 1280-octet IPv6 MTU
+/// with its headers, so no answer is fragmented (fragments are dropped by
+/// many middleboxes and make off-path spoofing of the tail possible).
+/// Larger answers get TC=1 and the client retries over TCP.
+pub const MAX_UDP: usize = 1232;
 
 const CLASS_IN: u16 = 1;
 const CLASS_ANY: u16 = 255;
@@ -56,13 +62,63 @@ pub fn respond(
     let (rcode, truncated) = match parse_query(request, &mut worker.name_buf) {
         Ok(q) => {
             let snapshot = shared.snapshot.load();
+            let settings = &snapshot.model().dns;
+            let mut extras = Extras::default();
+            let mut cookie_valid = false;
+            if let Some(e) = q.edns.as_ref() {
+                if e.nsid {
+                    extras.nsid = settings.nsid.as_deref();
+                }
+                if settings.cookies.is_some()
+                    && let Some(c) = e.cookie.as_ref()
+                {
+                    let now = crate::wall_secs();
+                    let secrets = shared.cookie_secrets.load();
+                    match cookie::check(&secrets, c, source, now) {
+                        CookieStatus::Valid => {
+                            cookie_valid = true;
+                            stats.incr(shard, Counter::CookieValid);
+                        }
+                        CookieStatus::Invalid => stats.incr(shard, Counter::CookieInvalid),
+                        CookieStatus::ClientOnly => {}
+                    }
+                    // Always a fresh cookie (RFC 9018 §4.3 allows it; it
+                    // also renews one that is about to expire).
+                    extras.cookie = Some(cookie::response_cookie(&secrets, &c.client, source, now));
+                }
+            }
+            // One branch when rate limiting is off; TCP and valid cookies
+            // are never limited (the source address is then proven).
+            if settings.rrl.is_some() && transport == Transport::Udp && !cookie_valid {
+                match rate_limit(shared, &mut worker.limited, shard, source) {
+                    Verdict::Pass => {}
+                    Verdict::Drop => {
+                        out.clear();
+                        return false;
+                    }
+                    Verdict::Slip => {
+                        let opt = q.edns.map(|e| extras.opt(&e));
+                        let mut w = ResponseWriter::start(
+                            out,
+                            q.id(),
+                            response_flags(&q.header, false),
+                            q.question,
+                            CLASSIC_UDP,
+                            0,
+                        );
+                        w.truncate();
+                        w.finish(Rcode::NoError, opt);
+                        return true;
+                    }
+                }
+            }
             let mut ctx = Answering {
                 shared,
                 snapshot: &snapshot,
                 worker_cursor: &mut worker.cursor,
                 worker_answers: &mut worker.answers,
             };
-            match ctx.answer(&q, source, transport, out) {
+            match ctx.answer(&q, source, transport, extras, out) {
                 Some(answered) => answered,
                 None => {
                     // A DNS policy's DROP action: no response at all.
@@ -77,7 +133,19 @@ pub fn respond(
             stats.incr(shard, Counter::Dropped);
             return false;
         }
-        Err(e) => error_response(&e, request, out),
+        Err(e) => {
+            // Error responses count against the limit too (a flood of
+            // malformed queries reflects as well as a valid one), but are
+            // never slipped: there is no answer to retry for.
+            if transport == Transport::Udp
+                && shared.snapshot.load().model().dns.rrl.is_some()
+                && rate_limit(shared, &mut worker.limited, shard, source) != Verdict::Pass
+            {
+                out.clear();
+                return false;
+            }
+            error_response(&e, request, out)
+        }
     };
     stats.incr(
         shard,
@@ -95,6 +163,42 @@ pub fn respond(
         stats.incr(shard, Counter::Truncated);
     }
     true
+}
+
+/// What a response's OPT carries besides DO and Client Subnet.
+#[derive(Debug, Clone, Copy, Default)]
+struct Extras<'a> {
+    nsid: Option<&'a [u8]>,
+    cookie: Option<[u8; 24]>,
+}
+
+impl<'a> Extras<'a> {
+    fn opt(&self, e: &Edns) -> OptOut<'a> {
+        OptOut {
+            dnssec_ok: e.dnssec_ok,
+            ecs: None,
+            nsid: self.nsid,
+            cookie: self.cookie,
+        }
+    }
+}
+
+/// Charges one UDP response to `source`, counting what is limited.
+fn rate_limit(shared: &DnsShared, limited: &mut u64, shard: usize, source: IpAddr) -> Verdict {
+    let guard = shared.rrl.load();
+    let Some(limiter) = guard.as_deref() else {
+        return Verdict::Pass;
+    };
+    let verdict = limiter.check(source, shared.now_us(), *limited);
+    if verdict != Verdict::Pass {
+        *limited += 1;
+        shared.stats.incr(shard, Counter::RateLimited);
+        if verdict == Verdict::Slip {
+            shared.stats.incr(shard, Counter::Slipped);
+            shared.stats.incr(shard, Counter::Truncated);
+        }
+    }
+    verdict
 }
 
 /// The UDP response size a query allows (RFC 6891 §6.2.5).
@@ -130,6 +234,7 @@ impl Answering<'_> {
         q: &ParsedQuery<'_>,
         source: IpAddr,
         transport: Transport,
+        extras: Extras<'_>,
         out: &mut Vec<u8>,
     ) -> Option<(Rcode, bool)> {
         let limit = match transport {
@@ -137,8 +242,8 @@ impl Answering<'_> {
             Transport::Tcp => MAX_MESSAGE,
         };
         let mut opt = q.edns.map(|e| OptOut {
-            dnssec_ok: e.dnssec_ok,
             ecs: e.ecs.map(|ecs| (ecs, 0)),
+            ..extras.opt(&e)
         });
         let refuse = |out: &mut Vec<u8>, opt| {
             let w = ResponseWriter::start(
@@ -413,7 +518,7 @@ fn error_response(e: &ParseError, request: &[u8], out: &mut Vec<u8>) -> (Rcode, 
         .unwrap_or(&[]);
     let opt = e.edns.map(|edns| OptOut {
         dnssec_ok: edns.dnssec_ok,
-        ecs: None,
+        ..OptOut::default()
     });
     let w = ResponseWriter::start(
         out,

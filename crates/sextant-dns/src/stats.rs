@@ -27,9 +27,20 @@ pub enum Counter {
     Dropped,
     /// TCP connections closed at once because the connection cap was hit.
     TcpRejected,
+    /// UDP responses over the rate limit (dropped or slipped).
+    RateLimited,
+    /// Of those, the ones sent truncated (TC=1) so the client retries over TCP.
+    Slipped,
+    /// Queries with a valid server cookie (exempt from rate limiting).
+    CookieValid,
+    /// Queries whose server cookie was not ours, expired or for another
+    /// address (answered with a fresh cookie).
+    CookieInvalid,
+    /// TCP connections closed for idleness or a stalled query.
+    TcpIdleClosed,
 }
 
-const COUNTERS: usize = 12;
+const COUNTERS: usize = 17;
 /// A power of two; more shards than cores keeps collisions rare.
 const SHARDS: usize = 16;
 
@@ -76,6 +87,11 @@ pub struct StatsSnapshot {
     pub truncated: u64,
     pub dropped: u64,
     pub tcp_rejected: u64,
+    pub rate_limited: u64,
+    pub slipped: u64,
+    pub cookie_valid: u64,
+    pub cookie_invalid: u64,
+    pub tcp_idle_closed: u64,
 }
 
 impl DnsStats {
@@ -110,6 +126,11 @@ impl DnsStats {
             truncated: self.get(Counter::Truncated),
             dropped: self.get(Counter::Dropped),
             tcp_rejected: self.get(Counter::TcpRejected),
+            rate_limited: self.get(Counter::RateLimited),
+            slipped: self.get(Counter::Slipped),
+            cookie_valid: self.get(Counter::CookieValid),
+            cookie_invalid: self.get(Counter::CookieInvalid),
+            tcp_idle_closed: self.get(Counter::TcpIdleClosed),
         }
     }
 }
@@ -131,6 +152,8 @@ mod tests {
             s.incr(shard, Counter::NoError);
         }
         s.incr(3, Counter::TcpRejected);
+        s.incr(5, Counter::TcpIdleClosed);
+        assert_eq!(s.get(Counter::TcpIdleClosed), 1);
         let snap = s.snapshot();
         assert_eq!(snap.noerror, 40);
         assert_eq!(snap.tcp_rejected, 1);

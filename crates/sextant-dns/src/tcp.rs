@@ -80,14 +80,31 @@ fn bind_tcp_listener(addr: SocketAddr, freebind: bool) -> io::Result<TcpListener
     TcpListener::from_std(socket.into())
 }
 
-/// Serves DNS over TCP on `listener` with [`TcpConfig::default`]; runs
-/// until the task is dropped.
+/// Serves DNS over TCP on `listener` with the limits of the current
+/// snapshot's model (`dns.tcp_idle_timeout`, `dns.tcp_max_connections`),
+/// read at each accepted connection so that a reload changes them for new
+/// connections; runs until the task is dropped.
 pub async fn serve_tcp(listener: TcpListener, shared: Arc<DnsShared>) {
-    serve_tcp_with(listener, shared, TcpConfig::default()).await
+    serve(listener, shared, None).await
 }
 
-/// Serves DNS over TCP with explicit limits.
+/// Serves DNS over TCP with explicit limits (whatever the model says).
 pub async fn serve_tcp_with(listener: TcpListener, shared: Arc<DnsShared>, config: TcpConfig) {
+    serve(listener, shared, Some(config)).await
+}
+
+/// The limits the model gives.
+fn model_config(shared: &DnsShared) -> TcpConfig {
+    let snapshot = shared.snapshot.load();
+    let dns = &snapshot.model().dns;
+    TcpConfig {
+        max_connections: dns.tcp_max_connections.max(1),
+        idle_timeout: dns.tcp_idle_timeout,
+        ..TcpConfig::default()
+    }
+}
+
+async fn serve(listener: TcpListener, shared: Arc<DnsShared>, fixed: Option<TcpConfig>) {
     let open = Arc::new(AtomicUsize::new(0));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -99,6 +116,7 @@ pub async fn serve_tcp_with(listener: TcpListener, shared: Arc<DnsShared>, confi
                 continue;
             }
         };
+        let config = fixed.unwrap_or_else(|| model_config(&shared));
         if open.load(Ordering::Relaxed) >= crate::limits::connection_cap(config.max_connections) {
             shared.stats.incr(0, crate::Counter::TcpRejected);
             drop(stream);
@@ -110,6 +128,9 @@ pub async fn serve_tcp_with(listener: TcpListener, shared: Arc<DnsShared>, confi
             let _slot = slot;
             let source = peer.ip().to_canonical();
             if let Err(e) = serve_connection(stream, source, &shared, &config).await {
+                if e.kind() == io::ErrorKind::TimedOut {
+                    shared.stats.incr(0, crate::Counter::TcpIdleClosed);
+                }
                 tracing::debug!(error = %e, %peer, "dns tcp connection ended");
             }
         });

@@ -4,7 +4,7 @@ mod common;
 
 use std::net::IpAddr;
 
-use common::model::{BIG_SERVICES, WWW_V4, WWW_V6};
+use common::model::{BIG_SERVICES, HUGE_SERVICES, WWW_V4, WWW_V6};
 use common::{CLIENT, QueryBuilder, Server, ecs_option};
 use hickory_proto::op::{MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
@@ -233,6 +233,40 @@ fn large_answers_truncate_over_udp_and_come_whole_over_tcp() {
 
     let stats = s.shared.stats.snapshot();
     assert_eq!(stats.truncated, 3);
+}
+
+#[test]
+fn udp_answers_are_capped_at_1232_octets_whatever_the_client_offers() {
+    let mut s = Server::new();
+    // 80 A records need about 1,330 octets: over the cap, under every
+    // buffer offered here but the smallest.
+    for offered in [1232u16, 1400, 4096, 65535] {
+        let q = QueryBuilder::new("huge.example.com", A)
+            .edns(offered, 0, false, &[])
+            .build();
+        let raw = s.raw(&q, Transport::Udp).unwrap();
+        assert!(raw.len() <= 1232, "offered {offered}: {} octets", raw.len());
+        let m = decode(&raw);
+        assert!(m.metadata.truncation, "offered {offered}: TC=1");
+        assert!(m.answers.is_empty(), "offered {offered}: no partial answer");
+        assert_eq!(m.edns.as_ref().map(|e| e.max_payload()), Some(1232));
+    }
+    // Without EDNS the limit is 512.
+    let q = QueryBuilder::new("huge.example.com", A).build();
+    let raw = s.raw(&q, Transport::Udp).unwrap();
+    assert!(raw.len() <= 512);
+    assert!(decode(&raw).metadata.truncation);
+    // TCP carries the whole answer.
+    let m = s.tcp(&QueryBuilder::new("huge.example.com", A).build());
+    assert!(!m.metadata.truncation);
+    assert_eq!(answer_addrs(&m).len(), HUGE_SERVICES);
+    // An answer that fits 1232 is sent whole over UDP.
+    let q = QueryBuilder::new("big.example.com", A)
+        .edns(4096, 0, false, &[])
+        .build();
+    let raw = s.raw(&q, Transport::Udp).unwrap();
+    assert!(raw.len() > 512 && raw.len() <= 1232);
+    assert_eq!(answer_addrs(&decode(&raw)).len(), BIG_SERVICES);
 }
 
 #[test]
@@ -590,4 +624,119 @@ fn parse_query_exposes_everything_explain_needs() {
             source_prefix: 48
         })
     );
+}
+
+/// The OPT record of a raw response: (CLASS, TTL, RDATA), from the end of
+/// the message (the only additional record in these answers).
+fn raw_opt(raw: &[u8]) -> Option<(u16, [u8; 4], Vec<u8>)> {
+    let m = decode(raw);
+    m.edns.as_ref()?;
+    // Walk back: OPT is last; find its root owner + type 41 from the end.
+    (12..raw.len().saturating_sub(10)).rev().find_map(|i| {
+        let rdlen = usize::from(u16::from_be_bytes([raw[i + 9], raw[i + 10]]));
+        (raw[i] == 0 && raw[i + 1..i + 3] == [0, 41] && i + 11 + rdlen == raw.len()).then(|| {
+            (
+                u16::from_be_bytes([raw[i + 3], raw[i + 4]]),
+                [raw[i + 5], raw[i + 6], raw[i + 7], raw[i + 8]],
+                raw[i + 11..].to_vec(),
+            )
+        })
+    })
+}
+
+#[test]
+fn unknown_edns_options_and_flags_are_not_echoed() {
+    let mut s = Server::new();
+    // Every EDNS flag bit set (DO and the 15 unassigned Z bits), and two
+    // unknown options (codes 10 and 65001).
+    let mut q = QueryBuilder::new("www.example.com", A);
+    let options = [
+        &[0u8, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8][..],
+        &[0xfd, 0xe9, 0, 1, 9],
+    ]
+    .concat();
+    q.additional.push(0);
+    q.additional.extend_from_slice(&41u16.to_be_bytes());
+    q.additional.extend_from_slice(&1232u16.to_be_bytes());
+    q.additional.extend_from_slice(&[0, 0, 0xff, 0xff]);
+    q.additional
+        .extend_from_slice(&(options.len() as u16).to_be_bytes());
+    q.additional.extend_from_slice(&options);
+    q.arcount = 1;
+    let raw = s.raw(&q.build(), Transport::Udp).unwrap();
+    let (class, ttl, rdata) = raw_opt(&raw).expect("OPT out for OPT in");
+    assert_eq!(class, 1232);
+    assert_eq!(ttl, [0, 0, 0x80, 0], "only DO echoed, version 0");
+    assert!(rdata.is_empty(), "no option echoed: {rdata:?}");
+    assert_eq!(decode(&raw).metadata.response_code, ResponseCode::NoError);
+
+    // Without DO, no flag at all.
+    let mut q = QueryBuilder::new("www.example.com", A);
+    q.additional
+        .extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, 0, 0x7f, 0xff, 0, 0]);
+    q.arcount = 1;
+    let raw = s.raw(&q.build(), Transport::Udp).unwrap();
+    assert_eq!(raw_opt(&raw).unwrap().1, [0, 0, 0, 0]);
+}
+
+#[test]
+fn no_opt_in_gives_no_opt_out_for_every_kind_of_answer() {
+    let mut s = Server::new();
+    let cases: Vec<Vec<u8>> = vec![
+        QueryBuilder::new("www.example.com", A).build(),
+        QueryBuilder::new("nope.example.com", A).build(),
+        QueryBuilder::new("example.org", A).build(),
+        QueryBuilder::new("big.example.com", A).build(),
+        {
+            let mut q = QueryBuilder::new("www.example.com", A);
+            q.qdcount = 2;
+            q.build()
+        },
+        {
+            let mut q = QueryBuilder::new("www.example.com", A);
+            q.flags |= 15 << 11;
+            q.build()
+        },
+    ];
+    for q in cases {
+        let m = s.udp(&q);
+        assert!(m.edns.is_none(), "{:?}: {m:?}", m.metadata.response_code);
+    }
+}
+
+#[test]
+fn every_opcode_but_query_is_notimp() {
+    let mut s = Server::new();
+    for opcode in 1u16..=15 {
+        let mut q = QueryBuilder::new("www.example.com", A);
+        q.flags |= opcode << 11;
+        let m = s.udp(&q.build());
+        assert_eq!(
+            m.metadata.response_code,
+            ResponseCode::NotImp,
+            "opcode {opcode}"
+        );
+        assert!(m.answers.is_empty());
+        assert!(!m.metadata.authoritative);
+    }
+}
+
+#[test]
+fn unknown_qtypes_at_our_names_are_nodata_with_aa_and_soa() {
+    let mut s = Server::new();
+    // 65280 (private use), 99 (SPF, unassigned to us), 64 (SVCB).
+    for name in ["www.example.com", "example.com", "big.example.com"] {
+        for qtype in [65280u16, 99, 64] {
+            let m = s.udp(&QueryBuilder::new(name, qtype).build());
+            assert_eq!(
+                m.metadata.response_code,
+                ResponseCode::NoError,
+                "{name} {qtype}"
+            );
+            assert!(m.metadata.authoritative, "{name} {qtype}");
+            assert!(m.answers.is_empty(), "{name} {qtype}");
+            assert_eq!(m.authorities.len(), 1, "{name} {qtype}");
+            assert_eq!(m.authorities[0].record_type(), RecordType::SOA);
+        }
+    }
 }

@@ -73,6 +73,11 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
             truncated: c.truncated,
             tcp_rejected: c.tcp_rejected,
             dropped: c.dropped,
+            rate_limited: c.rate_limited,
+            slipped: c.slipped,
+            cookie_valid: c.cookie_valid,
+            cookie_invalid: c.cookie_invalid,
+            tcp_idle_closed: c.tcp_idle_closed,
         },
         mep: d
             .mep

@@ -359,6 +359,8 @@ pub async fn serve(
         Arc::clone(&model),
         generation,
     )));
+    dns.set_rate_limiter(model.dns.rrl.as_ref());
+    tokio::spawn(rotate_cookie_secrets(Arc::clone(&dns)));
     let vips: Vec<std::net::IpAddr> = model
         .vrrp
         .vrids
@@ -473,6 +475,27 @@ pub async fn serve(
         m.stop();
     }
     result
+}
+
+/// Replaces the DNS cookie secret every `dns.cookies.secret_rotation` (read
+/// from the running model each period, so a reload changes it from the
+/// next rotation on); the previous secret stays valid for one more period.
+async fn rotate_cookie_secrets(dns: Arc<DnsShared>) {
+    loop {
+        let period = dns
+            .snapshot
+            .load()
+            .model()
+            .dns
+            .cookies
+            .as_ref()
+            .map(|c| c.secret_rotation)
+            .unwrap_or(sextant_core::CookieSettings::DEFAULT_SECRET_ROTATION);
+        tokio::time::sleep(period).await;
+        if dns.snapshot.load().model().dns.cookies.is_some() {
+            dns.rotate_cookie_secret();
+        }
+    }
 }
 
 /// Serves the bound DNS sockets: UDP on plain threads, TCP on its runtime.
@@ -827,6 +850,7 @@ async fn state_task(
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(prepared), wall_now());
                     let engine_time = started.elapsed();
+                    daemon.dns.set_rate_limiter(engine.model().dns.rrl.as_ref());
                     carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
                     daemon.dns.sessions.set_sharing(engine.session_exchange());
                     session_tick = tokio::time::interval(engine.session_share_interval());

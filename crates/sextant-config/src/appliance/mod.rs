@@ -12,6 +12,7 @@
 mod args;
 mod dc;
 mod dns;
+pub(crate) mod dns_server;
 mod gslb;
 mod location;
 mod monitor;
@@ -106,6 +107,10 @@ const COMMANDS: &[Command] = &[
     cmd(
         &["set", "gslb", "parameter"],
         Action::Read(system::set_parameter),
+    ),
+    cmd(
+        &["set", "dns", "parameter"],
+        Action::Read(dns_server::set_parameter),
     ),
     cmd(
         &["add", "lb", "monitor"],

@@ -34,6 +34,7 @@ use crate::no_effect::Scope;
 use crate::scalar;
 
 mod dc;
+mod dns_server;
 mod location;
 mod policy;
 mod records;
@@ -48,7 +49,7 @@ use schema::{
 const VERSION: i64 = 1;
 
 /// The top-level keys, for the "unknown key" message.
-const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, record, dns_action, dns_policy, location, location_file, rpc_node, dc_record, vrrp";
+const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, record, dns_action, dns_policy, location, location_file, rpc_node, dc_record, vrrp, dns";
 
 // ---------------------------------------------------------------------------
 
@@ -129,6 +130,7 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
             "rpc_node" => n.each(key_line, "rpc_node", value, Native::rpc_node),
             "dc_record" => n.each(key_line, "dc_record", value, Native::dc_record),
             "vrrp" => n.vrrp(value),
+            "dns" => n.dns_server(value),
             other => n.diag.error(
                 key_line,
                 format!("unknown top-level key `{other}`; expected one of {TOP_LEVEL}"),

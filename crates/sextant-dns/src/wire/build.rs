@@ -15,7 +15,10 @@ use sextant_core::Soa;
 use sextant_core::records::{RecordData, StaticRecord};
 
 use super::Rcode;
-use super::parse::{Ecs, FLAG_TC, HEADER_LEN, MAX_LABEL, MAX_NAME_WIRE, OPTION_ECS, TYPE_OPT};
+use super::parse::{
+    Ecs, FLAG_TC, HEADER_LEN, MAX_LABEL, MAX_NAME_WIRE, OPTION_COOKIE, OPTION_ECS, OPTION_NSID,
+    TYPE_OPT,
+};
 
 use sextant_core::records::{
     TYPE_A, TYPE_AAAA, TYPE_CNAME, TYPE_MX, TYPE_NS, TYPE_SOA, TYPE_SRV, TYPE_TXT,
@@ -43,21 +46,28 @@ pub enum Section {
     Additional,
 }
 
-/// The OPT record of a response.
-#[derive(Debug, Clone, Copy)]
-pub struct OptOut {
+/// The OPT record of a response. Only these options are ever written:
+/// nothing of the query's other options or flags is echoed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OptOut<'a> {
     pub dnssec_ok: bool,
     /// Client Subnet to echo, with the scope prefix to put in it.
     pub ecs: Option<(Ecs, u8)>,
+    /// Our NSID, for a query that asked for it.
+    pub nsid: Option<&'a [u8]>,
+    /// The client cookie followed by our fresh server cookie.
+    pub cookie: Option<[u8; 24]>,
 }
 
-impl OptOut {
+impl OptOut<'_> {
     /// Wire length of this OPT record.
     pub fn len(&self) -> usize {
         11 + self
             .ecs
             .map(|(e, _)| 8 + e.address_bytes().len())
             .unwrap_or(0)
+            + self.nsid.map(|n| 4 + n.len()).unwrap_or(0)
+            + self.cookie.map(|c| 4 + c.len()).unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -107,6 +117,12 @@ impl<'o> ResponseWriter<'o> {
             additionals: 0,
             overflow: false,
         }
+    }
+
+    /// Marks the response truncated: `finish` drops every record and sets
+    /// TC (a rate limiter's slip).
+    pub fn truncate(&mut self) {
+        self.overflow = true;
     }
 
     /// Whether a record has been left out for lack of space.
@@ -321,7 +337,7 @@ impl<'o> ResponseWriter<'o> {
     /// Appends OPT (if any), sets RCODE, patches counts, and applies
     /// truncation: on overflow only the question and OPT remain, with TC=1.
     /// Returns whether the response was truncated.
-    pub fn finish(self, rcode: Rcode, opt: Option<OptOut>) -> bool {
+    pub fn finish(self, rcode: Rcode, opt: Option<OptOut<'_>>) -> bool {
         let ResponseWriter {
             out,
             records_start,
@@ -396,25 +412,33 @@ fn patch_rdlen(out: &mut [u8], rdata_start: usize) {
     }
 }
 
-fn write_opt(out: &mut Vec<u8>, rcode: Rcode, opt: OptOut) {
+fn write_opt(out: &mut Vec<u8>, rcode: Rcode, opt: OptOut<'_>) {
     out.push(0);
     out.extend_from_slice(&TYPE_OPT.to_be_bytes());
     out.extend_from_slice(&OUR_UDP_PAYLOAD.to_be_bytes());
     // The upper 8 bits of the 12-bit extended RCODE (1 for BADVERS).
     let extended = (rcode.code() >> 4) as u8;
     out.extend_from_slice(&[extended, 0, if opt.dnssec_ok { 0x80 } else { 0 }, 0]);
-    match opt.ecs {
-        Some((ecs, scope)) => {
-            let addr = ecs.address_bytes();
-            let option_len = 4 + addr.len() as u16;
-            out.extend_from_slice(&(4 + option_len).to_be_bytes());
-            out.extend_from_slice(&OPTION_ECS.to_be_bytes());
-            out.extend_from_slice(&option_len.to_be_bytes());
-            out.extend_from_slice(&ecs.family.to_be_bytes());
-            out.extend_from_slice(&[ecs.source_prefix, scope]);
-            out.extend_from_slice(addr);
-        }
-        None => out.extend_from_slice(&0u16.to_be_bytes()),
+    let rdlen = (opt.len() - 11) as u16;
+    out.extend_from_slice(&rdlen.to_be_bytes());
+    if let Some((ecs, scope)) = opt.ecs {
+        let addr = ecs.address_bytes();
+        let option_len = 4 + addr.len() as u16;
+        out.extend_from_slice(&OPTION_ECS.to_be_bytes());
+        out.extend_from_slice(&option_len.to_be_bytes());
+        out.extend_from_slice(&ecs.family.to_be_bytes());
+        out.extend_from_slice(&[ecs.source_prefix, scope]);
+        out.extend_from_slice(addr);
+    }
+    if let Some(nsid) = opt.nsid {
+        out.extend_from_slice(&OPTION_NSID.to_be_bytes());
+        out.extend_from_slice(&(nsid.len() as u16).to_be_bytes());
+        out.extend_from_slice(nsid);
+    }
+    if let Some(cookie) = opt.cookie {
+        out.extend_from_slice(&OPTION_COOKIE.to_be_bytes());
+        out.extend_from_slice(&(cookie.len() as u16).to_be_bytes());
+        out.extend_from_slice(&cookie);
     }
 }
 
@@ -597,7 +621,7 @@ mod tests {
         let question = b"\x01a\x00\x00\x01\x00\x01";
         let opt = OptOut {
             dnssec_ok: true,
-            ecs: None,
+            ..OptOut::default()
         };
         let mut w = ResponseWriter::start(&mut out, 7, 0x8400, question, 60, opt.len());
         for i in 0..3 {

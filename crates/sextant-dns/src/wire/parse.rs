@@ -24,6 +24,10 @@ pub const MAX_LABEL: usize = 63;
 pub const TYPE_OPT: u16 = 41;
 /// EDNS option code of Client Subnet.
 pub const OPTION_ECS: u16 = 8;
+/// EDNS option code of the name server identifier (RFC 5001).
+pub const OPTION_NSID: u16 = 3;
+/// EDNS option code of DNS cookies (RFC 7873).
+pub const OPTION_COOKIE: u16 = 10;
 
 /// QR: the message is a response.
 pub const FLAG_QR: u16 = 0x8000;
@@ -121,6 +125,27 @@ pub struct Edns {
     /// DO: the client wants DNSSEC records (echoed, we sign nothing).
     pub dnssec_ok: bool,
     pub ecs: Option<Ecs>,
+    /// The query carried an empty NSID option: the client asks who we are.
+    pub nsid: bool,
+    pub cookie: Option<Cookie>,
+}
+
+/// A DNS cookie option as received: the 8-octet client cookie and, when
+/// the client has one from us, the 8 to 32 octets of server cookie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cookie {
+    pub client: [u8; 8],
+    server: [u8; 32],
+    server_len: u8,
+}
+
+impl Cookie {
+    /// The server cookie part (empty when the client has none yet).
+    pub fn server(&self) -> &[u8] {
+        self.server
+            .get(..usize::from(self.server_len))
+            .unwrap_or(&[])
+    }
 }
 
 /// A well-formed query.
@@ -189,6 +214,10 @@ pub enum FormErr {
     EcsAddressBits,
     #[error("Client Subnet scope prefix {0} is not 0 in a query")]
     EcsScope(u8),
+    #[error("COOKIE option of {0} octets (a client cookie is 8, with a server cookie 16 to 40)")]
+    CookieLength(usize),
+    #[error("more than one COOKIE option")]
+    DuplicateCookie,
 }
 
 /// What kind of failure a [`ParseError`] is.
@@ -242,6 +271,9 @@ impl ParseError {
 /// `name_buf` receives the lower-cased dotted question name, which
 /// [`ParsedQuery::qname`] borrows; 256 bytes always suffice because a wire
 /// name is at most 255 octets.
+// The error carries the OPT header (cookie included) by value so that
+// answering a malformed query allocates nothing.
+#[allow(clippy::result_large_err)]
 pub fn parse_query<'a>(
     request: &'a [u8],
     name_buf: &'a mut [u8; 256],
@@ -407,6 +439,8 @@ fn read_additional(
             version: ttl[1],
             dnssec_ok: ttl[2] & 0x80 != 0,
             ecs: None,
+            nsid: false,
+            cookie: None,
         };
         edns = Some(header_only);
         if msg.get(owner) != Some(&0) {
@@ -415,8 +449,13 @@ fn read_additional(
         // The options of an unknown version cannot be interpreted; BADVERS
         // is decided after the whole section has been checked.
         if header_only.version == 0 {
-            let ecs = read_options(rdata).map_err(|e| malformed(e, edns))?;
-            edns = Some(Edns { ecs, ..header_only });
+            let o = read_options(rdata).map_err(|e| malformed(e, edns))?;
+            edns = Some(Edns {
+                ecs: o.ecs,
+                nsid: o.nsid,
+                cookie: o.cookie,
+                ..header_only
+            });
         }
     }
     match edns {
@@ -449,23 +488,65 @@ fn skip_name(msg: &[u8], mut pos: usize) -> Result<usize, FormErr> {
     }
 }
 
-/// Reads the options of a version-0 OPT record, keeping Client Subnet.
-fn read_options(mut rdata: &[u8]) -> Result<Option<Ecs>, FormErr> {
-    let mut ecs = None;
+/// The options of an OPT record Sextant acts on; others are ignored.
+#[derive(Default)]
+struct Options {
+    ecs: Option<Ecs>,
+    nsid: bool,
+    cookie: Option<Cookie>,
+}
+
+/// Reads the options of a version-0 OPT record, keeping Client Subnet,
+/// NSID and COOKIE.
+fn read_options(mut rdata: &[u8]) -> Result<Options, FormErr> {
+    let mut o = Options::default();
     while !rdata.is_empty() {
         let head = rdata.get(..4).ok_or(FormErr::BadOption)?;
         let code = u16::from_be_bytes([head[0], head[1]]);
         let len = usize::from(u16::from_be_bytes([head[2], head[3]]));
         let body = rdata.get(4..4 + len).ok_or(FormErr::BadOption)?;
         rdata = rdata.get(4 + len..).unwrap_or(&[]);
-        if code == OPTION_ECS {
-            if ecs.is_some() {
-                return Err(FormErr::DuplicateEcs);
+        match code {
+            OPTION_ECS => {
+                if o.ecs.is_some() {
+                    return Err(FormErr::DuplicateEcs);
+                }
+                o.ecs = Some(read_ecs(body)?);
             }
-            ecs = Some(read_ecs(body)?);
+            // RFC 5001 §2.3: a query's NSID option is empty; one with
+            // data is not a request we know how to answer.
+            OPTION_NSID => o.nsid = body.is_empty(),
+            OPTION_COOKIE => {
+                if o.cookie.is_some() {
+                    return Err(FormErr::DuplicateCookie);
+                }
+                o.cookie = Some(read_cookie(body)?);
+            }
+            _ => {}
         }
     }
-    Ok(ecs)
+    Ok(o)
+}
+
+/// RFC 7873 §5.2.2: a client cookie of 8 octets, optionally followed by a
+/// server cookie of 8 to 32; any other length is FORMERR.
+fn read_cookie(body: &[u8]) -> Result<Cookie, FormErr> {
+    if !(body.len() == 8 || (16..=40).contains(&body.len())) {
+        return Err(FormErr::CookieLength(body.len()));
+    }
+    let mut c = Cookie {
+        client: [0; 8],
+        server: [0; 32],
+        server_len: (body.len() - 8) as u8,
+    };
+    c.client
+        .copy_from_slice(body.get(..8).ok_or(FormErr::CookieLength(body.len()))?);
+    let rest = body.get(8..).unwrap_or(&[]);
+    c.server
+        .get_mut(..rest.len())
+        .ok_or(FormErr::CookieLength(body.len()))?
+        .copy_from_slice(rest);
+    Ok(c)
 }
 
 /// Validates a Client Subnet option per RFC 7871 §6 and §7.1.
@@ -572,6 +653,21 @@ mod tests {
         let m = query(&name, &[]);
         let e = parse_query(&m, &mut buf).unwrap_err();
         assert_eq!(e.kind, ParseErrorKind::Malformed(FormErr::NameTooLong));
+    }
+
+    #[test]
+    fn cookie_lengths() {
+        for ok in [8usize, 16, 24, 40] {
+            let c = read_cookie(&vec![7u8; ok]).unwrap();
+            assert_eq!(c.server().len(), ok - 8);
+            assert_eq!(c.client, [7; 8]);
+        }
+        for bad in [0usize, 1, 7, 9, 15, 41, 100] {
+            assert_eq!(
+                read_cookie(&vec![0u8; bad]).unwrap_err(),
+                FormErr::CookieLength(bad)
+            );
+        }
     }
 
     #[test]

@@ -165,3 +165,44 @@ impl Server {
         decode(&self.raw(request, Transport::Tcp).expect("answered"))
     }
 }
+
+/// The options of a raw response's OPT record (the last record), as
+/// (code, data), or `None` without OPT. Read from the bytes so that what
+/// is asserted is exactly what was sent.
+pub fn opt_options(raw: &[u8]) -> Option<Vec<(u16, Vec<u8>)>> {
+    decode(raw).edns.as_ref()?;
+    let at = (12..raw.len().saturating_sub(10)).rev().find(|&i| {
+        let rdlen = usize::from(u16::from_be_bytes([raw[i + 9], raw[i + 10]]));
+        raw[i] == 0 && raw[i + 1..i + 3] == [0, 41] && i + 11 + rdlen == raw.len()
+    })?;
+    let mut rdata = &raw[at + 11..];
+    let mut out = Vec::new();
+    while rdata.len() >= 4 {
+        let code = u16::from_be_bytes([rdata[0], rdata[1]]);
+        let len = usize::from(u16::from_be_bytes([rdata[2], rdata[3]]));
+        out.push((code, rdata[4..4 + len].to_vec()));
+        rdata = &rdata[4 + len..];
+    }
+    Some(out)
+}
+
+/// One EDNS option in wire form.
+pub fn option(code: u16, data: &[u8]) -> Vec<u8> {
+    let mut o = code.to_be_bytes().to_vec();
+    o.extend_from_slice(&(data.len() as u16).to_be_bytes());
+    o.extend_from_slice(data);
+    o
+}
+
+impl Server {
+    /// A server answering from the test model changed by `f`.
+    pub fn with(f: impl FnOnce(&mut sextant_core::Model)) -> Self {
+        let mut m = model::model();
+        f(&mut m);
+        Server {
+            shared: DnsShared::new(sextant_core::Snapshot::new(std::sync::Arc::new(m), 1)),
+            worker: Worker::new(1),
+            out: Vec::new(),
+        }
+    }
+}

@@ -5,6 +5,7 @@
 //! - big.example.com: multi-IP response over 40 IPv4 services (> 512 octets)
 //! - ecs.example.com: source IP hash using the ECS address, two services
 //! - sticky.example.com: round robin with source-IP persistence (/24)
+//! - huge.example.com: multi-IP response over 80 IPv4 services (> 1232 octets)
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -18,6 +19,9 @@ use sextant_core::{
 pub const WWW_V4: [u8; 4] = [192, 0, 2, 10];
 pub const WWW_V6: &str = "2001:db8::10";
 pub const BIG_SERVICES: usize = 40;
+/// Services of `huge.example.com`: 80 A records (16 octets each) do not
+/// fit 1232 octets, so UDP truncates whatever EDNS size is offered.
+pub const HUGE_SERVICES: usize = 80;
 
 fn service(name: &str, ip: IpAddr) -> Service {
     Service {
@@ -70,6 +74,14 @@ pub fn model() -> Model {
     m.services
         .push(service("sticky-2", IpAddr::from([203, 0, 113, 12])));
 
+    let huge_first = m.services.len();
+    for i in 0..HUGE_SERVICES {
+        m.services.push(service(
+            &format!("huge-{i}"),
+            IpAddr::from([198, 51, 101, 1 + i as u8]),
+        ));
+    }
+
     m.vservers
         .push(vserver("vs-www", LbMethod::RoundRobin, 0..2));
     let mut big = vserver("vs-big", LbMethod::RoundRobin, 2..2 + BIG_SERVICES);
@@ -89,12 +101,20 @@ pub fn model() -> Model {
         v6_mask: 64,
     });
     m.vservers.push(sticky);
+    let mut huge = vserver(
+        "vs-huge",
+        LbMethod::RoundRobin,
+        huge_first..huge_first + HUGE_SERVICES,
+    );
+    huge.multi_ip_response = true;
+    m.vservers.push(huge);
 
     for (name, vs, ttl) in [
         ("www.example.com", 0, 30),
         ("big.example.com", 1, 60),
         ("ecs.example.com", 2, 20),
         ("sticky.example.com", 3, 10),
+        ("huge.example.com", 4, 60),
     ] {
         m.domains.push(Domain {
             name: name.into(),
