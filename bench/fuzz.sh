@@ -15,7 +15,8 @@
 # there, so runs leave the tree clean). A crash, a violated invariant or a
 # hang (5 s per input) fails the run: the input is saved under
 # fuzz/artifacts/<target>/ and the script exits 1. Logs and a summary
-# (executions, coverage, corpus size per target) go to bench/out/fuzz/.
+# (executions, coverage, corpus size per target) go to bench/out/fuzz/
+# (or FUZZ_OUT, for runs side by side).
 #
 # The build is timed and reported. The instrumented binaries live in
 # fuzz/target/cov (their flags differ from the workspace's, so they cannot
@@ -23,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
-out="$repo/bench/out/fuzz"
+out="${FUZZ_OUT:-$repo/bench/out/fuzz}"
 mkdir -p "$out"
 
 SECONDS_EACH="${SECONDS_EACH:-60}"

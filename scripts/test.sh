@@ -32,6 +32,10 @@ else
     step tests cargo test --workspace --no-fail-fast
 fi
 
+# A short run of every fuzz target from the checked-in corpus (the seeds
+# and fixed crashes also run as a plain test above, in sextant-fuzz-harness).
+step fuzz-short env SECONDS_EACH=10 bench/fuzz.sh
+
 if [ "${#failed[@]}" -ne 0 ]; then
     echo "scripts/test.sh: FAILED steps: ${failed[*]}" >&2
     exit 1
