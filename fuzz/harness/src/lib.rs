@@ -199,8 +199,8 @@ pub fn dns_respond(data: &[u8]) {
 /// Texts naming device or kernel files are skipped: a location file
 /// directive pointing at `/dev/zero` would make the parser read without end
 /// (an operator's configuration is trusted to name real files; the fuzzer
-/// only needs the syntax). Relative paths resolve under a directory that
-/// does not exist.
+/// only needs the syntax). Relative paths resolve in examples/, where
+/// the example configurations find their location file.
 fn config_text(data: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(data).ok()?;
     let lower = text.to_ascii_lowercase();
@@ -212,6 +212,9 @@ fn config_text(data: &[u8]) -> Option<&str> {
     }
     Some(text)
 }
+
+const BASE_CONF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/fuzz.conf");
+const BASE_TOML: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/fuzz.toml");
 
 /// A model that validated must make a snapshot (what the server then
 /// answers from) without panicking.
@@ -225,7 +228,7 @@ fn check_model(model: sextant_core::Model) {
 /// snapshot.
 pub fn config_appliance(data: &[u8]) {
     if let Some(text) = config_text(data)
-        && let Ok(model) = sextant_config::parse_appliance(text, "/nonexistent-fuzz/fuzz.conf")
+        && let Ok(model) = sextant_config::parse_appliance(text, BASE_CONF)
     {
         check_model(model);
     }
@@ -235,7 +238,7 @@ pub fn config_appliance(data: &[u8]) {
 /// panics are not; a valid configuration builds a snapshot.
 pub fn config_native(data: &[u8]) {
     if let Some(text) = config_text(data)
-        && let Ok(model) = sextant_config::parse_toml(text, "/nonexistent-fuzz/fuzz.toml")
+        && let Ok(model) = sextant_config::parse_toml(text, BASE_TOML)
     {
         check_model(model);
     }
