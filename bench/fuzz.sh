@@ -97,7 +97,7 @@ for t in "${targets[@]}"; do
 done
 echo "build ${build_secs}s" >>"$summary"
 if [ "${#failed[@]}" -ne 0 ]; then
-    echo "fuzz: crashes in: ${failed[*]} (inputs in fuzz/artifacts/<target>/; logs in bench/out/fuzz/)" >&2
+    echo "fuzz: crashes in: ${failed[*]} (inputs in fuzz/artifacts/<target>/; logs in $out/)" >&2
     exit 1
 fi
-echo "fuzz: no crash in ${targets[*]} (${SECONDS_EACH}s each); summary in bench/out/fuzz/summary.txt" >&2
+echo "fuzz: no crash in ${targets[*]} (${SECONDS_EACH}s each); summary in $out/summary.txt" >&2
