@@ -35,6 +35,10 @@ fi
 # the test step has just built (a release build would add minutes).
 step robustness-short env SHORT=1 PROFILE=debug bench/robustness.sh
 
+# A short run of every fuzz target from the checked-in corpus (the seeds
+# and fixed crashes also run as a plain test above, in sextant-fuzz-harness).
+step fuzz-short env SECONDS_EACH=10 bench/fuzz.sh
+
 if [ "${#failed[@]}" -ne 0 ]; then
     echo "scripts/test.sh: FAILED steps: ${failed[*]}" >&2
     exit 1

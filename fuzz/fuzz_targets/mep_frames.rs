@@ -1,20 +1,4 @@
-//! The MEP frame reader on arbitrary bytes, fed in arbitrary pieces: it
-//! must never panic, and every message it yields must encode again.
+//! `mep_frames`: see `sextant_fuzz_harness::mep_frames` for the input and what is checked.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use sextant_mep::frame::{FrameReader, encode_to_vec};
-
-fuzz_target!(|data: &[u8]| {
-    let Some((&split, rest)) = data.split_first() else {
-        return;
-    };
-    let cut = usize::from(split).min(rest.len());
-    let mut reader = FrameReader::new(64 * 1024);
-    for piece in [&rest[..cut], &rest[cut..]] {
-        reader.push(piece);
-        while let Ok(Some(msg)) = reader.next_message() {
-            let _ = encode_to_vec(&msg, 64 * 1024);
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::mep_frames(data));

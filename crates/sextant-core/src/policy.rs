@@ -742,8 +742,12 @@ fn is_word_char(c: char) -> bool {
 }
 
 /// Lower case, without trailing dots: how names are compared.
+/// Trailing dots and white space are cut together, so that the result is
+/// normalized already (the canonical text must parse back to it).
 fn normalize_domain(text: &str) -> String {
-    text.trim().trim_end_matches('.').to_ascii_lowercase()
+    text.trim_start()
+        .trim_end_matches(|c: char| c == '.' || c.is_whitespace())
+        .to_ascii_lowercase()
 }
 
 /// `10.0.0.0/8`, `2001:db8::/32`, or a bare address (a host route). The
@@ -778,6 +782,19 @@ mod tests {
 
     fn parse(s: &str) -> Expr {
         Expr::parse(s).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+
+    /// Found by fuzz/policy_expr (fuzz/regressions/policy_expr/
+    /// endswith_newlines_then_dot): a name ending in white space and then a
+    /// dot kept the white space, so its canonical text parsed back to
+    /// another rule.
+    #[test]
+    fn endswith_newlines_then_dot_round_trips() {
+        let e = parse("DNS.REQ.QUESTION.DOMAIN.ENDSWITH(\"exa.com\n\n.\")");
+        assert_eq!(e, Expr::DomainEndsWith("exa.com".into()));
+        assert_eq!(parse(&e.to_string()), e);
+        let e = parse("DNS.REQ.QUESTION.DOMAIN.EQ(\" Www.Example.com . .\")");
+        assert_eq!(e, Expr::DomainEq("www.example.com".into()));
     }
 
     fn err(s: &str) -> ExprError {

@@ -47,17 +47,34 @@ pub(crate) async fn probe(check: &DnsCheck, target: SocketAddr) -> Result<Succes
             .await
             .map_err(|e| udp::io_error("DNS", "DNS response from", target, e))?;
         let msg = buf.get(..n).unwrap_or_default();
-        // Datagrams that are not a reply to this query (stale replies to an
-        // earlier probe, stray packets) are skipped, as a resolver would.
-        if msg.get(..2) != Some(&id.to_be_bytes()[..]) {
-            continue;
+        if let Some(verdict) = judge_datagram(check, id, qtype, msg) {
+            return verdict;
         }
-        let response = parse_response(msg)?;
-        if !response.is_answer_to(&check.query, qtype) {
-            continue;
-        }
-        return judge(check, &response);
     }
+}
+
+/// Judges one datagram received for the query `id` / `qtype` of `check`:
+/// `None` when it is not a reply to that query and the monitor waits on,
+/// else the verdict. Pure, so the fuzz target runs exactly this.
+pub(crate) fn judge_datagram(
+    check: &DnsCheck,
+    id: u16,
+    qtype: u16,
+    msg: &[u8],
+) -> Option<Result<Success, ProbeError>> {
+    // Datagrams that are not a reply to this query (stale replies to an
+    // earlier probe, stray packets) are skipped, as a resolver would.
+    if msg.get(..2) != Some(&id.to_be_bytes()[..]) {
+        return None;
+    }
+    let response = match parse_response(msg) {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e)),
+    };
+    if !response.is_answer_to(&check.query, qtype) {
+        return None;
+    }
+    Some(judge(check, &response))
 }
 
 /// Applies the monitor's expectations to a parsed response.
@@ -100,7 +117,7 @@ pub(crate) fn query_id() -> u16 {
     (RandomState::new().hash_one(n) & 0xffff) as u16
 }
 
-fn qtype(t: DnsQueryType) -> u16 {
+pub(crate) fn qtype(t: DnsQueryType) -> u16 {
     match t {
         DnsQueryType::A => TYPE_A,
         DnsQueryType::Aaaa => TYPE_AAAA,
@@ -409,6 +426,30 @@ mod tests {
             judge(&check, &other).unwrap_err().to_string(),
             "DNS answer [192.0.2.9] has none of [192.0.2.1]"
         );
+    }
+
+    #[test]
+    fn judges_datagrams_for_our_query_only() {
+        let q = encode_query(7, "a.example", DnsQueryType::A).unwrap();
+        let check = DnsCheck {
+            query: "a.example".into(),
+            query_type: DnsQueryType::A,
+            expect_addresses: vec![],
+            expect_rcodes: vec![],
+        };
+        let ok = response(&q, 0, &["192.0.2.1".parse().unwrap()]);
+        let verdict = judge_datagram(&check, 7, TYPE_A, &ok).unwrap().unwrap();
+        assert_eq!(verdict.what, "DNS NOERROR");
+        // Another id, or another question: not ours, keep waiting.
+        assert!(judge_datagram(&check, 8, TYPE_A, &ok).is_none());
+        assert!(judge_datagram(&check, 7, TYPE_AAAA, &ok).is_none());
+        // Ours but garbled: a failure, not a wait.
+        assert!(
+            judge_datagram(&check, 7, TYPE_A, &ok[..14])
+                .unwrap()
+                .is_err()
+        );
+        assert!(judge_datagram(&check, 7, TYPE_A, &[0, 7]).unwrap().is_err());
     }
 
     #[test]

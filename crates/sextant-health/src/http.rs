@@ -105,62 +105,81 @@ where
     stream.flush().await.map_err(io_err)?;
 
     let mut reader = Reader::new(stream);
+    let mut closed = false;
+    loop {
+        if let Some(verdict) = judge_response(check, &reader.buf, closed) {
+            return verdict;
+        }
+        closed = !reader.fill().await.map_err(io_err)?;
+    }
+}
 
+/// Judges the response received so far: `None` while more bytes could
+/// change the verdict, the verdict once they cannot. `closed` says that no
+/// more bytes will come (the peer closed, or a read hit [`MAX_RESPONSE`]);
+/// with it the answer is always `Some`.
+///
+/// Pure (no I/O) so that the same code the monitor runs can be fed
+/// arbitrary bytes by the fuzz target and the tests; [`exchange`] calls it
+/// after every read, which rescans at most [`MAX_RESPONSE`] bytes.
+pub(crate) fn judge_response(
+    check: &HttpCheck,
+    buf: &[u8],
+    closed: bool,
+) -> Option<Result<Success, ProbeError>> {
+    let no_more = closed || buf.len() >= MAX_RESPONSE;
     // Status line first: most monitors need nothing more.
-    let line_end = loop {
-        if let Some(i) = find(&reader.buf, b"\n") {
-            break i;
+    let Some(line_end) = find(buf, b"\n") else {
+        if buf.len() >= MAX_STATUS_LINE {
+            return Some(Err(ProbeError::HttpMalformed(
+                "status line too long".into(),
+            )));
         }
-        if reader.buf.len() >= MAX_STATUS_LINE {
-            return Err(ProbeError::HttpMalformed("status line too long".into()));
+        if !no_more {
+            return None;
         }
-        if !reader.fill().await.map_err(io_err)? {
-            return Err(ProbeError::HttpMalformed(if reader.buf.is_empty() {
-                "connection closed without a response".into()
-            } else {
-                "connection closed inside the status line".into()
-            }));
-        }
+        return Some(Err(ProbeError::HttpMalformed(if buf.is_empty() {
+            "connection closed without a response".into()
+        } else {
+            "connection closed inside the status line".into()
+        })));
     };
-    let status = parse_status_line(&reader.buf[..line_end])?;
+    let status = match parse_status_line(&buf[..line_end]) {
+        Ok(status) => status,
+        Err(e) => return Some(Err(e)),
+    };
     if !status_accepted(&check.status_codes, status) {
-        return Err(ProbeError::HttpStatus {
+        return Some(Err(ProbeError::HttpStatus {
             status,
             expected: fmt_ranges(&check.status_codes),
-        });
+        }));
     }
     let Some(needle) = check.body_contains.as_deref() else {
-        return Ok(Success::timed(format!("HTTP {status}")));
+        return Some(Ok(Success::timed(format!("HTTP {status}"))));
+    };
+    let body_error = || {
+        Some(Err(ProbeError::HttpBody {
+            status,
+            needle: needle.to_string(),
+        }))
     };
 
     // Then the headers, for the body's framing.
-    let body_start = loop {
-        if let Some(end) = header_end(&reader.buf) {
-            break end;
-        }
-        if reader.buf.len() >= MAX_RESPONSE || !reader.fill().await.map_err(io_err)? {
-            return Err(ProbeError::HttpBody {
-                status,
-                needle: needle.to_string(),
-            });
-        }
+    let Some(body_start) = header_end(buf) else {
+        return if no_more { body_error() } else { None };
     };
-    let framing = Framing::from_headers(&reader.buf[..body_start]);
+    let framing = Framing::from_headers(&buf[..body_start]);
 
     // Then the body, until the text shows up or the body or our cap ends.
-    loop {
-        let raw = reader.buf.get(body_start..).unwrap_or_default();
-        let (body, complete) = framing.body(raw);
-        if contains(&body, needle.as_bytes()) {
-            return Ok(Success::timed(format!("HTTP {status}")));
-        }
-        if complete || reader.buf.len() >= MAX_RESPONSE || !reader.fill().await.map_err(io_err)? {
-            return Err(ProbeError::HttpBody {
-                status,
-                needle: needle.to_string(),
-            });
-        }
+    let raw = buf.get(body_start..).unwrap_or_default();
+    let (body, complete) = framing.body(raw);
+    if contains(&body, needle.as_bytes()) {
+        return Some(Ok(Success::timed(format!("HTTP {status}"))));
     }
+    if complete || no_more {
+        return body_error();
+    }
+    None
 }
 
 /// A bounded response buffer over a stream.
@@ -425,6 +444,46 @@ mod tests {
         assert!(status_accepted(&[(300, 399)], 302));
         assert!(!status_accepted(&[(300, 399), (200, 200)], 404));
         assert_eq!(fmt_ranges(&[(200, 200), (300, 399)]), "200,300-399");
+    }
+
+    #[test]
+    fn judges_partial_and_complete_responses() {
+        let verdict = |c: &HttpCheck, buf: &[u8], closed| {
+            judge_response(c, buf, closed).map(|r| r.map(|s| s.what).map_err(|e| e.to_string()))
+        };
+        let plain = check("GET /");
+        // Nothing yet: wait; closed with nothing: a failure that says so.
+        assert_eq!(verdict(&plain, b"", false), None);
+        assert_eq!(verdict(&plain, b"HTTP/1.1 200", false), None);
+        let closed = verdict(&plain, b"HTTP/1.1 200", true).unwrap().unwrap_err();
+        assert!(closed.contains("inside the status line"), "{closed}");
+        assert_eq!(
+            verdict(&plain, b"HTTP/1.1 200 OK\r\n", false),
+            Some(Ok("HTTP 200".into()))
+        );
+        assert!(matches!(
+            verdict(&plain, b"HTTP/1.1 503 No\r\n", false),
+            Some(Err(_))
+        ));
+        assert!(matches!(
+            verdict(&plain, &[b'x'; MAX_STATUS_LINE], false),
+            Some(Err(_))
+        ));
+
+        let mut body = check("GET /");
+        body.body_contains = Some("alive".into());
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+        assert_eq!(verdict(&body, head, false), None);
+        let mut partial = head.to_vec();
+        partial.extend_from_slice(b"I am");
+        assert_eq!(verdict(&body, &partial, false), None);
+        assert!(matches!(verdict(&body, &partial, true), Some(Err(_))));
+        partial.extend_from_slice(b" alive");
+        assert_eq!(verdict(&body, &partial, false), Some(Ok("HTTP 200".into())));
+        // The whole body arrived without the text: no need to wait for more.
+        let mut done = head.to_vec();
+        done.extend_from_slice(b"I am dead.");
+        assert!(matches!(verdict(&body, &done, false), Some(Err(_))));
     }
 
     #[test]

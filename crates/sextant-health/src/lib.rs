@@ -42,6 +42,35 @@ mod ttl;
 pub mod udp;
 
 pub use error::ProbeError;
+
+/// Entry points for the fuzz targets (`fuzz/`): the monitors' pure response
+/// judges, exactly as the probes call them, with the verdict as text
+/// because [`Success`] is internal. Not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use sextant_core::{DnsCheck, HttpCheck};
+
+    /// The DNS monitor's verdict on one datagram received for query `id`:
+    /// `None` when it is not a reply to that query (the probe waits on).
+    pub fn dns_datagram(check: &DnsCheck, id: u16, msg: &[u8]) -> Option<Result<String, String>> {
+        let qtype = crate::dns::qtype(check.query_type);
+        crate::dns::judge_datagram(check, id, qtype, msg).map(verdict)
+    }
+
+    /// The HTTP(S) monitor's verdict on the bytes received so far; always
+    /// `Some` when `closed` (no more bytes will come).
+    pub fn http_response(
+        check: &HttpCheck,
+        buf: &[u8],
+        closed: bool,
+    ) -> Option<Result<String, String>> {
+        crate::http::judge_response(check, buf, closed).map(verdict)
+    }
+
+    fn verdict(r: Result<crate::Success, crate::ProbeError>) -> Result<String, String> {
+        r.map(|s| s.what).map_err(|e| e.to_string())
+    }
+}
 pub use load::{LoadObservation, LoadSources, start_load_sources};
 pub use schedule::{Gates, Monitors, start, start_gated};
 

@@ -1,0 +1,4 @@
+//! `config_appliance`: see `sextant_fuzz_harness::config_appliance` for the input and what is checked.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::config_appliance(data));

@@ -1,0 +1,4 @@
+//! `monitor_http`: see `sextant_fuzz_harness::monitor_http` for the input and what is checked.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::monitor_http(data));

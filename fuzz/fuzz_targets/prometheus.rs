@@ -1,0 +1,4 @@
+//! `prometheus`: see `sextant_fuzz_harness::prometheus` for the input and what is checked.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::prometheus(data));

@@ -1,0 +1,4 @@
+//! `vrrp_advert`: see `sextant_fuzz_harness::vrrp_advert` for the input and what is checked.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sextant_fuzz_harness::vrrp_advert(data));
