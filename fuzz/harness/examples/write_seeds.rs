@@ -4,7 +4,7 @@
 //! (configurations, policy expressions, Prometheus text). Run it again when
 //! a format changes:
 //!
-//!   cargo test -p sextant-fuzz-harness --test seeds -- --ignored
+//!   cargo run -p sextant-fuzz-harness --example write_seeds
 //!
 //! It replaces the seed directories wholesale; tests/corpus.rs then runs
 //! every seed through its target.
@@ -622,9 +622,9 @@ fn vrrp() {
     s.add("v4_ttl64", data);
 }
 
-#[test]
-#[ignore = "writes fuzz/corpus; run by hand when a format changes"]
-fn write_seed_corpus() {
+/// A tool run by hand, not a test: it panics with the path on an I/O error
+/// in the project's own tree.
+fn main() {
     for target in ["dns_query", "dns_respond"] {
         let s = Seeds::new(target);
         for (name, q) in dns_queries() {
