@@ -718,6 +718,15 @@ fn every_opcode_but_query_is_notimp() {
         );
         assert!(m.answers.is_empty());
         assert!(!m.metadata.authoritative);
+        assert!(m.edns.is_none(), "no OPT in, none out");
+        // With an OPT in a query's layout, the NOTIMP carries one back.
+        let mut q = QueryBuilder::new("www.example.com", A).edns(4096, 0, true, &[]);
+        q.flags |= opcode << 11;
+        let m = s.udp(&q.build());
+        assert_eq!(m.metadata.response_code, ResponseCode::NotImp);
+        let edns = m.edns.as_ref().expect("OPT with NOTIMP");
+        assert_eq!(edns.version(), 0);
+        assert!(edns.flags().dnssec_ok);
     }
 }
 

@@ -297,16 +297,22 @@ pub fn parse_query<'a>(
     }
     if header.opcode() != 0 {
         // Other opcodes give the sections other meanings (UPDATE); only the
-        // first entry is read, to echo it when it looks like a question.
+        // first entry is read, to echo it when it looks like a question,
+        // and an OPT record when the rest is laid out as a query's, so that
+        // the NOTIMP carries an OPT back (RFC 6891 §7).
         let question_len = if header.qdcount == 1 {
             read_question(request, name_buf).map(|q| q.len).unwrap_or(0)
         } else {
             0
         };
+        let edns = (question_len > 0 && header.ancount == 0 && header.nscount == 0)
+            .then(|| read_additional(request, HEADER_LEN + question_len, header.arcount).ok())
+            .flatten()
+            .flatten();
         return Err(fail(
             ParseErrorKind::NotImplemented(header.opcode()),
             question_len,
-            None,
+            edns,
         ));
     }
     if header.qdcount != 1 {
