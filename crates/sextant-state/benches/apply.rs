@@ -1,13 +1,17 @@
 //! The cost of one `Engine::apply` and of one publication, by the number of
 //! services (1,000 to 100,000): `cargo bench -p sextant-state --bench apply`.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::probe;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use sextant_core::{Model, Monitor, MonitorKind};
-use sextant_state::{Engine, Event, FIGURES_FLUSH, Prepared, Probe};
+use sextant_state::{Engine, Event, FIGURES_FLUSH, Prepared};
 use sextant_test_support::model::{ModelBuilder, ip, monitored_site};
 
 /// A local site with `n` services, each with one TCP monitor.
@@ -25,21 +29,6 @@ fn sample(group: IpAddr, ms: u64) -> Event {
         sample: Some((Duration::from_millis(ms), sextant_core::LdnsProbe::Ping)),
         ttl: Some(60),
     }
-}
-
-fn probe(service: u32, success: bool) -> Event {
-    Event::Probe(Probe {
-        service,
-        monitor: 0,
-        success,
-        detail: if success {
-            "TCP connect in 0.2ms"
-        } else {
-            "TCP connect refused"
-        }
-        .into(),
-        response_time: success.then_some(Duration::from_micros(200)),
-    })
 }
 
 fn bench(c: &mut Criterion) {

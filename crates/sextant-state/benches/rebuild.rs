@@ -22,6 +22,10 @@ mod cpu_time;
 #[path = "../../sextant-core/benches/shape/mod.rs"]
 mod shape;
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::probe;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +36,7 @@ use sextant_core::{
     Model, Monitor, MonitorKind, MonitorStatus, ServiceMetrics, ServiceState, ServiceStatus,
     Snapshot, StatusBuilder,
 };
-use sextant_state::{Effect, Engine, Event, FIGURES_FLUSH, Probe};
+use sextant_state::{Effect, Engine, Event, FIGURES_FLUSH};
 
 /// Measured in the thread's CPU time (see [`cpu_time`]).
 type Criterion = criterion::Criterion<ThreadCpuTime>;
@@ -54,21 +58,6 @@ fn model(services: usize, metric_exchange: bool) -> Model {
         site.metric_exchange = metric_exchange;
     }
     m
-}
-
-fn probe(service: u32, success: bool) -> Event {
-    Event::Probe(Probe {
-        service,
-        monitor: 0,
-        success,
-        detail: if success {
-            "TCP connect in 0.2ms"
-        } else {
-            "TCP connect refused"
-        }
-        .into(),
-        response_time: success.then_some(Duration::from_micros(200)),
-    })
 }
 
 fn published(effects: &[Effect]) -> bool {

@@ -1,31 +1,19 @@
 //! `Engine::apply_all`: the same outcome as one `apply` per event, with one
 //! publication for the whole batch.
 
+mod common;
+
+use common::probe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{Model, Monitor, MonitorKind};
-use sextant_state::{Effect, Engine, Event, Probe};
+use sextant_state::{Effect, Engine};
 use sextant_test_support::model::monitored_site;
 
 /// A local site with `n` services, each with one TCP monitor.
 fn model(n: usize) -> Arc<Model> {
     Arc::new(monitored_site(n, Monitor::new("tcp", MonitorKind::Tcp)))
-}
-
-fn probe(service: u32, success: bool) -> Event {
-    Event::Probe(Probe {
-        service,
-        monitor: 0,
-        success,
-        detail: if success {
-            "TCP connect in 0.2ms"
-        } else {
-            "TCP connect refused"
-        }
-        .into(),
-        response_time: success.then_some(Duration::from_micros(200)),
-    })
 }
 
 /// Everything but the publications, comparable across the two runs.
