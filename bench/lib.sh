@@ -76,3 +76,23 @@ bench_wait_answer() {
     done
     return 1
 }
+
+# bench_median < numbers, one per line -> their median ("?" when none).
+bench_median() {
+    sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "?"; exit } if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# bench_start_listeners LOG -> starts bench/peers/listen.py (the failover
+# addresses' TCP port for every server's health check) in the background,
+# output to LOG, and waits until it listens, so that no server's first
+# health check fails (that would mark an address DOWN for the down time).
+# Sets BENCH_LISTENER_PID; fails if it does not start within 5 s.
+bench_start_listeners() {
+    local log="$1"
+    python3 bench/peers/listen.py > "$log" 2>&1 &
+    BENCH_LISTENER_PID=$!
+    for _ in $(seq 50); do grep -q listening "$log" && return 0; sleep 0.1; done
+    echo "the TCP listeners (bench/peers/listen.py) did not start:" >&2
+    cat "$log" >&2
+    return 1
+}

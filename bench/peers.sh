@@ -121,12 +121,8 @@ for p in $(seq "$BASE_PORT" $((BASE_PORT + 5))); do
 done
 
 # ---- the failover addresses' TCP port, for every server's health check
-python3 "$CONF/listen.py" > "$OUT/listen.log" 2>&1 &
-PIDS+=("$!")
-# Listening before any server's first health check (a first failure would
-# mark the address DOWN until the monitors' down time has passed).
-for _ in $(seq 50); do grep -q listening "$OUT/listen.log" && break; sleep 0.1; done
-grep -q listening "$OUT/listen.log" || { echo "peers: the TCP listeners did not start:" >&2; cat "$OUT/listen.log" >&2; exit 1; }
+bench_start_listeners "$OUT/listen.log"
+PIDS+=("$BENCH_LISTENER_PID")
 
 # ---- Knot DNS
 mkdir -p "$WORK/knot"
@@ -261,7 +257,6 @@ for rep in $(seq "$REPEAT"); do
 done
 
 # ---- medians and ratios
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "?"; exit } if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 col() { awk -v r="$1" -v c="$2" '$1 == r { print $c }' "$OUT/runs.txt"; }
 declare -A PERCORE
 {
@@ -274,13 +269,13 @@ declare -A PERCORE
     for r in "${ROWS[@]}"; do
         IFS='|' read -r case row _ <<< "$r"
         key="$case:$row"
-        qps="$(col "$key" 3 | median)"
-        share="$(col "$key" 4 | median)"
-        percore="$(awk -v r="$key" '$1 == r && $4 > 0 { printf "%.0f\n", $3 / $4 }' "$OUT/runs.txt" | median)"
+        qps="$(col "$key" 3 | bench_median)"
+        share="$(col "$key" 4 | bench_median)"
+        percore="$(awk -v r="$key" '$1 == r && $4 > 0 { printf "%.0f\n", $3 / $4 }' "$OUT/runs.txt" | bench_median)"
         PERCORE[$key]="$percore"
-        lost="$(col "$key" 5 | tr -d % | median)"
+        lost="$(col "$key" 5 | tr -d % | bench_median)"
         printf '| %-9s | %-19s | %9.0f | %5.2f | %13.0f | %7s%% | %5.0f | %5.0f | %6.0f | %7s%% |\n' "$case" "$row" "$qps" "$share" "$percore" "$lost" \
-            "$(col "$key" 6 | median)" "$(col "$key" 7 | median)" "$(col "$key" 8 | median)" "$(col "$key" 9 | tr -d % | median)"
+            "$(col "$key" 6 | bench_median)" "$(col "$key" 7 | bench_median)" "$(col "$key" 8 | bench_median)" "$(col "$key" 9 | tr -d % | bench_median)"
     done
     echo
     echo "latency columns: µs at $LAT_QPS queries/s; lost: share of the full-load queries dnsperf saw no answer to"

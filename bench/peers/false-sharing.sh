@@ -95,12 +95,11 @@ for r in $(seq "$ROUNDS"); do
         echo "$b $r $qps $share $x $y" | tee -a "$OUT/rounds.txt" >&2
     done
 done
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 {
     echo "false sharing of the round-robin counters, $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg); 2 workers on CPUs $SERVER_CPUS, $ROUNDS x ${DURATION}s, medians"
     for b in v1 v9; do
-        qps="$(awk -v b="$b" '$1 == b { print $3 }' "$OUT/rounds.txt" | median)"
-        pc="$(awk -v b="$b" '$1 == b && $4 > 0 { printf "%.0f\n", $3 / $4 }' "$OUT/rounds.txt" | median)"
+        qps="$(awk -v b="$b" '$1 == b { print $3 }' "$OUT/rounds.txt" | bench_median)"
+        pc="$(awk -v b="$b" '$1 == b && $4 > 0 { printf "%.0f\n", $3 / $4 }' "$OUT/rounds.txt" | bench_median)"
         echo "  v0 + $b ($([ "$b" = v1 ] && echo 'counters on one cache line' || echo 'counters on different lines')): $qps queries/s, $pc per server core"
     done
 } | tee "$OUT/summary.txt"

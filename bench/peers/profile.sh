@@ -44,9 +44,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-python3 bench/peers/listen.py > "$OUT/listen.log" 2>&1 &
-PIDS+=("$!")
-for _ in $(seq 50); do grep -q listening "$OUT/listen.log" && break; sleep 0.1; done
+bench_start_listeners "$OUT/listen.log"
+PIDS+=("$BENCH_LISTENER_PID")
 RUST_LOG="${RUST_LOG:-warn}" taskset -c "$SERVER_CPUS" "$BIN" serve --config bench/peers/sextant.conf \
     --dns-listen "$ADDR:$PORT" --api-listen "$ADDR:$API_PORT" --udp-workers "$UDP_WORKERS" \
     > "$OUT/server.log" 2>&1 &

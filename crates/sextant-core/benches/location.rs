@@ -7,42 +7,19 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sextant_core::{Location, LocationDb, Place, Source};
+use sextant_core::{LocationDb, Source};
+
+mod scale_locations;
+
+use scale_locations::{Rng, places};
 
 const V4_RANGES: u64 = 1_000_000;
 const V6_RANGES: u64 = 100_000;
 const PLACES: u64 = 50_000;
 const PROBES: usize = 1 << 16;
 
-/// splitmix64: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
-fn places() -> Vec<Place> {
-    (0..PLACES)
-        .map(|i| Place {
-            location: Location::from_qualifiers([
-                ["Europe", "Asia", "Africa", "North America"][(i % 4) as usize],
-                &format!("c{}", i % 250),
-                &format!("r{}", i % 5000),
-                &format!("city{i}"),
-            ]),
-            coordinates: None,
-        })
-        .collect()
-}
-
 fn build(rng: &mut Rng) -> LocationDb {
-    let places = places();
+    let places = places(PLACES);
     let mut b = LocationDb::builder();
     // Slot k of the IPv4 space holds one range starting and ending at random
     // points inside it, so ranges never overlap and gaps separate them.
