@@ -43,6 +43,15 @@ bench_ticks() {
     awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
+# bench_cpu_ticks CPU -> busy time (clock ticks) of that CPU so far, all
+# processes and interrupts together: user, nice, system, irq, softirq and
+# steal of its /proc/stat line. The softirq work a server's traffic causes
+# while the server sleeps (loopback delivery, deferred frees) is here but
+# not in the server's own /proc/PID/stat.
+bench_cpu_ticks() {
+    awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
+
 # bench_share TICKS_BEFORE TICKS_AFTER WALL_BEFORE WALL_AFTER -> the share
 # of one core the process used in between (1.00 = one core fully busy).
 bench_share() {

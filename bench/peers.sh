@@ -22,6 +22,15 @@
 # p50/p90/p99 at a fixed LAT_QPS (1000) queries/s from the per-query latencies
 # of `dnsperf -v`; then Sextant's ratio to each peer for the same kind of
 # answer. Raw output goes to bench/out/peers/.
+#
+# The row `ceiling` is not a DNS server: it is Sextant's own UDP socket loop
+# (crates/sextant-dns/examples/udp_ceiling.rs: the same bind, recvmmsg and
+# sendmmsg batches) answering every query with a canned answer of the same
+# size, so it measures what the kernel's socket path allows per core on this
+# machine; every row is also printed as a share of it. Rows ending in
+# -osbuf run with the kernel's default UDP receive buffer
+# (--udp-receive-buffer 0), as Knot and gdnsd do, instead of Sextant's
+# 4 MiB default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -41,7 +50,7 @@ CLIENT_CPU="${CLIENT_CPU:-1}"
 UDP_WORKERS="${UDP_WORKERS:-1}"         # Sextant's workers in every row but the 2w one
 UDP_WORKERS_2="${UDP_WORKERS_2:-2}"     # the two-worker layout
 TWO_SERVER_CPUS="${TWO_SERVER_CPUS:-0,1}"
-BASE_PORT="${BASE_PORT:-5391}"          # DNS ports BASE_PORT .. BASE_PORT+5
+BASE_PORT="${BASE_PORT:-5391}"          # DNS ports BASE_PORT .. BASE_PORT+8
 API_BASE_PORT="${API_BASE_PORT:-8191}"  # Sextant's API ports
 ONLY="${ONLY:-.}"
 ADDR=127.0.0.1
@@ -91,6 +100,9 @@ for tool in dnsperf dig taskset curl python3 knotd gdnsd pdns_server; do
 done
 
 BIN="$(bench_release_bin)"
+echo "== building the kernel-ceiling example" >&2
+cargo build --release -p sextant-dns --example udp_ceiling >&2
+CEILING_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/udp_ceiling"
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 OUT="$PWD/bench/out/peers"
 rm -rf "$OUT"; mkdir -p "$OUT"
@@ -114,7 +126,7 @@ started() { # started INSTANCE PID PORT
     PID[$1]="$2"; PORT[$1]="$3"; PIDS+=("$2")
 }
 
-for p in $(seq "$BASE_PORT" $((BASE_PORT + 5))); do
+for p in $(seq "$BASE_PORT" $((BASE_PORT + 8))); do
     if ss -Hlun "sport = :$p" 2>/dev/null | grep -q .; then
         echo "peers: UDP port $p is in use; set BASE_PORT" >&2; exit 1
     fi
@@ -152,17 +164,26 @@ started pdns "$!" $((BASE_PORT + 2))
 # the two-worker layout
 cp "$CONF/sextant.conf" "$WORK/sextant.conf"
 cat "$CONF/sextant.conf" "$CONF/sextant-prefloc.conf" > "$WORK/sextant-pl.conf"
-start_sextant() { # start_sextant INSTANCE CONFIG PORT API_PORT WORKERS CPUS
+start_sextant() { # start_sextant INSTANCE CONFIG PORT API_PORT WORKERS CPUS [RECEIVE_BUFFER]
     RUST_LOG="${RUST_LOG:-warn}" taskset -c "$6" "$BIN" serve --config "$2" \
         --dns-listen "$ADDR:$3" --api-listen "$ADDR:$4" --udp-workers "$5" \
-        > "$OUT/$1.log" 2>&1 &
+        ${7:+--udp-receive-buffer "$7"} > "$OUT/$1.log" 2>&1 &
     started "$1" "$!" "$3"
 }
 start_sextant sextant "$WORK/sextant.conf" $((BASE_PORT + 3)) "$API_BASE_PORT" "$UDP_WORKERS" "$SERVER_CPU"
 start_sextant sextant-pl "$WORK/sextant-pl.conf" $((BASE_PORT + 4)) $((API_BASE_PORT + 1)) "$UDP_WORKERS" "$SERVER_CPU"
 start_sextant sextant-2w "$WORK/sextant.conf" $((BASE_PORT + 5)) $((API_BASE_PORT + 2)) "$UDP_WORKERS_2" "$TWO_SERVER_CPUS"
+start_sextant sextant-osbuf "$WORK/sextant.conf" $((BASE_PORT + 7)) $((API_BASE_PORT + 3)) "$UDP_WORKERS" "$SERVER_CPU" 0
 
-for inst in knot gdnsd pdns sextant sextant-pl sextant-2w; do
+# ---- the kernel's ceiling: Sextant's socket loop with a canned answer
+taskset -c "$SERVER_CPU" "$CEILING_BIN" "$ADDR:$((BASE_PORT + 6))" 127.0.60.1,127.0.60.2,127.0.60.3,127.0.60.4 \
+    > "$OUT/ceiling.log" 2>&1 &
+started ceiling "$!" $((BASE_PORT + 6))
+taskset -c "$SERVER_CPU" "$CEILING_BIN" "$ADDR:$((BASE_PORT + 8))" 127.0.60.1,127.0.60.2,127.0.60.3,127.0.60.4 0 \
+    > "$OUT/ceiling-osbuf.log" 2>&1 &
+started ceiling-osbuf "$!" $((BASE_PORT + 8))
+
+for inst in knot gdnsd pdns sextant sextant-pl sextant-2w sextant-osbuf ceiling ceiling-osbuf; do
     if ! bench_wait_answer "${PID[$inst]}" "$ADDR" "${PORT[$inst]}" static.peers.example '^127\.0\.60\.'; then
         echo "peers: $inst did not answer static.peers.example on port ${PORT[$inst]}; its log:" >&2
         cat "$OUT/$inst.log" >&2
@@ -184,7 +205,7 @@ for _ in $(seq 60); do
     # gdnsd answers every UP address; it has all four when the checks pass.
     [ "$(dig @"$ADDR" -p "${PORT[gdnsd]}" +short +time=1 +tries=1 failover.peers.example A | wc -l)" -eq 4 ] || ok=""
     # Sextant's round robin answers each of the four once they are UP.
-    for inst in sextant sextant-2w; do
+    for inst in sextant sextant-2w sextant-osbuf; do
         [ "$(seen "${PORT[$inst]}" failover.peers.example | wc -w)" -eq 4 ] || ok=""
     done
     [ -n "$ok" ] && { up_all=1; break; }
@@ -240,32 +261,37 @@ for rep in $(seq "$REPEAT"); do
         echo "$name.peers.example A" > "$WORK/query.txt"
         echo "== [$n/$total] repeat $rep: $row ($name.peers.example)" >&2
         base="$OUT/$row.$rep"
-        t0="$(bench_ticks "$pid")"; w0="$(date +%s.%N)"
+        t0="$(bench_ticks "$pid")"; c0="$(bench_cpu_ticks "$SERVER_CPU")"; w0="$(date +%s.%N)"
         taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$port" -d "$WORK/query.txt" \
             -c "$CLIENTS" -T 1 -q "$OUTSTANDING" -t "$TIMEOUT" -l "$DURATION" > "$base.load.txt" 2>&1 || true
-        t1="$(bench_ticks "$pid")"; w1="$(date +%s.%N)"
+        t1="$(bench_ticks "$pid")"; c1="$(bench_cpu_ticks "$SERVER_CPU")"; w1="$(date +%s.%N)"
         share="$(bench_share "$t0" "$t1" "$w0" "$w1")"
+        busy="$(bench_share "$c0" "$c1" "$w0" "$w1")"
         taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$port" -d "$WORK/query.txt" \
             -c 1 -T 1 -Q "$LAT_QPS" -t "$TIMEOUT" -l "$LAT_DURATION" -v > "$base.lat.txt" 2>&1 || true
         bench_latencies "$base.lat.txt" "$base.lat.sorted"
         qps="$(bench_field "$base.load.txt" 'Queries per second:')"
         lost="$(bench_lost "$base.load.txt" | sed -E 's/.*\(([0-9.]+%)\).*/\1/')"
         lat_lost="$(bench_lost "$base.lat.txt" | sed -E 's/.*\(([0-9.]+%)\).*/\1/')"
-        echo "$case:$row $rep ${qps:-0} $share ${lost:-?} $(bench_pct "$base.lat.sorted" 50) $(bench_pct "$base.lat.sorted" 90) $(bench_pct "$base.lat.sorted" 99) ${lat_lost:-?}" \
+        echo "$case:$row $rep ${qps:-0} $share ${lost:-?} $(bench_pct "$base.lat.sorted" 50) $(bench_pct "$base.lat.sorted" 90) $(bench_pct "$base.lat.sorted" 99) ${lat_lost:-?} $busy" \
             >> "$OUT/runs.txt"
     done
 done
 
 # ---- medians and ratios
 col() { awk -v r="$1" -v c="$2" '$1 == r { print $c }' "$OUT/runs.txt"; }
-declare -A PERCORE
+declare -A PERCORE PERBUSY
+ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy CPU
+    awk -v a="${PERCORE[$1]:-0}" -v b="${PERCORE[$2]:-0}" -v c="${PERBUSY[$1]:-0}" -v d="${PERBUSY[$2]:-0}" \
+        'BEGIN { if (b > 0) printf "%.2fx", a / b; else printf "?"; if (d > 0) printf " (busy %.2fx)", c / d }'
+}
 {
     echo "peers.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average at the start: $LOAD_START, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "$("$BIN" --version 2>/dev/null || echo sextant) ($(git rev-parse --short HEAD 2>/dev/null || echo '?')), $(knotd --version 2>&1 | head -1), gdnsd $(gdnsd -h 2>&1 | sed -n 's/^gdnsd version //p' | head -1), $(pdns_server --version 2>&1 | sed -n 's/.*\(PowerDNS Authoritative Server [0-9.]*\).*/\1/p' | head -1), $(dnsperf -h 2>&1 | grep -m1 -o 'DNSPerf [0-9.]*' || echo dnsperf)"
     echo "servers on CPU $SERVER_CPU (Sextant $UDP_WORKERS UDP worker; -2w: $UDP_WORKERS_2 workers on CPUs $TWO_SERVER_CPUS), dnsperf on CPU $CLIENT_CPU; load ${DURATION}s -c $CLIENTS -q $OUTSTANDING -t $TIMEOUT, latency ${LAT_DURATION}s at $LAT_QPS qps; median of $REPEAT"
     echo
-    printf '| %-9s | %-19s | %9s | %5s | %13s | %8s | %5s | %5s | %6s | %8s |\n' case server "queries/s" CPU "q/s per core" lost p50 p90 p99 "lost@1k"
-    printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ----------- --------------------- ----------: ------: ---------------: ---------: ------: ------: -------: ---------:
+    printf '| %-9s | %-19s | %9s | %5s | %13s | %8s | %13s | %8s | %5s | %5s | %6s | %8s |\n' case server "queries/s" CPU "q/s per core" "CPU busy" "q/s per busy" lost p50 p90 p99 "lost@1k"
+    printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ----------- --------------------- ----------: ------: ---------------: ---------: ---------------: ---------: ------: ------: -------: ---------:
     for r in "${ROWS[@]}"; do
         IFS='|' read -r case row _ <<< "$r"
         key="$case:$row"
@@ -273,25 +299,39 @@ declare -A PERCORE
         share="$(col "$key" 4 | bench_median)"
         percore="$(awk -v r="$key" '$1 == r && $4 > 0 { printf "%.0f\n", $3 / $4 }' "$OUT/runs.txt" | bench_median)"
         PERCORE[$key]="$percore"
+        busy="$(col "$key" 10 | bench_median)"
+        perbusy="$(awk -v r="$key" '$1 == r && $10 > 0 { printf "%.0f\n", $3 / $10 }' "$OUT/runs.txt" | bench_median)"
+        PERBUSY[$key]="$perbusy"
         lost="$(col "$key" 5 | tr -d % | bench_median)"
-        printf '| %-9s | %-19s | %9.0f | %5.2f | %13.0f | %7s%% | %5.0f | %5.0f | %6.0f | %7s%% |\n' "$case" "$row" "$qps" "$share" "$percore" "$lost" \
+        printf '| %-9s | %-19s | %9.0f | %5.2f | %13.0f | %8.2f | %13.0f | %7s%% | %5.0f | %5.0f | %6.0f | %7s%% |\n' "$case" "$row" "$qps" "$share" "$percore" "$busy" "$perbusy" "$lost" \
             "$(col "$key" 6 | bench_median)" "$(col "$key" 7 | bench_median)" "$(col "$key" 8 | bench_median)" "$(col "$key" 9 | tr -d % | bench_median)"
     done
     echo
+    echo "CPU: the server's own share of a core (/proc/PID/stat); CPU busy: CPU $SERVER_CPU's busy share (/proc/stat: the server, the softirq work its traffic causes while it sleeps, and the idle servers beside it)"
     echo "latency columns: µs at $LAT_QPS queries/s; lost: share of the full-load queries dnsperf saw no answer to"
     echo
-    echo "Sextant's queries/s per core against the peers' (same kind of answer; pl and rtt against the geo rows):"
+    echo "Sextant's queries/s per core against the peers' (same kind of answer; pl and rtt against the geo rows; in brackets the same per busy CPU):"
     for r in "${ROWS[@]}"; do
         IFS='|' read -r case row inst _ <<< "$r"
         [ "${inst#sextant}" != "$inst" ] || continue
         kind="$case"; [ "$case" = pl ] || [ "$case" = rtt ] && kind=geo
         line="  $row ($case):"
-        [ -n "${PERCORE[static:knot]:-}" ] && line="$line $(awk -v a="${PERCORE[$case:$row]}" -v b="${PERCORE[static:knot]}" 'BEGIN { printf "%.2f", a / b }')x knot-static"
+        [ -n "${PERCORE[static:knot]:-}" ] && line="$line $(ratio "$case:$row" static:knot) knot-static"
         for p in "${ROWS[@]}"; do
             IFS='|' read -r pcase prow pinst _ <<< "$p"
-            [ "$pcase" = "$kind" ] && [ "${pinst#sextant}" = "$pinst" ] && [ "$pinst" != knot ] || continue
-            line="$line, $(awk -v a="${PERCORE[$case:$row]}" -v b="${PERCORE[$pcase:$prow]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }')x $prow"
+            [ "$pcase" = "$kind" ] && [ "${pinst#sextant}" = "$pinst" ] && [ "$pinst" != knot ] && [ "${pinst#ceiling}" = "$pinst" ] || continue
+            line="$line, $(ratio "$case:$row" "$pcase:$prow") $prow"
         done
         echo "$line"
     done
+    if [ -n "${PERCORE[static:ceiling]:-}" ]; then
+        echo
+        echo "Every row's queries/s per core as a share of the kernel's ceiling (canned answers through Sextant's socket loop with its 4 MiB receive buffer, ${PERCORE[static:ceiling]} per core; with the kernel's default buffer, ${PERCORE[static:ceiling-osbuf]:-?}):"
+        for r in "${ROWS[@]}"; do
+            IFS='|' read -r case row inst _ <<< "$r"
+            [ "$row" != ceiling ] || continue
+            printf '  %-19s (%s): %s of the 4 MiB ceiling, %s of the default-buffer one\n' "$row" "$case" \
+                "$(ratio "$case:$row" static:ceiling)" "$(ratio "$case:$row" static:ceiling-osbuf)"
+        done
+    fi
 } | tee "$OUT/summary.txt"

@@ -12,17 +12,20 @@
 //! hand-written over borrowed bytes and reused buffers, the snapshot is an
 //! `ArcSwap` guard, and each thread owns its [`Worker`].
 
-// Unsafe code is confined to `mmsg` (batched UDP system calls).
+// Unsafe code is confined to `mmsg` (batched UDP system calls) and
+// `sockopt` (one setsockopt).
 #![deny(unsafe_code)]
 
 pub mod cookie;
 pub mod ldns;
 mod limits;
 #[cfg(target_os = "linux")]
-mod mmsg;
+pub mod mmsg;
 mod respond;
 pub mod rrl;
 pub mod sessions;
+#[cfg(target_os = "linux")]
+mod sockopt;
 pub mod stats;
 mod tcp;
 mod udp;
@@ -43,7 +46,10 @@ pub use rrl::{RateLimiter, Verdict};
 pub use sessions::{SessionEntry, SessionTable};
 pub use stats::{Counter, DnsStats, StatsSnapshot};
 pub use tcp::{TcpConfig, bind_tcp, bind_tcp_vip, serve_tcp, serve_tcp_with};
-pub use udp::{bind_udp, bind_udp_vip, spawn_udp, spawn_udp_sockets};
+pub use udp::{
+    DEFAULT_RECEIVE_BUFFER, UdpOptions, bind_udp, bind_udp_vip, bind_udp_with, spawn_udp,
+    spawn_udp_sockets,
+};
 
 /// `IP_FREEBIND` (or its IPv6 twin): bind to an address the host does not
 /// have yet.

@@ -35,7 +35,14 @@ pub struct Batch {
     pending: usize,
 }
 
+impl Default for Batch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Batch {
+    /// Allocates the buffers once; the serving loop reuses them.
     pub fn new() -> Self {
         Batch {
             queries: vec![[0u8; SLOT]; BATCH].into_boxed_slice(),

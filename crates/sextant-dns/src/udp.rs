@@ -21,17 +21,42 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::MAX_MESSAGE;
 use crate::{DnsShared, Transport, Worker, random_seed, respond};
 
-/// Kernel buffer sizes asked for (best effort; the kernel may cap them).
-const SOCKET_BUFFER: usize = 4 << 20;
+/// The receive buffer asked for by default (best effort: the kernel caps
+/// it at `net.core.rmem_max`): room for bursts of thousands of queries, so
+/// that none is dropped before a worker gets to it. The peers (Knot,
+/// gdnsd) keep the kernel's default (`net.core.rmem_default`, usually
+/// 208 KiB) and drop a share of the queries in bursts; see
+/// docs/performance.md for what each costs.
+pub const DEFAULT_RECEIVE_BUFFER: usize = 4 << 20;
+/// The send buffer asked for (best effort, like the receive buffer).
+const SEND_BUFFER: usize = 4 << 20;
 
-/// Binds `workers` UDP sockets on `addr`.
+/// How the UDP sockets of one address are set up.
+#[derive(Debug, Clone, Copy)]
+pub struct UdpOptions {
+    /// Receive buffer in bytes, or 0 for the kernel's default.
+    pub receive_buffer: usize,
+    /// Bind with `IP_FREEBIND`: the address may not be on the host yet.
+    pub freebind: bool,
+}
+
+impl Default for UdpOptions {
+    fn default() -> Self {
+        UdpOptions {
+            receive_buffer: DEFAULT_RECEIVE_BUFFER,
+            freebind: false,
+        }
+    }
+}
+
+/// Binds `workers` UDP sockets on `addr` with the default options.
 ///
 /// With more than one worker every socket gets `SO_REUSEPORT` so they share
 /// the port; with one, the socket is bound plainly (no reuseport group for
 /// a stray process to join). Port 0 picks a free port for the first socket
 /// and binds the others to the same one.
 pub fn bind_udp(addr: SocketAddr, workers: usize) -> io::Result<Vec<UdpSocket>> {
-    bind_udp_sockets(addr, workers, false)
+    bind_udp_with(addr, workers, UdpOptions::default())
 }
 
 /// [`bind_udp`] for an address that may not be on the host yet: a VRRP
@@ -39,13 +64,20 @@ pub fn bind_udp(addr: SocketAddr, workers: usize) -> io::Result<Vec<UdpSocket>> 
 /// are bound with `IP_FREEBIND` and receive traffic once the address is
 /// local (on the master, or on a backup that shares it).
 pub fn bind_udp_vip(addr: SocketAddr, workers: usize) -> io::Result<Vec<UdpSocket>> {
-    bind_udp_sockets(addr, workers, true)
+    let options = UdpOptions {
+        freebind: true,
+        ..UdpOptions::default()
+    };
+    bind_udp_with(addr, workers, options)
 }
 
-fn bind_udp_sockets(
+/// [`bind_udp`] with explicit [`UdpOptions`]. Every socket also gets
+/// `IP_PMTUDISC_OMIT` (see `sockopt`): answers never carry DF and ignore
+/// path-MTU updates.
+pub fn bind_udp_with(
     addr: SocketAddr,
     workers: usize,
-    freebind: bool,
+    options: UdpOptions,
 ) -> io::Result<Vec<UdpSocket>> {
     let n = workers.max(1);
     let mut sockets: Vec<UdpSocket> = Vec::with_capacity(n);
@@ -59,11 +91,15 @@ fn bind_udp_sockets(
             // Keep v4 and v6 listeners independent, as configured.
             socket.set_only_v6(true)?;
         }
-        if freebind {
+        if options.freebind {
             crate::set_freebind(&socket, addr)?;
         }
-        let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
-        let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+        #[cfg(target_os = "linux")]
+        crate::sockopt::omit_path_mtu_discovery(&socket, addr)?;
+        if options.receive_buffer > 0 {
+            let _ = socket.set_recv_buffer_size(options.receive_buffer);
+        }
+        let _ = socket.set_send_buffer_size(SEND_BUFFER);
         socket.bind(&bind_addr.into())?;
         let socket: UdpSocket = socket.into();
         if bind_addr.port() == 0 {

@@ -323,3 +323,70 @@ fn a_vip_not_on_the_host_binds_only_with_the_vip_bind() {
         assert_eq!(l.local_addr().unwrap(), vip);
     });
 }
+
+/// An integer socket option, read back with getsockopt.
+#[cfg(target_os = "linux")]
+fn int_sockopt(socket: &UdpSocket, level: i32, name: i32) -> i32 {
+    use std::os::fd::AsRawFd;
+    let mut value: libc::c_int = -1;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: value and len are live and sized for the kernel to write.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&raw mut value).cast(),
+            &raw mut len,
+        )
+    };
+    assert_eq!(rc, 0, "getsockopt: {}", std::io::Error::last_os_error());
+    value
+}
+
+/// Answers never carry DF and ignore path-MTU updates, on IPv4 and IPv6
+/// (a spoofed "fragmentation needed" cannot make them fragment).
+#[cfg(target_os = "linux")]
+#[test]
+fn udp_sockets_omit_path_mtu_discovery() {
+    let v4 = bind_udp("127.0.0.1:0".parse().unwrap(), 2).unwrap();
+    for s in &v4 {
+        assert_eq!(
+            int_sockopt(s, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER),
+            libc::IP_PMTUDISC_OMIT
+        );
+    }
+    match bind_udp("[::1]:0".parse().unwrap(), 1) {
+        Ok(v6) => assert_eq!(
+            int_sockopt(&v6[0], libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER),
+            libc::IPV6_PMTUDISC_OMIT
+        ),
+        Err(e) => cannot_run(&format!("no IPv6 loopback here: {e}")),
+    }
+}
+
+/// The receive buffer is the one asked for (the kernel doubles it for its
+/// bookkeeping, within net.core.rmem_max), and 0 keeps the kernel's default.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_udp_receive_buffer_is_configurable() {
+    let read = |p: &str| -> usize { std::fs::read_to_string(p).unwrap().trim().parse().unwrap() };
+    let rmem_default = read("/proc/sys/net/core/rmem_default");
+    let rmem_max = read("/proc/sys/net/core/rmem_max");
+    let buffer = |receive_buffer| {
+        let options = sextant_dns::UdpOptions {
+            receive_buffer,
+            freebind: false,
+        };
+        let s = sextant_dns::bind_udp_with("127.0.0.1:0".parse().unwrap(), 1, options).unwrap();
+        int_sockopt(&s[0], libc::SOL_SOCKET, libc::SO_RCVBUF) as usize
+    };
+    assert_eq!(buffer(0), rmem_default, "0: the kernel's default");
+    let asked = 256 << 10;
+    assert_eq!(buffer(asked), 2 * asked.min(rmem_max), "256 KiB asked");
+    assert_eq!(
+        buffer(sextant_dns::DEFAULT_RECEIVE_BUFFER),
+        2 * sextant_dns::DEFAULT_RECEIVE_BUFFER.min(rmem_max),
+        "the default"
+    );
+}

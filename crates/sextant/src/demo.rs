@@ -34,6 +34,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
         ldns_new_per_second: defaults.ldns_new_per_second,
         ldns_max_entries: defaults.ldns_max_entries,
         ldns_probes_per_second: defaults.ldns_probes_per_second,
+        udp_receive_buffer: sextant_dns::DEFAULT_RECEIVE_BUFFER,
     };
     let model = serve::load(&overrides)?;
     let backends = Backends::start(&model)?;

@@ -143,6 +143,12 @@ pub struct ServeArgs {
     /// UDP worker threads (default: one per core).
     #[arg(long)]
     udp_workers: Option<usize>,
+    /// Receive buffer of each UDP socket in bytes, or 0 for the kernel's
+    /// default (net.core.rmem_default). The default absorbs bursts of
+    /// thousands of queries without a drop; the kernel caps it at
+    /// net.core.rmem_max.
+    #[arg(long, default_value_t = sextant_dns::DEFAULT_RECEIVE_BUFFER)]
+    udp_receive_buffer: usize,
     /// RTT method: at most this many new LDNS entries per second (more
     /// are counted and dropped, so spoofed sources cannot make this site
     /// probe arbitrary addresses).

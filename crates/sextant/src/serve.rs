@@ -78,6 +78,9 @@ pub struct Overrides {
     pub ldns_new_per_second: u32,
     pub ldns_max_entries: usize,
     pub ldns_probes_per_second: u32,
+    /// Each UDP socket's receive buffer (`--udp-receive-buffer`; 0: the
+    /// kernel's default).
+    pub udp_receive_buffer: usize,
 }
 
 impl From<&ServeArgs> for Overrides {
@@ -90,6 +93,7 @@ impl From<&ServeArgs> for Overrides {
             ldns_new_per_second: a.ldns_new_per_second,
             ldns_max_entries: usize::try_from(a.ldns_max_entries).unwrap_or(usize::MAX),
             ldns_probes_per_second: a.ldns_probes_per_second,
+            udp_receive_buffer: a.udp_receive_buffer,
         }
     }
 }
@@ -313,6 +317,7 @@ fn bind_dns(
     addrs: &[SocketAddr],
     vips: &[std::net::IpAddr],
     workers: usize,
+    receive_buffer: usize,
     tcp: &tokio::runtime::Handle,
 ) -> anyhow::Result<DnsListeners> {
     let mut l = DnsListeners {
@@ -321,11 +326,11 @@ fn bind_dns(
     };
     for addr in addrs {
         let vip = vips.contains(&addr.ip());
-        let udp = if vip {
-            sextant_dns::bind_udp_vip(*addr, workers)
-        } else {
-            sextant_dns::bind_udp(*addr, workers)
+        let options = sextant_dns::UdpOptions {
+            receive_buffer,
+            freebind: vip,
         };
+        let udp = sextant_dns::bind_udp_with(*addr, workers, options);
         l.udp
             .extend(udp.with_context(|| format!("cannot listen for DNS on udp/{addr}"))?);
         let _guard = tcp.enter();
@@ -367,7 +372,13 @@ pub async fn serve(
         .iter()
         .flat_map(|v| v.addresses.iter().map(|a| a.ip))
         .collect();
-    let listeners = bind_dns(&dns_listen, &vips, workers, &tcp)?;
+    let listeners = bind_dns(
+        &dns_listen,
+        &vips,
+        workers,
+        overrides.udp_receive_buffer,
+        &tcp,
+    )?;
 
     let (mep_tx, mep_rx) = mpsc::channel(1024);
     // A site IP that is a VRRP VIP is on this host only while this node is
