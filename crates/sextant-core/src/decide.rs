@@ -313,7 +313,7 @@ pub fn decide<T: Tracer, S: Sessions>(
         return plain(Outcome::Refused, Reason::ChildSite);
     }
     let model = snap.model();
-    let domain = snap.find_domain(query.name);
+    let (domain, zone) = snap.find_domain_and_zone(query.name);
     let mut client = client_of(snap, query, domain);
     // Looked up this early so that the RTT table's cache miss overlaps with
     // the policy and zone lookups instead of stalling the method.
@@ -327,7 +327,6 @@ pub fn decide<T: Tracer, S: Sessions>(
         return plain(Outcome::Drop, Reason::Dropped);
     }
 
-    let zone = snap.find_zone(query.name);
     let apex = zone.filter(|z| model.zone(*z).apex == query.name);
     if let (Some(z), QueryType::Soa | QueryType::Ns) = (apex, query.qtype) {
         trace.record(TraceEvent::ZoneApex { zone: z });
@@ -563,10 +562,10 @@ fn answer_static<T: Tracer, S: Sessions>(
             }
             out.chain.push(index);
             name = target.as_str();
-            if let Some(domain) = snap.find_domain(name)
+            let (target_domain, target_zone) = snap.find_domain_and_zone(name);
+            if let Some(domain) = target_domain
                 && let Some(family) = Family::of(query.qtype)
             {
-                let target_zone = snap.find_zone(name);
                 *client = client_of(snap, query, Some(domain));
                 let mut decision = answer_gslb(
                     snap,
@@ -594,7 +593,7 @@ fn answer_static<T: Tracer, S: Sessions>(
                 };
                 return decision;
             }
-            match snap.find_zone(name) {
+            match target_zone {
                 Some(z) if snap.find_dc_record(name).is_none() => {
                     zone = z;
                     continue;

@@ -64,7 +64,10 @@ pub type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<FnvHasher>>;
 #[derive(Debug)]
 struct Compiled {
     model: Arc<Model>,
-    domains: FnvMap<Box<str>, DomainId>,
+    /// Each GSLB domain with its closest enclosing zone, so that a query for
+    /// a domain finds both with one lookup (the zone walk costs a hash
+    /// lookup per label: about 1 % of a query's time in the peers profile).
+    domains: FnvMap<Box<str>, (DomainId, Option<ZoneId>)>,
     zones: FnvMap<Box<str>, ZoneId>,
     /// Names of the static records (looked up only after the domains).
     records: RecordTable,
@@ -170,17 +173,20 @@ fn closest_zone(zones: &FnvMap<Box<str>, ZoneId>, name: &str) -> Option<ZoneId> 
 impl Snapshot {
     /// Builds the lookup tables for `model`; every service starts UP.
     pub fn new(model: Arc<Model>, generation: u64) -> Self {
-        let domains = model
-            .domains
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (d.name.clone().into_boxed_str(), i as DomainId))
-            .collect();
         let zones: FnvMap<Box<str>, ZoneId> = model
             .zones
             .iter()
             .enumerate()
             .map(|(i, z)| (z.apex.clone().into_boxed_str(), i as ZoneId))
+            .collect();
+        let domains = model
+            .domains
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let zone = closest_zone(&zones, &d.name);
+                (d.name.clone().into_boxed_str(), (i as DomainId, zone))
+            })
             .collect();
         let records = RecordTable::new(&model, |name| closest_zone(&zones, name));
         let states = vec![ServiceState::default(); model.services.len()].into();
@@ -450,7 +456,17 @@ impl Snapshot {
 
     /// Finds a GSLB domain by lower-case name without trailing dot.
     pub fn find_domain(&self, name: &str) -> Option<DomainId> {
-        self.compiled.domains.get(name).copied()
+        self.compiled.domains.get(name).map(|(d, _)| *d)
+    }
+
+    /// Finds a GSLB domain (as [`find_domain`](Self::find_domain)) and the
+    /// closest enclosing zone of `name`, whether or not it is a domain:
+    /// precomputed for domains, walked for other names.
+    pub fn find_domain_and_zone(&self, name: &str) -> (Option<DomainId>, Option<ZoneId>) {
+        match self.compiled.domains.get(name) {
+            Some((d, zone)) => (Some(*d), *zone),
+            None => (None, self.find_zone(name)),
+        }
     }
 
     /// Finds the closest enclosing zone of a lower-case name.
