@@ -10,6 +10,12 @@
 #   PROFILE=debug SHORT=1 bench/robustness.sh      # debug build (what scripts/test.sh runs)
 #   SEXTANT_BIN=/path/to/sextant bench/robustness.sh # a prebuilt server
 #   CHECKS=edns,tcp bench/robustness.sh # some groups only
+#   IPV6=0 bench/robustness.sh          # without the IPv6 pass
+#
+# After the IPv4 run, the same server configuration is started on [::1] and
+# the groups that do not need many source addresses (all but rrl, whose
+# sources spread over 127.0.0.0/8) run again over IPv6, with a tenth of the
+# mutations; their lines are prefixed "v6 ". No IPv6 loopback is a FAIL.
 #
 # Raw output: bench/out/robustness.txt, the server's log bench/out/robustness-server.log.
 set -euo pipefail
@@ -28,6 +34,12 @@ ADDR=127.0.0.1                  # the suite binds sources in 127.0.0.0/8; loopba
 PORT="${PORT:-5471}"
 API_PORT="${API_PORT:-8471}"
 CHECKS="${CHECKS:-edns,nsid,cookies,tcp,rrl,mutation}"
+IPV6="${IPV6:-1}"
+ADDR6="::1"
+PORT6="${PORT6:-$((PORT + 1))}"
+API_PORT6="${API_PORT6:-$((API_PORT + 1))}"
+# The IPv6 pass: the groups of CHECKS other than rrl.
+CHECKS6="$(echo "$CHECKS" | tr ',' '\n' | grep -v '^rrl$' | paste -sd, -)"
 SEED="${SEED:-1557}"
 TIME_LIMIT="${TIME_LIMIT:-}"    # seconds the prober may run; default from the counts
 if [ -z "$TIME_LIMIT" ]; then
@@ -59,6 +71,7 @@ OUT="$PWD/bench/out"
 mkdir -p "$OUT"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/sextant-robustness.XXXXXX")"
 SERVER_PID=""
+SERVER6_PID=""
 stop() { # stop PID: TERM, then KILL after 5 s
     local pid="$1"
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
@@ -69,6 +82,7 @@ stop() { # stop PID: TERM, then KILL after 5 s
     fi
 }
 cleanup() {
+    stop "$SERVER6_PID"
     stop "$SERVER_PID"
     rm -rf "$WORK"
 }
@@ -152,5 +166,48 @@ if ! kill -0 "$SERVER_PID" 2>/dev/null; then
 fi
 if [ -n "$config_fail" ] && [ "$rc" -eq 0 ]; then
     rc=1
+fi
+
+# ---- the IPv6 pass
+if [ "$IPV6" != 0 ] && [ -n "$CHECKS6" ]; then
+    echo "== starting sextant on [$ADDR6]:$PORT6" >&2
+    RUST_LOG="${RUST_LOG:-warn}" "$BIN" serve --config "$CONF" \
+        --dns-listen "[$ADDR6]:$PORT6" --api-listen "$ADDR:$API_PORT6" \
+        2> "$OUT/robustness-server6.log" &
+    SERVER6_PID=$!
+    ready=""
+    for _ in $(seq 50); do
+        kill -0 "$SERVER6_PID" 2>/dev/null || break
+        if "$PROBER" --server "[$ADDR6]:$PORT6" --zone rob.example --name www.rob.example --checks none \
+            > /dev/null 2>&1; then
+            ready=1; break
+        fi
+        sleep 0.2
+    done
+    if [ -z "$ready" ]; then
+        echo "FAIL v6 server-answers: sextant did not answer www.rob.example on [$ADDR6]:$PORT6 (no IPv6 loopback here?); its log: $(tr '\n' ' ' < "$OUT/robustness-server6.log")" \
+            | tee -a "$OUT/robustness.txt"
+        rc=1
+    else
+        set +e
+        timeout --signal=TERM "$TIME_LIMIT" "$PROBER" \
+            --server "[$ADDR6]:$PORT6" --pid "$SERVER6_PID" \
+            --zone rob.example --name www.rob.example \
+            --big big.rob.example:TXT --big many.rob.example:A \
+            --checks "$CHECKS6" --seed "$SEED" \
+            --udp-mutations $((UDP_MUTATIONS / 10)) --tcp-mutations $((TCP_MUTATIONS / 10)) --rate "$RATE" \
+            --idle-timeout 2 --tcp-max 50 --nsid node-a \
+            2>&1 | sed -E 's/^(PASS|FAIL|SUMMARY)/v6 \1/' | tee -a "$OUT/robustness.txt"
+        rc6="${PIPESTATUS[0]}"
+        set -e
+        if [ "$rc6" -eq 124 ]; then
+            echo "FAIL v6 robustness: the prober did not finish within $TIME_LIMIT s" | tee -a "$OUT/robustness.txt"
+        fi
+        if ! kill -0 "$SERVER6_PID" 2>/dev/null; then
+            echo "FAIL v6 robustness: the server exited; its log is $OUT/robustness-server6.log" | tee -a "$OUT/robustness.txt"
+            rc6=1
+        fi
+        [ "$rc6" -eq 0 ] || rc=1
+    fi
 fi
 exit "$rc"

@@ -467,6 +467,15 @@ fn query_has_opt(b: &[u8]) -> bool {
 // ---------------------------------------------------------------------------
 // Transport
 
+/// The loopback address of the server's family: the source of every check
+/// but the rate limiter's (which spreads its sources over 127.0.0.0/8).
+fn loopback_for(server: SocketAddr) -> IpAddr {
+    match server {
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+    }
+}
+
 fn udp_socket(src: IpAddr) -> Result<UdpSocket, String> {
     let s = UdpSocket::bind(SocketAddr::new(src, 0)).map_err(|e| format!("bind {src}: {e}"))?;
     Ok(s)
@@ -543,7 +552,7 @@ fn tcp_ask(server: SocketAddr, q: &Query) -> Result<Msg, String> {
 
 /// Whether the server still answers a plain query for the served name.
 fn answers_valid(server: SocketAddr, name: &str) -> Result<Msg, String> {
-    let sock = udp_socket(IpAddr::V4(Ipv4Addr::LOCALHOST))?;
+    let sock = udp_socket(loopback_for(server))?;
     let m = udp_ask(&sock, server, &Query::new(0x5151, name, TYPE_A))?;
     if m.rcode() == 0 && !m.answers.is_empty() {
         Ok(m)
@@ -611,7 +620,7 @@ impl Rng {
 // RFC 6891 and friends
 
 fn check_edns(a: &Args, r: &mut Report) -> Result<(), String> {
-    let sock = udp_socket(IpAddr::V4(Ipv4Addr::LOCALHOST))?;
+    let sock = udp_socket(loopback_for(a.server))?;
     let ask = |q: &Query| udp_ask(&sock, a.server, q);
 
     match ask(&Query::new(1, &a.name, TYPE_A)) {
@@ -784,7 +793,7 @@ fn check_edns(a: &Args, r: &mut Report) -> Result<(), String> {
 }
 
 fn check_nsid(a: &Args, r: &mut Report) -> Result<(), String> {
-    let sock = udp_socket(IpAddr::V4(Ipv4Addr::LOCALHOST))?;
+    let sock = udp_socket(loopback_for(a.server))?;
     match udp_ask(
         &sock,
         a.server,
@@ -842,7 +851,7 @@ fn cookie_ask(
 }
 
 fn check_cookies(a: &Args, r: &mut Report) -> Result<(), String> {
-    let sock = udp_socket(IpAddr::V4(Ipv4Addr::LOCALHOST))?;
+    let sock = udp_socket(loopback_for(a.server))?;
     let client = *b"\x01\x23\x45\x67\x89\xab\xcd\xef";
     let first = cookie_ask(&sock, a.server, 20, &a.name, &client);
     let server_cookie = match &first {
@@ -1309,7 +1318,7 @@ fn mutate_udp(
     pid: Option<u32>,
     rss_warm: &mut Option<u64>,
 ) -> Result<MutStats, String> {
-    let sock = udp_socket(IpAddr::V4(Ipv4Addr::LOCALHOST))?;
+    let sock = udp_socket(loopback_for(a.server))?;
     sock.connect(a.server)
         .map_err(|e| format!("connect: {e}"))?;
     let sref = socket2::SockRef::from(&sock);
@@ -1737,6 +1746,11 @@ fn describe(f: &Flood) -> String {
 }
 
 fn check_rrl(a: &Args, r: &mut Report) -> Result<(), String> {
+    if a.server.is_ipv6() {
+        return Err(
+            "the rate-limit checks spread their sources over 127.0.0.0/8: IPv4 only".into(),
+        );
+    }
     let secs = a.rrl_seconds;
     let pps = a.rrl_flood_pps;
     // A token bucket of `rps` a second lets through about rps × secs, plus
