@@ -111,22 +111,28 @@ if ! "$BIN" check "$CONF" > "$WORK/check.txt" 2>&1; then
     CONF="$WORK/base.toml"
 fi
 
-echo "== starting sextant on $ADDR:$PORT" >&2
-RUST_LOG="${RUST_LOG:-warn}" "$BIN" serve --config "$CONF" \
-    --dns-listen "$ADDR:$PORT" --api-listen "$ADDR:$API_PORT" \
-    2> "$OUT/robustness-server.log" &
-SERVER_PID=$!
+start_server() { # start_server DNS_LISTEN API_LISTEN LOG -> the server's PID in STARTED_PID
+    echo "== starting sextant on $1" >&2
+    RUST_LOG="${RUST_LOG:-warn}" "$BIN" serve --config "$CONF" \
+        --dns-listen "$1" --api-listen "$2" 2> "$3" &
+    STARTED_PID=$!
+}
+answering() { # answering PID SERVER: waits up to 10 s for an answer to www.rob.example
+    local _
+    for _ in $(seq 50); do
+        kill -0 "$1" 2>/dev/null || return 1
+        if "$PROBER" --server "$2" --zone rob.example --name www.rob.example --checks none \
+            > /dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    return 1
+}
 
-ready=""
-for _ in $(seq 50); do
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    if "$PROBER" --server "$ADDR:$PORT" --zone rob.example --name www.rob.example --checks none \
-        > /dev/null 2>&1; then
-        ready=1; break
-    fi
-    sleep 0.2
-done
-if [ -z "$ready" ]; then
+start_server "$ADDR:$PORT" "$ADDR:$API_PORT" "$OUT/robustness-server.log"
+SERVER_PID="$STARTED_PID"
+if ! answering "$SERVER_PID" "$ADDR:$PORT"; then
     echo "robustness: sextant did not answer www.rob.example on $ADDR:$PORT; its log:" >&2
     cat "$OUT/robustness-server.log" >&2
     exit 1
@@ -170,21 +176,9 @@ fi
 
 # ---- the IPv6 pass
 if [ "$IPV6" != 0 ] && [ -n "$CHECKS6" ]; then
-    echo "== starting sextant on [$ADDR6]:$PORT6" >&2
-    RUST_LOG="${RUST_LOG:-warn}" "$BIN" serve --config "$CONF" \
-        --dns-listen "[$ADDR6]:$PORT6" --api-listen "$ADDR:$API_PORT6" \
-        2> "$OUT/robustness-server6.log" &
-    SERVER6_PID=$!
-    ready=""
-    for _ in $(seq 50); do
-        kill -0 "$SERVER6_PID" 2>/dev/null || break
-        if "$PROBER" --server "[$ADDR6]:$PORT6" --zone rob.example --name www.rob.example --checks none \
-            > /dev/null 2>&1; then
-            ready=1; break
-        fi
-        sleep 0.2
-    done
-    if [ -z "$ready" ]; then
+    start_server "[$ADDR6]:$PORT6" "$ADDR:$API_PORT6" "$OUT/robustness-server6.log"
+    SERVER6_PID="$STARTED_PID"
+    if ! answering "$SERVER6_PID" "[$ADDR6]:$PORT6"; then
         echo "FAIL v6 server-answers: sextant did not answer www.rob.example on [$ADDR6]:$PORT6 (no IPv6 loopback here?); its log: $(tr '\n' ' ' < "$OUT/robustness-server6.log")" \
             | tee -a "$OUT/robustness.txt"
         rc=1
