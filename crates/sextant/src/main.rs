@@ -147,7 +147,7 @@ pub struct ServeArgs {
     /// default (net.core.rmem_default). The default absorbs bursts of
     /// thousands of queries without a drop; the kernel caps it at
     /// net.core.rmem_max.
-    #[arg(long, default_value_t = sextant_dns::DEFAULT_RECEIVE_BUFFER)]
+    #[arg(long, value_name = "BYTES", default_value_t = sextant_dns::DEFAULT_RECEIVE_BUFFER)]
     udp_receive_buffer: usize,
     /// RTT method: at most this many new LDNS entries per second (more
     /// are counted and dropped, so spoofed sources cannot make this site

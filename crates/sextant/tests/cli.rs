@@ -501,3 +501,58 @@ fn toml_sighup_reload_adds_a_domain() {
     assert_eq!(s.generation(), g1);
     assert_eq!(s.dns.query_a("new.example.com"), vec![net.svc_ip(1)]);
 }
+
+/// `--udp-receive-buffer`: the DNS socket gets the buffer asked for (the
+/// kernel doubles it for its bookkeeping, within net.core.rmem_max), 0
+/// keeps the kernel's default, and the server answers either way. Read
+/// back with `ss -m`, from outside the process.
+#[test]
+fn udp_receive_buffer_flag_sizes_the_dns_socket() {
+    if !have_program("ss") {
+        cannot_run("ss (iproute2) is needed to read the socket's buffer");
+        return;
+    }
+    let sysctl = |name: &str| -> u64 {
+        fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (rmem_default, rmem_max) = (sysctl("rmem_default"), sysctl("rmem_max"));
+    for (flag, want) in [("0", rmem_default), ("300000", 2 * rmem_max.min(300_000))] {
+        let net = Net::new(&format!("cli_udp_receive_buffer_{flag}"));
+        let cfg = format!(
+            "{}add gslb service s0 {} HTTP 80 -siteName site1\n\
+             add gslb vserver vs HTTP -lbMethod ROUNDROBIN\n\
+             bind gslb vserver vs -serviceName s0\n\
+             bind gslb vserver vs -domainName app.example.com -TTL 5\n",
+            net.conf_preamble(),
+            net.svc_ip(0)
+        );
+        let s = Server::start_with(
+            SEXTANT,
+            &net,
+            Syntax::Conf,
+            &cfg,
+            &["--udp-receive-buffer", flag],
+        );
+        assert_eq!(
+            s.dns.sample_a("app.example.com", 3).len(),
+            3,
+            "{flag}: answers"
+        );
+        let listen = format!("{}:{DNS_PORT}", net.server_ip());
+        let out = Command::new("ss")
+            .args(["-Hulnm", "src", &listen])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let rb: u64 = text
+            .split(|c: char| c == ',' || c == '(' || c == ')')
+            .find_map(|f| f.strip_prefix("rb"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no rb in `ss -Hulnm src {listen}`: {text}"));
+        assert_eq!(rb, want, "--udp-receive-buffer {flag}: {text}");
+    }
+}
