@@ -549,7 +549,7 @@ fn udp_receive_buffer_flag_sizes_the_dns_socket() {
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         let rb: u64 = text
-            .split(|c: char| c == ',' || c == '(' || c == ')')
+            .split([',', '(', ')'])
             .find_map(|f| f.strip_prefix("rb"))
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no rb in `ss -Hulnm src {listen}`: {text}"));
