@@ -148,14 +148,20 @@ fi
     fi
 } | tee "$OUT/robustness.txt"
 
+probe() { # probe SERVER PID CHECKS UDP_MUTATIONS TCP_MUTATIONS [PROBER_ARGS...]: the prober, time-limited
+    local server="$1" pid="$2" checks="$3" udp="$4" tcp="$5"
+    shift 5
+    timeout --signal=TERM "$TIME_LIMIT" "$PROBER" \
+        --server "$server" --pid "$pid" \
+        --zone rob.example --name www.rob.example \
+        --big big.rob.example:TXT --big many.rob.example:A \
+        --checks "$checks" --seed "$SEED" \
+        --udp-mutations "$udp" --tcp-mutations "$tcp" --rate "$RATE" \
+        --idle-timeout 2 --tcp-max 50 --nsid node-a "$@"
+}
+
 set +e
-timeout --signal=TERM "$TIME_LIMIT" "$PROBER" \
-    --server "$ADDR:$PORT" --pid "$SERVER_PID" \
-    --zone rob.example --name www.rob.example \
-    --big big.rob.example:TXT --big many.rob.example:A \
-    --checks "$CHECKS" --seed "$SEED" \
-    --udp-mutations "$UDP_MUTATIONS" --tcp-mutations "$TCP_MUTATIONS" --rate "$RATE" \
-    --idle-timeout 2 --tcp-max 50 --nsid node-a \
+probe "$ADDR:$PORT" "$SERVER_PID" "$CHECKS" "$UDP_MUTATIONS" "$TCP_MUTATIONS" \
     --rrl-rps 20 --rrl-slip 2 --rrl-seconds 3 --rrl-flood-pps 200 --exempt-source 127.0.0.2 \
     2>&1 | tee -a "$OUT/robustness.txt"
 rc="${PIPESTATUS[0]}"
@@ -184,13 +190,7 @@ if [ "$IPV6" != 0 ] && [ -n "$CHECKS6" ]; then
         rc=1
     else
         set +e
-        timeout --signal=TERM "$TIME_LIMIT" "$PROBER" \
-            --server "[$ADDR6]:$PORT6" --pid "$SERVER6_PID" \
-            --zone rob.example --name www.rob.example \
-            --big big.rob.example:TXT --big many.rob.example:A \
-            --checks "$CHECKS6" --seed "$SEED" \
-            --udp-mutations $((UDP_MUTATIONS / 10)) --tcp-mutations $((TCP_MUTATIONS / 10)) --rate "$RATE" \
-            --idle-timeout 2 --tcp-max 50 --nsid node-a \
+        probe "[$ADDR6]:$PORT6" "$SERVER6_PID" "$CHECKS6" $((UDP_MUTATIONS / 10)) $((TCP_MUTATIONS / 10)) \
             2>&1 | sed -E 's/^(PASS|FAIL|SUMMARY)/v6 \1/' | tee -a "$OUT/robustness.txt"
         rc6="${PIPESTATUS[0]}"
         set -e
