@@ -175,13 +175,15 @@ start_sextant sextant-pl "$WORK/sextant-pl.conf" $((BASE_PORT + 4)) $((API_BASE_
 start_sextant sextant-2w "$WORK/sextant.conf" $((BASE_PORT + 5)) $((API_BASE_PORT + 2)) "$UDP_WORKERS_2" "$TWO_SERVER_CPUS"
 start_sextant sextant-osbuf "$WORK/sextant.conf" $((BASE_PORT + 7)) $((API_BASE_PORT + 3)) "$UDP_WORKERS" "$SERVER_CPU" 0
 
-# ---- the kernel's ceiling: Sextant's socket loop with a canned answer
-taskset -c "$SERVER_CPU" "$CEILING_BIN" "$ADDR:$((BASE_PORT + 6))" 127.0.60.1,127.0.60.2,127.0.60.3,127.0.60.4 \
-    > "$OUT/ceiling.log" 2>&1 &
-started ceiling "$!" $((BASE_PORT + 6))
-taskset -c "$SERVER_CPU" "$CEILING_BIN" "$ADDR:$((BASE_PORT + 8))" 127.0.60.1,127.0.60.2,127.0.60.3,127.0.60.4 0 \
-    > "$OUT/ceiling-osbuf.log" 2>&1 &
-started ceiling-osbuf "$!" $((BASE_PORT + 8))
+# ---- the kernel's ceiling: Sextant's socket loop with a canned answer (the
+# static name's four addresses), with Sextant's receive buffer and the kernel's
+start_ceiling() { # start_ceiling INSTANCE PORT [RECEIVE_BUFFER]
+    taskset -c "$SERVER_CPU" "$CEILING_BIN" "$ADDR:$2" 127.0.60.1,127.0.60.2,127.0.60.3,127.0.60.4 ${3:+"$3"} \
+        > "$OUT/$1.log" 2>&1 &
+    started "$1" "$!" "$2"
+}
+start_ceiling ceiling $((BASE_PORT + 6))
+start_ceiling ceiling-osbuf $((BASE_PORT + 8)) 0
 
 for inst in knot gdnsd pdns sextant sextant-pl sextant-2w sextant-osbuf ceiling ceiling-osbuf; do
     if ! bench_wait_answer "${PID[$inst]}" "$ADDR" "${PORT[$inst]}" static.peers.example '^127\.0\.60\.'; then

@@ -7,8 +7,9 @@
 //! OPT of its own (payload 1232, no options), so the answer is byte for
 //! byte the size of Knot's or Sextant's for the same records.
 //!
-//! No real server can answer faster per core through the kernel's socket
-//! path: the user-space work left is a copy of the question. bench/peers.sh
+//! No real server with the same receive buffer can answer faster per core
+//! through the kernel's socket path: the user-space work left is a copy of
+//! the question. bench/peers.sh
 //! runs it as the `ceiling` row so that every server's figure can be read
 //! against what the kernel allows.
 //!
