@@ -73,12 +73,14 @@ bench_stop_pid() {
 
 # bench_wait_answer PID ADDR PORT NAME REGEX -> waits (up to 20 s) until the
 # server answers NAME A with an address matching REGEX; fails if the process
-# PID exits or the time runs out.
+# PID exits or the time runs out. The dig runs in the network namespace
+# BENCH_CLIENT_NS when that is set.
 bench_wait_answer() {
-    local pid="$1" addr="$2" port="$3" name="$4" re="$5"
+    local pid="$1" addr="$2" port="$3" name="$4" re="$5" in=()
+    [ -n "${BENCH_CLIENT_NS:-}" ] && in=(ip netns exec "$BENCH_CLIENT_NS")
     for _ in $(seq 100); do
         kill -0 "$pid" 2>/dev/null || return 1
-        if dig @"$addr" -p "$port" +short +time=1 +tries=1 "$name" A 2>/dev/null | grep -q "$re"; then
+        if "${in[@]}" dig @"$addr" -p "$port" +short +time=1 +tries=1 "$name" A 2>/dev/null | grep -q "$re"; then
             return 0
         fi
         sleep 0.2
@@ -95,10 +97,12 @@ bench_median() {
 # addresses' TCP port for every server's health check) in the background,
 # output to LOG, and waits until it listens, so that no server's first
 # health check fails (that would mark an address DOWN for the down time).
-# Sets BENCH_LISTENER_PID; fails if it does not start within 5 s.
-bench_start_listeners() {
-    local log="$1"
-    python3 bench/peers/listen.py > "$log" 2>&1 &
+# Sets BENCH_LISTENER_PID; fails if it does not start within 5 s. They run
+# in the network namespace NS when one is given.
+bench_start_listeners() { # bench_start_listeners LOG [NS]
+    local log="$1" in=()
+    [ -n "${2:-}" ] && in=(ip netns exec "$2")
+    "${in[@]}" python3 bench/peers/listen.py > "$log" 2>&1 &
     BENCH_LISTENER_PID=$!
     for _ in $(seq 50); do grep -q listening "$log" && return 0; sleep 0.1; done
     echo "the TCP listeners (bench/peers/listen.py) did not start:" >&2

@@ -31,6 +31,20 @@
 # -osbuf run with the kernel's default UDP receive buffer
 # (--udp-receive-buffer 0), as Knot and gdnsd do, instead of Sextant's
 # 4 MiB default.
+#
+# NET=veth runs the same servers over a veth pair between two network
+# namespaces the script makes (server 10.53.0.1, client 10.53.0.2) instead
+# of loopback: each end's receive work runs in its own NAPI thread
+# (threaded NAPI, GRO on), pinned to the CPU of its side, so CPU busy (the
+# server's CPU from /proc/stat) counts everything the server side costs,
+# as with a real NIC whose interrupts land on the server's core. It adds
+# knot-xdp: Knot in its XDP mode (an AF_XDP socket, Knot's own XDP program)
+# on a second veth pair (10.53.1.1), so that the program does not sit in
+# front of the other rows. The answers of geo, pl and rtt depend on the
+# client being 127.0.0.1, and PowerDNS and the two-worker layout are not
+# what the mode compares, so those rows are left out. Needs root.
+#
+#   NET=veth OUTSTANDING=100 bench/peers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -53,7 +67,15 @@ TWO_SERVER_CPUS="${TWO_SERVER_CPUS:-0,1}"
 BASE_PORT="${BASE_PORT:-5391}"          # DNS ports BASE_PORT .. BASE_PORT+8
 API_BASE_PORT="${API_BASE_PORT:-8191}"  # Sextant's API ports
 ONLY="${ONLY:-.}"
-ADDR=127.0.0.1
+NET="${NET:-loopback}"                  # loopback, or veth (see above)
+case "$NET" in
+    loopback) ADDR=127.0.0.1 ;;
+    veth) ADDR=10.53.0.1; XDP_ADDR=10.53.1.1; CLIENT_ADDR=10.53.0.2 ;;
+    *) echo "peers: NET is loopback or veth, not '$NET'" >&2; exit 2 ;;
+esac
+if [ "$NET" = veth ] && [ "$(id -u)" -ne 0 ]; then
+    echo "peers: NET=veth makes network namespaces and needs root" >&2; exit 1
+fi
 
 # ---- tools and peers, from Debian packages when missing
 need=()
@@ -62,6 +84,10 @@ command -v dig >/dev/null 2>&1 || need+=(bind9-dnsutils)
 command -v taskset >/dev/null 2>&1 || need+=(util-linux)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+if [ "$NET" = veth ]; then
+    command -v ip >/dev/null 2>&1 || need+=(iproute2)
+    command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
+fi
 command -v knotd >/dev/null 2>&1 || [ -x /usr/sbin/knotd ] || need+=(knot)
 command -v gdnsd >/dev/null 2>&1 || [ -x /usr/sbin/gdnsd ] || need+=(gdnsd)
 command -v pdns_server >/dev/null 2>&1 || [ -x /usr/sbin/pdns_server ] || need+=(pdns-server)
@@ -95,7 +121,7 @@ if [ "${#need[@]}" -gt 0 ]; then
     done
 fi
 PATH="$PATH:/usr/sbin:/sbin"
-for tool in dnsperf dig taskset curl python3 knotd gdnsd pdns_server; do
+for tool in dnsperf dig taskset curl python3 knotd gdnsd pdns_server $([ "$NET" = veth ] && echo ip ethtool); do
     command -v "$tool" >/dev/null 2>&1 || { echo "peers: $tool is missing" >&2; exit 1; }
 done
 
@@ -109,55 +135,115 @@ rm -rf "$OUT"; mkdir -p "$OUT"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/sextant-peers.XXXXXX")"
 CONF="$PWD/bench/peers"
 
-declare -A PID PORT
+declare -A PID PORT HOST
 PIDS=()
+# sxt-PID-TAG: the test harness's stale-namespace sweep (netns.rs) removes
+# them if this script dies without its trap.
+NS_SERVER="sxt-$$-peers-s"
+NS_CLIENT="sxt-$$-peers-c"
 cleanup() {
     local i
     for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do bench_stop_pid "${PIDS[$i]}"; done
+    if [ "$NET" = veth ]; then
+        # The veth pairs go with their namespaces.
+        ip netns del "$NS_SERVER" 2>/dev/null || true
+        ip netns del "$NS_CLIENT" 2>/dev/null || true
+    fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-fill() { # fill SRC DST PORT: a config template with @WORK@ and @PORT@ filled in
-    sed -e "s|@WORK@|$WORK|g" -e "s|@PORT@|$3|g" "$1" > "$2"
+# SRV and CLI prefix every server and every client command: empty on
+# loopback, `ip netns exec NS` over veth (which execs the command, so $! is
+# the server's own PID).
+SRV=(); CLI=()
+if [ "$NET" = veth ]; then
+    SRV=(ip netns exec "$NS_SERVER"); CLI=(ip netns exec "$NS_CLIENT")
+    export BENCH_CLIENT_NS="$NS_CLIENT"
+    ip netns add "$NS_SERVER"; ip netns add "$NS_CLIENT"
+    "${SRV[@]}" ip link set lo up; "${CLI[@]}" ip link set lo up
+    # pair NET_INDEX SERVER_IF CLIENT_IF: 10.53.NET_INDEX.1 (server) and .2,
+    # GRO on and threaded NAPI on both ends, each end's NAPI thread pinned to
+    # its side's CPU.
+    pair() {
+        ip link add "$2" type veth peer name "$3"
+        ip link set "$2" netns "$NS_SERVER"; ip link set "$3" netns "$NS_CLIENT"
+        "${SRV[@]}" ip addr add "10.53.$1.1/24" dev "$2"; "${CLI[@]}" ip addr add "10.53.$1.2/24" dev "$3"
+        "${SRV[@]}" ip link set "$2" up; "${CLI[@]}" ip link set "$3" up
+        "${SRV[@]}" ethtool -K "$2" gro on; "${CLI[@]}" ethtool -K "$3" gro on
+        "${SRV[@]}" sh -c "echo 1 > /sys/class/net/$2/threaded"
+        "${CLI[@]}" sh -c "echo 1 > /sys/class/net/$3/threaded"
+        local ifname cpu thread
+        for ifname in "$2" "$3"; do
+            cpu="$SERVER_CPU"; [ "$ifname" = "$3" ] && cpu="$CLIENT_CPU"
+            # The kernel names each NAPI thread napi/IFNAME-ID.
+            for thread in $(ps -eo pid=,comm= | awk -v p="napi/$ifname-" 'index($2, p) == 1 { print $1 }'); do
+                taskset -pc "$cpu" "$thread" > /dev/null
+            done
+        done
+    }
+    pair 0 "sxs$$" "sxc$$"
+    pair 1 "sxx$$" "sxy$$"
+    XDP_IF="sxx$$"
+    "${CLI[@]}" ping -c 1 -W 2 "$ADDR" > /dev/null && "${CLI[@]}" ping -c 1 -W 2 "$XDP_ADDR" > /dev/null \
+        || { echo "peers: the veth pairs do not pass traffic" >&2; exit 1; }
+fi
+
+fill() { # fill SRC DST PORT [ADDR]: a config template with @WORK@, @ADDR@ and @PORT@ filled in
+    sed -e "s|@WORK@|$WORK|g" -e "s|@ADDR@|${4:-$ADDR}|g" -e "s|@PORT@|$3|g" "$1" > "$2"
 }
-started() { # started INSTANCE PID PORT
-    PID[$1]="$2"; PORT[$1]="$3"; PIDS+=("$2")
+started() { # started INSTANCE PID PORT [ADDR]
+    PID[$1]="$2"; PORT[$1]="$3"; HOST[$1]="${4:-$ADDR}"; PIDS+=("$2")
 }
 
-for p in $(seq "$BASE_PORT" $((BASE_PORT + 8))); do
-    if ss -Hlun "sport = :$p" 2>/dev/null | grep -q .; then
-        echo "peers: UDP port $p is in use; set BASE_PORT" >&2; exit 1
-    fi
-done
+if [ "$NET" = loopback ]; then
+    for p in $(seq "$BASE_PORT" $((BASE_PORT + 8))); do
+        if ss -Hlun "sport = :$p" 2>/dev/null | grep -q .; then
+            echo "peers: UDP port $p is in use; set BASE_PORT" >&2; exit 1
+        fi
+    done
+fi
 
 # ---- the failover addresses' TCP port, for every server's health check
-bench_start_listeners "$OUT/listen.log"
+bench_start_listeners "$OUT/listen.log" "$([ "$NET" = veth ] && echo "$NS_SERVER")"
 PIDS+=("$BENCH_LISTENER_PID")
 
 # ---- Knot DNS
 mkdir -p "$WORK/knot"
 cp "$CONF/peers.example.zone" "$WORK/knot/"
 fill "$CONF/knot.conf" "$WORK/knot.conf" "$BASE_PORT"
-taskset -c "$SERVER_CPU" knotd -c "$WORK/knot.conf" > "$OUT/knot.log" 2>&1 &
+"${SRV[@]}" taskset -c "$SERVER_CPU" knotd -c "$WORK/knot.conf" > "$OUT/knot.log" 2>&1 &
 started knot "$!" "$BASE_PORT"
+INSTANCES=(knot gdnsd sextant sextant-osbuf ceiling ceiling-osbuf)
+if [ "$NET" = veth ]; then
+    mkdir -p "$WORK/knot-xdp"
+    cp "$CONF/peers.example.zone" "$WORK/knot-xdp/"
+    sed -e "s|@WORK@|$WORK|g" -e "s|@IFACE@|$XDP_IF|g" -e "s|@PORT@|$BASE_PORT|g" "$CONF/knot-xdp.conf" > "$WORK/knot-xdp.conf"
+    "${SRV[@]}" taskset -c "$SERVER_CPU" knotd -c "$WORK/knot-xdp.conf" > "$OUT/knot-xdp.log" 2>&1 &
+    started knot-xdp "$!" "$BASE_PORT" "$XDP_ADDR"
+    INSTANCES+=(knot-xdp)
+else
+    INSTANCES+=(pdns sextant-pl sextant-2w)
+fi
 
 # ---- gdnsd (its control socket and state live in its packaged /run/gdnsd
 # and /var/lib/gdnsd; only one gdnsd may run at a time)
 mkdir -p "$WORK/gdnsd/zones" /run/gdnsd /var/lib/gdnsd
 fill "$CONF/gdnsd/config" "$WORK/gdnsd/config" $((BASE_PORT + 1))
 cp "$CONF/gdnsd/zones/peers.example" "$WORK/gdnsd/zones/"
-taskset -c "$SERVER_CPU" gdnsd -c "$WORK/gdnsd" start > "$OUT/gdnsd.log" 2>&1 &
+"${SRV[@]}" taskset -c "$SERVER_CPU" gdnsd -c "$WORK/gdnsd" start > "$OUT/gdnsd.log" 2>&1 &
 started gdnsd "$!" $((BASE_PORT + 1))
 
 # ---- PowerDNS
-mkdir -p "$WORK/pdns"
-for f in pdns.conf named.conf peers.example.zone; do
-    fill "$CONF/pdns/$f" "$WORK/pdns/$f" $((BASE_PORT + 2))
-done
-taskset -c "$SERVER_CPU" pdns_server --config-dir="$WORK/pdns" > "$OUT/pdns.log" 2>&1 &
-started pdns "$!" $((BASE_PORT + 2))
+if [ "$NET" = loopback ]; then
+    mkdir -p "$WORK/pdns"
+    for f in pdns.conf named.conf peers.example.zone; do
+        fill "$CONF/pdns/$f" "$WORK/pdns/$f" $((BASE_PORT + 2))
+    done
+    taskset -c "$SERVER_CPU" pdns_server --config-dir="$WORK/pdns" > "$OUT/pdns.log" 2>&1 &
+    started pdns "$!" $((BASE_PORT + 2))
+fi
 
 # ---- Sextant: the main instance, the preferred-location one (its policy
 # is evaluated for every query, so it is kept out of the other rows) and
@@ -165,28 +251,30 @@ started pdns "$!" $((BASE_PORT + 2))
 cp "$CONF/sextant.conf" "$WORK/sextant.conf"
 cat "$CONF/sextant.conf" "$CONF/sextant-prefloc.conf" > "$WORK/sextant-pl.conf"
 start_sextant() { # start_sextant INSTANCE CONFIG PORT API_PORT WORKERS CPUS [RECEIVE_BUFFER]
-    RUST_LOG="${RUST_LOG:-warn}" taskset -c "$6" "$BIN" serve --config "$2" \
-        --dns-listen "$ADDR:$3" --api-listen "$ADDR:$4" --udp-workers "$5" \
+    RUST_LOG="${RUST_LOG:-warn}" "${SRV[@]}" taskset -c "$6" "$BIN" serve --config "$2" \
+        --dns-listen "$ADDR:$3" --api-listen "127.0.0.1:$4" --udp-workers "$5" \
         ${7:+--udp-receive-buffer "$7"} > "$OUT/$1.log" 2>&1 &
     started "$1" "$!" "$3"
 }
 start_sextant sextant "$WORK/sextant.conf" $((BASE_PORT + 3)) "$API_BASE_PORT" "$UDP_WORKERS" "$SERVER_CPU"
-start_sextant sextant-pl "$WORK/sextant-pl.conf" $((BASE_PORT + 4)) $((API_BASE_PORT + 1)) "$UDP_WORKERS" "$SERVER_CPU"
-start_sextant sextant-2w "$WORK/sextant.conf" $((BASE_PORT + 5)) $((API_BASE_PORT + 2)) "$UDP_WORKERS_2" "$TWO_SERVER_CPUS"
+if [ "$NET" = loopback ]; then
+    start_sextant sextant-pl "$WORK/sextant-pl.conf" $((BASE_PORT + 4)) $((API_BASE_PORT + 1)) "$UDP_WORKERS" "$SERVER_CPU"
+    start_sextant sextant-2w "$WORK/sextant.conf" $((BASE_PORT + 5)) $((API_BASE_PORT + 2)) "$UDP_WORKERS_2" "$TWO_SERVER_CPUS"
+fi
 start_sextant sextant-osbuf "$WORK/sextant.conf" $((BASE_PORT + 7)) $((API_BASE_PORT + 3)) "$UDP_WORKERS" "$SERVER_CPU" 0
 
 # ---- the kernel's ceiling: Sextant's socket loop with a canned answer (the
 # static name's four addresses), with Sextant's receive buffer and the kernel's
 start_ceiling() { # start_ceiling INSTANCE PORT [RECEIVE_BUFFER]
-    taskset -c "$SERVER_CPU" "$CEILING_BIN" "$ADDR:$2" 127.0.60.1,127.0.60.2,127.0.60.3,127.0.60.4 ${3:+"$3"} \
+    "${SRV[@]}" taskset -c "$SERVER_CPU" "$CEILING_BIN" "$ADDR:$2" 127.0.60.1,127.0.60.2,127.0.60.3,127.0.60.4 ${3:+"$3"} \
         > "$OUT/$1.log" 2>&1 &
     started "$1" "$!" "$2"
 }
 start_ceiling ceiling $((BASE_PORT + 6))
 start_ceiling ceiling-osbuf $((BASE_PORT + 8)) 0
 
-for inst in knot gdnsd pdns sextant sextant-pl sextant-2w sextant-osbuf ceiling ceiling-osbuf; do
-    if ! bench_wait_answer "${PID[$inst]}" "$ADDR" "${PORT[$inst]}" static.peers.example '^127\.0\.60\.'; then
+for inst in "${INSTANCES[@]}"; do
+    if ! bench_wait_answer "${PID[$inst]}" "${HOST[$inst]}" "${PORT[$inst]}" static.peers.example '^127\.0\.60\.'; then
         echo "peers: $inst did not answer static.peers.example on port ${PORT[$inst]}; its log:" >&2
         cat "$OUT/$inst.log" >&2
         exit 1
@@ -196,53 +284,57 @@ done
 # Wait until the failover addresses are UP everywhere (all four seen), and
 # until Sextant answers the RTT name by RTT (it must first probe dnsperf's
 # address), so that only steady-state answers are measured.
-seen() { # seen PORT NAME -> the distinct addresses of 200 answers
+seen() { # seen PORT NAME [HOST] -> the distinct addresses of 200 answers
     local f="$WORK/q-$2.txt"
     for _ in $(seq 200); do echo "$2 A"; done > "$f"
-    dig @"$ADDR" -p "$1" +short +time=1 +tries=1 -f "$f" 2>/dev/null | grep -E '^[0-9.]+$' | sort -u | sort -t. -k4n | tr '\n' ' ' | sed 's/ $//'
+    "${CLI[@]}" dig @"${3:-$ADDR}" -p "$1" +short +time=1 +tries=1 -f "$f" 2>/dev/null | grep -E '^[0-9.]+$' | sort -u | sort -t. -k4n | tr '\n' ' ' | sed 's/ $//'
 }
 up_all=""
 for _ in $(seq 60); do
     ok=1
     # gdnsd answers every UP address; it has all four when the checks pass.
-    [ "$(dig @"$ADDR" -p "${PORT[gdnsd]}" +short +time=1 +tries=1 failover.peers.example A | wc -l)" -eq 4 ] || ok=""
+    [ "$("${CLI[@]}" dig @"$ADDR" -p "${PORT[gdnsd]}" +short +time=1 +tries=1 failover.peers.example A | wc -l)" -eq 4 ] || ok=""
     # Sextant's round robin answers each of the four once they are UP.
-    for inst in sextant sextant-2w sextant-osbuf; do
+    for inst in sextant sextant-osbuf $([ "$NET" = loopback ] && echo sextant-2w); do
         [ "$(seen "${PORT[$inst]}" failover.peers.example | wc -w)" -eq 4 ] || ok=""
     done
     [ -n "$ok" ] && { up_all=1; break; }
     sleep 0.5
 done
 [ -n "$up_all" ] || echo "peers: warning: the failover addresses are not all UP yet (the check below says where)" >&2
-rtt=""
-for _ in $(seq 100); do
-    if curl -s "http://$ADDR:$API_BASE_PORT/v1/explain?name=rtt.peers.example&client=$ADDR" \
-        | grep -q '"reason":"chosen by RTT"'; then rtt=1; break; fi
-    dig @"$ADDR" -p "${PORT[sextant]}" +short +time=1 +tries=1 rtt.peers.example A > /dev/null 2>&1 || true
-    sleep 0.2
-done
-[ -n "$rtt" ] || { echo "peers: Sextant does not answer rtt.peers.example by RTT; /v1/ldns:" >&2;
-    curl -s "http://$ADDR:$API_BASE_PORT/v1/ldns" >&2; exit 1; }
+if [ "$NET" = loopback ]; then # no rtt row over veth
+    rtt=""
+    for _ in $(seq 100); do
+        if curl -s "http://127.0.0.1:$API_BASE_PORT/v1/explain?name=rtt.peers.example&client=$ADDR" \
+            | grep -q '"reason":"chosen by RTT"'; then rtt=1; break; fi
+        dig @"$ADDR" -p "${PORT[sextant]}" +short +time=1 +tries=1 rtt.peers.example A > /dev/null 2>&1 || true
+        sleep 0.2
+    done
+    [ -n "$rtt" ] || { echo "peers: Sextant does not answer rtt.peers.example by RTT; /v1/ldns:" >&2;
+        curl -s "http://127.0.0.1:$API_BASE_PORT/v1/ldns" >&2; exit 1; }
+fi
 
 # ---- the rows, and the check that every server gives the same answers
 ROWS=()
 while read -r case row inst name check addrs; do
     [ -n "${case:-}" ] && [ "${case#\#}" = "$case" ] || continue
     echo "$case" | grep -Eq "$ONLY" || continue
+    [ -n "${PID[$inst]:-}" ] || continue # not started in this NET mode
+    [ "$NET" = veth ] && case "$case" in geo|pl|rtt) continue ;; esac
     ROWS+=("$case|$row|$inst|$name|$check|$addrs")
 done < "$CONF/cases.txt"
 
-echo "== answers (dig @$ADDR from $ADDR)"
+echo "== answers (dig @$ADDR from ${CLIENT_ADDR:-$ADDR})"
 mismatch=0
 for r in "${ROWS[@]}"; do
     IFS='|' read -r case row inst name check addrs <<< "$r"
     fq="$name.peers.example"
     want="$(echo "$addrs" | tr ' ' '\n' | sort -t. -k4n | tr '\n' ' ' | sed 's/ $//')"
-    one="$(dig @"$ADDR" -p "${PORT[$inst]}" +short +time=1 +tries=1 "$fq" A | tr '\n' ' ' | sed 's/ $//')"
+    one="$("${CLI[@]}" dig @"${HOST[$inst]}" -p "${PORT[$inst]}" +short +time=1 +tries=1 "$fq" A | tr '\n' ' ' | sed 's/ $//')"
     if [ "$check" = all ]; then
         got="$(echo "$one" | tr ' ' '\n' | sort -t. -k4n | tr '\n' ' ' | sed 's/ $//')"
     else
-        got="$(seen "${PORT[$inst]}" "$fq")"
+        got="$(seen "${PORT[$inst]}" "$fq" "${HOST[$inst]}")"
     fi
     if [ "$got" = "$want" ]; then verdict=ok; else verdict="MISMATCH (want $want)"; mismatch=1; fi
     printf '%-9s %-19s %-22s one answer: %-52s %s: %s  %s\n' "$case" "$row" "$fq" "$one" \
@@ -258,18 +350,18 @@ for rep in $(seq "$REPEAT"); do
     for r in "${ROWS[@]}"; do
         IFS='|' read -r case row inst name check addrs <<< "$r"
         n=$((n + 1))
-        pid="${PID[$inst]}"; port="${PORT[$inst]}"
+        pid="${PID[$inst]}"; port="${PORT[$inst]}"; host="${HOST[$inst]}"
         kill -0 "$pid" 2>/dev/null || { echo "peers: $inst (PID $pid) has exited; its log:" >&2; cat "$OUT/$inst.log" >&2; exit 1; }
         echo "$name.peers.example A" > "$WORK/query.txt"
         echo "== [$n/$total] repeat $rep: $row ($name.peers.example)" >&2
         base="$OUT/$row.$rep"
         t0="$(bench_ticks "$pid")"; c0="$(bench_cpu_ticks "$SERVER_CPU")"; w0="$(date +%s.%N)"
-        taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$port" -d "$WORK/query.txt" \
+        "${CLI[@]}" taskset -c "$CLIENT_CPU" dnsperf -s "$host" -p "$port" -d "$WORK/query.txt" \
             -c "$CLIENTS" -T 1 -q "$OUTSTANDING" -t "$TIMEOUT" -l "$DURATION" > "$base.load.txt" 2>&1 || true
         t1="$(bench_ticks "$pid")"; c1="$(bench_cpu_ticks "$SERVER_CPU")"; w1="$(date +%s.%N)"
         share="$(bench_share "$t0" "$t1" "$w0" "$w1")"
         busy="$(bench_share "$c0" "$c1" "$w0" "$w1")"
-        taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$port" -d "$WORK/query.txt" \
+        "${CLI[@]}" taskset -c "$CLIENT_CPU" dnsperf -s "$host" -p "$port" -d "$WORK/query.txt" \
             -c 1 -T 1 -Q "$LAT_QPS" -t "$TIMEOUT" -l "$LAT_DURATION" -v > "$base.lat.txt" 2>&1 || true
         bench_latencies "$base.lat.txt" "$base.lat.sorted"
         qps="$(bench_field "$base.load.txt" 'Queries per second:')"
@@ -290,6 +382,7 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
 {
     echo "peers.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average at the start: $LOAD_START, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "$("$BIN" --version 2>/dev/null || echo sextant) ($(git rev-parse --short HEAD 2>/dev/null || echo '?')), $(knotd --version 2>&1 | head -1), gdnsd $(gdnsd -h 2>&1 | sed -n 's/^gdnsd version //p' | head -1), $(pdns_server --version 2>&1 | sed -n 's/.*\(PowerDNS Authoritative Server [0-9.]*\).*/\1/p' | head -1), $(dnsperf -h 2>&1 | grep -m1 -o 'DNSPerf [0-9.]*' || echo dnsperf)"
+    echo "network: $NET$([ "$NET" = veth ] && echo " (server $ADDR, Knot's XDP mode on $XDP_ADDR, client $CLIENT_ADDR; each end's NAPI thread on its side's CPU)")"
     echo "servers on CPU $SERVER_CPU (Sextant $UDP_WORKERS UDP worker; -2w: $UDP_WORKERS_2 workers on CPUs $TWO_SERVER_CPUS), dnsperf on CPU $CLIENT_CPU; load ${DURATION}s -c $CLIENTS -q $OUTSTANDING -t $TIMEOUT, latency ${LAT_DURATION}s at $LAT_QPS qps; median of $REPEAT"
     echo
     printf '| %-9s | %-19s | %9s | %5s | %13s | %8s | %13s | %8s | %5s | %5s | %6s | %8s |\n' case server "queries/s" CPU "q/s per core" "CPU busy" "q/s per busy" lost p50 p90 p99 "lost@1k"
@@ -309,7 +402,11 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
             "$(col "$key" 6 | bench_median)" "$(col "$key" 7 | bench_median)" "$(col "$key" 8 | bench_median)" "$(col "$key" 9 | tr -d % | bench_median)"
     done
     echo
-    echo "CPU: the server's own share of a core (/proc/PID/stat); CPU busy: CPU $SERVER_CPU's busy share (/proc/stat: the server, the softirq work its traffic causes while it sleeps, and the idle servers beside it)"
+    if [ "$NET" = veth ]; then
+        echo "CPU: the server's own share of a core (/proc/PID/stat); CPU busy: CPU $SERVER_CPU's busy share (/proc/stat: the server, the server end's NAPI thread that receives its queries (and runs Knot's XDP program), the sending of its answers, and the idle servers beside it). Over veth, compare per busy CPU."
+    else
+        echo "CPU: the server's own share of a core (/proc/PID/stat); CPU busy: CPU $SERVER_CPU's busy share (/proc/stat: the server, the softirq work its traffic causes while it sleeps, and the idle servers beside it)"
+    fi
     echo "latency columns: µs at $LAT_QPS queries/s; lost: share of the full-load queries dnsperf saw no answer to"
     echo
     echo "Sextant's queries/s per core against the peers' (same kind of answer; pl and rtt against the geo rows; in brackets the same per busy CPU):"
@@ -319,13 +416,21 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
         kind="$case"; [ "$case" = pl ] || [ "$case" = rtt ] && kind=geo
         line="  $row ($case):"
         [ -n "${PERCORE[static:knot]:-}" ] && line="$line $(ratio "$case:$row" static:knot) knot-static"
+        [ -n "${PERCORE[static:knot-xdp]:-}" ] && line="$line, $(ratio "$case:$row" static:knot-xdp) knot-xdp"
         for p in "${ROWS[@]}"; do
             IFS='|' read -r pcase prow pinst _ <<< "$p"
-            [ "$pcase" = "$kind" ] && [ "${pinst#sextant}" = "$pinst" ] && [ "$pinst" != knot ] && [ "${pinst#ceiling}" = "$pinst" ] || continue
+            [ "$pcase" = "$kind" ] && [ "${pinst#sextant}" = "$pinst" ] && [ "${pinst#knot}" = "$pinst" ] && [ "${pinst#ceiling}" = "$pinst" ] || continue
             line="$line, $(ratio "$case:$row" "$pcase:$prow") $prow"
         done
         echo "$line"
     done
+    if [ -n "${PERCORE[static:knot-xdp]:-}" ] && [ -n "${PERCORE[static:knot]:-}" ]; then
+        echo
+        echo "Knot's XDP mode against its UDP sockets (the same zone): $(ratio static:knot-xdp static:knot)"
+        if [ -n "${PERBUSY[static:gdnsd]:-}" ]; then
+            echo "1.5x gdnsd (static) per busy CPU is $(awk -v g="${PERBUSY[static:gdnsd]}" 'BEGIN { printf "%.0f", 1.5 * g }'), which is $(awk -v g="${PERBUSY[static:gdnsd]}" -v x="${PERBUSY[static:knot-xdp]}" 'BEGIN { if (x > 0) printf "%.2fx", 1.5 * g / x; else printf "?" }') knot-xdp's"
+        fi
+    fi
     if [ -n "${PERCORE[static:ceiling]:-}" ]; then
         echo
         echo "Every row's queries/s per core as a share of the kernel's ceiling (canned answers through Sextant's socket loop with its 4 MiB receive buffer, ${PERCORE[static:ceiling]} per core; with the kernel's default buffer, ${PERCORE[static:ceiling-osbuf]:-?}):"
