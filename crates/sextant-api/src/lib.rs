@@ -98,6 +98,10 @@ pub struct DnsCounters {
     /// TCP connections closed for idleness or a stalled query.
     #[serde(default)]
     pub tcp_idle_closed: u64,
+    /// Frames the XDP path (`--xdp-interface`) took off its interface; the
+    /// queries among them count in `queries_udp` too.
+    #[serde(default)]
+    pub queries_xdp: u64,
 }
 
 /// Health of a service as this node sees it.

@@ -12,8 +12,10 @@
 //! hand-written over borrowed bytes and reused buffers, the snapshot is an
 //! `ArcSwap` guard, and each thread owns its [`Worker`].
 
-// Unsafe code is confined to `mmsg` (batched UDP system calls) and
-// `sockopt` (one setsockopt).
+// Unsafe code is confined to `mmsg` (batched UDP system calls),
+// `sockopt` (one setsockopt), `limits` (getrlimit) and the XDP path's
+// `xdp::bpf` (bpf(2) calls) and `xdp::xsk` (the AF_XDP socket, its memory
+// maps and rings).
 #![deny(unsafe_code)]
 
 pub mod cookie;
@@ -30,6 +32,8 @@ pub mod stats;
 mod tcp;
 mod udp;
 pub mod wire;
+#[cfg(target_os = "linux")]
+pub mod xdp;
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;

@@ -38,9 +38,12 @@ pub enum Counter {
     CookieInvalid,
     /// TCP connections closed for idleness or a stalled query.
     TcpIdleClosed,
+    /// Frames the XDP path took off its interface (the queries among them
+    /// count in `QueriesUdp` too).
+    QueriesXdp,
 }
 
-const COUNTERS: usize = 17;
+const COUNTERS: usize = 18;
 /// A power of two; more shards than cores keeps collisions rare.
 const SHARDS: usize = 16;
 
@@ -92,6 +95,7 @@ pub struct StatsSnapshot {
     pub cookie_valid: u64,
     pub cookie_invalid: u64,
     pub tcp_idle_closed: u64,
+    pub queries_xdp: u64,
 }
 
 impl DnsStats {
@@ -131,6 +135,7 @@ impl DnsStats {
             cookie_valid: self.get(Counter::CookieValid),
             cookie_invalid: self.get(Counter::CookieInvalid),
             tcp_idle_closed: self.get(Counter::TcpIdleClosed),
+            queries_xdp: self.get(Counter::QueriesXdp),
         }
     }
 }

@@ -78,6 +78,7 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
             cookie_valid: c.cookie_valid,
             cookie_invalid: c.cookie_invalid,
             tcp_idle_closed: c.tcp_idle_closed,
+            queries_xdp: c.queries_xdp,
         },
         mep: d
             .mep

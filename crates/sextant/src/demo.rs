@@ -35,6 +35,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
         ldns_max_entries: defaults.ldns_max_entries,
         ldns_probes_per_second: defaults.ldns_probes_per_second,
         udp_receive_buffer: sextant_dns::DEFAULT_RECEIVE_BUFFER,
+        xdp: None,
     };
     let model = serve::load(&overrides)?;
     let backends = Backends::start(&model)?;

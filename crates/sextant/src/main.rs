@@ -149,6 +149,22 @@ pub struct ServeArgs {
     /// net.core.rmem_max.
     #[arg(long, value_name = "BYTES", default_value_t = sextant_dns::DEFAULT_RECEIVE_BUFFER)]
     udp_receive_buffer: usize,
+    /// Also answer UDP queries that arrive on this network interface
+    /// through AF_XDP, before the kernel's IP and UDP layers (Linux; needs
+    /// root). Only queries to the DNS listen addresses and port are taken;
+    /// everything else (TCP, ARP, other ports) reaches the kernel as
+    /// before, and netfilter does not see the queries taken. See
+    /// docs/architecture.md ("The XDP path").
+    #[arg(long, value_name = "INTERFACE")]
+    xdp_interface: Option<String>,
+    /// Where the XDP program runs: auto (in the driver when it has XDP,
+    /// else generic), native, or generic.
+    #[arg(long, value_enum, default_value_t = serve::XdpAttach::Auto)]
+    xdp_attach: serve::XdpAttach,
+    /// How frames move between the driver and Sextant: auto (zero-copy
+    /// when the driver has it, else copy), copy, or zero-copy.
+    #[arg(long, value_enum, default_value_t = serve::XdpBind::Auto)]
+    xdp_bind: serve::XdpBind,
     /// RTT method: at most this many new LDNS entries per second (more
     /// are counted and dropped, so spoofed sources cannot make this site
     /// probe arbitrary addresses).

@@ -81,6 +81,34 @@ pub struct Overrides {
     /// Each UDP socket's receive buffer (`--udp-receive-buffer`; 0: the
     /// kernel's default).
     pub udp_receive_buffer: usize,
+    /// The XDP path (`--xdp-interface`), when asked for.
+    pub xdp: Option<XdpSettings>,
+}
+
+/// `--xdp-attach`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum XdpAttach {
+    #[default]
+    Auto,
+    Native,
+    Generic,
+}
+
+/// `--xdp-bind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum XdpBind {
+    #[default]
+    Auto,
+    Copy,
+    ZeroCopy,
+}
+
+/// The XDP path's settings from the command line.
+#[derive(Debug, Clone)]
+pub struct XdpSettings {
+    pub interface: String,
+    pub attach: XdpAttach,
+    pub bind: XdpBind,
 }
 
 impl From<&ServeArgs> for Overrides {
@@ -94,6 +122,11 @@ impl From<&ServeArgs> for Overrides {
             ldns_max_entries: usize::try_from(a.ldns_max_entries).unwrap_or(usize::MAX),
             ldns_probes_per_second: a.ldns_probes_per_second,
             udp_receive_buffer: a.udp_receive_buffer,
+            xdp: a.xdp_interface.clone().map(|interface| XdpSettings {
+                interface,
+                attach: a.xdp_attach,
+                bind: a.xdp_bind,
+            }),
         }
     }
 }
@@ -379,6 +412,11 @@ pub async fn serve(
         overrides.udp_receive_buffer,
         &tcp,
     )?;
+    let xdp = overrides
+        .xdp
+        .as_ref()
+        .map(|x| open_xdp(x, &dns_listen, &vips))
+        .transpose()?;
 
     let (mep_tx, mep_rx) = mpsc::channel(1024);
     // A site IP that is a VRRP VIP is on this host only while this node is
@@ -468,7 +506,7 @@ pub async fn serve(
         if ready_rx.await.is_err() {
             return;
         }
-        if let Err(e) = start_dns(&dns_daemon, listeners, &tcp, &dns_listen, workers) {
+        if let Err(e) = start_dns(&dns_daemon, listeners, xdp, &tcp, &dns_listen, workers) {
             error!("cannot start DNS: {e:#}");
         }
     };
@@ -509,10 +547,45 @@ async fn rotate_cookie_secrets(dns: Arc<DnsShared>) {
     }
 }
 
-/// Serves the bound DNS sockets: UDP on plain threads, TCP on its runtime.
+/// Sets up the XDP path for the UDP listen addresses (attached, not yet
+/// answering): a failure here stops the start, with the reason.
+fn open_xdp(
+    settings: &XdpSettings,
+    listen: &[SocketAddr],
+    vips: &[std::net::IpAddr],
+) -> anyhow::Result<sextant_dns::xdp::XdpPath> {
+    use sextant_dns::xdp::{AttachMode, BindMode, XdpOptions, XdpPath};
+    if listen.iter().any(|a| vips.contains(&a.ip())) {
+        anyhow::bail!(
+            "--xdp-interface: the XDP path does not serve VRRP VIPs (it would answer for a VIP while this node is backup); listen on the VIPs without it"
+        );
+    }
+    let options = XdpOptions {
+        attach: match settings.attach {
+            XdpAttach::Auto => AttachMode::Auto,
+            XdpAttach::Native => AttachMode::Native,
+            XdpAttach::Generic => AttachMode::Generic,
+        },
+        bind: match settings.bind {
+            XdpBind::Auto => BindMode::Auto,
+            XdpBind::Copy => BindMode::Copy,
+            XdpBind::ZeroCopy => BindMode::ZeroCopy,
+        },
+    };
+    XdpPath::open(&settings.interface, listen, &options).with_context(|| {
+        format!(
+            "--xdp-interface {}: cannot start the XDP path",
+            settings.interface
+        )
+    })
+}
+
+/// Serves the bound DNS sockets: UDP on plain threads, TCP on its runtime,
+/// and the XDP path's queues on threads of their own.
 fn start_dns(
     daemon: &Arc<Daemon>,
     listeners: DnsListeners,
+    xdp: Option<sextant_dns::xdp::XdpPath>,
     tcp: &tokio::runtime::Handle,
     addrs: &[SocketAddr],
     workers: usize,
@@ -522,6 +595,13 @@ fn start_dns(
     }
     sextant_dns::spawn_udp_sockets(listeners.udp, Arc::clone(&daemon.dns))
         .context("cannot start the DNS worker threads")?;
+    if let Some(path) = xdp {
+        let (queues, attached) = (path.queues(), path.attached());
+        let interface = format!("{path:?}");
+        path.serve(Arc::clone(&daemon.dns))
+            .context("cannot start the XDP worker threads")?;
+        info!(queues, attached, path = %interface, "DNS answering UDP through XDP");
+    }
     for listener in listeners.tcp {
         tcp.spawn(sextant_dns::serve_tcp(listener, Arc::clone(&daemon.dns)));
     }
