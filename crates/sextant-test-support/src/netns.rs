@@ -129,6 +129,34 @@ impl Netns {
         out
     }
 
+    /// Joins this namespace and `peer` by a veth pair whose ends are both
+    /// named `ifname`, up, with the addresses `here` and `there` (CIDR;
+    /// IPv6 ones without duplicate address detection, so they work at once).
+    pub fn veth_to(&self, peer: &Netns, ifname: &str, here: &[&str], there: &[&str]) {
+        let out = Command::new("ip")
+            .args(["link", "add", ifname, "netns", &self.name, "type", "veth"])
+            .args(["peer", "name", ifname, "netns", &peer.name])
+            .output()
+            .expect("run ip link add");
+        assert!(
+            out.status.success(),
+            "ip link add {ifname} (veth {} <-> {}) failed: {}",
+            self.name,
+            peer.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for (ns, addrs) in [(self, here), (peer, there)] {
+            for a in addrs {
+                let mut args = vec!["ip", "addr", "add", a, "dev", ifname];
+                if a.contains(':') {
+                    args.push("nodad");
+                }
+                ns.exec_ok(&args);
+            }
+            ns.exec_ok(&["ip", "link", "set", ifname, "up"]);
+        }
+    }
+
     /// Applies iptables rules in one `iptables-restore --noflush` run, so a
     /// set of links goes down (or up) at once.
     fn restore(&self, rules: &str) {

@@ -525,7 +525,24 @@ impl SiteServer {
         config: &str,
         ns: Option<Arc<Netns>>,
     ) -> SiteServer {
+        Self::start_as_written_with(bin, dir, name, ip, dns, config, ns, &[])
+    }
+
+    /// Like [`SiteServer::start_as_written`], with more arguments to
+    /// `serve` (e.g. `--xdp-interface eth0`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_as_written_with(
+        bin: Bin,
+        dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        dns: SocketAddr,
+        config: &str,
+        ns: Option<Arc<Netns>>,
+        extra: &[&str],
+    ) -> SiteServer {
         let mut site = Self::new(bin, dir, name, ip, config, ns, false);
+        site.extra = extra.iter().map(|a| a.to_string()).collect();
         site.dns = Dns::new(dns);
         site.local_site_arg = false;
         site.launched(true)
