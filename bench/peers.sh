@@ -35,14 +35,18 @@
 # NET=veth runs the same servers over a veth pair between two network
 # namespaces the script makes (server 10.53.0.1, client 10.53.0.2) instead
 # of loopback: each end's receive work runs in its own NAPI thread
-# (threaded NAPI, GRO on), pinned to the CPU of its side, so CPU busy (the
-# server's CPU from /proc/stat) counts everything the server side costs,
-# as with a real NIC whose interrupts land on the server's core. It adds
-# knot-xdp: Knot in its XDP mode (an AF_XDP socket, Knot's own XDP program)
-# on a second veth pair (10.53.1.1), so that the program does not sit in
-# front of the other rows. The answers of geo, pl and rtt depend on the
-# client being 127.0.0.1, and PowerDNS and the two-worker layout are not
-# what the mode compares, so those rows are left out. Needs root.
+# (threaded NAPI, GRO on), pinned to the CPU of its side, and the server
+# ends have TSO off, which makes veth hand the answers to the client end's
+# NAPI thread too (with TSO on it delivers them in the sender's context).
+# So CPU busy (the server's CPU from /proc/stat) counts what the server
+# side costs and nothing of the client's, as with two machines and a NIC
+# whose interrupts land on the server's core. The mode adds two XDP rows,
+# each on a veth pair of its own so that its program does not sit in front
+# of the other rows: knot-xdp, Knot in its XDP mode (10.53.1.1), and
+# sextant-xdp-*, Sextant with --xdp-interface (10.53.2.1). The answers of
+# geo, pl and rtt depend on the client being 127.0.0.1, and PowerDNS and
+# the two-worker layout are not what the mode compares, so those rows are
+# left out. Needs root.
 #
 #   NET=veth OUTSTANDING=100 bench/peers.sh
 set -euo pipefail
@@ -70,7 +74,7 @@ ONLY="${ONLY:-.}"
 NET="${NET:-loopback}"                  # loopback, or veth (see above)
 case "$NET" in
     loopback) ADDR=127.0.0.1 ;;
-    veth) ADDR=10.53.0.1; XDP_ADDR=10.53.1.1; CLIENT_ADDR=10.53.0.2 ;;
+    veth) ADDR=10.53.0.1; XDP_ADDR=10.53.1.1; SEXTANT_XDP_ADDR=10.53.2.1; CLIENT_ADDR=10.53.0.2 ;;
     *) echo "peers: NET is loopback or veth, not '$NET'" >&2; exit 2 ;;
 esac
 if [ "$NET" = veth ] && [ "$(id -u)" -ne 0 ]; then
@@ -171,7 +175,7 @@ if [ "$NET" = veth ]; then
         ip link set "$2" netns "$NS_SERVER"; ip link set "$3" netns "$NS_CLIENT"
         "${SRV[@]}" ip addr add "10.53.$1.1/24" dev "$2"; "${CLI[@]}" ip addr add "10.53.$1.2/24" dev "$3"
         "${SRV[@]}" ip link set "$2" up; "${CLI[@]}" ip link set "$3" up
-        "${SRV[@]}" ethtool -K "$2" gro on; "${CLI[@]}" ethtool -K "$3" gro on
+        "${SRV[@]}" ethtool -K "$2" gro on tso off; "${CLI[@]}" ethtool -K "$3" gro on
         "${SRV[@]}" sh -c "echo 1 > /sys/class/net/$2/threaded"
         "${CLI[@]}" sh -c "echo 1 > /sys/class/net/$3/threaded"
         local ifname cpu thread
@@ -185,9 +189,12 @@ if [ "$NET" = veth ]; then
     }
     pair 0 "sxs$$" "sxc$$"
     pair 1 "sxx$$" "sxy$$"
+    pair 2 "sxz$$" "sxw$$"
     XDP_IF="sxx$$"
-    "${CLI[@]}" ping -c 1 -W 2 "$ADDR" > /dev/null && "${CLI[@]}" ping -c 1 -W 2 "$XDP_ADDR" > /dev/null \
-        || { echo "peers: the veth pairs do not pass traffic" >&2; exit 1; }
+    SEXTANT_XDP_IF="sxz$$"
+    for a in "$ADDR" "$XDP_ADDR" "$SEXTANT_XDP_ADDR"; do
+        "${CLI[@]}" ping -c 1 -W 2 "$a" > /dev/null || { echo "peers: the veth pair to $a passes no traffic" >&2; exit 1; }
+    done
 fi
 
 fill() { # fill SRC DST PORT [ADDR]: a config template with @WORK@, @ADDR@ and @PORT@ filled in
@@ -250,16 +257,23 @@ fi
 # the two-worker layout
 cp "$CONF/sextant.conf" "$WORK/sextant.conf"
 cat "$CONF/sextant.conf" "$CONF/sextant-prefloc.conf" > "$WORK/sextant-pl.conf"
-start_sextant() { # start_sextant INSTANCE CONFIG PORT API_PORT WORKERS CPUS [RECEIVE_BUFFER]
+start_sextant() { # start_sextant INSTANCE CONFIG PORT API_PORT WORKERS CPUS [RECEIVE_BUFFER [ADDR [ARGS...]]]
+    local host="${8:-$ADDR}"
     RUST_LOG="${RUST_LOG:-warn}" "${SRV[@]}" taskset -c "$6" "$BIN" serve --config "$2" \
-        --dns-listen "$ADDR:$3" --api-listen "127.0.0.1:$4" --udp-workers "$5" \
-        ${7:+--udp-receive-buffer "$7"} > "$OUT/$1.log" 2>&1 &
-    started "$1" "$!" "$3"
+        --dns-listen "$host:$3" --api-listen "127.0.0.1:$4" --udp-workers "$5" \
+        ${7:+--udp-receive-buffer "$7"} "${@:9}" > "$OUT/$1.log" 2>&1 &
+    started "$1" "$!" "$3" "$host"
 }
 start_sextant sextant "$WORK/sextant.conf" $((BASE_PORT + 3)) "$API_BASE_PORT" "$UDP_WORKERS" "$SERVER_CPU"
 if [ "$NET" = loopback ]; then
     start_sextant sextant-pl "$WORK/sextant-pl.conf" $((BASE_PORT + 4)) $((API_BASE_PORT + 1)) "$UDP_WORKERS" "$SERVER_CPU"
     start_sextant sextant-2w "$WORK/sextant.conf" $((BASE_PORT + 5)) $((API_BASE_PORT + 2)) "$UDP_WORKERS_2" "$TWO_SERVER_CPUS"
+else
+    # The XDP path: its program on its own pair; one XDP worker (the pair
+    # has one receive queue) beside one UDP worker, all on SERVER_CPU.
+    start_sextant sextant-xdp "$WORK/sextant.conf" "$BASE_PORT" $((API_BASE_PORT + 4)) "$UDP_WORKERS" "$SERVER_CPU" \
+        "" "$SEXTANT_XDP_ADDR" --xdp-interface "$SEXTANT_XDP_IF"
+    INSTANCES+=(sextant-xdp)
 fi
 start_sextant sextant-osbuf "$WORK/sextant.conf" $((BASE_PORT + 7)) $((API_BASE_PORT + 3)) "$UDP_WORKERS" "$SERVER_CPU" 0
 
@@ -295,8 +309,8 @@ for _ in $(seq 60); do
     # gdnsd answers every UP address; it has all four when the checks pass.
     [ "$("${CLI[@]}" dig @"$ADDR" -p "${PORT[gdnsd]}" +short +time=1 +tries=1 failover.peers.example A | wc -l)" -eq 4 ] || ok=""
     # Sextant's round robin answers each of the four once they are UP.
-    for inst in sextant sextant-osbuf $([ "$NET" = loopback ] && echo sextant-2w); do
-        [ "$(seen "${PORT[$inst]}" failover.peers.example | wc -w)" -eq 4 ] || ok=""
+    for inst in sextant sextant-osbuf $([ "$NET" = loopback ] && echo sextant-2w || echo sextant-xdp); do
+        [ "$(seen "${PORT[$inst]}" failover.peers.example "${HOST[$inst]}" | wc -w)" -eq 4 ] || ok=""
     done
     [ -n "$ok" ] && { up_all=1; break; }
     sleep 0.5
@@ -372,6 +386,18 @@ for rep in $(seq "$REPEAT"); do
     done
 done
 
+# The XDP rows must have gone through the XDP path, not the UDP socket that
+# shares the address.
+XDP_CHECK=""
+if [ -n "${PID[sextant-xdp]:-}" ]; then
+    XDP_CHECK="$("${SRV[@]}" curl -s "http://127.0.0.1:$((API_BASE_PORT + 4))/v1/status" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["dns"]
+print("sextant-xdp: %d of its %d UDP queries came through the XDP path" % (d["queries_xdp"], d["queries_udp"]))
+sys.exit(0 if d["queries_xdp"] >= 0.99 * d["queries_udp"] > 0 else 1)
+')" || { echo "peers: $XDP_CHECK" >&2; exit 1; }
+fi
+
 # ---- medians and ratios
 col() { awk -v r="$1" -v c="$2" '$1 == r { print $c }' "$OUT/runs.txt"; }
 declare -A PERCORE PERBUSY
@@ -424,6 +450,7 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
         done
         echo "$line"
     done
+    [ -n "$XDP_CHECK" ] && { echo; echo "$XDP_CHECK"; }
     if [ -n "${PERCORE[static:knot-xdp]:-}" ] && [ -n "${PERCORE[static:knot]:-}" ]; then
         echo
         echo "Knot's XDP mode against its UDP sockets (the same zone): $(ratio static:knot-xdp static:knot)"

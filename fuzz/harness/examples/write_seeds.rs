@@ -622,6 +622,41 @@ fn vrrp() {
     s.add("v4_ttl64", data);
 }
 
+// ---------------------------------------------------------------------------
+// XDP frames: Ethernet, IPv4 or IPv6, UDP, a DNS query
+
+fn frame(v6: bool, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+    let udp_len = (8 + payload.len()) as u16;
+    if v6 {
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+        f.extend_from_slice(&udp_len.to_be_bytes());
+        f.extend_from_slice(&[17, 64]);
+        f.extend_from_slice(&[0xfd, 0x77, 0, 0x50, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        f.extend_from_slice(&[0xfd, 0x77, 0, 0x50, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    } else {
+        f.extend_from_slice(&[0x08, 0x00, 0x45, 0]);
+        f.extend_from_slice(&(20 + udp_len).to_be_bytes());
+        f.extend_from_slice(&[0, 1, 0x40, 0, 64, 17, 0, 0, 10, 77, 50, 2, 10, 77, 50, 1]);
+    }
+    f.extend_from_slice(&40000u16.to_be_bytes());
+    f.extend_from_slice(&53u16.to_be_bytes());
+    f.extend_from_slice(&udp_len.to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(payload);
+    f
+}
+
+fn xdp() {
+    let s = Seeds::new("xdp_frame");
+    let a = query(1, 0, "app.example.com", 1, &[opt(1232, 0, false, &[])]);
+    s.add("v4_query", frame(false, &a));
+    s.add("v6_query", frame(true, &a));
+    let mut padded = frame(false, &query(2, 0, "a.b", 1, &[]));
+    padded.resize(60, 0);
+    s.add("v4_padded_to_60", padded);
+}
+
 /// A tool run by hand, not a test: it panics with the path on an I/O error
 /// in the project's own tree.
 fn main() {
@@ -638,4 +673,5 @@ fn main() {
     monitor_dns();
     monitor_http();
     vrrp();
+    xdp();
 }

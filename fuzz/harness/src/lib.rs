@@ -33,6 +33,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("monitor_dns", monitor_dns),
     ("monitor_http", monitor_http),
     ("vrrp_advert", vrrp_advert),
+    ("xdp_frame", xdp_frame),
 ];
 
 // ---------------------------------------------------------------------------
@@ -506,6 +507,34 @@ fn vrrp_checksum(bytes: &[u8], pseudo: Option<(IpAddr, IpAddr)>) -> u16 {
         sum = (sum & 0xffff) + (sum >> 16);
     }
     !(sum as u16)
+}
+
+/// The XDP path's frame reader and answer writer
+/// (`sextant_dns::xdp::frame`), on a frame as it comes off the wire. A
+/// frame that reads has its payload inside it, after the headers, and a
+/// source port other than 0. Writing an answer (the payload reversed) into
+/// the frame's 2048-byte buffer gives a frame that reads back with the
+/// addresses and ports swapped and exactly that answer.
+pub fn xdp_frame(data: &[u8]) {
+    use sextant_dns::xdp::frame;
+    let Some(query) = frame::parse(data) else {
+        return;
+    };
+    assert!(query.payload.start >= 42 && query.payload.end <= data.len());
+    assert_ne!(query.source.port(), 0);
+    let answer: Vec<u8> = data[query.payload.clone()].iter().rev().copied().collect();
+    let mut buf = data.to_vec();
+    buf.resize(buf.len().max(2048), 0);
+    let Some(len) = frame::write_reply(&mut buf, &query, &answer) else {
+        assert!(query.payload.start + answer.len() > buf.len());
+        return;
+    };
+    if query.destination.port() == 0 {
+        return; // the answer's source port: it does not read back
+    }
+    let back = frame::parse(&buf[..len]).expect("an answer frame reads back");
+    assert_eq!((back.source, back.destination), (query.destination, query.source));
+    assert_eq!(&buf[back.payload], &answer[..]);
 }
 
 /// The VRRPv3 advertisement decoder (`sextant_vrrp::packet::Advert::
