@@ -533,7 +533,10 @@ pub fn xdp_frame(data: &[u8]) {
         return; // the answer's source port: it does not read back
     }
     let back = frame::parse(&buf[..len]).expect("an answer frame reads back");
-    assert_eq!((back.source, back.destination), (query.destination, query.source));
+    assert_eq!(
+        (back.source, back.destination),
+        (query.destination, query.source)
+    );
     assert_eq!(&buf[back.payload], &answer[..]);
 }
 
