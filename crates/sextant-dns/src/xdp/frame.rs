@@ -151,8 +151,8 @@ pub fn write_reply(frame: &mut [u8], query: &Datagram, answer: &[u8]) -> Option<
             let sum = fold(sum_words(0, ip));
             ip[10..12].copy_from_slice(&(!sum).to_be_bytes());
             let pseudo = sum_words(sum_words(0, &from.octets()), &to.octets())
-                + u32::from(PROTO_UDP)
-                + u32::from(udp_len);
+                + u64::from(PROTO_UDP)
+                + u64::from(udp_len);
             write_udp(frame, at, query, udp_len, pseudo);
         }
         (IpAddr::V6(from), IpAddr::V6(to)) => {
@@ -164,8 +164,8 @@ pub fn write_reply(frame: &mut [u8], query: &Datagram, answer: &[u8]) -> Option<
             ip[8..24].copy_from_slice(&from.octets());
             ip[24..40].copy_from_slice(&to.octets());
             let pseudo = sum_words(sum_words(0, &from.octets()), &to.octets())
-                + u32::from(PROTO_UDP)
-                + u32::from(udp_len);
+                + u64::from(PROTO_UDP)
+                + u64::from(udp_len);
             write_udp(frame, at, query, udp_len, pseudo);
         }
         _ => return None,
@@ -175,7 +175,7 @@ pub fn write_reply(frame: &mut [u8], query: &Datagram, answer: &[u8]) -> Option<
 
 /// The UDP header of the answer at `at` (the payload already in place),
 /// with its checksum over the pseudo-header sum `pseudo`.
-fn write_udp(frame: &mut [u8], at: usize, query: &Datagram, udp_len: u16, pseudo: u32) {
+fn write_udp(frame: &mut [u8], at: usize, query: &Datagram, udp_len: u16, pseudo: u64) {
     let end = at + usize::from(udp_len);
     let h = &mut frame[at..at + UDP];
     h[0..2].copy_from_slice(&query.destination.port().to_be_bytes());
@@ -189,20 +189,21 @@ fn write_udp(frame: &mut [u8], at: usize, query: &Datagram, udp_len: u16, pseudo
 }
 
 /// Adds `bytes` as big-endian 16-bit words (an odd last byte padded with
-/// zero) to `sum`, the Internet checksum's running total.
-fn sum_words(mut sum: u32, bytes: &[u8]) -> u32 {
+/// zero) to `sum`, the Internet checksum's running total (a u64 cannot
+/// overflow for any slice that fits in memory).
+fn sum_words(mut sum: u64, bytes: &[u8]) -> u64 {
     let mut words = bytes.chunks_exact(2);
     for w in &mut words {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+        sum += u64::from(u16::from_be_bytes([w[0], w[1]]));
     }
     if let [last] = words.remainder() {
-        sum += u32::from(*last) << 8;
+        sum += u64::from(*last) << 8;
     }
     sum
 }
 
 /// Folds the carries of a running total into 16 bits.
-fn fold(mut sum: u32) -> u16 {
+fn fold(mut sum: u64) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
@@ -260,7 +261,7 @@ mod tests {
 
     /// The Internet checksum of `bytes` plus `pseudo` checks out (sums to
     /// all ones).
-    fn checks(pseudo: u32, bytes: &[u8]) -> bool {
+    fn checks(pseudo: u64, bytes: &[u8]) -> bool {
         fold(sum_words(pseudo, bytes)) == 0xffff
     }
 
@@ -349,7 +350,7 @@ mod tests {
         assert!(checks(0, ip), "IPv4 header checksum");
         assert_eq!(ip[6] & 0x40, 0, "no DF");
         assert_eq!(ip[8], TTL);
-        let pseudo = sum_words(0, &ip[12..20]) + u32::from(PROTO_UDP) + (UDP + answer.len()) as u32;
+        let pseudo = sum_words(0, &ip[12..20]) + u64::from(PROTO_UDP) + (UDP + answer.len()) as u64;
         assert!(checks(pseudo, &f[ETH + IPV4..]), "UDP checksum");
     }
 
@@ -363,7 +364,7 @@ mod tests {
         let back = parse(f).unwrap();
         assert_eq!(back.source, query.destination);
         assert_eq!(back.destination, query.source);
-        let pseudo = sum_words(0, &f[ETH + 8..ETH + IPV6]) + u32::from(PROTO_UDP) + 14;
+        let pseudo = sum_words(0, &f[ETH + 8..ETH + IPV6]) + u64::from(PROTO_UDP) + 14;
         assert!(checks(pseudo, &f[ETH + IPV6..]), "UDP checksum");
     }
 
