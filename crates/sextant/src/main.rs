@@ -159,11 +159,11 @@ pub struct ServeArgs {
     xdp_interface: Option<String>,
     /// Where the XDP program runs: auto (in the driver when it has XDP,
     /// else generic), native, or generic.
-    #[arg(long, value_enum, default_value_t = serve::XdpAttach::Auto)]
+    #[arg(long, value_enum, default_value_t = serve::XdpAttach::Auto, requires = "xdp_interface")]
     xdp_attach: serve::XdpAttach,
     /// How frames move between the driver and Sextant: auto (zero-copy
     /// when the driver has it, else copy), copy, or zero-copy.
-    #[arg(long, value_enum, default_value_t = serve::XdpBind::Auto)]
+    #[arg(long, value_enum, default_value_t = serve::XdpBind::Auto, requires = "xdp_interface")]
     xdp_bind: serve::XdpBind,
     /// RTT method: at most this many new LDNS entries per second (more
     /// are counted and dropped, so spoofed sources cannot make this site

@@ -597,10 +597,10 @@ fn start_dns(
         .context("cannot start the DNS worker threads")?;
     if let Some(path) = xdp {
         let (queues, attached) = (path.queues(), path.attached());
-        let interface = format!("{path:?}");
+        let interface = path.interface().to_string();
         path.serve(Arc::clone(&daemon.dns))
             .context("cannot start the XDP worker threads")?;
-        info!(queues, attached, path = %interface, "DNS answering UDP through XDP");
+        info!(%interface, queues, attached, "DNS answering UDP through XDP");
     }
     for listener in listeners.tcp {
         tcp.spawn(sextant_dns::serve_tcp(listener, Arc::clone(&daemon.dns)));

@@ -288,3 +288,20 @@ fn an_unknown_interface_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn xdp_options_need_the_interface() {
+    let scratch = Scratch::new("xdp-options");
+    let config = scratch.write("site.conf", &config());
+    for flag in ["--xdp-attach", "--xdp-bind"] {
+        let value = if flag == "--xdp-attach" {
+            "native"
+        } else {
+            "copy"
+        };
+        let out = SEXTANT.run(&["serve", "--config", &config, flag, value]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag} alone was accepted");
+        assert!(err.contains("--xdp-interface"), "{flag}: {err}");
+    }
+}

@@ -181,6 +181,11 @@ impl XdpPath {
         })
     }
 
+    /// The interface the path is on.
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
     /// Where the program runs: "native" (in the driver) or "generic".
     pub fn attached(&self) -> &'static str {
         self.attached
