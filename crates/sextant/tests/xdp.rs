@@ -100,6 +100,19 @@ fn ask(client: &Netns, dns: SocketAddr, n: usize) -> BTreeSet<Ipv4Addr> {
     })
 }
 
+/// [`ask`] `n` times: the answers are exactly the UP services, and every
+/// query went through the XDP path. Returns the counters after.
+fn ask_through_xdp(site: &SiteServer, client: &Netns, dns: SocketAddr, n: u64) -> DnsCounters {
+    let before = site.status().dns;
+    assert_eq!(ask(client, dns, n as usize), up_services());
+    let after = site.status().dns;
+    assert!(
+        after.queries_xdp >= before.queries_xdp + n,
+        "queries did not go through the XDP path: {before:?} -> {after:?}"
+    );
+    after
+}
+
 fn up_services() -> BTreeSet<Ipv4Addr> {
     [
         Ipv4Addr::new(198, 51, 100, 1),
@@ -131,12 +144,7 @@ fn xdp_answers_udp_and_leaves_the_rest_to_the_kernel() {
 
     // UDP: every answer is an UP service, both are seen, all through XDP.
     let before = site.status().dns;
-    assert_eq!(ask(&client, dns, 40), up_services());
-    let after = site.status().dns;
-    assert!(
-        after.queries_xdp >= before.queries_xdp + 40,
-        "queries did not go through the XDP path: {before:?} -> {after:?}"
-    );
+    let after = ask_through_xdp(&site, &client, dns, 40);
     assert!(after.queries_udp >= before.queries_udp + 40);
     assert!(site.log().contains("DNS answering UDP through XDP"));
 
@@ -215,13 +223,7 @@ fn xdp_answers_over_ipv6() {
         &["--xdp-interface", "eth0"],
     );
     wait_answering(&client, dns);
-    let before = site.status().dns;
-    assert_eq!(ask(&client, dns, 30), up_services());
-    let after = site.status().dns;
-    assert!(
-        after.queries_xdp >= before.queries_xdp + 30,
-        "{before:?} -> {after:?}"
-    );
+    ask_through_xdp(&site, &client, dns, 30);
 }
 
 #[test]
@@ -257,9 +259,7 @@ fn a_second_process_cannot_take_the_interface() {
         "{err}"
     );
     // The first still answers through XDP.
-    let before = first.status().dns.queries_xdp;
-    assert_eq!(ask(&client, dns, 10), up_services());
-    assert!(first.status().dns.queries_xdp >= before + 10);
+    ask_through_xdp(&first, &client, dns, 10);
 }
 
 #[test]

@@ -132,8 +132,9 @@ pub fn write_reply(frame: &mut [u8], query: &Datagram, answer: &[u8]) -> Option<
     frame[..6].copy_from_slice(&macs[6..]);
     frame[6..12].copy_from_slice(&macs[..6]);
     frame[header..total].copy_from_slice(answer);
-    let at = header - UDP;
-    match (query.destination.ip(), query.source.ip()) {
+    // The IP header, and the sum of its two addresses for the UDP
+    // checksum's pseudo-header.
+    let addresses = match (query.destination.ip(), query.source.ip()) {
         (IpAddr::V4(from), IpAddr::V4(to)) => {
             let ip = &mut frame[ETH..ETH + IPV4];
             let ip_len = u16::try_from(IPV4 + UDP + answer.len()).ok()?;
@@ -150,10 +151,7 @@ pub fn write_reply(frame: &mut [u8], query: &Datagram, answer: &[u8]) -> Option<
             ip[16..20].copy_from_slice(&to.octets());
             let sum = fold(sum_words(0, ip));
             ip[10..12].copy_from_slice(&(!sum).to_be_bytes());
-            let pseudo = sum_words(sum_words(0, &from.octets()), &to.octets())
-                + u64::from(PROTO_UDP)
-                + u64::from(udp_len);
-            write_udp(frame, at, query, udp_len, pseudo);
+            sum_words(0, &ip[12..20])
         }
         (IpAddr::V6(from), IpAddr::V6(to)) => {
             let ip = &mut frame[ETH..ETH + IPV6];
@@ -163,13 +161,12 @@ pub fn write_reply(frame: &mut [u8], query: &Datagram, answer: &[u8]) -> Option<
             ip[7] = TTL;
             ip[8..24].copy_from_slice(&from.octets());
             ip[24..40].copy_from_slice(&to.octets());
-            let pseudo = sum_words(sum_words(0, &from.octets()), &to.octets())
-                + u64::from(PROTO_UDP)
-                + u64::from(udp_len);
-            write_udp(frame, at, query, udp_len, pseudo);
+            sum_words(0, &ip[8..40])
         }
         _ => return None,
-    }
+    };
+    let pseudo = addresses + u64::from(PROTO_UDP) + u64::from(udp_len);
+    write_udp(frame, header - UDP, query, udp_len, pseudo);
     Some(total)
 }
 
