@@ -43,10 +43,12 @@
 # whose interrupts land on the server's core. The mode adds two XDP rows,
 # each on a veth pair of its own so that its program does not sit in front
 # of the other rows: knot-xdp, Knot in its XDP mode (10.53.1.1), and
-# sextant-xdp-*, Sextant with --xdp-interface (10.53.2.1). The answers of
-# geo, pl and rtt depend on the client being 127.0.0.1, and PowerDNS and
-# the two-worker layout are not what the mode compares, so those rows are
-# left out. Needs root.
+# sextant-xdp-*, Sextant with --xdp-interface (10.53.2.1; the
+# preferred-location instance's XDP twin on 10.53.3.1). The clients
+# (10.53.0.0/16) are in Europe.UK as 127.0.0.0/24 is, and Sextant's site
+# address becomes 10.53.0.1 so that its RTT probes reach them. PowerDNS
+# and the two-worker layout are not what the mode compares, so those rows
+# are left out. Needs root.
 #
 #   NET=veth OUTSTANDING=100 bench/peers.sh
 set -euo pipefail
@@ -74,7 +76,8 @@ ONLY="${ONLY:-.}"
 NET="${NET:-loopback}"                  # loopback, or veth (see above)
 case "$NET" in
     loopback) ADDR=127.0.0.1 ;;
-    veth) ADDR=10.53.0.1; XDP_ADDR=10.53.1.1; SEXTANT_XDP_ADDR=10.53.2.1; CLIENT_ADDR=10.53.0.2 ;;
+    veth) ADDR=10.53.0.1; XDP_ADDR=10.53.1.1; SEXTANT_XDP_ADDR=10.53.2.1; SEXTANT_XDP_PL_ADDR=10.53.3.1
+          CLIENT_ADDR=10.53.0.2 ;;
     *) echo "peers: NET is loopback or veth, not '$NET'" >&2; exit 2 ;;
 esac
 if [ "$NET" = veth ] && [ "$(id -u)" -ne 0 ]; then
@@ -190,9 +193,11 @@ if [ "$NET" = veth ]; then
     pair 0 "sxs$$" "sxc$$"
     pair 1 "sxx$$" "sxy$$"
     pair 2 "sxz$$" "sxw$$"
+    pair 3 "sxv$$" "sxu$$"
     XDP_IF="sxx$$"
     SEXTANT_XDP_IF="sxz$$"
-    for a in "$ADDR" "$XDP_ADDR" "$SEXTANT_XDP_ADDR"; do
+    SEXTANT_XDP_PL_IF="sxv$$"
+    for a in "$ADDR" "$XDP_ADDR" "$SEXTANT_XDP_ADDR" "$SEXTANT_XDP_PL_ADDR"; do
         "${CLI[@]}" ping -c 1 -W 2 "$a" > /dev/null || { echo "peers: the veth pair to $a passes no traffic" >&2; exit 1; }
     done
 fi
@@ -231,7 +236,7 @@ if [ "$NET" = veth ]; then
     started knot-xdp "$!" "$BASE_PORT" "$XDP_ADDR"
     INSTANCES+=(knot-xdp)
 else
-    INSTANCES+=(pdns sextant-pl sextant-2w)
+    INSTANCES+=(pdns sextant-2w)
 fi
 
 # ---- gdnsd (its control socket and state live in its packaged /run/gdnsd
@@ -255,8 +260,12 @@ fi
 # ---- Sextant: the main instance, the preferred-location one (its policy
 # is evaluated for every query, so it is kept out of the other rows) and
 # the two-worker layout
-cp "$CONF/sextant.conf" "$WORK/sextant.conf"
-cat "$CONF/sextant.conf" "$CONF/sextant-prefloc.conf" > "$WORK/sextant-pl.conf"
+# Over veth the site's address is the server end's (the source of its RTT
+# probes must be an address of an interface that reaches the clients).
+SITE_ADDR=127.0.0.2; [ "$NET" = veth ] && SITE_ADDR="$ADDR"
+sed -e "s|^add gslb site bench 127\.0\.0\.2 |add gslb site bench $SITE_ADDR |" "$CONF/sextant.conf" > "$WORK/sextant.conf"
+grep -q "^add gslb site bench $SITE_ADDR " "$WORK/sextant.conf" || { echo "peers: sextant.conf has no site bench 127.0.0.2" >&2; exit 1; }
+cat "$WORK/sextant.conf" "$CONF/sextant-prefloc.conf" > "$WORK/sextant-pl.conf"
 start_sextant() { # start_sextant INSTANCE CONFIG PORT API_PORT WORKERS CPUS [RECEIVE_BUFFER [ADDR [ARGS...]]]
     local host="${8:-$ADDR}"
     RUST_LOG="${RUST_LOG:-warn}" "${SRV[@]}" taskset -c "$6" "$BIN" serve --config "$2" \
@@ -265,15 +274,19 @@ start_sextant() { # start_sextant INSTANCE CONFIG PORT API_PORT WORKERS CPUS [RE
     started "$1" "$!" "$3" "$host"
 }
 start_sextant sextant "$WORK/sextant.conf" $((BASE_PORT + 3)) "$API_BASE_PORT" "$UDP_WORKERS" "$SERVER_CPU"
+start_sextant sextant-pl "$WORK/sextant-pl.conf" $((BASE_PORT + 4)) $((API_BASE_PORT + 1)) "$UDP_WORKERS" "$SERVER_CPU"
+INSTANCES+=(sextant-pl)
 if [ "$NET" = loopback ]; then
-    start_sextant sextant-pl "$WORK/sextant-pl.conf" $((BASE_PORT + 4)) $((API_BASE_PORT + 1)) "$UDP_WORKERS" "$SERVER_CPU"
     start_sextant sextant-2w "$WORK/sextant.conf" $((BASE_PORT + 5)) $((API_BASE_PORT + 2)) "$UDP_WORKERS_2" "$TWO_SERVER_CPUS"
 else
     # The XDP path: its program on its own pair; one XDP worker (the pair
-    # has one receive queue) beside one UDP worker, all on SERVER_CPU.
+    # has one receive queue) beside one UDP worker, all on SERVER_CPU; and
+    # the preferred-location instance's twin on a pair of its own.
     start_sextant sextant-xdp "$WORK/sextant.conf" "$BASE_PORT" $((API_BASE_PORT + 4)) "$UDP_WORKERS" "$SERVER_CPU" \
         "" "$SEXTANT_XDP_ADDR" --xdp-interface "$SEXTANT_XDP_IF"
-    INSTANCES+=(sextant-xdp)
+    start_sextant sextant-xdp-pl "$WORK/sextant-pl.conf" "$BASE_PORT" $((API_BASE_PORT + 5)) "$UDP_WORKERS" "$SERVER_CPU" \
+        "" "$SEXTANT_XDP_PL_ADDR" --xdp-interface "$SEXTANT_XDP_PL_IF"
+    INSTANCES+=(sextant-xdp sextant-xdp-pl)
 fi
 start_sextant sextant-osbuf "$WORK/sextant.conf" $((BASE_PORT + 7)) $((API_BASE_PORT + 3)) "$UDP_WORKERS" "$SERVER_CPU" 0
 
@@ -316,16 +329,24 @@ for _ in $(seq 60); do
     sleep 0.5
 done
 [ -n "$up_all" ] || echo "peers: warning: the failover addresses are not all UP yet (the check below says where)" >&2
-if [ "$NET" = loopback ]; then # no rtt row over veth
-    rtt=""
-    for _ in $(seq 100); do
-        if curl -s "http://127.0.0.1:$API_BASE_PORT/v1/explain?name=rtt.peers.example&client=$ADDR" \
-            | grep -q '"reason":"chosen by RTT"'; then rtt=1; break; fi
-        dig @"$ADDR" -p "${PORT[sextant]}" +short +time=1 +tries=1 rtt.peers.example A > /dev/null 2>&1 || true
+# The RTT instances and their API ports: the client's address is the LDNS
+# each one probes (over veth, the client end of its pair).
+rtt_ready() { # rtt_ready INSTANCE API_PORT CLIENT
+    local i
+    for i in $(seq 100); do
+        if "${SRV[@]}" curl -s "http://127.0.0.1:$2/v1/explain?name=rtt.peers.example&client=$3" \
+            | grep -q '"reason":"chosen by RTT"'; then return 0; fi
+        "${CLI[@]}" dig @"${HOST[$1]}" -p "${PORT[$1]}" +short +time=1 +tries=1 rtt.peers.example A > /dev/null 2>&1 || true
         sleep 0.2
     done
-    [ -n "$rtt" ] || { echo "peers: Sextant does not answer rtt.peers.example by RTT; /v1/ldns:" >&2;
-        curl -s "http://127.0.0.1:$API_BASE_PORT/v1/ldns" >&2; exit 1; }
+    echo "peers: $1 does not answer rtt.peers.example by RTT for $3; /v1/ldns:" >&2
+    "${SRV[@]}" curl -s "http://127.0.0.1:$2/v1/ldns" >&2; return 1
+}
+if [ "$NET" = loopback ]; then
+    rtt_ready sextant "$API_BASE_PORT" "$ADDR"
+else
+    rtt_ready sextant "$API_BASE_PORT" "$CLIENT_ADDR"
+    rtt_ready sextant-xdp $((API_BASE_PORT + 4)) "${SEXTANT_XDP_ADDR%.1}.2"
 fi
 
 # ---- the rows, and the check that every server gives the same answers
@@ -334,7 +355,6 @@ while read -r case row inst name check addrs; do
     [ -n "${case:-}" ] && [ "${case#\#}" = "$case" ] || continue
     echo "$case" | grep -Eq "$ONLY" || continue
     [ -n "${PID[$inst]:-}" ] || continue # not started in this NET mode
-    [ "$NET" = veth ] && case "$case" in geo|pl|rtt) continue ;; esac
     ROWS+=("$case|$row|$inst|$name|$check|$addrs")
 done < "$CONF/cases.txt"
 
@@ -390,12 +410,16 @@ done
 # shares the address.
 XDP_CHECK=""
 if [ -n "${PID[sextant-xdp]:-}" ]; then
-    XDP_CHECK="$("${SRV[@]}" curl -s "http://127.0.0.1:$((API_BASE_PORT + 4))/v1/status" | python3 -c '
+    for xdp in "sextant-xdp $((API_BASE_PORT + 4))" "sextant-xdp-pl $((API_BASE_PORT + 5))"; do
+        line="$("${SRV[@]}" curl -s "http://127.0.0.1:${xdp#* }/v1/status" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)["dns"]
-print("sextant-xdp: %d of its %d UDP queries came through the XDP path" % (d["queries_xdp"], d["queries_udp"]))
+print("%s: %d of its %d UDP queries came through the XDP path" % (sys.argv[1], d["queries_xdp"], d["queries_udp"]))
 sys.exit(0 if d["queries_xdp"] >= 0.99 * d["queries_udp"] > 0 else 1)
-')" || { echo "peers: $XDP_CHECK" >&2; exit 1; }
+' "${xdp% *}")" || { echo "peers: $line" >&2; exit 1; }
+        XDP_CHECK="${XDP_CHECK:+$XDP_CHECK
+}$line"
+    done
 fi
 
 # ---- medians and ratios
@@ -408,7 +432,7 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
 {
     echo "peers.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average at the start: $LOAD_START, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "$("$BIN" --version 2>/dev/null || echo sextant) ($(git rev-parse --short HEAD 2>/dev/null || echo '?')), $(knotd --version 2>&1 | head -1), gdnsd $(gdnsd -h 2>&1 | sed -n 's/^gdnsd version //p' | head -1), $(pdns_server --version 2>&1 | sed -n 's/.*\(PowerDNS Authoritative Server [0-9.]*\).*/\1/p' | head -1), $(dnsperf -h 2>&1 | grep -m1 -o 'DNSPerf [0-9.]*' || echo dnsperf)"
-    echo "network: $NET$([ "$NET" = veth ] && echo " (server $ADDR, Knot's XDP mode on $XDP_ADDR, client $CLIENT_ADDR; each end's NAPI thread on its side's CPU)")"
+    echo "network: $NET$([ "$NET" = veth ] && echo " (server $ADDR, Knot's XDP mode on $XDP_ADDR, Sextant's XDP path on $SEXTANT_XDP_ADDR and $SEXTANT_XDP_PL_ADDR, clients .2 of each; each end's NAPI thread on its side's CPU)")"
     echo "servers on CPU $SERVER_CPU (Sextant $UDP_WORKERS UDP worker; -2w: $UDP_WORKERS_2 workers on CPUs $TWO_SERVER_CPUS), dnsperf on CPU $CLIENT_CPU; load ${DURATION}s -c $CLIENTS -q $OUTSTANDING -t $TIMEOUT, latency ${LAT_DURATION}s at $LAT_QPS qps; median of $REPEAT"
     echo
     printf '| %-9s | %-19s | %9s | %5s | %13s | %8s | %13s | %8s | %5s | %5s | %6s | %8s |\n' case server "queries/s" CPU "q/s per core" "CPU busy" "q/s per busy" lost p50 p90 p99 "lost@1k"
@@ -440,15 +464,15 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
         IFS='|' read -r case row inst _ <<< "$r"
         [ "${inst#sextant}" != "$inst" ] || continue
         kind="$case"; [ "$case" = pl ] || [ "$case" = rtt ] && kind=geo
-        line="  $row ($case):"
-        [ -n "${PERCORE[static:knot]:-}" ] && line="$line $(ratio "$case:$row" static:knot) knot-static"
-        [ -n "${PERCORE[static:knot-xdp]:-}" ] && line="$line, $(ratio "$case:$row" static:knot-xdp) knot-xdp"
+        parts=()
+        [ -n "${PERCORE[static:knot]:-}" ] && parts+=("$(ratio "$case:$row" static:knot) knot-static")
+        [ -n "${PERCORE[static:knot-xdp]:-}" ] && parts+=("$(ratio "$case:$row" static:knot-xdp) knot-xdp")
         for p in "${ROWS[@]}"; do
             IFS='|' read -r pcase prow pinst _ <<< "$p"
             [ "$pcase" = "$kind" ] && [ "${pinst#sextant}" = "$pinst" ] && [ "${pinst#knot}" = "$pinst" ] && [ "${pinst#ceiling}" = "$pinst" ] || continue
-            line="$line, $(ratio "$case:$row" "$pcase:$prow") $prow"
+            parts+=("$(ratio "$case:$row" "$pcase:$prow") $prow")
         done
-        echo "$line"
+        printf '  %s (%s): ' "$row" "$case"; (IFS=,; echo "${parts[*]}" | sed 's/,/, /g')
     done
     [ -n "$XDP_CHECK" ] && { echo; echo "$XDP_CHECK"; }
     if [ -n "${PERCORE[static:knot-xdp]:-}" ] && [ -n "${PERCORE[static:knot]:-}" ]; then

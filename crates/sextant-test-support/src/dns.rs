@@ -263,6 +263,90 @@ impl Dns {
         Ok(answered)
     }
 
+    /// `n` copies of `q` (IDs 0 to n-1) from one socket bound to `source`,
+    /// all in one `sendmmsg` so that they reach the server as one burst;
+    /// how many distinct IDs are answered within `wait` of the send.
+    pub fn burst_from(
+        &self,
+        source: IpAddr,
+        q: &Message,
+        n: u16,
+        wait: Duration,
+    ) -> Result<usize, String> {
+        use std::os::fd::AsRawFd;
+        let bytes = q.to_vec().map_err(|e| format!("encode: {e}"))?;
+        let sock = UdpSocket::bind((source, 0)).map_err(|e| format!("bind {source}: {e}"))?;
+        sock.connect(self.server)
+            .map_err(|e| format!("connect: {e}"))?;
+        // Room for every answer while the test is not yet reading.
+        socket2::SockRef::from(&sock)
+            .set_recv_buffer_size(4 << 20)
+            .map_err(|e| format!("SO_RCVBUF: {e}"))?;
+        let mut queries: Vec<Vec<u8>> = (0..n)
+            .map(|id| {
+                let mut b = bytes.clone();
+                b[..2].copy_from_slice(&id.to_be_bytes());
+                b
+            })
+            .collect();
+        let mut iovs: Vec<libc::iovec> = queries
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: b.len(),
+            })
+            .collect();
+        let mut headers: Vec<libc::mmsghdr> = iovs
+            .iter_mut()
+            .map(|iov| {
+                // SAFETY: all-zero is a valid msghdr (no name, no control).
+                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                h.msg_hdr.msg_iov = iov;
+                h.msg_hdr.msg_iovlen = 1;
+                h
+            })
+            .collect();
+        let start = Instant::now();
+        // SAFETY: `headers` points at `iovs`, which point at `queries`; all
+        // live until after the call.
+        let sent =
+            unsafe { libc::sendmmsg(sock.as_raw_fd(), headers.as_mut_ptr(), u32::from(n), 0) };
+        if sent != i32::from(n) {
+            return Err(format!(
+                "sendmmsg sent {sent} of {n}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        let mut seen = vec![false; usize::from(n)];
+        let mut answered = 0;
+        let mut buf = vec![0u8; 4096];
+        while answered < usize::from(n) {
+            let left = (start + wait).saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            sock.set_read_timeout(Some(left)).unwrap();
+            match sock.recv(&mut buf) {
+                Ok(len) if len >= 2 => {
+                    let id = usize::from(u16::from_be_bytes([buf[0], buf[1]]));
+                    if let Some(slot) = seen.get_mut(id).filter(|s| !**s) {
+                        *slot = true;
+                        answered += 1;
+                    }
+                }
+                Ok(_) => {}
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    break;
+                }
+                Err(e) => return Err(format!("recv: {e}")),
+            }
+        }
+        Ok(answered)
+    }
+
     /// Like [`Dns::raw_udp_from`], from any local address, IPv4 or IPv6
     /// (the server must listen in the same family).
     pub fn raw_udp_from_ip(
