@@ -11,11 +11,21 @@
 #   SEXTANT_BIN=/path/to/sextant bench/robustness.sh # a prebuilt server
 #   CHECKS=edns,tcp bench/robustness.sh # some groups only
 #   IPV6=0 bench/robustness.sh          # without the IPv6 pass
+#   XDP=0 bench/robustness.sh           # without the XDP pass
 #
 # After the IPv4 run, the same server configuration is started on [::1] and
 # the groups that do not need many source addresses (all but rrl, whose
 # sources spread over 127.0.0.0/8) run again over IPv6, with a tenth of the
 # mutations; their lines are prefixed "v6 ". No IPv6 loopback is a FAIL.
+#
+# Then the XDP pass (as root; XDP=1 insists, XDP=0 leaves it out): the same
+# configuration in a network namespace of the script's own, answering UDP
+# through its XDP path (--xdp-interface) on a veth pair (server 10.53.9.1),
+# probed from a second namespace (10.53.9.2, exempt from rate limiting as
+# 127.0.0.1 is); the same groups as the IPv6 pass, a tenth of the
+# mutations, lines prefixed "xdp ". Afterwards every UDP query the server
+# counted must have come through the XDP path (queries_xdp in /v1/status).
+# Under CI (CI=true) without root it is a FAIL, not left out.
 #
 # Raw output: bench/out/robustness.txt, the server's log bench/out/robustness-server.log.
 set -euo pipefail
@@ -40,6 +50,17 @@ PORT6="${PORT6:-$((PORT + 1))}"
 API_PORT6="${API_PORT6:-$((API_PORT + 1))}"
 # The IPv6 pass: the groups of CHECKS other than rrl.
 CHECKS6="$(echo "$CHECKS" | tr ',' '\n' | grep -v '^rrl$' | paste -sd, -)"
+XDP="${XDP:-}"                  # 1: the XDP pass, 0: without; default: when root
+if [ -z "$XDP" ]; then
+    if [ "$(id -u)" -eq 0 ] || [ "${CI:-}" = true ]; then XDP=1; else
+        XDP=0; echo "robustness: not root, so no XDP pass (XDP=1 insists)" >&2
+    fi
+fi
+XDP_SERVER=10.53.9.1
+XDP_CLIENT=10.53.9.2
+API_PORT_XDP="${API_PORT_XDP:-$((API_PORT + 2))}"
+NS_SERVER="sxt-$$-rob-s"        # the test harness's stale sweep knows sxt-PID-*
+NS_CLIENT="sxt-$$-rob-c"
 SEED="${SEED:-1557}"
 TIME_LIMIT="${TIME_LIMIT:-}"    # seconds the prober may run; default from the counts
 if [ -z "$TIME_LIMIT" ]; then
@@ -72,6 +93,7 @@ mkdir -p "$OUT"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/sextant-robustness.XXXXXX")"
 SERVER_PID=""
 SERVER6_PID=""
+SERVERX_PID=""
 stop() { # stop PID: TERM, then KILL after 5 s
     local pid="$1"
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
@@ -82,8 +104,13 @@ stop() { # stop PID: TERM, then KILL after 5 s
     fi
 }
 cleanup() {
+    stop "$SERVERX_PID"
     stop "$SERVER6_PID"
     stop "$SERVER_PID"
+    if [ "$XDP" = 1 ]; then
+        ip netns del "$NS_SERVER" 2>/dev/null || true
+        ip netns del "$NS_CLIENT" 2>/dev/null || true
+    fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
@@ -111,17 +138,21 @@ if ! "$BIN" check "$CONF" > "$WORK/check.txt" 2>&1; then
     CONF="$WORK/base.toml"
 fi
 
-start_server() { # start_server DNS_LISTEN API_LISTEN LOG -> the server's PID in STARTED_PID
+# IN prefixes the commands of the XDP pass (ip netns exec NS, which execs
+# the command, so $! is the server's own PID); empty before it.
+IN=()
+start_server() { # start_server DNS_LISTEN API_LISTEN LOG [ARGS...] -> the server's PID in STARTED_PID
     echo "== starting sextant on $1" >&2
-    RUST_LOG="${RUST_LOG:-warn}" "$BIN" serve --config "$CONF" \
-        --dns-listen "$1" --api-listen "$2" 2> "$3" &
+    RUST_LOG="${RUST_LOG:-warn}" "${IN[@]}" "$BIN" serve --config "$CONF" \
+        --dns-listen "$1" --api-listen "$2" "${@:4}" 2> "$3" &
     STARTED_PID=$!
 }
+FROM=()                         # the same for the prober: the client namespace
 answering() { # answering PID SERVER: waits up to 10 s for an answer to www.rob.example
     local _
     for _ in $(seq 50); do
         kill -0 "$1" 2>/dev/null || return 1
-        if "$PROBER" --server "$2" --zone rob.example --name www.rob.example --checks none \
+        if "${FROM[@]}" "$PROBER" --server "$2" --zone rob.example --name www.rob.example --checks none \
             > /dev/null 2>&1; then
             return 0
         fi
@@ -151,7 +182,7 @@ fi
 probe() { # probe SERVER PID CHECKS UDP_MUTATIONS TCP_MUTATIONS [PROBER_ARGS...]: the prober, time-limited
     local server="$1" pid="$2" checks="$3" udp="$4" tcp="$5"
     shift 5
-    timeout --signal=TERM "$TIME_LIMIT" "$PROBER" \
+    timeout --signal=TERM "$TIME_LIMIT" "${FROM[@]}" "$PROBER" \
         --server "$server" --pid "$pid" \
         --zone rob.example --name www.rob.example \
         --big big.rob.example:TXT --big many.rob.example:A \
@@ -202,6 +233,54 @@ if [ "$IPV6" != 0 ] && [ -n "$CHECKS6" ]; then
             rc6=1
         fi
         [ "$rc6" -eq 0 ] || rc=1
+    fi
+fi
+# ---- the XDP pass
+xdp_fail() { echo "FAIL xdp $1" | tee -a "$OUT/robustness.txt"; rc=1; }
+if [ "$XDP" = 1 ] && [ -n "$CHECKS6" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        xdp_fail "robustness: the XDP pass makes network namespaces and needs root (XDP=0 leaves it out)"
+    elif ! ip netns add "$NS_SERVER" || ! ip netns add "$NS_CLIENT"; then
+        xdp_fail "robustness: cannot make the network namespaces $NS_SERVER and $NS_CLIENT"
+    else
+        IF_S="rbs$$"; IF_C="rbc$$"
+        ip netns exec "$NS_SERVER" ip link set lo up
+        ip netns exec "$NS_CLIENT" ip link set lo up
+        ip link add "$IF_S" type veth peer name "$IF_C"
+        ip link set "$IF_S" netns "$NS_SERVER"; ip link set "$IF_C" netns "$NS_CLIENT"
+        ip netns exec "$NS_SERVER" ip addr add "$XDP_SERVER/24" dev "$IF_S"
+        ip netns exec "$NS_CLIENT" ip addr add "$XDP_CLIENT/24" dev "$IF_C"
+        ip netns exec "$NS_SERVER" ip link set "$IF_S" up
+        ip netns exec "$NS_CLIENT" ip link set "$IF_C" up
+        IN=(ip netns exec "$NS_SERVER"); FROM=(ip netns exec "$NS_CLIENT")
+        start_server "$XDP_SERVER:$PORT" "127.0.0.1:$API_PORT_XDP" "$OUT/robustness-server-xdp.log" \
+            --xdp-interface "$IF_S"
+        SERVERX_PID="$STARTED_PID"
+        if ! answering "$SERVERX_PID" "$XDP_SERVER:$PORT"; then
+            xdp_fail "server-answers: sextant did not answer www.rob.example on $XDP_SERVER:$PORT through XDP; its log: $(tr '\n' ' ' < "$OUT/robustness-server-xdp.log")"
+        else
+            set +e
+            probe "$XDP_SERVER:$PORT" "$SERVERX_PID" "$CHECKS6" $((UDP_MUTATIONS / 10)) $((TCP_MUTATIONS / 10)) \
+                2>&1 | sed -E 's/^(PASS|FAIL|SUMMARY)/xdp \1/' | tee -a "$OUT/robustness.txt"
+            rcx="${PIPESTATUS[0]}"
+            set -e
+            [ "$rcx" -eq 124 ] && xdp_fail "robustness: the prober did not finish within $TIME_LIMIT s"
+            [ "$rcx" -eq 0 ] || rc=1
+            if ! kill -0 "$SERVERX_PID" 2>/dev/null; then
+                xdp_fail "robustness: the server exited; its log is $OUT/robustness-server-xdp.log"
+            else
+                # The UDP queries went through the XDP path, not the UDP
+                # socket that shares the address.
+                status="$("${IN[@]}" curl -s "http://127.0.0.1:$API_PORT_XDP/v1/status" || true)"
+                udp="$(echo "$status" | grep -o '"queries_udp":[0-9]*' | cut -d: -f2)"
+                xdp="$(echo "$status" | grep -o '"queries_xdp":[0-9]*' | cut -d: -f2)"
+                if [ -n "$udp" ] && [ -n "$xdp" ] && [ "$udp" -gt 0 ] && [ "$xdp" -eq "$udp" ]; then
+                    echo "PASS xdp path: all $udp UDP queries came through the XDP path" | tee -a "$OUT/robustness.txt"
+                else
+                    xdp_fail "path: ${xdp:-?} of ${udp:-?} UDP queries came through the XDP path"
+                fi
+            fi
+        fi
     fi
 fi
 exit "$rc"

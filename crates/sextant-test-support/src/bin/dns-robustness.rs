@@ -467,12 +467,17 @@ fn query_has_opt(b: &[u8]) -> bool {
 // ---------------------------------------------------------------------------
 // Transport
 
-/// The loopback address of the server's family: the source of every check
-/// but the rate limiter's (which spreads its sources over 127.0.0.0/8).
-fn loopback_for(server: SocketAddr) -> IpAddr {
+/// The source of every check but the rate limiter's (which spreads its
+/// sources over 127.0.0.0/8): the loopback address of the server's family
+/// when the server is on loopback, else whatever address the route to the
+/// server gives (bench/robustness.sh's XDP pass, across a veth pair).
+fn source_for(server: SocketAddr) -> IpAddr {
+    let loopback = server.ip().is_loopback();
     match server {
-        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        SocketAddr::V4(_) if loopback => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        SocketAddr::V6(_) if loopback => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
     }
 }
 
@@ -552,7 +557,7 @@ fn tcp_ask(server: SocketAddr, q: &Query) -> Result<Msg, String> {
 
 /// Whether the server still answers a plain query for the served name.
 fn answers_valid(server: SocketAddr, name: &str) -> Result<Msg, String> {
-    let sock = udp_socket(loopback_for(server))?;
+    let sock = udp_socket(source_for(server))?;
     let m = udp_ask(&sock, server, &Query::new(0x5151, name, TYPE_A))?;
     if m.rcode() == 0 && !m.answers.is_empty() {
         Ok(m)
@@ -620,7 +625,7 @@ impl Rng {
 // RFC 6891 and friends
 
 fn check_edns(a: &Args, r: &mut Report) -> Result<(), String> {
-    let sock = udp_socket(loopback_for(a.server))?;
+    let sock = udp_socket(source_for(a.server))?;
     let ask = |q: &Query| udp_ask(&sock, a.server, q);
 
     match ask(&Query::new(1, &a.name, TYPE_A)) {
@@ -793,7 +798,7 @@ fn check_edns(a: &Args, r: &mut Report) -> Result<(), String> {
 }
 
 fn check_nsid(a: &Args, r: &mut Report) -> Result<(), String> {
-    let sock = udp_socket(loopback_for(a.server))?;
+    let sock = udp_socket(source_for(a.server))?;
     match udp_ask(
         &sock,
         a.server,
@@ -851,7 +856,7 @@ fn cookie_ask(
 }
 
 fn check_cookies(a: &Args, r: &mut Report) -> Result<(), String> {
-    let sock = udp_socket(loopback_for(a.server))?;
+    let sock = udp_socket(source_for(a.server))?;
     let client = *b"\x01\x23\x45\x67\x89\xab\xcd\xef";
     let first = cookie_ask(&sock, a.server, 20, &a.name, &client);
     let server_cookie = match &first {
@@ -1318,7 +1323,7 @@ fn mutate_udp(
     pid: Option<u32>,
     rss_warm: &mut Option<u64>,
 ) -> Result<MutStats, String> {
-    let sock = udp_socket(loopback_for(a.server))?;
+    let sock = udp_socket(source_for(a.server))?;
     sock.connect(a.server)
         .map_err(|e| format!("connect: {e}"))?;
     let sref = socket2::SockRef::from(&sock);
