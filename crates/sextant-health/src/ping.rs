@@ -179,22 +179,10 @@ pub fn echo_request(v6: bool, ident: u16, seq: u16, payload: &[u8]) -> Vec<u8> {
     packet
 }
 
-/// The Internet checksum (RFC 1071): one's complement of the one's
-/// complement sum of 16-bit words. Over a packet that carries a correct
-/// checksum it yields 0.
+/// The Internet checksum of `data`: over a packet that carries a correct
+/// checksum it is 0.
 pub fn checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    let mut words = data.chunks_exact(2);
-    for w in &mut words {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [last] = words.remainder() {
-        sum += u32::from(*last) << 8;
-    }
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    sextant_checksum::checksum(sextant_checksum::sum_words(0, data))
 }
 
 /// Whether `packet` (as read from the socket) is the echo reply to our

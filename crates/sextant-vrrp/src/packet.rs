@@ -21,6 +21,8 @@
 //! input comes straight off a raw socket.
 
 use std::fmt;
+
+use sextant_checksum::{checksum as inet_checksum, sum_words};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// IP protocol number assigned to VRRP (RFC 5798 §5.1.1.4): the raw socket's
@@ -497,7 +499,7 @@ fn effective_mode(family: Family, mode: ChecksumMode) -> ChecksumMode {
 /// Over a message whose checksum field holds the right value this is 0;
 /// over one whose field is zero it is the value to put there.
 fn checksum(mode: ChecksumMode, src: IpAddr, dst: IpAddr, msg: &[u8]) -> u16 {
-    let mut sum = sum_words(msg);
+    let mut sum = sum_words(0, msg);
     if mode == ChecksumMode::PseudoHeader {
         sum += addr_sum(src) + addr_sum(dst);
         // The length is 16 bits in IPv4's pseudo-header and 32 in IPv6's;
@@ -508,36 +510,14 @@ fn checksum(mode: ChecksumMode, src: IpAddr, dst: IpAddr, msg: &[u8]) -> u16 {
         sum += len & 0xffff;
         sum += u64::from(IPPROTO_VRRP);
     }
-    !fold(sum)
+    inet_checksum(sum)
 }
 
 fn addr_sum(addr: IpAddr) -> u64 {
     match addr {
-        IpAddr::V4(a) => sum_words(&a.octets()),
-        IpAddr::V6(a) => sum_words(&a.octets()),
+        IpAddr::V4(a) => sum_words(0, &a.octets()),
+        IpAddr::V6(a) => sum_words(0, &a.octets()),
     }
-}
-
-/// Sum of big-endian 16-bit words, an odd last byte padded with zero.
-/// A u64 cannot overflow for any slice that fits in memory.
-fn sum_words(bytes: &[u8]) -> u64 {
-    let mut chunks = bytes.chunks_exact(2);
-    let mut sum: u64 = chunks
-        .by_ref()
-        .map(|w| u64::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    if let [last] = chunks.remainder() {
-        sum += u64::from(*last) << 8;
-    }
-    sum
-}
-
-/// Folds carries back in until the sum fits 16 bits (one's complement).
-fn fold(mut sum: u64) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
 }
 
 #[cfg(test)]
@@ -545,22 +525,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fold_carries() {
-        assert_eq!(fold(0x1_fffe), 0xffff);
-        assert_eq!(fold(0xffff_ffff_ffff), 0xffff);
-        assert_eq!(fold(0x2_0001), 0x0003);
-    }
-
-    #[test]
-    fn odd_length_pads_with_zero() {
-        assert_eq!(sum_words(&[0x12, 0x34, 0x56]), 0x1234 + 0x5600);
-    }
-
-    #[test]
     fn rfc1071_example() {
         // RFC 1071 §3: the words 0001 f203 f4f5 f6f7 sum to ddf2 (folded).
         let bytes = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
-        assert_eq!(fold(sum_words(&bytes)), 0xddf2);
+        assert_eq!(sextant_checksum::fold(sum_words(0, &bytes)), 0xddf2);
         assert_eq!(
             checksum(
                 ChecksumMode::NoPseudoHeader,

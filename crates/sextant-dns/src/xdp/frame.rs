@@ -11,6 +11,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ops::Range;
 
+use sextant_checksum::{checksum, sum_words};
+
 const ETH: usize = 14;
 const IPV4: usize = 20;
 const IPV6: usize = 40;
@@ -149,8 +151,8 @@ pub fn write_reply(frame: &mut [u8], query: &Datagram, answer: &[u8]) -> Option<
             ip[10..12].fill(0);
             ip[12..16].copy_from_slice(&from.octets());
             ip[16..20].copy_from_slice(&to.octets());
-            let sum = fold(sum_words(0, ip));
-            ip[10..12].copy_from_slice(&(!sum).to_be_bytes());
+            let sum = checksum(sum_words(0, ip));
+            ip[10..12].copy_from_slice(&sum.to_be_bytes());
             sum_words(0, &ip[12..20])
         }
         (IpAddr::V6(from), IpAddr::V6(to)) => {
@@ -179,32 +181,10 @@ fn write_udp(frame: &mut [u8], at: usize, query: &Datagram, udp_len: u16, pseudo
     h[2..4].copy_from_slice(&query.source.port().to_be_bytes());
     h[4..6].copy_from_slice(&udp_len.to_be_bytes());
     h[6..8].fill(0);
-    let sum = !fold(sum_words(pseudo, &frame[at..end]));
+    let sum = checksum(sum_words(pseudo, &frame[at..end]));
     // A computed 0 is sent as all ones (0 means "no checksum" over IPv4).
     let sum = if sum == 0 { 0xffff } else { sum };
     frame[at + 6..at + 8].copy_from_slice(&sum.to_be_bytes());
-}
-
-/// Adds `bytes` as big-endian 16-bit words (an odd last byte padded with
-/// zero) to `sum`, the Internet checksum's running total (a u64 cannot
-/// overflow for any slice that fits in memory).
-fn sum_words(mut sum: u64, bytes: &[u8]) -> u64 {
-    let mut words = bytes.chunks_exact(2);
-    for w in &mut words {
-        sum += u64::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [last] = words.remainder() {
-        sum += u64::from(*last) << 8;
-    }
-    sum
-}
-
-/// Folds the carries of a running total into 16 bits.
-fn fold(mut sum: u64) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
 }
 
 #[cfg(test)]
@@ -256,10 +236,10 @@ mod tests {
         f
     }
 
-    /// The Internet checksum of `bytes` plus `pseudo` checks out (sums to
-    /// all ones).
+    /// The Internet checksum of `bytes` plus `pseudo` checks out (comes to
+    /// 0).
     fn checks(pseudo: u64, bytes: &[u8]) -> bool {
-        fold(sum_words(pseudo, bytes)) == 0xffff
+        checksum(sum_words(pseudo, bytes)) == 0
     }
 
     #[test]
