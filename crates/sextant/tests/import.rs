@@ -4,7 +4,10 @@
 //! the report and the written file with the golden ones, check the result,
 //! enter the secrets the report names, and serve both sites as separate
 //! processes on the files' own addresses, in a network namespace of the
-//! test's own, with real backends; then ask with dig and with hickory.
+//! test's own, with real backends; then ask with dig and with hickory:
+//! once from that namespace over loopback, and once from a client
+//! namespace behind a veth pair per ADNS site, each site answering UDP
+//! through its XDP path (`--xdp-interface`), as it would behind a NIC.
 //!
 //! `UPDATE_GOLDEN=1 cargo nextest run -p sextant --test import` rewrites the
 //! golden files after a deliberate change; review the diff.
@@ -14,6 +17,7 @@ use std::fs;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_test_support::prelude::*;
@@ -211,19 +215,109 @@ fn dig(ns: &Netns, server: &str, name: &str, rtype: &str, tcp: bool) -> Vec<Stri
         .collect()
 }
 
+/// Where the test's DNS client asks from.
+enum Client {
+    /// In the sites' own namespace, from 127.0.0.1: DNS through the
+    /// kernel's sockets.
+    Loopback,
+    /// In a namespace of its own, joined to the sites' by one veth pair per
+    /// ADNS site (`xdp1` for site_dc1, `xdp2` for site_dc2), each site
+    /// serving with `--xdp-interface` on its own: UDP through the XDP path.
+    Xdp(Arc<Netns>),
+}
+
+/// The client namespace's address on the veth pair towards each ADNS
+/// address, and the pair's name (the server end's address is .1).
+const XDP_LINKS: &[(&str, &str, &str)] = &[
+    ("10.20.0.11", "xdp1", "10.77.61.2"),
+    ("10.30.0.11", "xdp2", "10.77.62.2"),
+];
+
+impl Client {
+    /// The namespace the client's queries leave from.
+    fn ns<'a>(&'a self, sites: &'a Arc<Netns>) -> &'a Arc<Netns> {
+        match self {
+            Client::Loopback => sites,
+            Client::Xdp(client) => client,
+        }
+    }
+
+    /// The source address of queries to `server`.
+    fn source(&self, server: IpAddr) -> IpAddr {
+        match self {
+            Client::Loopback => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            Client::Xdp(_) => XDP_LINKS
+                .iter()
+                .find(|(adns, _, _)| server == IpAddr::V4(v4(adns)))
+                .map(|(_, _, me)| IpAddr::V4(v4(me)))
+                .unwrap_or_else(|| panic!("no veth pair towards {server}")),
+        }
+    }
+
+    /// The `--xdp-interface` argument for the site whose ADNS address is
+    /// `adns`, if the client reaches it through XDP.
+    fn serve_args(&self, adns: &str) -> Vec<&'static str> {
+        match self {
+            Client::Loopback => Vec::new(),
+            Client::Xdp(_) => XDP_LINKS
+                .iter()
+                .find(|(a, _, _)| *a == adns)
+                .map(|(_, link, _)| vec!["--xdp-interface", *link])
+                .unwrap_or_default(),
+        }
+    }
+}
+
 #[test]
 fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
+    serve_imported_sites("import", |_| Some(Client::Loopback));
+}
+
+/// The same files, the same checks, with the client behind veth pairs and
+/// both ADNS sites answering UDP from their XDP path: what the path
+/// answers for a whole migrated configuration (weights, CNAME records, a
+/// child's service, a DNS policy that drops, zone data, a failing
+/// backend) is what the kernel's sockets answer.
+#[test]
+fn imported_sites_serve_the_same_through_xdp() {
+    serve_imported_sites("import-xdp", |sites| {
+        let client = Netns::create("import-xdp-c")?;
+        for (adns, link, me) in XDP_LINKS {
+            let prefix = me.rsplit_once('.').map(|(p, _)| p).expect("IPv4");
+            sites.veth_to(
+                &client,
+                link,
+                &[&format!("{prefix}.1/24")],
+                &[&format!("{me}/24")],
+            );
+            client.exec_ok(&[
+                "ip",
+                "route",
+                "add",
+                &format!("{adns}/32"),
+                "via",
+                &format!("{prefix}.1"),
+            ]);
+        }
+        Some(Client::Xdp(client))
+    });
+}
+
+/// Imports the corpus's three sites, serves them as separate processes in
+/// a namespace tagged `tag`, and checks their answers to the client that
+/// `client` makes (None: no namespaces here, and the test has said why).
+fn serve_imported_sites(tag: &str, client: impl FnOnce(&Arc<Netns>) -> Option<Client>) {
     if !have_program("dig") {
         sextant_test_support::ci::cannot_run(
             "this test needs dig (scripts/setup.sh installs bind9-dnsutils)",
         );
         return;
     }
-    let dir = tempdir("import-serve");
+    let dir = tempdir(&format!("{tag}-serve"));
     let dc1 = import_site(&dir, "dc1");
     let dc2 = import_site(&dir, "dc2");
     let child = import_site(&dir, "child-eu");
-    let Some(ns) = Netns::create("import") else {
+    let Some(ns) = Netns::create(tag) else {
         return;
     };
     for a in ADDRESSES {
@@ -245,8 +339,11 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
             api.push(Backend::tcp_at(SocketAddr::new(IpAddr::V4(v4(vip)), 8080)));
         }
     });
+    let Some(client) = client(&ns) else {
+        return;
+    };
     let adns = |ip: &str| SocketAddr::new(IpAddr::V4(v4(ip)), 53);
-    let site1 = SiteServer::start_as_written(
+    let site1 = SiteServer::start_as_written_with(
         BIN,
         &dir,
         "site_dc1",
@@ -254,8 +351,9 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
         adns("10.20.0.11"),
         &enter_secrets(&dc1.config),
         Some(ns.clone()),
+        &client.serve_args("10.20.0.11"),
     );
-    let site2 = SiteServer::start_as_written(
+    let site2 = SiteServer::start_as_written_with(
         BIN,
         &dir,
         "site_dc2",
@@ -263,6 +361,7 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
         adns("10.30.0.11"),
         &enter_secrets(&dc2.config),
         Some(ns.clone()),
+        &client.serve_args("10.30.0.11"),
     );
     // The child site (seed 001): no ADNS service, so it answers no DNS; it
     // reports its service to its parent, site_dc1.
@@ -280,27 +379,25 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
     // ADNS service, over UDP and TCP.
     for site in [&site1, &site2] {
         eventually(Duration::from_secs(20), "both www services UP", || {
-            site.in_ns(|| {
+            client.ns(&ns).run(|| {
                 let seen: std::collections::BTreeSet<Ipv4Addr> = (0..20)
                     .flat_map(|_| {
-                        a_records(&site.dns.udp(&build_query(
-                            "www.gslb.example.net",
-                            RecordType::A,
-                            None,
-                        )))
+                        a_records(&site.dns.udp_from_ip(
+                            client.source(site.dns.server.ip()),
+                            &build_query("www.gslb.example.net", RecordType::A, None),
+                        ))
                     })
                     .collect();
                 seen.len() == 2
             })
         });
-        let counts = site.in_ns(|| {
+        let counts = client.ns(&ns).run(|| {
             let mut counts: BTreeMap<Ipv4Addr, usize> = BTreeMap::new();
             for _ in 0..100 {
-                for a in a_records(&site.dns.udp(&build_query(
-                    "www.gslb.example.net",
-                    RecordType::A,
-                    None,
-                ))) {
+                for a in a_records(&site.dns.udp_from_ip(
+                    client.source(site.dns.server.ip()),
+                    &build_query("www.gslb.example.net", RecordType::A, None),
+                )) {
                     *counts.entry(a).or_default() += 1;
                 }
             }
@@ -310,40 +407,45 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
         assert_eq!(counts.get(&v4("10.30.1.20")), Some(&40), "{counts:?}");
         let server = site.dns.server.ip().to_string();
         for tcp in [false, true] {
-            let answer = dig(&ns, &server, "www.gslb.example.net", "A", tcp);
+            let answer = dig(client.ns(&ns), &server, "www.gslb.example.net", "A", tcp);
             assert!(
                 answer.len() == 1 && ["10.20.1.20", "10.30.1.20"].contains(&answer[0].as_str()),
                 "{answer:?}"
             );
         }
         // The zone's own data: SOA, NS, and the name servers' addresses.
-        let soa = dig(&ns, &server, "gslb.example.net", "SOA", false);
+        let soa = dig(client.ns(&ns), &server, "gslb.example.net", "SOA", false);
         assert!(
             soa[0].starts_with("ns1.gslb.example.net. hostmaster.example.net. 2026120101 "),
             "{soa:?}"
         );
-        let mut nsrr = dig(&ns, &server, "gslb.example.net", "NS", false);
+        let mut nsrr = dig(client.ns(&ns), &server, "gslb.example.net", "NS", false);
         nsrr.sort();
         assert_eq!(nsrr, ["ns1.gslb.example.net.", "ns2.gslb.example.net."]);
         assert_eq!(
-            dig(&ns, &server, "ns1.gslb.example.net", "A", false),
+            dig(client.ns(&ns), &server, "ns1.gslb.example.net", "A", false),
             ["10.20.0.11"]
         );
         assert_eq!(
-            dig(&ns, &server, "ns2.gslb.example.net", "A", true),
+            dig(client.ns(&ns), &server, "ns2.gslb.example.net", "A", true),
             ["10.30.0.11"]
         );
         // pol_no_any drops ANY queries (dns_default_act_Drop), as on the
         // appliance: no answer at all.
-        let any = site.in_ns(|| {
-            site.dns.try_udp_from(
-                None,
+        let any = client.ns(&ns).run(|| {
+            site.dns.try_udp_from_ip(
+                client.source(site.dns.server.ip()),
                 &build_query("www.gslb.example.net", RecordType::ANY, None),
             )
         });
         assert!(any.is_err(), "an ANY query was answered: {any:?}");
         // Root hints were left out: the root is not ours.
-        let root = site.in_ns(|| site.dns.udp(&build_query(".", RecordType::NS, None)));
+        let root = client.ns(&ns).run(|| {
+            site.dns.udp_from_ip(
+                client.source(site.dns.server.ip()),
+                &build_query(".", RecordType::NS, None),
+            )
+        });
         assert_eq!(root.metadata.response_code, ResponseCode::Refused);
     }
 
@@ -356,7 +458,7 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
             &format!("{} answers cdn with both sites' names", site.name),
             || {
                 let seen: std::collections::BTreeSet<String> = (0..6)
-                    .flat_map(|_| dig(&ns, &server, "cdn.gslb.example.net", "A", false))
+                    .flat_map(|_| dig(client.ns(&ns), &server, "cdn.gslb.example.net", "A", false))
                     .collect();
                 seen == [
                     "cdn-dc1.example.org.".to_string(),
@@ -365,12 +467,11 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
                 .into()
             },
         );
-        let m = site.in_ns(|| {
-            site.dns.udp(&build_query(
-                "cdn.gslb.example.net",
-                RecordType::CNAME,
-                None,
-            ))
+        let m = client.ns(&ns).run(|| {
+            site.dns.udp_from_ip(
+                client.source(site.dns.server.ip()),
+                &build_query("cdn.gslb.example.net", RecordType::CNAME, None),
+            )
         });
         assert_eq!(m.metadata.response_code, ResponseCode::NoError);
         assert!(m.metadata.authoritative);
@@ -385,12 +486,11 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
             Duration::from_secs(30),
             &format!("{} answers shop from the child", site.name),
             || {
-                site.in_ns(|| {
-                    a_records(&site.dns.udp(&build_query(
-                        "shop.gslb.example.net",
-                        RecordType::A,
-                        None,
-                    ))) == [v4("10.40.1.20")]
+                client.ns(&ns).run(|| {
+                    a_records(&site.dns.udp_from_ip(
+                        client.source(site.dns.server.ip()),
+                        &build_query("shop.gslb.example.net", RecordType::A, None),
+                    )) == [v4("10.40.1.20")]
                 })
             },
         );
@@ -411,17 +511,28 @@ fn imported_sites_serve_their_gslb_names_as_the_appliance_would() {
             Duration::from_secs(30),
             &format!("{} answers only DC1 after {dead} died", site.name),
             || {
-                site.in_ns(|| {
+                client.ns(&ns).run(|| {
                     (0..10).all(|_| {
-                        a_records(&site.dns.udp(&build_query(
-                            "www.gslb.example.net",
-                            RecordType::A,
-                            None,
-                        ))) == [v4("10.20.1.20")]
+                        a_records(&site.dns.udp_from_ip(
+                            client.source(site.dns.server.ip()),
+                            &build_query("www.gslb.example.net", RecordType::A, None),
+                        )) == [v4("10.20.1.20")]
                     })
                 })
             },
         );
+    }
+    // Through XDP, every UDP query the ADNS sites counted came through the
+    // path, not the kernel's socket that shares the address.
+    if let Client::Xdp(_) = client {
+        for site in [&site1, &site2] {
+            let dns = site.status().dns;
+            assert!(
+                dns.queries_udp > 100 && dns.queries_xdp == dns.queries_udp,
+                "{}: not every UDP query came through the XDP path: {dns:?}",
+                site.name
+            );
+        }
     }
     drop(api);
 }
