@@ -173,6 +173,9 @@ pub struct Session {
     state: State,
     created: Duration,
     last_rx: Duration,
+    /// Set when this end ran late (see [`Session::tick`]): the peer is not
+    /// judged silent before then. Cleared by the next frame.
+    grace_until: Option<Duration>,
     next_keepalive: Duration,
     /// The keepalive in flight: its `sent_at_ms` and when it was sent.
     pending_keepalive: Option<(u64, Duration)>,
@@ -194,6 +197,7 @@ impl Session {
             state: State::Connecting,
             created: now,
             last_rx: now,
+            grace_until: None,
             next_keepalive: now,
             pending_keepalive: None,
             rtt: None,
@@ -252,8 +256,15 @@ impl Session {
             State::Closed => None,
             State::Connecting => Some(self.created + timeout),
             State::HelloSent | State::Authenticating => Some(self.last_rx + timeout),
-            State::Up => Some((self.last_rx + timeout).min(self.next_keepalive)),
+            State::Up => Some(self.silent_at().min(self.next_keepalive)),
         }
+    }
+
+    /// When an Up session's peer counts as silent: a keepalive timeout
+    /// after its last frame, or the end of a grace after this end ran late.
+    fn silent_at(&self) -> Duration {
+        let at = self.last_rx + self.cfg.keepalive_timeout;
+        self.grace_until.map_or(at, |g| at.max(g))
     }
 
     /// The connection is ready: sends our Hello. `binding` is the TLS
@@ -282,6 +293,7 @@ impl Session {
             return Vec::new();
         }
         self.last_rx = now;
+        self.grace_until = None;
         if let Message::Reject(r) = msg {
             return self.close(CloseReason::RejectedByPeer(r.reason), now);
         }
@@ -357,7 +369,11 @@ impl Session {
         self.close(reason, now)
     }
 
-    /// Time passed: timeouts and keepalives.
+    /// Time passed: timeouts and keepalives. A tick a keepalive interval
+    /// or more after [`Session::next_deadline`] means this end did not
+    /// run (a starved process, a paused VM): it does not time the peer
+    /// out then, but sends a keepalive and waits one more interval to hear
+    /// from it, once until it does.
     pub fn tick(&mut self, now: Duration) -> Vec<Action> {
         let timeout = self.cfg.keepalive_timeout;
         match self.state {
@@ -369,17 +385,21 @@ impl Session {
                     Vec::new()
                 }
             }
-            _ if now >= self.last_rx + timeout => self.close(CloseReason::Timeout(timeout), now),
-            State::Up if now >= self.next_keepalive => {
-                let mut out = Vec::new();
-                if self.pending_keepalive.take().is_some() {
-                    // Its successor is due and its echo has not come.
-                    self.keepalives_lost += 1;
-                    out.push(Action::Event(SessionEvent::KeepaliveLost));
-                }
-                out.extend(self.keepalive(now));
-                out
+            State::Up if self.grace_until.is_none() && self.ran_late(now) => {
+                // This end ran a keepalive interval or more past its own
+                // deadline (a starved process, a paused VM), so the
+                // silence may have been ours: the peer's frames can be
+                // waiting unread, or it could not send either. A keepalive
+                // now, and one interval for the peer to be heard, once
+                // until it is heard again.
+                self.grace_until = Some(now + self.keepalive_interval());
+                self.keepalive_due(now)
             }
+            State::Up if now >= self.silent_at() => self.close(CloseReason::Timeout(timeout), now),
+            State::HelloSent | State::Authenticating if now >= self.last_rx + timeout => {
+                self.close(CloseReason::Timeout(timeout), now)
+            }
+            State::Up if now >= self.next_keepalive => self.keepalive_due(now),
             _ => Vec::new(),
         }
     }
@@ -485,6 +505,26 @@ impl Session {
     }
 
     /// Sends a keepalive: the frame, then the event that counts it.
+    /// Whether `now` is a keepalive interval or more past the deadline
+    /// this session asked to be ticked at.
+    fn ran_late(&self, now: Duration) -> bool {
+        self.next_deadline()
+            .is_some_and(|d| now >= d + self.keepalive_interval())
+    }
+
+    /// The next keepalive; the one before it, if its echo has not come,
+    /// counts lost.
+    fn keepalive_due(&mut self, now: Duration) -> Vec<Action> {
+        let mut out = Vec::new();
+        if self.pending_keepalive.take().is_some() {
+            // Its successor is due and its echo has not come.
+            self.keepalives_lost += 1;
+            out.push(Action::Event(SessionEvent::KeepaliveLost));
+        }
+        out.extend(self.keepalive(now));
+        out
+    }
+
     fn keepalive(&mut self, now: Duration) -> [Action; 2] {
         let ms = now.as_millis() as u64;
         self.pending_keepalive = Some((ms, now));
@@ -1016,6 +1056,51 @@ mod tests {
         assert_eq!(closed_at, Some(903));
         assert_eq!(a.state(), State::Closed);
         assert_eq!(a.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_tick_that_comes_late_gives_the_peer_one_interval_once() {
+        let hs = || handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2)).0;
+        // Last frame at 3 ms, deadline 303 (the next keepalive); this end
+        // runs again only at 2,000 ms, long past the timeout (903).
+        let mut a = hs();
+        let r = a.tick(ms(2000));
+        assert_eq!(closed(&r), None, "{r:?}");
+        assert_eq!(
+            sends(&r),
+            vec![Message::Keepalive(Keepalive { sent_at_ms: 2000 })]
+        );
+        // The keepalive from before the stall was never echoed.
+        assert_eq!(events(&r)[0], SessionEvent::KeepaliveLost);
+        assert_eq!(a.next_deadline(), Some(ms(2300)));
+        // Nothing heard within the interval: closed at its end.
+        assert!(a.tick(ms(2299)).is_empty());
+        assert_eq!(closed(&a.tick(ms(2300))), Some(CloseReason::Timeout(T)));
+
+        // Heard within it: the session goes on, on the usual deadlines,
+        // and a later stall gets its interval again.
+        let mut a = hs();
+        a.tick(ms(2000));
+        a.on_frame(Message::KeepaliveAck(KeepaliveAck { echo: 2000 }), ms(2005));
+        assert_eq!(a.next_deadline(), Some(ms(2300)));
+        assert_eq!(closed(&a.tick(ms(2300))), None);
+        assert_eq!(a.next_deadline(), Some(ms(2600)));
+        let r = a.tick(ms(5000));
+        assert_eq!(closed(&r), None, "{r:?}");
+        assert_eq!(a.state(), State::Up);
+
+        // Late again before the peer was heard: no second interval.
+        let mut a = hs();
+        a.tick(ms(2000));
+        assert_eq!(closed(&a.tick(ms(4000))), Some(CloseReason::Timeout(T)));
+
+        // A tick late by less than an interval judges as before: ticked
+        // on time until the timeout's deadline (903), then 197 ms late.
+        let mut a = hs();
+        a.tick(ms(303));
+        a.tick(ms(603));
+        assert_eq!(a.next_deadline(), Some(ms(903)));
+        assert_eq!(closed(&a.tick(ms(1100))), Some(CloseReason::Timeout(T)));
     }
 
     #[test]

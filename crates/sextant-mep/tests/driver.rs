@@ -532,6 +532,50 @@ async fn keepalive_losses_add_up_per_site_across_reconnects() {
     assert_eq!(sb.link_rtt, None);
 }
 
+/// A stall of the whole machine (a paused VM, a host that starves both
+/// processes) longer than the keepalive timeout: when the two ends run
+/// again, each finds its deadline long past, the other's last frame (if
+/// any) unread, and no more sent, since neither could send. Neither was
+/// silent, so the session stays up: an end that ran late sends a
+/// keepalive and gives the peer an interval to be heard. (Before, both
+/// ended the session with "keepalive timeout" within a millisecond of
+/// each other, as one soak run on a loaded machine saw; 20 stalls in a
+/// row stand for all of them.)
+#[tokio::test(start_paused = true)]
+async fn a_stall_of_both_ends_longer_than_the_timeout_keeps_the_session() {
+    let specs = [site("A", "127.77.13.1"), site("B", "127.77.13.2")];
+    let listener = tokio::net::TcpListener::bind(specs[1].addr())
+        .await
+        .unwrap();
+    let mut a = Node::start(&specs, "A", KA);
+    let (stream, _) = listener.accept().await.unwrap();
+    // As the driver's own sockets: no Nagle, so each frame leaves at once.
+    stream.set_nodelay(true).unwrap();
+    let mut fake = Fake::new(stream, &specs[1], &specs[0], None, KA);
+    fake.handshake().await;
+    a.wait_up("B", WAIT).await;
+    for _ in 0..20 {
+        fake.serve_for(Duration::from_millis(100)).await;
+        // B's frame reaches A's socket (the blocking sleep gives the
+        // kernel real time for it without running A's task), then the
+        // clock jumps past both ends' keepalive timeouts at once.
+        fake.send(Message::SiteMetrics(Default::default())).await;
+        std::thread::sleep(Duration::from_millis(2));
+        tokio::time::advance(KA + Duration::from_millis(100)).await;
+    }
+    fake.serve_for(Duration::from_millis(100)).await;
+    let downs: Vec<String> = a
+        .drain_for(Duration::from_millis(10))
+        .await
+        .iter()
+        .filter_map(|e| match e {
+            MepEvent::PeerDown { site, reason, .. } if site == "B" => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(downs.is_empty(), "B went DOWN after a stall: {downs:?}");
+}
+
 /// Reads frames until the peer closes; returns them.
 async fn read_to_close(s: &mut tokio::net::TcpStream) -> Vec<Message> {
     let mut reader = sextant_mep::FrameReader::new(sextant_mep::DEFAULT_MAX_FRAME);
