@@ -216,6 +216,12 @@ impl SextantNode {
         let _ = self.child.terminate(Duration::from_secs(10));
     }
 
+    /// Sends `sig` (SIGSTOP and SIGCONT: a process that does not run for
+    /// a while, as when starved or in a paused VM).
+    pub fn signal(&mut self, sig: i32) {
+        self.child.signal(sig);
+    }
+
     /// SIGKILL: nothing is sent and the VIPs stay on its interfaces (a
     /// hard failure also cuts the node's link, see [`Lab::link_down`]).
     pub fn kill(&mut self) {

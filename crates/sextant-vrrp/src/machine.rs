@@ -206,6 +206,9 @@ pub struct Machine {
     lower_since: Option<Duration>,
     /// The deadline the caller was last asked to arm.
     armed: Option<Duration>,
+    /// A Backup whose Master_Down_Timer ran late was given one more
+    /// interval (see [`Machine::timer`]); cleared by the next advert.
+    late_grace: bool,
 }
 
 impl Machine {
@@ -238,6 +241,7 @@ impl Machine {
             announce_at: None,
             lower_since: None,
             armed: None,
+            late_grace: false,
         })
     }
 
@@ -334,6 +338,14 @@ impl Machine {
     }
 
     /// The caller's timer fired (at or after the instant asked for).
+    ///
+    /// A Backup's Master_Down_Timer that fires a Master_Adver_Interval or
+    /// more after its deadline means this node did not run (a starved
+    /// process, a paused VM): the master's adverts may be waiting unread,
+    /// so it waits one more interval to hear them before it takes over,
+    /// once until an advert comes. Otherwise every stall longer than
+    /// Master_Down_Interval made a backup master for a moment, and its
+    /// gratuitous ARP pulled the VIP's traffic away from the real master.
     pub fn timer(&mut self, now: Duration) -> Vec<Action> {
         let mut out = Vec::new();
         // The caller's timer is spent: re-arm below if anything is pending.
@@ -341,7 +353,13 @@ impl Machine {
         match self.state {
             State::Initialize => {}
             State::Backup => {
-                if self.deadline.is_some_and(|d| d <= now) {
+                let late = self
+                    .deadline
+                    .is_some_and(|d| now >= d.saturating_add(self.master_adver_interval));
+                if late && !self.late_grace {
+                    self.late_grace = true;
+                    self.deadline = Some(now.saturating_add(self.master_adver_interval));
+                } else if self.deadline.is_some_and(|d| d <= now) {
                     // §6.4.2: the Master_Down_Timer fired.
                     let reason = match self.master {
                         Some(m) => format!("Master_Down_Timer expired (last master heard: {m})"),
@@ -456,6 +474,7 @@ impl Machine {
             return;
         }
         self.master = Some(advert.from);
+        self.late_grace = false;
         // RFC 5798 §6.1: the owner always preempts.
         let preempt = self.config.preempt || self.config.owner;
         let defer = if !preempt || advert.priority >= self.priority {
@@ -512,6 +531,7 @@ impl Machine {
 
     fn become_master(&mut self, now: Duration, reason: &str, out: &mut Vec<Action>) {
         self.transition(State::Master, reason, out);
+        self.late_grace = false;
         self.lower_since = None;
         self.master = None;
         self.master_adver_interval = self.config.advert_interval;
@@ -618,6 +638,57 @@ mod tests {
         assert!(ok(c.clone()));
         c.advert_interval = Duration::from_millis(40_960);
         assert!(!ok(c));
+    }
+
+    #[test]
+    fn a_down_timer_that_fires_late_waits_one_interval_to_hear_the_master() {
+        let master = |priority| Heard {
+            from: ip(2),
+            priority,
+            interval: S,
+        };
+        let backup = || {
+            let mut m = Machine::new(Config::new(7, 100), ip(1)).unwrap();
+            m.startup(Duration::ZERO);
+            m.heard(master(200), Duration::ZERO);
+            m
+        };
+        let down = master_down_interval(100, S);
+        // On time (or late by less than an interval): master, as the RFC says.
+        let mut m = backup();
+        m.timer(down + S / 2);
+        assert_eq!(m.state(), State::Master);
+
+        // This node did not run for 10 s: one more interval first.
+        let mut m = backup();
+        let t = Duration::from_secs(10);
+        let a = m.timer(t);
+        assert_eq!(m.state(), State::Backup, "{a:?}");
+        assert_eq!(a, vec![Action::ArmTimer { at: t + S }]);
+        // The master's advert that waited in the socket arrives: it stays
+        // Backup, on the usual Master_Down_Timer.
+        m.heard(master(200), t + Duration::from_millis(1));
+        assert_eq!(m.next_timer(), Some(t + Duration::from_millis(1) + down));
+        assert_eq!(m.state(), State::Backup);
+
+        // Nothing comes in that interval: master at its end.
+        let mut m = backup();
+        m.timer(t);
+        m.timer(t + S);
+        assert_eq!(m.state(), State::Master);
+
+        // Late again before an advert came: no second interval.
+        let mut m = backup();
+        m.timer(t);
+        m.timer(t + 5 * S);
+        assert_eq!(m.state(), State::Master);
+
+        // After an advert, a later stall gets its interval again.
+        let mut m = backup();
+        m.timer(t);
+        m.heard(master(200), t);
+        m.timer(Duration::from_secs(60));
+        assert_eq!(m.state(), State::Backup);
     }
 
     #[test]

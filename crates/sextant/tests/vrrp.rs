@@ -92,6 +92,62 @@ fn two_nodes_elect_one_master_and_hand_over_on_shutdown() {
     );
 }
 
+/// A backup that does not run for longer than Master_Down_Interval
+/// (SIGSTOP, as a starved process or a paused VM does to it) finds, when
+/// it runs again, its Master_Down_Timer long expired and the master's
+/// adverts waiting in its socket. The master never went away, so the
+/// backup stays backup: no transition, the VIP not taken, one ARP answer.
+/// (Before, it became master for a moment after such a stall and pulled
+/// the VIP's traffic with its gratuitous ARP.) Three stalls of ten
+/// Master_Down_Intervals each.
+#[test]
+fn a_backup_that_was_stopped_for_a_while_does_not_take_over() {
+    let Some(lab) = Lab::new("vrst", 2) else {
+        return;
+    };
+    let a = Instance::new(1, 200, INTERVAL, v(1)).vmac(true);
+    let b = Instance::new(1, 100, INTERVAL, v(1)).vmac(true);
+    let n0 = SextantNode::start(&lab, bin(), 0, &node_config(&[a], ""));
+    let mut n1 = SextantNode::start(&lab, bin(), 1, &node_config(&[b], ""));
+    let logs = |n1: &SextantNode| logs(&[&n0, n1]);
+    eventually(
+        Duration::from_secs(5),
+        "node 0 master",
+        || match (
+            lab.owners(v(1)).as_slice(),
+            n0.state(&lab, 1).as_deref(),
+            n1.state(&lab, 1).as_deref(),
+        ) {
+            ([0], Some("MASTER"), Some("BACKUP")) => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+        || logs(&n1),
+    );
+    let masters = |n1: &SextantNode| {
+        n1.vrid(&lab, 1)
+            .map(|r| r.transitions.iter().filter(|t| t.to == "MASTER").count())
+    };
+    assert_eq!(masters(&n1), Some(0), "{}", logs(&n1));
+    // Master_Down_Interval at 100 ms adverts and priority 100: 361 ms.
+    for round in 1..=3 {
+        n1.signal(libc::SIGSTOP);
+        std::thread::sleep(Duration::from_millis(3_600));
+        n1.signal(libc::SIGCONT);
+        // Long enough for a takeover to show (it would be at once).
+        std::thread::sleep(INTERVAL * 5);
+        assert_eq!(
+            masters(&n1),
+            Some(0),
+            "stall {round}: node 1 became master\n{}",
+            logs(&n1)
+        );
+        assert_eq!(n1.state(&lab, 1).as_deref(), Some("BACKUP"));
+        assert_eq!(lab.owners(v(1)), vec![0], "stall {round}\n{}", logs(&n1));
+    }
+    let arp = lab.client_arp(vip(1), Duration::from_millis(300));
+    assert_eq!(arp, vec![virtual_mac(1)], "one ARP answer, the virtual MAC");
+}
+
 /// Who should be master of VIP `k` (1-based) for each node set.
 fn owners_now(lab: &Lab, vips: &[u8]) -> Vec<Vec<usize>> {
     vips.iter().map(|&k| lab.owners(v(k))).collect()
