@@ -38,6 +38,30 @@ fn logs(nodes: &[&SextantNode]) -> String {
         .collect()
 }
 
+/// Two nodes on VRID 1 with VIP1: node 0 at priority 200, node 1 at 100,
+/// 100 ms adverts, the virtual MAC; started, and waited for until node 0
+/// alone holds the VIP as MASTER and node 1 says BACKUP.
+fn two_nodes(lab: &Lab) -> (SextantNode, SextantNode) {
+    let a = Instance::new(1, 200, INTERVAL, v(1)).vmac(true);
+    let b = Instance::new(1, 100, INTERVAL, v(1)).vmac(true);
+    let n0 = SextantNode::start(lab, bin(), 0, &node_config(&[a], ""));
+    let n1 = SextantNode::start(lab, bin(), 1, &node_config(&[b], ""));
+    eventually(
+        Duration::from_secs(5),
+        "node 0 master",
+        || match (
+            lab.owners(v(1)).as_slice(),
+            n0.state(lab, 1).as_deref(),
+            n1.state(lab, 1).as_deref(),
+        ) {
+            ([0], Some("MASTER"), Some("BACKUP")) => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+        || logs(&[&n0, &n1]),
+    );
+    (n0, n1)
+}
+
 /// Two nodes, one VIP: the higher priority becomes master and alone holds
 /// the VIP; the client's ARP gets one answer, the virtual MAC; DNS over the
 /// VIP answers. SIGTERM on the master hands the VIP over at once (priority
@@ -47,24 +71,8 @@ fn two_nodes_elect_one_master_and_hand_over_on_shutdown() {
     let Some(lab) = Lab::new("vr2", 2) else {
         return;
     };
-    let a = Instance::new(1, 200, INTERVAL, v(1)).vmac(true);
-    let b = Instance::new(1, 100, INTERVAL, v(1)).vmac(true);
-    let mut n0 = SextantNode::start(&lab, bin(), 0, &node_config(&[a], ""));
-    let n1 = SextantNode::start(&lab, bin(), 1, &node_config(&[b], ""));
+    let (mut n0, n1) = two_nodes(&lab);
     let logs = || logs(&[&n0, &n1]);
-    eventually(
-        Duration::from_secs(5),
-        "node 0 master",
-        || match (
-            lab.owners(v(1)).as_slice(),
-            n0.state(&lab, 1).as_deref(),
-            n1.state(&lab, 1).as_deref(),
-        ) {
-            ([0], Some("MASTER"), Some("BACKUP")) => Ok(()),
-            other => Err(format!("{other:?}")),
-        },
-        logs,
-    );
     let arp = lab.client_arp(vip(1), Duration::from_millis(300));
     assert_eq!(arp, vec![virtual_mac(1)], "one ARP answer, the virtual MAC");
     assert_eq!(
@@ -105,24 +113,8 @@ fn a_backup_that_was_stopped_for_a_while_does_not_take_over() {
     let Some(lab) = Lab::new("vrst", 2) else {
         return;
     };
-    let a = Instance::new(1, 200, INTERVAL, v(1)).vmac(true);
-    let b = Instance::new(1, 100, INTERVAL, v(1)).vmac(true);
-    let n0 = SextantNode::start(&lab, bin(), 0, &node_config(&[a], ""));
-    let mut n1 = SextantNode::start(&lab, bin(), 1, &node_config(&[b], ""));
+    let (n0, mut n1) = two_nodes(&lab);
     let logs = |n1: &SextantNode| logs(&[&n0, n1]);
-    eventually(
-        Duration::from_secs(5),
-        "node 0 master",
-        || match (
-            lab.owners(v(1)).as_slice(),
-            n0.state(&lab, 1).as_deref(),
-            n1.state(&lab, 1).as_deref(),
-        ) {
-            ([0], Some("MASTER"), Some("BACKUP")) => Ok(()),
-            other => Err(format!("{other:?}")),
-        },
-        || logs(&n1),
-    );
     let masters = |n1: &SextantNode| {
         n1.vrid(&lab, 1)
             .map(|r| r.transitions.iter().filter(|t| t.to == "MASTER").count())
