@@ -6,9 +6,13 @@
 //! The running total is a u64: it cannot overflow for any slice that fits
 //! in memory, so carries are folded once at the end, and pseudo-header
 //! words can be added to it in any order.
+//!
+//! The XDP path sums every answer frame, so the functions are `#[inline]`:
+//! a call across crates is not inlined without LTO otherwise.
 
 /// Adds `bytes` as big-endian 16-bit words (an odd last byte padded with
 /// zero) to the running total `sum`.
+#[inline]
 pub fn sum_words(mut sum: u64, bytes: &[u8]) -> u64 {
     let mut words = bytes.chunks_exact(2);
     for w in &mut words {
@@ -22,6 +26,7 @@ pub fn sum_words(mut sum: u64, bytes: &[u8]) -> u64 {
 
 /// Folds the carries of a running total into 16 bits (the one's
 /// complement sum).
+#[inline]
 pub fn fold(mut sum: u64) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
@@ -31,6 +36,7 @@ pub fn fold(mut sum: u64) -> u16 {
 
 /// The checksum to put in a field that is zero while summing: over data
 /// whose field already holds the right value it is 0.
+#[inline]
 pub fn checksum(sum: u64) -> u16 {
     !fold(sum)
 }

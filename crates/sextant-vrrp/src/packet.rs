@@ -21,9 +21,9 @@
 //! input comes straight off a raw socket.
 
 use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use sextant_checksum::{checksum as inet_checksum, sum_words};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// IP protocol number assigned to VRRP (RFC 5798 §5.1.1.4): the raw socket's
 /// protocol and the next header in the IPv6 pseudo-header.
