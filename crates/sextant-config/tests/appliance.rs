@@ -244,8 +244,16 @@ fn set_lb_monitor() {
         "set lb monitor ldns-tcp LDNS-TCP -interval 10 sec -resptimeout 5 sec\n",
         // The issue's: an unprivileged port for a test LDNS.
         "set lb monitor ldns-dns LDNS-DNS -destPort 5399\n",
+        // -retries, as on any monitor.
+        "set lb monitor ldns-ping LDNS-PING -retries 3\n",
     ));
     assert_eq!(m.monitors[0].interval, Duration::from_secs(10));
+    assert_eq!(m.params.ldns_monitor(LdnsProbe::Ping).retries, 3);
+    assert_eq!(
+        m.params.ldns_monitor(LdnsProbe::DnsTcp).retries,
+        1,
+        "the default: the next kind after one unanswered probe (seed 003)"
+    );
     let tcp = m.params.ldns_monitor(LdnsProbe::DnsTcp);
     assert_eq!(
         (tcp.interval, tcp.timeout),
@@ -270,6 +278,11 @@ fn set_lb_monitor() {
         "set lb monitor ldns-dns LDNS-DNS -interval 2 -resptimeout 2\n",
         1,
         &["ldns-dns", "must be shorter"],
+    );
+    one_error(
+        "set lb monitor ldns-tcp LDNS-TCP -retries 0\n",
+        1,
+        &["-retries"],
     );
     one_error(
         "set lb monitor nope -interval 1\n",

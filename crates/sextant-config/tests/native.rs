@@ -371,7 +371,7 @@ mep_port = 13011
 mep_secure_port = 13009
 ldns_probe_interval = "1.5s"
 ldns_probe_timeout = "1s"
-ldns_dns = { interval = "10s", response_timeout = "5s", dest_port = 5399 }
+ldns_dns = { interval = "10s", response_timeout = "5s", dest_port = 5399, retries = 2 }
 
 [[monitor]]
 name = "d"
@@ -426,8 +426,13 @@ ns = ["ns1.example.org"]
     );
     let dns = p.ldns_monitor(LdnsProbe::DnsUdp);
     assert_eq!(
-        (dns.interval, dns.timeout, dns.dest_port),
-        (Duration::from_secs(10), Duration::from_secs(5), Some(5399))
+        (dns.interval, dns.timeout, dns.dest_port, dns.retries),
+        (
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+            Some(5399),
+            2
+        )
     );
     match &m.monitors[0].kind {
         MonitorKind::Dns(c) => {

@@ -736,6 +736,11 @@ pub struct LdnsMonitor {
     pub timeout: Duration,
     /// Port of the DNS probes (`-destPort`); default 53. Unused by PING.
     pub dest_port: Option<u16>,
+    /// Attempts of this kind in one cycle before the cycle moves on to the
+    /// next kind in the order (`-retries`, the appliance's "probes to send
+    /// to establish that a probe failed"); default 1, as seed 003 describes
+    /// it: no answer within the timeout, and the next monitor is used.
+    pub retries: u8,
 }
 
 impl Default for LdnsMonitor {
@@ -744,6 +749,7 @@ impl Default for LdnsMonitor {
             interval: Duration::from_secs(5),
             timeout: Duration::from_secs(2),
             dest_port: None,
+            retries: 1,
         }
     }
 }

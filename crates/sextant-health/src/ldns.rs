@@ -105,12 +105,16 @@ impl LdnsProberConfig {
         }
     }
 
-    /// How often each target is probed: the interval of the first kind in
-    /// the order (the one that normally answers), at least 10 ms. With an
-    /// empty order, the default monitor interval (5 s).
-    pub fn period(&self) -> Duration {
-        let interval = match self.order.first() {
-            Some(&kind) => self.monitor(kind).interval,
+    /// How long after a cycle's start the next one starts: the interval of
+    /// the kind that answered (`answered`), since that is the monitor that
+    /// probes this resolver now (seed 003: when the ping gets no answer, the
+    /// next monitor probes, at its own `-interval`); after a cycle in which
+    /// every kind failed, or before the first, the interval of the first kind
+    /// of the order, where every cycle begins. At least 10 ms; with an empty
+    /// order, the default monitor interval (5 s).
+    pub fn period(&self, answered: Option<LdnsProbe>) -> Duration {
+        let interval = match answered.or_else(|| self.order.first().copied()) {
+            Some(kind) => self.monitor(kind).interval,
             None => LdnsMonitor::default().interval,
         };
         interval.max(MIN_PERIOD)
@@ -348,7 +352,7 @@ async fn run_target(
     mut config: watch::Receiver<Arc<LdnsProberConfig>>,
     tx: mpsc::Sender<LdnsSample>,
 ) {
-    let first = schedule::jitter_of(ip_key(ldns), config.borrow().period());
+    let first = schedule::jitter_of(ip_key(ldns), config.borrow().period(None));
     tokio::time::sleep(first).await;
     loop {
         let current = Arc::clone(&config.borrow_and_update());
@@ -357,9 +361,9 @@ async fn run_target(
         // which a waiting task need not keep.
         let outcome = Box::pin(cycle(ldns, &current, &shared)).await;
         drop(current);
-        let counter = match outcome {
-            LdnsOutcome::Rtt { .. } => &shared.samples,
-            LdnsOutcome::Failed { .. } => &shared.failures,
+        let (counter, answered) = match outcome {
+            LdnsOutcome::Rtt { kind, .. } => (&shared.samples, Some(kind)),
+            LdnsOutcome::Failed { .. } => (&shared.failures, None),
         };
         counter.fetch_add(1, Ordering::Relaxed);
         match tx.try_send(LdnsSample { ldns, outcome }) {
@@ -371,7 +375,7 @@ async fn run_target(
         }
         // Wait for the next cycle; a reconfiguration recomputes the wait.
         loop {
-            let next = started + config.borrow_and_update().period();
+            let next = started + config.borrow_and_update().period(answered);
             tokio::select! {
                 () = tokio::time::sleep_until(next) => break,
                 changed = config.changed() => {
@@ -395,32 +399,43 @@ async fn cycle(ldns: IpAddr, config: &LdnsProberConfig, shared: &Shared) -> Ldns
     let mut failures = Vec::with_capacity(config.order.len());
     for &kind in &config.order {
         let monitor = config.monitor(kind);
-        shared.take_token().await;
-        shared.probes_sent.fetch_add(1, Ordering::Relaxed);
-        let timeout = monitor.timeout;
-        let start = Instant::now();
-        let result = match tokio::time::timeout(timeout, attempt(kind, ldns, monitor, source)).await
-        {
-            Ok(result) => result,
-            Err(_elapsed) => Err(ProbeError::Timeout(timeout)),
-        };
-        match result {
-            Ok(ttl) => {
-                return LdnsOutcome::Rtt {
-                    rtt: start.elapsed(),
-                    kind,
-                    ttl,
+        let attempts = monitor.retries.max(1);
+        for n in 1..=attempts {
+            shared.take_token().await;
+            shared.probes_sent.fetch_add(1, Ordering::Relaxed);
+            let timeout = monitor.timeout;
+            let start = Instant::now();
+            let result =
+                match tokio::time::timeout(timeout, attempt(kind, ldns, monitor, source)).await {
+                    Ok(result) => result,
+                    Err(_elapsed) => Err(ProbeError::Timeout(timeout)),
                 };
-            }
-            Err(e) => {
-                if matches!(e, ProbeError::PingPermission(_))
-                    && !shared.ping_denied_logged.swap(true, Ordering::Relaxed)
-                {
-                    tracing::error!(
-                        "{e}; ldns-ping probes fail, the next kind in the order is tried"
-                    );
+            match result {
+                Ok(ttl) => {
+                    return LdnsOutcome::Rtt {
+                        rtt: start.elapsed(),
+                        kind,
+                        ttl,
+                    };
                 }
-                failures.push(format!("{}: {e}", kind.monitor_name()));
+                Err(e) => {
+                    if matches!(e, ProbeError::PingPermission(_))
+                        && !shared.ping_denied_logged.swap(true, Ordering::Relaxed)
+                    {
+                        tracing::error!(
+                            "{e}; ldns-ping probes fail, the next kind in the order is tried"
+                        );
+                    }
+                    // The last attempt of a kind says why it failed.
+                    if n == attempts {
+                        let tries = if attempts > 1 {
+                            format!(" ({attempts} attempts)")
+                        } else {
+                            String::new()
+                        };
+                        failures.push(format!("{}: {e}{tries}", kind.monitor_name()));
+                    }
+                }
             }
         }
     }
@@ -570,16 +585,22 @@ mod tests {
         assert_eq!(c.monitor(LdnsProbe::DnsUdp).dest_port, Some(5353));
         assert_eq!(c.probes_per_second, 10);
         assert_eq!(
-            c.period(),
+            c.period(None),
             Duration::from_secs(7),
-            "the first kind's interval"
+            "before any answer, or after a failed cycle: the first kind's interval"
+        );
+        assert_eq!(
+            c.period(Some(LdnsProbe::Ping)),
+            Duration::from_secs(5),
+            "after a ping answered: ldns-ping's own interval"
         );
         let mut empty = c.clone();
         empty.order.clear();
-        assert_eq!(empty.period(), Duration::from_secs(5));
+        assert_eq!(empty.period(None), Duration::from_secs(5));
         empty.order = vec![LdnsProbe::Ping];
         empty.ping.interval = Duration::ZERO;
-        assert_eq!(empty.period(), MIN_PERIOD);
+        assert_eq!(empty.period(None), MIN_PERIOD);
+        assert_eq!(empty.period(Some(LdnsProbe::Ping)), MIN_PERIOD);
     }
 
     #[test]

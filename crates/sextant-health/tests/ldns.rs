@@ -35,6 +35,7 @@ fn config(source: IpAddr, order: &[LdnsProbe], port: u16) -> LdnsProberConfig {
         interval: INTERVAL,
         timeout: Duration::from_secs(1),
         dest_port: Some(port),
+        retries: 1,
     };
     LdnsProberConfig {
         source: Some(source),
@@ -337,6 +338,7 @@ async fn the_rate_cap_makes_probes_wait() {
         interval: INTERVAL,
         timeout: Duration::from_millis(200),
         dest_port: Some(port),
+        retries: 1,
     };
     cfg.probes_per_second = 1;
     let (tx, mut rx) = mpsc::channel(16);
@@ -473,4 +475,98 @@ async fn a_lossy_resolver_fails_its_share_of_cycles() {
     assert_eq!(emu.dropped_from(site), 2);
     let c = prober.counters();
     assert_eq!((c.samples, c.failures), (2, 2), "{c:?}");
+}
+
+/// `-retries 2` on ldns-dns: a query lost is asked again in the same
+/// cycle, so a resolver that drops every second query still gives a sample
+/// every cycle (with one attempt, every second cycle fails: the test above).
+#[tokio::test]
+async fn retries_ask_again_before_the_cycle_fails() {
+    let (ldns, site) = (ip(170), ip(171));
+    let emu = LdnsEmulator::start(SocketAddr::new(ldns, 0));
+    emu.set_loss(site, 500); // every second query unanswered
+    let mut cfg = config(site, &[LdnsProbe::DnsUdp], emu.addr().port());
+    cfg.dns.timeout = Duration::from_millis(200);
+    cfg.dns.retries = 2;
+    let (tx, mut rx) = mpsc::channel(16);
+    let mut prober = LdnsProber::start(cfg, tx);
+    prober.add(ldns);
+    for n in 1..=4 {
+        match recv(&mut rx).await.outcome {
+            LdnsOutcome::Rtt { kind, .. } => assert_eq!(kind, LdnsProbe::DnsUdp),
+            LdnsOutcome::Failed { detail } => panic!("cycle {n} failed: {detail}"),
+        }
+    }
+    assert!(emu.dropped_from(site) >= 3, "queries 2, 4 and 6 were lost");
+    let c = prober.counters();
+    assert!(c.failures == 0 && c.samples >= 4, "{c:?}");
+}
+
+/// Every attempt of a silent kind is tried, and the failure says how many.
+#[tokio::test]
+async fn a_failed_kind_says_how_many_attempts_it_made() {
+    let (ldns, site) = (ip(172), ip(173));
+    let silent = UdpSocket::bind((ldns, 0)).expect("bind the silent socket");
+    let mut cfg = config(
+        site,
+        &[LdnsProbe::DnsUdp],
+        silent.local_addr().expect("local address").port(),
+    );
+    cfg.dns.timeout = Duration::from_millis(100);
+    cfg.dns.retries = 3;
+    let (tx, mut rx) = mpsc::channel(16);
+    let mut prober = LdnsProber::start(cfg, tx);
+    prober.add(ldns);
+    match recv(&mut rx).await.outcome {
+        LdnsOutcome::Failed { detail } => {
+            assert_eq!(detail, "ldns-dns: no response within 100ms (3 attempts)");
+        }
+        other => panic!("a silent resolver gives no sample: {other:?}"),
+    }
+    silent
+        .set_nonblocking(true)
+        .expect("a non-blocking read of the silent socket");
+    let mut buf = [0u8; 512];
+    let mut queries = 0;
+    while silent.recv_from(&mut buf).is_ok() {
+        queries += 1;
+    }
+    assert!(queries >= 3, "3 attempts in the first cycle, got {queries}");
+}
+
+/// Seed 003's `set lb monitor ldns-tcp LDNS-TCP -interval 10 sec`: a
+/// resolver that only the TCP probe reaches is probed at ldns-tcp's
+/// interval, not at that of the first kind of the order. Here the UDP probe
+/// (first, every 300 ms) goes unanswered and TCP answers (every 4 s): after
+/// the first sample no other cycle starts for seconds. (A slow machine
+/// only delays cycles, so the count below cannot be reached by load.)
+#[tokio::test]
+async fn a_resolver_answered_by_a_later_kind_is_probed_at_that_kinds_interval() {
+    let (ldns, site) = (ip(174), ip(175));
+    let emu = LdnsEmulator::start(SocketAddr::new(ldns, 0));
+    let silent = UdpSocket::bind((ldns, 0)).expect("bind the silent socket");
+    let mut cfg = config(
+        site,
+        &[LdnsProbe::DnsUdp, LdnsProbe::DnsTcp],
+        emu.addr().port(),
+    );
+    cfg.dns.dest_port = Some(silent.local_addr().expect("local address").port());
+    cfg.dns.timeout = Duration::from_millis(100);
+    cfg.tcp.interval = Duration::from_secs(4);
+    let (tx, mut rx) = mpsc::channel(16);
+    let mut prober = LdnsProber::start(cfg, tx);
+    prober.add(ldns);
+
+    let (_, kind) = next_rtt(&mut rx, ldns).await;
+    assert_eq!(kind, LdnsProbe::DnsTcp);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        emu.queries_from(site),
+        1,
+        "one TCP probe in the first 1.5 s: the next cycle is 4 s after the first"
+    );
+    assert_eq!(prober.counters().samples, 1);
+    // And the next cycle comes, by TCP again.
+    let (_, kind) = next_rtt(&mut rx, ldns).await;
+    assert_eq!(kind, LdnsProbe::DnsTcp);
 }

@@ -1285,3 +1285,83 @@ fn dns_errors_port_unreachable_and_tcp_resets_count_as_rtt_samples() {
     drop(sites);
     drop(scratch);
 }
+
+// ---------------------------------------------------------------------------
+// Each LDNS monitor at its own interval, and -retries
+// ---------------------------------------------------------------------------
+
+/// Seed 003's own line, `set lb monitor ldns-tcp LDNS-TCP -interval 10 sec
+/// -resptimeout 5 sec`, takes effect: a resolver that only the TCP probe
+/// reaches is probed every 10 s, although the first kind of the order
+/// (ldns-dns, every second here) would repeat sooner. And `-retries 2` on
+/// ldns-dns asks twice before the cycle moves on to TCP.
+///
+/// One site; `-ldnsProbeOrder DNS TCP` (loopback would answer a PING at
+/// once); ldns-dns goes to a UDP socket on the LDNS's address that reads and
+/// never answers (a closed port would answer with a port unreachable, which
+/// counts as a sample), ldns-tcp to the emulator. When the first RTT by
+/// ldns-tcp is known, exactly two UDP queries and one TCP query have come
+/// from the site; for the next 6 s no other cycle starts. (A slow machine
+/// only delays cycles, so load cannot make these counts larger.)
+#[test]
+fn each_ldns_monitor_probes_at_its_own_interval_and_retries() {
+    let net = Net::for_sites("rtt_monitor_interval", 1);
+    let scratch = net.scratch();
+    let layout = Layout::host(&net, &["fra"]);
+    let ldns = net.client_ip(0);
+    let emu = emulator(ldns, &layout, &[("fra", 0)]);
+    let silent = std::net::UdpSocket::bind((ldns, 0)).expect("bind the silent UDP socket");
+    let silent_port = silent.local_addr().expect("local address").port();
+    silent
+        .set_nonblocking(true)
+        .expect("a non-blocking silent socket");
+    let fra_ip = layout.ip("fra");
+    let udp_queries_from_fra = || {
+        let mut buf = [0u8; 512];
+        let mut n = 0;
+        while let Ok((_, from)) = silent.recv_from(&mut buf) {
+            if from.ip() == fra_ip {
+                n += 1;
+            }
+        }
+        n
+    };
+    let services = layout.unmonitored_services();
+    let params = format!(
+        "set gslb parameter -ldnsProbeOrder DNS TCP\n\
+         set lb monitor ldns-dns LDNS-DNS -destPort {silent_port} -interval 1 SEC -resptimeout 200 MSEC -retries 2\n\
+         set lb monitor ldns-tcp LDNS-TCP -interval 10 sec -resptimeout 5 sec\n"
+    );
+    let sites = start_sites(&scratch, &layout, |k| {
+        layout.conf(k, emu.addr().port(), &params, "", &services, "")
+    });
+    let fra = &sites[0];
+    fra.try_query_a_from(ldns, NAME)
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    eventually_ok(CONVERGE, "fra measures the LDNS by ldns-tcp", || {
+        let t = fra.try_ldns()?;
+        let e = find_ldns(&t, &ldns.to_string())
+            .ok_or_else(|| format!("no entry for {ldns} at fra: {t:?}"))?;
+        match e.sites.first() {
+            Some(c) if c.rtt_ms.is_some() && c.probe.as_deref() == Some("ldns-tcp") => Ok(()),
+            other => Err(format!("no RTT by ldns-tcp yet: {other:?}")),
+        }
+    });
+    let mut udp = udp_queries_from_fra();
+    let tcp = emu.queries_from(fra_ip);
+    assert_eq!(
+        (udp, tcp),
+        (2, 1),
+        "the first cycle: ldns-dns twice (-retries 2), then ldns-tcp once"
+    );
+    thread::sleep(Duration::from_secs(6));
+    udp += udp_queries_from_fra();
+    assert_eq!(
+        (udp, emu.queries_from(fra_ip)),
+        (2, 1),
+        "no other cycle within 6 s: the resolver answered by ldns-tcp is probed at its -interval 10 sec"
+    );
+    drop(sites);
+    drop(scratch);
+}

@@ -173,6 +173,7 @@ const LDNS: &[OptSpec] = &[
     opt("interval", Arity::Duration),
     opt("resptimeout", Arity::Duration),
     opt("destPort", Arity::One),
+    opt("retries", Arity::One),
     // What a saved configuration writes for them besides; see
     // `set_ldns_monitor`.
     opt("LRTM", Arity::One),
@@ -456,6 +457,13 @@ fn set_ldns_monitor(
         r.draft.params.ldns_monitor_mut(kind).timeout = d;
         r.draft.params_line = line;
     }
+    if let Some(o) = args.get("retries")
+        && let Some(n) = r.value(line, ctx, o, |v| scalar::int_in(v, 1, 127))
+    {
+        // 1..=127 fits: the appliance's range for -retries.
+        r.draft.params.ldns_monitor_mut(kind).retries = n as u8;
+        r.draft.params_line = line;
+    }
     if let Some(o) = args.get("destPort") {
         if kind == LdnsProbe::Ping {
             r.error(line, ctx, "-destPort: a PING probe has no port");
@@ -503,7 +511,7 @@ fn set_ldns_monitor(
         r.error(
             line,
             ctx,
-            "nothing to set; give -interval, -resptimeout and/or -destPort",
+            "nothing to set; give -interval, -resptimeout, -retries and/or -destPort",
         );
     }
 }

@@ -437,6 +437,11 @@ impl Native<'_> {
             {
                 p.ldns_monitor_mut(kind).timeout = d;
             }
+            if let Some(v) = &t.retries
+                && let Some(n) = self.int(&ctx, "retries", v, 1, 127)
+            {
+                p.ldns_monitor_mut(kind).retries = n as u8;
+            }
             if let Some(v) = &t.dest_port {
                 if kind == LdnsProbe::Ping {
                     let at = self.at(v);

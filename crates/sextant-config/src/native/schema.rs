@@ -48,6 +48,7 @@ pub(super) struct LdnsMonitorT {
     pub(super) interval: Option<Spanned<String>>,
     pub(super) response_timeout: Option<Spanned<String>>,
     pub(super) dest_port: Option<Spanned<i64>>,
+    pub(super) retries: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
