@@ -75,7 +75,8 @@ enum Command {
     Import {
         /// The saved appliance configuration (ns.conf).
         ns_conf: PathBuf,
-        /// Where to write the Sextant configuration (name it *.conf).
+        /// Where to write the Sextant configuration; the name must end in
+        /// .conf (the appliance command syntax), anything else is refused.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
         /// The site this node runs as, instead of the site whose IP the
@@ -234,6 +235,24 @@ fn import(ns_conf: &Path, output: Option<&Path>, local_site: Option<String>) -> 
             return ExitCode::FAILURE;
         }
     };
+    // What import writes is the appliance's command syntax, which check and
+    // serve read only from a *.conf file: refuse any other name before
+    // anything is written.
+    if let Some(path) = output
+        && !path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("conf"))
+    {
+        eprintln!(
+            "sextant: will not write {}: the imported configuration is in the appliance command syntax, \
+             which `sextant check` and `sextant serve` read only from a file named *.conf; \
+             name the output *.conf (e.g. -o {})",
+            path.display(),
+            path.with_extension("conf").display()
+        );
+        return ExitCode::FAILURE;
+    }
     let options = sextant_config::import::ImportOptions { local_site };
     let imported =
         sextant_config::import::import_appliance(&text, &ns_conf.display().to_string(), &options);

@@ -556,6 +556,36 @@ fn without_an_output_file_the_configuration_goes_to_stdout_and_the_report_to_std
         stderr.starts_with("child-eu-ns.conf: 137 lines"),
         "{stderr}"
     );
+    // An output name that check would not read as the appliance syntax is
+    // refused, and nothing is written.
+    let dir = tempdir("import-output-name");
+    for name in ["sextant.txt", "sextant.toml", "sextant"] {
+        let path = dir.join(name);
+        let refused = Command::new(BIN.0)
+            .current_dir(corpus())
+            .args(["import", "child-eu-ns.conf", "-o"])
+            .arg(&path)
+            .output()
+            .expect("run sextant import");
+        let text = output_text(&refused);
+        assert_eq!(refused.status.code(), Some(1), "{name}: {text}");
+        assert!(
+            text.contains("name the output *.conf") && text.contains(&path.display().to_string()),
+            "{name}: {text}"
+        );
+        assert!(!path.exists(), "{name} was written although refused");
+    }
+    let good = dir.join("sextant.conf");
+    let written = Command::new(BIN.0)
+        .current_dir(corpus())
+        .args(["import", "child-eu-ns.conf", "-o"])
+        .arg(&good)
+        .output()
+        .expect("run sextant import");
+    assert!(written.status.success(), "{}", output_text(&written));
+    let check = BIN.run(&["check", &good.display().to_string()]);
+    assert!(check.status.success(), "{}", output_text(&check));
+    let _ = std::fs::remove_dir_all(&dir);
     // A file that is not there.
     let missing = BIN.run(&["import", "/nonexistent/ns.conf"]);
     assert_eq!(missing.status.code(), Some(1));
