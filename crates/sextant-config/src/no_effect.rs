@@ -96,6 +96,54 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
         Why::NotYet,
         "parent sites do not synchronize their configuration; give each parent site its own copy of the file",
     ),
+    row(
+        Scope::Param,
+        "incarnation",
+        "-incarnation",
+        None,
+        Why::NotYet,
+        "the appliance's count of configuration syncs; parent sites do not synchronize their configuration yet, so there is nothing to count",
+    ),
+    row(
+        Scope::Param,
+        "GSLBSyncMode",
+        "-GSLBSyncMode",
+        None,
+        Why::NotYet,
+        "parent sites do not synchronize their configuration; give each parent site its own copy of the file",
+    ),
+    row(
+        Scope::Param,
+        "GSLBSyncInterval",
+        "-GSLBSyncInterval",
+        None,
+        Why::NotYet,
+        "parent sites do not synchronize their configuration; give each parent site its own copy of the file",
+    ),
+    row(
+        Scope::Param,
+        "GSLBSyncLocFiles",
+        "-GSLBSyncLocFiles",
+        None,
+        Why::NotYet,
+        "parent sites do not synchronize their configuration or location files; copy the location files to each parent site",
+    ),
+    row(
+        Scope::Param,
+        "GSLBConfigSyncMonitor",
+        "-GSLBConfigSyncMonitor",
+        None,
+        Why::NotYet,
+        "parent sites do not synchronize their configuration, so no monitor settings are sent to other sites",
+    ),
+    row(
+        Scope::Param,
+        "GSLBSyncSaveConfigCommand",
+        "-GSLBSyncSaveConfigCommand",
+        None,
+        Why::NotYet,
+        "parent sites do not synchronize their configuration, so no save command is sent to other sites",
+    ),
     // -- gslb site
     row(
         Scope::Site,
@@ -609,6 +657,7 @@ add gslb site p1 10.0.0.1 -nwMetricExchange ENABLED -sessionExchange ENABLED -cl
 add dns policy pol1 \"DNS.REQ.QUESTION.TYPE.EQ(AAAA)\" dns_default_act_Cachebypass -logAction audit1
 set gslb parameter -automaticConfigSync ENABLED -ldnsEntryTimeout 60 -RTTTolerance 10 -ldnsMask 255.255.255.0 -v6ldnsMaskLen 64
 set gslb parameter -ldnsProbeOrder DNS -dropLdnsReq ENABLED -ldnsProbeInterval 10 -ldnsProbeTimeout 3
+set gslb parameter -incarnation 7 -GSLBSyncMode IncrementalSync -GSLBSyncInterval 10 -GSLBSyncLocFiles ENABLED -GSLBConfigSyncMonitor ENABLED -GSLBSyncSaveConfigCommand ENABLED
 set lb monitor ldns-ping -interval 10
 add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -publicPort 8080 -maxClient 100 -cip ENABLED -cipHeader X
 set gslb service s1 -sitePersistence ConnectionProxy -cookieTimeout 5 -sitePrefix x -maxBandwidth 10 -monThreshold 1 -maxAAAUsers 5 -hashId 3

@@ -27,6 +27,10 @@ pub(crate) enum Area {
     /// DNS records and features of the appliance's authoritative server
     /// that Sextant does not serve.
     DnsNotServed,
+    /// Commands an operator runs at the appliance's prompt (`show`, `sync
+    /// gslb config`, `save ns config`, ...), found in a file: they
+    /// configure nothing.
+    Operational,
     /// A command of the appliance's syntax that this table does not know.
     Other,
 }
@@ -48,6 +52,9 @@ impl Area {
             Area::DnsNotServed => {
                 "DNS records and features Sextant does not serve (PTR, NAPTR, DNSSEC, views)"
             }
+            Area::Operational => {
+                "operational commands, run at the appliance's prompt: they configure nothing"
+            }
             Area::Other => "not recognised as GSLB or DNS",
         }
     }
@@ -55,8 +62,49 @@ impl Area {
 
 /// The verbs of the appliance's command line.
 const VERBS: &[&str] = &[
-    "add", "set", "unset", "bind", "unbind", "enable", "disable", "rm", "link", "unlink", "apply",
-    "rename", "update", "clear", "show", "save", "sync", "reset", "import", "create", "install",
+    "add",
+    "set",
+    "unset",
+    "bind",
+    "unbind",
+    "enable",
+    "disable",
+    "rm",
+    "link",
+    "unlink",
+    "apply",
+    "rename",
+    "update",
+    "clear",
+    "show",
+    "save",
+    "sync",
+    "reset",
+    "import",
+    "create",
+    "install",
+    "stat",
+    "reboot",
+    "shutdown",
+    "force",
+    "ping",
+    "traceroute",
+];
+
+/// The verbs of commands that act on the running appliance instead of
+/// configuring it; a saved file holds them only when a copy caught them.
+const OPERATIONAL_VERBS: &[&str] = &[
+    "show",
+    "stat",
+    "save",
+    "sync",
+    "clear",
+    "reset",
+    "reboot",
+    "shutdown",
+    "force",
+    "ping",
+    "traceroute",
 ];
 
 /// Object words that take a second word (`add lb vserver`, `set ns
@@ -210,6 +258,13 @@ pub(crate) fn area_of(object: &[&str]) -> Option<Area> {
 /// Sextant's scope.
 pub(crate) fn area_of_line(tokens: &[Token]) -> Option<Area> {
     let n = command_len(tokens);
+    if n >= 1
+        && OPERATIONAL_VERBS
+            .iter()
+            .any(|v| v.eq_ignore_ascii_case(&tokens[0].text))
+    {
+        return Some(Area::Operational);
+    }
     if n < 2 {
         return None;
     }
@@ -277,6 +332,15 @@ mod tests {
             Some(Area::DnsResolver)
         );
         assert_eq!(area("add dns addRec www.example.com 10.0.0.1"), None);
+        for op in [
+            "sync gslb config -saveconfig",
+            "save ns config",
+            "show gslb site",
+            "stat gslb vserver gv_www",
+            "reboot",
+        ] {
+            assert_eq!(area(op), Some(Area::Operational), "{op}");
+        }
         assert_eq!(area("add vlan 10"), Some(Area::Network));
         assert_eq!(
             area("add dns ptrRec 1.0.0.10.in-addr.arpa a.example.com"),

@@ -789,9 +789,20 @@ fn gslb_parameters() {
     assert_eq!((p.mep_port, p.mep_secure_port), (13011, 13009));
 
     one_error(
-        "set gslb parameter -GSLBSyncInterval 10\n",
+        "set gslb parameter -GSLBSyncIntervall 10\n",
         1,
-        &["unknown option -GSLBSyncInterval; expected one of -ldnsEntryTimeout, -RTTTolerance"],
+        &["unknown option -GSLBSyncIntervall; expected one of -ldnsEntryTimeout, -RTTTolerance"],
+    );
+    // The appliance's config-sync parameters, as a saved file writes them:
+    // accepted, each warned about.
+    let m = ok(
+        "set gslb parameter -incarnation 12 -GSLBSyncInterval 10 -GSLBSyncMode IncrementalSync\n",
+    );
+    assert_eq!(m.warnings.len(), 3, "{:?}", m.warnings);
+    assert!(
+        m.warnings[0].contains("-incarnation is accepted but not implemented yet"),
+        "{:?}",
+        m.warnings
     );
     one_error(
         "set gslb parameter -RTTTolerance 500\n",

@@ -292,3 +292,75 @@ fn monitors_keep_the_appliances_down_time() {
     let m1 = model.monitors.iter().find(|m| m.name == "m1").expect("m1");
     assert_eq!(m1.down_time, Some(std::time::Duration::from_secs(30)));
 }
+
+#[test]
+fn an_unknown_gslb_parameter_is_left_out_of_its_line_and_reported() {
+    let i =
+        import("set gslb parameter -ldnsEntryTimeout 60 -someFutureOption X Y -incarnation 3\n");
+    assert!(i.report.ok(), "{}", i.report);
+    assert_eq!(
+        written(&i.config, 1),
+        "set gslb parameter -ldnsEntryTimeout 60 -incarnation 3"
+    );
+    let text = i.report.to_string();
+    assert!(
+        text.contains("line 1: set gslb parameter: -someFutureOption X Y left out: Sextant has no such GSLB parameter"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-incarnation is accepted but not implemented yet"),
+        "{text}"
+    );
+    // A line of nothing Sextant has is left out whole.
+    let i = import("set gslb parameter -someFutureOption X\n");
+    assert!(i.report.ok(), "{}", i.report);
+    assert!(!i.config.contains("someFutureOption"), "{}", i.config);
+}
+
+#[test]
+fn a_wrapped_line_is_left_out_only_after_a_line_outside_scope() {
+    // Outside scope: the broken line and the rest of it are left out.
+    let i = import(
+        "add responder action a1 respondwith \"\\\"HTTP/1.1 200 OK\\r\\n\nContent-Length: 0\\\"\"\nadd gslb site dc1 10.1.0.11 -siteType LOCAL\n",
+    );
+    assert!(i.report.ok(), "{}", i.report);
+    let text = i.report.to_string();
+    assert!(text.contains("the line cannot be read"), "{text}");
+    assert!(text.contains("(the rest of a wrapped line)"), "{text}");
+    // A GSLB line that a copy wrapped is an error at its lines: half a
+    // vserver is never imported silently.
+    let i = import(
+        "add gslb site dc1 10.1.0.11 -siteType LOCAL\nadd gslb vserver v HTTP\n-lbMethod ROUNDROBIN\n",
+    );
+    assert!(!i.report.ok(), "{}", i.report);
+    assert!(
+        i.report
+            .to_string()
+            .contains("ns.conf:3: this line starts with the option \"-lbMethod\""),
+        "{}",
+        i.report
+    );
+}
+
+#[test]
+fn a_monitor_bound_with_bind_lb_monitor_to_a_gslb_service_is_kept() {
+    let i = import(concat!(
+        "add gslb site dc1 10.1.0.11 -siteType LOCAL\n",
+        "add lb monitor m TCP\n",
+        "add gslb service s1 10.1.1.1 HTTP 80 -siteName dc1\n",
+        "bind lb monitor m s1\n",
+    ));
+    assert!(i.report.ok(), "{}", i.report);
+    assert!(written(&i.config, 2).starts_with("add lb monitor m TCP"));
+    assert_eq!(written(&i.config, 4), "bind lb monitor m s1");
+}
+
+#[test]
+fn add_ns_rpc_node_is_read_as_set() {
+    let i = import(
+        "add gslb site dc1 10.1.0.11 -siteType LOCAL\nadd gslb site dc2 10.2.0.11\nadd ns rpcNode 10.2.0.11 -password s3cret -srcIP 10.1.0.11\n",
+    );
+    assert!(i.report.ok(), "{}", i.report);
+    let model = i.result.expect("valid");
+    assert_eq!(model.rpc_nodes.len(), 1, "{:?}", model.rpc_nodes);
+}

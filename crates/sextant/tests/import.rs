@@ -160,6 +160,71 @@ fn the_reports_name_what_was_left_out_and_why() {
     assert!(report.contains("--local-site site_dc9: the file has no site of that name"));
 }
 
+/// dc3-ns.conf holds a line of every kind a saved file may have outside
+/// Sextant's scope: config-sync GSLB parameters, resolver records outside
+/// every zone, a proxied zone with its records, monitors Sextant cannot
+/// probe (LDAP, RADIUS, MYSQL, a USER script) and their bindings, responder
+/// lines that do not tokenize (an unterminated quote, a wrapped line),
+/// `add ns rpcNode`, operational commands, and a GSLB service naming a
+/// server the file does not define. Each is left out or taken, and
+/// reported; the rest imports into a valid configuration (golden files).
+#[test]
+fn a_saved_file_with_lines_of_every_kind_outside_scope_imports() {
+    let dir = tempdir("import-kinds");
+    let Imported { config } = import_site(&dir, "dc3");
+    let report = fs::read_to_string(corpus().join("dc3.report")).expect("the golden report");
+    for expected in [
+        "-incarnation is accepted but not implemented yet",
+        "add dns addRec                   1  the appliance's DNS resolver and cache; a name outside every zone the file serves",
+        "line 72: add dns zone partners.example.net -proxyMode YES: the appliance passed this zone's queries on to its back-end DNS servers",
+        "(lines 73-75) are left out",
+        "line 61: gslb service gs_dir_dc3 loses its monitor mon_ldap (type LDAP: Sextant has no LDAP probe); with no monitor left nothing probes it",
+        "line 59: gslb service gs_www_dc3 loses its monitor mon_script (type USER: Sextant has no USER probe); it is still probed by mon_www",
+        "add lb monitor                   1  load balancing; bound to no GSLB service: lines 33",
+        "the line cannot be read (an unterminated quote, or a line a copy cut short): lines 25, 28",
+        "(the rest of a wrapped line)     1  HTTP traffic policies; does not start with a command",
+        "line 14: add ns rpcNode 10.20.0.11 -password: the appliance saved it encrypted",
+        "sync gslb config                 1  operational commands",
+        "show gslb runningConfig          1  operational commands",
+        "line 41: gslb service gs_portal_dc3 names the server srv_portal, which the file does not define",
+        "bind gslb vserver                1  load balancing; binds a GSLB service that was left out",
+        "Result: a valid Sextant configuration",
+    ] {
+        assert!(
+            report.contains(expected),
+            "report lacks {expected:?}:\n{report}"
+        );
+    }
+    for left_out in [
+        "partners.example.net",
+        "fileserver.corp.example.net",
+        "mon_ldap",
+        "mon_radius",
+        "mon_script",
+        "gs_portal_dc3",
+        "act_maint",
+        "sync gslb",
+    ] {
+        assert!(
+            !config.contains(left_out),
+            "{left_out} was written:\n{config}"
+        );
+    }
+    for written in [
+        "add ns rpcNode 10.20.0.11 -password SEXTANT-REENTER-rpcNode-10.20.0.11 -srcIP 10.50.0.11",
+        "bind gslb service gs_www_dc3 -monitorName mon_www",
+        "add gslb service gs_dir_dc3 10.50.1.40 TCP 389",
+        "add dns addRec mail.gslb.example.net 10.50.1.25",
+        // Taken as it is, and warned about (config sync is not there yet).
+        "set gslb parameter -ldnsprobeOrder PING DNS TCP -incarnation 12",
+    ] {
+        assert!(
+            config.contains(written),
+            "{written:?} was not written:\n{config}"
+        );
+    }
+}
+
 #[test]
 fn a_saved_file_is_refused_by_check_with_a_pointer_to_import() {
     let saved = corpus().join("dc1-ns.conf");

@@ -22,6 +22,9 @@ mod server;
 mod system;
 mod vrrp;
 
+pub(crate) use monitor::why_unprobed;
+pub(crate) use system::is_parameter_option;
+
 use std::collections::HashMap;
 
 use crate::draft::Draft;
@@ -131,6 +134,10 @@ const COMMANDS: &[Command] = &[
     cmd(
         &["set", "ns", "rpcNode"],
         Action::Read(system::set_rpc_node),
+    ),
+    cmd(
+        &["add", "ns", "rpcNode"],
+        Action::Read(system::add_rpc_node),
     ),
     cmd(
         &["enable", "ns", "feature"],

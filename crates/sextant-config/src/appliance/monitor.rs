@@ -46,6 +46,23 @@ const TYPES: &[(&str, MonType)] = &[
     ("ND6", MonType::Nd6),
 ];
 
+/// Why Sextant cannot probe a monitor of type `type_word` as an `add lb
+/// monitor` line gives it (`secure`: its `-secure YES`), or `None` when it
+/// can. Types it does not know at all (LDAP, RADIUS, MYSQL, USER, ...) are
+/// the appliance's own probes, which Sextant does not have.
+pub(crate) fn why_unprobed(type_word: &str, secure: bool) -> Option<String> {
+    match MonType::parse(type_word) {
+        Err(_) => Some(format!(
+            "Sextant has no {} probe",
+            type_word.to_ascii_uppercase()
+        )),
+        Ok(ty) => ty
+            .unprobed()
+            .or((ty == MonType::Tcp && secure).then_some(builtin_monitors::NO_TCPS))
+            .map(str::to_string),
+    }
+}
+
 impl MonType {
     fn parse(text: &str) -> Result<MonType, String> {
         TYPES

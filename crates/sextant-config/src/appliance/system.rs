@@ -30,7 +30,21 @@ const PARAM_OPTS: &[OptSpec] = &[
     opt("dcAccessPeriod", Arity::Duration),
     opt("GSLBSvcStateDelayTime", Arity::Duration),
     opt("SvcStateLearningTime", Arity::Duration),
+    // The appliance's config sync, which a saved file writes: accepted,
+    // without effect (`no_effect.rs`).
+    opt("incarnation", Arity::One),
+    opt("GSLBSyncMode", Arity::One),
+    opt("GSLBSyncInterval", Arity::Duration),
+    opt("GSLBSyncLocFiles", Arity::One),
+    opt("GSLBConfigSyncMonitor", Arity::One),
+    opt("GSLBSyncSaveConfigCommand", Arity::One),
 ];
+
+/// Whether `set gslb parameter` reads option `name` (without its hyphen;
+/// case-insensitive): `sextant import` leaves the others out of the line.
+pub(crate) fn is_parameter_option(name: &str) -> bool {
+    PARAM_OPTS.iter().any(|o| o.name.eq_ignore_ascii_case(name))
+}
 
 /// The appliance's limit of `-GSLBSvcStateDelayTime` and
 /// `-SvcStateLearningTime`.
@@ -236,6 +250,17 @@ pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
 /// `set` updates: several lines for one IP merge, a later value of a
 /// setting replacing an earlier one.
 pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    rpc_node(r, line, tokens, "set ns rpcNode");
+}
+
+/// `add ns rpcNode IP [options]`: a saved file adds the nodes the appliance
+/// did not create itself (other sites' IPs) with `add`; it says the same
+/// as `set`, and lines for one IP merge alike.
+pub(super) fn add_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    rpc_node(r, line, tokens, "add ns rpcNode");
+}
+
+fn rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token], command: &str) {
     const OPTS: &[OptSpec] = &[
         opt("password", Arity::One),
         opt("secure", Arity::One),
@@ -246,7 +271,7 @@ pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         opt("kek", Arity::Flag),
         opt("suffix", Arity::One),
     ];
-    let ctx = context("set ns rpcNode", tokens);
+    let ctx = context(command, tokens);
     let args = r.args(line, &ctx, tokens, OPTS);
     let Some(pos) = r.positional(line, &ctx, &args, &["IP"]) else {
         return;
@@ -295,7 +320,8 @@ pub(super) fn set_rpc_node(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     if let Some(o) = args.get("validateCert") {
         r.value(line, &ctx, o, scalar::yes_no);
     }
-    if !args.any {
+    // `add` alone names a node with the defaults; `set` must change something.
+    if !args.any && command.starts_with("set") {
         r.error(
             line,
             &ctx,

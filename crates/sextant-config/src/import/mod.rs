@@ -58,7 +58,7 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
         .filter_map(|(i, raw)| match lexer::tokenize(raw) {
             Ok(t) if t.is_empty() => None,
             Ok(t) => Some((i + 1, raw, t)),
-            // Written as it is, so that the reader reports it.
+            // Judged below by the words before the quote.
             Err(_) => Some((i + 1, raw, Vec::new())),
         })
         .collect();
@@ -66,26 +66,60 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
     let mut report = Report::new(file, text.lines().count());
     let mut out = Vec::<(usize, String)>::new();
     let base_dir = Path::new(file).parent().unwrap_or(Path::new(""));
+    // The area of the line before when it was left out: a line that does
+    // not start with a command and follows it is the rest of it, wrapped.
+    let mut left_out_before: Option<Area> = None;
 
     for (line, raw, tokens) in &lines {
         let (line, raw) = (*line, *raw);
+        report.commands += 1;
         if tokens.is_empty() {
-            out.push((line, raw.trim().to_string()));
+            // An unterminated quote: outside Sextant's scope it is left out;
+            // in its scope the reader says what is wrong at this line.
+            if let Some((words, area)) = unreadable_area(raw) {
+                report.leave_out(&words, area, UNREADABLE, line);
+                left_out_before = Some(area);
+            } else if let (None, Some(area)) = (command_of(raw), left_out_before) {
+                report.leave_out(WRAPPED_REST, area, WRAPPED, line);
+            } else {
+                out.push((line, raw.trim().to_string()));
+                left_out_before = None;
+            }
+            continue;
+        }
+        if scope::command_len(tokens) == 0
+            && let Some(area) = left_out_before
+        {
+            report.leave_out(WRAPPED_REST, area, WRAPPED, line);
             continue;
         }
         let words = scope::command_words(tokens);
         let lower = words.to_ascii_lowercase();
-        report.commands += 1;
         match decide(&lower, tokens, &uses) {
-            Decision::Keep => {}
+            Decision::Keep => left_out_before = None,
             Decision::LeaveOut(area, why) => {
                 report.leave_out(&words, area, why, line);
+                left_out_before = Some(area);
                 continue;
             }
         }
         let mut l = Line::new(raw, tokens);
         match lower.as_str() {
-            "set ns rpcnode" => {
+            "set gslb parameter" => {
+                for (name, values) in l.options() {
+                    if crate::appliance::is_parameter_option(&name) {
+                        continue;
+                    }
+                    let given = option_text(tokens, &name, values);
+                    l.remove_option(&name, values);
+                    report.changed(line, format!("set gslb parameter: {given} left out: Sextant has no such GSLB parameter (docs/config.md lists those it reads)"));
+                }
+                if l.options().is_empty() {
+                    report.leave_out(&words, Area::System, "no GSLB parameter Sextant has", line);
+                    continue;
+                }
+            }
+            "set ns rpcnode" | "add ns rpcnode" => {
                 let ip = l.positional(3).unwrap_or_default();
                 reenter(
                     &mut l,
@@ -93,7 +127,7 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
                     line,
                     "password",
                     &format!("rpcNode-{ip}"),
-                    &format!("set ns rpcNode {ip} -password"),
+                    &format!("{words} {ip} -password"),
                 );
             }
             "add gslb site" | "set gslb site" => {
@@ -143,6 +177,9 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
         }
         out.push((line, l.render()));
     }
+    report_lost_monitors(&mut report, &uses);
+    report_dropped_services(&mut report, &uses);
+    report_proxy_zones(&mut report, &uses);
     for (name, line) in &uses.bound_builtins {
         if !uses.monitor_lines.contains(name) {
             report.action(*line, format!("the built-in monitor {name} is bound with the appliance's defaults, which probe a DOWN service every 30 s (-downTime 30); Sextant's built-in probes at -interval: add `set lb monitor {name} {} -downTime 30` to keep the appliance's pace", name.to_ascii_uppercase()));
@@ -181,6 +218,53 @@ fn decide(words: &str, tokens: &[Token], uses: &Uses) -> Decision {
             .map(|t| t.text.to_ascii_lowercase())
     };
     let option = |name: &str| option_value(tokens, name);
+    if let Some(service) = option("serviceName").map(str::to_ascii_lowercase)
+        && uses.dropped_services.contains_key(&service)
+        && words != "add gslb service"
+    {
+        return Decision::LeaveOut(Area::LoadBalancing, BINDS_DROPPED);
+    }
+    match words {
+        "add gslb service" | "set gslb service" | "bind gslb service"
+            if arg(3).is_some_and(|s| uses.dropped_services.contains_key(&s)) =>
+        {
+            return Decision::LeaveOut(Area::LoadBalancing, NAMES_NO_SERVER);
+        }
+        "bind gslb service"
+            if option("monitorName")
+                .is_some_and(|m| uses.unprobed.contains_key(&m.to_ascii_lowercase())) =>
+        {
+            return Decision::LeaveOut(Area::LoadBalancing, UNPROBED);
+        }
+        "add lb monitor" | "set lb monitor"
+            if arg(3)
+                .is_some_and(|m| uses.unprobed.contains_key(&m) && uses.monitors.contains(&m)) =>
+        {
+            return Decision::LeaveOut(Area::LoadBalancing, UNPROBED);
+        }
+        "bind lb monitor"
+            if arg(3).is_some_and(|m| uses.unprobed.contains_key(&m))
+                || arg(4).is_some_and(|s| uses.dropped_services.contains_key(&s)) =>
+        {
+            return Decision::LeaveOut(Area::LoadBalancing, UNPROBED);
+        }
+        "add dns zone" if arg(3).is_some_and(|z| uses.proxy_zone_of(&z).is_some()) => {
+            return Decision::LeaveOut(Area::DnsNotServed, PROXIED);
+        }
+        w if RECORD_COMMANDS.contains(&w) && arg(3).as_deref() != Some(".") => {
+            let name = arg(3).unwrap_or_default();
+            if uses.proxy_zone_of(&name).is_some() {
+                return Decision::LeaveOut(Area::DnsNotServed, PROXIED);
+            }
+            if !matches!(w, "add dns soarec" | "add dns nsrec")
+                && !uses.root_hints.contains(name.trim_end_matches('.'))
+                && !uses.in_served_zone(&name)
+            {
+                return Decision::LeaveOut(Area::DnsResolver, OUTSIDE_ZONES);
+            }
+        }
+        _ => {}
+    }
     match words {
         "add dns nsrec" if arg(3).as_deref() == Some(".") => {
             return Decision::LeaveOut(
@@ -274,6 +358,24 @@ struct Uses {
     /// Addresses the appliance owns, with the line that says so.
     owned: HashMap<IpAddr, (usize, &'static str)>,
     sites: Vec<SiteLine>,
+    /// `add server` names.
+    defined_servers: HashSet<String>,
+    /// GSLB services whose server is neither an IP nor defined: the line
+    /// and the server's name.
+    dropped_services: HashMap<String, (usize, String)>,
+    /// Monitors Sextant cannot probe (by name): their type and why.
+    unprobed: HashMap<String, (String, String)>,
+    /// Per GSLB service: the monitors bound to it and the binding lines.
+    service_monitors: HashMap<String, Vec<(String, usize)>>,
+    /// GSLB service names as written, for the report.
+    service_names: HashMap<String, String>,
+    /// Zone apexes this file serves (SOA, NS, `add dns zone -proxyMode NO`).
+    served_zones: HashSet<String>,
+    /// Zones the appliance proxied (`add dns zone -proxyMode YES`): apex,
+    /// as written, and line.
+    proxy_zones: Vec<(String, String, usize)>,
+    /// Record lines under a proxied zone, per zone apex.
+    proxied_records: HashMap<String, Vec<usize>>,
 }
 
 struct SiteLine {
@@ -299,6 +401,45 @@ impl Uses {
                 "add gslb service" => {
                     u.gslb_services.insert(arg(3));
                     u.servers.insert(arg(4));
+                    if let Some(t) = tokens.get(3) {
+                        u.service_names.insert(arg(3), t.text.to_string());
+                    }
+                    // A CNAME service (`-cnameEntry`) names no server.
+                    if !arg(4).is_empty() && arg(4).parse::<IpAddr>().is_err() {
+                        // Judged once every `add server` is known.
+                        u.dropped_services.insert(arg(3), (*line, arg(4)));
+                    }
+                }
+                "add server" => {
+                    u.defined_servers.insert(arg(2));
+                }
+                "add lb monitor" => {
+                    let secure = option("secure").is_some_and(|v| v.eq_ignore_ascii_case("YES"));
+                    if !arg(3).starts_with("ldns-")
+                        && let Some(why) = crate::appliance::why_unprobed(&arg(4), secure)
+                    {
+                        u.unprobed
+                            .insert(arg(3), (arg(4).to_ascii_uppercase(), why));
+                    }
+                    u.monitor_lines.insert(arg(3));
+                }
+                "add dns soarec" | "add dns nsrec" if arg(3) != "." => {
+                    u.served_zones
+                        .insert(arg(3).trim_end_matches('.').to_string());
+                }
+                "add dns zone" => {
+                    let zone = arg(3).trim_end_matches('.').to_string();
+                    // The appliance's default is a proxy zone.
+                    let proxied = option("proxyMode").is_none_or(|v| !v.eq_ignore_ascii_case("NO"));
+                    if proxied {
+                        let written = tokens
+                            .get(3)
+                            .map(|t| t.text.to_string())
+                            .unwrap_or_default();
+                        u.proxy_zones.push((zone, written, *line));
+                    } else {
+                        u.served_zones.insert(zone);
+                    }
                 }
                 "add service" if arg(4).starts_with("adns") => {
                     u.servers.insert(arg(3));
@@ -306,6 +447,10 @@ impl Uses {
                 "bind gslb service" => {
                     if let Some(m) = option("monitorName") {
                         let m = m.to_ascii_lowercase();
+                        u.service_monitors
+                            .entry(arg(3))
+                            .or_default()
+                            .push((m.clone(), *line));
                         if BUILTIN_PROBES.contains(&m.as_str())
                             && !u.bound_builtins.iter().any(|(b, _)| *b == m)
                         {
@@ -314,10 +459,15 @@ impl Uses {
                         u.monitors.insert(m);
                     }
                 }
-                "add lb monitor" | "set lb monitor" => {
+                "set lb monitor" => {
                     u.monitor_lines.insert(arg(3));
                 }
-                "bind lb monitor" => {}
+                "bind lb monitor" => {
+                    u.service_monitors
+                        .entry(arg(4))
+                        .or_default()
+                        .push((arg(3), *line));
+                }
                 "add dns nsrec" if arg(3) == "." => {
                     u.root_hints
                         .insert(arg(4).trim_end_matches('.').to_string());
@@ -359,7 +509,53 @@ impl Uses {
                 _ => {}
             }
         }
+        let defined = &u.defined_servers;
+        u.dropped_services
+            .retain(|_, (_, server)| !defined.contains(server));
+        // A monitor bound to a GSLB service (either way) is used.
+        for (service, monitors) in &u.service_monitors {
+            if u.gslb_services.contains(service) {
+                u.monitors.extend(monitors.iter().map(|(m, _)| m.clone()));
+            }
+        }
+        // The built-in monitors Sextant cannot probe, where bound.
+        let bound: Vec<String> = u.monitors.iter().cloned().collect();
+        for m in bound {
+            if let Some(b) = crate::builtin_monitors::find(&m)
+                && let Err(why) = b.check
+                && !u.monitor_lines.contains(&m)
+            {
+                u.unprobed
+                    .insert(m, (b.type_word.to_string(), why.to_string()));
+            }
+        }
+        for (line, _, tokens) in lines {
+            let words = scope::command_words(tokens).to_ascii_lowercase();
+            if RECORD_COMMANDS.contains(&words.as_str())
+                && let Some(name) = tokens.get(3).filter(|t| !t.is_option())
+                && let Some(zone) = u.proxy_zone_of(&name.text.to_ascii_lowercase())
+            {
+                let zone = zone.to_string();
+                u.proxied_records.entry(zone).or_default().push(*line);
+            }
+        }
         u
+    }
+
+    /// The proxied zone `name` is in, if any.
+    fn proxy_zone_of(&self, name: &str) -> Option<&str> {
+        let name = name.trim_end_matches('.');
+        self.proxy_zones
+            .iter()
+            .map(|(z, _, _)| z.as_str())
+            .filter(|z| in_zone(name, z))
+            .max_by_key(|z| z.len())
+    }
+
+    /// Whether `name` is at or below a zone this file serves.
+    fn in_served_zone(&self, name: &str) -> bool {
+        let name = name.trim_end_matches('.');
+        self.served_zones.iter().any(|z| in_zone(name, z))
     }
 
     fn site_names(&self) -> String {
@@ -369,6 +565,128 @@ impl Uses {
         } else {
             names.join(", ")
         }
+    }
+}
+
+/// The commands that define static records of a zone.
+const RECORD_COMMANDS: &[&str] = &[
+    "add dns soarec",
+    "add dns nsrec",
+    "add dns addrec",
+    "add dns aaaarec",
+    "add dns cnamerec",
+    "add dns mxrec",
+    "add dns txtrec",
+    "add dns srvrec",
+];
+
+const UNREADABLE: &str =
+    "the line cannot be read (an unterminated quote, or a line a copy cut short)";
+const WRAPPED_REST: &str = "(the rest of a wrapped line)";
+const WRAPPED: &str = "does not start with a command: the rest of the line before, which was left out (a line a copy wrapped)";
+const OUTSIDE_ZONES: &str =
+    "a name outside every zone the file serves: the resolver's data, not an authority's";
+const PROXIED: &str =
+    "in a zone the appliance proxied (add dns zone -proxyMode YES): see \"Needs your action\"";
+const UNPROBED: &str = "a monitor type Sextant cannot probe: see \"Needs your action\"";
+const NAMES_NO_SERVER: &str =
+    "the service names a server the file does not define: see \"Needs your action\"";
+const BINDS_DROPPED: &str = "binds a GSLB service that was left out: see \"Needs your action\"";
+
+/// Whether `name` is `zone` or below it (both without the final dot).
+fn in_zone(name: &str, zone: &str) -> bool {
+    zone.is_empty()
+        || name.eq_ignore_ascii_case(zone)
+        || (name.len() > zone.len()
+            && name.as_bytes()[name.len() - zone.len() - 1] == b'.'
+            && name[name.len() - zone.len()..].eq_ignore_ascii_case(zone))
+}
+
+/// The command words of a line that does not tokenize, read up to its
+/// first quote; `None` when it does not start with a command.
+fn command_of(raw: &str) -> Option<Vec<Token<'_>>> {
+    let head = raw.split('"').next().unwrap_or("");
+    let tokens = lexer::tokenize(head).ok()?;
+    (scope::command_len(&tokens) > 0).then_some(tokens)
+}
+
+/// A line that does not tokenize, when its command is outside Sextant's
+/// scope: its command words and their area.
+fn unreadable_area(raw: &str) -> Option<(String, Area)> {
+    let tokens = command_of(raw)?;
+    let area = scope::area_of_line(&tokens)?;
+    Some((scope::command_words(&tokens), area))
+}
+
+/// `-name value ...` as the line gives it.
+fn option_text(tokens: &[Token], name: &str, values: usize) -> String {
+    let Some(i) = tokens
+        .iter()
+        .position(|t| t.is_option() && t.text[1..].eq_ignore_ascii_case(name))
+    else {
+        return format!("-{name}");
+    };
+    tokens[i..(i + 1 + values).min(tokens.len())]
+        .iter()
+        .map(|t| &*t.text)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Each GSLB service that loses a monitor Sextant cannot probe, and what it
+/// does without it.
+fn report_lost_monitors(report: &mut Report, uses: &Uses) {
+    let mut services: Vec<(&String, &Vec<(String, usize)>)> = uses
+        .service_monitors
+        .iter()
+        .filter(|(s, _)| uses.gslb_services.contains(*s) && !uses.dropped_services.contains_key(*s))
+        .collect();
+    services.sort_by_key(|(_, m)| m.first().map(|(_, l)| *l));
+    for (service, monitors) in services {
+        let name = uses.service_names.get(service).unwrap_or(service);
+        let kept: Vec<&str> = monitors
+            .iter()
+            .filter(|(m, _)| !uses.unprobed.contains_key(m))
+            .map(|(m, _)| m.as_str())
+            .collect();
+        for (monitor, line) in monitors {
+            let Some((ty, why)) = uses.unprobed.get(monitor) else {
+                continue;
+            };
+            let without = if kept.is_empty() {
+                "with no monitor left nothing probes it: it is UP unless its site reports it DOWN over metric exchange; bind a monitor Sextant can probe (PING, TCP, HTTP, HTTPS, HTTP-ECV, DNS, UDP-ECV) to keep it checked".to_string()
+            } else {
+                format!("it is still probed by {}", kept.join(", "))
+            };
+            report.action(
+                *line,
+                format!(
+                    "gslb service {name} loses its monitor {monitor} (type {ty}: {why}); {without}"
+                ),
+            );
+        }
+    }
+}
+
+/// Each GSLB service left out because its server is not defined.
+fn report_dropped_services(report: &mut Report, uses: &Uses) {
+    let mut dropped: Vec<(&String, &(usize, String))> = uses.dropped_services.iter().collect();
+    dropped.sort_by_key(|(_, (l, _))| *l);
+    for (service, (line, server)) in dropped {
+        let name = uses.service_names.get(service).unwrap_or(service);
+        report.action(*line, format!("gslb service {name} names the server {server}, which the file does not define (no `add server {server} IP` line): the service and the lines that bind it are left out; add the server's line and import again"));
+    }
+}
+
+/// Each proxied zone, with its record lines.
+fn report_proxy_zones(report: &mut Report, uses: &Uses) {
+    for (zone, written, line) in &uses.proxy_zones {
+        let records = uses
+            .proxied_records
+            .get(zone)
+            .map(|l| format!(" and its records (lines {})", line_ranges(l)))
+            .unwrap_or_default();
+        report.action(*line, format!("add dns zone {written} -proxyMode YES: the appliance passed this zone's queries on to its back-end DNS servers; Sextant answers only as the zone's authority, so the zone{records} are left out: let those servers answer for it (delegate it to them), or give its records here (add dns soaRec, nsRec, addRec ...) with `add dns zone {written} -proxyMode NO`"));
     }
 }
 

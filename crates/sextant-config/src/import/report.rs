@@ -113,6 +113,8 @@ impl Report {
     }
 
     pub(super) fn finish(&mut self, result: &Result<Model, ConfigErrors>) {
+        // Found line by line and after the whole file was read: in line order.
+        self.actions.sort_by_key(|a| a.line);
         match result {
             Ok(model) => {
                 let prefix = format!("{}:", self.file);

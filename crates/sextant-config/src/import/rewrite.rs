@@ -84,6 +84,17 @@ impl Line {
         }
     }
 
+    /// Every option of the line (without its hyphen) and how many values
+    /// follow it.
+    pub(super) fn options(&self) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        for (i, w) in self.words.iter().enumerate().filter(|(_, w)| w.option) {
+            let values = self.words[i + 1..].iter().take_while(|v| !v.option).count();
+            out.push((w.text[1..].to_string(), values));
+        }
+        out
+    }
+
     pub(super) fn push_option(&mut self, name: &str, value: &str) {
         self.words.push(plain(&format!("-{name}"), true));
         self.words.push(plain(value, false));
