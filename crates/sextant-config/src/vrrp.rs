@@ -117,18 +117,16 @@ pub(crate) fn vrid_text(text: &str) -> Result<u8, String> {
     vrid_id(n)
 }
 
-/// A base priority: 1 to 254.
+/// A base priority: 1 to 255, as on the appliance (255, its default, is the
+/// highest: that node runs as RFC 5798's address owner, see docs/vrrp.md).
 pub(crate) fn priority(n: i128) -> Result<u8, String> {
     match n {
-        255 => Err(
-            "255 is reserved for the address owner; nodes that share a VIP use 1–254".to_string(),
-        ),
         0 => Err(
-            "0 is not a base priority (priority 0 means shutdown on the wire); use 1–254"
+            "0 is not a base priority (priority 0 means shutdown on the wire); use 1–255"
                 .to_string(),
         ),
-        1..=254 => Ok(n as u8),
-        _ => Err(format!("expected a priority from 1 to 254, found {n}")),
+        1..=255 => Ok(n as u8),
+        _ => Err(format!("expected a priority from 1 to 255, found {n}")),
     }
 }
 
@@ -136,7 +134,7 @@ pub(crate) fn priority(n: i128) -> Result<u8, String> {
 pub(crate) fn priority_text(text: &str) -> Result<u8, String> {
     let n: i128 = text
         .parse()
-        .map_err(|_| format!("expected a priority from 1 to 254, found \"{text}\""))?;
+        .map_err(|_| format!("expected a priority from 1 to 255, found \"{text}\""))?;
     priority(n)
 }
 
@@ -542,6 +540,16 @@ fn whole(d: &DraftVrid, v: &Vrid, syntax: Syntax, diag: &mut Diag, model: &Model
         };
         diag.error(d.line, format!("{name} has no interface: {how}"));
     }
+    if v.priority == 255 && !v.preemption {
+        let off = match syntax {
+            Syntax::Appliance => "-preemption DISABLED",
+            Syntax::Toml => "preemption = false",
+        };
+        diag.warn(
+            d.preemption_line.unwrap_or(d.line),
+            format!("{name}: {off} has no effect at priority 255: that node is the address owner of RFC 5798, which always takes its VIPs (docs/vrrp.md)"),
+        );
+    }
     if v.tracking == Tracking::None {
         return;
     }
@@ -550,37 +558,54 @@ fn whole(d: &DraftVrid, v: &Vrid, syntax: Syntax, diag: &mut Diag, model: &Model
         Syntax::Appliance => format!("-tracking {}", v.tracking.name()),
         Syntax::Toml => format!("tracking = \"{}\"", v.tracking.name().to_ascii_lowercase()),
     };
-    if !v.preemption {
+    if !v.preemption && v.priority < 255 {
         let off = match syntax {
             Syntax::Appliance => "-preemption DISABLED",
             Syntax::Toml => "preemption = false",
         };
+        // Preemption is the taking side's setting: what this node does as a
+        // backup. A master at EP 0 hands its VIPs over whatever anyone's
+        // preemption says; a master only lowered (PROGRESSIVE) keeps them
+        // until a backup preempts.
+        let what = if v.tracking == Tracking::Progressive {
+            "as a backup this node never takes the VIPs from a master whose tracking lowered its priority below this node's, so a partly failed master keeps them"
+        } else {
+            "a master whose tracking drops it to 0 hands its VIPs over all the same (it advertises priority 0), but once this node's tracked objects are back it does not take its VIPs back, and as a backup it never takes them from a lower master"
+        };
         diag.warn(
             d.preemption_line.unwrap_or(d.line).max(line),
             format!(
-                "{name}: {mode} lowers the priority of a master whose tracked objects go down, but with {off} no backup takes over then (seed 004: enable preemption with health tracking)"
+                "{name}: {mode} with {off}: {what} (seed 004: enable preemption with health tracking; the backups' setting is the one that moves a VIP)"
             ),
         );
     }
-    let tracked = !(v.track_vservers.is_empty()
-        && v.track_services.is_empty()
-        && v.track_interfaces.is_empty());
-    if tracked {
+    // The mode counts vservers and services only; the DNS listener on a VIP
+    // and -trackifNum interfaces are required in every mode, NONE too.
+    let counted = !(v.track_vservers.is_empty() && v.track_services.is_empty());
+    if counted {
         return;
     }
     let keys = match syntax {
-        Syntax::Appliance => "no -trackVserver, -trackService or -trackifNum",
-        Syntax::Toml => "track_vservers, track_services and track_interfaces are empty",
+        Syntax::Appliance => "no -trackVserver or -trackService",
+        Syntax::Toml => "track_vservers and track_services are empty",
     };
     let listener = model
         .dns_listen
         .iter()
         .find(|a| v.addresses.iter().any(|vip| vip.ip == a.ip()));
-    match listener {
-        Some(addr) => diag.warn(
+    let required = match (listener, v.track_interfaces.is_empty()) {
+        (Some(addr), true) => Some(format!("this node's DNS listener on {addr}")),
+        (Some(addr), false) => Some(format!(
+            "this node's DNS listener on {addr} and the tracked interfaces"
+        )),
+        (None, false) => Some("the tracked interfaces".to_string()),
+        (None, true) => None,
+    };
+    match required {
+        Some(required) => diag.warn(
             line,
             format!(
-                "{name}: {mode} has nothing bound to track ({keys}); it counts only this node's DNS listener on {addr}, which is always tracked"
+                "{name}: {mode} has nothing to count ({keys}); only the required objects, {required}, can move the VIPs, as they would with NONE"
             ),
         ),
         None => {
@@ -591,7 +616,7 @@ fn whole(d: &DraftVrid, v: &Vrid, syntax: Syntax, diag: &mut Diag, model: &Model
             diag.warn(
                 line,
                 format!(
-                    "{name}: {mode} has nothing to count: nothing is bound to track ({keys}) and no DNS listener ({listen}) is on its VIPs"
+                    "{name}: {mode} has nothing to track: nothing is bound to count ({keys}), no interface is tracked and no DNS listener ({listen}) is on its VIPs"
                 ),
             );
         }
@@ -610,7 +635,8 @@ mod tests {
         assert!(vrid_text("256").is_err());
         assert!(vrid_text("x").is_err());
         assert_eq!(priority_text("254"), Ok(254));
-        assert!(priority_text("255").unwrap_err().contains("address owner"));
+        assert_eq!(priority_text("255"), Ok(255));
+        assert!(priority_text("256").is_err());
         assert!(priority_text("0").unwrap_err().contains("shutdown"));
         assert!(priority_text("-3").is_err());
         assert!(hello_interval(Duration::from_millis(10)).is_ok());

@@ -91,23 +91,30 @@ fn local_site_overrides_and_unowned_sites_are_reported() {
     );
 }
 
+/// Seed 004 and the appliance allow 1–255; a saved file leaves out the
+/// default, 255, which the import writes (Sextant's default is 100), and a
+/// written 255 stays 255: rewriting it as 254 would tie with a node that
+/// says 254 and let the higher address win instead.
 #[test]
-fn vrrp_priority_255_becomes_254() {
+fn vrrp_priorities_keep_the_appliance_meaning() {
     let i = import(
         "add vrid 10\nadd vrid 11 -priority 255 -preemption ENABLED\nadd vrid 12 -priority 120\n",
     );
-    assert_eq!(written(&i.config, 1), "add vrid 10 -priority 254");
+    assert_eq!(written(&i.config, 1), "add vrid 10 -priority 255");
     assert_eq!(
         written(&i.config, 2),
-        "add vrid 11 -priority 254 -preemption ENABLED"
+        "add vrid 11 -priority 255 -preemption ENABLED"
     );
     assert_eq!(written(&i.config, 3), "add vrid 12 -priority 120");
     let text = i.report.to_string();
-    assert_eq!(
-        text.matches("reserved for the address owner").count(),
-        2,
+    assert!(
+        text.contains("line 1: add vrid 10: -priority 255 added: the appliance's default"),
         "{text}"
     );
+    assert_eq!(text.matches("-priority 255 added").count(), 1, "{text}");
+    let model = i.result.expect("valid");
+    let priorities: Vec<u8> = model.vrrp.vrids.iter().map(|v| v.priority).collect();
+    assert_eq!(priorities, [255, 255, 120]);
 }
 
 #[test]

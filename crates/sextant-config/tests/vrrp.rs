@@ -496,40 +496,30 @@ fn vrid_param_keywords() {
 
 #[test]
 fn priority_range() {
-    for p in [1, 100, 254] {
+    // 1 to 255, as the seed and the appliance allow (255, the appliance's
+    // default, is the highest).
+    for p in [1, 100, 254, 255] {
         let m = conf(&format!("add vrid 1 -priority {p}\n"));
         assert_eq!(m.vrrp.vrids[0].priority, p);
     }
-    one(
-        conf_errors("add vrid 1 -priority 255\n"),
-        1,
-        &[
-            "add vrid 1: -priority: 255 is reserved for the address owner; nodes that share a VIP use 1–254",
-        ],
-    );
+    let m = toml("version = 1\n[[vrrp.vrid]]\nid = 1\npriority = 255\n");
+    assert_eq!(m.vrrp.vrids[0].priority, 255);
     one(
         conf_errors("add vrid 1\nset vrid 1 -priority 0\n"),
         2,
         &[
-            "set vrid 1: -priority: 0 is not a base priority (priority 0 means shutdown on the wire); use 1–254",
+            "set vrid 1: -priority: 0 is not a base priority (priority 0 means shutdown on the wire); use 1–255",
         ],
     );
     one(
         conf_errors("add vrid 1 -priority 300\n"),
         1,
-        &["add vrid 1: -priority: expected a priority from 1 to 254, found 300"],
+        &["add vrid 1: -priority: expected a priority from 1 to 255, found 300"],
     );
     one(
         conf_errors("add vrid 1 -priority high\n"),
         1,
-        &["-priority: expected a priority from 1 to 254, found \"high\""],
-    );
-    one(
-        toml_errors("version = 1\n[[vrrp.vrid]]\nid = 1\npriority = 255\n"),
-        4,
-        &[
-            "[[vrrp.vrid]] 1: priority: 255 is reserved for the address owner; nodes that share a VIP use 1–254",
-        ],
+        &["-priority: expected a priority from 1 to 255, found \"high\""],
     );
     one(
         toml_errors("version = 1\n[[vrrp.vrid]]\nid = 1\npriority = 0\n"),
@@ -539,7 +529,7 @@ fn priority_range() {
     one(
         toml_errors("version = 1\n[[vrrp.vrid]]\nid = 1\npriority = -4\n"),
         4,
-        &["priority: expected a priority from 1 to 254, found -4"],
+        &["priority: expected a priority from 1 to 255, found -4"],
     );
 }
 
@@ -1132,7 +1122,7 @@ fn tracking_with_nothing_tracked_is_warned_about() {
     assert_eq!(
         m.warnings,
         [
-            "t.conf:5: vrid 1: -tracking ALL has nothing bound to track (no -trackVserver, -trackService or -trackifNum); it counts only this node's DNS listener on 10.0.0.53:53, which is always tracked"
+            "t.conf:5: vrid 1: -tracking ALL has nothing to count (no -trackVserver or -trackService); only the required objects, this node's DNS listener on 10.0.0.53:53, can move the VIPs, as they would with NONE"
         ]
     );
     // Nothing at all.
@@ -1144,7 +1134,7 @@ fn tracking_with_nothing_tracked_is_warned_about() {
     assert_eq!(
         m.warnings,
         [
-            "t.conf:5: vrid 1: -tracking PROGRESSIVE has nothing to count: nothing is bound to track (no -trackVserver, -trackService or -trackifNum) and no DNS listener (add service NAME VIP ADNS PORT) is on its VIPs"
+            "t.conf:5: vrid 1: -tracking PROGRESSIVE has nothing to track: nothing is bound to count (no -trackVserver or -trackService), no interface is tracked and no DNS listener (add service NAME VIP ADNS PORT) is on its VIPs"
         ]
     );
     let t = toml(
@@ -1153,14 +1143,28 @@ fn tracking_with_nothing_tracked_is_warned_about() {
     assert_eq!(
         t.warnings,
         [
-            "t.toml:4: [[vrrp.vrid]] 1: tracking = \"one\" has nothing to count: nothing is bound to track (track_vservers, track_services and track_interfaces are empty) and no DNS listener ([server] dns_listen) is on its VIPs"
+            "t.toml:4: [[vrrp.vrid]] 1: tracking = \"one\" has nothing to track: nothing is bound to count (track_vservers and track_services are empty), no interface is tracked and no DNS listener ([server] dns_listen) is on its VIPs"
         ]
     );
-    // Something tracked, or NONE: no warning.
+    // A tracked interface is required in every mode, not counted: ONE has
+    // nothing to count, and says what still moves the VIPs.
     let m = conf(&vrid1(concat!(
         "add ns ip 10.0.0.53 255.255.255.0 -type VIP -vrid 1\n",
         "set vrid 1 -tracking ONE\n",
         "bind vrid 1 -trackifNum eth1\n",
+    )));
+    assert_eq!(
+        m.warnings,
+        [
+            "t.conf:4: vrid 1: -tracking ONE has nothing to count (no -trackVserver or -trackService); only the required objects, the tracked interfaces, can move the VIPs, as they would with NONE"
+        ]
+    );
+    // Something counted, or NONE: no warning.
+    let m = conf(&vrid1(concat!(
+        "add gslb vserver vs HTTP\n",
+        "add ns ip 10.0.0.53 255.255.255.0 -type VIP -vrid 1\n",
+        "set vrid 1 -tracking ONE\n",
+        "bind vrid 1 -trackVserver vs\n",
     )));
     assert!(m.warnings.is_empty(), "{:#?}", m.warnings);
     let m = conf(&vrid1(
@@ -1183,7 +1187,32 @@ fn tracking_without_preemption_is_warned_about() {
     assert_eq!(
         m.warnings,
         [
-            "t.conf:5: vrid 1: -tracking ALL lowers the priority of a master whose tracked objects go down, but with -preemption DISABLED no backup takes over then (seed 004: enable preemption with health tracking)"
+            "t.conf:5: vrid 1: -tracking ALL with -preemption DISABLED: a master whose tracking drops it to 0 hands its VIPs over all the same (it advertises priority 0), but once this node's tracked objects are back it does not take its VIPs back, and as a backup it never takes them from a lower master (seed 004: enable preemption with health tracking; the backups' setting is the one that moves a VIP)"
+        ]
+    );
+    // PROGRESSIVE only lowers a master: the backups' preemption moves the VIP.
+    let m = conf(concat!(
+        "add gslb vserver vs HTTP\n",
+        "add vrid 1 -tracking PROGRESSIVE -preemption DISABLED\n",
+        "bind vrid 1 -ifnum eth0 -trackVserver vs\n",
+        "add ns ip 10.0.0.53 255.255.255.0 -type VIP -vrid 1\n",
+    ));
+    assert_eq!(m.warnings.len(), 1, "{:#?}", m.warnings);
+    assert!(
+        m.warnings[0].contains("as a backup this node never takes the VIPs from a master whose tracking lowered its priority below this node's"),
+        "{:#?}",
+        m.warnings
+    );
+    // At 255 preemption is always on (the address owner's rule).
+    let m = conf(concat!(
+        "add vrid 1 -priority 255 -preemption DISABLED\n",
+        "bind vrid 1 -ifnum eth0\n",
+        "add ns ip 10.0.0.53 255.255.255.0 -type VIP -vrid 1\n",
+    ));
+    assert_eq!(
+        m.warnings,
+        [
+            "t.conf:1: vrid 1: -preemption DISABLED has no effect at priority 255: that node is the address owner of RFC 5798, which always takes its VIPs (docs/vrrp.md)"
         ]
     );
     let t = toml(
@@ -1192,11 +1221,10 @@ fn tracking_without_preemption_is_warned_about() {
     assert_eq!(t.warnings.len(), 1, "{:#?}", t.warnings);
     assert!(
         t.warnings[0]
-            .starts_with("t.toml:8: [[vrrp.vrid]] 1: tracking = \"all\" lowers the priority"),
+            .starts_with("t.toml:8: [[vrrp.vrid]] 1: tracking = \"all\" with preemption = false: a master whose tracking drops it to 0"),
         "{}",
         t.warnings[0]
     );
-    assert!(t.warnings[0].contains("but with preemption = false no backup"));
 }
 
 // -- native reader specifics
@@ -1246,7 +1274,7 @@ fn toml_rejections() {
     );
     // One bad [[vrrp.vrid]] does not hide the errors of the next.
     let errs = toml_errors(
-        "version = 1\n[[vrrp.vrid]]\nid = 1\nbogus = 1\n[[vrrp.vrid]]\nid = 2\npriority = 255\n",
+        "version = 1\n[[vrrp.vrid]]\nid = 1\nbogus = 1\n[[vrrp.vrid]]\nid = 2\npriority = 256\n",
     );
     assert_eq!(errs.len(), 2, "{errs:#?}");
     assert_eq!((errs[0].0, errs[1].0), (4, 7));

@@ -135,8 +135,9 @@ impl Default for VrrpParams {
 pub struct Vrid {
     /// 1–255, the same on every node that shares these VIPs.
     pub id: u8,
-    /// The base priority, 1–254 (255 is the address owner's, and nodes that
-    /// share a VIP own none; 0 means "shutting down" on the wire).
+    /// The base priority, 1–255 (0 means "shutting down" on the wire). 255,
+    /// the appliance's default, is the highest: the node runs as RFC 5798's
+    /// address owner (master at once at start, always preempts).
     pub priority: u8,
     /// A higher priority takes over from a lower master (seed 004: on by
     /// default, and needed for health tracking to move the VIPs).

@@ -15,7 +15,7 @@ use sextant_core::vrrp::{Tracking as ConfTracking, VrrpChecksum, VrrpSettings};
 use sextant_core::{Model, ServiceId, Snapshot, VServerId};
 use sextant_dns::DnsShared;
 use sextant_vrrp::link::{Link, Vip};
-use sextant_vrrp::machine::{Action, Config, State};
+use sextant_vrrp::machine::{Action, Config, OWNER_PRIORITY, State};
 use sextant_vrrp::packet::{ChecksumMode, Family};
 use sextant_vrrp::router::{RouterConfig, RouterId, RouterStatus, Routers, Tracked};
 use sextant_vrrp::tracking::Tracking;
@@ -509,7 +509,14 @@ impl InterfaceRun {
                 Family::V4 => want_v4 = true,
                 Family::V6 => want_v6 = true,
             }
-            let mut machine = Config::new(v.id, v.priority.min(254));
+            // 255 is the highest priority the seed and the appliance allow;
+            // RFC 5798 gives it to the address owner, and a node configured
+            // with it behaves as one (docs/vrrp.md).
+            let mut machine = if v.priority == OWNER_PRIORITY {
+                Config::owner(v.id)
+            } else {
+                Config::new(v.id, v.priority)
+            };
             machine.advert_interval = settings.params.hello_interval;
             machine.preempt = v.preemption;
             machine.preempt_delay = v.preemption_delay;

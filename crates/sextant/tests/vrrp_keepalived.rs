@@ -50,9 +50,8 @@ fn the_vip() -> IpAddr {
     IpAddr::V4(vip(1))
 }
 
-fn priority(node: usize) -> u8 {
-    if node == 0 { 200 } else { 100 }
-}
+/// The priorities of nodes 0 and 1 in most tests.
+const PRIORITIES: [u8; 2] = [200, 100];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Side {
@@ -88,6 +87,8 @@ struct Pair<'a> {
     lab: &'a Lab,
     high: Side,
     vmac: bool,
+    /// Node 0's and node 1's base priority (node 0's is the higher).
+    priorities: [u8; 2],
     nodes: [Option<Running>; 2],
     /// Whose cable is cut.
     cut: [bool; 2],
@@ -98,11 +99,12 @@ struct Pair<'a> {
 }
 
 impl<'a> Pair<'a> {
-    fn new(lab: &'a Lab, high: Side, vmac: bool) -> Pair<'a> {
+    fn new(lab: &'a Lab, high: Side, vmac: bool, priorities: [u8; 2]) -> Pair<'a> {
         Pair {
             lab,
             high,
             vmac,
+            priorities,
             nodes: [None, None],
             cut: [false; 2],
             finished: Vec::new(),
@@ -120,7 +122,7 @@ impl<'a> Pair<'a> {
     }
 
     fn instance(&self, node: usize, preempt: Preempt) -> Instance {
-        Instance::new(VRID, priority(node), INTERVAL, the_vip())
+        Instance::new(VRID, self.priorities[node], INTERVAL, the_vip())
             .vmac(self.vmac)
             .preempt(preempt)
     }
@@ -145,7 +147,7 @@ impl<'a> Pair<'a> {
         self.note(&format!(
             "node {node} ({:?}, priority {}, preempt {preempt:?}) started",
             self.side(node),
-            priority(node)
+            self.priorities[node]
         ));
     }
 
@@ -406,8 +408,10 @@ impl<'a> Pair<'a> {
             );
         }
         assert!(heard > 0, "no Sextant heard keepalived: {vrrps:?}");
+        // A Sextant at 255 (the address owner) is never backup while it runs.
+        let sextant_can_be_backup = !(self.high == Side::Sextant && self.priorities[0] == 255);
         assert!(
-            self.sextant_saw_keepalived_master > 0,
+            self.sextant_saw_keepalived_master > 0 || !sextant_can_be_backup,
             "never saw a Sextant backup reporting keepalived as master"
         );
     }
@@ -426,6 +430,11 @@ fn keepalived_state(log: &str) -> Option<String> {
 /// node 1 takes over, node 0 comes back with that preemption (on: it takes
 /// the VIP back; off: node 1 keeps it, so an `Off` cycle is the last).
 fn interop(tag: &str, high: Side, vmac: bool, cycles: &[(Stop, Preempt)]) {
+    interop_at(tag, high, vmac, PRIORITIES, cycles);
+}
+
+/// [`interop`] with other priorities.
+fn interop_at(tag: &str, high: Side, vmac: bool, priorities: [u8; 2], cycles: &[(Stop, Preempt)]) {
     assert!(
         cycles[..cycles.len() - 1]
             .iter()
@@ -439,11 +448,13 @@ fn interop(tag: &str, high: Side, vmac: bool, cycles: &[(Stop, Preempt)]) {
         return;
     }
     let t = Instant::now();
-    let mut p = Pair::new(&lab, high, vmac);
+    let mut p = Pair::new(&lab, high, vmac, priorities);
     p.note(&format!(
-        "node 0 {:?} (200), node 1 {:?} (100), virtual MAC {vmac}",
+        "node 0 {:?} ({}), node 1 {:?} ({}), virtual MAC {vmac}",
         p.side(0),
-        p.side(1)
+        priorities[0],
+        p.side(1),
+        priorities[1]
     ));
 
     // Election: node 0 first, alone; then node 1 joins as backup.
@@ -513,6 +524,35 @@ fn keepalived_master_sextant_backup_own_mac() {
         Side::Keepalived,
         false,
         &[(Hard, On), (Graceful, Off)],
+    );
+}
+
+/// Priority 255, the appliance's default and the highest (seed 004: 1–255),
+/// against keepalived at 254: Sextant at 255 runs as RFC 5798's address
+/// owner, is master, and takes the VIP back the moment it returns.
+/// (Rewriting 255 as 254 would tie with keepalived, and the higher address
+/// would win instead.)
+#[test]
+fn sextant_at_255_is_master_over_keepalived_at_254() {
+    interop_at(
+        "ka255s",
+        Side::Sextant,
+        false,
+        [255, 254],
+        &[(Graceful, On), (Hard, On)],
+    );
+}
+
+/// And the other way round: keepalived at 255 (its address owner), Sextant
+/// at 254 backs it up.
+#[test]
+fn keepalived_at_255_is_master_over_sextant_at_254() {
+    interop_at(
+        "ka255k",
+        Side::Keepalived,
+        false,
+        [255, 254],
+        &[(Graceful, On), (Hard, On)],
     );
 }
 

@@ -145,17 +145,12 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
                 }
             }
             "add vrid" => {
+                // The appliance's default priority is 255, Sextant's 100: a
+                // saved file writes none when it is the default.
                 let id = l.positional(2).unwrap_or_default();
-                match l.value("priority") {
-                    Some(p) if p == "255" => {
-                        l.set_value("priority", "254");
-                        report.changed(line, format!("add vrid {id}: -priority 255 written as 254: 255 is reserved for the address owner in VRRPv3, which Sextant never claims to be"));
-                    }
-                    Some(_) => {}
-                    None => {
-                        l.push_option("priority", "254");
-                        report.changed(line, format!("add vrid {id}: -priority 254 added: the appliance's default is 255, reserved for the address owner in VRRPv3, which Sextant never claims to be"));
-                    }
+                if l.value("priority").is_none() {
+                    l.push_option("priority", "255");
+                    report.changed(line, format!("add vrid {id}: -priority 255 added: the appliance's default, which a saved file does not write (Sextant's own default is 100)"));
                 }
             }
             "add lb monitor" | "set lb monitor" => {
