@@ -12,8 +12,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::dc::{DcFacts, ServiceFacts, rank_record};
-use sextant_core::{DcOrders, Model, ServiceMetrics, SiteId};
+use sextant_core::dc::{DcFacts, DcOrder, ServiceFacts, figure, rank_record};
+use sextant_core::{DcOrders, DcRecord, Model, ServiceMetrics, SiteId};
 
 use crate::event::SiteFigures;
 
@@ -46,10 +46,12 @@ pub(crate) struct DcBook {
     loss: Vec<Option<f64>>,
     /// When the next ranking is due; `None` before the first.
     next_rank: Option<Duration>,
-    /// Per site: whether its figures were known at the last ranking (a site
-    /// whose first figures arrive is ranked by them at once, not an access
-    /// period later).
-    known_at_rank: Vec<bool>,
+    /// The end of the first access period after a start or reload: until
+    /// then a record ranked without one of its datacenters' figures is
+    /// ranked again as soon as they are all known, not a period later.
+    settle_until: Option<Duration>,
+    /// Per record: its last ranking lacked a datacenter's figure.
+    incomplete: Vec<bool>,
     orders: Arc<DcOrders>,
     /// The published orders are out of date.
     pub dirty: bool,
@@ -64,7 +66,8 @@ impl DcBook {
             links: vec![Default::default(); sites],
             loss: vec![None; sites],
             next_rank: None,
-            known_at_rank: vec![false; sites],
+            settle_until: None,
+            incomplete: Vec::new(),
             orders: Arc::default(),
             dirty: true,
         };
@@ -83,16 +86,6 @@ impl DcBook {
     pub fn reported(&mut self, site: SiteId, figures: SiteFigures) {
         if let Some(slot) = self.reported.get_mut(site as usize) {
             *slot = Some(figures);
-            // A report without figures changes nothing to rank by.
-            if figures.is_known()
-                && !self
-                    .known_at_rank
-                    .get(site as usize)
-                    .copied()
-                    .unwrap_or(true)
-            {
-                self.next_rank = None;
-            }
         }
     }
 
@@ -115,19 +108,68 @@ impl DcBook {
         Some(self.next_rank.unwrap_or(Duration::ZERO))
     }
 
-    /// Ranks again when an access period is over (or never was).
+    /// Ranks again when an access period is over (or never was), and, in
+    /// the first access period after a start or reload, as soon as a record
+    /// ranked without some datacenter's figure has them all (the node's own
+    /// figures, its peers' reports, measured loss: whichever came last).
     pub fn tick(&mut self, now: Duration, ctx: &Ctx<'_>) {
-        if ctx.model.dc_records.is_empty() || self.next_rank.is_some_and(|t| now < t) {
+        if ctx.model.dc_records.is_empty() {
             return;
         }
-        self.rank(now, ctx);
+        let due = self.next_rank.is_none_or(|t| now >= t);
+        let settling = self.settle_until.is_some_and(|t| now < t);
+        if due || (settling && self.completes_a_record(ctx)) {
+            self.rank(now, ctx);
+        }
+    }
+
+    /// Whether a record whose last ranking lacked a figure has all of its
+    /// datacenters' figures now.
+    fn completes_a_record(&self, ctx: &Ctx<'_>) -> bool {
+        if !self.incomplete.iter().any(|i| *i) {
+            return false;
+        }
+        let facts = self.all_facts(ctx);
+        ctx.model
+            .dc_records
+            .iter()
+            .zip(&self.incomplete)
+            .filter(|(_, incomplete)| **incomplete)
+            .any(|(rec, _)| {
+                (0..rec.groups.len()).all(|g| {
+                    figure(&rec.selection, &self.group_facts(rec, g, &facts, ctx)).is_some()
+                })
+            })
+    }
+
+    fn all_facts(&self, ctx: &Ctx<'_>) -> Vec<DcFacts> {
+        (0..ctx.model.sites.len())
+            .map(|s| self.site_facts(s as SiteId, ctx.model.local_site, ctx))
+            .collect()
+    }
+
+    /// What is known of group `g` of `rec`: its site's facts and, Service
+    /// Based, its measured service.
+    fn group_facts(&self, rec: &DcRecord, g: usize, facts: &[DcFacts], ctx: &Ctx<'_>) -> DcFacts {
+        let group = rec.groups[g];
+        let mut f = facts.get(group.site as usize).copied().unwrap_or_default();
+        f.service = group.service.map(|s| {
+            let i = s as usize;
+            ServiceFacts {
+                up: (ctx.service_up)(i),
+                metrics: f
+                    .reachable
+                    .then(|| ctx.service_metrics.get(i).copied())
+                    .flatten(),
+            }
+        });
+        f
     }
 
     /// Ranks every record now (at a reload too: new records must not wait
     /// a whole access period).
     pub fn rank(&mut self, now: Duration, ctx: &Ctx<'_>) {
         let model = ctx.model;
-        let local = model.local_site;
         // A loss window closes at a ranking once keepalives were sent in
         // it; until then the previous window's share stands.
         for (l, loss) in self.links.iter_mut().zip(&mut self.loss) {
@@ -138,48 +180,34 @@ impl DcBook {
                 l.1 = l.0;
             }
         }
-        let facts: Vec<DcFacts> = (0..model.sites.len())
-            .map(|s| self.site_facts(s as SiteId, local, ctx))
-            .collect();
-        self.known_at_rank = facts
-            .iter()
-            .map(|f| {
-                f.cpu_percent.is_some()
-                    || f.memory_percent.is_some()
-                    || f.bandwidth_bytes_ps.is_some()
-            })
-            .collect();
-        debug_assert_eq!(self.known_at_rank.len(), model.sites.len());
-        let orders = model
+        let facts = self.all_facts(ctx);
+        let orders: Vec<Option<DcOrder>> = model
             .dc_records
             .iter()
             .map(|rec| {
                 Some(rank_record(
                     rec,
-                    |g| {
-                        let group = rec.groups[g];
-                        let mut f = facts.get(group.site as usize).copied().unwrap_or_default();
-                        f.service = group.service.map(|s| {
-                            let i = s as usize;
-                            ServiceFacts {
-                                up: (ctx.service_up)(i),
-                                metrics: f
-                                    .reachable
-                                    .then(|| ctx.service_metrics.get(i).copied())
-                                    .flatten(),
-                            }
-                        });
-                        f
-                    },
+                    |g| self.group_facts(rec, g, &facts, ctx),
                     now,
                 ))
             })
             .collect();
+        self.incomplete = orders
+            .iter()
+            .map(|o| {
+                o.as_ref()
+                    .is_some_and(|o| o.figures.iter().any(Option::is_none))
+            })
+            .collect();
+        let period = model.params.dc_access_period.max(Duration::from_millis(1));
+        if self.settle_until.is_none() {
+            self.settle_until = Some(now + period);
+        }
         self.orders = Arc::new(DcOrders {
             orders,
             site_reachable: self.reachable(ctx),
         });
-        self.next_rank = Some(now + model.params.dc_access_period.max(Duration::from_millis(1)));
+        self.next_rank = Some(now + period);
         self.dirty = true;
     }
 
@@ -291,6 +319,86 @@ mod tests {
         let o = book.publish(ctx);
         let order = o.orders[0].as_ref().expect("ranked").groups.clone();
         (order, o.site_reachable.clone())
+    }
+
+    /// Issue 24's reproduction in replay: neither site's CPU is known at
+    /// start; the node's own figure (POSTed or sampled) arrives, then the
+    /// peer's report. Ranked as soon as both are known, well within the
+    /// first access period, and not before.
+    #[test]
+    fn the_first_ranking_with_every_figure_comes_as_soon_as_they_are_known() {
+        let mut m = model();
+        m.params.dc_access_period = Duration::from_secs(25);
+        let up = |_: usize| true;
+        let s = |secs: f64| Duration::from_secs_f64(secs);
+        let peers_up = vec![false, true];
+        let mut book = DcBook::new(&m, None);
+        let mut own = SiteFigures::default();
+        macro_rules! ctx {
+            () => {
+                Ctx {
+                    model: &m,
+                    own,
+                    peers_up: &peers_up,
+                    service_up: &up,
+                    service_metrics: &[],
+                }
+            };
+        }
+        book.tick(s(0.0), &ctx!());
+        macro_rules! figures {
+            ($book:expr) => {{
+                let o = $book.publish(&ctx!());
+                o.orders[0].as_ref().expect("ranked").figures.clone()
+            }};
+        }
+        assert_eq!(figures!(book), vec![None, None]);
+        // The node's own figure alone: b's is still missing, no ranking.
+        own = cpu(50.0);
+        book.tick(s(1.0), &ctx!());
+        assert_eq!(figures!(book), vec![None, None]);
+        // b's report completes it: ranked at once, b (10) first.
+        book.reported(1, cpu(10.0));
+        book.tick(s(1.2), &ctx!());
+        assert_eq!(figures!(book), vec![Some(50.0), Some(10.0)]);
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
+        // Then every access period: a change waits for it.
+        own = cpu(5.0);
+        book.tick(s(20.0), &ctx!());
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
+        book.tick(s(26.3), &ctx!());
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1]);
+    }
+
+    /// After the first access period a figure that appears waits for the
+    /// next period, as every other change does.
+    #[test]
+    fn after_the_first_period_missing_figures_wait_for_the_next() {
+        let m = model();
+        let up = |_: usize| true;
+        let s = |secs: f64| Duration::from_secs_f64(secs);
+        let peers_up = vec![false, true];
+        let mut book = DcBook::new(&m, None);
+        let own = cpu(50.0);
+        macro_rules! ctx {
+            () => {
+                Ctx {
+                    model: &m,
+                    own,
+                    peers_up: &peers_up,
+                    service_up: &up,
+                    service_metrics: &[],
+                }
+            };
+        }
+        book.tick(s(0.0), &ctx!());
+        book.tick(s(1.0), &ctx!());
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1]);
+        book.reported(1, cpu(10.0));
+        book.tick(s(1.5), &ctx!());
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1], "waits");
+        book.tick(s(2.0), &ctx!());
+        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
     }
 
     #[test]
