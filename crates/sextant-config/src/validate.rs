@@ -1200,9 +1200,9 @@ impl Validator<'_> {
         {
             let key = self.key("-totalDCs", "total_dcs");
             let sel = self.dc_selection(client_based);
-            self.diag.error(
+            self.diag.warn(
                 line.max(sel_line),
-                format!("{label}: {key} is not applied by {sel}; remove it"),
+                format!("{label}: {key} is accepted but not applied by {sel} (seed 002: it answers the best datacenter for each client); it has no effect"),
             );
         }
 
@@ -1225,10 +1225,10 @@ impl Validator<'_> {
                         client_fail_safe_reported = Some(*line);
                         let key = self.key("-failSafe", "fail_safe");
                         let sel = self.dc_selection(client_based);
-                        self.diag.error(
+                        self.diag.warn(
                             (*line).max(sel_line),
                             format!(
-                                "{label}: fail-safe records ({key}) are not used by {sel}; remove them"
+                                "{label}: fail-safe records ({key}) are accepted but not applied by {sel} (seed 002): with no healthy address the answer is NODATA; they have no effect"
                             ),
                         );
                     }
@@ -1351,22 +1351,6 @@ impl Validator<'_> {
                     );
                 }
             }
-        }
-
-        // Client Based takes every datacenter (no cut): the criterion then
-        // only orders the answer, which one-address algorithms ignore.
-        if let DcSelection::ClientBased(criterion) = &selection
-            && d.balance != sextant_core::Balance::All
-        {
-            let key = self.key("-balance", "balance");
-            self.diag.warn(
-                d.line,
-                format!(
-                    "{label}: CLIENT_BASED takes every datacenter (no cut), so with {key} {} the answer rotates over all of them and the {} ranking has no effect; {key} ALL answers every healthy address, best datacenter first",
-                    d.balance.name(),
-                    criterion.name()
-                ),
-            );
         }
 
         // Addresses by group, in binding order within a group.

@@ -17,7 +17,7 @@ use crate::location::Location;
 use crate::policy::DnsActionId;
 use crate::select::nth_weighted;
 use crate::snapshot::Snapshot;
-use crate::trace::{MatchPass, TraceEvent, Tracer};
+use crate::trace::{DcVerdict, MatchPass, TraceEvent, Tracer};
 
 /// Addresses within this many kilometres of the nearest count as equally
 /// near (as for static proximity).
@@ -43,14 +43,18 @@ pub fn address_healthy(snap: &Snapshot, rec: &DcRecord, a: usize) -> bool {
 }
 
 /// The record's status: OK, Partially OK, No healthy records or Fail-safe
-/// (by health alone, any family).
+/// (by health and weight, any family: a datacenter serves when it has a
+/// healthy address of weight above 0).
 pub fn record_status(snap: &Snapshot, r: DcRecordId) -> RecordStatus {
     let rec = &snap.model().dc_records[r as usize];
     let (mut with_addresses, mut healthy) = (0u64, 0u64);
     for (a, addr) in rec.addresses.iter().enumerate() {
         let bit = 1u64 << (addr.group as usize % MAX_DC_GROUPS);
         with_addresses |= bit;
-        if address_healthy(snap, rec, a) {
+        // A datacenter serves only through a healthy address it answers
+        // with: one whose healthy addresses are all drained (weight 0)
+        // serves nothing.
+        if addr.weight > 0 && address_healthy(snap, rec, a) {
             healthy |= bit;
         }
     }
@@ -148,9 +152,55 @@ pub(crate) fn answer_dc_record<T: Tracer>(
         }
     }
 
-    // Keep the groups with an answerable address, in ranked order; cut.
+    // Topology rules (preferred locations) choose among every datacenter's
+    // answerable addresses, before the cut: a client whose location matches
+    // a datacenter gets that one, whatever N is. Not with Client Based.
+    let topology = match preferred {
+        Some((action, prefs)) if !client_based => preferred_match(
+            action,
+            prefs,
+            rec.addresses.len(),
+            |a| snap.dc_address_place(r, a).map(|p| &p.location),
+            answerable,
+            trace,
+        ),
+        _ => None,
+    };
+    let matches = |a: usize| {
+        answerable(a)
+            && match topology {
+                Some((p, MatchPass::Perfect)) => snap
+                    .dc_address_place(r, a)
+                    .is_some_and(|pl| prefs_of(preferred)[p].matches_perfectly(&pl.location)),
+                Some((p, MatchPass::Partial)) => snap
+                    .dc_address_place(r, a)
+                    .is_some_and(|pl| prefs_of(preferred)[p].matches_partially(&pl.location)),
+                _ => true,
+            }
+    };
+    let mut matching_in = [0u16; MAX_DC_GROUPS];
+    if topology.is_some() {
+        for (a, addr) in rec.addresses.iter().enumerate() {
+            if (addr.group as usize) < groups && matches(a) {
+                matching_in[addr.group as usize] += 1;
+            }
+        }
+    } else {
+        matching_in = healthy_in;
+    }
+
+    // Keep the groups with a matching address, in ranked order; cut after
+    // the first N. Client Based has no N (seed 002): with `-balance ALL` it
+    // answers every datacenter, best first; otherwise the best one for this
+    // client, or, while no datacenter has a figure for it, all of them (as
+    // the RTT method balances while no RTT is known).
     let cut = if client_based {
-        groups
+        let known = figures[..groups].iter().any(Option::is_some);
+        if rec.balance == Balance::All || !known {
+            groups
+        } else {
+            1
+        }
     } else {
         (rec.total_dcs.max(1) as usize).min(groups)
     };
@@ -159,8 +209,20 @@ pub(crate) fn answer_dc_record<T: Tracer>(
     for (rank, g) in order[..groups].iter().enumerate() {
         let g = *g as usize;
         let healthy = u32::from(healthy_in[g]);
-        let take = healthy > 0 && count < cut;
-        if take {
+        let verdict = if healthy == 0 {
+            DcVerdict::NoHealthy
+        } else if matching_in[g] == 0 {
+            DcVerdict::OffTopology
+        } else if count >= cut {
+            if client_based {
+                DcVerdict::NotBestForClient
+            } else {
+                DcVerdict::BeyondCut
+            }
+        } else {
+            DcVerdict::Taken
+        };
+        if verdict == DcVerdict::Taken {
             taken |= 1 << g;
             count += 1;
         }
@@ -170,7 +232,7 @@ pub(crate) fn answer_dc_record<T: Tracer>(
             rank: rank as u8,
             figure: figures[g],
             healthy,
-            taken: take,
+            verdict,
         });
     }
 
@@ -208,32 +270,7 @@ pub(crate) fn answer_dc_record<T: Tracer>(
     }
 
     let in_taken = |a: usize| taken >> (rec.addresses[a].group as usize % MAX_DC_GROUPS) & 1 == 1;
-    let candidate = |a: usize| in_taken(a) && answerable(a);
-
-    // Topology rules (preferred locations), not with Client Based.
-    let topology = match preferred {
-        Some((action, prefs)) if !client_based => preferred_match(
-            action,
-            prefs,
-            rec.addresses.len(),
-            |a| snap.dc_address_place(r, a).map(|p| &p.location),
-            candidate,
-            trace,
-        ),
-        _ => None,
-    };
-    let chosen = |a: usize| {
-        candidate(a)
-            && match topology {
-                Some((p, MatchPass::Perfect)) => snap
-                    .dc_address_place(r, a)
-                    .is_some_and(|pl| prefs_of(preferred)[p].matches_perfectly(&pl.location)),
-                Some((p, MatchPass::Partial)) => snap
-                    .dc_address_place(r, a)
-                    .is_some_and(|pl| prefs_of(preferred)[p].matches_partially(&pl.location)),
-                _ => true,
-            }
-    };
+    let chosen = |a: usize| in_taken(a) && matches(a);
 
     let n = rec.addresses.len();
     let pick = match rec.balance {

@@ -46,6 +46,21 @@ impl FallbackWhy {
     }
 }
 
+/// What became of one datacenter of a datacenter-mode record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DcVerdict {
+    /// Its healthy addresses are in the answer's pool.
+    Taken,
+    /// No healthy address (of the query's family, not drained).
+    NoHealthy,
+    /// Healthy, but a preferred location matched other datacenters.
+    OffTopology,
+    /// Healthy, ranked after the first Total DCs to Select from.
+    BeyondCut,
+    /// Client Based: another datacenter is better for this client.
+    NotBestForClient,
+}
+
 /// The passes of the preferred-locations algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MatchPass {
@@ -125,7 +140,7 @@ pub enum TraceEvent {
         rank: u8,
         figure: Option<f64>,
         healthy: u32,
-        taken: bool,
+        verdict: DcVerdict,
     },
     /// No datacenter has a healthy address: the fail-safe records answer.
     DcFailSafe { count: u32 },
@@ -363,7 +378,7 @@ impl TraceEvent {
                 rank,
                 figure,
                 healthy,
-                taken,
+                verdict,
             } => {
                 let r = model.dc_records.get(*record as usize);
                 let site = r
@@ -376,10 +391,12 @@ impl TraceEvent {
                     (Some(c), Some(f)) => format!("{c} {f}"),
                     (Some(c), None) => format!("{c} unknown (ranks last)"),
                 };
-                let verdict = match (*taken, *healthy) {
-                    (true, _) => "taken",
-                    (false, 0) => "no healthy address, left out",
-                    (false, _) => "beyond Total DCs to Select from, left out",
+                let verdict = match verdict {
+                    DcVerdict::Taken => "taken",
+                    DcVerdict::NoHealthy => "no healthy address, left out",
+                    DcVerdict::OffTopology => "no address in the preferred location, left out",
+                    DcVerdict::BeyondCut => "beyond Total DCs to Select from, left out",
+                    DcVerdict::NotBestForClient => "not the best for this client, left out",
                 };
                 format!(
                     "rank {}: DC {} (site {site}), {figure}, {healthy} healthy address(es): {verdict}",

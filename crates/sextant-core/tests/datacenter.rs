@@ -668,3 +668,125 @@ fn the_local_site_chosen_at_start_is_always_a_group() {
     m.set_local_site(1);
     assert_eq!(m.dc_records[0].groups.len(), 5);
 }
+
+/// Issue 24: topology rules choose among every healthy datacenter before
+/// the cut, so with the default N = 1 a client whose location matches a
+/// datacenter gets that one (before, the cut left fra alone and the rule
+/// could not steer), and the explanation says why the others are out.
+#[test]
+fn topology_rules_choose_among_the_dcs_before_the_cut() {
+    let mut m = model(DcSelection::AllDcRecords, 1, Balance::RoundRobin);
+    with_topology(&mut m);
+    let s = snap(m, &[]);
+    assert_eq!(dcs_answered(&shares(&s, 40)), ["ams"]);
+    let mut out = AnswerBuf::default();
+    let mut t = VecTrace::default();
+    let d = decide(
+        &s,
+        &query("198.51.100.1"),
+        &mut Cursor::peeking(1),
+        &NoSessions,
+        &mut out,
+        &mut t,
+    );
+    assert_eq!(
+        d.reason,
+        Reason::PreferredLocation {
+            pass: MatchPass::Perfect
+        }
+    );
+    let text: Vec<String> = t.0.iter().map(|e| e.describe(s.model())).collect();
+    let text = text.join("\n");
+    for want in [
+        "preferred location 1 (europe.nl): 2 UP matches, 0 not UP",
+        "rank 1: DC 1 (site fra), configured order, 2 healthy address(es): no address in the preferred location, left out",
+        "rank 2: DC 2 (site ams), configured order, 2 healthy address(es): taken",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    // With ams DOWN (its service) and its always-healthy address drained,
+    // nothing matches: the configured order and the cut as without a rule.
+    let mut m = model(DcSelection::AllDcRecords, 1, Balance::RoundRobin);
+    with_topology(&mut m);
+    m.dc_records[0].addresses[3].weight = 0;
+    assert_eq!(dcs_answered(&shares(&snap(m, &[1]), 40)), ["fra"]);
+}
+
+/// Issue 24: Client Based without `-balance ALL` answers the best
+/// datacenter for the client's resolver (not round robin over all of
+/// them); while no datacenter has a figure for it, all of them, as the RTT
+/// method balances while no RTT is known.
+#[test]
+fn client_based_answers_the_best_dc_for_each_client() {
+    let table = path_table([
+        Some((12, 52, 0, 420)),
+        Some((4, 60, 80, 380)),
+        Some((20, 108, 10, 300)),
+        None,
+    ]);
+    for (criterion, best) in [
+        (ClientCriterion::Mos, "fra"),
+        (ClientCriterion::Hops, "ams"),
+        (ClientCriterion::Ttl, "nyc"),
+    ] {
+        let m = model(DcSelection::ClientBased(criterion), 1, Balance::RoundRobin);
+        let s = snap(m, &[]).with_rtt(Arc::clone(&table));
+        assert_eq!(dcs_answered(&shares(&s, 40)), [best], "{criterion:?}");
+    }
+    // Its best datacenter down: the next best.
+    let m = model(
+        DcSelection::ClientBased(ClientCriterion::Mos),
+        1,
+        Balance::RoundRobin,
+    );
+    let mut down = m.clone();
+    down.dc_records[0]
+        .addresses
+        .retain(|a| !(dc_of(a.ip) == 0 && a.health == DcHealth::Always));
+    let s = snap(down, &[0]).with_rtt(Arc::clone(&table));
+    assert_eq!(dcs_answered(&shares(&s, 40)), ["ams"]);
+    // A resolver nothing is known of: every datacenter.
+    let s = snap(m, &[]).with_rtt(table);
+    let mut cursor = Cursor::new(3);
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..80 {
+        let mut out = AnswerBuf::default();
+        decide(
+            &s,
+            &query("203.0.113.9"),
+            &mut cursor,
+            &NoSessions,
+            &mut out,
+            &mut NoTrace,
+        );
+        seen.extend(out.addrs.iter().map(|a| dc_of(*a)));
+    }
+    assert_eq!(seen.len(), 4, "{seen:?}");
+}
+
+/// Issue 24: a datacenter whose only healthy addresses have weight 0 is
+/// not serving: the status is Partially OK (or, with none serving, as if
+/// nothing were healthy), never OK.
+#[test]
+fn a_dc_serving_only_through_drained_addresses_is_not_ok() {
+    let mut m = model(
+        DcSelection::DcBased(DcCriterion::Cpu),
+        1,
+        Balance::RoundRobin,
+    );
+    for a in m.dc_records[0]
+        .addresses
+        .iter_mut()
+        .filter(|a| dc_of(a.ip) == 1)
+    {
+        a.weight = 0;
+    }
+    let s = snap(m.clone(), &[]);
+    assert_eq!(record_status(&s, 0), RecordStatus::PartiallyOk);
+    // And it does not answer: ams (lowest CPU) is drained, sgp next.
+    assert_eq!(dcs_answered(&shares(&s, 40)), ["sgp"]);
+    for a in m.dc_records[0].addresses.iter_mut() {
+        a.weight = 0;
+    }
+    assert_eq!(record_status(&snap(m, &[]), 0), RecordStatus::FailSafe);
+}

@@ -21,6 +21,10 @@ const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 const NAME: &str = "www.example.com";
 /// A second record over the same addresses without fail-safe records.
 const BARE: &str = "bare.example.com";
+/// A Client Based record without `-balance`, where a test adds one.
+const BEST: &str = "best.example.com";
+/// A record with one datacenter drained, where a test adds it.
+const DRAINED: &str = "drained.example.com";
 const FAIL_SAFE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 99);
 /// Rankings settle within a few access periods and metric-exchange hops.
 const CONVERGE: Duration = Duration::from_secs(30);
@@ -32,7 +36,14 @@ const MONITOR: &str =
 /// over every site's service (`record_opts` on the main one's add line; a
 /// fail-safe record unless it is Client Based, which uses none), `params`
 /// (more lines) before them.
-fn conf(sites: &Sites, me: usize, ports: &[u16], record_opts: &str, params: &str) -> String {
+fn conf(
+    sites: &Sites,
+    me: usize,
+    ports: &[u16],
+    record_opts: &str,
+    params: &str,
+    tail: &str,
+) -> String {
     let mut c = sites.preamble(me, "datacenter", "");
     c += "set gslb parameter -dcAccessPeriod 500 MSEC\n";
     c += params;
@@ -54,6 +65,7 @@ fn conf(sites: &Sites, me: usize, ports: &[u16], record_opts: &str, params: &str
     if !record_opts.contains("CLIENT_BASED") {
         c += &format!("bind gslb dcRecord {NAME} -failSafe {FAIL_SAFE}\n");
     }
+    c += tail;
     c
 }
 
@@ -71,14 +83,25 @@ fn start(test: &str, record_opts: &str) -> Setup {
 
 /// [`start`] with more configuration lines from `params(net)`.
 fn start_with(test: &str, record_opts: &str, params: impl Fn(&Net) -> String) -> Setup {
+    start_full(test, record_opts, params, |_| String::new())
+}
+
+/// [`start_with`] with lines after the records too, from `tail(sites)`.
+fn start_full(
+    test: &str,
+    record_opts: &str,
+    params: impl Fn(&Net) -> String,
+    tail: impl Fn(&Sites) -> String,
+) -> Setup {
     let net = Net::for_sites(test, 3);
     let scratch = net.scratch();
     let sites = Sites::host(&net, &["fra", "ams", "nyc"]);
     let backends: Vec<Backend> = sites.svc.iter().map(|ip| Backend::tcp(*ip)).collect();
     let ports: Vec<u16> = backends.iter().map(|b| b.port()).collect();
     let params = params(&net);
+    let tail = tail(&sites);
     let servers = sites.start(SEXTANT, &scratch, |k| {
-        conf(&sites, k, &ports, record_opts, &params)
+        conf(&sites, k, &ports, record_opts, &params, &tail)
     });
     wait_mesh_up(&servers);
     Setup {
@@ -268,7 +291,7 @@ fn service_based_connections_rank_by_each_dcs_service() {
 fn client_based_hops_follow_the_ttls_the_resolver_replies_with() {
     let ldns_port = std::cell::Cell::new(0u16);
     let emulator = std::cell::RefCell::new(None::<LdnsEmulator>);
-    let s = start_with(
+    let s = start_full(
         "dc_client",
         "-dcSelection CLIENT_BASED -criterion HOPS -balance ALL",
         |net| {
@@ -284,6 +307,18 @@ fn client_based_hops_follow_the_ttls_the_resolver_replies_with() {
                  set lb monitor ldns-dns LDNS-DNS -destPort {port} -interval 1 SEC -resptimeout 500 MSEC\n\
                  set lb monitor ldns-tcp LDNS-TCP -destPort {port} -interval 1 SEC -resptimeout 500 MSEC\n"
             )
+        },
+        // The same by HOPS without -balance: the best datacenter alone.
+        |sites| {
+            let mut c = format!(
+                "add gslb dcRecord {BEST} -dcSelection CLIENT_BASED -criterion HOPS -TTL 5\n"
+            );
+            for name in &sites.names {
+                c += &format!(
+                    "bind gslb dcRecord {BEST} -siteName {name} -serviceName web-{name}\n"
+                );
+            }
+            c
         },
     );
     let emu = emulator.borrow_mut().take().expect("emulator");
@@ -307,6 +342,20 @@ fn client_based_hops_follow_the_ttls_the_resolver_replies_with() {
     eventually_ok(CONVERGE, "ams (4 hops), nyc (8), fra (14)", || {
         order(["ams", "nyc", "fra"])
     });
+    // Without -balance, each answer is the best datacenter for this
+    // resolver, not a rotation over all of them.
+    let best = |want: &str| -> Result<(), String> {
+        for i in 0..6 {
+            let got = s.fra().try_query_a_from(ldns, BEST)?;
+            if got != [s.sites.svc_of(want)] {
+                return Err(format!(
+                    "{BEST} answer {i} from {ldns}: {got:?}, want web-{want}"
+                ));
+            }
+        }
+        Ok(())
+    };
+    eventually_ok(CONVERGE, "the best datacenter alone (ams)", || best("ams"));
     // The record status and Client Based's per-query ranking.
     let r = s.fra().try_record(NAME).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
@@ -323,6 +372,7 @@ fn client_based_hops_follow_the_ttls_the_resolver_replies_with() {
     eventually_ok(CONVERGE, "nyc (8), fra (14), ams (24)", || {
         order(["nyc", "fra", "ams"])
     });
+    eventually_ok(CONVERGE, "the best datacenter alone (nyc)", || best("nyc"));
     let text = s.fra().explain(NAME, &ldns.to_string()).trace.join("\n");
     for want in [
         "CLIENT_BASED by HOPS",
@@ -383,4 +433,97 @@ fn memory_rankings_include_the_local_dc_from_the_start() {
             Err(format!("not every figure known: {r:?}"))
         }
     });
+}
+
+/// Issue 24: topology rules choose among the healthy datacenters before the
+/// cut: with the default Total DCs (1), a client whose location matches
+/// ams gets ams, although fra has the lowest CPU; a client elsewhere gets
+/// fra. The explanation says why fra is left out for the first.
+#[test]
+fn a_preferred_location_steers_the_client_to_its_dc_before_the_cut() {
+    let s = start_full(
+        "dc_topology",
+        "-dcSelection DC_BASED -criterion CPU",
+        |net| {
+            let client = net.client_ip(0);
+            format!(
+                "add dns action preferNL GslbPrefLoc -preferredLocList \"Europe.NL\"\n\
+                 add dns policy polNL \"CLIENT.IP.SRC.IN_SUBNET({client}/32)\" preferNL\n\
+                 bind dns global polNL 100\n"
+            )
+        },
+        |sites| {
+            let ams = sites.svc_of("ams");
+            format!("add location {ams} {ams} \"Europe.NL.Amsterdam.*\"\n")
+        },
+    );
+    for (k, cpu) in [10, 50, 80].iter().enumerate() {
+        s.servers[k].set_site_figures(&format!("{{\"cpu_percent\": {cpu}}}"));
+    }
+    eventually_ok(CONVERGE, "fra ranks itself first (CPU 10)", || {
+        s.record_is(NAME, "OK", &["fra", "ams", "nyc"])?;
+        s.figures_are(NAME, &[Some(10.0), Some(50.0), Some(80.0)])
+    });
+    // The client the policy matches prefers Europe.NL: ams.
+    let client = s.net.client_ip(0);
+    let ams = s.sites.svc_of("ams");
+    for _ in 0..6 {
+        let got = s
+            .fra()
+            .try_query_a_from(client, NAME)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(got, [ams], "the client preferring Europe.NL");
+    }
+    // Another client: the ranking and the cut alone, fra.
+    s.steadily(NAME, "fra", 6).unwrap_or_else(|e| panic!("{e}"));
+    let text = s.fra().explain(NAME, &client.to_string()).trace.join("\n");
+    for want in [
+        "(site fra), CPU 10, 1 healthy address(es): no address in the preferred location, left out",
+        "(site ams), CPU 50, 1 healthy address(es): taken",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    // ams's healthy address counts as UP (before, cut out first, it was
+    // called "not UP").
+    assert!(
+        text.contains("preferred location 1 (europe.nl): 1 UP match, 0 not UP"),
+        "{text}"
+    );
+}
+
+/// Issue 24: a datacenter whose only healthy address has weight 0 does not
+/// serve: the record is Partially OK, not OK, in `/v1/records`.
+#[test]
+fn a_dc_whose_healthy_addresses_are_drained_makes_the_record_partially_ok() {
+    let s = start_full(
+        "dc_drained",
+        "-dcSelection DC_BASED -criterion CPU",
+        |_| String::new(),
+        |sites| {
+            let mut c = format!("add gslb dcRecord {DRAINED} -TTL 5\n");
+            for name in &sites.names {
+                let weight = if *name == "ams" { 0 } else { 1 };
+                c += &format!(
+                    "bind gslb dcRecord {DRAINED} -siteName {name} -serviceName web-{name} -weight {weight}\n"
+                );
+            }
+            c
+        },
+    );
+    eventually_ok(CONVERGE, "ams drained: Partially OK", || {
+        let r = s.fra().try_record(DRAINED)?;
+        if r.status == "Partially OK" {
+            Ok(())
+        } else {
+            Err(format!("{r:?}"))
+        }
+    });
+    // And it is never answered.
+    for _ in 0..12 {
+        let got = s
+            .fra()
+            .try_query_a(DRAINED)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!got.contains(&s.sites.svc_of("ams")), "{got:?}");
+    }
 }
