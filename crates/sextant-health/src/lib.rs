@@ -34,6 +34,7 @@ mod error;
 pub mod http;
 pub mod ldns;
 pub mod load;
+pub mod path_loss;
 pub mod ping;
 mod schedule;
 pub mod tcp;

@@ -3,9 +3,10 @@
 //! (`-dcAccessPeriod`) and published for the DNS path to read.
 //!
 //! Figures arrive all the time (this node samples its own; peers send
-//! theirs in their metric exchange reports; keepalive counters come from
-//! the metric exchange driver), but a ranking only changes when an access
-//! period ends, so that answers do not flap with every report. Which sites
+//! theirs in their metric exchange reports; the path loss to each
+//! datacenter comes from probe bursts this book asks for), but a ranking
+//! only changes when an access period ends, so that answers do not flap
+//! with every report. Which sites
 //! this node reaches (for `-hc SITE`) is published at once, on every peer
 //! up or down.
 
@@ -13,15 +14,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::dc::{DcFacts, DcOrder, ServiceFacts, figure, rank_record};
-use sextant_core::{DcOrders, DcRecord, Model, ServiceMetrics, SiteId};
+use sextant_core::{DcCriterion, DcOrders, DcRecord, DcSelection, Model, ServiceMetrics, SiteId};
 
 use crate::event::SiteFigures;
 
-/// Keepalive counters of the link to one site, as the driver counts them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LinkCounters {
-    pub sent: u64,
-    pub lost: u64,
+/// Where to send path-loss probe bursts, and from where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LossTargets {
+    /// This node's own site IP.
+    pub source: Option<std::net::IpAddr>,
+    /// Each site to measure: its name and site IP.
+    pub targets: Vec<(String, std::net::IpAddr)>,
 }
 
 /// What the book needs of the engine at a ranking.
@@ -37,13 +40,11 @@ pub(crate) struct Ctx<'a> {
 pub(crate) struct DcBook {
     /// Per site (by id): its latest reported figures.
     reported: Vec<Option<SiteFigures>>,
-    /// Per site: the keepalive counters now, and where the current loss
-    /// window began.
-    links: Vec<(LinkCounters, LinkCounters)>,
-    /// Per site: the loss over the last window that saw keepalives (a
-    /// ranking between two counter updates keeps it rather than reading
-    /// "unknown").
+    /// Per site: the packet loss of the latest probe burst to it, percent.
     loss: Vec<Option<f64>>,
+    /// A ranking at the end of an access period asked for new bursts, not
+    /// yet handed to the edge.
+    loss_due: bool,
     /// When the next ranking is due; `None` before the first.
     next_rank: Option<Duration>,
     /// The end of the first access period after a start or reload: until
@@ -63,8 +64,8 @@ impl DcBook {
         let sites = model.sites.len();
         let mut book = DcBook {
             reported: vec![None; sites],
-            links: vec![Default::default(); sites],
             loss: vec![None; sites],
+            loss_due: false,
             next_rank: None,
             settle_until: None,
             incomplete: Vec::new(),
@@ -75,7 +76,6 @@ impl DcBook {
             for (i, s) in model.sites.iter().enumerate() {
                 if let Some(j) = old_model.site_by_name(&s.name) {
                     book.reported[i] = old.reported.get(j as usize).copied().flatten();
-                    book.links[i] = old.links.get(j as usize).copied().unwrap_or_default();
                     book.loss[i] = old.loss.get(j as usize).copied().flatten();
                 }
             }
@@ -89,10 +89,48 @@ impl DcBook {
         }
     }
 
-    pub fn link(&mut self, site: SiteId, counters: LinkCounters) {
-        if let Some(slot) = self.links.get_mut(site as usize) {
-            slot.0 = counters;
+    /// One probe burst to `site`: `lost` of `sent` echo requests got no
+    /// reply. Used by the next ranking (or, in the first access period, by
+    /// the ranking it completes).
+    pub fn path_loss(&mut self, site: SiteId, sent: u32, lost: u32) {
+        if sent == 0 {
+            return;
         }
+        if let Some(slot) = self.loss.get_mut(site as usize) {
+            *slot = Some(f64::from(lost.min(sent)) * 100.0 / f64::from(sent));
+        }
+    }
+
+    /// The datacenters to send a probe burst to now, with this node's own
+    /// site IP to send from, when an access period's ranking asked for them:
+    /// every other site in a DC Based PACKET_LOSS record. Taken once.
+    pub fn take_loss_targets(&mut self, model: &Model) -> Option<LossTargets> {
+        if !std::mem::take(&mut self.loss_due) {
+            return None;
+        }
+        let local = model.local_site;
+        let mut sites: Vec<SiteId> = model
+            .dc_records
+            .iter()
+            .filter(|r| r.selection == DcSelection::DcBased(DcCriterion::PacketLoss))
+            .flat_map(|r| r.groups.iter().map(|g| g.site))
+            .filter(|s| Some(*s) != local)
+            .collect();
+        sites.sort_unstable();
+        sites.dedup();
+        if sites.is_empty() {
+            return None;
+        }
+        Some(LossTargets {
+            source: local
+                .and_then(|l| model.sites.get(l as usize))
+                .map(|s| s.ip),
+            targets: sites
+                .into_iter()
+                .filter_map(|s| model.sites.get(s as usize))
+                .map(|s| (s.name.clone(), s.ip))
+                .collect(),
+        })
     }
 
     /// A peer came or went: which sites are reachable must be published.
@@ -118,8 +156,15 @@ impl DcBook {
         }
         let due = self.next_rank.is_none_or(|t| now >= t);
         let settling = self.settle_until.is_some_and(|t| now < t);
-        if due || (settling && self.completes_a_record(ctx)) {
-            self.rank(now, ctx);
+        if due {
+            // New bursts for the next ranking: the figure is never older
+            // than an access period and a burst.
+            self.loss_due = true;
+        }
+        if due {
+            self.rank(now, ctx, false);
+        } else if settling && self.completes_a_record(ctx) {
+            self.rank(now, ctx, true);
         }
     }
 
@@ -168,35 +213,40 @@ impl DcBook {
 
     /// Ranks every record now (at a reload too: new records must not wait
     /// a whole access period).
-    pub fn rank(&mut self, now: Duration, ctx: &Ctx<'_>) {
+    ///
+    /// `completed_only`: an early ranking in the first access period, for
+    /// the records that now have every figure; the others keep the order
+    /// they had, so no record is ranked by some of its figures only.
+    pub fn rank(&mut self, now: Duration, ctx: &Ctx<'_>, completed_only: bool) {
         let model = ctx.model;
-        // A loss window closes at a ranking once keepalives were sent in
-        // it; until then the previous window's share stands.
-        for (l, loss) in self.links.iter_mut().zip(&mut self.loss) {
-            let sent = l.0.sent.saturating_sub(l.1.sent);
-            if sent > 0 {
-                let lost = l.0.lost.saturating_sub(l.1.lost).min(sent);
-                *loss = Some(lost as f64 * 100.0 / sent as f64);
-                l.1 = l.0;
-            }
-        }
         let facts = self.all_facts(ctx);
+        let previous = Arc::clone(&self.orders);
         let orders: Vec<Option<DcOrder>> = model
             .dc_records
             .iter()
-            .map(|rec| {
-                Some(rank_record(
-                    rec,
-                    |g| self.group_facts(rec, g, &facts, ctx),
-                    now,
-                ))
+            .enumerate()
+            .map(|(i, rec)| {
+                let order = rank_record(rec, |g| self.group_facts(rec, g, &facts, ctx), now);
+                let complete = order.figures.iter().all(Option::is_some);
+                if completed_only && !complete && self.incomplete.get(i).copied().unwrap_or(true) {
+                    previous.orders.get(i).cloned().flatten()
+                } else {
+                    Some(order)
+                }
             })
             .collect();
-        self.incomplete = orders
+        // Only DC and Service Based rank by figures worked out here.
+        self.incomplete = model
+            .dc_records
             .iter()
-            .map(|o| {
-                o.as_ref()
-                    .is_some_and(|o| o.figures.iter().any(Option::is_none))
+            .zip(&orders)
+            .map(|(rec, o)| {
+                matches!(
+                    rec.selection,
+                    DcSelection::DcBased(_) | DcSelection::ServiceBased { .. }
+                ) && o
+                    .as_ref()
+                    .is_none_or(|o| o.figures.iter().any(Option::is_none))
             })
             .collect();
         let period = model.params.dc_access_period.max(Duration::from_millis(1));
@@ -252,13 +302,14 @@ impl DcBook {
             .flatten()
             .filter(|_| reachable)
             .unwrap_or_default();
-        let loss = self.loss.get(site as usize).copied().flatten();
         DcFacts {
             reachable,
             cpu_percent: reported.cpu_percent,
             memory_percent: reported.memory_percent,
             bandwidth_bytes_ps: reported.bandwidth_bytes_ps,
-            packet_loss_percent: loss.filter(|_| reachable),
+            // Measured by this node's own probes, so it stands whether or
+            // not metric exchange with the site is up.
+            packet_loss_percent: self.loss.get(site as usize).copied().flatten(),
             service: None,
         }
     }

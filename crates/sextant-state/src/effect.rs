@@ -49,6 +49,9 @@ pub enum Effect {
     /// Send these RTTs (changes beyond the tolerance, interest) to the
     /// other parents.
     ShareRtt(Vec<SharedRtt>),
+    /// Measure the packet loss to these datacenters (one probe burst each)
+    /// and report each as [`crate::Event::PathLoss`].
+    MeasurePathLoss(crate::dc::LossTargets),
 }
 
 /// How a reload renumbers vservers and services, so that state kept at

@@ -382,6 +382,9 @@ impl Engine {
         // Rankings due (an access period over, a reload, a site's first
         // figures) are worked out once for the whole batch.
         self.with_dc(|book, ctx| book.tick(now, ctx));
+        if let Some(targets) = self.dc.take_loss_targets(&self.model) {
+            effects.push(Effect::MeasurePathLoss(targets));
+        }
         if !self.ready && (self.awaiting_first == 0 || now >= self.ready_deadline) {
             self.ready = true;
             effects.push(Effect::Ready);
@@ -464,9 +467,9 @@ impl Engine {
                     self.dc.reported(id, figures);
                 }
             }
-            Event::LinkCounters { site, counters } => {
+            Event::PathLoss { site, sent, lost } => {
                 if let Some(id) = self.index.site(&site) {
-                    self.dc.link(id, counters);
+                    self.dc.path_loss(id, sent, lost);
                 }
             }
             Event::LocalSessions(entries) => self.share_sessions(entries, effects),

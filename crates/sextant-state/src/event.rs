@@ -33,12 +33,10 @@ pub enum Event {
     OwnSiteFigures(SiteFigures),
     /// Another site's figures, from its metric exchange report.
     PeerSiteFigures { site: String, figures: SiteFigures },
-    /// The metric exchange driver's keepalive counters of the link to
-    /// `site` (totals since start), for datacenter mode's packet loss.
-    LinkCounters {
-        site: String,
-        counters: crate::dc::LinkCounters,
-    },
+    /// One probe burst to `site` (datacenter mode's DC Based PACKET_LOSS,
+    /// asked for by [`crate::Effect::MeasurePathLoss`]): `lost` of `sent`
+    /// echo requests got no reply.
+    PathLoss { site: String, sent: u32, lost: u32 },
     /// Persistence entries this node made since the last such event, for
     /// session exchange.
     LocalSessions(Vec<LocalSession>),

@@ -16,7 +16,7 @@ pub mod event;
 mod ldns;
 pub mod replay;
 
-pub use dc::LinkCounters;
+pub use dc::LossTargets;
 pub use effect::{Effect, InstallSession, LocalReport, Renumbering};
 pub use engine::{Engine, FIGURES_FLUSH, NO_MONITOR, Prepared};
 pub use event::{

@@ -342,6 +342,14 @@ impl Runner<'_> {
                         .collect::<Vec<_>>()
                         .join(" ")
                 ),
+                Effect::MeasurePathLoss(t) => format!(
+                    "measure path loss from {}:{}",
+                    t.source.map_or("-".to_string(), |ip| ip.to_string()),
+                    t.targets
+                        .iter()
+                        .map(|(site, ip)| format!(" {site}={ip}"))
+                        .collect::<String>()
+                ),
             };
             let _ = writeln!(self.out.transcript, "  {text}");
             self.last_effects.push(text);
@@ -442,18 +450,16 @@ impl Runner<'_> {
                 site: w[1].to_string(),
                 figures: site_figures(&w[2..]).map_err(syntax)?,
             },
-            Some("link-counters") if w.len() == 4 => {
+            Some("path-loss") if w.len() == 4 => {
                 let count = |kv: &str, key: &str| {
                     kv.strip_prefix(key)
-                        .and_then(|v| v.parse::<u64>().ok())
+                        .and_then(|v| v.parse::<u32>().ok())
                         .ok_or_else(|| syntax(format!("expected {key}N, found {kv}")))
                 };
-                Event::LinkCounters {
+                Event::PathLoss {
                     site: w[1].to_string(),
-                    counters: crate::dc::LinkCounters {
-                        sent: count(w[2], "sent=")?,
-                        lost: count(w[3], "lost=")?,
-                    },
+                    sent: count(w[2], "sent=")?,
+                    lost: count(w[3], "lost=")?,
                 }
             }
             Some("local-session") if w.len() == 5 => {

@@ -18,7 +18,7 @@ use anyhow::{Context, bail};
 use sextant_core::{Model, Snapshot};
 use sextant_dns::DnsShared;
 use sextant_health::Gates;
-use sextant_state::{Effect, Engine, Event, LinkCounters, LocalSession, Prepared, Probe};
+use sextant_state::{Effect, Engine, Event, LocalSession, Prepared, Probe};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{error, info, warn};
 
@@ -826,9 +826,41 @@ struct Edges {
     /// The RTT method's LDNS prober (parents only).
     ldns: Option<sextant_health::ldns::LdnsProber>,
     ldns_tx: mpsc::Sender<sextant_health::ldns::LdnsSample>,
+    /// Results of the path-loss bursts the engine asks for.
+    loss_tx: mpsc::Sender<Event>,
 }
 
 impl Edges {
+    /// One probe burst to each target, each reported as `Event::PathLoss`
+    /// (datacenter mode's DC Based PACKET_LOSS). The bursts run on their
+    /// own; a result that finds the channel full is dropped (the next
+    /// access period measures again).
+    fn measure_path_loss(&self, targets: sextant_state::LossTargets) {
+        use sextant_health::path_loss::{Burst, measure};
+        static ICMP_REFUSED_LOGGED: std::sync::atomic::AtomicBool =
+            std::sync::atomic::AtomicBool::new(false);
+        for (site, ip) in targets.targets {
+            let tx = self.loss_tx.clone();
+            tokio::spawn(async move {
+                match measure(ip, targets.source, Burst::DEFAULT).await {
+                    Ok(l) => {
+                        tracing::debug!(%site, sent = l.sent, lost = l.lost, "path loss measured");
+                        let _ = tx.try_send(Event::PathLoss {
+                            site,
+                            sent: u32::from(l.sent),
+                            lost: u32::from(l.lost),
+                        });
+                    }
+                    Err(e) => {
+                        if !ICMP_REFUSED_LOGGED.swap(true, Ordering::Relaxed) {
+                            tracing::warn!(%site, error = %e, "cannot measure the packet loss to other datacenters (ICMP); DC_BASED PACKET_LOSS ranks them as unknown (last)");
+                        }
+                    }
+                }
+            });
+        }
+    }
+
     /// Starts the LDNS prober on a parent, or gives it the new settings.
     fn start_ldns(&mut self) {
         let model = &self.model;
@@ -891,6 +923,7 @@ async fn state_task(
     let (obs_tx, mut obs_rx) = mpsc::channel(4096);
     let (load_tx, mut load_rx) = mpsc::channel(1024);
     let (ldns_tx, mut ldns_rx) = mpsc::channel(4096);
+    let (loss_tx, mut loss_rx) = mpsc::channel(256);
     let mut edges = Edges {
         model: Arc::clone(engine.model()),
         generation: engine.generation(),
@@ -901,6 +934,7 @@ async fn state_task(
         load_tx,
         ldns: None,
         ldns_tx,
+        loss_tx,
     };
     // New LDNS from the DNS path and the query marks of the published RTT
     // table reach the engine this often.
@@ -1000,15 +1034,9 @@ async fn state_task(
                 Event::LocalFigures { service: load.service, metrics: load.metrics }
             }
             _ = site_tick.tick(), if has_mep || has_dc => {
-                // This node's figures, and the keepalive counters of its
-                // links for datacenter mode's packet loss, in one batch.
-                let batch: Vec<Event> = std::iter::once(own_site_figures(&daemon, &mut sampler))
-                    .chain(link_counters(&daemon))
-                    .collect();
-                let effects = engine.apply_all(batch, wall_now());
-                carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
-                continue;
+                own_site_figures(&daemon, &mut sampler)
             }
+            Some(loss) = loss_rx.recv() => loss,
             _ = session_tick.tick(), if has_mep && engine.session_exchange() => {
                 let entries: Vec<LocalSession> = daemon
                     .dns
@@ -1075,30 +1103,6 @@ fn own_site_figures(daemon: &Daemon, sampler: &mut crate::site_metrics::Sampler)
         *m = sample;
     }
     Event::OwnSiteFigures(crate::mep_glue::site_from_wire(&sample))
-}
-
-/// The metric exchange driver's keepalive totals (since start, over every
-/// session) of each site this node has sent keepalives to, as `/v1/sites`
-/// shows them: the engine works out the packet loss of an access period
-/// from their deltas.
-fn link_counters(daemon: &Daemon) -> Vec<Event> {
-    let status = daemon
-        .mep
-        .lock()
-        .ok()
-        .and_then(|m| m.as_ref().map(|m| m.status()))
-        .unwrap_or_default();
-    status
-        .into_iter()
-        .filter(|p| p.state != sextant_mep::MepState::Local && p.keepalives_sent > 0)
-        .map(|p| Event::LinkCounters {
-            site: p.name,
-            counters: LinkCounters {
-                sent: p.keepalives_sent,
-                lost: p.keepalives_lost,
-            },
-        })
-        .collect()
 }
 
 /// Keeps other sites' CPU and memory figures for `/v1/sites`.
@@ -1181,6 +1185,7 @@ fn carry_out(
                     }
                 }
             }
+            Effect::MeasurePathLoss(targets) => edges.measure_path_loss(targets),
             Effect::ShareRtt(list) => {
                 if let Ok(mep) = daemon.mep.lock()
                     && let Some(m) = mep.as_ref()

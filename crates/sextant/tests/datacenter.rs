@@ -527,3 +527,89 @@ fn a_dc_whose_healthy_addresses_are_drained_makes_the_record_partially_ok() {
         assert!(!got.contains(&s.sites.svc_of("ams")), "{got:?}");
     }
 }
+
+/// An iptables rule on the host for the life of a test, removed on drop.
+/// It names only the test's own loopback addresses, so tests running
+/// beside it are not touched. Root is needed; a failure to add it fails
+/// the test.
+struct HostRule(Vec<String>);
+
+impl HostRule {
+    fn add(spec: &[&str]) -> HostRule {
+        let spec: Vec<String> = spec.iter().map(|s| s.to_string()).collect();
+        let out = std::process::Command::new("iptables")
+            .arg("-I")
+            .args(&spec)
+            .output()
+            .expect("run iptables (scripts/setup.sh installs it; the test needs root)");
+        assert!(
+            out.status.success(),
+            "iptables -I {}: {}",
+            spec.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        HostRule(spec)
+    }
+}
+
+impl Drop for HostRule {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("iptables")
+            .arg("-D")
+            .args(&self.0)
+            .output();
+    }
+}
+
+/// Issue 24: DC Based PACKET_LOSS measures real loss, with bursts of ICMP
+/// echo requests from this site's IP to each datacenter's site IP every
+/// access period. An iptables rule drops every second echo request from
+/// fra to ams (50 %): fra ranks ams last with a figure of 50, and nyc (0)
+/// before it; without the rule ams comes back to 0 and its configured
+/// place. (Before, the figure was the share of metric-exchange keepalives
+/// echoed late, about always 0, so the order never moved.)
+#[test]
+fn dc_based_packet_loss_measures_the_path_to_each_dc() {
+    let s = start_with(
+        "dc_loss",
+        "-dcSelection DC_BASED -criterion PACKET_LOSS",
+        |_| "set gslb parameter -dcAccessPeriod 3 SEC\n".to_string(),
+    );
+    let (fra, ams) = (s.sites.ips[0].to_string(), s.sites.ips[1].to_string());
+    eventually_ok(CONVERGE, "no loss anywhere: configured order", || {
+        s.record_is(NAME, "OK", &["fra", "ams", "nyc"])?;
+        s.figures_are(NAME, &[Some(0.0), Some(0.0), Some(0.0)])
+    });
+    let rule = HostRule::add(&[
+        "INPUT",
+        "-p",
+        "icmp",
+        "--icmp-type",
+        "echo-request",
+        "-s",
+        &fra,
+        "-d",
+        &ams,
+        "-m",
+        "statistic",
+        "--mode",
+        "nth",
+        "--every",
+        "2",
+        "--packet",
+        "0",
+        "-j",
+        "DROP",
+    ]);
+    eventually_ok(CONVERGE, "ams 50 % loss, last", || {
+        s.record_is(NAME, "OK", &["fra", "nyc", "ams"])?;
+        s.figures_are(NAME, &[Some(0.0), Some(0.0), Some(50.0)])
+    });
+    let text = s.fra().explain(NAME, "198.51.100.1").trace.join("\n");
+    assert!(text.contains("(site ams), PACKET_LOSS 50"), "{text}");
+    drop(rule);
+    eventually_ok(CONVERGE, "the rule gone: ams 0 again", || {
+        s.record_is(NAME, "OK", &["fra", "ams", "nyc"])?;
+        s.figures_are(NAME, &[Some(0.0), Some(0.0), Some(0.0)])
+    });
+}
