@@ -138,6 +138,11 @@ pub enum State {
     Initialize,
     Backup,
     Master,
+    /// The link is down (the interface lost its carrier or was set down):
+    /// nothing can be sent or heard, so the node holds no address and
+    /// waits for the link, as keepalived's FAULT state does. Not an RFC
+    /// 5798 state: the RFC assumes a working link.
+    Fault,
 }
 
 /// What the edge must do, in order.
@@ -283,7 +288,7 @@ impl Machine {
         match self.state {
             State::Master => Some(self.local),
             State::Backup => self.master,
-            State::Initialize => None,
+            State::Initialize | State::Fault => None,
         }
     }
 
@@ -301,16 +306,56 @@ impl Machine {
         if self.state != State::Initialize {
             return out;
         }
+        self.start(now, "startup", &mut out);
+        self.rearm(&mut out);
+        out
+    }
+
+    /// §6.4.1's Startup, with `why` in the transition's reason.
+    fn start(&mut self, now: Duration, why: &str, out: &mut Vec<Action>) {
         self.master_adver_interval = self.config.advert_interval;
         if self.priority == OWNER_PRIORITY {
             // §6.4.1: the owner sends an advertisement, broadcasts gratuitous
             // ARP / unsolicited NA, sets the Adver_Timer and becomes Master.
-            self.become_master(now, "startup as address owner (priority 255)", &mut out);
+            self.become_master(now, &format!("{why} as address owner (priority 255)"), out);
         } else {
             // §6.4.1: Master_Adver_Interval = Advertisement_Interval,
             // Master_Down_Timer = Master_Down_Interval, then Backup.
-            self.enter_backup(now, "startup", &mut out);
+            self.enter_backup(now, why, out);
         }
+    }
+
+    /// The link went down (`why` says how: no carrier, set down): a Master
+    /// releases its addresses at once (no priority-0 advert: nothing can be
+    /// sent), so that no node holds them with no one to answer for them, and
+    /// when the link returns two nodes never hold the same address; every
+    /// state but Initialize goes to [`State::Fault`]. A machine not started
+    /// yet goes to Fault too, and starts when the link comes up.
+    pub fn link_down(&mut self, _now: Duration, why: &str) -> Vec<Action> {
+        let mut out = Vec::new();
+        if self.state == State::Fault {
+            return out;
+        }
+        if self.state == State::Master {
+            out.push(Action::ReleaseAddresses);
+        }
+        self.clear_timers();
+        self.master = None;
+        self.late_grace = false;
+        self.transition(State::Fault, &format!("link down: {why}"), &mut out);
+        self.rearm(&mut out);
+        out
+    }
+
+    /// The link is back: the machine starts again as at Startup (§6.4.1):
+    /// Backup, or the owner Master; the adverts it then hears and preemption
+    /// decide who is master.
+    pub fn link_up(&mut self, now: Duration) -> Vec<Action> {
+        let mut out = Vec::new();
+        if self.state != State::Fault {
+            return out;
+        }
+        self.start(now, "link up", &mut out);
         self.rearm(&mut out);
         out
     }
@@ -321,7 +366,7 @@ impl Machine {
         let mut out = Vec::new();
         match self.state {
             State::Initialize => {}
-            State::Backup => {
+            State::Backup | State::Fault => {
                 self.clear_timers();
                 self.transition(State::Initialize, "shutdown", &mut out);
             }
@@ -351,7 +396,7 @@ impl Machine {
         // The caller's timer is spent: re-arm below if anything is pending.
         self.armed = None;
         match self.state {
-            State::Initialize => {}
+            State::Initialize | State::Fault => {}
             State::Backup => {
                 let late = self
                     .deadline
@@ -408,7 +453,7 @@ impl Machine {
             return out;
         }
         match self.state {
-            State::Initialize => {}
+            State::Initialize | State::Fault => {}
             State::Backup => self.backup_heard(advert, now),
             State::Master => self.master_heard(advert, now, &mut out),
         }
@@ -438,7 +483,7 @@ impl Machine {
         let old = self.priority;
         self.priority = priority;
         match self.state {
-            State::Initialize => {}
+            State::Initialize | State::Fault => {}
             State::Backup => {
                 if priority == 0 {
                     self.deadline = None;
@@ -904,5 +949,69 @@ mod tests {
         m.startup(Duration::ZERO);
         m.heard(lower, S);
         assert_eq!(m.next_timer(), Some(S + master_down_interval(250, S)));
+    }
+
+    /// A master whose link goes down releases its addresses at once and
+    /// goes to Fault; adverts and timers do nothing there; the link back,
+    /// it starts as Backup and preemption decides.
+    #[test]
+    fn a_lost_link_is_a_fault_until_it_returns() {
+        let t = Duration::from_millis;
+        let advert = |last, priority| Heard {
+            from: ip(last),
+            priority,
+            interval: S,
+        };
+        let mut m = Machine::new(Config::new(1, 200), ip(1)).unwrap();
+        m.startup(t(0));
+        let a = m.timer(m.next_timer().unwrap());
+        assert!(a.contains(&Action::TakeAddresses), "{a:?}");
+        assert_eq!(m.state(), State::Master);
+        let a = m.link_down(t(6000), "no carrier");
+        assert_eq!(a[0], Action::ReleaseAddresses, "{a:?}");
+        assert!(
+            !a.iter().any(|x| matches!(x, Action::SendAdvert { .. })),
+            "nothing is sent on a dead link: {a:?}"
+        );
+        assert!(a.contains(&Action::Transition {
+            from: State::Master,
+            to: State::Fault,
+            reason: "link down: no carrier".into(),
+        }));
+        assert_eq!(m.state(), State::Fault);
+        assert_eq!(m.next_timer(), None);
+        // Adverts and timers change nothing in Fault.
+        assert!(m.heard(advert(2, 100), t(6100)).is_empty());
+        assert!(m.timer(t(9000)).is_empty());
+        assert!(m.set_priority(150, t(9100)).is_empty());
+        assert_eq!(m.state(), State::Fault);
+        // A second link-down is nothing new.
+        assert!(m.link_down(t(9200), "no carrier").is_empty());
+        // Back: Backup, waiting Master_Down_Interval; a lower master's
+        // adverts are ignored (preempt on), so it takes over then.
+        let a = m.link_up(t(10_000));
+        assert!(a.contains(&Action::Transition {
+            from: State::Fault,
+            to: State::Backup,
+            reason: "link up".into(),
+        }));
+        assert_eq!(m.state(), State::Backup);
+        assert!(m.next_timer().is_some());
+        m.heard(advert(2, 100), t(10_100));
+        let a = m.timer(m.next_timer().unwrap());
+        assert!(a.contains(&Action::TakeAddresses), "{a:?}");
+        // A backup's link loss: Fault, nothing to release.
+        let mut b = Machine::new(Config::new(1, 100), ip(1)).unwrap();
+        b.startup(t(0));
+        let a = b.link_down(t(100), "set down");
+        assert!(!a.contains(&Action::ReleaseAddresses), "{a:?}");
+        assert_eq!(b.state(), State::Fault);
+        // The owner comes back as master at once.
+        let mut o = Machine::new(Config::owner(1), ip(1)).unwrap();
+        o.startup(t(0));
+        o.link_down(t(100), "no carrier");
+        let a = o.link_up(t(200));
+        assert!(a.contains(&Action::TakeAddresses), "{a:?}");
+        assert_eq!(o.state(), State::Master);
     }
 }

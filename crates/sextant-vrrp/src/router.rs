@@ -230,6 +230,16 @@ impl Routers {
         self.with(id, now, |m| m.shutdown(now))
     }
 
+    /// The link of `id` went down (`why`: no carrier, set down, gone).
+    pub fn link_down(&mut self, id: RouterId, now: Duration, why: &str) -> Vec<Action> {
+        self.with(id, now, |m| m.link_down(now, why))
+    }
+
+    /// The link of `id` is back.
+    pub fn link_up(&mut self, id: RouterId, now: Duration) -> Vec<Action> {
+        self.with(id, now, |m| m.link_up(now))
+    }
+
     /// `id`'s timer fired.
     pub fn timer(&mut self, id: RouterId, now: Duration) -> Vec<Action> {
         self.with(id, now, |m| m.timer(now))

@@ -88,6 +88,7 @@ fn state_name(s: State) -> &'static str {
         State::Initialize => "INITIALIZE",
         State::Backup => "BACKUP",
         State::Master => "MASTER",
+        State::Fault => "FAULT",
     }
 }
 
@@ -363,6 +364,9 @@ struct InterfaceRun {
     vips: Vec<Vec<Vip>>,
     track: Vec<TrackSpec>,
     flags: Vec<(bool, bool)>,
+    /// Whether the interface had its link (IFF_UP and IFF_RUNNING) at the
+    /// last look: its loss puts every VRID on it in FAULT.
+    link_up: bool,
 }
 
 /// Starts VRRP for `model`'s VRIDs, or returns None when it has none.
@@ -617,7 +621,48 @@ impl InterfaceRun {
             vips,
             track,
             flags,
+            link_up: true,
         })
+    }
+
+    /// Whether the interface has its link now, and if not why (the reason
+    /// for the log and the FAULT transition).
+    fn link_state(&self) -> Result<(), String> {
+        match sextant_vrrp_net::interface(&self.iface.name) {
+            Ok(i) if i.up => Ok(()),
+            Ok(_) => Err(format!(
+                "interface {} is down or has no carrier",
+                self.iface.name
+            )),
+            Err(e) => Err(format!("interface {}: {e}", self.iface.name)),
+        }
+    }
+
+    /// Follows the interface's link: every VRID on it goes to FAULT when it
+    /// is lost (a master gives its VIPs up at once) and starts again as
+    /// backup when it returns.
+    fn follow_link(&mut self, now: Duration) {
+        let state = self.link_state();
+        if state.is_ok() == self.link_up {
+            return;
+        }
+        self.link_up = state.is_ok();
+        match state {
+            Err(why) => {
+                warn!(interface = %self.iface.name, reason = %why, "VRRP link lost: every VRID on it goes to FAULT and gives its VIPs up");
+                for id in self.routers.ids() {
+                    let actions = self.routers.link_down(id, now, &why);
+                    self.perform(id, actions);
+                }
+            }
+            Ok(()) => {
+                info!(interface = %self.iface.name, "VRRP link back: every VRID on it rejoins as backup");
+                for id in self.routers.ids() {
+                    let actions = self.routers.link_up(id, now);
+                    self.perform(id, actions);
+                }
+            }
+        }
     }
 
     async fn serve(
@@ -637,6 +682,8 @@ impl InterfaceRun {
             let actions = self.routers.startup(id, now());
             self.perform(id, actions);
         }
+        // An interface without its link at start: FAULT until it comes.
+        self.follow_link(now());
         self.publish(&view);
         let Some(mut inbox) = self.inbox.take() else {
             return;
@@ -671,7 +718,10 @@ impl InterfaceRun {
                         }
                     }
                 }
-                Wake::Track => self.track_all(&dns.snapshot.load(), &dns_serving, now()),
+                Wake::Track => {
+                    self.follow_link(now());
+                    self.track_all(&dns.snapshot.load(), &dns_serving, now());
+                }
                 Wake::Stop => break,
             }
             self.publish(&view);
