@@ -942,7 +942,7 @@ fn watch_until(
     logs: impl Fn() -> String,
 ) {
     let start = Instant::now();
-    let mut doubled_before = vec![false; 4];
+    let mut doubled_before = [false; 4];
     loop {
         let h = holders(lab, 3);
         for (k, held) in h.iter().enumerate() {
