@@ -366,6 +366,27 @@ mod tests {
         }
     }
 
+    fn all_up(_: usize) -> bool {
+        true
+    }
+
+    /// What the engine hands the book: every service UP, no service figures.
+    fn ctx<'a>(model: &'a Model, own: SiteFigures, peers_up: &'a [bool]) -> Ctx<'a> {
+        Ctx {
+            model,
+            own,
+            peers_up,
+            service_up: &all_up,
+            service_metrics: &[],
+        }
+    }
+
+    /// The published figures of the first record.
+    fn figures(book: &mut DcBook, ctx: &Ctx<'_>) -> Vec<Option<f64>> {
+        let o = book.publish(ctx);
+        o.orders[0].as_ref().expect("ranked").figures.clone()
+    }
+
     fn ranked(book: &mut DcBook, ctx: &Ctx<'_>) -> (Vec<u8>, Vec<bool>) {
         let o = book.publish(ctx);
         let order = o.orders[0].as_ref().expect("ranked").groups.clone();
@@ -380,45 +401,36 @@ mod tests {
     fn the_first_ranking_with_every_figure_comes_as_soon_as_they_are_known() {
         let mut m = model();
         m.params.dc_access_period = Duration::from_secs(25);
-        let up = |_: usize| true;
         let s = |secs: f64| Duration::from_secs_f64(secs);
         let peers_up = vec![false, true];
         let mut book = DcBook::new(&m, None);
         let mut own = SiteFigures::default();
-        macro_rules! ctx {
-            () => {
-                Ctx {
-                    model: &m,
-                    own,
-                    peers_up: &peers_up,
-                    service_up: &up,
-                    service_metrics: &[],
-                }
-            };
-        }
-        book.tick(s(0.0), &ctx!());
-        macro_rules! figures {
-            ($book:expr) => {{
-                let o = $book.publish(&ctx!());
-                o.orders[0].as_ref().expect("ranked").figures.clone()
-            }};
-        }
-        assert_eq!(figures!(book), vec![None, None]);
+        book.tick(s(0.0), &ctx(&m, own, &peers_up));
+        assert_eq!(
+            figures(&mut book, &ctx(&m, own, &peers_up)),
+            vec![None, None]
+        );
         // The node's own figure alone: b's is still missing, no ranking.
         own = cpu(50.0);
-        book.tick(s(1.0), &ctx!());
-        assert_eq!(figures!(book), vec![None, None]);
+        book.tick(s(1.0), &ctx(&m, own, &peers_up));
+        assert_eq!(
+            figures(&mut book, &ctx(&m, own, &peers_up)),
+            vec![None, None]
+        );
         // b's report completes it: ranked at once, b (10) first.
         book.reported(1, cpu(10.0));
-        book.tick(s(1.2), &ctx!());
-        assert_eq!(figures!(book), vec![Some(50.0), Some(10.0)]);
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
+        book.tick(s(1.2), &ctx(&m, own, &peers_up));
+        assert_eq!(
+            figures(&mut book, &ctx(&m, own, &peers_up)),
+            vec![Some(50.0), Some(10.0)]
+        );
+        assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![1, 0]);
         // Then every access period: a change waits for it.
         own = cpu(5.0);
-        book.tick(s(20.0), &ctx!());
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
-        book.tick(s(26.3), &ctx!());
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1]);
+        book.tick(s(20.0), &ctx(&m, own, &peers_up));
+        assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![1, 0]);
+        book.tick(s(26.3), &ctx(&m, own, &peers_up));
+        assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![0, 1]);
     }
 
     /// After the first access period a figure that appears waits for the
@@ -426,68 +438,51 @@ mod tests {
     #[test]
     fn after_the_first_period_missing_figures_wait_for_the_next() {
         let m = model();
-        let up = |_: usize| true;
         let s = |secs: f64| Duration::from_secs_f64(secs);
         let peers_up = vec![false, true];
         let mut book = DcBook::new(&m, None);
         let own = cpu(50.0);
-        macro_rules! ctx {
-            () => {
-                Ctx {
-                    model: &m,
-                    own,
-                    peers_up: &peers_up,
-                    service_up: &up,
-                    service_metrics: &[],
-                }
-            };
-        }
-        book.tick(s(0.0), &ctx!());
-        book.tick(s(1.0), &ctx!());
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1]);
+        book.tick(s(0.0), &ctx(&m, own, &peers_up));
+        book.tick(s(1.0), &ctx(&m, own, &peers_up));
+        assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![0, 1]);
         book.reported(1, cpu(10.0));
-        book.tick(s(1.5), &ctx!());
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1], "waits");
-        book.tick(s(2.0), &ctx!());
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
+        book.tick(s(1.5), &ctx(&m, own, &peers_up));
+        assert_eq!(
+            ranked(&mut book, &ctx(&m, own, &peers_up)).0,
+            vec![0, 1],
+            "waits"
+        );
+        book.tick(s(2.0), &ctx(&m, own, &peers_up));
+        assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![1, 0]);
     }
 
     #[test]
-    fn rankings_change_only_when_an_access_period_ends_or_a_site_is_first_known() {
+    fn rankings_change_only_when_an_access_period_ends_or_every_figure_is_first_known() {
         let m = model();
-        let up = |_: usize| true;
         let s = |secs: f64| Duration::from_secs_f64(secs);
         let mut peers_up = vec![false, true];
         let mut book = DcBook::new(&m, None);
         let own = cpu(50.0);
-        macro_rules! ctx {
-            () => {
-                Ctx {
-                    model: &m,
-                    own,
-                    peers_up: &peers_up,
-                    service_up: &up,
-                    service_metrics: &[],
-                }
-            };
-        }
-        book.tick(s(0.0), &ctx!());
+        book.tick(s(0.0), &ctx(&m, own, &peers_up));
         // b's CPU unknown: a (50) first, b last.
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1]);
+        assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![0, 1]);
         // b's first figures: ranked by them at once.
         book.reported(1, cpu(10.0));
-        book.tick(s(0.1), &ctx!());
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
+        book.tick(s(0.1), &ctx(&m, own, &peers_up));
+        assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![1, 0]);
         // A change within the access period waits for its end.
         book.reported(1, cpu(90.0));
-        book.tick(s(0.5), &ctx!());
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![1, 0]);
-        book.tick(s(1.1), &ctx!());
-        assert_eq!(ranked(&mut book, &ctx!()).0, vec![0, 1]);
+        book.tick(s(0.5), &ctx(&m, own, &peers_up));
+        assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![1, 0]);
+        book.tick(s(1.1), &ctx(&m, own, &peers_up));
+        assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![0, 1]);
         // Reachability is published at once, the ranking keeps its period.
         peers_up[1] = false;
         book.reachability_changed();
         assert!(book.dirty);
-        assert_eq!(ranked(&mut book, &ctx!()), (vec![0, 1], vec![true, false]));
+        assert_eq!(
+            ranked(&mut book, &ctx(&m, own, &peers_up)),
+            (vec![0, 1], vec![true, false])
+        );
     }
 }

@@ -194,6 +194,21 @@ fn expect_masters(lab: &Lab, nodes: &[&SextantNode], expect: &[(u8, usize)], wit
     }
 }
 
+/// Node `node`'s file in the seed's figure: base priorities per node for
+/// VRIDs 1..=4 (VIP k has VRID k), so that VIP1 and VIP2 are NS1's, VIP3
+/// NS2's and VIP4 NS3's.
+fn seed_figure_config(node: usize) -> String {
+    const PRIO: [[u8; 4]; 3] = [
+        [200, 200, 100, 100], // NS1
+        [100, 150, 200, 150], // NS2
+        [150, 100, 150, 200], // NS3
+    ];
+    let instances: Vec<Instance> = (1..=4u8)
+        .map(|k| Instance::new(k, PRIO[node][k as usize - 1], INTERVAL, v(k)).vmac(true))
+        .collect();
+    node_config(&instances, "")
+}
+
 /// The seed's figure: three nodes and four VIPs, VIP1 and VIP2 on NS1,
 /// VIP3 on NS2, VIP4 on NS3, by their priorities. When NS1 dies (killed,
 /// its link cut), VIP1 moves to NS3 and VIP2 to NS2, following the
@@ -203,18 +218,7 @@ fn the_seed_figure_no_node_idles_and_ns1_failing_moves_its_vips_by_priority() {
     let Some(lab) = Lab::new("seed", 3) else {
         return;
     };
-    // Base priorities per node for VRIDs 1..=4 (VIP k has VRID k).
-    let prio: [[u8; 4]; 3] = [
-        [200, 200, 100, 100], // NS1
-        [100, 150, 200, 150], // NS2
-        [150, 100, 150, 200], // NS3
-    ];
-    let config = |node: usize| {
-        let instances: Vec<Instance> = (1..=4u8)
-            .map(|k| Instance::new(k, prio[node][k as usize - 1], INTERVAL, v(k)).vmac(true))
-            .collect();
-        node_config(&instances, "")
-    };
+    let config = seed_figure_config;
     let mut ns1 = SextantNode::start(&lab, bin(), 0, &config(0));
     let ns2 = SextantNode::start(&lab, bin(), 1, &config(1));
     let ns3 = SextantNode::start(&lab, bin(), 2, &config(2));
@@ -980,17 +984,7 @@ fn a_node_that_loses_its_link_gives_its_vips_up_until_it_returns() {
     let Some(lab) = Lab::new("linkloss", 3) else {
         return;
     };
-    let prio: [[u8; 4]; 3] = [
-        [200, 200, 100, 100], // NS1
-        [100, 150, 200, 150], // NS2
-        [150, 100, 150, 200], // NS3
-    ];
-    let config = |node: usize| {
-        let instances: Vec<Instance> = (1..=4u8)
-            .map(|k| Instance::new(k, prio[node][k as usize - 1], INTERVAL, v(k)).vmac(true))
-            .collect();
-        node_config(&instances, "")
-    };
+    let config = seed_figure_config;
     let ns1 = SextantNode::start(&lab, bin(), 0, &config(0));
     let ns2 = SextantNode::start(&lab, bin(), 1, &config(1));
     let ns3 = SextantNode::start(&lab, bin(), 2, &config(2));
