@@ -1,8 +1,9 @@
 //! Answering a datacenter-mode record (seed 002): keep the datacenters
-//! with a healthy address, take them in ranked order, cut after the first
-//! `total_dcs` (not with Client Based), apply topology rules (not with
-//! Client Based), balance among the remaining healthy addresses; with none
-//! at all, the fail-safe records (not with Client Based).
+//! with a healthy address, take them in ranked order, let topology rules
+//! choose among them (not with Client Based), cut after the first
+//! `total_dcs` (Client Based: the best one for the client, or all with
+//! `-balance ALL`), balance among the remaining healthy addresses; with
+//! none at all, the fail-safe records (not with Client Based).
 //!
 //! Nothing here sorts or allocates: the ranking by DC or service figures is
 //! published in the snapshot, and Client Based ranks at most
