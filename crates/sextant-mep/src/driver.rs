@@ -46,7 +46,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use ring::rand::{SecureRandom, SystemRandom};
 use rustls::ServerConfig;
@@ -209,8 +209,9 @@ pub struct PeerStatus {
     /// This node's direct link with the site, if the topology wants one:
     /// `"peer"`, `"to-child"`, `"adopted"`, `"to-parent"`.
     pub link: Option<&'static str>,
-    /// When the last message from (or about) the site arrived.
-    pub last_message: Option<SystemTime>,
+    /// When the last message from (or about) the site arrived, on the
+    /// driver's clock ([`Options::origin`]).
+    pub last_message: Option<Duration>,
     /// The RTT of the direct link, from keepalives.
     pub link_rtt: Option<Duration>,
     /// Keepalives this node sent to the site since the driver started, over
@@ -258,6 +259,10 @@ pub struct Options {
     /// restarts, so a child restarted while its parent is down can still
     /// be adopted (see [`crate::state`]). `None`: memory only.
     pub state_file: Option<PathBuf>,
+    /// Zero of the monotonic clock every deadline and
+    /// [`SiteStatus::last_message`] is measured on: the daemon's one time
+    /// base.
+    pub origin: std::time::Instant,
 }
 
 impl Default for Options {
@@ -265,6 +270,7 @@ impl Default for Options {
         Options {
             max_frame: DEFAULT_MAX_FRAME,
             state_file: None,
+            origin: std::time::Instant::now(),
         }
     }
 }
@@ -303,7 +309,7 @@ pub fn start_with(
     let cfg = Cfg::new(model, generation, &topo, options.max_frame);
     let sink = Arc::new(EventSink::default());
     let shared = Arc::new_cyclic(|weak| Shared {
-        origin: Instant::now(),
+        origin: Instant::from_std(options.origin),
         inner: Mutex::new(Inner {
             weak: weak.clone(),
             rt: rt.clone(),
@@ -816,7 +822,7 @@ struct SiteInfo {
     announced: bool,
     /// Peer parents that relay this (child) site as UP.
     via: HashSet<String>,
-    last_message: Option<SystemTime>,
+    last_message: Option<Duration>,
     rtt: Option<Duration>,
     /// Keepalives sent to the site and lost, over every session this
     /// driver had with it (never reset).
@@ -1153,13 +1159,13 @@ impl Inner {
         }
     }
 
-    fn touch(&mut self, id: u64) {
+    fn touch(&mut self, id: u64, now: Duration) {
         let Some(c) = self.conns.get(&id) else { return };
         if !c.up {
             return;
         }
         let (k, name) = (c.key.clone(), c.site.name.clone());
-        self.site_info(&k, &name).last_message = Some(SystemTime::now());
+        self.site_info(&k, &name).last_message = Some(now);
     }
 
     fn session_event(&mut self, id: u64, e: SessionEvent) {
@@ -1693,10 +1699,11 @@ impl Inner {
                 services = Some((true, entries, Vec::new()));
             }
         }
+        let now = self.shared().map(|s| s.now());
         let info = self.site_info(&ck, &r.child);
         if r.up {
             info.via.insert(from_key.to_owned());
-            info.last_message = Some(SystemTime::now());
+            info.last_message = now;
         } else if info.via.remove(from_key) {
             info.down_reason = Some(format!("{from} lost its MEP link with it"));
         }
@@ -2455,7 +2462,7 @@ where
                     if n == buf.len() && buf.len() < read_max {
                         buf.resize((buf.len() * 2).min(read_max), 0);
                     }
-                    shared.lock().touch(id);
+                    shared.lock().touch(id, shared.now());
                     let now = shared.now();
                     loop {
                         match reader.next_message() {

@@ -53,8 +53,8 @@ use crate::event::{
     SiteFigures,
 };
 
-/// Where replays start on the wall clock: 2027-01-15T08:00:00Z.
-pub const EPOCH: Duration = Duration::from_secs(1_800_000_000);
+/// Where replays start: zero on the monotonic clock, as the daemon does.
+pub const EPOCH: Duration = Duration::ZERO;
 
 /// A replay file that cannot be run.
 #[derive(Debug, thiserror::Error)]

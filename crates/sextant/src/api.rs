@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use sextant_core::{SiteKind, Snapshot, Transition};
 
+use crate::clock::Clock;
 use crate::serve::{Daemon, Input};
 
 pub fn router(daemon: Arc<Daemon>) -> Router {
@@ -58,7 +59,7 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
         local_site: model.local_site.map(|s| model.site(s).name.clone()),
         generation: snap.generation(),
         config_file: d.config_file.display().to_string(),
-        uptime_seconds: d.started.elapsed().as_secs(),
+        uptime_seconds: d.clock.now().as_secs(),
         last_reload_error: d.last_reload_error.read().ok().and_then(|e| e.clone()),
         dns: DnsCounters {
             queries_udp: c.queries_udp,
@@ -91,11 +92,11 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
 /// Every service as the published snapshot has it: the same moment the
 /// DNS answers come from.
 async fn services(State(d): State<Arc<Daemon>>) -> Json<Vec<sextant_api::Service>> {
-    Json(service_views(&d.dns.snapshot.load()))
+    Json(service_views(&d.dns.snapshot.load(), &d.clock))
 }
 
 /// The API's view of every service of a snapshot.
-pub fn service_views(snap: &Snapshot) -> Vec<sextant_api::Service> {
+pub fn service_views(snap: &Snapshot, clock: &Clock) -> Vec<sextant_api::Service> {
     let model = snap.model();
     model
         .services
@@ -117,7 +118,7 @@ pub fn service_views(snap: &Snapshot) -> Vec<sextant_api::Service> {
                 },
                 last_change: status
                     .and_then(|st| st.last_change)
-                    .map(|t| rfc3339(SystemTime::UNIX_EPOCH + t)),
+                    .map(|t| rfc3339(clock.wall(t))),
                 reason: status.map(|st| st.reason.to_string()).unwrap_or_default(),
                 monitors: s
                     .monitors
@@ -159,7 +160,7 @@ async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
     use sextant_core::{DcHealth, DcSelection};
     let snap = d.dns.snapshot.load();
     let model = snap.model();
-    let now = crate::serve::wall_now();
+    let now = d.clock.now();
     let site_name = |s: sextant_core::SiteId| {
         model
             .sites
@@ -283,7 +284,7 @@ async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
     let table = snap.rtt();
-    let now = crate::serve::wall_now();
+    let now = d.clock.now();
     let age = |at: Duration| now.saturating_sub(at).as_secs_f64();
     let timeout = model.params.ldns_entry_timeout;
     let entries = table
@@ -389,7 +390,9 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 current_parent: peer.and_then(|p| p.current_parent.clone()),
                 adopted_for: peer.and_then(|p| p.adopted_for.clone()),
                 via: peer.and_then(|p| p.via.clone()),
-                last_message: peer.and_then(|p| p.last_message).map(rfc3339),
+                last_message: peer
+                    .and_then(|p| p.last_message)
+                    .map(|t| rfc3339(d.clock.wall(t))),
                 link_rtt_ms: peer
                     .and_then(|p| p.link_rtt)
                     .map(|r| r.as_secs_f64() * 1000.0),
@@ -419,7 +422,7 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 current_parent: p.current_parent.clone(),
                 adopted_for: p.adopted_for.clone(),
                 via: p.via.clone(),
-                last_message: p.last_message.map(rfc3339),
+                last_message: p.last_message.map(|t| rfc3339(d.clock.wall(t))),
                 link_rtt_ms: p.link_rtt.map(|r| r.as_secs_f64() * 1000.0),
                 keepalives_sent: p.keepalives_sent,
                 keepalives_lost: p.keepalives_lost,

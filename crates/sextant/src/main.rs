@@ -1,6 +1,7 @@
 //! `sextant`: the global server load balancer daemon and its tools.
 
 mod api;
+mod clock;
 mod demo;
 mod dns_probe;
 mod explain;

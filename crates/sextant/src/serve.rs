@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use sextant_core::{Model, Snapshot};
@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{error, info, warn};
 
 use crate::ServeArgs;
+use crate::clock::Clock;
 use crate::mep_glue::MepCounters;
 
 /// Where the API listens when neither the file nor the flag says.
@@ -33,7 +34,8 @@ pub const DEFAULT_API_LISTEN: &str = "127.0.0.1:8053";
 pub struct Daemon {
     pub dns: Arc<DnsShared>,
     pub config_file: PathBuf,
-    pub started: Instant,
+    /// The one time base of every deadline (and the uptime).
+    pub clock: Clock,
     pub last_reload_error: RwLock<Option<String>>,
     /// Metric exchange, when this node has peers (taken at stop).
     pub mep: Mutex<Option<sextant_mep::MepHandle>>,
@@ -392,7 +394,8 @@ pub async fn serve(
     let dns_listen = model.dns_listen.clone();
     let model = Arc::new(model);
     let generation = 1;
-    let (engine, first) = Engine::new(Arc::clone(&model), generation, wall_now());
+    let clock = Clock::start();
+    let (engine, first) = Engine::new(Arc::clone(&model), generation, clock.now());
     let dns = Arc::new(DnsShared::new(Snapshot::new(
         Arc::clone(&model),
         generation,
@@ -427,6 +430,7 @@ pub async fn serve(
         .filter(|ip| vips.contains(ip) && wants_metric_exchange(&model));
     let mep = if wants_metric_exchange(&model) && site_vip.is_none() {
         Some(start_mep(
+            clock,
             &model,
             generation,
             mep_tx.clone(),
@@ -442,7 +446,7 @@ pub async fn serve(
     let daemon = Arc::new(Daemon {
         dns,
         config_file: overrides.config.clone(),
-        started: Instant::now(),
+        clock,
         last_reload_error: RwLock::new(None),
         mep: Mutex::new(mep),
         mep_counters: MepCounters::default(),
@@ -473,6 +477,7 @@ pub async fn serve(
         Arc::clone(&daemon.dns_serving),
         Arc::clone(&daemon.vrrp),
         site_vip.map(|ip| (ip, site_master_tx)),
+        daemon.clock,
     )
     .context("cannot start VRRP")?;
 
@@ -752,6 +757,7 @@ struct StateInputs {
 
 /// Starts metric exchange for `model`.
 fn start_mep(
+    clock: Clock,
     model: &Arc<Model>,
     generation: u64,
     tx: mpsc::Sender<sextant_mep::MepEvent>,
@@ -759,6 +765,7 @@ fn start_mep(
 ) -> anyhow::Result<sextant_mep::MepHandle> {
     let options = sextant_mep::Options {
         state_file: is_child(model).then(|| mep_state_file(config)),
+        origin: clock.origin(),
         ..Default::default()
     };
     sextant_mep::start_with(Arc::clone(model), generation, tx, options).with_context(|| {
@@ -776,6 +783,7 @@ fn site_ip_master(daemon: &Daemon, engine: &Engine, inputs: &StateInputs, master
     };
     if master && mep.is_none() {
         match start_mep(
+            daemon.clock,
             engine.model(),
             engine.generation(),
             inputs.mep_tx.clone(),
@@ -804,13 +812,6 @@ fn wants_metric_exchange(model: &Model) -> bool {
     model
         .local_site
         .is_some_and(|l| model.site(l).metric_exchange && model.sites.len() > 1)
-}
-
-/// Wall-clock time for the engine (the only clock it sees).
-pub fn wall_now() -> Duration {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
 }
 
 /// What the state task runs for the engine: monitors and load sources of
@@ -950,10 +951,7 @@ async fn state_task(
     let has_mep = wants_metric_exchange(engine.model());
     let has_dc = !engine.model().dc_records.is_empty();
     loop {
-        let wake = engine.next_wake().map(|at| {
-            let wait = at.saturating_sub(wall_now());
-            tokio::time::Instant::now() + wait
-        });
+        let wake = engine.next_wake().map(|at| daemon.clock.deadline(at));
         let event = tokio::select! {
             Some(ev) = inputs.mep.recv() => {
                 match crate::mep_glue::translate(note_site_metrics(&daemon, ev), &daemon.mep_counters) {
@@ -973,7 +971,7 @@ async fn state_task(
                 }
                 Input::Reloaded { result: Ok(prepared), parse, prepare, signalled } => {
                     let started = Instant::now();
-                    let effects = engine.apply(Event::Reload(prepared), wall_now());
+                    let effects = engine.apply(Event::Reload(prepared), daemon.clock.now());
                     let engine_time = started.elapsed();
                     daemon.dns.set_rate_limiter(engine.model().dns.rrl.as_ref());
                     carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
@@ -1023,7 +1021,7 @@ async fn state_task(
                 if batch.is_empty() {
                     continue;
                 }
-                let effects = engine.apply_all(batch, wall_now());
+                let effects = engine.apply_all(batch, daemon.clock.now());
                 carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
                 continue;
             }
@@ -1083,7 +1081,7 @@ async fn state_task(
             _ = sleep_until(wake) => Event::Tick,
             else => break,
         };
-        let effects = engine.apply(event, wall_now());
+        let effects = engine.apply(event, daemon.clock.now());
         carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
     }
 }

@@ -25,6 +25,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{error, info, warn};
 
+use crate::clock::Clock;
+
 /// Gratuitous ARPs / unsolicited NAs per announcement (a second burst
 /// follows one advert interval later, see `sextant_vrrp::machine`).
 const ANNOUNCE_BURST: usize = 3;
@@ -347,8 +349,8 @@ struct InterfaceRun {
     vmac_readers: Vec<Option<JoinHandle<()>>>,
     /// Copies of one frame read on both the base and a macvlan.
     twins: Twins,
-    /// When the task started: `now` is measured from it.
-    origin: Instant,
+    /// The daemon's time base: `now` and every timer are on it.
+    clock: Clock,
     /// Single announcements still due after a takeover (see
     /// [`LATE_ANNOUNCES`]), by deadline.
     late_announces: Vec<(Duration, RouterId)>,
@@ -377,6 +379,7 @@ pub fn start(
     dns_serving: Arc<AtomicBool>,
     view: Arc<VrrpView>,
     site_ip: Option<(IpAddr, watch::Sender<bool>)>,
+    clock: Clock,
 ) -> anyhow::Result<Option<VrrpHandle>> {
     let site_ip = site_ip.map(Arc::new);
     let settings = &model.vrrp;
@@ -399,7 +402,7 @@ pub fn start(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     for (name, vrids) in by_iface {
-        let first = InterfaceRun::new(model, settings, &name, &vrids, &dns_serving);
+        let first = InterfaceRun::new(model, settings, &name, &vrids, &dns_serving, clock);
         let pending = match first {
             Ok(run) => Ok(run),
             // An IPv6 link-local address still in DAD (just after boot or
@@ -420,10 +423,12 @@ pub fn start(
         tasks.push(tokio::spawn(async move {
             let mut run = match pending {
                 Ok(run) => run,
-                Err(model) => match retry_until_ready(&model, &name, &vrids, &dns_serving).await {
-                    Some(run) => run,
-                    None => return,
-                },
+                Err(model) => {
+                    match retry_until_ready(&model, &name, &vrids, &dns_serving, clock).await {
+                        Some(run) => run,
+                        None => return,
+                    }
+                }
             };
             run.site_ip = site_ip;
             run.serve(dns, dns_serving, view, stop).await;
@@ -453,11 +458,12 @@ async fn retry_until_ready(
     name: &str,
     vrids: &[usize],
     dns_serving: &Arc<AtomicBool>,
+    clock: Clock,
 ) -> Option<InterfaceRun> {
     let start = Instant::now();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        match InterfaceRun::new(model, &model.vrrp, name, vrids, dns_serving) {
+        match InterfaceRun::new(model, &model.vrrp, name, vrids, dns_serving, clock) {
             Ok(run) => {
                 info!(interface = name, waited = ?start.elapsed(), "VRRP starting: the interface's address is ready");
                 return Some(run);
@@ -494,6 +500,7 @@ impl InterfaceRun {
         name: &str,
         vrids: &[usize],
         dns_serving: &Arc<AtomicBool>,
+        clock: Clock,
     ) -> anyhow::Result<InterfaceRun> {
         let iface = sextant_vrrp_net::interface(name)?;
         let mut configs = Vec::new();
@@ -607,7 +614,7 @@ impl InterfaceRun {
         Ok(InterfaceRun {
             backup,
             twins: Twins::default(),
-            origin: Instant::now(),
+            clock,
             late_announces: Vec::new(),
             send_to_master: settings.params.send_to_master,
             site_ip: None,
@@ -672,9 +679,8 @@ impl InterfaceRun {
         view: Arc<VrrpView>,
         mut stop: watch::Receiver<bool>,
     ) {
-        self.origin = Instant::now();
-        let origin = self.origin;
-        let now = || origin.elapsed();
+        let clock = self.clock;
+        let now = || clock.now();
         // Tracked states first, so that a node that cannot answer yet
         // starts with priority 0 and never takes a VIP it cannot serve.
         self.track_all(&dns.snapshot.load(), &dns_serving, now());
@@ -702,7 +708,7 @@ impl InterfaceRun {
                 .min();
             let wake = tokio::select! {
                 Some(p) = inbox.recv() => Wake::Packet(p),
-                () = sleep_until(next.map(|d| origin + d)) => Wake::Timer,
+                () = sleep_until(next.map(|d| clock.deadline(d))) => Wake::Timer,
                 _ = track_tick.tick() => Wake::Track,
                 _ = stop.changed() => Wake::Stop,
             };
@@ -848,7 +854,7 @@ impl InterfaceRun {
             }
         }
         if open_reader {
-            let t = self.origin.elapsed();
+            let t = self.clock.now();
             self.late_announces
                 .extend(LATE_ANNOUNCES.iter().map(|d| (t + *d, id)));
         }
