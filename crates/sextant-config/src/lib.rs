@@ -21,6 +21,7 @@ mod duration;
 mod error;
 pub mod import;
 mod lexer;
+mod local_site;
 mod locations;
 mod native;
 mod no_effect;
@@ -36,6 +37,7 @@ use std::path::Path;
 use sextant_core::Model;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use local_site::{LocalSiteError, settle_local_site};
 pub use secrets::REENTER_PREFIX;
 
 use draft::Syntax;

@@ -715,3 +715,22 @@ mod tests {
         assert_eq!(m.custom_load, Some(u32::MAX));
     }
 }
+
+/// A site's own figures as a whole (its node's CPU, memory and bandwidth),
+/// as the site measured or an operator set them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SiteFigures {
+    pub cpu_percent: Option<f64>,
+    pub memory_percent: Option<f64>,
+    /// Bytes per second through the node's network interfaces.
+    pub bandwidth_bytes_ps: Option<f64>,
+}
+
+impl SiteFigures {
+    /// Whether any figure is known.
+    pub fn is_known(&self) -> bool {
+        self.cpu_percent.is_some()
+            || self.memory_percent.is_some()
+            || self.bandwidth_bytes_ps.is_some()
+    }
+}

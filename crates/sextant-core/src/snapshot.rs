@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dc::{DcOrder, DcOrders, DcRecordId};
-use crate::load::ServiceMetrics;
+use crate::load::{ServiceMetrics, SiteFigures};
 use crate::location_db::{Place, PlaceId};
 use crate::model::{DomainId, Model, ServiceId, SiteId, VServerId, ZoneId};
 use crate::records::RecordTable;
@@ -153,6 +153,9 @@ pub struct Snapshot {
     /// Datacenter mode: each record's ranking and which sites this node
     /// reaches, as the engine last worked them out.
     dc_orders: Arc<DcOrders>,
+    /// Per site (by id): its figures as last measured (this site) or
+    /// reported over metric exchange.
+    site_figures: Arc<[Option<SiteFigures>]>,
     generation: u64,
 }
 
@@ -270,6 +273,7 @@ impl Snapshot {
             status: StatusTable::default(),
             rtt: Arc::default(),
             dc_orders: Arc::default(),
+            site_figures: Arc::default(),
             generation,
         }
     }
@@ -321,6 +325,19 @@ impl Snapshot {
             dc_orders,
             ..self.clone()
         }
+    }
+
+    /// The same, with every site's figures as the engine knows them.
+    pub fn with_site_figures(&self, site_figures: Arc<[Option<SiteFigures>]>) -> Self {
+        Snapshot {
+            site_figures,
+            ..self.clone()
+        }
+    }
+
+    /// Site `site`'s figures, if it measured or reported any.
+    pub fn site_figures(&self, site: SiteId) -> Option<SiteFigures> {
+        self.site_figures.get(site as usize).copied().flatten()
     }
 
     pub fn dc_orders(&self) -> &Arc<DcOrders> {

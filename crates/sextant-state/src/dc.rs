@@ -83,6 +83,11 @@ impl DcBook {
         book
     }
 
+    /// Site `site`'s latest reported figures.
+    pub fn reported_figures(&self, site: SiteId) -> Option<SiteFigures> {
+        self.reported.get(site as usize).copied().flatten()
+    }
+
     pub fn reported(&mut self, site: SiteId, figures: SiteFigures) {
         if let Some(slot) = self.reported.get_mut(site as usize) {
             *slot = Some(figures);

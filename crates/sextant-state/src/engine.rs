@@ -196,6 +196,9 @@ pub struct Engine {
     /// so a removal by the sender's key finds it.
     matched: HashMap<(SiteId, IpAddr, u16), ServiceId>,
     own_site: SiteFigures,
+    /// Every site's figures as last published; `None`: to be gathered
+    /// again at the next publication.
+    site_figures: Option<Arc<[Option<SiteFigures>]>>,
     states_dirty: bool,
     figures_dirty: bool,
     last_publish: Option<Duration>,
@@ -291,6 +294,7 @@ impl Engine {
             peers: HashMap::default(),
             matched: HashMap::default(),
             own_site: SiteFigures::default(),
+            site_figures: None,
             states_dirty: true,
             figures_dirty: true,
             last_publish: None,
@@ -457,6 +461,7 @@ impl Engine {
             Event::OwnSiteFigures(f) => {
                 if f != self.own_site {
                     self.own_site = f;
+                    self.site_figures = None;
                     self.report_dirty = true;
                     // Sent with the next publication, within FIGURES_FLUSH.
                     self.figures_dirty = true;
@@ -465,6 +470,9 @@ impl Engine {
             Event::PeerSiteFigures { site, figures } => {
                 if let Some(id) = self.index.site(&site) {
                     self.dc.reported(id, figures);
+                    // Shown in `/v1/sites` from the next publication.
+                    self.site_figures = None;
+                    self.figures_dirty = true;
                 }
             }
             Event::PathLoss { site, sent, lost } => {
@@ -1033,6 +1041,7 @@ impl Engine {
     /// service whose address is unchanged (matched by name), the tally of
     /// every monitor whose definition is unchanged, what peers reported.
     fn reload(&mut self, prepared: Prepared, now: Duration, effects: &mut Vec<Effect>) {
+        self.site_figures = None;
         let mut fresh = *prepared.engine;
         fresh.generation = self.generation + 1;
         fresh.base = fresh.base.with_generation(fresh.generation);
@@ -1265,6 +1274,19 @@ impl Engine {
 
     // ---- publication ---------------------------------------------------------
 
+    /// Per site: this site's own figures, the others' as reported.
+    fn gather_site_figures(&self) -> Arc<[Option<SiteFigures>]> {
+        (0..self.model.sites.len())
+            .map(|i| {
+                if self.model.local_site == Some(i as SiteId) {
+                    Some(self.own_site).filter(SiteFigures::is_known)
+                } else {
+                    self.dc.reported_figures(i as SiteId)
+                }
+            })
+            .collect()
+    }
+
     fn publish(&mut self, now: Duration, effects: &mut Vec<Effect>) {
         let states: Arc<[ServiceState]> = self
             .services
@@ -1278,11 +1300,20 @@ impl Engine {
             peers_up: &self.peers_up,
         });
         let dc_orders = self.with_dc(|book, ctx| book.publish(ctx));
+        let site_figures = match &self.site_figures {
+            Some(f) => Arc::clone(f),
+            None => {
+                let f = self.gather_site_figures();
+                self.site_figures = Some(Arc::clone(&f));
+                f
+            }
+        };
         let snapshot = self
             .base
             .with_health(states, metrics, status)
             .with_rtt(rtt)
-            .with_dc_orders(dc_orders);
+            .with_dc_orders(dc_orders)
+            .with_site_figures(site_figures);
         if !self.pending_rtt.is_empty() {
             // The latest of each group only.
             let mut seen = std::collections::HashSet::new();

@@ -110,23 +110,7 @@ pub struct ReportedService {
     pub metrics: ServiceMetrics,
 }
 
-/// A site's own figures as a whole.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct SiteFigures {
-    pub cpu_percent: Option<f64>,
-    pub memory_percent: Option<f64>,
-    /// Bytes per second through the node's network interfaces.
-    pub bandwidth_bytes_ps: Option<f64>,
-}
-
-impl SiteFigures {
-    /// Whether any figure is known.
-    pub fn is_known(&self) -> bool {
-        self.cpu_percent.is_some()
-            || self.memory_percent.is_some()
-            || self.bandwidth_bytes_ps.is_some()
-    }
-}
+pub use sextant_core::SiteFigures;
 
 /// A persistence entry made by this node's DNS path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -350,23 +350,12 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
         .ok()
         .and_then(|m| m.as_ref().map(|m| m.status()))
         .unwrap_or_default();
-    let own = d.site_metrics.lock().map(|m| *m).unwrap_or_default();
-    let peers = d
-        .peer_site_metrics
-        .lock()
-        .map(|m| m.clone())
-        .unwrap_or_default();
-    let figures = |name: &str, local: bool| {
-        if local {
-            Some(own)
-        } else {
-            peers.get(&name.to_ascii_lowercase()).copied()
-        }
-    };
     let mut sites: Vec<Site> = model
         .sites
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(id, s)| {
+            let figures = snap.site_figures(id as sextant_core::SiteId);
             let peer = status.iter().find(|p| p.name.eq_ignore_ascii_case(&s.name));
             Site {
                 name: s.name.clone(),
@@ -400,10 +389,8 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 keepalives_lost: peer.map_or(0, |p| p.keepalives_lost),
                 link: peer.and_then(|p| p.link).map(str::to_string),
                 last_down_reason: peer.and_then(|p| p.last_down_reason.clone()),
-                cpu_percent: figures(&s.name, s.kind == SiteKind::Local)
-                    .and_then(|m| m.cpu_percent),
-                memory_percent: figures(&s.name, s.kind == SiteKind::Local)
-                    .and_then(|m| m.memory_percent),
+                cpu_percent: figures.and_then(|m| m.cpu_percent),
+                memory_percent: figures.and_then(|m| m.memory_percent),
             }
         })
         .collect();
@@ -428,8 +415,10 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 keepalives_lost: p.keepalives_lost,
                 link: p.link.map(str::to_string),
                 last_down_reason: p.last_down_reason.clone(),
-                cpu_percent: figures(&p.name, false).and_then(|m| m.cpu_percent),
-                memory_percent: figures(&p.name, false).and_then(|m| m.memory_percent),
+                // Not a site of this configuration: the engine keeps no
+                // figures for it.
+                cpu_percent: None,
+                memory_percent: None,
             });
         }
     }
