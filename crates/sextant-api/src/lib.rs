@@ -4,6 +4,10 @@
 //! deserialise them, so both sides agree on one definition. Fields are only
 //! ever added, never renamed, so older clients keep working.
 
+// Pure: no unsafe code, and (crate clippy.toml) no clock, socket, file or
+// spawned task.
+#![forbid(unsafe_code)]
+
 use serde::{Deserialize, Serialize};
 
 /// `GET /v1/status`.

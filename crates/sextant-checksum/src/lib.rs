@@ -10,6 +10,10 @@
 //! The XDP path sums every answer frame, so the functions are `#[inline]`:
 //! a call across crates is not inlined without LTO otherwise.
 
+// Pure: no unsafe code, and (crate clippy.toml) no clock, socket, file or
+// spawned task.
+#![forbid(unsafe_code)]
+
 /// Adds `bytes` as big-endian 16-bit words (an odd last byte padded with
 /// zero) to the running total `sum`.
 #[inline]

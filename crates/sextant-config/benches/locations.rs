@@ -7,6 +7,8 @@
 //! Without the file it prints how to get it and measures nothing (a
 //! benchmark is not a test).
 
+#![allow(unsafe_code)] // system calls in the test harness; each block says why it is sound
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
@@ -34,19 +36,23 @@ fn grew(n: usize) {
 unsafe impl GlobalAlloc for Tracking {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         grew(layout.size());
+        // SAFETY: the caller's contract for `alloc`, passed on unchanged.
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         grew(layout.size());
+        // SAFETY: the caller's contract, passed on unchanged.
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
         grew(new_size);
+        // SAFETY: `ptr` came from this allocator, which is `System`'s.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from this allocator, which is `System`'s.
         unsafe { System.dealloc(ptr, layout) }
     }
 }

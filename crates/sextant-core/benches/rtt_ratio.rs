@@ -14,6 +14,8 @@
 //! the worst case for the cache), `skewed` has a few resolvers send most
 //! queries (log-uniform, about Zipf's law), `one` is a single LDNS.
 
+#![allow(clippy::disallowed_methods)] // a benchmark: it measures time and reads its inputs
+
 mod shape;
 
 use std::hint::black_box;

@@ -14,6 +14,9 @@
 //! over three sites, a third DOWN), so the 10,000-domain point is the
 //! 100,000-service configuration of `benches/decide.rs`.
 
+#![allow(clippy::disallowed_methods)] // a benchmark: it measures time and reads its inputs
+
+#[allow(unsafe_code)] // getrusage(2); each block says why it is sound
 mod cpu_time;
 mod scale_locations;
 mod shape;

@@ -7,6 +7,8 @@
 //!
 //! `cargo bench -p sextant-core --bench static_ratio`
 
+#![allow(clippy::disallowed_methods)] // a benchmark: it measures time and reads its inputs
+
 mod shape;
 
 use std::hint::black_box;

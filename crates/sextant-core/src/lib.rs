@@ -6,6 +6,10 @@
 //! and, when asked, a trace that explains the decision. This keeps every
 //! answer reproducible, unit-testable and benchmarkable.
 
+// Pure: no unsafe code, and (crate clippy.toml) no clock, socket, file or
+// spawned task.
+#![forbid(unsafe_code)]
+
 mod choose;
 pub mod dc;
 pub mod dc_answer;
@@ -17,7 +21,6 @@ pub mod location;
 pub mod location_db;
 pub mod model;
 pub mod policy;
-mod prefetch;
 pub mod records;
 pub mod rtt;
 mod rtt_compact;
@@ -36,7 +39,7 @@ pub use decide::{
     QueryType, Reason, Sessions, Stick, decide,
 };
 pub use health::{HealthTally, Transition};
-pub use load::{HttpUrl, LoadKind, MetricSelector, ServiceMetrics};
+pub use load::{HttpUrl, LoadKind, MetricSelector, ServiceMetrics, SiteFigures};
 pub use location::{Coordinates, Location, LocationError};
 pub use location_db::{LocationDb, LocationDbBuilder, Place, PlaceId, RangeError, Source};
 pub use model::*;

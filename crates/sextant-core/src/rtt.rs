@@ -196,7 +196,7 @@ impl RttTable {
                 let (tag, key) = key_words(ldns);
                 let slot = slot_hash(tag, &key) & self.mask;
                 if let Some(word) = self.slots.get(slot * self.stride) {
-                    crate::prefetch::prefetch(word);
+                    sextant_hint::prefetch(word);
                 }
             }
         }

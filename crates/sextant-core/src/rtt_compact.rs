@@ -116,8 +116,8 @@ impl Compact {
     pub fn prefetch(&self, addr: Ipv4Addr) {
         let s = start(u32::from(addr), self.slots.len());
         if let (Some(slot), Some(mark)) = (self.slots.get(s), self.marks.get(s)) {
-            crate::prefetch::prefetch(slot);
-            crate::prefetch::prefetch(mark);
+            sextant_hint::prefetch(slot);
+            sextant_hint::prefetch(mark);
         }
     }
 

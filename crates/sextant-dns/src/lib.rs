@@ -16,7 +16,6 @@
 // `sockopt` (one setsockopt), `limits` (getrlimit) and the XDP path's
 // `xdp::bpf` (bpf(2) calls) and `xdp::xsk` (the AF_XDP socket, its memory
 // maps and rings).
-#![deny(unsafe_code)]
 
 pub mod cookie;
 pub mod ldns;

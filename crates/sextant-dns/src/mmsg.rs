@@ -64,6 +64,7 @@ impl Batch {
         self.pending = 0;
         // SAFETY: iovec and mmsghdr are plain old data; zeroed is valid.
         let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
+        // SAFETY: as above, plain old data.
         let mut headers: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
         for i in 0..BATCH {
             iov[i].iov_base = self.queries[i].as_mut_ptr().cast();
@@ -131,6 +132,7 @@ impl Batch {
         let total = self.pending;
         // SAFETY: plain old data; zeroed is valid.
         let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
+        // SAFETY: as above, plain old data.
         let mut headers: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
         for k in 0..total {
             let q = self.targets[k];

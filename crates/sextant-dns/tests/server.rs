@@ -1,5 +1,7 @@
 //! The UDP and TCP servers on 127.0.0.1, end to end.
 
+#![allow(unsafe_code)] // system calls in the test harness; each block says why it is sound
+
 mod common;
 
 use std::io::{Read, Write};

@@ -35,10 +35,12 @@ pub mod http;
 pub mod ldns;
 pub mod load;
 pub mod path_loss;
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod ping;
 mod schedule;
 pub mod tcp;
 pub mod tls;
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 mod ttl;
 pub mod udp;
 

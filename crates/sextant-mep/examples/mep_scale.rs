@@ -69,6 +69,8 @@
 //!
 //! Output: one `MODE.KEY=VALUE` line per figure, with a `# comment`.
 
+#![allow(unsafe_code)] // system calls in the test harness; each block says why it is sound
+
 use std::collections::{HashMap, HashSet};
 use std::fmt::Display;
 use std::io::Write;
@@ -632,6 +634,7 @@ fn spawn_publishers(
 // ---------------------------------------------------------------- /proc and sockets
 
 fn raise_fd_limit() -> u64 {
+    // SAFETY: getrlimit/setrlimit read and write one local rlimit struct.
     unsafe {
         let mut r: libc::rlimit = std::mem::zeroed();
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
@@ -673,6 +676,7 @@ fn cpu_time() -> Duration {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
         + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    // SAFETY: sysconf takes a constant and touches no memory of ours.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     Duration::from_secs_f64(ticks as f64 / hz as f64)
 }

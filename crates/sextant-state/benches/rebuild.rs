@@ -18,6 +18,7 @@
 //! the pieces a publication is made of, to say which dominates.
 
 #[path = "../../sextant-core/benches/cpu_time/mod.rs"]
+#[allow(unsafe_code)] // getrusage(2); each block says why it is sound
 mod cpu_time;
 #[path = "../../sextant-core/benches/shape/mod.rs"]
 mod shape;

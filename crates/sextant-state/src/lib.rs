@@ -9,6 +9,10 @@
 //! to it. That keeps the whole site replayable from a text file
 //! ([`replay`]) and benchmarkable.
 
+// Pure: no unsafe code, and (crate clippy.toml) no clock, socket, file or
+// spawned task.
+#![forbid(unsafe_code)]
+
 mod dc;
 pub mod effect;
 pub mod engine;

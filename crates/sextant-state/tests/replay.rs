@@ -3,6 +3,8 @@
 //! hold. `UPDATE_GOLDEN=1 cargo test -p sextant-state --test replay` rewrites
 //! the golden files (review the diff: the `expect` lines are the seed's word).
 
+#![allow(clippy::disallowed_methods)] // a test: reads and writes its fixture files
+
 use std::path::{Path, PathBuf};
 
 fn parse(text: &str) -> Result<sextant_core::Model, String> {

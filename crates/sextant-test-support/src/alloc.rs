@@ -43,23 +43,27 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count();
         bytes(layout.size() as i64);
+        // SAFETY: the caller's contract for `alloc`, passed on unchanged.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         count();
         bytes(layout.size() as i64);
+        // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count();
         bytes(new_size as i64 - layout.size() as i64);
+        // SAFETY: `ptr` came from this allocator, which is `System`'s.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         bytes(-(layout.size() as i64));
+        // SAFETY: `ptr` came from this allocator, which is `System`'s.
         unsafe { System.dealloc(ptr, layout) }
     }
 }

@@ -48,20 +48,26 @@
 //! }
 //! ```
 
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod alloc;
 pub mod api;
 pub mod backend;
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod ci;
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod dns;
 pub mod http;
 pub mod ldns;
 pub mod location_data;
 pub mod model;
 pub mod net;
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod netns;
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod process;
 pub mod scratch;
 pub mod sites;
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod vrrp_lab;
 pub mod vrrp_sextant;
 pub mod wait;

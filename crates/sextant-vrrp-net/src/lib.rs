@@ -16,10 +16,13 @@
 //! to keep the build lean: the few messages used are in `netlink.rs`.
 //! Everything here needs CAP_NET_ADMIN and CAP_NET_RAW (root).
 
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 mod announce;
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 mod ifaddrs;
 mod link;
 mod netlink;
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 mod socket;
 mod sysctl;
 

@@ -3,6 +3,8 @@
 //! (10.9.0.2, a peer that receives, captures and probes). Each test builds
 //! its own pair, deleted on drop (also on panic).
 
+#![allow(unsafe_code)] // system calls in the test harness; each block says why it is sound
+
 use std::io;
 use std::mem::size_of;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -9,6 +9,10 @@
 //! changes live in `sextant-vrrp-net`, behind the small [`link::Link`]
 //! trait.
 
+// Pure: no unsafe code, and (crate clippy.toml) no clock, socket, file or
+// spawned task.
+#![forbid(unsafe_code)]
+
 pub mod link;
 pub mod machine;
 pub mod packet;

@@ -42,13 +42,8 @@ pub struct Daemon {
     pub mep_counters: MepCounters,
     /// Inputs for the state task (load figures pushed over the API).
     pub inputs: mpsc::Sender<Input>,
-    /// This node's CPU, memory and bandwidth use, sampled by the state task.
-    pub site_metrics: std::sync::Mutex<sextant_mep::message::SiteMetrics>,
     /// This node's figures as an operator set them (`POST /v1/site/figures`).
     pub site_overrides: std::sync::Mutex<crate::site_metrics::Overrides>,
-    /// Other sites' CPU and memory use, as they last reported it.
-    pub peer_site_metrics:
-        std::sync::Mutex<std::collections::HashMap<String, sextant_mep::message::SiteMetrics>>,
     /// The LDNS prober's counters and the RTT messages sent, for `/v1/ldns`.
     pub ldns: LdnsCounters,
     /// The virtual routers, for `/v1/vrrp`.
@@ -154,78 +149,10 @@ pub fn load(overrides: &Overrides) -> anyhow::Result<Model> {
     Ok(model)
 }
 
-/// Makes the named site local, or checks that the file names one.
+/// Makes the named site local, or checks that the file names one, and
+/// checks a child site's configuration (`sextant_config::settle_local_site`).
 pub fn apply_local_site(model: &mut Model, name: Option<&str>) -> anyhow::Result<()> {
-    match name {
-        Some(name) => {
-            let Some(id) = model.site_by_name(name) else {
-                let known: Vec<_> = model.sites.iter().map(|s| s.name.as_str()).collect();
-                bail!(
-                    "--local-site {name}: no such site in the configuration (sites: {})",
-                    if known.is_empty() {
-                        "none".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                );
-            };
-            model.set_local_site(id);
-        }
-        None if model.local_site.is_none() && model.sites.len() == 1 => model.set_local_site(0),
-        None if model.local_site.is_none() && !model.sites.is_empty() => bail!(
-            "no local site: mark this node's site with `-siteType LOCAL` in the file, or pass --local-site NAME"
-        ),
-        None => {}
-    }
-    check_child(model)
-}
-
-/// A child site's configuration holds only itself, its parent and its own
-/// services (seed 001: "The configuration of a child site includes the child
-/// site and its parent site, but no other parent or child sites"; "a child
-/// site can have only local services").
-fn check_child(model: &Model) -> anyhow::Result<()> {
-    let Some(local) = model.local_site else {
-        return Ok(());
-    };
-    let Some(parent) = model.site(local).parent else {
-        return Ok(());
-    };
-    let me = &model.site(local).name;
-    let mut problems = Vec::new();
-    for (i, site) in model.sites.iter().enumerate() {
-        let id = i as sextant_core::SiteId;
-        if id != local && id != parent {
-            problems.push(format!(
-                "site {} is neither this child site nor its parent {}",
-                site.name,
-                model.site(parent).name
-            ));
-        }
-    }
-    for service in &model.services {
-        if service.site != local {
-            problems.push(format!(
-                "service {} belongs to site {}, not to this child site",
-                service.name,
-                model.site(service.site).name
-            ));
-        }
-    }
-    if !problems.is_empty() {
-        bail!(
-            "{me} is a child site, and a child's configuration holds only itself, its parent and its own services:\n  {}\n(remove those lines, or run this node as a parent site)",
-            problems.join("\n  ")
-        );
-    }
-    if !model.vservers.is_empty() {
-        warn!(
-            site = %me,
-            vservers = model.vservers.len(),
-            "child site: its GSLB vservers and domains are not used (only parent sites answer DNS)"
-        );
-    }
-    Ok(())
+    Ok(sextant_config::settle_local_site(model, name)?)
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -294,28 +221,21 @@ pub fn run_model(overrides: Overrides, mut model: Model, workers: usize) -> anyh
 /// many TCP DNS clients, probes and peers should not stop at the usual
 /// soft 1024); logs the limit in force.
 fn raise_file_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit(2)/setrlimit(2) read and write one rlimit struct
-    // that lives for the duration of the calls.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return;
-        }
-        if limit.rlim_cur < limit.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: limit.rlim_max,
-                rlim_max: limit.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                limit = raised;
-            }
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if let Some(max) = limit.maximum
+        && limit.current.is_some_and(|cur| cur < max)
+    {
+        let raised = rustix::process::Rlimit {
+            current: Some(max),
+            maximum: Some(max),
+        };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            limit = raised;
         }
     }
     info!(
-        open_files = limit.rlim_cur,
+        open_files = limit.current.unwrap_or(u64::MAX),
         "file descriptor limit (half of it at most for TCP DNS clients)"
     );
 }
@@ -451,9 +371,7 @@ pub async fn serve(
         mep: Mutex::new(mep),
         mep_counters: MepCounters::default(),
         inputs: input_tx.clone(),
-        site_metrics: Default::default(),
         site_overrides: Default::default(),
-        peer_site_metrics: Default::default(),
         ldns: LdnsCounters::default(),
         vrrp: Default::default(),
         dns_serving: Default::default(),
@@ -954,7 +872,7 @@ async fn state_task(
         let wake = engine.next_wake().map(|at| daemon.clock.deadline(at));
         let event = tokio::select! {
             Some(ev) = inputs.mep.recv() => {
-                match crate::mep_glue::translate(note_site_metrics(&daemon, ev), &daemon.mep_counters) {
+                match crate::mep_glue::translate(ev, &daemon.mep_counters) {
                     Some(e) => e,
                     None => continue,
                 }
@@ -1097,24 +1015,7 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 fn own_site_figures(daemon: &Daemon, sampler: &mut crate::site_metrics::Sampler) -> Event {
     let overrides = daemon.site_overrides.lock().map(|o| *o).unwrap_or_default();
     let sample = crate::site_metrics::sample(sampler, overrides);
-    if let Ok(mut m) = daemon.site_metrics.lock() {
-        *m = sample;
-    }
     Event::OwnSiteFigures(crate::mep_glue::site_from_wire(&sample))
-}
-
-/// Keeps other sites' CPU and memory figures for `/v1/sites`.
-fn note_site_metrics(daemon: &Daemon, event: sextant_mep::MepEvent) -> sextant_mep::MepEvent {
-    if let (
-        sextant_mep::MepEvent::SiteMetrics {
-            from_site, metrics, ..
-        },
-        Ok(mut peers),
-    ) = (&event, daemon.peer_site_metrics.lock())
-    {
-        peers.insert(from_site.to_ascii_lowercase(), *metrics);
-    }
-    event
 }
 
 /// Carries out the engine's effects, in order.
@@ -1248,39 +1149,5 @@ fn warn_fixed_listeners(daemon: &Daemon, model: &Model) {
             "VRRP settings (vrid, vridParam, VIPs) changed in the file; they take effect at the \
              next restart (restart the nodes one at a time: the others keep the VIPs)"
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn model(text: &str, local: &str) -> anyhow::Result<Model> {
-        let mut m =
-            sextant_config::parse_appliance(text, "t.conf").map_err(|e| anyhow::anyhow!("{e}"))?;
-        apply_local_site(&mut m, Some(local))?;
-        Ok(m)
-    }
-
-    const SITES: &str = "add gslb site p1 127.0.0.1\n\
-                         add gslb site p2 127.0.0.2\n\
-                         add gslb site c1 127.0.0.11 -parentSite p1\n\
-                         add gslb service s1 127.0.1.1 HTTP 80 -siteName c1\n";
-
-    #[test]
-    fn a_child_holds_only_itself_its_parent_and_its_services() {
-        let err = model(SITES, "c1").unwrap_err().to_string();
-        assert!(
-            err.contains("site p2 is neither this child site nor its parent p1"),
-            "{err}"
-        );
-        let ok = "add gslb site p1 127.0.0.1\nadd gslb site c1 127.0.0.11 -parentSite p1\n\
-                  add gslb service s1 127.0.1.1 HTTP 80 -siteName c1\n";
-        assert!(model(ok, "c1").is_ok());
-        let foreign = format!("{ok}add gslb service s2 127.0.1.2 HTTP 80 -siteName p1\n");
-        let err = model(&foreign, "c1").unwrap_err().to_string();
-        assert!(err.contains("service s2 belongs to site p1"), "{err}");
-        // The same file is fine for the parent.
-        assert!(model(SITES, "p1").is_ok());
     }
 }

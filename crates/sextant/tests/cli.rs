@@ -1,6 +1,8 @@
 //! The command line and operations: `sextant check`, SIGHUP reload (good and
 //! bad), the REST API fields, `--local-site`, `sextant demo`, SIGTERM.
 
+#![allow(unsafe_code)] // system calls in the test harness; each block says why it is sound
+
 use sextant_test_support::prelude::*;
 
 const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));

@@ -10,6 +10,8 @@
 //! Nothing here asserts a wall-clock duration except generous bounds; the
 //! figures that matter are measured and printed.
 
+#![allow(unsafe_code)] // system calls in the test harness; each block says why it is sound
+
 use std::fs;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};

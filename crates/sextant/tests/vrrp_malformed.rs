@@ -17,6 +17,8 @@
 //! master step down, so the node was listening all along. Needs root;
 //! under CI a missing namespace fails.
 
+#![allow(unsafe_code)] // system calls in the test harness; each block says why it is sound
+
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::AsRawFd;
