@@ -3,7 +3,8 @@
 //! One tokio task per (service, monitor) binding. Each task waits a small
 //! deterministic jitter (so a reload does not fire every probe in the same
 //! millisecond), probes right away, then once per interval, or once per
-//! `down_time` while its results have the service DOWN ([`Pace`]). A probe
+//! `down_time` while the state engine has its monitor DOWN (it says so
+//! through the service's [`Gates`]; the task keeps no hysteresis). A probe
 //! that takes longer than the interval pushes the next one back instead of
 //! bursting to catch up. Tasks live in a
 //! `JoinSet`, so dropping [`Monitors`] aborts them all at their next await.
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sextant_core::snapshot::FnvMap;
-use sextant_core::{HealthTally, Model, Monitor, MonitorId, MonitorKind, ServiceId, Transition};
+use sextant_core::{Model, Monitor, MonitorId, MonitorKind, ServiceId};
 use tokio::sync::mpsc::Sender;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
@@ -67,6 +68,8 @@ struct Running {
 struct Slot {
     service: AtomicU32,
     monitor: AtomicU32,
+    /// The monitor's position in the service's list (its pace flag).
+    position: AtomicU32,
     generation: AtomicU64,
     gates: Mutex<Gates>,
 }
@@ -145,7 +148,7 @@ impl Monitors {
         let mut ping_checked = [false; 2];
         for (service_id, service) in model.services.iter().enumerate() {
             let service_id = service_id as ServiceId;
-            for &monitor_id in &service.monitors {
+            for (position, &monitor_id) in service.monitors.iter().enumerate() {
                 let Some(monitor) = monitors.get(monitor_id as usize) else {
                     tracing::warn!(
                         service = %service.name,
@@ -167,6 +170,7 @@ impl Monitors {
                     Some(r) => {
                         r.slot.service.store(service_id, Ordering::Relaxed);
                         r.slot.monitor.store(monitor_id, Ordering::Relaxed);
+                        r.slot.position.store(position as u32, Ordering::Relaxed);
                         r.slot.generation.store(generation, Ordering::Relaxed);
                         *r.slot.gates.lock().unwrap_or_else(|p| p.into_inner()) = gates.clone();
                         r
@@ -175,6 +179,7 @@ impl Monitors {
                         let slot = Arc::new(Slot {
                             service: AtomicU32::new(service_id),
                             monitor: AtomicU32::new(monitor_id),
+                            position: AtomicU32::new(position as u32),
                             generation: AtomicU64::new(generation),
                             gates: Mutex::new(gates.clone()),
                         });
@@ -211,28 +216,76 @@ impl Drop for Monitors {
     }
 }
 
-/// Per service: whether its monitors probe right now. A remote service
-/// whose state metric exchange reports is not probed (`-triggerMonitor`);
-/// the binary opens and closes its gate as metric exchange comes and goes.
+/// Per service: whether its monitors probe right now, and which of them
+/// probe at their `-downTime` pace. Both are the state engine's word
+/// (`Effect::Gate`, `Effect::ProbePace`): a remote service whose state
+/// metric exchange reports is not probed (`-triggerMonitor`), and a monitor
+/// the engine has DOWN probes every `-downTime`.
 #[derive(Debug, Clone)]
-pub struct Gates(Arc<[AtomicBool]>);
+pub struct Gates(Arc<[Gate]>);
+
+#[derive(Debug)]
+struct Gate {
+    open: AtomicBool,
+    /// Bit `i`: the service's `i`-th monitor probes at its `-downTime`
+    /// (positions from 64 on always probe at their interval).
+    slow: AtomicU64,
+}
 
 impl Gates {
-    /// Every gate open: every binding probes.
+    /// Every gate open: every binding probes, at its interval.
     pub fn open(services: usize) -> Self {
-        Gates((0..services).map(|_| AtomicBool::new(true)).collect())
+        Gates(
+            (0..services)
+                .map(|_| Gate {
+                    open: AtomicBool::new(true),
+                    slow: AtomicU64::new(0),
+                })
+                .collect(),
+        )
     }
 
+    /// Opens or closes a service's gate; one that opens starts its
+    /// monitors afresh, at their interval (the engine starts their
+    /// hysteresis afresh too).
     pub fn set(&self, service: ServiceId, open: bool) {
         if let Some(g) = self.0.get(service as usize) {
-            g.store(open, Ordering::Relaxed);
+            if open && !g.open.load(Ordering::Relaxed) {
+                g.slow.store(0, Ordering::Relaxed);
+            }
+            g.open.store(open, Ordering::Relaxed);
         }
     }
 
     pub fn is_open(&self, service: ServiceId) -> bool {
         self.0
             .get(service as usize)
-            .is_none_or(|g| g.load(Ordering::Relaxed))
+            .is_none_or(|g| g.open.load(Ordering::Relaxed))
+    }
+
+    /// Sets whether the service's monitor at `position` probes at its
+    /// `-downTime`.
+    pub fn set_slow(&self, service: ServiceId, position: usize, slow: bool) {
+        let (Some(g), Some(bit)) = (
+            self.0.get(service as usize),
+            1u64.checked_shl(position as u32),
+        ) else {
+            return;
+        };
+        if slow {
+            g.slow.fetch_or(bit, Ordering::Relaxed);
+        } else {
+            g.slow.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+
+    pub fn is_slow(&self, service: ServiceId, position: u32) -> bool {
+        let Some(bit) = 1u64.checked_shl(position) else {
+            return false;
+        };
+        self.0
+            .get(service as usize)
+            .is_some_and(|g| g.slow.load(Ordering::Relaxed) & bit != 0)
     }
 }
 
@@ -294,25 +347,35 @@ struct Job {
 impl Job {
     async fn run(self, tx: Sender<Observation>) {
         tokio::time::sleep(self.jitter).await;
-        let mut pace = Pace::new(&self.monitor);
+        let shortest = pace(&self.monitor, false).min(pace(&self.monitor, true));
         // The first probe is immediate.
         let mut due = Instant::now();
+        // When the previous probe was due.
+        let mut last: Option<Instant> = None;
         loop {
             tokio::time::sleep_until(due).await;
-            if !self
-                .slot
-                .gates()
-                .is_open(self.slot.service.load(Ordering::Relaxed))
-            {
-                due = next_due(due, Instant::now(), pace.interval());
+            let gates = self.slot.gates();
+            let service = self.slot.service.load(Ordering::Relaxed);
+            let slow = gates.is_slow(service, self.slot.position.load(Ordering::Relaxed));
+            // The wake was planned at the shorter pace, before the engine
+            // had seen the last result; its pace now may say to wait on.
+            if let Some(last) = last {
+                let paced = last + pace(&self.monitor, slow);
+                if paced > due {
+                    due = paced;
+                    continue;
+                }
+            }
+            last = Some(due);
+            if !gates.is_open(service) {
+                due = next_due(due, Instant::now(), shortest);
                 continue;
             }
             // Boxed: the probe's future is about 6 KB, and a task that held
             // it inline would keep that between probes too (at 100,000
             // services, half the daemon's memory).
             let result = Box::pin(probe(&self.monitor, self.target)).await;
-            pace.observe(result.success);
-            due = next_due(due, Instant::now(), pace.interval());
+            due = next_due(due, Instant::now(), shortest);
             let observation = Observation {
                 service: self.slot.service.load(Ordering::Relaxed),
                 monitor: self.slot.monitor.load(Ordering::Relaxed),
@@ -328,38 +391,12 @@ impl Job {
     }
 }
 
-/// How often one binding probes: every `interval`, or every `down_time`
-/// while the binding's results have the service DOWN (`-downTime`). It
-/// follows the results with the same hysteresis as the state engine
-/// ([`HealthTally`]), fed the same results, so it is DOWN exactly when the
-/// engine has this monitor DOWN.
-#[derive(Debug, Clone)]
-pub(crate) struct Pace {
-    interval: Duration,
-    down_time: Option<Duration>,
-    tally: HealthTally,
-}
-
-impl Pace {
-    pub(crate) fn new(monitor: &Monitor) -> Self {
-        Pace {
-            interval: monitor.interval.max(MIN_INTERVAL),
-            down_time: monitor.down_time.map(|d| d.max(MIN_INTERVAL)),
-            tally: HealthTally::new(monitor.retries, monitor.success_retries),
-        }
-    }
-
-    /// Feeds one result (the monitor's verdict, reverse applied).
-    pub(crate) fn observe(&mut self, success: bool) {
-        self.tally.observe(success);
-    }
-
-    /// The time from this probe to the next.
-    pub(crate) fn interval(&self) -> Duration {
-        match (self.tally.state(), self.down_time) {
-            (Some(Transition::Down), Some(down)) => down,
-            _ => self.interval,
-        }
+/// How often one binding probes: every `-interval`, or every `-downTime`
+/// while the state engine has its monitor DOWN (`slow`).
+pub(crate) fn pace(monitor: &Monitor, slow: bool) -> Duration {
+    match (slow, monitor.down_time) {
+        (true, Some(down)) => down.max(MIN_INTERVAL),
+        _ => monitor.interval.max(MIN_INTERVAL),
     }
 }
 

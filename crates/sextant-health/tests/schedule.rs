@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol};
-use sextant_health::{Observation, start};
+use sextant_health::{Gates, Observation, start, start_gated};
 use sextant_test_support::model;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -216,11 +216,13 @@ async fn observations_within(
     seen
 }
 
-/// `-downTime`: while a binding's results have the service DOWN, it is
-/// probed every `down_time` instead of every `interval`; an UP one keeps
-/// the interval. (Paused time: the counts do not depend on the machine.)
+/// `-downTime`: while the engine has a binding's monitor DOWN (its word
+/// comes through the gates, `Effect::ProbePace`), the binding is probed
+/// every `down_time` instead of every `interval`; the others keep the
+/// interval, and the binding itself does again once the engine says UP.
+/// (Paused time: the counts do not depend on the machine.)
 #[tokio::test(start_paused = true)]
-async fn a_down_service_is_probed_at_the_down_time_pace() {
+async fn a_binding_the_engine_has_down_is_probed_at_the_down_time_pace() {
     let up = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let up_port = up.local_addr().unwrap().port();
     let down_port = TcpListener::bind("127.0.0.1:0")
@@ -242,14 +244,31 @@ async fn a_down_service_is_probed_at_the_down_time_pace() {
         ..Model::default()
     };
     let (tx, mut rx) = mpsc::channel::<Observation>(256);
-    let monitors = start(Arc::new(model), 1, tx);
-    let seen = observations_within(&mut rx, Duration::from_millis(5_500)).await;
+    let gates = Gates::open(2);
+    let monitors = start_gated(Arc::new(model), 1, tx, gates.clone());
+    // The engine's verdict on the first result: DOWN.
+    let first = rx.recv().await.unwrap();
+    let mut seen = vec![first.clone()];
+    if first.service == 0 {
+        assert!(!first.success);
+    }
+    gates.set_slow(0, 0, true);
+    seen.extend(observations_within(&mut rx, Duration::from_millis(5_500)).await);
     let down = seen.iter().filter(|o| o.service == 0).count();
     let up_count = seen.iter().filter(|o| o.service == 1).count();
-    // DOWN from the first result (t < 1 s of jitter), then every 2 s:
-    // 3 probes in 5.5 s; at the 200 ms interval it would be about 27.
+    // The first probe (t < 1 s of jitter), then every 2 s: 3 or 4 probes in
+    // about 6 s; at the 200 ms interval it would be about 30.
     assert!((2..=4).contains(&down), "DOWN probes: {down}");
     assert!(up_count >= 20, "UP probes keep the interval: {up_count}");
+    // The engine says UP again: back to the interval (after the 2 s wait
+    // already planned at most).
+    gates.set_slow(0, 0, false);
+    let again = observations_within(&mut rx, Duration::from_millis(4_000)).await;
+    let down_again = again.iter().filter(|o| o.service == 0).count();
+    assert!(
+        down_again >= 9,
+        "back at the interval: {down_again} probes in 4 s"
+    );
     drop(monitors);
     drop(up);
 }

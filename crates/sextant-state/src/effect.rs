@@ -18,6 +18,9 @@ pub enum Effect {
         model: Arc<Model>,
         generation: u64,
         closed_gates: Vec<ServiceId>,
+        /// (service, position in its monitor list) of the bindings whose
+        /// monitor is DOWN and has a `-downTime`: they probe at that pace.
+        slow_probes: Vec<(ServiceId, usize)>,
         /// Persistence entries carry over: old vserver id → new one, and old
         /// service id → new one (by name; `None`: gone).
         renumber: Renumbering,
@@ -31,7 +34,16 @@ pub enum Effect {
         reason: Arc<str>,
     },
     /// Open or close the gate of a service's monitors (`-triggerMonitor`).
+    /// A gate that opens starts its monitors afresh, at their interval.
     Gate { service: ServiceId, open: bool },
+    /// Binding `slot` of `service` (its position in the service's monitor
+    /// list) probes every `-downTime` (`slow`) or every `-interval`: its
+    /// monitor, which has a `-downTime`, went DOWN or came back UP.
+    ProbePace {
+        service: ServiceId,
+        slot: usize,
+        slow: bool,
+    },
     /// This site's report for metric exchange changed: send it.
     Report(Arc<LocalReport>),
     /// Send these persistence entries to the other parents.

@@ -521,10 +521,19 @@ impl Engine {
         };
         let svc = &mut self.services[i];
         let first = svc.tallies[slot].state().is_none();
+        let was_down = svc.tallies[slot].state() == Some(Transition::Down);
         let transition = svc.tallies[slot].observe(p.success);
         let failures = svc.tallies[slot].consecutive_failures();
         let tally_state = svc.tallies[slot].state();
         let gate_open = svc.gate_open;
+        let down = tally_state == Some(Transition::Down);
+        if down != was_down && self.model.monitor(p.monitor).down_time.is_some() {
+            effects.push(Effect::ProbePace {
+                service: p.service,
+                slot,
+                slow: down,
+            });
+        }
         if first && gate_open && !self.ready {
             self.awaiting_first = self.awaiting_first.saturating_sub(1);
         }
@@ -1002,6 +1011,22 @@ impl Engine {
         self.report_dirty = true;
     }
 
+    /// The bindings that probe at their monitor's `-downTime`.
+    fn slow_probes(&self) -> Vec<(ServiceId, usize)> {
+        let model = &self.model;
+        self.services
+            .iter()
+            .enumerate()
+            .flat_map(|(i, svc)| {
+                svc.tallies.iter().enumerate().filter_map(move |(slot, t)| {
+                    let monitor = model.monitor(*model.services[i].monitors.get(slot)?);
+                    (monitor.down_time.is_some() && t.state() == Some(Transition::Down))
+                        .then_some((i as ServiceId, slot))
+                })
+            })
+            .collect()
+    }
+
     fn closed_gates(&self) -> Vec<ServiceId> {
         (0..self.services.len())
             .filter(|i| {
@@ -1173,6 +1198,7 @@ impl Engine {
             model,
             generation: self.generation,
             closed_gates: self.closed_gates(),
+            slow_probes: self.slow_probes(),
             renumber,
         });
         for (i, was) in old_up.iter().enumerate() {

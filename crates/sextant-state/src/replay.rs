@@ -260,16 +260,27 @@ impl Runner<'_> {
                     model: m,
                     generation,
                     closed_gates,
+                    slow_probes,
                     ..
-                } => format!(
-                    "restart generation {generation}: {} services, gates closed: [{}]",
-                    m.services.len(),
-                    closed_gates
-                        .iter()
-                        .map(|s| m.service(*s).name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ),
+                } => {
+                    let mut text = format!(
+                        "restart generation {generation}: {} services, gates closed: [{}]",
+                        m.services.len(),
+                        closed_gates
+                            .iter()
+                            .map(|s| m.service(*s).name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    );
+                    if !slow_probes.is_empty() {
+                        let slow: Vec<String> = slow_probes
+                            .iter()
+                            .map(|(s, slot)| format!("{}/{}", m.service(*s).name, slot + 1))
+                            .collect();
+                        let _ = write!(text, ", probing at -downTime: [{}]", slow.join(" "));
+                    }
+                    text
+                }
                 Effect::Transition {
                     service,
                     up,
@@ -283,6 +294,16 @@ impl Runner<'_> {
                     "gate {} {}",
                     model.service(*service).name,
                     if *open { "open" } else { "closed" }
+                ),
+                Effect::ProbePace {
+                    service,
+                    slot,
+                    slow,
+                } => format!(
+                    "pace {} monitor {}: every {}",
+                    model.service(*service).name,
+                    slot + 1,
+                    if *slow { "-downTime" } else { "-interval" }
                 ),
                 Effect::Report(r) => format!(
                     "report [{}]",

@@ -1044,6 +1044,11 @@ fn carry_out(
                 }
             }
             Effect::Gate { service, open } => edges.gates.set(service, open),
+            Effect::ProbePace {
+                service,
+                slot,
+                slow,
+            } => edges.gates.set_slow(service, slot, slow),
             Effect::Report(report) => {
                 if let Ok(mut last) = daemon.last_report.lock() {
                     *last = Some(Arc::clone(&report));
@@ -1106,6 +1111,7 @@ fn carry_out(
                 model,
                 generation,
                 closed_gates,
+                slow_probes,
                 renumber,
             } => {
                 if let Some(l) = edges.loads.take() {
@@ -1119,6 +1125,9 @@ fn carry_out(
                 edges.gates = Gates::open(model.services.len());
                 for s in closed_gates {
                     edges.gates.set(s, false);
+                }
+                for (service, slot) in slow_probes {
+                    edges.gates.set_slow(service, slot, true);
                 }
                 if let Ok(mep) = daemon.mep.lock()
                     && let Some(m) = mep.as_ref()
