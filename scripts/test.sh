@@ -20,6 +20,7 @@ step() { # step NAME COMMAND...
 step setup scripts/setup.sh
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets -- -D warnings
+step deny scripts/deny.sh
 if cargo nextest --version >/dev/null 2>&1; then
     # Doc tests first (nextest does not run them), so that nextest's summary
     # is the last thing printed.
