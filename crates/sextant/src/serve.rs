@@ -321,7 +321,8 @@ pub async fn serve(
         generation,
     )));
     dns.set_rate_limiter(model.dns.rrl.as_ref());
-    tokio::spawn(rotate_cookie_secrets(Arc::clone(&dns)));
+    let mut tasks = Tasks::default();
+    tasks.spawn(rotate_cookie_secrets(Arc::clone(&dns)));
     let vips: Vec<std::net::IpAddr> = model
         .vrrp
         .vrids
@@ -380,7 +381,7 @@ pub async fn serve(
     let (site_master_tx, mut site_master_rx) = tokio::sync::watch::channel(false);
     if site_vip.is_some() {
         let inputs = input_tx.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             while site_master_rx.changed().await.is_ok() {
                 let master = *site_master_rx.borrow_and_update();
                 if inputs.send(Input::SiteIpMaster(master)).await.is_err() {
@@ -404,15 +405,21 @@ pub async fn serve(
         .with_context(|| format!("cannot listen for the REST API on {api_listen}"))?;
     info!(addr = %api_listen, "REST API listening");
     let app = crate::api::router(Arc::clone(&daemon));
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
+    // Graceful: at shutdown the API stops accepting and finishes the
+    // requests in flight (within the grace period).
+    let api_stop = tasks.token.clone().cancelled_owned();
+    tasks.set.spawn(async move {
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(api_stop)
+            .await
+        {
             error!(error = %e, "REST API stopped");
         }
     });
 
     log_start(&model, &overrides.config);
     let (ready_tx, ready_rx) = oneshot::channel();
-    let state = tokio::spawn(state_task(
+    tasks.spawn(state_task(
         Arc::clone(&daemon),
         engine,
         first,
@@ -433,20 +440,51 @@ pub async fn serve(
             error!("cannot start DNS: {e:#}");
         }
     };
-    tokio::spawn(answer);
+    tasks.spawn(answer);
     let result = wait_for_signals(overrides, Arc::clone(&daemon), input_tx).await;
     // Hand the VIPs over first (priority 0), while DNS still answers.
     if let Some(v) = vrrp {
         v.shutdown().await;
     }
-    state.abort();
+    tasks.token.cancel();
     // Close metric exchange sessions so peers see this site go at once.
     if let Ok(mut mep) = daemon.mep.lock()
         && let Some(m) = mep.take()
     {
         m.stop();
     }
+    tasks.wait(SHUTDOWN_GRACE).await;
     result
+}
+
+/// The daemon's long-lived tasks and the one token that stops them all.
+#[derive(Default)]
+struct Tasks {
+    token: tokio_util::sync::CancellationToken,
+    set: tokio::task::JoinSet<()>,
+}
+
+impl Tasks {
+    /// Runs `task` until it ends or the daemon stops.
+    fn spawn(&mut self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        let token = self.token.clone();
+        self.set.spawn(async move {
+            tokio::select! {
+                () = token.cancelled() => {}
+                () = task => {}
+            }
+        });
+    }
+
+    /// After `token.cancel()`: waits up to `grace` for every task to end
+    /// (the API finishes the requests in flight); those still running then
+    /// are aborted when the set is dropped.
+    async fn wait(mut self, grace: Duration) {
+        let all_ended = async { while self.set.join_next().await.is_some() {} };
+        if tokio::time::timeout(grace, all_ended).await.is_err() {
+            warn!("some tasks did not stop within {grace:?}; they are cut short");
+        }
+    }
 }
 
 /// Replaces the DNS cookie secret every `dns.cookies.secret_rotation` (read
