@@ -50,6 +50,10 @@ pub enum Effect {
     ShareSessions(Vec<SharedSession>),
     /// Record these persistence entries (made at another parent) here.
     InstallSessions(Vec<InstallSession>),
+    /// Start (`run`) or stop metric exchange on this node: the site IP is a
+    /// VRRP VIP and this node became, or stopped being, its master, or a
+    /// reload turned metric exchange on or off.
+    MetricExchange { run: bool },
     /// Every monitored service has its first result (or its time is up):
     /// DNS may answer now.
     Ready,

@@ -196,6 +196,8 @@ pub struct Engine {
     /// so a removal by the sender's key finds it.
     matched: HashMap<(SiteId, IpAddr, u16), ServiceId>,
     own_site: SiteFigures,
+    /// VRRP says this node is master of the site IP's VIP.
+    site_ip_master: bool,
     /// Every site's figures as last published; `None`: to be gathered
     /// again at the next publication.
     site_figures: Option<Arc<[Option<SiteFigures>]>>,
@@ -294,6 +296,7 @@ impl Engine {
             peers: HashMap::default(),
             matched: HashMap::default(),
             own_site: SiteFigures::default(),
+            site_ip_master: false,
             site_figures: None,
             states_dirty: true,
             figures_dirty: true,
@@ -314,6 +317,15 @@ impl Engine {
 
     pub fn model(&self) -> &Arc<Model> {
         &self.model
+    }
+
+    /// Whether this node runs metric exchange now: the local site has it on
+    /// and there is another site, and the site IP is this node's — always,
+    /// unless it is a VRRP VIP; then while this node is master for it
+    /// ([`Event::SiteIpMaster`]).
+    pub fn runs_metric_exchange(&self) -> bool {
+        metric_exchange_configured(&self.model)
+            && (site_ip_vip(&self.model).is_none() || self.site_ip_master)
     }
 
     pub fn generation(&self) -> u64 {
@@ -498,6 +510,14 @@ impl Engine {
                     self.with_ldns(effects, |book, ctx, out| {
                         book.peer(id, &entries, now, ctx, out)
                     });
+                }
+            }
+            Event::SiteIpMaster(master) => {
+                let ran = self.runs_metric_exchange();
+                self.site_ip_master = master;
+                let run = self.runs_metric_exchange();
+                if run != ran {
+                    effects.push(Effect::MetricExchange { run });
                 }
             }
             Event::Tick => {
@@ -1067,7 +1087,9 @@ impl Engine {
     /// every monitor whose definition is unchanged, what peers reported.
     fn reload(&mut self, prepared: Prepared, now: Duration, effects: &mut Vec<Effect>) {
         self.site_figures = None;
+        let ran = self.runs_metric_exchange();
         let mut fresh = *prepared.engine;
+        fresh.site_ip_master = self.site_ip_master;
         fresh.generation = self.generation + 1;
         fresh.base = fresh.base.with_generation(fresh.generation);
         let model = Arc::clone(&fresh.model);
@@ -1201,6 +1223,10 @@ impl Engine {
             slow_probes: self.slow_probes(),
             renumber,
         });
+        let run = self.runs_metric_exchange();
+        if run != ran {
+            effects.push(Effect::MetricExchange { run });
+        }
         for (i, was) in old_up.iter().enumerate() {
             if let Some(was) = was
                 && *was != self.services[i].up
@@ -1435,3 +1461,22 @@ fn seconds(d: Duration) -> String {
 
 /// The reason of a service that no monitor and no peer decides.
 pub const NO_MONITOR: &str = "no monitor bound: UP until something says otherwise";
+
+/// The local site has metric exchange on and another site to talk to.
+pub fn metric_exchange_configured(model: &Model) -> bool {
+    model
+        .local_site
+        .is_some_and(|l| model.site(l).metric_exchange && model.sites.len() > 1)
+}
+
+/// The local site's IP when it is one of this node's VRRP VIPs (seed 004):
+/// metric exchange then runs on the node that is master for it.
+pub fn site_ip_vip(model: &Model) -> Option<IpAddr> {
+    let ip = model.site(model.local_site?).ip;
+    model
+        .vrrp
+        .vrids
+        .iter()
+        .any(|v| v.addresses.iter().any(|a| a.ip == ip))
+        .then_some(ip)
+}

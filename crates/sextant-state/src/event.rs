@@ -68,6 +68,9 @@ pub enum Event {
     /// A new, already validated configuration, its tables built
     /// ([`crate::Prepared::new`]).
     Reload(Box<crate::engine::Prepared>),
+    /// VRRP: this node became master of the site IP's VIP (`true`), or
+    /// gave it up. Metric exchange runs on the master only.
+    SiteIpMaster(bool),
     /// Time passed: publish what waits, decide what is due.
     Tick,
 }

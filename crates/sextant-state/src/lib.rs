@@ -22,7 +22,9 @@ pub mod replay;
 
 pub use dc::LossTargets;
 pub use effect::{Effect, InstallSession, LocalReport, Renumbering};
-pub use engine::{Engine, FIGURES_FLUSH, NO_MONITOR, Prepared};
+pub use engine::{
+    Engine, FIGURES_FLUSH, NO_MONITOR, Prepared, metric_exchange_configured, site_ip_vip,
+};
 pub use event::{
     Event, LocalSession, PeerServices, Probe, ReportedService, SharedRtt, SharedSession,
     SiteFigures,

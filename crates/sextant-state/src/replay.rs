@@ -295,6 +295,13 @@ impl Runner<'_> {
                     model.service(*service).name,
                     if *open { "open" } else { "closed" }
                 ),
+                Effect::MetricExchange { run } => {
+                    if *run {
+                        "metric exchange: start".to_string()
+                    } else {
+                        "metric exchange: stop".to_string()
+                    }
+                }
                 Effect::ProbePace {
                     service,
                     slot,
@@ -397,6 +404,11 @@ impl Runner<'_> {
         };
         Ok(match w.first().copied() {
             Some("tick") => Event::Tick,
+            Some("site-ip-master") => match w.get(1).copied() {
+                Some("yes") => Event::SiteIpMaster(true),
+                Some("no") => Event::SiteIpMaster(false),
+                _ => return Err(syntax("site-ip-master yes|no".into())),
+            },
             Some("probe") if w.len() >= 4 => {
                 let s = service(w[1])?;
                 let monitor = model

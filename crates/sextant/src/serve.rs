@@ -344,12 +344,11 @@ pub async fn serve(
 
     let (mep_tx, mep_rx) = mpsc::channel(1024);
     // A site IP that is a VRRP VIP is on this host only while this node is
-    // master for it: metric exchange then starts and stops with it.
-    let site_vip = model
-        .local_site
-        .map(|l| model.site(l).ip)
-        .filter(|ip| vips.contains(ip) && wants_metric_exchange(&model));
-    let mep = if wants_metric_exchange(&model) && site_vip.is_none() {
+    // master for it: metric exchange then starts and stops with it (the
+    // engine decides, `Effect::MetricExchange`).
+    let site_vip = sextant_state::site_ip_vip(&model)
+        .filter(|_| sextant_state::metric_exchange_configured(&model));
+    let mep = if engine.runs_metric_exchange() {
         Some(start_mep(
             clock,
             &model,
@@ -703,7 +702,6 @@ pub enum Input {
 }
 
 struct StateInputs {
-    /// For a metric exchange started late (see [`Input::SiteIpMaster`]).
     mep_tx: mpsc::Sender<sextant_mep::MepEvent>,
     config: PathBuf,
     mep: mpsc::Receiver<sextant_mep::MepEvent>,
@@ -730,20 +728,20 @@ fn start_mep(
     })
 }
 
-/// This node became master of the site IP's VIP (`true`): metric exchange
-/// starts, with the current report; or it gave the VIP up: it stops, and
-/// the peers reconnect to the new master.
-fn site_ip_master(daemon: &Daemon, engine: &Engine, inputs: &StateInputs, master: bool) {
+/// Starts metric exchange (with the last report, for a node that became
+/// master of the site IP's VIP) or stops it (the peers reconnect to the new
+/// master), as the engine says.
+fn run_metric_exchange(daemon: &Daemon, edges: &Edges, run: bool) {
     let Ok(mut mep) = daemon.mep.lock() else {
         return;
     };
-    if master && mep.is_none() {
+    if run && mep.is_none() {
         match start_mep(
             daemon.clock,
-            engine.model(),
-            engine.generation(),
-            inputs.mep_tx.clone(),
-            &inputs.config,
+            &edges.model,
+            edges.generation,
+            edges.mep_tx.clone(),
+            &edges.config,
         ) {
             Ok(m) => {
                 if let Ok(last) = daemon.last_report.lock()
@@ -751,23 +749,15 @@ fn site_ip_master(daemon: &Daemon, engine: &Engine, inputs: &StateInputs, master
                 {
                     m.publish(crate::mep_glue::report_to_wire(report));
                 }
-                info!("master of the site IP: metric exchange started");
+                info!("metric exchange started");
                 *mep = Some(m);
             }
             Err(e) => error!("{e:#}"),
         }
-    } else if !master && let Some(m) = mep.take() {
-        info!("no longer master of the site IP: metric exchange stopped");
+    } else if !run && let Some(m) = mep.take() {
+        info!("metric exchange stopped");
         tokio::spawn(m.close());
     }
-}
-
-/// Metric exchange runs when the local site has it on and there is another
-/// site to talk to.
-fn wants_metric_exchange(model: &Model) -> bool {
-    model
-        .local_site
-        .is_some_and(|l| model.site(l).metric_exchange && model.sites.len() > 1)
 }
 
 /// What the state task runs for the engine: monitors and load sources of
@@ -785,6 +775,9 @@ struct Edges {
     ldns_tx: mpsc::Sender<sextant_health::ldns::LdnsSample>,
     /// Results of the path-loss bursts the engine asks for.
     loss_tx: mpsc::Sender<Event>,
+    /// For a metric exchange started late ([`Effect::MetricExchange`]).
+    mep_tx: mpsc::Sender<sextant_mep::MepEvent>,
+    config: PathBuf,
 }
 
 impl Edges {
@@ -892,6 +885,8 @@ async fn state_task(
         ldns: None,
         ldns_tx,
         loss_tx,
+        mep_tx: inputs.mep_tx.clone(),
+        config: inputs.config.clone(),
     };
     // New LDNS from the DNS path and the query marks of the published RTT
     // table reach the engine this often.
@@ -904,7 +899,7 @@ async fn state_task(
     let mut site_tick = tokio::time::interval(SITE_METRICS_INTERVAL);
     let mut session_tick = tokio::time::interval(engine.session_share_interval());
     let mut sampler = crate::site_metrics::Sampler::default();
-    let has_mep = wants_metric_exchange(engine.model());
+    let has_mep = sextant_state::metric_exchange_configured(engine.model());
     let has_dc = !engine.model().dc_records.is_empty();
     loop {
         let wake = engine.next_wake().map(|at| daemon.clock.deadline(at));
@@ -921,10 +916,7 @@ async fn state_task(
             Some(input) = inputs.inputs.recv() => match input {
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
                 Input::SiteFigures => own_site_figures(&daemon, &mut sampler),
-                Input::SiteIpMaster(master) => {
-                    site_ip_master(&daemon, &engine, &inputs, master);
-                    continue;
-                }
+                Input::SiteIpMaster(master) => Event::SiteIpMaster(master),
                 Input::Reloaded { result: Ok(prepared), parse, prepare, signalled } => {
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(prepared), daemon.clock.now());
@@ -1082,6 +1074,7 @@ fn carry_out(
                 }
             }
             Effect::Gate { service, open } => edges.gates.set(service, open),
+            Effect::MetricExchange { run } => run_metric_exchange(daemon, edges, run),
             Effect::ProbePace {
                 service,
                 slot,
