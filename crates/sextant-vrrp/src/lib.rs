@@ -13,6 +13,7 @@
 // spawned task.
 #![forbid(unsafe_code)]
 
+pub mod interface;
 pub mod link;
 pub mod machine;
 pub mod packet;

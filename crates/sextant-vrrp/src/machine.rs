@@ -93,6 +93,18 @@ impl Config {
         }
     }
 
+    /// A router as an operator configures it: 255, the highest priority the
+    /// seed and the appliance allow, is the address owner's in RFC 5798, and
+    /// a node configured with it behaves as one (docs/vrrp.md); any other
+    /// priority is a non-owner's.
+    pub fn configured(vrid: u8, priority: u8) -> Self {
+        if priority == OWNER_PRIORITY {
+            Config::owner(vrid)
+        } else {
+            Config::new(vrid, priority)
+        }
+    }
+
     /// The priority the machine starts with: 255 for the owner, else
     /// `base_priority`.
     pub fn priority(&self) -> u8 {

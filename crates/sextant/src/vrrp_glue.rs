@@ -14,8 +14,9 @@ use anyhow::Context;
 use sextant_core::vrrp::{Tracking as ConfTracking, VrrpChecksum, VrrpSettings};
 use sextant_core::{Model, ServiceId, Snapshot, VServerId};
 use sextant_dns::DnsShared;
-use sextant_vrrp::link::{Link, Vip};
-use sextant_vrrp::machine::{Action, Config, OWNER_PRIORITY, State};
+use sextant_vrrp::interface::{BackupMode, Binding, Frame, Interface as Driver, Notice};
+use sextant_vrrp::link::Vip;
+use sextant_vrrp::machine::{Config, State};
 use sextant_vrrp::packet::{ChecksumMode, Family};
 use sextant_vrrp::router::{RouterConfig, RouterId, RouterStatus, Routers, Tracked};
 use sextant_vrrp::tracking::Tracking;
@@ -27,22 +28,6 @@ use tracing::{error, info, warn};
 
 use crate::clock::Clock;
 
-/// Gratuitous ARPs / unsolicited NAs per announcement (a second burst
-/// follows one advert interval later, see `sextant_vrrp::machine`).
-const ANNOUNCE_BURST: usize = 3;
-/// After taking a VIP, single gratuitous ARPs / NAs this long after the
-/// burst. The old master lets go within a few milliseconds of our advert,
-/// but what it sends from the shared virtual MAC in that time (an advert,
-/// replies to traffic already on its way) teaches the switch its port
-/// again; these undo that within milliseconds instead of an advert
-/// interval, so the first come densely.
-const LATE_ANNOUNCES: [Duration; 5] = [
-    Duration::from_millis(2),
-    Duration::from_millis(5),
-    Duration::from_millis(10),
-    Duration::from_millis(20),
-    Duration::from_millis(50),
-];
 /// How often tracked objects and tracked interfaces are looked at.
 const TRACK_EVERY: Duration = Duration::from_millis(100);
 
@@ -188,62 +173,9 @@ struct TrackSpec {
     interfaces: Vec<String>,
 }
 
-/// A received advert: the VRRP part and its IP header's facts.
-struct Packet {
-    payload: Vec<u8>,
-    from: IpAddr,
-    to: Option<IpAddr>,
-    ttl: u8,
-    /// Read on a virtual-MAC interface (see `InterfaceRun::vmac_readers`).
-    via_vmac: bool,
-}
-
-/// How long a packet read on one side (base interface or virtual-MAC
-/// interface) waits for its twin from the other.
-const TWIN_WINDOW: Duration = Duration::from_millis(50);
-
-/// Pairs the copies of one frame: a frame from another MAC reaches both
-/// the base interface and a master's macvlan (which joined the group), a
-/// frame from our own virtual MAC (a competing master) only the macvlan.
-/// Each packet cancels at most one identical packet read on the other side
-/// within [`TWIN_WINDOW`], so each frame is heard, and counted, once.
-#[derive(Debug, Default)]
-struct Twins {
-    /// Unmatched recent packets per side: `[base, vmac]`.
-    recent: [std::collections::VecDeque<(Duration, IpAddr, Vec<u8>)>; 2],
-}
-
-impl Twins {
-    /// Whether `p` is the second copy of a frame already heard.
-    fn is_twin(&mut self, p: &Packet, now: Duration) -> bool {
-        let (mine, other) = if p.via_vmac { (1, 0) } else { (0, 1) };
-        for q in &mut self.recent {
-            while q
-                .front()
-                .is_some_and(|(at, ..)| now.saturating_sub(*at) > TWIN_WINDOW)
-            {
-                q.pop_front();
-            }
-        }
-        if let Some(i) = self.recent[other]
-            .iter()
-            .position(|(_, from, bytes)| *from == p.from && *bytes == p.payload)
-        {
-            self.recent[other].remove(i);
-            return true;
-        }
-        let q = &mut self.recent[mine];
-        if q.len() == 256 {
-            q.pop_front();
-        }
-        q.push_back((now, p.from, p.payload.clone()));
-        false
-    }
-}
-
 /// Reads `socket` into `tx` until the task is aborted or the interface's
 /// task is gone.
-fn spawn_reader(socket: AdvertSocket, tx: mpsc::Sender<Packet>, via_vmac: bool) -> JoinHandle<()> {
+fn spawn_reader(socket: AdvertSocket, tx: mpsc::Sender<Frame>, via_vmac: bool) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 2048];
         let mut errors = 0u32;
@@ -254,7 +186,7 @@ fn spawn_reader(socket: AdvertSocket, tx: mpsc::Sender<Packet>, via_vmac: bool) 
                     let Some(payload) = buf.get(r.payload.clone()) else {
                         continue;
                     };
-                    let packet = Packet {
+                    let packet = Frame {
                         payload: payload.to_vec(),
                         from: r.from,
                         to: r.to,
@@ -281,12 +213,10 @@ fn spawn_reader(socket: AdvertSocket, tx: mpsc::Sender<Packet>, via_vmac: bool) 
     })
 }
 
-/// What a Backup does with traffic that reaches it for the VIP (seed 004):
-/// sharing answers it (the VIP on `lo`, with ARP answered only for the
-/// interface's own addresses, so the master still owns the VIP on the
-/// link); otherwise send-to-master routes it on to the master (IPv4
-/// forwarding on the VRRP interface); otherwise it is dropped (the VIP is
-/// not local, so nothing listens for it).
+/// What is set up on this host for a Backup's traffic, as
+/// [`BackupMode`] (decided in `sextant-vrrp`) says: for sharing, the VIPs
+/// on `lo` and ARP for them off on the interface; for send-to-master, IPv4
+/// forwarding on it.
 #[derive(Debug, Default)]
 enum BackupTraffic {
     /// Not Backup, or dropping.
@@ -326,20 +256,36 @@ fn shared_sysctls(
 
 /// What woke an interface's task.
 enum Wake {
-    Packet(Packet),
+    Packet(Frame),
     Timer,
     Track,
     Stop,
 }
 
-/// One interface's routers and links.
+/// One interface's routers and links: the decisions in
+/// [`sextant_vrrp::interface::Interface`], the sockets, readers and host
+/// settings here.
 struct InterfaceRun {
     iface: Interface,
     /// The base interface's advert sockets, opened at start.
     sockets: Vec<AdvertSocket>,
-    /// Where every reader task hands its packets.
-    packets: mpsc::Sender<Packet>,
-    inbox: Option<mpsc::Receiver<Packet>>,
+    /// Where every reader task hands its frames.
+    packets: mpsc::Sender<Frame>,
+    inbox: Option<mpsc::Receiver<Frame>>,
+    driver: Driver<LinuxLink>,
+    edge: Edge,
+    /// The daemon's time base: `now` and every timer are on it.
+    clock: Clock,
+    track: Vec<TrackSpec>,
+    flags: Vec<(bool, bool)>,
+}
+
+/// What the notices of the driver act on.
+struct Edge {
+    iface: String,
+    /// Per router: its VRID and VIPs.
+    vrids: Vec<u8>,
+    vips: Vec<Vec<Vip>>,
     /// Per router, while it holds its VIPs on a virtual-MAC interface: the
     /// reader of that interface. A peer that is master at the same time
     /// (after a partition heals) sends from the same virtual MAC, and the
@@ -347,28 +293,72 @@ struct InterfaceRun {
     /// base interface; without this reader the two masters would never
     /// hear each other.
     vmac_readers: Vec<Option<JoinHandle<()>>>,
-    /// Copies of one frame read on both the base and a macvlan.
-    twins: Twins,
-    /// The daemon's time base: `now` and every timer are on it.
-    clock: Clock,
-    /// Single announcements still due after a takeover (see
-    /// [`LATE_ANNOUNCES`]), by deadline.
-    late_announces: Vec<(Duration, RouterId)>,
-    /// Per router, what it does with traffic that reaches it while Backup.
+    /// Per router, what is set up for its traffic while Backup.
     backup: Vec<BackupTraffic>,
-    /// `set vridParam -sendToMaster`.
-    send_to_master: bool,
     /// The site IP, when it is a VIP, and who to tell when this node takes
     /// or gives it up (metric exchange follows it).
     site_ip: Option<Arc<(IpAddr, watch::Sender<bool>)>>,
-    routers: Routers,
-    links: Vec<LinuxLink>,
-    vips: Vec<Vec<Vip>>,
-    track: Vec<TrackSpec>,
-    flags: Vec<(bool, bool)>,
-    /// Whether the interface had its link (IFF_UP and IFF_RUNNING) at the
-    /// last look: its loss puts every VRID on it in FAULT.
-    link_up: bool,
+    /// Routers that became master in the step just done: their virtual-MAC
+    /// readers open once the step is over.
+    listen: Vec<RouterId>,
+}
+
+impl Edge {
+    fn notice(&mut self, n: Notice) {
+        match n {
+            Notice::Transition {
+                id,
+                from,
+                to,
+                reason,
+            } => {
+                let vrid = self.vrids.get(id).copied().unwrap_or(0);
+                info!(
+                    interface = %self.iface,
+                    vrid,
+                    from = state_name(from),
+                    to = state_name(to),
+                    reason = %reason,
+                    "VRRP VRID {vrid} {} -> {}: {reason}",
+                    state_name(from),
+                    state_name(to)
+                );
+            }
+            Notice::Took { id } => self.site_ip_held(id, true),
+            Notice::Releasing { id } => {
+                self.site_ip_held(id, false);
+                if let Some(Some(r)) = self.vmac_readers.get_mut(id).map(Option::take) {
+                    r.abort();
+                }
+            }
+            Notice::ListenOnVmac { id } => self.listen.push(id),
+            Notice::BackupTraffic { id, mode } => {
+                if let (Some(b), Some(vips)) = (self.backup.get_mut(id), self.vips.get(id)) {
+                    b.stop();
+                    *b = backup_traffic(&self.iface, vips, mode);
+                }
+            }
+            Notice::Link { up: Err(why) } => {
+                warn!(interface = %self.iface, reason = %why, "VRRP link lost: every VRID on it goes to FAULT and gives its VIPs up");
+            }
+            Notice::Link { up: Ok(()) } => {
+                info!(interface = %self.iface, "VRRP link back: every VRID on it rejoins as backup");
+            }
+            Notice::Failed { id, action, error } => {
+                let vrid = self.vrids.get(id).copied().unwrap_or(0);
+                error!(interface = %self.iface, vrid, %error, "VRRP: cannot {action}");
+            }
+        }
+    }
+
+    /// Tells metric exchange whether this node holds the site IP.
+    fn site_ip_held(&self, id: RouterId, held: bool) {
+        if let (Some(site), Some(vips)) = (self.site_ip.as_deref(), self.vips.get(id))
+            && vips.iter().any(|v| v.ip == site.0)
+        {
+            let _ = site.1.send(held);
+        }
+    }
 }
 
 /// Starts VRRP for `model`'s VRIDs, or returns None when it has none.
@@ -430,7 +420,7 @@ pub fn start(
                     }
                 }
             };
-            run.site_ip = site_ip;
+            run.edge.site_ip = site_ip;
             run.serve(dns, dns_serving, view, stop).await;
         }));
     }
@@ -520,14 +510,7 @@ impl InterfaceRun {
                 Family::V4 => want_v4 = true,
                 Family::V6 => want_v6 = true,
             }
-            // 255 is the highest priority the seed and the appliance allow;
-            // RFC 5798 gives it to the address owner, and a node configured
-            // with it behaves as one (docs/vrrp.md).
-            let mut machine = if v.priority == OWNER_PRIORITY {
-                Config::owner(v.id)
-            } else {
-                Config::new(v.id, v.priority)
-            };
+            let mut machine = Config::configured(v.id, v.priority);
             machine.advert_interval = settings.params.hello_interval;
             machine.preempt = v.preemption;
             machine.preempt_delay = v.preemption_delay;
@@ -609,27 +592,56 @@ impl InterfaceRun {
             sockets.push(AdvertSocket::open_v6(&iface)?);
         }
         let (packets, inbox) = mpsc::channel(256);
-        let vmac_readers = (0..links.len()).map(|_| None).collect();
-        let backup = (0..links.len()).map(|_| BackupTraffic::Off).collect();
-        Ok(InterfaceRun {
-            backup,
-            twins: Twins::default(),
-            clock,
-            late_announces: Vec::new(),
-            send_to_master: settings.params.send_to_master,
+        let edge = Edge {
+            iface: iface.name.clone(),
+            vrids: routers
+                .ids()
+                .map(|id| routers.config(id).map_or(0, |c| c.machine.vrid))
+                .collect(),
+            vips: vips.clone(),
+            vmac_readers: (0..links.len()).map(|_| None).collect(),
+            backup: (0..links.len()).map(|_| BackupTraffic::Off).collect(),
             site_ip: None,
+            listen: Vec::new(),
+        };
+        let bindings = links
+            .into_iter()
+            .zip(vips)
+            .zip(&flags)
+            .map(|((link, vips), &(_, sharing))| Binding {
+                link,
+                vips,
+                sharing,
+            })
+            .collect();
+        Ok(InterfaceRun {
+            driver: Driver::new(routers, bindings, settings.params.send_to_master),
+            edge,
+            clock,
             iface,
             sockets,
             packets,
             inbox: Some(inbox),
-            vmac_readers,
-            routers,
-            links,
-            vips,
             track,
             flags,
-            link_up: true,
         })
+    }
+
+    /// Runs `step` on the driver with this edge's notices, then opens the
+    /// virtual-MAC readers of the routers that became master in it.
+    fn step(&mut self, step: impl FnOnce(&mut Driver<LinuxLink>, &mut dyn FnMut(Notice))) {
+        let edge = &mut self.edge;
+        step(&mut self.driver, &mut |n| edge.notice(n));
+        for id in std::mem::take(&mut self.edge.listen) {
+            if let (Some(b), Some(slot)) =
+                (self.driver.binding(id), self.edge.vmac_readers.get_mut(id))
+            {
+                if let Some(old) = slot.take() {
+                    old.abort();
+                }
+                *slot = vmac_reader(&b.link, &self.iface, &self.packets);
+            }
+        }
     }
 
     /// Whether the interface has its link now, and if not why (the reason
@@ -650,26 +662,7 @@ impl InterfaceRun {
     /// backup when it returns.
     fn follow_link(&mut self, now: Duration) {
         let state = self.link_state();
-        if state.is_ok() == self.link_up {
-            return;
-        }
-        self.link_up = state.is_ok();
-        match state {
-            Err(why) => {
-                warn!(interface = %self.iface.name, reason = %why, "VRRP link lost: every VRID on it goes to FAULT and gives its VIPs up");
-                for id in self.routers.ids() {
-                    let actions = self.routers.link_down(id, now, &why);
-                    self.perform(id, actions);
-                }
-            }
-            Ok(()) => {
-                info!(interface = %self.iface.name, "VRRP link back: every VRID on it rejoins as backup");
-                for id in self.routers.ids() {
-                    let actions = self.routers.link_up(id, now);
-                    self.perform(id, actions);
-                }
-            }
-        }
+        self.step(|d, out| d.link(state, now, out));
     }
 
     async fn serve(
@@ -684,10 +677,7 @@ impl InterfaceRun {
         // Tracked states first, so that a node that cannot answer yet
         // starts with priority 0 and never takes a VIP it cannot serve.
         self.track_all(&dns.snapshot.load(), &dns_serving, now());
-        for id in self.routers.ids() {
-            let actions = self.routers.startup(id, now());
-            self.perform(id, actions);
-        }
+        self.step(|d, out| d.startup(now(), out));
         // An interface without its link at start: FAULT until it comes.
         self.follow_link(now());
         self.publish(&view);
@@ -700,12 +690,7 @@ impl InterfaceRun {
             .collect();
         let mut track_tick = tokio::time::interval(TRACK_EVERY);
         loop {
-            let next = self
-                .routers
-                .ids()
-                .filter_map(|id| self.routers.next_timer(id))
-                .chain(self.late_announces.iter().map(|(at, _)| *at))
-                .min();
+            let next = self.driver.next_wake();
             let wake = tokio::select! {
                 Some(p) = inbox.recv() => Wake::Packet(p),
                 () = sleep_until(next.map(|d| clock.deadline(d))) => Wake::Timer,
@@ -713,17 +698,8 @@ impl InterfaceRun {
                 _ = stop.changed() => Wake::Stop,
             };
             match wake {
-                Wake::Packet(p) => self.received(p, now()),
-                Wake::Timer => {
-                    let t = now();
-                    self.late_announce(t);
-                    for id in self.routers.ids() {
-                        if self.routers.next_timer(id).is_some_and(|d| d <= t) {
-                            let actions = self.routers.timer(id, t);
-                            self.perform(id, actions);
-                        }
-                    }
-                }
+                Wake::Packet(p) => self.step(|d, out| d.received(&p, now(), out)),
+                Wake::Timer => self.step(|d, out| d.timer(now(), out)),
                 Wake::Track => {
                     self.follow_link(now());
                     self.track_all(&dns.snapshot.load(), &dns_serving, now());
@@ -732,33 +708,20 @@ impl InterfaceRun {
             }
             self.publish(&view);
         }
-        for id in self.routers.ids() {
-            let actions = self.routers.shutdown(id, now());
-            self.perform(id, actions);
-        }
+        self.step(|d, out| d.shutdown(now(), out));
         self.publish(&view);
-        for r in readers.iter().chain(self.vmac_readers.iter().flatten()) {
+        for r in readers
+            .iter()
+            .chain(self.edge.vmac_readers.iter().flatten())
+        {
             r.abort();
-        }
-        for b in &mut self.backup {
-            b.stop();
         }
         info!(interface = %self.iface.name, "VRRP stopped: VIPs given up");
     }
 
-    fn received(&mut self, p: Packet, now: Duration) {
-        if self.twins.is_twin(&p, now) {
-            return;
-        }
-        let dst = p.to.unwrap_or_else(|| Family::of(p.from).group());
-        if let Some((id, actions)) = self.routers.received(&p.payload, p.ttl, p.from, dst, now) {
-            self.perform(id, actions);
-        }
-    }
-
     fn track_all(&mut self, snap: &Snapshot, dns_serving: &AtomicBool, now: Duration) {
         let serving = dns_serving.load(Ordering::Acquire);
-        for id in self.routers.ids() {
+        for id in self.driver.routers().ids() {
             let Some(spec) = self.track.get(id) else {
                 continue;
             };
@@ -782,120 +745,17 @@ impl InterfaceRun {
             for (name, s) in &spec.services {
                 tracked.push(Tracked::counted(format!("service {name}"), snap.is_up(*s)));
             }
-            let actions = self.routers.track(id, tracked, now);
-            self.perform(id, actions);
-        }
-    }
-
-    fn perform(&mut self, id: RouterId, actions: Vec<Action>) {
-        let vrid = self.routers.config(id).map_or(0, |c| c.machine.vrid);
-        let iface = self.iface.name.clone();
-        let mut open_reader = false;
-        for action in actions {
-            let (Some(link), Some(vips)) = (self.links.get_mut(id), self.vips.get(id)) else {
-                return;
-            };
-            let result = match &action {
-                Action::SendAdvert { priority } => match self.routers.advert(id, *priority) {
-                    Some(packet) => link.send_advert(&packet),
-                    None => Ok(()),
-                },
-                Action::TakeAddresses => link.take_addresses(vips).map(|()| {
-                    // Opened once the whole step is done: the gratuitous
-                    // ARPs that follow must not wait for a socket.
-                    open_reader = true;
-                    if let Some(site) = self.site_ip.as_deref()
-                        && vips.iter().any(|v| v.ip == site.0)
-                    {
-                        let _ = site.1.send(true);
-                    }
-                }),
-                Action::ReleaseAddresses => {
-                    if let Some(site) = self.site_ip.as_deref()
-                        && vips.iter().any(|v| v.ip == site.0)
-                    {
-                        let _ = site.1.send(false);
-                    }
-                    if let Some(Some(r)) = self.vmac_readers.get_mut(id).map(Option::take) {
-                        r.abort();
-                    }
-                    link.release_addresses(vips)
-                }
-                Action::Announce => (0..ANNOUNCE_BURST).try_for_each(|_| link.announce(vips)),
-                Action::ArmTimer { .. } => Ok(()),
-                Action::Transition { from, to, reason } => {
-                    let sharing = self.flags.get(id).is_some_and(|f| f.1);
-                    if let Some(b) = self.backup.get_mut(id) {
-                        b.stop();
-                        if *to == State::Backup {
-                            *b = backup_traffic(
-                                &self.iface.name,
-                                vips,
-                                sharing,
-                                self.send_to_master,
-                            );
-                        }
-                    }
-                    info!(
-                        interface = %iface,
-                        vrid,
-                        from = state_name(*from),
-                        to = state_name(*to),
-                        reason = %reason,
-                        "VRRP VRID {vrid} {} -> {}: {reason}",
-                        state_name(*from),
-                        state_name(*to)
-                    );
-                    Ok(())
-                }
-            };
-            if let Err(e) = result {
-                error!(interface = %iface, vrid, error = %e, "VRRP {action:?} failed");
-            }
-        }
-        if open_reader {
-            let t = self.clock.now();
-            self.late_announces
-                .extend(LATE_ANNOUNCES.iter().map(|d| (t + *d, id)));
-        }
-        // Still master (a later action may have given the VIPs up again).
-        if open_reader
-            && self.routers.state(id) == Some(State::Master)
-            && let (Some(link), Some(slot)) = (self.links.get(id), self.vmac_readers.get_mut(id))
-        {
-            if let Some(old) = slot.take() {
-                old.abort();
-            }
-            *slot = vmac_reader(link, &self.iface, &self.packets);
-        }
-    }
-
-    /// Sends the late announcements due at `now`, for routers still master.
-    fn late_announce(&mut self, now: Duration) {
-        let (due, later): (Vec<_>, Vec<_>) = self
-            .late_announces
-            .drain(..)
-            .partition(|(at, _)| *at <= now);
-        self.late_announces = later;
-        for (_, id) in due {
-            if self.routers.state(id) != Some(State::Master) {
-                continue;
-            }
-            if let (Some(link), Some(vips)) = (self.links.get_mut(id), self.vips.get(id))
-                && let Err(e) = link.announce(vips)
-            {
-                warn!(interface = %self.iface.name, error = %e, "VRRP late announcement failed");
-            }
+            self.step(|d, out| d.track(id, tracked, now, out));
         }
     }
 
     fn publish(&self, view: &VrrpView) {
-        let routers = self
-            .routers
+        let r = self.driver.routers();
+        let routers = r
             .ids()
             .filter_map(|id| {
                 let (p, s) = self.flags.get(id).copied().unwrap_or((true, false));
-                self.routers.status(id).map(|st| (st, p, s))
+                r.status(id).map(|st| (st, p, s))
             })
             .collect();
         let mut map = view
@@ -906,55 +766,57 @@ impl InterfaceRun {
             self.iface.name.clone(),
             InterfaceView {
                 routers,
-                dropped: self.routers.dropped().clone(),
+                dropped: r.dropped().clone(),
             },
         );
     }
 }
 
-/// Sets up what a Backup does with traffic for `vips` (see
-/// [`BackupTraffic`]); failures are logged and leave it dropping.
-fn backup_traffic(iface: &str, vips: &[Vip], sharing: bool, send_to_master: bool) -> BackupTraffic {
+/// Sets up what `mode` needs on this host for a Backup's traffic for
+/// `vips` (see [`BackupTraffic`]); failures are logged and leave it
+/// dropping.
+fn backup_traffic(iface: &str, vips: &[Vip], mode: BackupMode) -> BackupTraffic {
     let v4 = vips.iter().any(|v| v.ip.is_ipv4());
-    if sharing {
-        let arp = if v4 {
-            shared_sysctls(&[
-                (format!("net/ipv4/conf/{iface}/arp_ignore"), "1"),
-                (format!("net/ipv4/conf/{iface}/arp_announce"), "2"),
-            ])
-        } else {
-            Ok(Vec::new())
-        };
-        let arp = match arp {
-            Ok(a) => a,
-            Err(e) => {
-                warn!(error = %e, "VRRP sharing needs ARP for lo addresses off on {iface}; not sharing");
-                return BackupTraffic::Off;
+    match mode {
+        BackupMode::Drop => BackupTraffic::Off,
+        BackupMode::Share => {
+            let arp = if v4 {
+                shared_sysctls(&[
+                    (format!("net/ipv4/conf/{iface}/arp_ignore"), "1"),
+                    (format!("net/ipv4/conf/{iface}/arp_announce"), "2"),
+                ])
+            } else {
+                Ok(Vec::new())
+            };
+            let arp = match arp {
+                Ok(a) => a,
+                Err(e) => {
+                    warn!(error = %e, "VRRP sharing needs ARP for lo addresses off on {iface}; not sharing");
+                    return BackupTraffic::Off;
+                }
+            };
+            let mut on_lo = Vec::new();
+            for vip in vips {
+                let host = Vip::host(vip.ip);
+                match sextant_vrrp_net::add_local_address("lo", &host) {
+                    Ok(()) => on_lo.push(host),
+                    Err(e) => warn!(error = %e, "VRRP sharing: cannot add {host} to lo"),
+                }
             }
-        };
-        let mut on_lo = Vec::new();
-        for vip in vips {
-            let host = Vip::host(vip.ip);
-            match sextant_vrrp_net::add_local_address("lo", &host) {
-                Ok(()) => on_lo.push(host),
-                Err(e) => warn!(error = %e, "VRRP sharing: cannot add {host} to lo"),
-            }
+            BackupTraffic::Sharing { on_lo, _arp: arp }
         }
-        return BackupTraffic::Sharing { on_lo, _arp: arp };
-    }
-    if send_to_master && v4 {
-        match shared_sysctls(&[
+        BackupMode::ToMaster => match shared_sysctls(&[
             (format!("net/ipv4/conf/{iface}/forwarding"), "1"),
             (format!("net/ipv4/conf/{iface}/send_redirects"), "0"),
             ("net/ipv4/conf/all/send_redirects".to_string(), "0"),
         ]) {
-            Ok(f) => return BackupTraffic::ToMaster { _forwarding: f },
+            Ok(f) => BackupTraffic::ToMaster { _forwarding: f },
             Err(e) => {
-                warn!(error = %e, "VRRP send-to-master needs forwarding on {iface}; dropping instead")
+                warn!(error = %e, "VRRP send-to-master needs forwarding on {iface}; dropping instead");
+                BackupTraffic::Off
             }
-        }
+        },
     }
-    BackupTraffic::Off
 }
 
 /// A reader of `link`'s virtual-MAC interface, when it has one (see
@@ -964,7 +826,7 @@ fn backup_traffic(iface: &str, vips: &[Vip], sharing: bool, send_to_master: bool
 fn vmac_reader(
     link: &LinuxLink,
     base: &Interface,
-    tx: &mpsc::Sender<Packet>,
+    tx: &mpsc::Sender<Frame>,
 ) -> Option<JoinHandle<()>> {
     let name = link.vip_interface();
     if name == base.name {
