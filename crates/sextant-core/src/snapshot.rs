@@ -156,6 +156,9 @@ pub struct Snapshot {
     /// Per site (by id): its figures as last measured (this site) or
     /// reported over metric exchange.
     site_figures: Arc<[Option<SiteFigures>]>,
+    /// This node's DNS listeners on VRRP VIPs, and whether each answers
+    /// its self-probe (VRRP tracks them).
+    listeners: Arc<[(std::net::SocketAddr, bool)]>,
     generation: u64,
 }
 
@@ -274,6 +277,7 @@ impl Snapshot {
             rtt: Arc::default(),
             dc_orders: Arc::default(),
             site_figures: Arc::default(),
+            listeners: Arc::default(),
             generation,
         }
     }
@@ -333,6 +337,23 @@ impl Snapshot {
             site_figures,
             ..self.clone()
         }
+    }
+
+    /// The same, with the self-probe verdicts of this node's listeners.
+    pub fn with_listeners(&self, listeners: Arc<[(std::net::SocketAddr, bool)]>) -> Self {
+        Snapshot {
+            listeners,
+            ..self.clone()
+        }
+    }
+
+    /// Whether this node's DNS listener on `addr` answers its self-probe
+    /// (a listener never probed counts as answering).
+    pub fn listener_up(&self, addr: std::net::SocketAddr) -> bool {
+        self.listeners
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .is_none_or(|(_, up)| *up)
     }
 
     /// Site `site`'s figures, if it measured or reported any.

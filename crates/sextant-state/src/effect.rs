@@ -54,6 +54,13 @@ pub enum Effect {
     /// VRRP VIP and this node became, or stopped being, its master, or a
     /// reload turned metric exchange on or off.
     MetricExchange { run: bool },
+    /// This node's DNS listener on a VIP started or stopped answering its
+    /// self-probe (VRRP gives the VIP up while it does not): for the log.
+    ListenerState {
+        addr: std::net::SocketAddr,
+        up: bool,
+        reason: String,
+    },
     /// Every monitored service has its first result (or its time is up):
     /// DNS may answer now.
     Ready,

@@ -22,6 +22,7 @@ use crate::event::{
     Event, LocalSession, PeerServices, Probe, ReportedService, SharedSession, SiteFigures,
 };
 use crate::ldns::{self, LdnsBook, LdnsOut};
+use crate::listeners::Listeners;
 
 /// The longest new load figures and probe details wait before they are
 /// published (a state change is published at once).
@@ -198,6 +199,8 @@ pub struct Engine {
     own_site: SiteFigures,
     /// VRRP says this node is master of the site IP's VIP.
     site_ip_master: bool,
+    /// This node's DNS listeners on VIPs and their self-probe verdicts.
+    listeners: Listeners,
     /// Every site's figures as last published; `None`: to be gathered
     /// again at the next publication.
     site_figures: Option<Arc<[Option<SiteFigures>]>>,
@@ -256,6 +259,7 @@ impl Engine {
     }
 
     fn fresh(model: Arc<Model>, base: Snapshot, index: Index, generation: u64) -> Engine {
+        let listeners = Listeners::new(&model, None);
         let services: Vec<Svc> = model
             .services
             .iter()
@@ -311,6 +315,7 @@ impl Engine {
             peers_up: Vec::new(),
             site_timers: Vec::new(),
             next_site_deadline: None,
+            listeners,
             dc: DcBook::default(),
         }
     }
@@ -510,6 +515,16 @@ impl Engine {
                     self.with_ldns(effects, |book, ctx, out| {
                         book.peer(id, &entries, now, ctx, out)
                     });
+                }
+            }
+            Event::ListenerProbe { addr, probe } => {
+                if let Some(c) = self.listeners.probe(addr, probe, now) {
+                    effects.push(Effect::ListenerState {
+                        addr: c.addr,
+                        up: c.up,
+                        reason: c.reason,
+                    });
+                    self.states_dirty = true;
                 }
             }
             Event::SiteIpMaster(master) => {
@@ -1090,6 +1105,7 @@ impl Engine {
         let ran = self.runs_metric_exchange();
         let mut fresh = *prepared.engine;
         fresh.site_ip_master = self.site_ip_master;
+        fresh.listeners = Listeners::new(&fresh.model, Some(&self.listeners));
         fresh.generation = self.generation + 1;
         fresh.base = fresh.base.with_generation(fresh.generation);
         let model = Arc::clone(&fresh.model);
@@ -1365,7 +1381,8 @@ impl Engine {
             .with_health(states, metrics, status)
             .with_rtt(rtt)
             .with_dc_orders(dc_orders)
-            .with_site_figures(site_figures);
+            .with_site_figures(site_figures)
+            .with_listeners(self.listeners.published().into());
         if !self.pending_rtt.is_empty() {
             // The latest of each group only.
             let mut seen = std::collections::HashSet::new();

@@ -71,6 +71,11 @@ pub enum Event {
     /// VRRP: this node became master of the site IP's VIP (`true`), or
     /// gave it up. Metric exchange runs on the master only.
     SiteIpMaster(bool),
+    /// A self-probe of this node's DNS listener on a VRRP VIP.
+    ListenerProbe {
+        addr: std::net::SocketAddr,
+        probe: crate::listeners::ListenerProbe,
+    },
     /// Time passed: publish what waits, decide what is due.
     Tick,
 }

@@ -18,6 +18,7 @@ pub mod effect;
 pub mod engine;
 pub mod event;
 mod ldns;
+pub mod listeners;
 pub mod replay;
 
 pub use dc::LossTargets;

@@ -295,6 +295,10 @@ impl Runner<'_> {
                     model.service(*service).name,
                     if *open { "open" } else { "closed" }
                 ),
+                Effect::ListenerState { addr, up, reason } => format!(
+                    "listener {addr} {}: {reason}",
+                    if *up { "UP" } else { "DOWN" }
+                ),
                 Effect::MetricExchange { run } => {
                     if *run {
                         "metric exchange: start".to_string()
@@ -404,6 +408,19 @@ impl Runner<'_> {
         };
         Ok(match w.first().copied() {
             Some("tick") => Event::Tick,
+            Some("listener") if w.len() >= 3 => {
+                use crate::listeners::ListenerProbe;
+                let addr = w[1]
+                    .parse()
+                    .map_err(|_| syntax(format!("bad listener address {}", w[1])))?;
+                let probe = match w[2] {
+                    "answered" => ListenerProbe::Answered,
+                    "failed" => ListenerProbe::Failed(w[3..].join(" ")),
+                    "unprobed" => ListenerProbe::Unprobed,
+                    _ => return Err(syntax("listener ADDR answered|failed WHY|unprobed".into())),
+                };
+                Event::ListenerProbe { addr, probe }
+            }
             Some("site-ip-master") => match w.get(1).copied() {
                 Some("yes") => Event::SiteIpMaster(true),
                 Some("no") => Event::SiteIpMaster(false),

@@ -1,132 +1,62 @@
-//! VRRP tracks this node's own DNS listener on each VIP (seed 004: a node
-//! whose DNS service is broken must give its VIPs up). Where the VIP is on
-//! this host (the master, or a backup that shares it) the node asks its own
-//! listener a real query through the VIP, as a client would: the kernel
-//! path, the socket, a worker and the answer are all exercised, so a
-//! firewall rule or a stuck worker shows up. Where it is not (a backup),
-//! nothing can reach the listener, so the last verdict holds for a while:
-//! a node that just gave a VIP up because its DNS failed does not take it
-//! back at once.
+//! The DNS self-probe of this node's listeners on VRRP VIPs (seed 004: a
+//! node whose DNS service is broken must give its VIPs up). Where the VIP
+//! is on this host (the master, or a backup that shares it) the node asks
+//! its own listener a real query through the VIP, as a client would: the
+//! kernel path, the socket, a worker and the answer are all exercised, so
+//! a firewall rule or a stuck worker shows up. Each result goes to the state
+//! engine like every monitor's (`Event::ListenerProbe`), which decides the
+//! verdict with its hysteresis and hold-down
+//! (`sextant_state::listeners`) and publishes it for VRRP's tracking.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use tracing::{info, warn};
+use sextant_state::listeners::ListenerProbe;
+use tokio::sync::mpsc;
+use tracing::warn;
+
+use crate::serve::Input;
 
 /// Time between probes.
 pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 /// How long a probe waits for its answer.
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(400);
-/// Consecutive failed probes that make the listener DOWN.
-pub const FAILURES_DOWN: u32 = 3;
-/// How long a DOWN verdict holds once the VIP is no longer local (and so
-/// cannot be probed).
-pub const HOLD_DOWN: Duration = Duration::from_secs(30);
 
-/// The verdict on one listener, shared between its prober and VRRP.
-#[derive(Debug)]
-pub struct ListenerHealth {
-    pub addr: SocketAddr,
-    /// Milliseconds since `origin` of the last DOWN verdict (0: none).
-    down_at_ms: AtomicU64,
-    /// The listener failed its last probes and has not answered since.
-    down: AtomicBool,
-    origin: Instant,
-}
-
-impl ListenerHealth {
-    fn new(addr: SocketAddr) -> Self {
-        ListenerHealth {
-            addr,
-            down_at_ms: AtomicU64::new(0),
-            down: AtomicBool::new(false),
-            origin: Instant::now(),
+/// Starts a prober thread for each address. Probes begin once `serving`
+/// says the DNS workers run; a prober ends when the state task is gone.
+pub fn start(addrs: &[SocketAddr], serving: &Arc<AtomicBool>, inputs: &mpsc::Sender<Input>) {
+    for &addr in addrs {
+        let serving = Arc::clone(serving);
+        let inputs = inputs.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("dns-probe {addr}"))
+            .spawn(move || probe_loop(addr, &serving, &inputs));
+        if let Err(e) = spawned {
+            warn!(%addr, error = %e, "cannot start the DNS self-probe; the listener counts as UP");
         }
     }
-
-    /// Whether the listener counts as UP for VRRP now. DOWN while the
-    /// probes fail; DOWN for [`HOLD_DOWN`] after a failure that could not
-    /// be probed again since (the VIP went away with it).
-    pub fn up(&self) -> bool {
-        if self.down.load(Ordering::Acquire) {
-            return false;
-        }
-        let at = self.down_at_ms.load(Ordering::Acquire);
-        at == 0 || self.origin.elapsed() > Duration::from_millis(at) + HOLD_DOWN
-    }
-
-    /// A probe verdict: DOWN starts the hold-down, an answer ends it.
-    fn mark(&self, down: bool) {
-        let at = if down {
-            self.origin.elapsed().as_millis().max(1) as u64
-        } else {
-            0
-        };
-        self.down_at_ms.store(at, Ordering::Release);
-        self.down.store(down, Ordering::Release);
-    }
-
-    /// The VIP is not local: stop saying DOWN for a probe failure now past;
-    /// the hold-down still applies.
-    fn unprobed(&self) {
-        self.down.store(false, Ordering::Release);
-    }
 }
 
-/// Starts a prober thread for each address; their verdicts, in order.
-/// Probes begin once `serving` says the DNS workers run, and a prober ends
-/// when nobody holds its verdict any more.
-pub fn start(addrs: &[SocketAddr], serving: &Arc<AtomicBool>) -> Vec<Arc<ListenerHealth>> {
-    addrs
-        .iter()
-        .map(|&addr| {
-            let health = Arc::new(ListenerHealth::new(addr));
-            let h = Arc::clone(&health);
-            let serving = Arc::clone(serving);
-            let spawned = std::thread::Builder::new()
-                .name(format!("dns-probe {addr}"))
-                .spawn(move || probe_loop(&h, &serving));
-            if let Err(e) = spawned {
-                warn!(%addr, error = %e, "cannot start the DNS self-probe; the listener counts as UP");
-            }
-            health
-        })
-        .collect()
-}
-
-fn probe_loop(h: &Arc<ListenerHealth>, serving: &AtomicBool) {
-    let mut failures = 0u32;
+fn probe_loop(addr: SocketAddr, serving: &AtomicBool, inputs: &mpsc::Sender<Input>) {
     let mut id: u16 = 0x5e00;
     loop {
         std::thread::sleep(PROBE_EVERY);
-        if Arc::strong_count(h) == 1 {
+        let probe = if !serving.load(Ordering::Acquire) || !is_local(addr.ip()) {
+            ListenerProbe::Unprobed
+        } else {
+            id = id.wrapping_add(1);
+            match probe(addr, id) {
+                Ok(()) => ListenerProbe::Answered,
+                Err(e) => ListenerProbe::Failed(e.to_string()),
+            }
+        };
+        if inputs
+            .blocking_send(Input::Listener { addr, probe })
+            .is_err()
+        {
             return;
-        }
-        if !serving.load(Ordering::Acquire) || !is_local(h.addr.ip()) {
-            failures = 0;
-            h.unprobed();
-            continue;
-        }
-        id = id.wrapping_add(1);
-        match probe(h.addr, id) {
-            Ok(()) => {
-                if h.down.load(Ordering::Acquire) {
-                    info!(addr = %h.addr, "DNS self-probe: the listener answers again");
-                }
-                failures = 0;
-                h.mark(false);
-            }
-            Err(e) => {
-                failures += 1;
-                if failures == FAILURES_DOWN {
-                    warn!(addr = %h.addr, error = %e, failures, "DNS self-probe: the listener does not answer; VRRP gives this VIP up");
-                }
-                if failures >= FAILURES_DOWN {
-                    h.mark(true);
-                }
-            }
         }
     }
 }
@@ -184,18 +114,6 @@ mod tests {
         assert_eq!(&q[..4], &[0x12, 0x34, 0, 0]);
         assert_eq!(&q[4..6], &[0, 1], "one question");
         assert_eq!(q.len(), 12 + 1 + 5 + 1 + 7 + 1 + 7 + 1 + 4);
-    }
-
-    #[test]
-    fn a_down_verdict_holds_while_it_cannot_be_probed_again() {
-        let h = ListenerHealth::new("192.0.2.53:53".parse().expect("addr"));
-        assert!(h.up());
-        h.mark(true);
-        assert!(!h.up());
-        h.unprobed();
-        assert!(!h.up(), "held down after the VIP went away");
-        h.mark(false);
-        assert!(h.up(), "an answer ends it at once");
     }
 
     /// A real listener on loopback answers; a closed port does not.

@@ -389,6 +389,8 @@ pub async fn serve(
             }
         });
     }
+    let vip_listeners: Vec<SocketAddr> = sextant_state::listeners::vip_listeners(&model).collect();
+    crate::dns_probe::start(&vip_listeners, &daemon.dns_serving, &input_tx);
     let vrrp = crate::vrrp_glue::start(
         &model,
         Arc::clone(&daemon.dns),
@@ -691,6 +693,11 @@ pub enum Input {
     /// VRRP: this node is (`true`) or is no longer master of the VIP that
     /// is the site IP.
     SiteIpMaster(bool),
+    /// A DNS self-probe of this node's listener on a VIP.
+    Listener {
+        addr: SocketAddr,
+        probe: sextant_state::listeners::ListenerProbe,
+    },
     /// A configuration re-read after SIGHUP with its tables built, how long
     /// reading and building took, and when the signal came.
     Reloaded {
@@ -917,6 +924,7 @@ async fn state_task(
                 Input::Figures(service, metrics) => Event::LocalFigures { service, metrics },
                 Input::SiteFigures => own_site_figures(&daemon, &mut sampler),
                 Input::SiteIpMaster(master) => Event::SiteIpMaster(master),
+                Input::Listener { addr, probe } => Event::ListenerProbe { addr, probe },
                 Input::Reloaded { result: Ok(prepared), parse, prepare, signalled } => {
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(prepared), daemon.clock.now());
@@ -1075,6 +1083,20 @@ fn carry_out(
             }
             Effect::Gate { service, open } => edges.gates.set(service, open),
             Effect::MetricExchange { run } => run_metric_exchange(daemon, edges, run),
+            Effect::ListenerState {
+                addr,
+                up: false,
+                reason,
+            } => {
+                warn!(%addr, "DNS self-probe: {reason}; VRRP gives this VIP up");
+            }
+            Effect::ListenerState {
+                addr,
+                up: true,
+                reason,
+            } => {
+                info!(%addr, "DNS self-probe: {reason}");
+            }
             Effect::ProbePace {
                 service,
                 slot,

@@ -166,8 +166,9 @@ impl VrrpHandle {
 /// What one VRID tracks, resolved against the model.
 #[derive(Debug, Clone, Default)]
 struct TrackSpec {
-    /// The DNS listeners on this VRID's VIPs, with their self-probes.
-    dns: Vec<Arc<crate::dns_probe::ListenerHealth>>,
+    /// The DNS listeners on this VRID's VIPs (their self-probe verdicts
+    /// are in the snapshot).
+    dns: Vec<SocketAddr>,
     vservers: Vec<(String, VServerId)>,
     services: Vec<(String, ServiceId)>,
     interfaces: Vec<String>,
@@ -392,7 +393,7 @@ pub fn start(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     for (name, vrids) in by_iface {
-        let first = InterfaceRun::new(model, settings, &name, &vrids, &dns_serving, clock);
+        let first = InterfaceRun::new(model, settings, &name, &vrids, clock);
         let pending = match first {
             Ok(run) => Ok(run),
             // An IPv6 link-local address still in DAD (just after boot or
@@ -413,12 +414,10 @@ pub fn start(
         tasks.push(tokio::spawn(async move {
             let mut run = match pending {
                 Ok(run) => run,
-                Err(model) => {
-                    match retry_until_ready(&model, &name, &vrids, &dns_serving, clock).await {
-                        Some(run) => run,
-                        None => return,
-                    }
-                }
+                Err(model) => match retry_until_ready(&model, &name, &vrids, clock).await {
+                    Some(run) => run,
+                    None => return,
+                },
             };
             run.edge.site_ip = site_ip;
             run.serve(dns, dns_serving, view, stop).await;
@@ -447,13 +446,12 @@ async fn retry_until_ready(
     model: &Model,
     name: &str,
     vrids: &[usize],
-    dns_serving: &Arc<AtomicBool>,
     clock: Clock,
 ) -> Option<InterfaceRun> {
     let start = Instant::now();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        match InterfaceRun::new(model, &model.vrrp, name, vrids, dns_serving, clock) {
+        match InterfaceRun::new(model, &model.vrrp, name, vrids, clock) {
             Ok(run) => {
                 info!(interface = name, waited = ?start.elapsed(), "VRRP starting: the interface's address is ready");
                 return Some(run);
@@ -489,7 +487,6 @@ impl InterfaceRun {
         settings: &VrrpSettings,
         name: &str,
         vrids: &[usize],
-        dns_serving: &Arc<AtomicBool>,
         clock: Clock,
     ) -> anyhow::Result<InterfaceRun> {
         let iface = sextant_vrrp_net::interface(name)?;
@@ -541,15 +538,12 @@ impl InterfaceRun {
             );
             vips.push(vip);
             track.push(TrackSpec {
-                dns: crate::dns_probe::start(
-                    &model
-                        .dns_listen
-                        .iter()
-                        .filter(|a| addresses.contains(&a.ip()))
-                        .copied()
-                        .collect::<Vec<SocketAddr>>(),
-                    dns_serving,
-                ),
+                dns: model
+                    .dns_listen
+                    .iter()
+                    .filter(|a| addresses.contains(&a.ip()))
+                    .copied()
+                    .collect(),
                 vservers: v
                     .track_vservers
                     .iter()
@@ -726,10 +720,10 @@ impl InterfaceRun {
                 continue;
             };
             let mut tracked = Vec::new();
-            for h in &spec.dns {
+            for addr in &spec.dns {
                 tracked.push(Tracked::required(
-                    format!("dns {}", h.addr),
-                    serving && h.up(),
+                    format!("dns {addr}"),
+                    serving && snap.listener_up(*addr),
                 ));
             }
             for name in &spec.interfaces {
