@@ -30,7 +30,8 @@ mod sockopt;
 pub mod stats;
 mod tcp;
 mod udp;
-pub mod wire;
+/// The wire format lives in `sextant-wire` (pure, shared with the clients).
+pub use sextant_wire as wire;
 #[cfg(target_os = "linux")]
 pub mod xdp;
 

@@ -480,7 +480,10 @@ fn ip_key(ip: IpAddr) -> u64 {
 /// `. IN NS` with a fresh ID, and the ID.
 fn query() -> Result<(u16, Vec<u8>), ProbeError> {
     let id = dns::query_id();
-    Ok((id, dns::encode_query_type(id, QUERY_NAME, dns::TYPE_NS)?))
+    Ok((
+        id,
+        sextant_wire::client::encode_query(id, QUERY_NAME, dns::TYPE_NS)?,
+    ))
 }
 
 /// Whether `msg` is a response to our query `id`, with any rcode. Other IDs
@@ -656,7 +659,7 @@ mod tests {
         bare[5] = 0;
         assert!(is_reply(&bare, id));
         // Another question is not ours.
-        let mut other = dns::encode_query_type(id, "example", dns::TYPE_NS).unwrap();
+        let mut other = sextant_wire::client::encode_query(id, "example", dns::TYPE_NS).unwrap();
         other[2] |= 0x80;
         assert!(!is_reply(&other, id));
         for n in 0..r.len() {

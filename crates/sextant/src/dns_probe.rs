@@ -67,17 +67,28 @@ fn is_local(ip: IpAddr) -> bool {
     UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
+/// The name asked: any response (NXDOMAIN or REFUSED too) proves the
+/// listener answers.
+const PROBE_NAME: &str = "probe.sextant.invalid";
+
 /// One query from the VIP to the listener on it, and a matching response.
 fn probe(addr: SocketAddr, id: u16) -> std::io::Result<()> {
+    use sextant_wire::client::{TYPE_A, encode_query, parse_response};
+    let query = encode_query(id, PROBE_NAME, TYPE_A).map_err(std::io::Error::other)?;
     let socket = UdpSocket::bind(SocketAddr::new(addr.ip(), 0))?;
     socket.set_read_timeout(Some(PROBE_TIMEOUT))?;
-    socket.send_to(&query(id), addr)?;
+    socket.send_to(&query, addr)?;
     let mut buf = [0u8; 1232];
     let deadline = Instant::now() + PROBE_TIMEOUT;
     loop {
         let (n, from) = socket.recv_from(&mut buf)?;
-        // A response (QR set) to our ID, from the listener.
-        if from == addr && n >= 12 && buf[..2] == id.to_be_bytes() && buf[2] & 0x80 != 0 {
+        // A response to our query, from the listener.
+        if from == addr
+            && buf
+                .get(..n)
+                .and_then(|msg| parse_response(msg).ok())
+                .is_some_and(|r| r.id == id && r.is_answer_to(PROBE_NAME, TYPE_A))
+        {
             return Ok(());
         }
         if Instant::now() >= deadline {
@@ -89,32 +100,9 @@ fn probe(addr: SocketAddr, id: u16) -> std::io::Result<()> {
     }
 }
 
-/// `probe.sextant.invalid. IN A`, recursion not desired: any response
-/// (NXDOMAIN or REFUSED too) proves the listener answers.
-fn query(id: u16) -> Vec<u8> {
-    let mut q = Vec::with_capacity(40);
-    q.extend_from_slice(&id.to_be_bytes());
-    q.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    for label in ["probe", "sextant", "invalid"] {
-        q.push(label.len() as u8);
-        q.extend_from_slice(label.as_bytes());
-    }
-    q.push(0);
-    q.extend_from_slice(&[0, 1, 0, 1]);
-    q
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_query_is_a_well_formed_dns_message() {
-        let q = query(0x1234);
-        assert_eq!(&q[..4], &[0x12, 0x34, 0, 0]);
-        assert_eq!(&q[4..6], &[0, 1], "one question");
-        assert_eq!(q.len(), 12 + 1 + 5 + 1 + 7 + 1 + 7 + 1 + 4);
-    }
 
     /// A real listener on loopback answers; a closed port does not.
     #[test]

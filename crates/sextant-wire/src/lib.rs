@@ -1,7 +1,15 @@
-//! DNS wire format: query parsing and response building, both without heap
-//! allocation on the hot path.
+//! DNS wire format, pure (no sockets, no tokio), in one place: the server's
+//! query parsing and response building, both without heap allocation on the
+//! hot path ([`parse`], [`build`]), and the client side that the DNS
+//! monitor, the DNS self-probe and the LDNS prober share ([`client`]). Every
+//! reader of untrusted bytes here is fuzzed (`fuzz/fuzz_targets`).
+
+// Pure: no unsafe code, and (crate clippy.toml) no clock, socket, file or
+// spawned task.
+#![forbid(unsafe_code)]
 
 pub mod build;
+pub mod client;
 pub mod parse;
 
 /// Response codes Sextant sends (RFC 1035 §4.1.1, RFC 6891 §9).
