@@ -1,12 +1,8 @@
-//! Socket options that socket2 does not offer (Linux only).
-//!
-//! The crate's second and last unsafe code: one `setsockopt` call with a
-//! plain integer value.
-#![allow(unsafe_code)]
+//! Socket options that socket2 does not offer (Linux only), through rustix.
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
 /// Never set DF on UDP answers and ignore path-MTU updates for them
 /// (`IP_PMTUDISC_OMIT` / `IPV6_PMTUDISC_OMIT`), as Knot and gdnsd do.
@@ -15,34 +11,13 @@ use std::os::fd::AsRawFd;
 /// every path; a spoofed ICMP "fragmentation needed" could otherwise lower
 /// the MTU the kernel uses towards a resolver and make the answers
 /// fragment, which is what off-path cache poisoning needs.
-pub fn omit_path_mtu_discovery(socket: &impl AsRawFd, addr: SocketAddr) -> io::Result<()> {
-    let (level, name, value) = match addr {
-        SocketAddr::V4(_) => (
-            libc::IPPROTO_IP,
-            libc::IP_MTU_DISCOVER,
-            libc::IP_PMTUDISC_OMIT,
-        ),
-        SocketAddr::V6(_) => (
-            libc::IPPROTO_IPV6,
-            libc::IPV6_MTU_DISCOVER,
-            libc::IPV6_PMTUDISC_OMIT,
-        ),
+pub fn omit_path_mtu_discovery(socket: &impl AsFd, addr: SocketAddr) -> io::Result<()> {
+    use rustix::net::sockopt::{
+        Ipv4PathMtuDiscovery, Ipv6PathMtuDiscovery, set_ip_mtu_discover, set_ipv6_mtu_discover,
     };
-    let value: libc::c_int = value;
-    // SAFETY: the option value is a live c_int and its exact size is passed;
-    // the kernel only reads it.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            level,
-            name,
-            (&raw const value).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    match addr {
+        SocketAddr::V4(_) => set_ip_mtu_discover(socket, Ipv4PathMtuDiscovery::OMIT),
+        SocketAddr::V6(_) => set_ipv6_mtu_discover(socket, Ipv6PathMtuDiscovery::OMIT),
     }
+    .map_err(io::Error::from)
 }

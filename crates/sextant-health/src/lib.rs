@@ -40,7 +40,6 @@ pub mod ping;
 mod schedule;
 pub mod tcp;
 pub mod tls;
-#[allow(unsafe_code)] // system calls; each block says why it is sound
 mod ttl;
 pub mod udp;
 

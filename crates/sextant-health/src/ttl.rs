@@ -4,52 +4,32 @@
 //! The kernel tells it only when asked (`IP_RECVTTL` / `IPV6_RECVHOPLIMIT`)
 //! and only in a control message of `recvmsg`, which the standard library
 //! and tokio do not read. This module is the crate's one place for that: a
-//! `setsockopt` to ask, and a `recvmsg` whose control buffer is scanned for
-//! the TTL. Both are libc calls on a socket the caller owns, on buffers that
-//! live for the whole call; everything the kernel wrote is read with the
-//! libc `CMSG_*` helpers, bounded by the lengths it reported.
+//! socket option to ask, and a `recvmsg` whose control messages are read
+//! for the TTL, both through `nix` (no unsafe code here).
 //!
 //! Where the option is refused (or on a system other than Linux, whose
 //! control messages differ) [`request`] says `false`, [`recv`] reads the
 //! datagram as usual and the TTL is `None`: the probe works without it.
 
-use std::io;
-use std::os::fd::{AsRawFd, RawFd};
-
-/// Control buffer for one TTL message: `CMSG_SPACE(sizeof(int))` is 24 on
-/// 64-bit Linux; this leaves room for a second message the kernel may add.
-/// `u64` elements keep it aligned for `cmsghdr`.
-const CONTROL_WORDS: usize = 8;
+use std::io::{self, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd};
 
 /// Asks the kernel to report the TTL (`v6`: hop limit) of every datagram
 /// received on `socket`. `false` when the platform refuses: reads then
 /// carry no TTL.
-pub(crate) fn request(socket: &impl AsRawFd, v6: bool) -> bool {
+pub(crate) fn request(socket: &impl AsFd, v6: bool) -> bool {
     #[cfg(target_os = "linux")]
     {
-        let (level, name) = if v6 {
-            (libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT)
+        use nix::sys::socket::{setsockopt, sockopt};
+        if v6 {
+            setsockopt(socket, sockopt::Ipv6RecvHopLimit, &true).is_ok()
         } else {
-            (libc::IPPROTO_IP, libc::IP_RECVTTL)
-        };
-        let on: libc::c_int = 1;
-        // SAFETY: a plain setsockopt on an fd the caller keeps open for the
-        // call; the value pointer and its size describe `on`, which lives on
-        // this frame for the whole call and is only read by the kernel.
-        let rc = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                level,
-                name,
-                (&raw const on).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        rc == 0
+            setsockopt(socket, sockopt::Ipv4RecvTtl, &true).is_ok()
+        }
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (socket.as_raw_fd(), v6);
+        let _ = (socket.as_fd(), v6);
         false
     }
 }
@@ -58,80 +38,32 @@ pub(crate) fn request(socket: &impl AsRawFd, v6: bool) -> bool {
 /// usual) into `buf`: its length, cut to `buf`, and the TTL it arrived with
 /// when the kernel reported one ([`request`]).
 pub(crate) fn recv(socket: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u8>)> {
-    recv_fd(socket.as_raw_fd(), buf)
-}
-
-fn recv_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u8>)> {
-    let mut control = [0u64; CONTROL_WORDS];
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: msghdr is plain old data; all zeroes (no name, no buffers) is
-    // a valid value, filled in below.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control) as _;
-    // SAFETY: `msg` points at `iov` (which describes `buf`) and `control`,
-    // all alive and exclusively borrowed for the whole call; the kernel
-    // writes at most the sizes declared in them.
-    let n = unsafe { libc::recvmsg(fd, &raw mut msg, 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let n = (n as usize).min(buf.len());
-    Ok((n, ttl_of(&msg)))
-}
-
-/// The TTL or hop limit among the control messages `recvmsg` left in
-/// `msg`, if any.
-fn ttl_of(msg: &libc::msghdr) -> Option<u8> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    let len = buf.len();
+    let mut iov = [IoSliceMut::new(buf)];
+    // Room for the TTL and a second message the kernel may add.
+    let mut control = nix::cmsg_space!(libc::c_int, libc::c_int);
+    let msg = recvmsg::<()>(
+        socket.as_raw_fd(),
+        &mut iov,
+        Some(&mut control),
+        MsgFlags::empty(),
+    )
+    .map_err(io::Error::from)?;
     // A truncated control buffer may end in a partial message: trust none.
-    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
-        return None;
-    }
-    let mut found = None;
-    // SAFETY: `msg` is the header `recvmsg` just filled: `msg_control` and
-    // the `msg_controllen` it set describe the live control buffer, and the
-    // CMSG_* helpers only return headers that lie within it (FIRSTHDR and
-    // NXTHDR check the remaining length, returning null past the end).
-    let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(msg) };
-    while !cmsg.is_null() {
-        // SAFETY: non-null headers from CMSG_FIRSTHDR/NXTHDR are within the
-        // buffer; read unaligned since it is only byte data to us.
-        let header = unsafe { cmsg.read_unaligned() };
-        if is_ttl(header.cmsg_level, header.cmsg_type) {
-            // SAFETY: CMSG_LEN(0) is a pure size computation.
-            let data_len =
-                (header.cmsg_len as usize).saturating_sub(unsafe { libc::CMSG_LEN(0) } as usize);
-            if data_len >= std::mem::size_of::<libc::c_int>() {
-                // SAFETY: the message's length says an int follows its
-                // header, inside the buffer; read unaligned.
-                let value = unsafe { libc::CMSG_DATA(cmsg).cast::<libc::c_int>().read_unaligned() };
-                found = u8::try_from(value).ok();
-            }
-        }
-        // SAFETY: as for CMSG_FIRSTHDR; `cmsg` is a header of `msg`.
-        cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
-    }
-    found
-}
-
-/// Whether a control message of this level and type carries the TTL
-/// (`IP_TTL`) or hop limit (`IPV6_HOPLIMIT`) as an `int`.
-fn is_ttl(level: libc::c_int, kind: libc::c_int) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        (level == libc::IPPROTO_IP && kind == libc::IP_TTL)
-            || (level == libc::IPPROTO_IPV6 && kind == libc::IPV6_HOPLIMIT)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (level, kind);
-        false
-    }
+    let ttl = if msg.flags.contains(MsgFlags::MSG_CTRUNC) {
+        None
+    } else {
+        msg.cmsgs().ok().and_then(|mut all| {
+            all.find_map(|c| match c {
+                ControlMessageOwned::Ipv4Ttl(t) | ControlMessageOwned::Ipv6HopLimit(t) => {
+                    u8::try_from(t).ok()
+                }
+                _ => None,
+            })
+        })
+    };
+    Ok((msg.bytes.min(len), ttl))
 }
 
 #[cfg(test)]
