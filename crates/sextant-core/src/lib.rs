@@ -49,7 +49,7 @@ pub use policy::{
 };
 pub use records::{NameNode, NodeId, RecordData, RecordTable, StaticRecord};
 pub use rtt::{LdnsStats, PathFigures, RttCell, RttRowInfo, RttTable, RttTableBuilder};
-pub use snapshot::{ServiceState, Snapshot};
+pub use snapshot::{PeerLink, ServiceState, Snapshot};
 pub use status::{MonitorStatus, ServiceStatus, StatusBuilder, StatusTable};
 pub use trace::{FallbackWhy, MatchPass, NoTrace, OutWhy, SkipWhy, TraceEvent, Tracer, VecTrace};
 pub use vrrp::{Tracking, VipAddress, Vrid, VrrpChecksum, VrrpParams, VrrpSettings};

@@ -159,7 +159,18 @@ pub struct Snapshot {
     /// This node's DNS listeners on VRRP VIPs, and whether each answers
     /// its self-probe (VRRP tracks them).
     listeners: Arc<[(std::net::SocketAddr, bool)]>,
+    /// Per site (by id): its metric exchange state as the engine has it.
+    peer_links: Arc<[PeerLink]>,
     generation: u64,
+}
+
+/// Another site's metric exchange state as the state engine has it: the
+/// state its services were decided with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PeerLink {
+    pub up: bool,
+    /// Reached only through this parent's relay.
+    pub via: Option<Arc<str>>,
 }
 
 /// The zone of `name` (lower case) in `zones`: its longest apex suffix.
@@ -278,6 +289,7 @@ impl Snapshot {
             dc_orders: Arc::default(),
             site_figures: Arc::default(),
             listeners: Arc::default(),
+            peer_links: Arc::default(),
             generation,
         }
     }
@@ -337,6 +349,19 @@ impl Snapshot {
             site_figures,
             ..self.clone()
         }
+    }
+
+    /// The same, with every site's metric exchange state.
+    pub fn with_peer_links(&self, peer_links: Arc<[PeerLink]>) -> Self {
+        Snapshot {
+            peer_links,
+            ..self.clone()
+        }
+    }
+
+    /// Site `site`'s metric exchange state (`None`: never heard of).
+    pub fn peer_link(&self, site: SiteId) -> Option<&PeerLink> {
+        self.peer_links.get(site as usize)
     }
 
     /// The same, with the self-probe verdicts of this node's listeners.

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{
-    HealthTally, Model, MonitorId, MonitorStatus, ServiceId, ServiceMetrics, ServiceState,
-    ServiceStatus, SiteId, Snapshot, StatusBuilder, Transition, TriggerMonitor,
+    HealthTally, Model, MonitorId, MonitorStatus, PeerLink, ServiceId, ServiceMetrics,
+    ServiceState, ServiceStatus, SiteId, Snapshot, StatusBuilder, Transition, TriggerMonitor,
 };
 
 /// Maps keyed by configured names and addresses: FNV is several times
@@ -199,6 +199,9 @@ pub struct Engine {
     own_site: SiteFigures,
     /// VRRP says this node is master of the site IP's VIP.
     site_ip_master: bool,
+    /// Every site's metric exchange state as last published; `None`: to be
+    /// gathered again at the next publication.
+    peer_links: Option<Arc<[PeerLink]>>,
     /// This node's DNS listeners on VIPs and their self-probe verdicts.
     listeners: Listeners,
     /// Every site's figures as last published; `None`: to be gathered
@@ -301,6 +304,7 @@ impl Engine {
             matched: HashMap::default(),
             own_site: SiteFigures::default(),
             site_ip_master: false,
+            peer_links: None,
             site_figures: None,
             states_dirty: true,
             figures_dirty: true,
@@ -442,6 +446,8 @@ impl Engine {
                 // Back within the delay: the services were never affected.
                 peer.hold_until = None;
                 peer.learning_until = (!learning.is_zero()).then_some(now + learning);
+                self.peer_links = None;
+                self.states_dirty = true;
                 self.refresh_peers_up();
                 self.dc.reachability_changed();
                 if let Some(id) = self.index.site(&site) {
@@ -457,6 +463,8 @@ impl Engine {
                 peer.reported = false;
                 peer.learning_until = None;
                 peer.hold_until = (!delay.is_zero()).then_some(now + delay);
+                self.peer_links = None;
+                self.states_dirty = true;
                 self.refresh_peers_up();
                 self.dc.reachability_changed();
                 if let Some(id) = self.index.site(&site) {
@@ -1368,6 +1376,25 @@ impl Engine {
             peers_up: &self.peers_up,
         });
         let dc_orders = self.with_dc(|book, ctx| book.publish(ctx));
+        let peer_links = match &self.peer_links {
+            Some(p) => Arc::clone(p),
+            None => {
+                let p: Arc<[PeerLink]> = self
+                    .model
+                    .sites
+                    .iter()
+                    .map(|s| {
+                        let peer = self.peers.get(&s.name.to_ascii_lowercase());
+                        PeerLink {
+                            up: peer.is_some_and(|p| p.up),
+                            via: peer.and_then(|p| p.via.as_deref()).map(Arc::from),
+                        }
+                    })
+                    .collect();
+                self.peer_links = Some(Arc::clone(&p));
+                p
+            }
+        };
         let site_figures = match &self.site_figures {
             Some(f) => Arc::clone(f),
             None => {
@@ -1382,6 +1409,7 @@ impl Engine {
             .with_rtt(rtt)
             .with_dc_orders(dc_orders)
             .with_site_figures(site_figures)
+            .with_peer_links(peer_links)
             .with_listeners(self.listeners.published().into());
         if !self.pending_rtt.is_empty() {
             // The latest of each group only.

@@ -375,10 +375,13 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 }
                 .to_string(),
                 parent: s.parent.map(|p| model.site(p).name.clone()),
-                mep: mep_state(peer, s.kind),
+                mep: site_mep_state(snap.peer_link(id as sextant_core::SiteId), peer, s.kind),
                 current_parent: peer.and_then(|p| p.current_parent.clone()),
                 adopted_for: peer.and_then(|p| p.adopted_for.clone()),
-                via: peer.and_then(|p| p.via.clone()),
+                via: snap
+                    .peer_link(id as sextant_core::SiteId)
+                    .filter(|l| l.up)
+                    .and_then(|l| l.via.as_deref().map(str::to_string)),
                 last_message: peer
                     .and_then(|p| p.last_message)
                     .map(|t| rfc3339(d.clock.wall(t))),
@@ -425,6 +428,24 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
     Json(sites)
 }
 
+/// A configured site's metric exchange state as the engine has it (the
+/// state its services were decided with): UP, or DOWN where this node
+/// expects to hear from it (the driver has it), else `n/a`.
+fn site_mep_state(
+    link: Option<&sextant_core::PeerLink>,
+    peer: Option<&sextant_mep::PeerStatus>,
+    kind: SiteKind,
+) -> String {
+    match (kind, link.is_some_and(|l| l.up), peer.is_some()) {
+        (SiteKind::Local, ..) => "n/a",
+        (SiteKind::Remote, true, _) => "UP",
+        (SiteKind::Remote, false, true) => "DOWN",
+        (SiteKind::Remote, false, false) => "n/a",
+    }
+    .to_string()
+}
+
+/// A site this node does not configure, as the driver knows it.
 fn mep_state(peer: Option<&sextant_mep::PeerStatus>, kind: SiteKind) -> String {
     match (peer.map(|p| p.state), kind) {
         (Some(sextant_mep::MepState::Up), _) => "UP",
