@@ -17,6 +17,7 @@
 pub mod driver;
 pub mod frame;
 pub mod message;
+pub mod node;
 pub mod session;
 pub mod state;
 pub mod sync;
