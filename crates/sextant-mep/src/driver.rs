@@ -101,7 +101,7 @@ pub struct Options {
     /// be adopted (see [`crate::state`]). `None`: memory only.
     pub state_file: Option<PathBuf>,
     /// Zero of the monotonic clock every deadline and
-    /// [`SiteStatus::last_message`] is measured on: the daemon's one time
+    /// [`PeerStatus::last_message`] is measured on: the daemon's one time
     /// base.
     pub origin: std::time::Instant,
 }
