@@ -9,14 +9,19 @@
 //! * [`state`]: the child's state file (backup lists kept across restarts).
 //! * [`topology`]: who links with whom, who initiates, backup-parent takeover
 //!   and return (pure).
+//! * [`node`]: the decisions of one site — which connection counts, adoption
+//!   offers, relaying children, UP/DOWN, what to dial — as a state machine
+//!   fed inputs with `now` and answering outputs (pure).
 //! * [`driver`]: the tokio side — listeners, connections from the site IP,
-//!   TLS, reconnection, and the events the binary consumes.
+//!   TLS, reconnection, the state file, and the events the binary consumes;
+//!   it carries out what the node decides.
 //!
 //! The protocol is documented in `docs/mep.md`.
 
 pub mod driver;
 pub mod frame;
 pub mod message;
+pub mod node;
 pub mod session;
 pub mod state;
 pub mod sync;

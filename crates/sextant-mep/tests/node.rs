@@ -1,0 +1,914 @@
+//! Seed 001 replayed on the pure node: several [`Node`]s joined by an
+//! in-memory network that carries each connection through two real (pure)
+//! [`Session`]s, with no sockets, tasks or timers. Sites fail by being
+//! stopped (their peers see the connections close) and links by being cut
+//! (both ends time out; dials across a cut fail until it heals). Time moves
+//! only when the test says so, so the assertions are on events and
+//! messages, never on timings.
+
+mod support;
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sextant_core::Model;
+use sextant_mep::frame::DEFAULT_MAX_FRAME;
+use sextant_mep::message::{BackupParents, ChildReport, Message, ServiceStates};
+use sextant_mep::node::{Attempt, ConnId, Input, Keys, Node, Output};
+use sextant_mep::session::{Action, CloseReason, Session, State};
+use sextant_mep::state::StateFile;
+use sextant_mep::sync::View;
+use sextant_mep::{MepEvent, MepState};
+use support::{Spec, model, report, site};
+
+const KA: Duration = Duration::from_secs(3);
+
+/// One end of a connection.
+struct End {
+    session: Session,
+    peer: Option<(usize, ConnId)>,
+    /// The dial that opened it (dialling side).
+    token: Option<u64>,
+}
+
+/// A site of the network: its node (while running) and what it emitted.
+struct SiteH {
+    name: &'static str,
+    model: Arc<Model>,
+    node: Option<Node>,
+    events: Vec<MepEvent>,
+    /// The state file, as last written (kept across restarts).
+    saved: Option<StateFile>,
+}
+
+enum Work {
+    Dial(usize, u64),
+    Deliver(usize, ConnId, Message),
+    Eof(usize, ConnId),
+}
+
+/// A message that went over the network.
+#[derive(Debug, Clone)]
+struct Sent {
+    from: &'static str,
+    to: &'static str,
+    msg: Message,
+}
+
+struct Net {
+    sites: Vec<SiteH>,
+    ends: HashMap<(usize, ConnId), End>,
+    dials: HashMap<(usize, u64), Attempt>,
+    /// Dials that failed or whose connection closed: tried again at the
+    /// next [`Net::run`] round (the driver's backoff).
+    waiting: BTreeSet<(usize, u64)>,
+    queue: VecDeque<Work>,
+    cuts: HashSet<(usize, usize)>,
+    now: Duration,
+    next_conn: ConnId,
+    log: Vec<Sent>,
+}
+
+fn keys(conn: ConnId) -> Keys {
+    let mut nonce = [0u8; 32];
+    for (i, b) in nonce.iter_mut().enumerate() {
+        *b = (conn as u8).wrapping_mul(31).wrapping_add(i as u8);
+    }
+    Keys {
+        nonce,
+        placeholder: [0xa5; 32],
+    }
+}
+
+impl Net {
+    /// Every site of `specs` with the configuration seed 001 gives it; none
+    /// is running yet.
+    fn new(specs: &[Spec]) -> Net {
+        let sites = specs
+            .iter()
+            .map(|s| SiteH {
+                name: s.name,
+                model: Arc::new(model(specs, s.name, KA)),
+                node: None,
+                events: Vec::new(),
+                saved: None,
+            })
+            .collect();
+        Net {
+            sites,
+            ends: HashMap::new(),
+            dials: HashMap::new(),
+            waiting: BTreeSet::new(),
+            queue: VecDeque::new(),
+            cuts: HashSet::new(),
+            now: Duration::from_secs(1),
+            next_conn: 1,
+            log: Vec::new(),
+        }
+    }
+
+    /// Every site of `specs`, started, and run until settled.
+    fn up(specs: &[Spec]) -> Net {
+        let mut net = Net::new(specs);
+        for s in specs {
+            net.start(s.name);
+        }
+        net.run();
+        net
+    }
+
+    fn idx(&self, name: &str) -> usize {
+        self.sites
+            .iter()
+            .position(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no site {name}"))
+    }
+
+    fn node(&self, name: &str) -> &Node {
+        self.sites[self.idx(name)].node.as_ref().expect("running")
+    }
+
+    fn events(&self, name: &str) -> &[MepEvent] {
+        &self.sites[self.idx(name)].events
+    }
+
+    fn start(&mut self, name: &str) {
+        let n = self.idx(name);
+        let node = Node::new(self.sites[n].model.clone(), 1, DEFAULT_MAX_FRAME)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        self.sites[n].node = Some(node);
+        let saved = self.sites[n].saved.clone();
+        self.input(n, Input::Start { saved });
+    }
+
+    /// The site fails: its node is gone, its peers see its connections
+    /// close.
+    fn stop(&mut self, name: &str) {
+        let n = self.idx(name);
+        self.input(n, Input::Stop);
+        self.sites[n].node = None;
+        let mine: Vec<(usize, ConnId)> = self.ends.keys().filter(|k| k.0 == n).copied().collect();
+        for k in mine {
+            if let Some(e) = self.ends.remove(&k)
+                && let Some(p) = e.peer
+            {
+                self.queue.push_back(Work::Eof(p.0, p.1));
+            }
+        }
+        self.dials.retain(|k, _| k.0 != n);
+        self.waiting.retain(|k| k.0 != n);
+    }
+
+    /// Cuts the network between two sites: both ends of their connections
+    /// time out, and dials between them fail until [`Net::heal`].
+    fn cut(&mut self, a: &str, b: &str) {
+        let (a, b) = (self.idx(a), self.idx(b));
+        self.cuts.insert((a.min(b), a.max(b)));
+        let across: Vec<(usize, ConnId)> = self
+            .ends
+            .iter()
+            .filter(|(k, e)| {
+                e.peer
+                    .is_some_and(|p| (k.0 == a && p.0 == b) || (k.0 == b && p.0 == a))
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for k in &across {
+            if let Some(e) = self.ends.get_mut(k) {
+                e.peer = None;
+            }
+        }
+        for (n, c) in across {
+            let now = self.now;
+            if let Some(e) = self.ends.get_mut(&(n, c)) {
+                let acts = e.session.abort(CloseReason::Timeout(KA), now);
+                self.actions(n, c, acts);
+            }
+        }
+        self.settle();
+    }
+
+    fn heal(&mut self, a: &str, b: &str) {
+        let (a, b) = (self.idx(a), self.idx(b));
+        self.cuts.remove(&(a.min(b), a.max(b)));
+    }
+
+    fn publish(&mut self, name: &str, service: &str, ip: &str, connections: u64) {
+        let n = self.idx(name);
+        self.input(n, Input::Publish(report(service, ip, connections)));
+        self.settle();
+    }
+
+    /// Lets the network settle, then a few rounds of one second each: a
+    /// tick on every node and one more try of every waiting dial.
+    fn run(&mut self) {
+        self.settle();
+        for _ in 0..6 {
+            self.now += Duration::from_secs(1);
+            for n in 0..self.sites.len() {
+                self.input(n, Input::Tick);
+            }
+            let waiting = std::mem::take(&mut self.waiting);
+            for (n, t) in waiting {
+                self.queue.push_back(Work::Dial(n, t));
+            }
+            self.settle();
+        }
+    }
+
+    fn settle(&mut self) {
+        let mut budget = 200_000;
+        while let Some(w) = self.queue.pop_front() {
+            budget -= 1;
+            assert!(budget > 0, "the network does not settle");
+            match w {
+                Work::Dial(n, t) => self.dial(n, t),
+                Work::Deliver(n, c, m) => {
+                    let now = self.now;
+                    let Some(e) = self.ends.get_mut(&(n, c)) else {
+                        continue;
+                    };
+                    let acts = e.session.on_frame(m, now);
+                    self.input(n, Input::Data { conn: c });
+                    self.actions(n, c, acts);
+                }
+                Work::Eof(n, c) => {
+                    let now = self.now;
+                    if let Some(e) = self.ends.get_mut(&(n, c)) {
+                        let acts = e.session.on_eof(now);
+                        self.actions(n, c, acts);
+                    }
+                }
+            }
+        }
+    }
+
+    fn input(&mut self, n: usize, input: Input) {
+        let now = self.now;
+        let Some(node) = self.sites[n].node.as_mut() else {
+            return;
+        };
+        let outs = node.on(input, now);
+        for o in outs {
+            self.output(n, o);
+        }
+    }
+
+    fn output(&mut self, n: usize, o: Output) {
+        let now = self.now;
+        match o {
+            Output::Start { conn, .. } => panic!("unexpected session start for {conn}"),
+            Output::Send { conn, msg } => {
+                if let Some(e) = self.ends.get_mut(&(n, conn)) {
+                    let acts = e.session.send(msg);
+                    self.actions(n, conn, acts);
+                }
+            }
+            Output::Broadcast { conns, msg } => {
+                for conn in conns {
+                    if let Some(e) = self.ends.get(&(n, conn))
+                        && e.session.state() == State::Up
+                    {
+                        self.transmit(n, conn, msg.clone());
+                    }
+                }
+            }
+            Output::Reject { conn, reason } => {
+                if let Some(e) = self.ends.get_mut(&(n, conn)) {
+                    let acts = e.session.reject(reason, now);
+                    self.actions(n, conn, acts);
+                }
+            }
+            Output::Event(e) => self.sites[n].events.push(e),
+            Output::Dial { token, attempt } => {
+                if self.dials.insert((n, token), attempt).is_none() {
+                    self.queue.push_back(Work::Dial(n, token));
+                }
+            }
+            Output::StopDial { token } => {
+                self.dials.remove(&(n, token));
+                self.waiting.remove(&(n, token));
+            }
+            Output::SaveState(st) => self.sites[n].saved = Some(st),
+            Output::Listen(_) => {}
+        }
+    }
+
+    fn transmit(&mut self, n: usize, conn: ConnId, msg: Message) {
+        let Some(p) = self.ends.get(&(n, conn)).and_then(|e| e.peer) else {
+            return;
+        };
+        self.log.push(Sent {
+            from: self.sites[n].name,
+            to: self.sites[p.0].name,
+            msg: msg.clone(),
+        });
+        self.queue.push_back(Work::Deliver(p.0, p.1, msg));
+    }
+
+    /// Carries out a session's actions, as the driver's connection task
+    /// does: its events go to the node, then its frames out, then its close.
+    fn actions(&mut self, n: usize, conn: ConnId, acts: Vec<Action>) {
+        let mut events = Vec::new();
+        let mut sends = Vec::new();
+        let mut close = None;
+        for a in acts {
+            match a {
+                Action::Send(m) => sends.push(m),
+                Action::Event(e) => events.push(e),
+                Action::Close(r) => close = Some(r),
+            }
+        }
+        if !events.is_empty() {
+            self.input(n, Input::Session { conn, events });
+        }
+        for m in sends {
+            self.transmit(n, conn, m);
+        }
+        if let Some(reason) = close
+            && let Some(e) = self.ends.remove(&(n, conn))
+        {
+            if let Some(p) = e.peer {
+                self.queue.push_back(Work::Eof(p.0, p.1));
+            }
+            if let Some(t) = e.token
+                && self.dials.contains_key(&(n, t))
+            {
+                self.waiting.insert((n, t));
+            }
+            self.input(n, Input::Closed { conn, reason });
+        }
+    }
+
+    /// One try of dial `token` of site `n`.
+    fn dial(&mut self, n: usize, token: u64) {
+        let Some(a) = self.dials.get(&(n, token)).cloned() else {
+            return;
+        };
+        let target = self.sites.iter().position(|s| {
+            s.node.is_some()
+                && s.model
+                    .sites
+                    .iter()
+                    .any(|x| x.ip == a.site.ip && x.name == s.name)
+        });
+        let Some(m) = target.filter(|&m| !self.cuts.contains(&(n.min(m), n.max(m)))) else {
+            self.waiting.insert((n, token));
+            return;
+        };
+        let (cn, cm) = (self.next_conn, self.next_conn + 1);
+        self.next_conn += 2;
+        let now = self.now;
+        let Some(mine) = self.register(
+            n,
+            cn,
+            Input::Dialled {
+                conn: cn,
+                token,
+                addr: a.addr(),
+                keys: keys(cn),
+            },
+        ) else {
+            return;
+        };
+        let from = SocketAddr::new(a.local_ip, 40_000 + (cn % 20_000) as u16);
+        let theirs = self.register(
+            m,
+            cm,
+            Input::Accepted {
+                conn: cm,
+                addr: from,
+                secure: a.secure,
+                keys: keys(cm),
+            },
+        );
+        let mut mine = End {
+            session: mine,
+            peer: theirs.as_ref().map(|_| (m, cm)),
+            token: Some(token),
+        };
+        let acts = mine.session.connected(now, None);
+        self.ends.insert((n, cn), mine);
+        match theirs {
+            Some(s) => {
+                let mut theirs = End {
+                    session: s,
+                    peer: Some((n, cn)),
+                    token: None,
+                };
+                let theirs_acts = theirs.session.connected(now, None);
+                self.ends.insert((m, cm), theirs);
+                self.actions(n, cn, acts);
+                self.actions(m, cm, theirs_acts);
+            }
+            // Refused: the listener drops the connection.
+            None => {
+                self.actions(n, cn, acts);
+                self.queue.push_back(Work::Eof(n, cn));
+            }
+        }
+    }
+
+    /// A new connection for site `n`'s node: its session, if it wants one.
+    fn register(&mut self, n: usize, conn: ConnId, input: Input) -> Option<Session> {
+        let now = self.now;
+        let outs = self.sites[n].node.as_mut()?.on(input, now);
+        let mut session = None;
+        for o in outs {
+            match o {
+                Output::Start { conn: c, config } if c == conn => {
+                    session = Some(Session::new(*config, now));
+                }
+                o => self.output(n, o),
+            }
+        }
+        session
+    }
+
+    // --- what the tests look at ---
+
+    fn parent_of(&self, child: &str) -> Option<String> {
+        self.node(child).current_parent().map(str::to_owned)
+    }
+
+    fn status(&self, at: &str, of: &str) -> sextant_mep::PeerStatus {
+        self.node(at)
+            .status()
+            .into_iter()
+            .find(|s| s.name == of)
+            .unwrap_or_else(|| panic!("{at} does not know {of}"))
+    }
+
+    /// `at`'s view of `of`'s services, from its Services events in order,
+    /// and the `via` of the last one.
+    fn services(&self, at: &str, of: &str) -> (View, Option<String>) {
+        let mut view = View::default();
+        let mut via = None;
+        for e in self.events(at) {
+            match e {
+                MepEvent::Services {
+                    from_site,
+                    via: v,
+                    full,
+                    entries,
+                    removed,
+                } if from_site == of => {
+                    view.apply(*full, entries, removed);
+                    via = v.clone();
+                }
+                MepEvent::PeerDown { site, .. } if site == of => view = View::default(),
+                _ => {}
+            }
+        }
+        (view, via)
+    }
+
+    /// `at` knows `of`'s service `svc` with `connections` (through `via`).
+    fn assert_services(
+        &self,
+        at: &str,
+        of: &str,
+        svc: &str,
+        ip: &str,
+        connections: u64,
+        via: Option<&str>,
+    ) {
+        let (view, v) = self.services(at, of);
+        assert!(
+            view.matches(&report(svc, ip, connections).services),
+            "{at}'s view of {of}: {:?}; events: {:#?}",
+            view,
+            self.events(at)
+        );
+        assert_eq!(v.as_deref(), via, "{at} learns {of}'s services via");
+    }
+
+    fn count(&self, at: &str, pred: impl Fn(&MepEvent) -> bool) -> usize {
+        self.events(at).iter().filter(|e| pred(e)).count()
+    }
+
+    fn adopted(&self, at: &str, child: &str, parent: &str) -> usize {
+        self.count(at, |e| {
+            matches!(e, MepEvent::Adopted { child: c, for_parent } if c == child && for_parent == parent)
+        })
+    }
+
+    fn refused(&self, at: &str, child: &str, because: &str) -> usize {
+        self.count(at, |e| {
+            matches!(e, MepEvent::AdoptionRefused { child: c, reason, .. } if c == child && reason.contains(because))
+        })
+    }
+
+    fn released(&self, at: &str, child: &str) -> usize {
+        self.count(
+            at,
+            |e| matches!(e, MepEvent::Released { child: c, .. } if c == child),
+        )
+    }
+
+    fn parent_changes(&self, child: &str) -> Vec<Option<String>> {
+        self.events(child)
+            .iter()
+            .filter_map(|e| match e {
+                MepEvent::ParentChanged { new_parent } => Some(new_parent.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Messages from `from` to `to` since log index `since`.
+    fn sent(&self, since: usize, from: &str, to: &str) -> Vec<&Message> {
+        self.log[since..]
+            .iter()
+            .filter(|s| s.from == from && s.to == to)
+            .map(|s| &s.msg)
+            .collect()
+    }
+
+    fn forget_events(&mut self) {
+        for s in &mut self.sites {
+            s.events.clear();
+        }
+    }
+}
+
+fn names(list: &BackupParents) -> Vec<&str> {
+    list.list.iter().map(|s| s.name.as_str()).collect()
+}
+
+fn is_relay_of(m: &Message, child: &str) -> bool {
+    matches!(m, Message::ChildReport(ChildReport { child: c, states: Some(ServiceStates { .. }), .. }) if c == child)
+}
+
+/// Seed 001's configuration: three parents with backup lists and a child
+/// of SiteP1.
+fn seed_001() -> Vec<Spec> {
+    vec![
+        site("P1", "10.1.0.1").backups(&["P2", "P3"]),
+        site("P2", "10.1.0.2").backups(&["P3", "P1"]),
+        site("P3", "10.1.0.3").backups(&["P1", "P2"]),
+        site("C1", "10.1.0.4").child_of("P1"),
+    ]
+}
+
+#[test]
+fn a_child_reports_through_its_parent_to_the_other_parents() {
+    let specs = vec![
+        site("P1", "10.2.0.1"),
+        site("P2", "10.2.0.2"),
+        site("C1", "10.2.0.3").child_of("P1"),
+        site("C2", "10.2.0.4").child_of("P2"),
+    ];
+    let mut net = Net::up(&specs);
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P1"));
+    assert_eq!(net.parent_of("C2").as_deref(), Some("P2"));
+    // The parents dial their children (even where the child's IP is
+    // lower); parent to parent, the lower IP dials.
+    let dialled: Vec<(&str, &str)> = net
+        .dials
+        .iter()
+        .map(|((n, _), a)| (net.sites[*n].name, a.site.name.as_str()))
+        .collect();
+    for pair in [("P1", "C1"), ("P2", "C2"), ("P1", "P2")] {
+        assert!(dialled.contains(&pair), "{pair:?} not in {dialled:?}");
+    }
+    assert_eq!(dialled.len(), 3, "{dialled:?}");
+
+    let mark = net.log.len();
+    net.publish("C1", "svcC1", "10.2.1.3", 4);
+    net.publish("C2", "svcC2", "10.2.1.4", 5);
+    net.publish("P1", "svcP1", "10.2.1.1", 1);
+    // Each parent has its child's services directly and the other child's
+    // through the other parent.
+    net.assert_services("P1", "C1", "svcC1", "10.2.1.3", 4, None);
+    net.assert_services("P2", "C1", "svcC1", "10.2.1.3", 4, Some("P1"));
+    net.assert_services("P1", "C2", "svcC2", "10.2.1.4", 5, Some("P2"));
+    net.assert_services("P2", "P1", "svcP1", "10.2.1.1", 1, None);
+    // A child talks only to its parent, and hears no other site's services.
+    assert!(net.sent(mark, "C1", "P2").is_empty());
+    assert!(
+        net.sent(mark, "P1", "C1").is_empty(),
+        "the parent's own services reach its child"
+    );
+    assert_eq!(
+        net.count("C1", |e| matches!(e, MepEvent::Services { .. })),
+        0
+    );
+    assert!(
+        net.sent(mark, "P1", "P2")
+            .iter()
+            .any(|m| is_relay_of(m, "C1"))
+    );
+
+    let st = net.status("P2", "C1");
+    assert_eq!(
+        (st.state, st.via.as_deref(), st.link),
+        (MepState::Up, Some("P1"), None)
+    );
+    let st = net.status("P1", "C1");
+    assert_eq!((st.state, st.link), (MepState::Up, Some("to-child")));
+    let st = net.status("C1", "P1");
+    assert_eq!((st.state, st.link), (MepState::Up, Some("to-parent")));
+
+    // A change is relayed as a delta, and the child's services stay
+    // known to the other parent.
+    net.publish("C1", "svcC1", "10.2.1.3", 9);
+    net.assert_services("P2", "C1", "svcC1", "10.2.1.3", 9, Some("P1"));
+}
+
+/// Seed 001, scenario 1 (first half): SiteP1 goes DOWN; SiteP2, first in
+/// its backup list, offers to adopt child_site1 with SiteP1's list; the
+/// child accepts and reports through SiteP2; SiteP3 assumes SiteP2 has it.
+#[test]
+fn scenario_1_the_first_backup_adopts_the_child() {
+    let mut net = Net::up(&seed_001());
+    net.publish("C1", "svcC1", "10.1.1.4", 1);
+    net.assert_services("P3", "C1", "svcC1", "10.1.1.4", 1, Some("P1"));
+    // The child holds P1's backup list, received from P1.
+    let lists = &net.sites[net.idx("C1")]
+        .saved
+        .as_ref()
+        .expect("state written")
+        .backup_lists;
+    assert_eq!(names(&lists[0]), ["P2", "P3"]);
+
+    let mark = net.log.len();
+    net.stop("P1");
+    net.run();
+
+    // P2 offered with P1's list (P2, P3), the child accepted.
+    let offer = net.sent(mark, "P2", "C1");
+    let bp = offer
+        .iter()
+        .find_map(|m| match m {
+            Message::BackupParents(b) => Some(b),
+            _ => None,
+        })
+        .expect("P2 sends P1's backup list");
+    assert_eq!((bp.parent.as_str(), names(bp)), ("P1", vec!["P2", "P3"]));
+    assert!(
+        net.sent(mark, "C1", "P2")
+            .iter()
+            .any(|m| matches!(m, Message::AcceptParent(a) if a.parent == "P2"))
+    );
+    assert_eq!(net.adopted("P2", "C1", "P1"), 1);
+    assert_eq!(net.adopted("P3", "C1", "P1"), 0);
+    assert!(
+        net.sent(mark, "P3", "C1").is_empty(),
+        "P3 leaves the child to P2"
+    );
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P2"));
+    assert_eq!(
+        net.parent_changes("C1"),
+        [Some("P1".to_owned()), None, Some("P2".to_owned())]
+    );
+    let st = net.status("P2", "C1");
+    assert_eq!(
+        (st.link, st.adopted_for.as_deref()),
+        (Some("adopted"), Some("P1"))
+    );
+    let st = net.status("P3", "C1");
+    assert_eq!((st.state, st.via.as_deref()), (MepState::Up, Some("P2")));
+    assert_eq!(st.current_parent.as_deref(), Some("P2"));
+
+    // The child reports through its new parent.
+    net.publish("C1", "svcC1", "10.1.1.4", 2);
+    net.assert_services("P2", "C1", "svcC1", "10.1.1.4", 2, None);
+    net.assert_services("P3", "C1", "svcC1", "10.1.1.4", 2, Some("P2"));
+}
+
+/// Seed 001, scenario 1 (end): when SiteP1 is up again it connects to its
+/// child, which returns to it; SiteP2 releases the child.
+#[test]
+fn scenario_1_the_original_parent_takes_its_child_back() {
+    let mut net = Net::up(&seed_001());
+    net.stop("P1");
+    net.run();
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P2"));
+    net.forget_events();
+
+    let mark = net.log.len();
+    net.start("P1");
+    net.run();
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P1"));
+    assert_eq!(net.parent_changes("C1"), [Some("P1".to_owned())]);
+    assert_eq!(net.released("P2", "C1"), 1);
+    assert!(net.status("P2", "C1").adopted_for.is_none());
+    // P1 does not offer (it is the parent): its Hello acts for no one, and
+    // it sends its own backup list.
+    assert!(net.sent(mark, "P1", "C1").iter().any(
+        |m| matches!(m, Message::BackupParents(b) if b.parent == "P1" && names(b) == ["P2", "P3"])
+    ));
+    assert!(
+        !net.sent(mark, "C1", "P1")
+            .iter()
+            .any(|m| matches!(m, Message::AcceptParent(_)))
+    );
+    // Nobody offers again while P1 is UP.
+    assert_eq!(
+        net.adopted("P2", "C1", "P1") + net.adopted("P3", "C1", "P1"),
+        0
+    );
+
+    net.publish("C1", "svcC1", "10.1.1.4", 3);
+    net.assert_services("P1", "C1", "svcC1", "10.1.1.4", 3, None);
+    net.assert_services("P2", "C1", "svcC1", "10.1.1.4", 3, Some("P1"));
+    net.assert_services("P3", "C1", "svcC1", "10.1.1.4", 3, Some("P1"));
+}
+
+/// Seed 001, scenario 2: only the MEP connection between SiteP1 and SiteP2
+/// is DOWN; child_site1 rejects SiteP2 because its parent SiteP1 is UP.
+#[test]
+fn scenario_2_the_child_refuses_while_its_parent_is_up() {
+    let mut net = Net::up(&seed_001());
+    net.cut("P1", "P2");
+    net.run();
+    assert!(
+        net.refused("P2", "C1", "my parent P1 is UP") >= 1,
+        "{:#?}",
+        net.events("P2")
+    );
+    assert_eq!(net.adopted("P2", "C1", "P1"), 0);
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P1"));
+    assert_eq!(net.parent_changes("C1"), [Some("P1".to_owned())]);
+    // A refused offer is no UP/DOWN flap on the child.
+    assert_eq!(
+        net.count(
+            "C1",
+            |e| matches!(e, MepEvent::PeerUp { site, .. } if site == "P2")
+        ),
+        0
+    );
+    // P3 sees P1 UP: it takes no action.
+    assert_eq!(
+        net.count("P3", |e| matches!(e, MepEvent::AdoptionRefused { .. })),
+        0
+    );
+
+    // The link heals: P2 sees P1 again and stops offering.
+    net.heal("P1", "P2");
+    net.run();
+    assert_eq!(net.status("P2", "P1").state, MepState::Up);
+    let refusals = net.refused("P2", "C1", "");
+    net.run();
+    assert_eq!(net.refused("P2", "C1", ""), refusals);
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P1"));
+}
+
+/// Seed 001, scenario 3: SiteP3 and child_site1 see SiteP1 DOWN and the
+/// connection SiteP3–SiteP2 is DOWN, while SiteP2 sees SiteP1 UP. SiteP2
+/// takes no action; SiteP3 finds SiteP2 (more preferred) DOWN and adopts
+/// the child. Then SiteP1–SiteP2 goes DOWN: SiteP2 finds itself the most
+/// preferred backup and the child migrates from SiteP3 to SiteP2.
+#[test]
+fn scenario_3_partial_partition() {
+    let specs = seed_001();
+    let mut net = Net::new(&specs);
+    net.cut("P1", "P3");
+    net.cut("P2", "P3");
+    for s in &specs {
+        net.start(s.name);
+    }
+    net.run();
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P1"));
+    // P3 sees P1 DOWN (never reached); the child still has P1 and refuses.
+    assert!(
+        net.refused("P3", "C1", "my parent P1 is UP") >= 1,
+        "{:#?}",
+        net.events("P3")
+    );
+
+    net.cut("P1", "C1");
+    net.run();
+    assert_eq!(net.adopted("P3", "C1", "P1"), 1, "{:#?}", net.events("P3"));
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P3"));
+    // P2 takes no action: it sees P1 UP.
+    assert_eq!(
+        net.count("P2", |e| matches!(
+            e,
+            MepEvent::Adopted { .. } | MepEvent::AdoptionRefused { .. }
+        )),
+        0
+    );
+    net.publish("C1", "svcC1", "10.1.1.4", 7);
+    net.assert_services("P3", "C1", "svcC1", "10.1.1.4", 7, None);
+
+    // Now the connection between P1 and P2 goes DOWN.
+    let mark = net.log.len();
+    net.cut("P1", "P2");
+    net.run();
+    assert_eq!(net.adopted("P2", "C1", "P1"), 1, "{:#?}", net.events("P2"));
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P2"));
+    assert!(
+        net.sent(mark, "C1", "P2")
+            .iter()
+            .any(|m| matches!(m, Message::AcceptParent(_)))
+    );
+    assert_eq!(net.released("P3", "C1"), 1);
+    assert_eq!(
+        net.parent_changes("C1"),
+        [
+            Some("P1".to_owned()),
+            None,
+            Some("P3".to_owned()),
+            Some("P2".to_owned())
+        ]
+    );
+    net.publish("C1", "svcC1", "10.1.1.4", 8);
+    net.assert_services("P2", "C1", "svcC1", "10.1.1.4", 8, None);
+    // P3 cannot see P2 and keeps offering; the child keeps refusing.
+    net.run();
+    assert!(
+        net.refused("P3", "C1", "more preferred") >= 1,
+        "{:#?}",
+        net.events("P3")
+    );
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P2"));
+}
+
+/// A backup-parent chain: SiteP1 and its first backup SiteP2 are both
+/// DOWN; SiteP3, second in SiteP1's list, adopts the child. When SiteP2
+/// returns it takes the child over from SiteP3 (more preferred).
+#[test]
+fn the_second_backup_adopts_when_the_first_is_down_too() {
+    let mut net = Net::up(&seed_001());
+    net.publish("C1", "svcC1", "10.1.1.4", 1);
+    net.stop("P2");
+    net.run();
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P1"));
+    net.stop("P1");
+    net.run();
+    assert_eq!(net.adopted("P3", "C1", "P1"), 1, "{:#?}", net.events("P3"));
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P3"));
+    assert_eq!(net.status("P3", "C1").adopted_for.as_deref(), Some("P1"));
+    net.publish("C1", "svcC1", "10.1.1.4", 2);
+    net.assert_services("P3", "C1", "svcC1", "10.1.1.4", 2, None);
+
+    // The first backup returns (P1 still DOWN): it is more preferred.
+    net.start("P2");
+    net.run();
+    assert_eq!(net.adopted("P2", "C1", "P1"), 1, "{:#?}", net.events("P2"));
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P2"));
+    assert_eq!(net.released("P3", "C1"), 1);
+    net.publish("C1", "svcC1", "10.1.1.4", 3);
+    net.assert_services("P3", "C1", "svcC1", "10.1.1.4", 3, Some("P2"));
+}
+
+/// A child restarted while its parent is down is adopted thanks to the
+/// backup lists it saved.
+#[test]
+fn a_restarted_child_uses_its_saved_backup_lists() {
+    let mut net = Net::up(&seed_001());
+    net.stop("C1");
+    net.stop("P1");
+    net.run();
+    net.start("C1");
+    net.run();
+    assert_eq!(net.adopted("P2", "C1", "P1"), 1, "{:#?}", net.events("P2"));
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P2"));
+
+    // Without the saved lists, the child does not even know P2's address
+    // (its configuration holds itself and P1 only): it refuses P2.
+    let mut net = Net::up(&seed_001());
+    net.stop("C1");
+    net.stop("P1");
+    net.run();
+    let c1 = net.idx("C1");
+    net.sites[c1].saved = None;
+    net.start("C1");
+    net.run();
+    assert_eq!(net.parent_of("C1"), None);
+    assert_eq!(net.adopted("P2", "C1", "P1"), 0);
+    assert!(
+        net.count(
+            "C1",
+            |e| matches!(e, MepEvent::Refused { peer, .. } if peer.ip().to_string() == "10.1.0.2")
+        ) >= 1,
+        "{:#?}",
+        net.events("C1")
+    );
+}
+
+/// A connection from an address that is no site is refused before any
+/// session.
+#[test]
+fn unknown_addresses_are_refused() {
+    let mut net = Net::up(&seed_001());
+    let p1 = net.idx("P1");
+    let now = net.now;
+    let outs = net.sites[p1].node.as_mut().expect("running").on(
+        Input::Accepted {
+            conn: 9999,
+            addr: "10.9.9.9:5000".parse().expect("addr"),
+            secure: false,
+            keys: keys(9999),
+        },
+        now,
+    );
+    assert!(
+        matches!(&outs[..], [Output::Event(MepEvent::Refused { reason, .. })] if reason.contains("not the IP of a known site")),
+        "{outs:?}"
+    );
+}
