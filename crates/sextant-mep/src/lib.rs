@@ -1,4 +1,4 @@
-//! Sextant's metric exchange protocol (MEP): how sites tell each other the
+//! Sextant's metric exchange (MEP): how sites tell each other the
 //! health and load of their services.
 //!
 //! * [`frame`] and [`message`]: the wire format (pure).
@@ -6,7 +6,8 @@
 //!   challenge-response authentication, keepalives, RTT (pure).
 //! * [`sync`]: the service state stream — snapshot, numbered deltas,
 //!   resync — and the merging of its steps (pure).
-//! * [`state`]: the child's state file (backup lists kept across restarts).
+//! * [`state`]: the child's state file (backup lists kept across restarts),
+//!   read and written here; its format is `sextant_mep_proto::state`.
 //! * [`topology`]: who links with whom, who initiates, backup-parent takeover
 //!   and return (pure).
 //! * [`node`]: the decisions of one site — which connection counts, adoption
@@ -19,14 +20,11 @@
 //! The protocol is documented in `docs/mep.md`.
 
 pub mod driver;
-pub mod frame;
-pub mod message;
-pub mod node;
-pub mod session;
 pub mod state;
-pub mod sync;
 mod tls;
-pub mod topology;
+
+/// The protocol itself lives in the pure `sextant-mep-proto`.
+pub use sextant_mep_proto::{frame, message, node, session, sync, topology};
 
 pub use driver::{
     LocalReport, MepError, MepEvent, MepHandle, MepState, Options, PeerStatus, start, start_with,

@@ -23,23 +23,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use crate::message::BackupParents;
-
-/// The version this code writes and reads.
-pub const STATE_VERSION: u32 = 1;
-
-/// The content of the state file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StateFile {
-    pub version: u32,
-    /// The local site that received the lists.
-    pub site: String,
-    /// Every backup list held, by the parent it belongs to, sorted by
-    /// parent name (so an unchanged state writes the same bytes).
-    pub backup_lists: Vec<BackupParents>,
-}
+pub use sextant_mep_proto::state::{STATE_VERSION, StateFile};
 
 /// Why the state file cannot be read or written. Never fatal: the driver
 /// logs it (with the path) and goes on without the file.
@@ -140,6 +124,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::BackupParents;
     use crate::message::SiteAddr;
 
     fn dir(name: &str) -> PathBuf {

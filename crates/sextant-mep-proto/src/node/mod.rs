@@ -229,7 +229,8 @@ fn relay_budget(max_frame: usize, child: &str) -> usize {
     max_frame.saturating_sub(2 + CHILD_REPORT_OVERHEAD + 2 * child.len())
 }
 
-pub(crate) fn key(name: &str) -> String {
+/// The key of a site name in every map: its lower case.
+pub fn key(name: &str) -> String {
     name.to_ascii_lowercase()
 }
 
