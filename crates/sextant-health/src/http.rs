@@ -3,12 +3,18 @@
 //! The request is written by hand (HTTP/1.1 with `Connection: close`) rather
 //! than with an HTTP client library: a monitor needs a single request line,
 //! the status code and at most a bounded piece of the body, and a small,
-//! fully bounded reader is easier to trust with untrusted backends. The same
-//! exchange runs over TLS for HTTPS (see [`crate::tls`]).
+//! fully bounded reader is easier to trust with untrusted backends. Request
+//! building, the bounded reader and the response parsing are Sextant's one
+//! HTTP/1 client, [`sextant_http1`]; what is the monitor's own is here: the
+//! request from the operator's text and the verdict on a response while it
+//! arrives. The same exchange runs over TLS for HTTPS (see [`crate::tls`]).
 
 use std::net::{IpAddr, SocketAddr};
 
 use sextant_core::HttpCheck;
+use sextant_http1::{
+    Fill, Framing, Reader, Request, contains, find, header_end, parse_status_line,
+};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::{ProbeError, Success, tcp};
@@ -20,6 +26,9 @@ pub const MAX_RESPONSE: usize = 64 * 1024;
 
 /// The status line must fit in this many bytes.
 const MAX_STATUS_LINE: usize = 8 * 1024;
+
+/// The most bytes asked of one read.
+const READ_SIZE: usize = 4096;
 
 /// The request line used when the monitor has none.
 const DEFAULT_REQUEST: &str = "HEAD /";
@@ -63,25 +72,20 @@ pub fn request_bytes(check: &HttpCheck, ip: IpAddr) -> Vec<u8> {
     } else {
         " HTTP/1.1"
     };
-    let mut out = format!("{line}{version}\r\n");
+    let mut request = Request::new(&format!("{line}{version}"));
     if !has("host") {
-        match ip {
-            IpAddr::V4(v4) => out.push_str(&format!("Host: {v4}\r\n")),
-            IpAddr::V6(v6) => out.push_str(&format!("Host: [{v6}]\r\n")),
-        }
+        request = request.header("Host", sextant_http1::host(&ip.to_string(), None));
     }
     for h in &headers {
-        out.push_str(h);
-        out.push_str("\r\n");
+        request = request.line(h);
     }
     if !has("connection") {
-        out.push_str("Connection: close\r\n");
+        request = request.header("Connection", "close");
     }
     if !has("user-agent") {
-        out.push_str("User-Agent: sextant-monitor\r\n");
+        request = request.header("User-Agent", "sextant-monitor");
     }
-    out.push_str("\r\n");
-    out.into_bytes()
+    request.finish(b"")
 }
 
 /// Sends the request on an open stream and judges the response.
@@ -104,13 +108,18 @@ where
         .map_err(io_err)?;
     stream.flush().await.map_err(io_err)?;
 
-    let mut reader = Reader::new(stream);
+    // At MAX_RESPONSE the reader stops: the verdict is on what came.
+    let mut reader = Reader::new(MAX_RESPONSE, READ_SIZE);
     let mut closed = false;
     loop {
-        if let Some(verdict) = judge_response(check, &reader.buf, closed) {
+        if let Some(verdict) = judge_response(check, reader.bytes(), closed) {
             return verdict;
         }
-        closed = !reader.fill().await.map_err(io_err)?;
+        let fill = reader
+            .fill_async(async |w| stream.read(w).await)
+            .await
+            .map_err(io_err)?;
+        closed = fill != Fill::Data;
     }
 }
 
@@ -146,7 +155,7 @@ pub(crate) fn judge_response(
     };
     let status = match parse_status_line(&buf[..line_end]) {
         Ok(status) => status,
-        Err(e) => return Some(Err(e)),
+        Err(e) => return Some(Err(ProbeError::HttpMalformed(e.to_string()))),
     };
     if !status_accepted(&check.status_codes, status) {
         return Some(Err(ProbeError::HttpStatus {
@@ -182,62 +191,6 @@ pub(crate) fn judge_response(
     None
 }
 
-/// A bounded response buffer over a stream.
-struct Reader<'a, S> {
-    stream: &'a mut S,
-    buf: Vec<u8>,
-}
-
-impl<'a, S: AsyncRead + Unpin> Reader<'a, S> {
-    fn new(stream: &'a mut S) -> Self {
-        Reader {
-            stream,
-            buf: Vec::with_capacity(1024),
-        }
-    }
-
-    /// Reads more; `Ok(false)` at end of stream. A TLS peer that closes
-    /// without `close_notify` is treated as a plain end of stream (many
-    /// servers do, and `Connection: close` made us expect the close).
-    async fn fill(&mut self) -> std::io::Result<bool> {
-        let room = MAX_RESPONSE.saturating_sub(self.buf.len());
-        if room == 0 {
-            return Ok(false);
-        }
-        let mut chunk = [0u8; 4096];
-        let want = room.min(chunk.len());
-        match self.stream.read(&mut chunk[..want]).await {
-            Ok(0) => Ok(false),
-            Ok(n) => {
-                self.buf.extend_from_slice(&chunk[..n]);
-                Ok(true)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-}
-
-/// Parses `HTTP/1.x SSS reason` and returns the status code.
-pub fn parse_status_line(line: &[u8]) -> Result<u16, ProbeError> {
-    let bad = || {
-        let shown: String = String::from_utf8_lossy(line).chars().take(60).collect();
-        ProbeError::HttpMalformed(format!("bad status line {:?}", shown.trim_end()))
-    };
-    let rest = line.strip_prefix(b"HTTP/1.").ok_or_else(bad)?;
-    // One version digit, a space, three status digits, then a space or end.
-    match rest {
-        [v, b' ', a, b, c, tail @ ..]
-            if v.is_ascii_digit()
-                && [a, b, c].iter().all(|d| d.is_ascii_digit())
-                && matches!(tail.first(), None | Some(b' ' | b'\r')) =>
-        {
-            Ok(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
-        }
-        _ => Err(bad()),
-    }
-}
-
 /// Whether `status` is in one of the inclusive `ranges` (default `200`).
 pub fn status_accepted(ranges: &[(u16, u16)], status: u16) -> bool {
     if ranges.is_empty() {
@@ -262,112 +215,6 @@ fn fmt_ranges(ranges: &[(u16, u16)]) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// Offset just past the blank line that ends the headers.
-pub(crate) fn header_end(buf: &[u8]) -> Option<usize> {
-    let crlf = find(buf, b"\r\n\r\n").map(|i| i + 4);
-    let lf = find(buf, b"\n\n").map(|i| i + 2);
-    match (crlf, lf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// How the body is delimited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Framing {
-    Chunked,
-    Length(usize),
-    /// Until the connection closes.
-    Close,
-}
-
-impl Framing {
-    pub(crate) fn from_headers(head: &[u8]) -> Self {
-        let mut framing = Framing::Close;
-        for line in head.split(|&b| b == b'\n').skip(1) {
-            let line = String::from_utf8_lossy(line);
-            let Some((name, value)) = line.split_once(':') else {
-                continue;
-            };
-            let value = value.trim();
-            if name.trim().eq_ignore_ascii_case("transfer-encoding")
-                && value.to_ascii_lowercase().contains("chunked")
-            {
-                // Chunked wins over Content-Length (RFC 9112 §6.3).
-                return Framing::Chunked;
-            }
-            if name.trim().eq_ignore_ascii_case("content-length")
-                && let Ok(n) = value.parse::<usize>()
-            {
-                framing = Framing::Length(n);
-            }
-        }
-        framing
-    }
-
-    /// The body decoded so far from `raw`, and whether it is complete.
-    pub(crate) fn body<'b>(self, raw: &'b [u8]) -> (std::borrow::Cow<'b, [u8]>, bool) {
-        match self {
-            Framing::Close => (raw.into(), false),
-            Framing::Length(n) => {
-                let end = n.min(raw.len());
-                (raw.get(..end).unwrap_or_default().into(), raw.len() >= n)
-            }
-            Framing::Chunked => {
-                let (body, complete) = dechunk(raw);
-                (body.into(), complete)
-            }
-        }
-    }
-}
-
-/// Decodes as much of a chunked body as is present. Best effort: on a
-/// malformed size line it returns what it decoded and says "complete", so
-/// the caller stops reading and judges what it has.
-fn dechunk(mut raw: &[u8]) -> (Vec<u8>, bool) {
-    let mut out = Vec::new();
-    loop {
-        let Some(eol) = find(raw, b"\n") else {
-            return (out, false);
-        };
-        let size_line = String::from_utf8_lossy(raw.get(..eol).unwrap_or_default());
-        let size_hex = size_line.split(';').next().unwrap_or_default().trim();
-        let Ok(size) = usize::from_str_radix(size_hex, 16) else {
-            return (out, true);
-        };
-        if size == 0 {
-            return (out, true);
-        }
-        let data = raw.get(eol + 1..).unwrap_or_default();
-        let take = size.min(data.len());
-        out.extend_from_slice(data.get(..take).unwrap_or_default());
-        if data.len() < size {
-            return (out, false);
-        }
-        // Skip the chunk's trailing CRLF (or bare LF).
-        let after = data.get(size..).unwrap_or_default();
-        raw = after
-            .strip_prefix(b"\r\n")
-            .or_else(|| after.strip_prefix(b"\n"))
-            .unwrap_or(after);
-        if after.len() < 2 && !after.starts_with(b"\n") {
-            return (out, false);
-        }
-    }
-}
-
-/// First index of `needle` in `hay`.
-pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
-    }
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    find(hay, needle).is_some()
 }
 
 #[cfg(test)]
@@ -426,18 +273,6 @@ mod tests {
     }
 
     #[test]
-    fn status_lines() {
-        assert_eq!(parse_status_line(b"HTTP/1.1 200 OK\r").unwrap(), 200);
-        assert_eq!(parse_status_line(b"HTTP/1.0 503").unwrap(), 503);
-        assert_eq!(parse_status_line(b"HTTP/1.1 204\r").unwrap(), 204);
-        assert!(parse_status_line(b"HTTP/2 200").is_err());
-        assert!(parse_status_line(b"HTTP/1.1 20 OK").is_err());
-        assert!(parse_status_line(b"HTTP/1.1 2000 OK").is_err());
-        assert!(parse_status_line(b"").is_err());
-        assert!(parse_status_line(b"SSH-2.0-OpenSSH").is_err());
-    }
-
-    #[test]
     fn ranges() {
         assert!(status_accepted(&[], 200));
         assert!(!status_accepted(&[], 204));
@@ -484,22 +319,5 @@ mod tests {
         let mut done = head.to_vec();
         done.extend_from_slice(b"I am dead.");
         assert!(matches!(verdict(&body, &done, false), Some(Err(_))));
-    }
-
-    #[test]
-    fn framing_and_dechunk() {
-        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
-        assert_eq!(Framing::from_headers(head), Framing::Length(5));
-        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n";
-        assert_eq!(Framing::from_headers(head), Framing::Chunked);
-        let (body, done) = dechunk(b"3\r\nabc\r\n4;x=y\r\ndefg\r\n0\r\n\r\n");
-        assert_eq!((body.as_slice(), done), (&b"abcdefg"[..], true));
-        let (body, done) = dechunk(b"3\r\nabc\r\n4\r\nde");
-        assert_eq!((body.as_slice(), done), (&b"abcde"[..], false));
-        let (body, done) = dechunk(b"zz\r\n");
-        assert_eq!((body.as_slice(), done), (&b""[..], true));
-        let (_, done) = dechunk(b"ffffffffffffffffffffffff\r\nab");
-        assert!(done);
-        assert_eq!(header_end(b"HTTP/1.1 200 OK\n\nbody"), Some(17));
     }
 }

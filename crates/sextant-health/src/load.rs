@@ -11,9 +11,9 @@
 //! the monitors' response times (the default `LoadSource::Monitors`) are
 //! in the monitors' own [`crate::Observation`]s; the binary combines them.
 //!
-//! The request is a hand-written HTTP/1.1 GET with `Connection: close`, as
-//! the HTTP monitor's, over plain HTTP only; responses are read up to
-//! [`MAX_SCRAPE`] bytes. The exposition format parser
+//! The request is an HTTP/1.1 GET with `Connection: close`, written and
+//! read with the HTTP monitor's client ([`sextant_http1`]), over plain HTTP
+//! only; responses are read up to [`MAX_SCRAPE`] bytes. The exposition format parser
 //! ([`parse_exposition`]) takes untrusted text and never panics.
 //!
 //! How series become figures:
@@ -47,19 +47,23 @@ use sextant_core::{
     HttpUrl, LoadKind, LoadSource, MetricSelector, Model, PrometheusSource, ServiceId,
     ServiceMetrics, SiteKind,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use sextant_http1::{Head, Limits, Reader, Request};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::Sender;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::http::{Framing, find, header_end, parse_status_line};
-
 /// The most a scrape reads (headers and body).
 pub const MAX_SCRAPE: usize = 8 * 1024 * 1024;
 
-/// The headers must fit in this many bytes.
-const MAX_HEAD: usize = 64 * 1024;
+/// The bounds of a scrape's response: [`MAX_SCRAPE`] in all, headers
+/// within 64 KiB.
+const LIMITS: Limits = Limits {
+    max: MAX_SCRAPE,
+    max_head: 64 * 1024,
+    read_size: 64 * 1024,
+};
 
 /// The shortest interval scheduled, so a tiny interval cannot spin.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -437,104 +441,52 @@ async fn fetch(url: &HttpUrl) -> Result<String, String> {
     stream
         .write_all(&request_bytes(url))
         .await
-        .map_err(|e| format!("sending the request failed: {e}"))?;
-    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
-    let mut head: Option<(usize, Framing)> = None;
-    let mut chunk = vec![0u8; 64 * 1024];
+        .map_err(|e| sextant_http1::Error::Send(e).to_string())?;
+    read_scrape(&mut stream).await
+}
+
+/// Reads the response to a scrape: the body of a 2xx response as text.
+async fn read_scrape<S: AsyncRead + Unpin>(stream: &mut S) -> Result<String, String> {
+    let mut reader = Reader::for_response(LIMITS);
     loop {
-        let n = stream
-            .read(&mut chunk)
+        let fill = reader
+            .fill_async(async |w| stream.read(w).await)
             .await
-            .map_err(|e| format!("reading the response failed: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        if buf.len() + n > MAX_SCRAPE {
-            return Err(format!(
-                "the response is larger than {} MiB",
-                MAX_SCRAPE / (1024 * 1024)
-            ));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if head.is_none() {
-            match header_end(&buf) {
-                Some(end) => head = Some((end, check_head(&buf[..end])?)),
-                None if buf.len() > MAX_HEAD => {
-                    return Err("the response headers are too long".to_string());
-                }
-                None => continue,
-            }
-        }
-        if let Some((start, framing)) = head
-            && complete(framing, &buf[start..])
+            .map_err(|e| sextant_http1::Error::Read(e).to_string())?;
+        if let Some(response) = reader
+            .progress(fill, check_head)
+            .map_err(|e| e.to_string())?
         {
-            break;
+            return Ok(response.text());
         }
     }
-    let Some((start, framing)) = head else {
-        return Err(if buf.is_empty() {
-            "connection closed without a response".to_string()
-        } else {
-            "connection closed inside the response headers".to_string()
-        });
-    };
-    let raw = &buf[start..];
-    let (body, done) = framing.body(raw);
-    if !done && framing != Framing::Close {
-        return Err("connection closed before the end of the body".to_string());
-    }
-    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// The request for `url`.
 fn request_bytes(url: &HttpUrl) -> Vec<u8> {
-    let host = if url.host.contains(':') {
-        format!("[{}]", url.host)
-    } else {
-        url.host.clone()
-    };
-    let host = if url.port == 80 {
-        host
-    } else {
-        format!("{host}:{}", url.port)
-    };
-    format!(
-        "GET {} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nAccept-Encoding: identity\r\nConnection: close\r\nUser-Agent: sextant-load\r\n\r\n",
-        url.path
-    )
-    .into_bytes()
+    let port = (url.port != 80).then_some(url.port);
+    Request::new(&format!("GET {} HTTP/1.1", url.path))
+        .header("Host", sextant_http1::host(&url.host, port))
+        .header("Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1")
+        .header("Accept-Encoding", "identity")
+        .header("Connection", "close")
+        .header("User-Agent", "sextant-load")
+        .finish(b"")
 }
 
-/// Checks the status line and headers; returns the body's framing.
-fn check_head(head: &[u8]) -> Result<Framing, String> {
-    let line_end = find(head, b"\n").unwrap_or(head.len());
-    let status = parse_status_line(&head[..line_end]).map_err(|e| e.to_string())?;
-    if !(200..300).contains(&status) {
-        return Err(format!("HTTP {status}"));
+/// Refuses a response that is not 2xx or is compressed, before its body.
+fn check_head(head: &Head, bytes: &[u8]) -> Result<(), String> {
+    if !(200..300).contains(&head.status) {
+        return Err(format!("HTTP {}", head.status));
     }
-    for line in head.split(|b| *b == b'\n').skip(1) {
-        let line = String::from_utf8_lossy(line);
-        if let Some((name, value)) = line.split_once(':')
-            && name.trim().eq_ignore_ascii_case("content-encoding")
-            && !value.trim().eq_ignore_ascii_case("identity")
-        {
+    for value in sextant_http1::header(bytes, "content-encoding") {
+        if !value.eq_ignore_ascii_case("identity") {
             return Err(format!(
-                "the response is compressed ({}); only uncompressed text is read",
-                value.trim()
+                "the response is compressed ({value}); only uncompressed text is read"
             ));
         }
     }
-    Ok(Framing::from_headers(head))
-}
-
-/// Whether the body in `raw` is complete (without waiting for the close).
-fn complete(framing: Framing, raw: &[u8]) -> bool {
-    match framing {
-        Framing::Close => false,
-        Framing::Length(n) => raw.len() >= n,
-        // Decoding is only worth trying once the last chunk may be there.
-        Framing::Chunked => raw.ends_with(b"0\r\n\r\n") && framing.body(raw).1,
-    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -883,25 +835,54 @@ mod tests {
         assert!(r.contains("\r\nHost: exporter\r\n"));
     }
 
-    #[test]
-    fn heads() {
+    #[tokio::test]
+    async fn heads() {
+        let read = async |wire: &[u8]| read_scrape(&mut &wire[..]).await;
         assert_eq!(
-            check_head(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n"),
-            Ok(Framing::Length(3))
+            read(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcdef").await,
+            Ok("abc".to_string())
         );
         assert_eq!(
-            check_head(b"HTTP/1.1 404 Not Found\r\n\r\n"),
+            read(b"HTTP/1.1 404 Not Found\r\n\r\n").await,
             Err("HTTP 404".to_string())
         );
         assert!(
-            check_head(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n")
+            read(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n")
+                .await
                 .unwrap_err()
                 .contains("compressed (gzip)")
         );
-        assert!(check_head(b"SSH-2.0\r\n\r\n").is_err());
-        assert!(complete(Framing::Chunked, b"3\r\nabc\r\n0\r\n\r\n"));
-        assert!(!complete(Framing::Chunked, b"3\r\nabc\r\n"));
-        assert!(complete(Framing::Length(2), b"ab"));
-        assert!(!complete(Framing::Close, b"ab"));
+        assert_eq!(
+            read(b"SSH-2.0\r\n\r\n").await,
+            Err("malformed HTTP response: bad status line \"SSH-2.0\"".to_string())
+        );
+        assert_eq!(
+            read(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+                .await,
+            Ok("abc".to_string())
+        );
+        assert_eq!(
+            read(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc").await,
+            Err("connection closed before the end of the body".to_string())
+        );
+        assert_eq!(
+            read(b"").await,
+            Err("connection closed without a response".to_string())
+        );
+    }
+
+    #[tokio::test]
+    async fn an_oversize_scrape_fails() {
+        let mut wire = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        wire.resize(MAX_SCRAPE + 1, b'#');
+        assert_eq!(
+            read_scrape(&mut &wire[..]).await,
+            Err("the response is larger than 8 MiB".to_string())
+        );
+        wire.pop();
+        assert_eq!(
+            read_scrape(&mut &wire[..]).await.map(|b| b.len()),
+            Ok(MAX_SCRAPE - 19)
+        );
     }
 }

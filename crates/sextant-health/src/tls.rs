@@ -8,16 +8,15 @@
 //! not identity; nothing secret is sent over this connection.
 //!
 //! The handshake signatures are still checked with the crypto provider's
-//! algorithms, so a peer that cannot complete a real TLS handshake (a
-//! broken TLS stack, a non-TLS service) still fails the probe.
+//! algorithms ([`sextant_tls::AcceptAnyCert`]), so a peer that cannot
+//! complete a real TLS handshake (a broken TLS stack, a non-TLS service)
+//! still fails the probe.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
 use sextant_core::HttpCheck;
 use tokio_rustls::TlsConnector;
 
@@ -39,65 +38,17 @@ pub(crate) async fn probe(check: &HttpCheck, target: SocketAddr) -> Result<Succe
     http::exchange(&mut tls, check, target).await
 }
 
-/// The shared client configuration (built once: it is immutable).
+/// The shared client configuration (built once: it is immutable), with the
+/// verifier of [`sextant_tls`] that accepts any certificate.
 pub fn client_config() -> Arc<ClientConfig> {
     static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
             let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let verifier = Arc::new(AcceptAnyCert {
-                algorithms: provider.signature_verification_algorithms,
-            });
-            let config = ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                // Not input-dependent: ring implements the safe defaults.
-                .expect("the ring provider supports TLS 1.2 and 1.3")
-                .dangerous()
-                .with_custom_certificate_verifier(verifier)
-                .with_no_client_auth();
+            // Not input-dependent: ring implements the safe defaults.
+            let config = sextant_tls::client_config(provider, rustls::DEFAULT_VERSIONS)
+                .expect("the ring provider supports TLS 1.2 and 1.3");
             Arc::new(config)
         })
         .clone()
-}
-
-/// Accepts any server certificate (see the module docs for why) but still
-/// verifies the handshake signatures with the provider's algorithms.
-#[derive(Debug)]
-struct AcceptAnyCert {
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for AcceptAnyCert {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
 }

@@ -16,11 +16,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use sextant_core::UdpCheck;
+use sextant_http1::contains;
 use tokio::net::UdpSocket;
 use tokio::time::{Instant, timeout_at};
 
 use crate::error::bind_error;
-use crate::{ProbeError, Success, http::contains};
+use crate::{ProbeError, Success};
 
 /// Sent when the monitor has no payload: some stacks drop empty datagrams
 /// before a service (or the ICMP logic) ever sees them.

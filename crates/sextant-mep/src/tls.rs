@@ -13,10 +13,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, ServerConfig, SignatureScheme};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::{ClientConfig, ServerConfig};
 
 /// The RFC 5705/8446 exporter label of the channel binding.
 pub const EXPORTER_LABEL: &[u8] = b"EXPORTER-sextant-mep-auth";
@@ -42,66 +41,18 @@ pub fn server_config() -> Result<Arc<ServerConfig>, String> {
     Ok(Arc::new(config))
 }
 
-/// The client configuration (shared; immutable).
+/// The client configuration (shared; immutable), with the verifier of
+/// [`sextant_tls`] that accepts any certificate and checks the handshake
+/// signatures.
 pub fn client_config() -> Arc<ClientConfig> {
     static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            let provider = provider();
-            let verifier = Arc::new(AnyCert {
-                algorithms: provider.signature_verification_algorithms,
-            });
-            let config = ClientConfig::builder_with_provider(provider)
-                .with_protocol_versions(&[&rustls::version::TLS13])
-                .expect("ring implements TLS 1.3")
-                .dangerous()
-                .with_custom_certificate_verifier(verifier)
-                .with_no_client_auth();
+            let config = sextant_tls::client_config(provider(), &[&rustls::version::TLS13])
+                .expect("ring implements TLS 1.3");
             Arc::new(config)
         })
         .clone()
-}
-
-/// Accepts any certificate (see the module documentation), verifying the
-/// handshake signatures.
-#[derive(Debug)]
-struct AnyCert {
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
 }
 
 /// The channel binding of an established connection.

@@ -1,12 +1,27 @@
-//! A minimal HTTP/1.0 client for the REST API.
+//! The REST API's client for tests: HTTP/1.0 `GET` and `POST` with
+//! Sextant's one HTTP/1 client ([`sextant_http1::blocking`]).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::Duration;
 
-/// Minimal HTTP/1.0 GET: returns (status, body).
+use sextant_http1::Limits;
+use sextant_http1::blocking::{self, Timeouts};
+
+/// Responses read at most (a large model's JSON fits many times over).
+const LIMITS: Limits = Limits {
+    max: 64 * 1024 * 1024,
+    max_head: 64 * 1024,
+    read_size: 64 * 1024,
+};
+
+const TIMEOUTS: Timeouts = Timeouts {
+    connect: Duration::from_secs(2),
+    io: Duration::from_secs(5),
+};
+
+/// HTTP/1.0 GET: returns (status, body).
 pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
-    get(addr, path, Duration::from_secs(2), Duration::from_secs(5))
+    get(addr, path, TIMEOUTS)
 }
 
 /// Like [`http_get`], with `timeout` for the connect and for each read and
@@ -16,78 +31,22 @@ pub fn http_get_within(
     path: &str,
     timeout: Duration,
 ) -> Result<(u16, String), String> {
-    get(addr, path, timeout, timeout)
-}
-
-fn get(
-    addr: SocketAddr,
-    path: &str,
-    connect: Duration,
-    io: Duration,
-) -> Result<(u16, String), String> {
-    let mut s =
-        TcpStream::connect_timeout(&addr, connect).map_err(|e| format!("connect {addr}: {e}"))?;
-    s.set_read_timeout(Some(io)).unwrap();
-    s.set_write_timeout(Some(io)).unwrap();
-    let req = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes())
-        .map_err(|e| format!("write: {e}"))?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf)
-        .map_err(|e| format!("no answer within {io:?}: {e}"))?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("no header end in {text:?}"))?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse::<u16>().ok())
-        .ok_or_else(|| format!("bad status line in {head:?}"))?;
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_string()
+    let timeouts = Timeouts {
+        connect: timeout,
+        io: timeout,
     };
-    Ok((status, body))
+    get(addr, path, timeouts)
 }
 
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((len, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(len.trim(), 16).unwrap_or(0);
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = rest[n..].trim_start_matches("\r\n");
-    }
-    out
+fn get(addr: SocketAddr, path: &str, timeouts: Timeouts) -> Result<(u16, String), String> {
+    blocking::get(addr, path, timeouts, LIMITS)
+        .map(|r| (r.status, r.text()))
+        .map_err(|e| format!("GET {path} from {addr}: {e}"))
 }
 
-/// Minimal HTTP/1.0 POST of a JSON body: returns (status, body).
+/// HTTP/1.0 POST of a JSON body: returns (status, body).
 pub fn http_post(addr: SocketAddr, path: &str, json: &str) -> Result<(u16, String), String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .map_err(|e| format!("connect {addr}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
-    let req = format!(
-        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
-        json.len()
-    );
-    s.write_all(req.as_bytes())
-        .map_err(|e| format!("write: {e}"))?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).map_err(|e| format!("read: {e}"))?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse::<u16>().ok())
-        .ok_or_else(|| format!("bad status line in {head:?}"))?;
-    Ok((status, body.to_string()))
+    blocking::post_json(addr, path, json, TIMEOUTS, LIMITS)
+        .map(|r| (r.status, r.text()))
+        .map_err(|e| format!("POST {path} to {addr}: {e}"))
 }

@@ -9,7 +9,8 @@
 //! * [`net`]: the loopback addresses one end-to-end test owns;
 //! * [`scratch`]: scratch directories;
 //! * [`wait`]: "eventually, within a generous deadline";
-//! * [`http`] and [`api`]: an HTTP/1.0 client and typed reads of the REST API;
+//! * [`http`] and [`api`]: the REST API's HTTP/1.0 client (Sextant's one
+//!   HTTP/1 client, `sextant-http1`) and typed reads of the REST API;
 //! * [`dns`]: a DNS client over real sockets (hickory-proto);
 //! * [`ldns`]: an LDNS emulator, a DNS responder over UDP and TCP whose
 //!   answers are delayed per source address (the per-site RTT);

@@ -266,28 +266,24 @@ pub fn live(
     Ok(())
 }
 
-/// A plain HTTP/1.0 GET on the API's address: status and body.
-fn http_get(server: std::net::SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    use std::io::{Read, Write};
+/// A plain HTTP/1.0 GET on the API's address (Sextant's one HTTP/1
+/// client): status and body.
+fn http_get(
+    server: std::net::SocketAddr,
+    path: &str,
+) -> Result<(u16, String), sextant_http1::Error> {
     let timeout = std::time::Duration::from_secs(5);
-    let mut stream = std::net::TcpStream::connect_timeout(&server, timeout)?;
-    stream.set_read_timeout(Some(timeout))?;
-    stream.set_write_timeout(Some(timeout))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.0\r\nHost: {server}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut raw = Vec::new();
-    stream.take(16 << 20).read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw);
-    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "not an HTTP response");
-    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(bad)?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(bad)?;
-    Ok((status, body.to_string()))
+    let timeouts = sextant_http1::blocking::Timeouts {
+        connect: timeout,
+        io: timeout,
+    };
+    let limits = sextant_http1::Limits {
+        max: 16 << 20,
+        max_head: 64 * 1024,
+        read_size: 64 * 1024,
+    };
+    let response = sextant_http1::blocking::get(server, path, timeouts, limits)?;
+    Ok((response.status, response.text()))
 }
 
 /// Prints an explanation for a terminal.
