@@ -6,6 +6,7 @@ use std::mem::size_of;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV6};
 use std::os::fd::AsRawFd;
 
+use nix::sys::socket::{AddressFamily, LinkAddr, MsgFlags, SockaddrLike, sendto};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 const ETH_P_ARP: u16 = 0x0806;
@@ -51,30 +52,28 @@ pub(crate) fn na_message(mac: [u8; 6], target: Ipv6Addr) -> Vec<u8> {
 /// Sends one link-layer frame on interface `index` through an AF_PACKET
 /// socket opened with protocol 0 (it receives nothing).
 pub(crate) fn send_frame(sock: &Socket, index: u32, frame: &[u8]) -> io::Result<()> {
-    // SAFETY: all-zero is a valid sockaddr_ll; the fields are set below.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = ETH_P_ARP.to_be();
-    sll.sll_ifindex = i32::try_from(index).unwrap_or(0);
-    sll.sll_halen = 6;
-    sll.sll_addr[..6].copy_from_slice(&[0xff; 6]);
-    // SAFETY: `frame` and `sll` are live for the call and their sizes are
-    // passed.
-    let n = unsafe {
-        libc::sendto(
-            sock.as_raw_fd(),
-            frame.as_ptr().cast(),
-            frame.len(),
-            0,
-            (&sll as *const libc::sockaddr_ll).cast(),
-            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
+    let sll = libc::sockaddr_ll {
+        sll_family: AddressFamily::Packet as u16,
+        sll_protocol: ETH_P_ARP.to_be(),
+        sll_ifindex: i32::try_from(index).unwrap_or(0),
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 6,
+        sll_addr: [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0],
     };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
+    // Neither nix nor rustix nor socket2 builds a link-layer address from
+    // its fields; nix takes one from the raw struct.
+    // SAFETY: `sll` is a live, fully initialised sockaddr_ll and the length
+    // passed is its size; from_raw copies it.
+    let to = unsafe {
+        LinkAddr::from_raw(
+            (&sll as *const libc::sockaddr_ll).cast(),
+            Some(size_of::<libc::sockaddr_ll>() as u32),
+        )
     }
+    .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad link-layer address"))?;
+    sendto(sock.as_raw_fd(), frame, &to, MsgFlags::empty())?;
+    Ok(())
 }
 
 /// An AF_PACKET socket for [`send_frame`].

@@ -1,9 +1,11 @@
-//! Reading an interface: getifaddrs(3), which lists the addresses in the
-//! kernel's order (an IPv4 subnet's primary address first).
+//! Reading an interface: getifaddrs(3) (through nix), which lists the
+//! addresses in the kernel's order (an IPv4 subnet's primary address
+//! first).
 
-use std::ffi::{CStr, CString};
-use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
+
+use nix::ifaddrs::getifaddrs;
+use nix::net::if_::{InterfaceFlags, if_nametoindex};
 
 use crate::NetError;
 
@@ -28,43 +30,19 @@ pub struct Interface {
 
 /// The interface index of `name`.
 pub(crate) fn index(name: &str) -> Result<u32, NetError> {
-    let c = CString::new(name).map_err(|_| NetError::NoSuchInterface {
+    // A name with a NUL in it is an error too: no such interface.
+    if_nametoindex(name).map_err(|_| NetError::NoSuchInterface {
         name: name.to_owned(),
-    })?;
-    // SAFETY: if_nametoindex(3) reads a NUL-terminated string, which `c` is.
-    let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if index == 0 {
-        Err(NetError::NoSuchInterface {
-            name: name.to_owned(),
-        })
-    } else {
-        Ok(index)
-    }
-}
-
-/// The list getifaddrs(3) returned, freed on drop.
-struct IfAddrs(*mut libc::ifaddrs);
-
-impl Drop for IfAddrs {
-    fn drop(&mut self) {
-        // SAFETY: the pointer came from a successful getifaddrs and is
-        // freed once, here.
-        unsafe { libc::freeifaddrs(self.0) }
-    }
+    })
 }
 
 /// Reads interface `name` (in the calling thread's network namespace).
 pub fn interface(name: &str) -> Result<Interface, NetError> {
     let index = index(name)?;
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs(3) writes a list head to a valid out pointer.
-    if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return Err(NetError::ReadInterface {
-            name: name.to_owned(),
-            source: io::Error::last_os_error(),
-        });
-    }
-    let list = IfAddrs(head);
+    let list = getifaddrs().map_err(|e| NetError::ReadInterface {
+        name: name.to_owned(),
+        source: e.into(),
+    })?;
     let mut found = Interface {
         name: name.to_owned(),
         index,
@@ -73,48 +51,31 @@ pub fn interface(name: &str) -> Result<Interface, NetError> {
         ipv6_link_local: None,
         up: false,
     };
-    let mut cur = list.0;
-    while !cur.is_null() {
-        // SAFETY: `cur` is a non-null node of the list, alive until `list`
-        // is dropped at the end of this function.
-        let entry = unsafe { &*cur };
-        cur = entry.ifa_next;
-        if entry.ifa_name.is_null() {
+    for entry in list {
+        if entry.interface_name != name {
             continue;
         }
-        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
-        let entry_name = unsafe { CStr::from_ptr(entry.ifa_name) };
-        if entry_name.to_bytes() != name.as_bytes() || entry.ifa_addr.is_null() {
+        let Some(addr) = entry.address else {
             continue;
-        }
-        // SAFETY: ifa_addr is non-null and points to a sockaddr whose
-        // sa_family tells its real type, checked before each cast below.
-        let family = i32::from(unsafe { (*entry.ifa_addr).sa_family });
-        match family {
-            libc::AF_PACKET => {
-                // SAFETY: an AF_PACKET entry's address is a sockaddr_ll.
-                let ll = unsafe { &*(entry.ifa_addr as *const libc::sockaddr_ll) };
-                if ll.sll_halen == 6 {
-                    found.mac.copy_from_slice(&ll.sll_addr[..6]);
-                }
-                let flags = entry.ifa_flags;
-                found.up =
-                    flags & libc::IFF_UP as u32 != 0 && flags & libc::IFF_RUNNING as u32 != 0;
+        };
+        if let Some(ll) = addr.as_link_addr() {
+            if ll.halen() == 6
+                && let Some(mac) = ll.addr()
+            {
+                found.mac = mac;
             }
-            libc::AF_INET if found.ipv4.is_none() => {
-                // SAFETY: an AF_INET entry's address is a sockaddr_in.
-                let sin = unsafe { &*(entry.ifa_addr as *const libc::sockaddr_in) };
-                found.ipv4 = Some(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+            found.up = entry
+                .flags
+                .contains(InterfaceFlags::IFF_UP | InterfaceFlags::IFF_RUNNING);
+        } else if let Some(sin) = addr.as_sockaddr_in() {
+            if found.ipv4.is_none() {
+                found.ipv4 = Some(sin.ip());
             }
-            libc::AF_INET6 if found.ipv6_link_local.is_none() => {
-                // SAFETY: an AF_INET6 entry's address is a sockaddr_in6.
-                let sin6 = unsafe { &*(entry.ifa_addr as *const libc::sockaddr_in6) };
-                let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
-                if crate::is_link_local(ip.into()) {
-                    found.ipv6_link_local = Some(ip);
-                }
+        } else if let Some(sin6) = addr.as_sockaddr_in6() {
+            let ip = sin6.ip();
+            if found.ipv6_link_local.is_none() && crate::is_link_local(ip.into()) {
+                found.ipv6_link_local = Some(ip);
             }
-            _ => {}
         }
     }
     Ok(found)

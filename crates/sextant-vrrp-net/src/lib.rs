@@ -12,17 +12,20 @@
 //!   a backup that shares traffic (LVS-DR style), [`set_sysctl`] writes the
 //!   sysctls that needs.
 //!
-//! Netlink is written by hand against libc rather than with a netlink crate,
-//! to keep the build lean: the few messages used are in `netlink.rs`.
+//! System calls go through crates that make them safe: `nix` (getifaddrs,
+//! if_nametoindex, recvmsg and its control messages, sendto),
+//! `rustix` and `socket2` (socket options), and `netlink-packet-route`
+//! over a synchronous `netlink-sys` socket for rtnetlink (the few requests
+//! used are in `netlink.rs`). What none of them offers safely is in a small
+//! `unsafe` block that says why it is sound.
 //! Everything here needs CAP_NET_ADMIN and CAP_NET_RAW (root).
 
-#[allow(unsafe_code)] // system calls; each block says why it is sound
+#[allow(unsafe_code)] // a link-layer address from its fields; the block says why it is sound
 mod announce;
-#[allow(unsafe_code)] // system calls; each block says why it is sound
 mod ifaddrs;
 mod link;
 mod netlink;
-#[allow(unsafe_code)] // system calls; each block says why it is sound
+#[allow(unsafe_code)] // registering with tokio's reactor; the block says why it is sound
 mod socket;
 mod sysctl;
 

@@ -3,6 +3,7 @@
 use std::io;
 use std::net::IpAddr;
 
+use nix::errno::Errno;
 use sextant_vrrp::link::{Link, Vip};
 use sextant_vrrp::packet::{Family, virtual_mac};
 use socket2::Socket;
@@ -229,7 +230,7 @@ impl LinuxLink {
         self._shared.clear();
         if let Some(v) = &self.vmac {
             match self.nl.delete_link(v.index) {
-                Err(e) if e.raw_os_error() != Some(libc::ENODEV) => {
+                Err(e) if e.raw_os_error() != Some(Errno::ENODEV as i32) => {
                     return Err(NetError::Link {
                         name: v.name.clone(),
                         parent: self.parent.name.clone(),
@@ -289,7 +290,7 @@ fn create_vmac(
     };
     let existed = match nl.create_macvlan(parent.index, &name, mac) {
         Ok(()) => false,
-        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => true,
+        Err(e) if e.raw_os_error() == Some(Errno::EEXIST as i32) => true,
         Err(e) => return Err(err("create macvlan", e)),
     };
     let index = ifaddrs::index(&name)?;
@@ -345,7 +346,7 @@ pub(crate) fn delete_address(
     vip: &Vip,
 ) -> Result<(), NetError> {
     match nl.delete_address(index, vip.ip, vip.prefix_len) {
-        Err(e) if e.raw_os_error() != Some(libc::EADDRNOTAVAIL) => Err(NetError::Address {
+        Err(e) if e.raw_os_error() != Some(Errno::EADDRNOTAVAIL as i32) => Err(NetError::Address {
             vip: *vip,
             name: name.to_owned(),
             op: "remove",
@@ -462,7 +463,7 @@ pub(crate) fn add_address(
     vip: &Vip,
 ) -> Result<(), NetError> {
     match nl.add_address(index, vip.ip, vip.prefix_len) {
-        Err(e) if e.raw_os_error() != Some(libc::EEXIST) => Err(NetError::Address {
+        Err(e) if e.raw_os_error() != Some(Errno::EEXIST as i32) => Err(NetError::Address {
             vip: *vip,
             name: name.to_owned(),
             op: "add",

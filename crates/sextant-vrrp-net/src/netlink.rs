@@ -1,180 +1,93 @@
-//! Just enough rtnetlink, by hand: create and delete a macvlan, set a link
-//! up or down, add and delete addresses. Each request asks for an ACK and
-//! waits for it, so an error comes back as the errno of that request.
-//!
-//! Messages are built in a byte vector with the layouts of
-//! `<linux/netlink.h>`, `<linux/rtnetlink.h>` and `<linux/if_link.h>`; the
-//! constants are spelled out here (they are kernel ABI and never change) so
-//! the build does not depend on which of them the libc crate exports.
+//! The few rtnetlink requests VRRP makes: create and delete a macvlan, set
+//! a link up or down or its MAC, add and delete addresses. The messages are
+//! built with `netlink-packet-route` and go over a synchronous
+//! `netlink-sys` socket (the callers are synchronous code run by tokio
+//! tasks; no second runtime). Each request asks for an ACK and waits for
+//! it, so an error comes back as the errno of that request.
 
-use std::io::{self, Read};
+use std::io;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use socket2::{Domain, Protocol, Socket, Type};
-
-const NETLINK_ROUTE: i32 = 0;
-const NLMSG_ERROR: u16 = 2;
-const NLM_F_REQUEST: u16 = 0x001;
-const NLM_F_ACK: u16 = 0x004;
-const NLM_F_EXCL: u16 = 0x200;
-const NLM_F_CREATE: u16 = 0x400;
-const RTM_NEWLINK: u16 = 16;
-const RTM_DELLINK: u16 = 17;
-const RTM_NEWADDR: u16 = 20;
-const RTM_DELADDR: u16 = 21;
-const IFLA_ADDRESS: u16 = 1;
-const IFLA_IFNAME: u16 = 3;
-const IFLA_LINK: u16 = 5;
-const IFLA_LINKINFO: u16 = 18;
-const IFLA_INFO_KIND: u16 = 1;
-const IFLA_INFO_DATA: u16 = 2;
-const IFLA_MACVLAN_MODE: u16 = 1;
-const MACVLAN_MODE_PRIVATE: u32 = 1;
-const IFA_ADDRESS: u16 = 1;
-const IFA_LOCAL: u16 = 2;
-const IFA_FLAGS: u16 = 8;
-/// No duplicate address detection: a VIP moves between nodes on purpose,
-/// and a tentative address could not be used (nor answer ND) for a second.
-const IFA_F_NODAD: u32 = 0x02;
-const IFF_UP: u32 = 0x1;
-const NLMSG_HDRLEN: usize = 16;
-
-/// One request under construction: the `nlmsghdr`, a fixed header, then
-/// attributes, each padded to 4 bytes.
-pub(crate) struct Message {
-    buf: Vec<u8>,
-    nests: Vec<usize>,
-}
-
-impl Message {
-    fn new(ty: u16, flags: u16) -> Message {
-        let mut buf = Vec::with_capacity(256);
-        buf.extend_from_slice(&0u32.to_ne_bytes()); // nlmsg_len, set in finish
-        buf.extend_from_slice(&ty.to_ne_bytes());
-        buf.extend_from_slice(&(flags | NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
-        buf.extend_from_slice(&0u32.to_ne_bytes()); // nlmsg_seq, set in finish
-        buf.extend_from_slice(&0u32.to_ne_bytes()); // nlmsg_pid: 0, the kernel fills it
-        Message {
-            buf,
-            nests: Vec::new(),
-        }
-    }
-
-    /// `struct ifinfomsg`.
-    fn ifinfo(mut self, index: u32, flags: u32, change: u32) -> Message {
-        self.buf.push(libc::AF_UNSPEC as u8); // ifi_family
-        self.buf.push(0); // pad
-        self.buf.extend_from_slice(&0u16.to_ne_bytes()); // ifi_type
-        self.buf.extend_from_slice(&index.to_ne_bytes()); // ifi_index
-        self.buf.extend_from_slice(&flags.to_ne_bytes()); // ifi_flags
-        self.buf.extend_from_slice(&change.to_ne_bytes()); // ifi_change
-        self
-    }
-
-    /// `struct ifaddrmsg`.
-    fn ifaddr(mut self, family: u8, prefix_len: u8, flags: u8, index: u32) -> Message {
-        self.buf.extend_from_slice(&[family, prefix_len, flags, 0]); // scope: universe
-        self.buf.extend_from_slice(&index.to_ne_bytes());
-        self
-    }
-
-    fn pad(&mut self) {
-        while !self.buf.len().is_multiple_of(4) {
-            self.buf.push(0);
-        }
-    }
-
-    fn attr(mut self, ty: u16, data: &[u8]) -> Message {
-        let len = u16::try_from(4 + data.len()).unwrap_or(u16::MAX);
-        self.buf.extend_from_slice(&len.to_ne_bytes());
-        self.buf.extend_from_slice(&ty.to_ne_bytes());
-        self.buf.extend_from_slice(data);
-        self.pad();
-        self
-    }
-
-    fn nest(mut self, ty: u16) -> Message {
-        self.nests.push(self.buf.len());
-        self.buf.extend_from_slice(&0u16.to_ne_bytes());
-        self.buf.extend_from_slice(&ty.to_ne_bytes());
-        self
-    }
-
-    fn end(mut self) -> Message {
-        if let Some(start) = self.nests.pop() {
-            let len = u16::try_from(self.buf.len() - start).unwrap_or(u16::MAX);
-            self.buf[start..start + 2].copy_from_slice(&len.to_ne_bytes());
-        }
-        self
-    }
-
-    fn finish(mut self, seq: u32) -> Vec<u8> {
-        let len = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
-        self.buf[0..4].copy_from_slice(&len.to_ne_bytes());
-        self.buf[8..12].copy_from_slice(&seq.to_ne_bytes());
-        self.buf
-    }
-}
+use netlink_packet_core::{
+    ErrorBuffer, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, NLMSG_ALIGNTO, NLMSG_ERROR,
+    NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+};
+use netlink_packet_route::address::{
+    AddressAttribute, AddressFlags, AddressHeaderFlags, AddressMessage,
+};
+use netlink_packet_route::link::{
+    InfoData, InfoKind, InfoMacVlan, LinkAttribute, LinkFlags, LinkInfo, LinkMessage, MacVlanMode,
+};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use netlink_sys::{Socket, protocols::NETLINK_ROUTE};
+use rustix::net::sockopt::{Timeout, set_socket_timeout};
 
 /// A NETLINK_ROUTE socket, opened for a few requests.
 pub(crate) struct Netlink {
     sock: Socket,
     seq: u32,
+    buf: Vec<u8>,
+}
+
+fn invalid(msg: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
 impl Netlink {
     pub(crate) fn open() -> io::Result<Netlink> {
-        let sock = Socket::new(
-            Domain::from(libc::AF_NETLINK),
-            Type::RAW,
-            Some(Protocol::from(NETLINK_ROUTE)),
-        )?;
+        let sock = Socket::new(NETLINK_ROUTE)?;
         // The kernel answers at once; a bound on the wait turns a lost
         // answer into an error rather than a hang.
-        sock.set_read_timeout(Some(Duration::from_secs(5)))?;
-        Ok(Netlink { sock, seq: 0 })
+        set_socket_timeout(&sock, Timeout::Recv, Some(Duration::from_secs(5)))?;
+        Ok(Netlink {
+            sock,
+            seq: 0,
+            buf: Vec::with_capacity(16 * 1024),
+        })
     }
 
-    /// Sends `msg` and waits for its ACK: Ok, or the errno the kernel
-    /// returned for it.
-    fn request(&mut self, msg: Message) -> io::Result<()> {
+    /// Sends `msg` with `flags` (besides NLM_F_REQUEST and NLM_F_ACK) and
+    /// waits for its ACK: Ok, or the errno the kernel returned for it.
+    fn request(&mut self, msg: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        let bytes = msg.finish(seq);
-        self.sock.send(&bytes)?;
-        let mut buf = vec![0u8; 16 * 1024];
+        let mut header = NetlinkHeader::default();
+        header.flags = flags | NLM_F_REQUEST | NLM_F_ACK;
+        header.sequence_number = seq;
+        let mut msg = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(msg));
+        msg.finalize();
+        let mut bytes = vec![0u8; msg.buffer_len()];
+        msg.serialize(&mut bytes);
+        self.sock.send(&bytes, 0)?;
         loop {
-            let n = (&self.sock).read(&mut buf)?;
-            let mut rest = buf.get(..n).unwrap_or_default();
-            while rest.len() >= NLMSG_HDRLEN {
-                let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                let ty = u16::from_ne_bytes([rest[4], rest[5]]);
-                let mseq = u32::from_ne_bytes([rest[8], rest[9], rest[10], rest[11]]);
-                if len < NLMSG_HDRLEN || len > rest.len() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "malformed netlink answer",
-                    ));
-                }
-                if ty == NLMSG_ERROR && mseq == seq {
-                    let Some(code) = rest.get(16..20) else {
-                        return Err(io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            "short netlink error message",
-                        ));
-                    };
-                    let code = i32::from_ne_bytes([code[0], code[1], code[2], code[3]]);
-                    return if code == 0 {
-                        Ok(())
-                    } else {
-                        Err(io::Error::from_raw_os_error(-code))
+            self.buf.clear();
+            let n = self.sock.recv(&mut self.buf, 0)?;
+            let mut rest = self.buf.get(..n).unwrap_or(&self.buf[..]);
+            while !rest.is_empty() {
+                let answer = NetlinkBuffer::new_checked(rest)
+                    .map_err(|_| invalid("malformed netlink answer"))?;
+                if answer.message_type() == NLMSG_ERROR && answer.sequence_number() == seq {
+                    let error = ErrorBuffer::new_checked(answer.payload())
+                        .map_err(|_| invalid("short netlink error message"))?;
+                    return match error.code() {
+                        None => Ok(()),
+                        Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
                     };
                 }
-                let step = (len + 3) & !3;
+                let len = answer.length() as usize;
+                let step = len.next_multiple_of(usize::from(NLMSG_ALIGNTO));
                 rest = rest.get(step..).unwrap_or_default();
             }
         }
+    }
+
+    fn link(index: u32, attributes: Vec<LinkAttribute>) -> LinkMessage {
+        let mut msg = LinkMessage::default();
+        msg.header.interface_family = AddressFamily::Unspec;
+        msg.header.index = index;
+        msg.attributes = attributes;
+        msg
     }
 
     /// RTM_NEWLINK, create-exclusive: a macvlan `name` on `parent` with
@@ -187,54 +100,57 @@ impl Netlink {
         name: &str,
         mac: [u8; 6],
     ) -> io::Result<()> {
-        let mut ifname = name.as_bytes().to_vec();
-        ifname.push(0);
-        let msg = Message::new(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL)
-            .ifinfo(0, 0, 0)
-            .attr(IFLA_LINK, &parent.to_ne_bytes())
-            .attr(IFLA_IFNAME, &ifname)
-            .attr(IFLA_ADDRESS, &mac)
-            .nest(IFLA_LINKINFO)
-            .attr(IFLA_INFO_KIND, b"macvlan")
-            .nest(IFLA_INFO_DATA)
-            .attr(IFLA_MACVLAN_MODE, &MACVLAN_MODE_PRIVATE.to_ne_bytes())
-            .end()
-            .end();
-        self.request(msg)
+        let msg = Self::link(
+            0,
+            vec![
+                LinkAttribute::Link(parent),
+                LinkAttribute::IfName(name.to_owned()),
+                LinkAttribute::Address(mac.to_vec()),
+                LinkAttribute::LinkInfo(vec![
+                    LinkInfo::Kind(InfoKind::MacVlan),
+                    LinkInfo::Data(InfoData::MacVlan(vec![InfoMacVlan::Mode(
+                        MacVlanMode::Private,
+                    )])),
+                ]),
+            ],
+        );
+        self.request(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
     }
 
     /// RTM_NEWLINK on an existing link: set its MAC.
     pub(crate) fn set_mac(&mut self, index: u32, mac: [u8; 6]) -> io::Result<()> {
-        let msg = Message::new(RTM_NEWLINK, 0)
-            .ifinfo(index, 0, 0)
-            .attr(IFLA_ADDRESS, &mac);
-        self.request(msg)
+        let msg = Self::link(index, vec![LinkAttribute::Address(mac.to_vec())]);
+        self.request(RouteNetlinkMessage::NewLink(msg), 0)
     }
 
     /// RTM_NEWLINK on an existing link: IFF_UP on or off.
     pub(crate) fn set_up(&mut self, index: u32, up: bool) -> io::Result<()> {
-        let flags = if up { IFF_UP } else { 0 };
-        let msg = Message::new(RTM_NEWLINK, 0).ifinfo(index, flags, IFF_UP);
-        self.request(msg)
+        let mut msg = Self::link(index, Vec::new());
+        msg.header.flags = if up {
+            LinkFlags::Up
+        } else {
+            LinkFlags::empty()
+        };
+        msg.header.change_mask = LinkFlags::Up;
+        self.request(RouteNetlinkMessage::NewLink(msg), 0)
     }
 
     /// RTM_DELLINK.
     pub(crate) fn delete_link(&mut self, index: u32) -> io::Result<()> {
-        let msg = Message::new(RTM_DELLINK, 0).ifinfo(index, 0, 0);
-        self.request(msg)
+        let msg = Self::link(index, Vec::new());
+        self.request(RouteNetlinkMessage::DelLink(msg), 0)
     }
 
     /// RTM_NEWADDR, create-exclusive (EEXIST when present); IPv6 with
-    /// IFA_F_NODAD.
+    /// IFA_F_NODAD: no duplicate address detection, since a VIP moves
+    /// between nodes on purpose and a tentative address could not be used
+    /// (nor answer ND) for a second.
     pub(crate) fn add_address(&mut self, index: u32, ip: IpAddr, prefix_len: u8) -> io::Result<()> {
-        let msg = Self::address(
-            RTM_NEWADDR,
+        let msg = Self::address(index, ip, prefix_len);
+        self.request(
+            RouteNetlinkMessage::NewAddress(msg),
             NLM_F_CREATE | NLM_F_EXCL,
-            index,
-            ip,
-            prefix_len,
-        );
-        self.request(msg)
+        )
     }
 
     /// RTM_DELADDR (EADDRNOTAVAIL when absent).
@@ -244,42 +160,93 @@ impl Netlink {
         ip: IpAddr,
         prefix_len: u8,
     ) -> io::Result<()> {
-        let msg = Self::address(RTM_DELADDR, 0, index, ip, prefix_len);
-        self.request(msg)
+        let msg = Self::address(index, ip, prefix_len);
+        self.request(RouteNetlinkMessage::DelAddress(msg), 0)
     }
 
-    fn address(ty: u16, flags: u16, index: u32, ip: IpAddr, prefix_len: u8) -> Message {
+    /// The address message, scope universe: IFA_LOCAL and IFA_ADDRESS both
+    /// `ip`.
+    fn address(index: u32, ip: IpAddr, prefix_len: u8) -> AddressMessage {
+        let mut msg = AddressMessage::default();
+        msg.header.prefix_len = prefix_len;
+        msg.header.index = index;
+        msg.attributes = vec![AddressAttribute::Local(ip), AddressAttribute::Address(ip)];
         match ip {
-            IpAddr::V4(v4) => Message::new(ty, flags)
-                .ifaddr(libc::AF_INET as u8, prefix_len, 0, index)
-                .attr(IFA_LOCAL, &v4.octets())
-                .attr(IFA_ADDRESS, &v4.octets()),
-            IpAddr::V6(v6) => Message::new(ty, flags)
-                .ifaddr(libc::AF_INET6 as u8, prefix_len, IFA_F_NODAD as u8, index)
-                .attr(IFA_LOCAL, &v6.octets())
-                .attr(IFA_ADDRESS, &v6.octets())
-                .attr(IFA_FLAGS, &IFA_F_NODAD.to_ne_bytes()),
+            IpAddr::V4(_) => msg.header.family = AddressFamily::Inet,
+            IpAddr::V6(_) => {
+                msg.header.family = AddressFamily::Inet6;
+                msg.header.flags = AddressHeaderFlags::Nodad;
+                msg.attributes
+                    .push(AddressAttribute::Flags(AddressFlags::Nodad));
+            }
         }
+        msg
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netlink_packet_core::Emitable;
+
+    fn bytes(msg: RouteNetlinkMessage, flags: u16) -> Vec<u8> {
+        let mut header = NetlinkHeader::default();
+        header.flags = flags | NLM_F_REQUEST | NLM_F_ACK;
+        header.sequence_number = 9;
+        let mut msg = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(msg));
+        msg.finalize();
+        let mut b = vec![0u8; msg.buffer_len()];
+        msg.serialize(&mut b);
+        b
+    }
 
     #[test]
-    fn nested_attributes_have_their_lengths_and_padding() {
-        let m = Message::new(RTM_NEWLINK, 0)
-            .ifinfo(7, 0, 0)
-            .nest(IFLA_LINKINFO)
-            .attr(IFLA_INFO_KIND, b"macvlan")
-            .end()
-            .finish(9);
-        // 16 nlmsghdr + 16 ifinfomsg + 4 nest + (4 + 7 -> 12 padded)
-        assert_eq!(m.len(), 48);
-        assert_eq!(u32::from_ne_bytes([m[0], m[1], m[2], m[3]]), 48);
+    fn macvlan_request_nests_its_link_info() {
+        let mut msg = Netlink::link(
+            0,
+            vec![LinkAttribute::LinkInfo(vec![
+                LinkInfo::Kind(InfoKind::MacVlan),
+                LinkInfo::Data(InfoData::MacVlan(vec![InfoMacVlan::Mode(
+                    MacVlanMode::Private,
+                )])),
+            ])],
+        );
+        msg.header.index = 7;
+        let len = msg.buffer_len();
+        let m = bytes(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL);
+        // nlmsghdr (16) + ifinfomsg (16) + the attributes.
+        assert_eq!(m.len(), 16 + len);
+        assert_eq!(
+            u32::from_ne_bytes([m[0], m[1], m[2], m[3]]) as usize,
+            m.len()
+        );
+        assert_eq!(u16::from_ne_bytes([m[4], m[5]]), 16, "RTM_NEWLINK");
+        assert_eq!(
+            u16::from_ne_bytes([m[6], m[7]]),
+            NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
+        );
         assert_eq!(u32::from_ne_bytes([m[8], m[9], m[10], m[11]]), 9);
-        assert_eq!(u16::from_ne_bytes([m[32], m[33]]), 16); // nest covers its child
-        assert_eq!(u16::from_ne_bytes([m[36], m[37]]), 11); // child length unpadded
+        assert_eq!(u32::from_ne_bytes([m[20], m[21], m[22], m[23]]), 7);
+        // IFLA_LINKINFO (18), then IFLA_INFO_KIND "macvlan".
+        assert_eq!(u16::from_ne_bytes([m[34], m[35]]) & 0x3fff, 18);
+        assert_eq!(&m[40..47], b"macvlan");
+        // IFLA_MACVLAN_MODE = MACVLAN_MODE_PRIVATE (1), last.
+        assert_eq!(&m[m.len() - 4..], &1u32.to_ne_bytes());
+    }
+
+    #[test]
+    fn ipv6_addresses_skip_dad() {
+        let msg = Netlink::address(3, "2001:db8::7".parse().unwrap(), 64);
+        let m = bytes(RouteNetlinkMessage::NewAddress(msg), 0);
+        assert_eq!(u16::from_ne_bytes([m[4], m[5]]), 20, "RTM_NEWADDR");
+        assert_eq!(
+            &m[16..20],
+            &[10, 64, 0x02, 0],
+            "AF_INET6, /64, NODAD, universe"
+        );
+        assert_eq!(u32::from_ne_bytes([m[20], m[21], m[22], m[23]]), 3);
+        // IFA_FLAGS (8) = IFA_F_NODAD, last.
+        assert_eq!(u16::from_ne_bytes([m[m.len() - 6], m[m.len() - 5]]), 8);
+        assert_eq!(&m[m.len() - 4..], &2u32.to_ne_bytes());
     }
 }

@@ -1,13 +1,16 @@
 //! Raw IP sockets for advertisements (IP protocol 112).
 
-use std::io;
-use std::mem::{MaybeUninit, size_of, zeroed};
+use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 use std::ops::Range;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 
+use nix::sys::socket::{
+    ControlMessageOwned, MsgFlags, SockaddrStorage, recvmsg, setsockopt, sockopt,
+};
+use rustix::net::sockopt::set_ip_multicast_if_with_ifindex;
 use sextant_vrrp::packet::{IPPROTO_VRRP, VRRP_GROUP_V4, VRRP_GROUP_V6, VRRP_TTL};
-use socket2::{Domain, InterfaceIndexOrAddress, Protocol, SockAddr, Socket, Type};
+use socket2::{Domain, InterfaceIndexOrAddress, Protocol, SockAddr, SockFilter, Socket, Type};
 use tokio::io::unix::AsyncFd;
 
 use crate::{Interface, NetError};
@@ -65,25 +68,6 @@ pub fn parse_ipv4(packet: &[u8]) -> io::Result<Received> {
     })
 }
 
-/// setsockopt(2) with an int value.
-pub(crate) fn set_int_option(fd: RawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
-    // SAFETY: the option value is a live c_int and its size is passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&value as *const i32).cast(),
-            size_of::<i32>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// A raw protocol-112 socket that sends on device `dev` (`dev_index`) from
 /// `source` with TTL / hop limit 255 and does not loop its multicasts back.
 ///
@@ -115,18 +99,8 @@ pub(crate) fn raw_socket(dev: &str, dev_index: u32, source: IpAddr) -> io::Resul
             sock.set_unicast_hops_v6(u32::from(VRRP_TTL))?;
             sock.set_multicast_loop_v6(false)?;
             sock.set_multicast_if_v6(dev_index)?;
-            set_int_option(
-                sock.as_raw_fd(),
-                libc::IPPROTO_IPV6,
-                libc::IPV6_RECVHOPLIMIT,
-                1,
-            )?;
-            set_int_option(
-                sock.as_raw_fd(),
-                libc::IPPROTO_IPV6,
-                libc::IPV6_RECVPKTINFO,
-                1,
-            )?;
+            sock.set_recv_hoplimit_v6(true)?;
+            setsockopt(&sock, sockopt::Ipv6RecvPacketInfo, &true)?;
             let scope = if crate::is_link_local(v6.into()) {
                 dev_index
             } else {
@@ -142,60 +116,16 @@ pub(crate) fn raw_socket(dev: &str, dev_index: u32, source: IpAddr) -> io::Resul
 
 /// IP_MULTICAST_IF with an `ip_mreqn`: output interface and source address.
 fn set_multicast_if_v4(sock: &Socket, index: u32, source: Ipv4Addr) -> io::Result<()> {
-    let mreqn = libc::ip_mreqn {
-        imr_multiaddr: libc::in_addr { s_addr: 0 },
-        imr_address: libc::in_addr {
-            s_addr: u32::from(source).to_be(),
-        },
-        imr_ifindex: i32::try_from(index).unwrap_or(0),
-    };
-    // SAFETY: the value is a live ip_mreqn and its size is passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_MULTICAST_IF,
-            (&mreqn as *const libc::ip_mreqn).cast(),
-            size_of::<libc::ip_mreqn>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_ip_multicast_if_with_ifindex(sock, &Ipv4Addr::UNSPECIFIED, &source, index)?;
+    Ok(())
 }
 
 /// Attaches a classic BPF filter that accepts nothing: for a socket that
 /// only sends, so the kernel does not queue a copy of every advert on the
 /// link for it.
 pub(crate) fn drop_all_input(sock: &Socket) -> io::Result<()> {
-    let mut code = [libc::sock_filter {
-        code: 0x06, // BPF_RET | BPF_K
-        jt: 0,
-        jf: 0,
-        k: 0, // accept 0 bytes
-    }];
-    let prog = libc::sock_fprog {
-        len: 1,
-        filter: code.as_mut_ptr(),
-    };
-    // SAFETY: `prog` points to `code`, both alive for the call; the kernel
-    // copies the program.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_FILTER,
-            (&prog as *const libc::sock_fprog).cast(),
-            size_of::<libc::sock_fprog>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    // BPF_RET | BPF_K, accept 0 bytes.
+    sock.attach_filter(&[SockFilter::new(0x06, 0, 0, 0)])
 }
 
 /// The multicast group of `source`'s family, scoped to `index` for IPv6.
@@ -319,66 +249,48 @@ impl AdvertSocket {
     }
 }
 
+/// Room for the IPV6_HOPLIMIT and IPV6_PKTINFO control messages, aligned
+/// for the `cmsghdr`s the kernel writes into it.
+#[repr(C, align(8))]
+struct Control([u8; 128]);
+
 /// One recvmsg(2), then the family's parsing.
 fn recv_one(sock: &Socket, buf: &mut [u8], family_of: IpAddr) -> io::Result<Received> {
-    // SAFETY: all-zero is a valid sockaddr_storage.
-    let mut from: libc::sockaddr_storage = unsafe { zeroed() };
-    let mut control = [MaybeUninit::<u64>::uninit(); 16]; // 128 bytes, aligned
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: all-zero is a valid msghdr; the pointers are set below.
-    let mut msg: libc::msghdr = unsafe { zeroed() };
-    msg.msg_name = (&mut from as *mut libc::sockaddr_storage).cast();
-    msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = size_of::<[u64; 16]>();
-    // SAFETY: msg points to live buffers of the sizes it states, all
-    // borrowed mutably for the call.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let n = n as usize;
-    if msg.msg_flags & libc::MSG_TRUNC != 0 {
+    let mut control = Control([0; 128]);
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg::<SockaddrStorage>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut control.0),
+        MsgFlags::MSG_DONTWAIT,
+    )?;
+    if msg.flags.contains(MsgFlags::MSG_TRUNC) {
         return Err(invalid("datagram longer than the receive buffer"));
     }
+    let n = msg.bytes;
+    let (mut hop_limit, mut to) = (None, None);
+    if family_of.is_ipv6() {
+        // MSG_CTRUNC (cannot happen with this buffer): the hop limit may be
+        // among the lost, so the datagram cannot be judged.
+        let cmsgs = msg
+            .cmsgs()
+            .map_err(|_| invalid("control messages truncated"))?;
+        for cmsg in cmsgs {
+            match cmsg {
+                ControlMessageOwned::Ipv6HopLimit(v) => hop_limit = u8::try_from(v).ok(),
+                ControlMessageOwned::Ipv6PacketInfo(info) => {
+                    to = Some(IpAddr::V6(Ipv6Addr::from(info.ipi6_addr.s6_addr)));
+                }
+                _ => {}
+            }
+        }
+    }
+    let from = msg.address.as_ref().and_then(sockaddr_ip);
     let data = buf.get(..n).unwrap_or_default();
     match family_of {
         IpAddr::V4(_) => parse_ipv4(data),
         IpAddr::V6(_) => {
-            let mut hop_limit = None;
-            let mut to = None;
-            // SAFETY: msg is the header recvmsg filled; CMSG_FIRSTHDR and
-            // CMSG_NXTHDR stay within msg_control / msg_controllen, and each
-            // header's data is read (unaligned) only when its level, type
-            // and length say it holds the type read.
-            unsafe {
-                let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-                while !cmsg.is_null() {
-                    let hdr = &*cmsg;
-                    let data = libc::CMSG_DATA(cmsg);
-                    let len = hdr.cmsg_len;
-                    if hdr.cmsg_level == libc::IPPROTO_IPV6 {
-                        if hdr.cmsg_type == libc::IPV6_HOPLIMIT
-                            && len >= libc::CMSG_LEN(size_of::<i32>() as u32) as usize
-                        {
-                            let v = std::ptr::read_unaligned(data as *const i32);
-                            hop_limit = u8::try_from(v).ok();
-                        } else if hdr.cmsg_type == libc::IPV6_PKTINFO
-                            && len >= libc::CMSG_LEN(size_of::<libc::in6_pktinfo>() as u32) as usize
-                        {
-                            let info = std::ptr::read_unaligned(data as *const libc::in6_pktinfo);
-                            to = Some(IpAddr::V6(Ipv6Addr::from(info.ipi6_addr.s6_addr)));
-                        }
-                    }
-                    cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-                }
-            }
-            let from = sockaddr_ip(&from).ok_or_else(|| invalid("no IPv6 source address"))?;
+            let from = from.ok_or_else(|| invalid("no IPv6 source address"))?;
             let ttl = hop_limit.ok_or_else(|| invalid("no IPV6_HOPLIMIT control message"))?;
             Ok(Received {
                 from,
@@ -390,26 +302,12 @@ fn recv_one(sock: &Socket, buf: &mut [u8], family_of: IpAddr) -> io::Result<Rece
     }
 }
 
-/// The address in a sockaddr_storage recvmsg filled.
-fn sockaddr_ip(storage: &libc::sockaddr_storage) -> Option<IpAddr> {
-    match i32::from(storage.ss_family) {
-        libc::AF_INET6 => {
-            // SAFETY: ss_family says the storage holds a sockaddr_in6, and
-            // sockaddr_storage is larger and as aligned.
-            let sin6 = unsafe {
-                &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
-            };
-            Some(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)))
-        }
-        libc::AF_INET => {
-            // SAFETY: as above, for sockaddr_in.
-            let sin =
-                unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
-            Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
-                sin.sin_addr.s_addr,
-            ))))
-        }
-        _ => None,
+/// The address in the source address recvmsg filled.
+fn sockaddr_ip(addr: &SockaddrStorage) -> Option<IpAddr> {
+    if let Some(sin6) = addr.as_sockaddr_in6() {
+        Some(IpAddr::V6(sin6.ip()))
+    } else {
+        addr.as_sockaddr_in().map(|sin| IpAddr::V4(sin.ip()))
     }
 }
 
