@@ -144,31 +144,10 @@ fn join<T: ToString>(items: impl Iterator<Item = T>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sextant_test_support::dns::response_to;
     use std::net::IpAddr;
 
     use sextant_wire::client::CLASS_IN;
-
-    /// A response to `query` with the given rcode and answers, the answer
-    /// owner names compressed to the question name.
-    fn response(query: &[u8], rcode: u8, answers: &[IpAddr]) -> Vec<u8> {
-        let mut out = query.to_vec();
-        out[2] = 0x84; // QR, AA
-        out[3] = rcode;
-        out[6..8].copy_from_slice(&(answers.len() as u16).to_be_bytes());
-        for a in answers {
-            out.extend_from_slice(&[0xc0, 12]);
-            let (t, data) = match a {
-                IpAddr::V4(v4) => (TYPE_A, v4.octets().to_vec()),
-                IpAddr::V6(v6) => (TYPE_AAAA, v6.octets().to_vec()),
-            };
-            out.extend_from_slice(&t.to_be_bytes());
-            out.extend_from_slice(&CLASS_IN.to_be_bytes());
-            out.extend_from_slice(&60u32.to_be_bytes());
-            out.extend_from_slice(&(data.len() as u16).to_be_bytes());
-            out.extend_from_slice(&data);
-        }
-        out
-    }
 
     #[test]
     fn judges_rcodes_and_addresses() {
@@ -180,18 +159,18 @@ mod tests {
             expect_addresses: vec![],
             expect_rcodes: vec![],
         };
-        let nx = parse_response(&response(&q, 3, &[])).unwrap();
+        let nx = parse_response(&response_to(&q, 3, &[])).unwrap();
         let e = judge(&check, &nx).unwrap_err();
         assert_eq!(e.to_string(), "DNS rcode NXDOMAIN not in NOERROR");
         check.expect_rcodes = vec![0, 3];
         assert!(judge(&check, &nx).is_ok());
         check.expect_addresses = vec![ok];
-        let good = parse_response(&response(&q, 0, &[ok])).unwrap();
+        let good = parse_response(&response_to(&q, 0, &[ok])).unwrap();
         assert_eq!(
             judge(&check, &good).unwrap().what,
             "DNS NOERROR with 192.0.2.1"
         );
-        let other = parse_response(&response(&q, 0, &["192.0.2.9".parse().unwrap()])).unwrap();
+        let other = parse_response(&response_to(&q, 0, &["192.0.2.9".parse().unwrap()])).unwrap();
         assert_eq!(
             judge(&check, &other).unwrap_err().to_string(),
             "DNS answer [192.0.2.9] has none of [192.0.2.1]"
@@ -207,7 +186,7 @@ mod tests {
             expect_addresses: vec![],
             expect_rcodes: vec![],
         };
-        let ok = response(&q, 0, &["192.0.2.1".parse().unwrap()]);
+        let ok = response_to(&q, 0, &["192.0.2.1".parse().unwrap()]);
         let verdict = judge_datagram(&check, 7, TYPE_A, &ok).unwrap().unwrap();
         assert_eq!(verdict.what, "DNS NOERROR");
         // Another id, or another question: not ours, keep waiting.

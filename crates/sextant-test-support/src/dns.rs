@@ -441,3 +441,27 @@ pub fn dig_output(
     .output()
     .expect("run dig")
 }
+
+/// A hand-made response to `query` (a query message as a client encoded
+/// it) with `rcode` and one A or AAAA answer per address, each owner name a
+/// compression pointer to the question: what the DNS monitor's and the wire
+/// client's tests feed their parsers.
+pub fn response_to(query: &[u8], rcode: u8, answers: &[IpAddr]) -> Vec<u8> {
+    let mut out = query.to_vec();
+    out[2] = 0x84; // QR, AA
+    out[3] = rcode;
+    out[6..8].copy_from_slice(&(answers.len() as u16).to_be_bytes());
+    for a in answers {
+        out.extend_from_slice(&[0xc0, 12]);
+        let (rtype, data) = match a {
+            IpAddr::V4(v4) => (1u16, v4.octets().to_vec()),
+            IpAddr::V6(v6) => (28u16, v6.octets().to_vec()),
+        };
+        out.extend_from_slice(&rtype.to_be_bytes());
+        out.extend_from_slice(&1u16.to_be_bytes()); // IN
+        out.extend_from_slice(&60u32.to_be_bytes());
+        out.extend_from_slice(&(data.len() as u16).to_be_bytes());
+        out.extend_from_slice(&data);
+    }
+    out
+}

@@ -242,28 +242,7 @@ pub fn rcode_name(rcode: u8) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    /// A response to `query` with the given rcode and answers, the answer
-    /// owner names compressed to the question name.
-    fn response(query: &[u8], rcode: u8, answers: &[IpAddr]) -> Vec<u8> {
-        let mut out = query.to_vec();
-        out[2] = 0x84; // QR, AA
-        out[3] = rcode;
-        out[6..8].copy_from_slice(&(answers.len() as u16).to_be_bytes());
-        for a in answers {
-            out.extend_from_slice(&[0xc0, 12]);
-            let (t, data) = match a {
-                IpAddr::V4(v4) => (TYPE_A, v4.octets().to_vec()),
-                IpAddr::V6(v6) => (TYPE_AAAA, v6.octets().to_vec()),
-            };
-            out.extend_from_slice(&t.to_be_bytes());
-            out.extend_from_slice(&CLASS_IN.to_be_bytes());
-            out.extend_from_slice(&60u32.to_be_bytes());
-            out.extend_from_slice(&(data.len() as u16).to_be_bytes());
-            out.extend_from_slice(&data);
-        }
-        out
-    }
+    use sextant_test_support::dns::response_to;
 
     #[test]
     fn encodes_a_query() {
@@ -284,7 +263,7 @@ mod tests {
     fn parses_compressed_answers() {
         let q = encode_query(7, "gslb.example.com", TYPE_A).unwrap();
         let addrs: Vec<IpAddr> = vec!["192.0.2.1".parse().unwrap(), "2001:db8::1".parse().unwrap()];
-        let r = parse_response(&response(&q, 0, &addrs)).unwrap();
+        let r = parse_response(&response_to(&q, 0, &addrs)).unwrap();
         assert_eq!(r.id, 7);
         assert_eq!(r.rcode, 0);
         assert_eq!(r.question, Some(("gslb.example.com".into(), TYPE_A)));
@@ -304,7 +283,7 @@ mod tests {
         );
         // Answer count larger than the message.
         let q = encode_query(7, "a.example", TYPE_A).unwrap();
-        let mut r = response(&q, 0, &["192.0.2.1".parse().unwrap()]);
+        let mut r = response_to(&q, 0, &["192.0.2.1".parse().unwrap()]);
         r[7] = 2;
         assert!(parse_response(&r).is_err());
         r.truncate(r.len() - 1);
@@ -325,7 +304,7 @@ mod tests {
         fn parser_survives_mutations(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..8),
                                      cut in any::<usize>(), tail in proptest::collection::vec(any::<u8>(), 0..40)) {
             let q = encode_query(7, "www.example.com", TYPE_AAAA).unwrap();
-            let mut r = response(&q, 0, &["2001:db8::1".parse().unwrap(), "192.0.2.1".parse().unwrap()]);
+            let mut r = response_to(&q, 0, &["2001:db8::1".parse().unwrap(), "192.0.2.1".parse().unwrap()]);
             for (i, b) in flips {
                 let n = r.len();
                 r[i % n] = b;
