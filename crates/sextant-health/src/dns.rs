@@ -147,8 +147,6 @@ mod tests {
     use sextant_test_support::dns::response_to;
     use std::net::IpAddr;
 
-    use sextant_wire::client::CLASS_IN;
-
     #[test]
     fn judges_rcodes_and_addresses() {
         let q = encode_query(7, "a.example", DnsQueryType::A).unwrap();
