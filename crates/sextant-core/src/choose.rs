@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use crate::decide::{AnswerBuf, Cursor, Decision, LdnsUse, Outcome, Reason, Sessions, Stick};
 use crate::load::LoadKind;
-use crate::location::Location;
+use crate::location::{Coordinates, LocationCode};
 use crate::location_db::PlaceId;
 use crate::model::{Binding, LbMethod, VServer, VServerId};
 use crate::policy::DnsActionId;
@@ -74,6 +74,20 @@ impl Client {
             .place
             .get_or_insert_with(|| snap.model().locations.lookup_id(self.addr))
     }
+
+    /// The client's location as qualifier ids, if it was looked up and
+    /// found.
+    fn code<'s>(&self, snap: &'s Snapshot) -> Option<&'s LocationCode> {
+        Some(snap.model().locations.code(self.place.flatten()?))
+    }
+
+    /// The client's coordinates, if it was looked up and has some.
+    fn coordinates(&self, snap: &Snapshot) -> Option<Coordinates> {
+        snap.model()
+            .locations
+            .place(self.place.flatten()?)
+            .coordinates
+    }
 }
 
 /// Which bindings of a vserver may answer (UP and of the queried family).
@@ -115,6 +129,20 @@ impl<F: Fn(usize) -> bool> Eligible<F> {
     fn mask(&self) -> Option<u64> {
         self.mask
     }
+}
+
+/// The bits of `mask` for which `keep` holds.
+#[inline]
+fn filter_bits(mask: u64, keep: impl Fn(usize) -> bool) -> u64 {
+    let (mut rest, mut bits) = (mask, 0u64);
+    while rest != 0 {
+        let i = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        if keep(i) {
+            bits |= 1 << i;
+        }
+    }
+    bits
 }
 
 /// The mutable parts a choice works with.
@@ -175,6 +203,10 @@ struct Plan {
     /// The answer depends on the client address (so the ECS scope is the
     /// client's prefix).
     per_client: bool,
+    /// The set's eligible bindings as a mask (bit `i`: binding `i`), when
+    /// the plan already worked it out for a vserver of at most 64
+    /// bindings; `None` when `contains` decides.
+    bits: Option<u64>,
 }
 
 /// Picks among the UP services (`eligible`) of one vserver.
@@ -182,7 +214,7 @@ pub(crate) fn choose<S: Sessions, T: Tracer>(
     snap: &Snapshot,
     vs_id: VServerId,
     client: &mut Client,
-    preferred: Option<(DnsActionId, &[Location])>,
+    preferred: Option<(DnsActionId, &[crate::location::Location])>,
     eligible: &Eligible<impl Fn(usize) -> bool>,
     w: Work<'_, S, T>,
 ) -> Decision {
@@ -202,7 +234,7 @@ fn choose_among<S: Sessions, T: Tracer>(
     snap: &Snapshot,
     vs_id: VServerId,
     client: &mut Client,
-    preferred: Option<(DnsActionId, &[Location])>,
+    preferred: Option<(DnsActionId, &[crate::location::Location])>,
     eligible: &Eligible<impl Fn(usize) -> bool>,
     w: Work<'_, S, T>,
 ) -> Decision {
@@ -246,14 +278,15 @@ fn choose_among<S: Sessions, T: Tracer>(
     }
 
     let plan = match preferred {
-        Some((action, prefs)) => {
-            let (pass, set) = preferred_pass(snap, vs, action, prefs, eligible, w.trace);
+        Some((action, _)) => {
+            let (pass, set, bits) = preferred_pass(snap, vs, action, eligible, w.trace);
             decision.reason = Reason::PreferredLocation { pass };
             Plan {
                 set,
                 pick: Pick::RoundRobin,
                 method: LbMethod::RoundRobin,
                 per_client: true,
+                bits,
             }
         }
         None => {
@@ -267,31 +300,33 @@ fn choose_among<S: Sessions, T: Tracer>(
             plan
         }
     };
-    let client_location = client
-        .place
-        .flatten()
-        .map(|p| &model.locations.place(p).location);
+    let client_code = client.code(snap);
+    let prefs = preferred.map_or(&[][..], |(action, _)| snap.preferred_codes(action));
     // Load figures pick one service; a multi-IP response still answers
     // every candidate.
     let plan = match plan.set {
         Set::Least { .. } if vs.multi_ip_response => Plan {
             set: Set::All,
+            bits: None,
             ..plan
         },
         _ => plan,
     };
-    // The common sets as one bit mask, so that round robin tests bits
-    // rather than calling `contains` per binding.
+    // The set as one bit mask when the vserver has at most 64 bindings,
+    // worked out once, so that the pick tests bits rather than calling
+    // `contains` (location matches, load figures) per binding and turn.
     let set_mask = match (eligible.mask(), plan.set) {
         (Some(m), Set::All) => Some(m),
         (Some(m), Set::RttBits { bits, .. }) => Some(m & bits),
+        (Some(m), _) if let Some(bits) = plan.bits => Some(m & bits),
+        (Some(m), set) => Some(filter_bits(m, |i| {
+            contains(snap, vs, set, prefs, client_code, i)
+        })),
         _ => None,
     };
     let in_set = |i: usize| match set_mask {
         Some(m) => i < 64 && m >> i & 1 == 1,
-        None => {
-            eligible.has(i) && contains(snap, vs, plan.set, prefs_of(preferred), client_location, i)
-        }
+        None => eligible.has(i) && contains(snap, vs, plan.set, prefs, client_code, i),
     };
     if plan.per_client {
         decision.ecs_scope = client.scope;
@@ -354,13 +389,26 @@ fn choose_among<S: Sessions, T: Tracer>(
             mask_ip(client.addr, vs.hash_v4_mask, vs.hash_v6_mask),
             in_set,
         ),
-        Pick::Nearest => match nearest_distance(snap, vs, client, &in_set) {
-            Some(d) => round_robin(snap, vs_id, w.cursor, |i| {
-                in_set(i)
-                    && distance(snap, vs, client, i).is_some_and(|x| x <= d + SAME_DISTANCE_KM)
-            }),
-            None => round_robin(snap, vs_id, w.cursor, in_set),
-        },
+        Pick::Nearest => {
+            let here = client.coordinates(snap);
+            match here.and_then(|h| Some((h, nearest_distance(snap, vs, h, &in_set)?))) {
+                Some((here, d)) => {
+                    let near = |i: usize| {
+                        in_set(i)
+                            && distance(snap, vs, here, i)
+                                .is_some_and(|x| x <= d + SAME_DISTANCE_KM)
+                    };
+                    match set_mask {
+                        Some(m) => {
+                            let bits = filter_bits(m, near);
+                            round_robin(snap, vs_id, w.cursor, |i| i < 64 && bits >> i & 1 == 1)
+                        }
+                        None => round_robin(snap, vs_id, w.cursor, near),
+                    }
+                }
+                None => round_robin(snap, vs_id, w.cursor, in_set),
+            }
+        }
         Pick::RoundRobin => round_robin(snap, vs_id, w.cursor, in_set),
     };
     if let Some(i) = pick {
@@ -382,10 +430,6 @@ fn choose_among<S: Sessions, T: Tracer>(
     decision
 }
 
-fn prefs_of(preferred: Option<(DnsActionId, &[Location])>) -> &[Location] {
-    preferred.map(|(_, list)| list).unwrap_or(&[])
-}
-
 fn round_robin(
     snap: &Snapshot,
     vs_id: VServerId,
@@ -401,19 +445,19 @@ fn contains(
     snap: &Snapshot,
     vs: &VServer,
     set: Set,
-    prefs: &[Location],
-    client_location: Option<&Location>,
+    prefs: &[LocationCode],
+    client_code: Option<&LocationCode>,
     i: usize,
 ) -> bool {
     // Looked up only by the sets that need it: `All` is the common case on
     // the hot path.
-    let place = || snap.service_place(vs.bindings[i].service);
+    let code = || snap.service_code(vs.bindings[i].service);
     match set {
         Set::All => true,
-        Set::Perfect(p) => place().is_some_and(|pl| prefs[p].matches_perfectly(&pl.location)),
-        Set::Partial(p) => place().is_some_and(|pl| prefs[p].matches_partially(&pl.location)),
-        Set::Shared(n) => match (place(), client_location) {
-            (Some(pl), Some(cl)) => cl.shared_prefix(&pl.location) == n,
+        Set::Perfect(p) => code().is_some_and(|c| prefs[p].matches_perfectly(c)),
+        Set::Partial(p) => code().is_some_and(|c| prefs[p].matches_partially(c)),
+        Set::Shared(n) => match (code(), client_code) {
+            (Some(c), Some(cl)) => cl.shared_prefix(c) == n,
             _ => false,
         },
         Set::Least { kind, num, den } => {
@@ -441,51 +485,58 @@ fn preferred_pass<T: Tracer>(
     snap: &Snapshot,
     vs: &VServer,
     action: DnsActionId,
-    prefs: &[Location],
     eligible: &Eligible<impl Fn(usize) -> bool>,
     trace: &mut T,
-) -> (MatchPass, Set) {
-    let place = |i: usize| {
-        snap.service_place(vs.bindings[i].service)
-            .map(|p| &p.location)
+) -> (MatchPass, Set, Option<u64>) {
+    // The action's locations and the services' as qualifier ids: integer
+    // compares, no string.
+    let prefs = snap.preferred_codes(action);
+    let matches = |pass: MatchPass, p: usize, i: usize| {
+        snap.service_code(vs.bindings[i].service)
+            .is_some_and(|c| match pass {
+                MatchPass::Perfect => prefs[p].matches_perfectly(c),
+                _ => prefs[p].matches_partially(c),
+            })
     };
     match preferred_match(
         action,
-        prefs,
+        prefs.len(),
         vs.bindings.len(),
-        place,
+        matches,
         |i| eligible.has(i),
         trace,
     ) {
-        Some((p, MatchPass::Perfect)) => (MatchPass::Perfect, Set::Perfect(p)),
-        Some((p, _)) => (MatchPass::Partial, Set::Partial(p)),
-        None => (MatchPass::Remaining, Set::All),
+        Some((p, MatchPass::Perfect, bits)) => (MatchPass::Perfect, Set::Perfect(p), Some(bits)),
+        Some((p, _, bits)) => (MatchPass::Partial, Set::Partial(p), Some(bits)),
+        None => (MatchPass::Remaining, Set::All, None),
     }
 }
 
-/// Seed 000's passes over `n` candidates with locations `place_of`: the
-/// first preferred location (in priority order) with a perfect match that
-/// can answer, else the first with a partial one; `None` when none matches
-/// (every candidate stays). Each preferred location's count is traced.
-pub(crate) fn preferred_match<'a, T: Tracer>(
+/// Seed 000's passes over `n` candidates and `prefs` preferred locations,
+/// `matches(pass, p, i)` telling whether candidate `i` matches preferred
+/// location `p` in that pass: the first preferred location (in priority
+/// order) with a perfect match that can answer, else the first with a
+/// partial one, with the mask of its matches that can answer (of the first
+/// 64 candidates); `None` when none matches (every candidate stays). Each
+/// preferred location's count is traced.
+pub(crate) fn preferred_match<T: Tracer>(
     action: DnsActionId,
-    prefs: &[Location],
+    prefs: usize,
     n: usize,
-    place_of: impl Fn(usize) -> Option<&'a Location>,
+    matches: impl Fn(MatchPass, usize, usize) -> bool,
     can_answer: impl Fn(usize) -> bool,
     trace: &mut T,
-) -> Option<(usize, MatchPass)> {
+) -> Option<(usize, MatchPass, u64)> {
     for pass in [MatchPass::Perfect, MatchPass::Partial] {
-        for (p, pref) in prefs.iter().enumerate() {
-            let (mut up, mut down) = (0u32, 0u32);
+        for p in 0..prefs {
+            let (mut up, mut down, mut bits) = (0u32, 0u32, 0u64);
             for i in 0..n {
-                let matches = place_of(i).is_some_and(|l| match pass {
-                    MatchPass::Perfect => pref.matches_perfectly(l),
-                    _ => pref.matches_partially(l),
-                });
-                if matches {
+                if matches(pass, p, i) {
                     if can_answer(i) {
                         up += 1;
+                        if i < 64 {
+                            bits |= 1 << i;
+                        }
                     } else {
                         down += 1;
                     }
@@ -499,7 +550,7 @@ pub(crate) fn preferred_match<'a, T: Tracer>(
                 down,
             });
             if up > 0 {
-                return Some((p, pass));
+                return Some((p, pass, bits));
             }
         }
     }
@@ -556,6 +607,7 @@ fn round_robin_plan() -> Plan {
         pick: Pick::RoundRobin,
         method: LbMethod::RoundRobin,
         per_client: false,
+        bits: None,
     }
 }
 
@@ -576,9 +628,10 @@ fn plan_for<T: Tracer>(
             pick: Pick::SourceHash,
             method,
             per_client: true,
+            bits: None,
         }),
         LbMethod::StaticProximity => {
-            let (shared, tied) = proximity(snap, vs, client, eligible)?;
+            let (shared, tied, bits) = proximity(snap, vs, client, eligible)?;
             trace.record(TraceEvent::Proximity {
                 shared: shared as u8,
                 tied,
@@ -588,6 +641,7 @@ fn plan_for<T: Tracer>(
                 pick: Pick::Nearest,
                 method,
                 per_client: true,
+                bits: Some(bits),
             })
         }
         LbMethod::LeastConnection => {
@@ -680,6 +734,7 @@ fn rtt_plan<T: Tracer>(
         pick: Pick::RoundRobin,
         method: LbMethod::Rtt,
         per_client: false,
+        bits: None,
     })
 }
 
@@ -758,11 +813,13 @@ fn least_plan<T: Tracer>(
         pick: Pick::RoundRobin,
         method,
         per_client: false,
+        bits: None,
     })
 }
 
 /// Static proximity: the most leading qualifiers any UP service shares
-/// with the client, and how many services share that many. Undecidable
+/// with the client, how many services share that many, and which (bit `i`:
+/// binding `i`, of the first 64). Undecidable
 /// when the client or every UP service has no location, or when no
 /// service shares even the first qualifier and coordinates cannot help.
 fn proximity(
@@ -770,40 +827,57 @@ fn proximity(
     vs: &VServer,
     client: &mut Client,
     eligible: &Eligible<impl Fn(usize) -> bool>,
-) -> Result<(usize, u32), FallbackWhy> {
-    let locations = &snap.model().locations;
-    let client_place = client.place(snap).ok_or(FallbackWhy::NoClientLocation)?;
-    let client_place = locations.place(client_place);
+) -> Result<(usize, u32, u64), FallbackWhy> {
+    client.place(snap).ok_or(FallbackWhy::NoClientLocation)?;
+    // Qualifier ids: integer compares, no string.
+    let client_code = client.code(snap).ok_or(FallbackWhy::NoClientLocation)?;
     let mut best: Option<(usize, u32)> = None;
-    let mut with_coordinates = false;
+    let mut bits = 0u64;
     for (i, b) in vs.bindings.iter().enumerate() {
         if !eligible.has(i) {
             continue;
         }
-        let Some(place) = snap.service_place(b.service) else {
+        let Some(code) = snap.service_code(b.service) else {
             continue;
         };
-        with_coordinates |= place.coordinates.is_some();
-        let shared = client_place.location.shared_prefix(&place.location);
+        let shared = client_code.shared_prefix(code);
+        let bit = if i < 64 { 1 << i } else { 0 };
         best = match best {
-            Some((n, count)) if n == shared => Some((n, count + 1)),
+            Some((n, count)) if n == shared => {
+                bits |= bit;
+                Some((n, count + 1))
+            }
             Some((n, count)) if n > shared => Some((n, count)),
-            _ => Some((shared, 1)),
+            _ => {
+                bits = bit;
+                Some((shared, 1))
+            }
         };
     }
     match best {
         None => Err(FallbackWhy::NoServiceLocation),
-        Some((0, _)) if !(with_coordinates && client_place.coordinates.is_some()) => {
-            Err(FallbackWhy::NoSharedLocation)
+        // Coordinates can still decide when no qualifier is shared: read
+        // only then (the places are a cache line apart from the ids).
+        Some((0, _)) => {
+            let with_coordinates = vs.bindings.iter().enumerate().any(|(i, b)| {
+                eligible.has(i)
+                    && snap
+                        .service_place(b.service)
+                        .is_some_and(|p| p.coordinates.is_some())
+            });
+            if with_coordinates && client.coordinates(snap).is_some() {
+                Ok((0, best.map_or(0, |(_, c)| c), bits))
+            } else {
+                Err(FallbackWhy::NoSharedLocation)
+            }
         }
-        Some(found) => Ok(found),
+        Some((shared, tied)) => Ok((shared, tied, bits)),
     }
 }
 
-/// Distance from the client to binding `i`, when both have coordinates.
-fn distance(snap: &Snapshot, vs: &VServer, client: &Client, i: usize) -> Option<f64> {
-    let locations = &snap.model().locations;
-    let here = locations.place(client.place.flatten()?).coordinates?;
+/// Distance from `here` (the client) to binding `i`, when it has
+/// coordinates.
+fn distance(snap: &Snapshot, vs: &VServer, here: Coordinates, i: usize) -> Option<f64> {
     let there = snap.service_place(vs.bindings[i].service)?.coordinates?;
     Some(here.distance_km(&there))
 }
@@ -811,11 +885,11 @@ fn distance(snap: &Snapshot, vs: &VServer, client: &Client, i: usize) -> Option<
 fn nearest_distance(
     snap: &Snapshot,
     vs: &VServer,
-    client: &Client,
+    here: Coordinates,
     in_set: &impl Fn(usize) -> bool,
 ) -> Option<f64> {
     (0..vs.bindings.len())
         .filter(|i| in_set(*i))
-        .filter_map(|i| distance(snap, vs, client, i))
+        .filter_map(|i| distance(snap, vs, here, i))
         .min_by(f64::total_cmp)
 }

@@ -159,12 +159,18 @@ pub(crate) fn answer_dc_record<T: Tracer>(
     let topology = match preferred {
         Some((action, prefs)) if !client_based => preferred_match(
             action,
-            prefs,
+            prefs.len(),
             rec.addresses.len(),
-            |a| snap.dc_address_place(r, a).map(|p| &p.location),
+            |pass, p, a| {
+                snap.dc_address_place(r, a).is_some_and(|pl| match pass {
+                    MatchPass::Perfect => prefs[p].matches_perfectly(&pl.location),
+                    _ => prefs[p].matches_partially(&pl.location),
+                })
+            },
             answerable,
             trace,
-        ),
+        )
+        .map(|(p, pass, _)| (p, pass)),
         _ => None,
     };
     let matches = |a: usize| {

@@ -682,13 +682,6 @@ fn run_policies<T: Tracer>(
     if model.dns_global_bindings.is_empty() {
         return Verdict::Continue;
     }
-    let client_location = if snap.policies_need_location() {
-        client
-            .place(snap)
-            .map(|p| &model.locations.place(p).location)
-    } else {
-        None
-    };
     if T::ENABLED && snap.policies_need_location() {
         trace.record(TraceEvent::ClientLocation {
             addr: client.addr,
@@ -697,14 +690,20 @@ fn run_policies<T: Tracer>(
     }
     let facts = RequestFacts {
         client: client.addr,
-        client_location,
+        // Looked up (once) only when a rule reaches MATCHES_LOCATION.
+        client_location: None,
         qname: query.name,
         qtype: query.qtype,
+    };
+    let mut matches_location = |pattern: &Location| {
+        client
+            .place(snap)
+            .is_some_and(|p| pattern.matches_perfectly(&model.locations.place(p).location))
     };
     let mut verdict = Verdict::Continue;
     for binding in &model.dns_global_bindings {
         let policy = &model.dns_policies[binding.policy as usize];
-        let matched = policy.rule.eval(&facts);
+        let matched = policy.rule.eval_with(&facts, &mut matches_location);
         trace.record(TraceEvent::Policy {
             policy: binding.policy,
             matched,

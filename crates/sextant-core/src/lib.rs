@@ -40,7 +40,7 @@ pub use decide::{
 };
 pub use health::{HealthTally, Transition};
 pub use load::{HttpUrl, LoadKind, MetricSelector, ServiceMetrics, SiteFigures};
-pub use location::{Coordinates, Location, LocationError};
+pub use location::{Coordinates, Location, LocationCode, LocationError};
 pub use location_db::{LocationDb, LocationDbBuilder, Place, PlaceId, RangeError, Source};
 pub use model::*;
 pub use policy::{

@@ -137,6 +137,47 @@ impl Location {
     }
 }
 
+/// A qualifier id of a [`LocationCode`] that no place of the database has.
+pub(crate) const UNKNOWN_QUALIFIER: u32 = u32::MAX;
+
+/// A [`Location`] as the interned qualifier ids of one
+/// [`LocationDb`](crate::LocationDb): 0 is a wildcard, equal names have
+/// equal ids, and a name no place has is [`UNKNOWN_QUALIFIER`]. The
+/// matches compare integers instead of strings and answer as
+/// [`Location`]'s do for locations coded by the same database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LocationCode(pub(crate) [u32; QUALIFIERS]);
+
+impl LocationCode {
+    /// As [`Location::matches_perfectly`].
+    #[inline]
+    pub fn matches_perfectly(&self, service: &LocationCode) -> bool {
+        self.0
+            .iter()
+            .zip(&service.0)
+            .all(|(want, have)| *want == 0 || want == have)
+    }
+
+    /// As [`Location::matches_partially`].
+    #[inline]
+    pub fn matches_partially(&self, service: &LocationCode) -> bool {
+        let Some(first) = self.0.iter().position(|q| *q != 0) else {
+            return false;
+        };
+        self.0[first] == service.0[first] && !self.matches_perfectly(service)
+    }
+
+    /// As [`Location::shared_prefix`].
+    #[inline]
+    pub fn shared_prefix(&self, other: &LocationCode) -> usize {
+        self.0
+            .iter()
+            .zip(&other.0)
+            .take_while(|(a, b)| **a != 0 && a == b)
+            .count()
+    }
+}
+
 impl fmt::Display for Location {
     /// The dotted form with trailing wildcards dropped (`europe.uk`), or `*`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -29,7 +29,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::net::IpAddr;
 
-use crate::location::{Coordinates, Location, QUALIFIERS};
+use crate::location::{Coordinates, Location, LocationCode, QUALIFIERS, UNKNOWN_QUALIFIER};
 
 /// Index of a [`Place`] in a [`LocationDb`].
 pub type PlaceId = u32;
@@ -68,6 +68,11 @@ pub struct LocationDb {
     v4: Table<Slot4>,
     v6: Table<Slot6>,
     places: Vec<Place>,
+    /// Per place (by [`PlaceId`]): its location as qualifier ids, so that
+    /// the hot path compares integers rather than strings.
+    codes: Vec<LocationCode>,
+    /// The qualifier ids: every name of a place's location, lower case.
+    qualifier_ids: HashMap<Box<str>, u32>,
     /// How many ranges were added.
     ranges: usize,
 }
@@ -108,6 +113,45 @@ impl LocationDb {
         &self.places[id as usize]
     }
 
+    /// The location of place `id` as qualifier ids. Panics on an id this
+    /// database did not hand out.
+    #[inline]
+    pub fn code(&self, id: PlaceId) -> &LocationCode {
+        &self.codes[id as usize]
+    }
+
+    /// `location` as this database's qualifier ids (a name no place has
+    /// becomes an id no place has), for matching against its places'
+    /// [`code`](Self::code)s.
+    pub fn encode(&self, location: &Location) -> LocationCode {
+        LocationCode(std::array::from_fn(|i| {
+            location.qualifier(i).map_or(0, |q| {
+                self.qualifier_ids
+                    .get(q)
+                    .copied()
+                    .unwrap_or(UNKNOWN_QUALIFIER)
+            })
+        }))
+    }
+
+    /// Starts loading the cache lines a [`lookup_id`](Self::lookup_id) of
+    /// `ip` reads (the index entry is read, its bucket prefetched), so
+    /// that a batch's lookups overlap their misses.
+    #[inline]
+    pub fn prefetch(&self, ip: IpAddr) {
+        match ip {
+            IpAddr::V4(v4) => self.v4.prefetch(u32::from(v4)),
+            IpAddr::V6(v6) => {
+                let bits = u128::from(v6);
+                if bits >> 32 == 0xffff {
+                    self.v4.prefetch(bits as u32)
+                } else {
+                    self.v6.prefetch(bits)
+                }
+            }
+        }
+    }
+
     /// Every distinct place, indexed by [`PlaceId`].
     pub fn places(&self) -> &[Place] {
         &self.places
@@ -141,7 +185,17 @@ impl LocationDb {
                     .sum::<usize>()
             })
             .sum();
-        self.v4.memory_bytes() + self.v6.memory_bytes() + heap(&self.places) + strings
+        let ids: usize = self
+            .qualifier_ids
+            .keys()
+            .map(|k| k.len() + std::mem::size_of::<(Box<str>, u32)>())
+            .sum();
+        self.v4.memory_bytes()
+            + self.v6.memory_bytes()
+            + heap(&self.places)
+            + strings
+            + heap(&self.codes)
+            + ids
     }
 }
 
@@ -298,6 +352,20 @@ impl<S: Slot> Table<S> {
 
     fn len(&self) -> usize {
         self.slots.len()
+    }
+
+    /// Reads the index entry of `x` and prefetches its bucket's first slots.
+    #[inline]
+    fn prefetch(&self, x: S::Addr) {
+        if self.slots.is_empty() || x < self.first {
+            return;
+        }
+        let buckets = self.index.len() - 1;
+        let b = (x.offset(self.first) >> self.shift).min(buckets as u128 - 1) as usize;
+        let lo = (self.index[b] as usize).max(1) - 1;
+        if let Some(slot) = self.slots.get(lo) {
+            sextant_hint::prefetch(slot);
+        }
     }
 
     /// The place of the interval containing `x`: the last start `<= x`.
@@ -467,10 +535,25 @@ impl LocationDbBuilder {
         );
         let mut places = self.places;
         places.shrink_to_fit();
+        let mut qualifier_ids: HashMap<Box<str>, u32> = HashMap::new();
+        let codes = places
+            .iter()
+            .map(|p| {
+                LocationCode(std::array::from_fn(|i| {
+                    p.location.qualifier(i).map_or(0, |q| {
+                        let next = qualifier_ids.len() as u32 + 1;
+                        *qualifier_ids.entry(q.into()).or_insert(next)
+                    })
+                }))
+            })
+            .collect();
+        qualifier_ids.shrink_to_fit();
         LocationDb {
             v4,
             v6,
             places,
+            codes,
+            qualifier_ids,
             ranges: self.ranges,
         }
     }
@@ -623,6 +706,67 @@ mod tests {
             b.add(ip(from), ip(to), place(loc), *src).unwrap();
         }
         b.build()
+    }
+
+    #[test]
+    fn qualifier_ids_match_as_the_locations_do() {
+        let texts = [
+            "Europe.UK.*.*",
+            "Europe.UK.London",
+            "europe.uk.leeds",
+            "Europe.DE",
+            "Asia.HK",
+            "Asia.IN",
+            "*.UK",
+            "America.US.*.*.isp1.org",
+            "",
+        ];
+        let mut b = LocationDb::builder();
+        for (k, t) in texts.iter().enumerate() {
+            let a = ip(&format!("10.0.{k}.0"));
+            b.add(a, a, place(t), Source::Custom).unwrap();
+        }
+        let db = b.build();
+        // Patterns: the places' own locations, and names no place has.
+        let patterns: Vec<Location> = texts
+            .iter()
+            .chain(&[
+                "Europe.FR",
+                "Oceania",
+                "*.HK",
+                "Asia.HK.kowloon",
+                "*.*.london",
+            ])
+            .map(|t| Location::parse(t).unwrap())
+            .collect();
+        for (id, p) in db.places().iter().enumerate() {
+            let code = db.code(id as PlaceId);
+            assert_eq!(db.encode(&p.location), *code);
+            for (other, q) in db.places().iter().enumerate() {
+                assert_eq!(
+                    code.shared_prefix(db.code(other as PlaceId)),
+                    p.location.shared_prefix(&q.location),
+                    "{} / {}",
+                    p.location,
+                    q.location
+                );
+            }
+            for pattern in &patterns {
+                let pc = db.encode(pattern);
+                assert_eq!(
+                    pc.matches_perfectly(code),
+                    pattern.matches_perfectly(&p.location),
+                    "{pattern} / {}",
+                    p.location
+                );
+                assert_eq!(
+                    pc.matches_partially(code),
+                    pattern.matches_partially(&p.location),
+                    "{pattern} / {}",
+                    p.location
+                );
+            }
+        }
     }
 
     #[test]

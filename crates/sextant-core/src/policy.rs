@@ -200,16 +200,39 @@ impl Expr {
 
     /// Evaluates the rule for one request. Never allocates.
     pub fn eval(&self, facts: &RequestFacts<'_>) -> bool {
-        match self {
-            Expr::And(a, b) => a.eval(facts) && b.eval(facts),
-            Expr::Or(a, b) => a.eval(facts) || b.eval(facts),
-            Expr::Not(a) => !a.eval(facts),
-            Expr::MatchesLocation(pattern) => facts
+        self.eval_with(facts, &mut |pattern| {
+            facts
                 .client_location
-                .is_some_and(|client| pattern.matches_perfectly(client)),
+                .is_some_and(|client| pattern.matches_perfectly(client))
+        })
+    }
+
+    /// Evaluates the rule as [`eval`](Self::eval) does, except that
+    /// `MATCHES_LOCATION(pattern)` is `matches_location(pattern)`, asked
+    /// only when the evaluation reaches it (`&&` and `||` stop early), so
+    /// that the caller looks the client's location up only then
+    /// (`facts.client_location` is not read). Never allocates.
+    pub fn eval_with(
+        &self,
+        facts: &RequestFacts<'_>,
+        matches_location: &mut impl FnMut(&Location) -> bool,
+    ) -> bool {
+        match self {
+            Expr::And(a, b) => {
+                a.eval_with(facts, matches_location) && b.eval_with(facts, matches_location)
+            }
+            Expr::Or(a, b) => {
+                a.eval_with(facts, matches_location) || b.eval_with(facts, matches_location)
+            }
+            Expr::Not(a) => !a.eval_with(facts, matches_location),
+            Expr::MatchesLocation(pattern) => matches_location(pattern),
             Expr::InSubnet { network, prefix } => in_subnet(facts.client, *network, *prefix),
             Expr::SrcEq(ip) => in_subnet(facts.client, *ip, if ip.is_ipv4() { 32 } else { 128 }),
-            Expr::DomainEq(name) => strip_dot(facts.qname).eq_ignore_ascii_case(name),
+            Expr::DomainEq(name) => {
+                // Query names arrive in lower case: equal bytes first.
+                let q = strip_dot(facts.qname);
+                q.len() == name.len() && (q == name || q.eq_ignore_ascii_case(name))
+            }
             Expr::DomainEndsWith(suffix) => {
                 let q = strip_dot(facts.qname).as_bytes();
                 let s = suffix.as_bytes();

@@ -14,8 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dc::{DcOrder, DcOrders, DcRecordId};
 use crate::load::{ServiceMetrics, SiteFigures};
+use crate::location::LocationCode;
 use crate::location_db::{Place, PlaceId};
 use crate::model::{DomainId, Model, ServiceId, SiteId, VServerId, ZoneId};
+use crate::policy::{DnsActionId, DnsActionKind};
 use crate::records::RecordTable;
 use crate::rtt::RttTable;
 use crate::status::StatusTable;
@@ -60,6 +62,14 @@ impl Hasher for FnvHasher {
 /// configuration (the operator's own, so no collision attack to fear).
 pub type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<FnvHasher>>;
 
+/// The location databases whose client lookups a batch prefetches: from
+/// 2^20 intervals (8 MiB of IPv4 slots, a city-level GeoIP database),
+/// where a lookup waits for memory. Below that the table is in L2 or L3
+/// and the hint costs more than it saves: at 100,000 ranges it took 3 % off
+/// a static-proximity answer and added 7 % of instructions to every other
+/// answer (`benches/location_ratio.rs`, docs/performance.md).
+const PREFETCH_MIN_INTERVALS: usize = 1 << 20;
+
 /// Per-configuration tables, shared by every snapshot of one configuration.
 #[derive(Debug)]
 struct Compiled {
@@ -92,8 +102,15 @@ struct Compiled {
     /// Datacenter-mode records by name, their round-robin state and the
     /// places of their addresses.
     dc: DcTables,
+    /// Per DNS action (by id): its preferred locations as the location
+    /// database's qualifier ids (empty for other actions).
+    preferred_codes: Box<[Box<[LocationCode]>]>,
     /// Whether any bound DNS policy looks at the client's location.
     policies_need_location: bool,
+    /// Whether an answer may look the client's location up (a policy or a
+    /// vserver's method or backup method needs it), so that a batch
+    /// prefetches it.
+    uses_client_location: bool,
     /// This node is a child site: only parents answer DNS.
     child: bool,
 }
@@ -265,6 +282,25 @@ impl Snapshot {
                 .get(b.policy as usize)
                 .is_some_and(|p| p.rule.needs_location())
         });
+        let preferred_codes = model
+            .dns_actions
+            .iter()
+            .map(|a| match &a.kind {
+                DnsActionKind::PreferredLocations(list) => {
+                    list.iter().map(|l| model.locations.encode(l)).collect()
+                }
+                _ => Box::default(),
+            })
+            .collect();
+        // A smaller table stays in the cache: prefetching it would mostly
+        // add instructions.
+        let uses_client_location = model.locations.intervals() >= PREFETCH_MIN_INTERVALS
+            && (policies_need_location
+                || !model.dc_records.is_empty()
+                || model.vservers.iter().any(|v| {
+                    v.method == crate::model::LbMethod::StaticProximity
+                        || v.backup_method == Some(crate::model::LbMethod::StaticProximity)
+                }));
         Snapshot {
             compiled: Arc::new(Compiled {
                 model,
@@ -279,7 +315,9 @@ impl Snapshot {
                 site_group_start: site_group_start.into(),
                 services_by_name,
                 dc,
+                preferred_codes,
                 policies_need_location,
+                uses_client_location,
                 child,
             }),
             states,
@@ -447,12 +485,19 @@ impl Snapshot {
         crate::select::mask_ip(source, p.ldns_v4_mask, p.ldns_v6_mask)
     }
 
-    /// Prefetches the RTT row of `source`'s LDNS group when RTT is in use
-    /// (see [`RttTable::prefetch`]); cheap and harmless otherwise.
+    /// Prefetches what answering a query from `source` will look up in
+    /// the large tables: the RTT row of its LDNS group when RTT is in use
+    /// (see [`RttTable::prefetch`]), and its place in the location
+    /// database when an answer may need the client's location (see
+    /// [`LocationDb::prefetch`](crate::LocationDb::prefetch)); cheap and
+    /// harmless otherwise.
     #[inline]
     pub fn prefetch_ldns(&self, source: IpAddr) {
         if !self.rtt.is_empty() {
             self.rtt.prefetch(self.ldns_group(source));
+        }
+        if self.compiled.uses_client_location {
+            self.compiled.model.locations.prefetch(source);
         }
     }
 
@@ -570,6 +615,24 @@ impl Snapshot {
     pub fn service_place(&self, service: ServiceId) -> Option<&Place> {
         let id = (*self.compiled.service_places.get(service as usize)?)?;
         Some(self.compiled.model.locations.place(id))
+    }
+
+    /// The location of a service as qualifier ids (see
+    /// [`LocationDb::code`](crate::LocationDb::code)), if known.
+    #[inline]
+    pub fn service_code(&self, service: ServiceId) -> Option<&LocationCode> {
+        let id = (*self.compiled.service_places.get(service as usize)?)?;
+        Some(self.compiled.model.locations.code(id))
+    }
+
+    /// The preferred locations of DNS action `action` as qualifier ids, in
+    /// its order (empty for an action of another kind).
+    #[inline]
+    pub fn preferred_codes(&self, action: DnsActionId) -> &[LocationCode] {
+        self.compiled
+            .preferred_codes
+            .get(action as usize)
+            .map_or(&[], |c| &c[..])
     }
 
     /// Whether this node runs as a child site, which answers no DNS.
