@@ -127,10 +127,17 @@ async fn serve(listener: TcpListener, shared: Arc<DnsShared>, fixed: Option<TcpC
         tokio::spawn(async move {
             let _slot = slot;
             let source = peer.ip().to_canonical();
-            if let Err(e) = serve_connection(stream, source, &shared, &config).await {
-                if e.kind() == io::ErrorKind::TimedOut {
-                    shared.stats.incr(0, crate::Counter::TcpIdleClosed);
-                }
+            let mut stream = stream;
+            let ended = serve_connection(&mut stream, source, &shared, &config).await;
+            // Counted before the close, so a client that sees the close
+            // also sees the count.
+            if let Err(e) = &ended
+                && e.kind() == io::ErrorKind::TimedOut
+            {
+                shared.stats.incr(0, crate::Counter::TcpIdleClosed);
+            }
+            drop(stream);
+            if let Err(e) = ended {
                 tracing::debug!(error = %e, %peer, "dns tcp connection ended");
             }
         });
@@ -170,7 +177,7 @@ fn with_worker<R>(f: impl FnOnce(&mut Worker) -> R) -> R {
 /// Reads queries, answers them in order, closes on timeout, EOF, an
 /// oversized or unanswerable message.
 async fn serve_connection(
-    mut stream: TcpStream,
+    stream: &mut TcpStream,
     source: IpAddr,
     shared: &DnsShared,
     config: &TcpConfig,
