@@ -126,19 +126,10 @@ fn model() -> Model {
         vs.method = method;
         for (k, ip) in ips.iter().enumerate() {
             let id = m.services.len() as u32;
-            m.services.push(Service {
-                name: format!("{name}{k}"),
-                ip: ip.parse().unwrap(),
-                port: 80,
-                protocol: ServiceProtocol::Http,
-                site: 0,
-                public_ip: None,
-                public_port: None,
-                max_clients: 0,
-                monitors: vec![],
-                load_source: LoadSource::Monitors,
-                cname: None,
-            });
+            m.services.push(sextant_test_support::model::service(
+                &format!("{name}{k}"),
+                sextant_test_support::model::ip(ip),
+            ));
             vs.bindings.push(Binding {
                 service: id,
                 weight: 1,
@@ -291,12 +282,12 @@ fn main() {
                 }
             }
             for (i, c) in cases.iter().enumerate() {
-                let (lo, hi) = (min(&ratio[i]), max(&ratio[i]));
+                let (lo, hi) = (shape::min(&ratio[i]), shape::max(&ratio[i]));
                 println!(
                     "{kind:>7} {mode:>8} {:>10} {:>8.1} {:>8.3}  {lo:.3}-{hi:.3}",
                     c.label,
-                    median(&mut ns[i]),
-                    median(&mut ratio[i]),
+                    shape::median(&mut ns[i]),
+                    shape::median(&mut ratio[i]),
                 );
             }
         }
@@ -358,17 +349,4 @@ fn per_query_ns(c: &Case<'_>, sources: &[IpAddr], batch: usize) -> f64 {
     let start = Instant::now();
     measured(c, sources, batch, PER_ROUND, &mut cursor, &mut out);
     start.elapsed().as_nanos() as f64 / PER_ROUND as f64
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn min(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
-fn max(v: &[f64]) -> f64 {
-    v.iter().copied().fold(0.0, f64::max)
 }

@@ -58,12 +58,12 @@ fn main() {
                     rtt.push(r);
                     ratio.push(r / w);
                 }
-                let (lo, hi) = (min(&ratio), max(&ratio));
+                let (lo, hi) = (shape::min(&ratio), shape::max(&ratio));
                 println!(
                     "{rows:>7} {label:>7} {mode:>8} {:>9.1} {:>9.1} {:>8.2}  {lo:.2}-{hi:.2}",
-                    median(&mut wrr),
-                    median(&mut rtt),
-                    median(&mut ratio),
+                    shape::median(&mut wrr),
+                    shape::median(&mut rtt),
+                    shape::median(&mut ratio),
                 );
             }
         }
@@ -116,17 +116,4 @@ fn per_query_ns(
         }
     }
     start.elapsed().as_nanos() as f64 / PER_ROUND as f64
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn min(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
-fn max(v: &[f64]) -> f64 {
-    v.iter().copied().fold(0.0, f64::max)
 }

@@ -76,12 +76,12 @@ fn main() {
             b.push(y);
             ratio.push(y / x);
         }
-        let (lo, hi) = (min(&ratio), max(&ratio));
+        let (lo, hi) = (shape::min(&ratio), shape::max(&ratio));
         println!(
             "{label:>22} {:>12.1} {:>12.1} {:>8.3}  {lo:.3}-{hi:.3}",
-            median(&mut a),
-            median(&mut b),
-            median(&mut ratio)
+            shape::median(&mut a),
+            shape::median(&mut b),
+            shape::median(&mut ratio)
         );
     }
     println!("{:>22} {:>12}", "static query", "ns");
@@ -102,7 +102,7 @@ fn main() {
         let mut v: Vec<f64> = (0..ROUNDS)
             .map(|_| per_query_ns(&zoned, name, qtype))
             .collect();
-        println!("{label:>22} {:>12.1}", median(&mut v));
+        println!("{label:>22} {:>12.1}", shape::median(&mut v));
     }
 }
 
@@ -129,17 +129,4 @@ fn per_query_ns(snap: &Snapshot, name: &str, qtype: QueryType) -> f64 {
         ));
     }
     start.elapsed().as_nanos() as f64 / PER_ROUND as f64
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn min(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
-fn max(v: &[f64]) -> f64 {
-    v.iter().copied().fold(0.0, f64::max)
 }

@@ -138,3 +138,19 @@ pub fn rtt_snapshot() -> Snapshot {
     assert_eq!(model.vservers[2027].method, LbMethod::RoundRobin);
     health(Snapshot::new(Arc::new(model), 1))
 }
+
+/// The median of a set of round timings (sorts them).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The smallest of a set of round timings.
+pub fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// The largest of a set of round timings.
+pub fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(0.0, f64::max)
+}
