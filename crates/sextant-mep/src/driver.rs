@@ -36,6 +36,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
+
 use ring::rand::{SecureRandom, SystemRandom};
 use rustls::ServerConfig;
 use rustls::pki_types::ServerName;
@@ -104,6 +106,21 @@ pub struct Options {
     /// [`PeerStatus::last_message`] is measured on: the daemon's one time
     /// base.
     pub origin: std::time::Instant,
+    /// Where the node's [`MepStatus`] is published after every step: the
+    /// caller keeps it to read the status without the driver's lock, and
+    /// it reads "not running" once the driver stops.
+    pub status: Arc<ArcSwap<MepStatus>>,
+}
+
+/// What metric exchange shows of itself: every site the node knows, with
+/// its link. Published after every step of the node (see
+/// [`Options::status`]), so readers see one consistent moment and never
+/// wait for the driver.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MepStatus {
+    /// The driver is running (false before the start and after the stop).
+    pub running: bool,
+    pub peers: Vec<PeerStatus>,
 }
 
 impl Default for Options {
@@ -112,6 +129,7 @@ impl Default for Options {
             max_frame: DEFAULT_MAX_FRAME,
             state_file: None,
             origin: std::time::Instant::now(),
+            status: Arc::default(),
         }
     }
 }
@@ -150,6 +168,7 @@ pub fn start_with(
     let sink = Arc::new(EventSink::default());
     let shared = Arc::new_cyclic(|weak| Shared {
         origin: Instant::from_std(options.origin),
+        status: Arc::clone(&options.status),
         inner: Mutex::new(Inner {
             weak: weak.clone(),
             rt: rt.clone(),
@@ -166,6 +185,7 @@ pub fn start_with(
             listen_on: Vec::new(),
             tls_server: None,
             rng: SystemRandom::new(),
+            published: Arc::default(),
         }),
     });
     {
@@ -213,7 +233,7 @@ impl MepHandle {
 
     /// Every site this node knows, with its MEP state.
     pub fn status(&self) -> Vec<PeerStatus> {
-        self.shared.lock().node.status()
+        self.shared.status.load().peers.clone()
     }
 
     /// This node's role in the topology.
@@ -446,6 +466,7 @@ async fn forward_events(sink: Arc<EventSink>, events: mpsc::Sender<MepEvent>) {
 struct Shared {
     inner: Mutex<Inner>,
     origin: Instant,
+    status: Arc<ArcSwap<MepStatus>>,
 }
 
 impl Shared {
@@ -506,6 +527,8 @@ struct Inner {
     listen_on: Vec<(SocketAddr, bool)>,
     tls_server: Option<Arc<ServerConfig>>,
     rng: SystemRandom,
+    /// The status last published (see [`Options::status`]).
+    published: Arc<MepStatus>,
 }
 
 impl Inner {
@@ -516,7 +539,26 @@ impl Inner {
     /// Hands `input` to the node and carries out what it says.
     fn apply(&mut self, input: Input, now: Duration) {
         let outs = self.node.on(input, now);
+        self.publish_status();
         self.execute(outs);
+    }
+
+    /// Publishes the node's status as of its last step (see
+    /// [`Options::status`]).
+    fn publish_status(&mut self) {
+        if self.stopped {
+            return;
+        }
+        let status = MepStatus {
+            running: true,
+            peers: self.node.status(),
+        };
+        if *self.published != status
+            && let Some(shared) = self.shared()
+        {
+            self.published = Arc::new(status);
+            shared.status.store(Arc::clone(&self.published));
+        }
     }
 
     fn execute(&mut self, outs: Vec<Output>) {
@@ -694,6 +736,7 @@ impl Inner {
     /// configuration comes back), gives it its channels.
     fn register(&mut self, id: ConnId, input: Input, now: Duration) -> Option<Reg> {
         let mut outs = self.node.on(input, now);
+        self.publish_status();
         let start = outs
             .iter()
             .position(|o| matches!(o, Output::Start { conn, .. } if *conn == id))
@@ -797,6 +840,13 @@ impl Inner {
         self.conns.clear();
         self.dials.clear();
         let _ = self.node.on(Input::Stop, Duration::ZERO);
+        // "Not running", unless a driver started since has published
+        // (a site IP's VIP can move back while this one closes).
+        if let Some(shared) = self.shared() {
+            shared
+                .status
+                .compare_and_swap(&self.published, Arc::default());
+        }
     }
 }
 

@@ -27,7 +27,8 @@ mod tls;
 pub use sextant_mep_proto::{frame, message, node, session, sync, topology};
 
 pub use driver::{
-    LocalReport, MepError, MepEvent, MepHandle, MepState, Options, PeerStatus, start, start_with,
+    LocalReport, MepError, MepEvent, MepHandle, MepState, MepStatus, Options, PeerStatus, start,
+    start_with,
 };
 pub use frame::{DEFAULT_MAX_FRAME, FrameError, FrameReader};
 pub use message::Message;

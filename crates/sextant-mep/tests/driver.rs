@@ -653,3 +653,38 @@ async fn the_import_placeholder_password_never_authenticates() {
         b.seen
     );
 }
+
+/// The status is a publication: a reader holding it (as the API does) sees
+/// the link come up without the driver, "not running" once the driver
+/// stops, and a driver stopped late does not hide one started after it on
+/// the same publication (a site IP's VIP that moves away and back).
+#[tokio::test(start_paused = true)]
+async fn the_status_is_published_for_readers_and_cleared_at_the_stop() {
+    let specs = [site("A", "127.77.14.1"), site("B", "127.77.14.2")];
+    let board = std::sync::Arc::<arc_swap::ArcSwap<sextant_mep::MepStatus>>::default();
+    assert!(!board.load().running);
+    let options = || Options {
+        status: std::sync::Arc::clone(&board),
+        ..Default::default()
+    };
+    let mut a = Node::start_with(model(&specs, "A", KA), "A", options());
+    let _b = Node::start(&specs, "B", KA);
+    a.wait_up("B", WAIT).await;
+    let published = board.load_full();
+    assert!(published.running);
+    let b = published.peers.iter().find(|p| p.name == "B").unwrap();
+    assert_eq!(b.state, MepState::Up);
+    assert_eq!(published.peers, a.handle().status());
+
+    // Another driver starts on the same publication, then the first one
+    // stops (no await between: nothing else runs): the newer status stays.
+    let other = [site("C", "127.77.14.3"), site("D", "127.77.14.4")];
+    let mut c = Node::start_with(model(&other, "C", KA), "C", options());
+    a.stop();
+    let now = board.load_full();
+    assert!(now.running);
+    assert!(now.peers.iter().any(|p| p.name == "C"), "{now:?}");
+
+    c.close().await;
+    assert!(!board.load().running, "{:?}", board.load());
+}

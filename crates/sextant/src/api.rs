@@ -81,11 +81,7 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
             tcp_idle_closed: c.tcp_idle_closed,
             queries_xdp: c.queries_xdp,
         },
-        mep: d
-            .mep
-            .lock()
-            .is_ok_and(|m| m.is_some())
-            .then(|| d.mep_counters.view()),
+        mep: d.mep_status.load().running.then(|| d.mep_counters.view()),
     })
 }
 
@@ -344,12 +340,8 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
     let has_children = model.sites.iter().any(|s| s.parent.is_some());
-    let status = d
-        .mep
-        .lock()
-        .ok()
-        .and_then(|m| m.as_ref().map(|m| m.status()))
-        .unwrap_or_default();
+    let mep = d.mep_status.load();
+    let status = &mep.peers;
     let mut sites: Vec<Site> = model
         .sites
         .iter()
@@ -399,7 +391,7 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
         .collect();
     // Sites this node learned over metric exchange but does not configure
     // (a child's backup parents).
-    for p in &status {
+    for p in status {
         if !sites.iter().any(|s| s.name.eq_ignore_ascii_case(&p.name)) {
             sites.push(Site {
                 name: p.name.clone(),

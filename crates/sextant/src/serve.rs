@@ -39,6 +39,10 @@ pub struct Daemon {
     pub last_reload_error: RwLock<Option<String>>,
     /// Metric exchange, when this node has peers (taken at stop).
     pub mep: Mutex<Option<sextant_mep::MepHandle>>,
+    /// What metric exchange publishes of its links after every step (its
+    /// status while it runs, "not running" otherwise): the API reads it
+    /// without the driver's lock.
+    pub mep_status: Arc<arc_swap::ArcSwap<sextant_mep::MepStatus>>,
     pub mep_counters: MepCounters,
     /// Inputs for the state task (load figures pushed over the API).
     pub inputs: mpsc::Sender<Input>,
@@ -348,9 +352,11 @@ pub async fn serve(
     // engine decides, `Effect::MetricExchange`).
     let site_vip = sextant_state::site_ip_vip(&model)
         .filter(|_| sextant_state::metric_exchange_configured(&model));
+    let mep_status = Arc::<arc_swap::ArcSwap<sextant_mep::MepStatus>>::default();
     let mep = if engine.runs_metric_exchange() {
         Some(start_mep(
             clock,
+            &mep_status,
             &model,
             generation,
             mep_tx.clone(),
@@ -369,6 +375,7 @@ pub async fn serve(
         clock,
         last_reload_error: RwLock::new(None),
         mep: Mutex::new(mep),
+        mep_status,
         mep_counters: MepCounters::default(),
         inputs: input_tx.clone(),
         site_overrides: Default::default(),
@@ -719,6 +726,7 @@ struct StateInputs {
 /// Starts metric exchange for `model`.
 fn start_mep(
     clock: Clock,
+    status: &Arc<arc_swap::ArcSwap<sextant_mep::MepStatus>>,
     model: &Arc<Model>,
     generation: u64,
     tx: mpsc::Sender<sextant_mep::MepEvent>,
@@ -727,6 +735,7 @@ fn start_mep(
     let options = sextant_mep::Options {
         state_file: is_child(model).then(|| mep_state_file(config)),
         origin: clock.origin(),
+        status: Arc::clone(status),
         ..Default::default()
     };
     sextant_mep::start_with(Arc::clone(model), generation, tx, options).with_context(|| {
@@ -745,6 +754,7 @@ fn run_metric_exchange(daemon: &Daemon, edges: &Edges, run: bool) {
     if run && mep.is_none() {
         match start_mep(
             daemon.clock,
+            &daemon.mep_status,
             &edges.model,
             edges.generation,
             edges.mep_tx.clone(),
