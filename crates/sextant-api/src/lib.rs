@@ -14,6 +14,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Status {
     pub version: String,
+    /// The commit built (12 hex digits), or "unknown" outside a checkout.
+    #[serde(default)]
+    pub commit: String,
+    /// The date of that commit (YYYY-MM-DD, UTC), the build's date.
+    #[serde(default)]
+    pub build_date: String,
     /// The site this node runs as, if the configuration names one.
     pub local_site: Option<String>,
     /// Bumps on every successful configuration (re)load.

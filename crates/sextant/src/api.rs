@@ -56,6 +56,8 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
     let c = d.dns.stats.snapshot();
     Json(Status {
         version: env!("CARGO_PKG_VERSION").to_string(),
+        commit: env!("SEXTANT_COMMIT").to_string(),
+        build_date: env!("SEXTANT_BUILD_DATE").to_string(),
         local_site: model.local_site.map(|s| model.site(s).name.clone()),
         generation: snap.generation(),
         config_file: d.config_file.display().to_string(),

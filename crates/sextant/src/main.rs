@@ -24,13 +24,24 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `sextant --version`: the release, the commit built and its date
+/// (crates/sextant/build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SEXTANT_COMMIT"),
+    ", ",
+    env!("SEXTANT_BUILD_DATE"),
+    ")"
+);
+
 /// Sextant answers DNS for load-balanced names with the best healthy site.
 ///
 /// Start with `sextant demo` to see it answer real queries on 127.0.0.1:5353,
 /// then write your own configuration (docs/config.md), check it with
 /// `sextant check FILE` and run it with `sextant serve --config FILE`.
 #[derive(Debug, Parser)]
-#[command(name = "sextant", version, about, long_about)]
+#[command(name = "sextant", version = VERSION, about, long_about)]
 struct Cli {
     /// Log format on stderr.
     #[arg(long, global = true, value_enum, default_value_t = logging::Format::Text)]

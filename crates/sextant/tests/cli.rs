@@ -44,6 +44,16 @@ bind gslb vserver vs_app -domainName app.example.com -TTL 30 -backupIP {bk}
     c
 }
 
+/// The commit of this checkout, as `git` says (the tests run in one).
+fn built_commit() -> String {
+    let out = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn output_text(out: &std::process::Output) -> String {
     format!(
         "{}{}",
@@ -146,6 +156,15 @@ fn api_reports_status_services_and_sites() {
     let s = Server::start(SEXTANT, &net, Syntax::Conf, &full_config(&net));
     let st = s.status();
     assert!(!st.version.is_empty(), "version: {st:?}");
+    // The build facts are the ones `--version` prints.
+    let built = format!("(commit {}, {})", st.commit, st.build_date);
+    assert!(built_commit().starts_with(&st.commit), "{st:?}");
+    assert_eq!(st.build_date.len(), 10, "{st:?}");
+    let out = Command::new(SEXTANT.0).arg("--version").output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("sextant {} {built}", st.version)
+    );
     assert_eq!(st.local_site.as_deref(), Some("site1"), "{st:?}");
 
     s.wait_state("s2", State::Down);
