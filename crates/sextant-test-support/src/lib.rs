@@ -66,6 +66,7 @@ pub mod net;
 pub mod netns;
 #[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod process;
+pub mod prometheus;
 pub mod scratch;
 pub mod sites;
 #[allow(unsafe_code)] // system calls; each block says why it is sound
