@@ -147,6 +147,10 @@ impl<I: Idx, T> IdVec<I, T> {
         self.raw.shrink_to_fit();
     }
 
+    pub fn reserve_exact(&mut self, additional: usize) {
+        self.raw.reserve_exact(additional);
+    }
+
     #[inline]
     pub fn get(&self, id: I) -> Option<&T> {
         self.raw.get(id.index())
