@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sextant_core::Model;
+use sextant_core::{Model, PlaceId};
 use sextant_test_support::location_data::{GeoLite2City, geolite2_city};
 use sextant_test_support::scratch::Scratch;
 
@@ -180,7 +180,9 @@ fn bench(c: &mut Criterion) {
             .and_then(|r| r.offset())
             .map_or(0, |o| o as u32)
     };
-    let ours = per_lookup(&probes, |ip| locations.lookup_id(ip).unwrap_or(0));
+    let ours = per_lookup(&probes, |ip| {
+        locations.lookup_id(ip).map_or(0, PlaceId::raw)
+    });
     let theirs = per_lookup(&probes, tree);
     eprintln!(
         "geolite2-city (ip-location-db): lookup {ours:.1} ns, MaxMind DB tree walk {theirs:.1} ns: {:.1}x faster",

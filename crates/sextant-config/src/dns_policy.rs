@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use sextant_core::policy::{DnsAction, DnsActionKind, DnsPolicy, ExprError, Goto, PolicyBinding};
-use sextant_core::{Expr, Location, Model};
+use sextant_core::{DnsActionId, DnsPolicyId, Expr, Idx, Location, Model};
 
 use crate::draft::{Ref, Syntax};
 use crate::error::Diag;
@@ -218,7 +218,7 @@ pub(crate) fn build(draft: &DnsDraft, syntax: Syntax, diag: &mut Diag, model: &m
         "dns policy",
         draft.policies.iter().map(|p| (p.name.as_str(), p.line)),
     );
-    let mut builtins: HashMap<&'static str, u32> = HashMap::new();
+    let mut builtins: HashMap<&'static str, DnsActionId> = HashMap::new();
     for p in &draft.policies {
         let action = p
             .action
@@ -234,11 +234,11 @@ pub(crate) fn build(draft: &DnsDraft, syntax: Syntax, diag: &mut Diag, model: &m
                     model.dns_actions.push(DnsAction {
                         name: name.to_string(),
                         kind,
-                    });
-                    (model.dns_actions.len() - 1) as u32
+                    })
                 }))
             })
-            .unwrap_or(0);
+            // Not found: already an error, the model is discarded.
+            .unwrap_or(DnsActionId::new(0));
         model.dns_policies.push(DnsPolicy {
             name: p.name.clone(),
             rule: p.rule.clone().unwrap_or(Expr::Const(false)),
@@ -247,7 +247,7 @@ pub(crate) fn build(draft: &DnsDraft, syntax: Syntax, diag: &mut Diag, model: &m
         });
     }
 
-    let mut bound: HashMap<(BindPoint, u32), usize> = HashMap::new();
+    let mut bound: HashMap<(BindPoint, DnsPolicyId), usize> = HashMap::new();
     let mut priorities: HashMap<(BindPoint, u32), (String, usize)> = HashMap::new();
     let mut out: Vec<(BindPoint, PolicyBinding)> = Vec::new();
     for b in &draft.bindings {
@@ -294,10 +294,15 @@ pub(crate) fn build(draft: &DnsDraft, syntax: Syntax, diag: &mut Diag, model: &m
     model.dns_global_bindings = out.into_iter().map(|(_, b)| b).collect();
 }
 
-type Index = HashMap<String, u32>;
+type Index<I> = HashMap<String, I>;
 
-/// Names → indexes, reporting bad and duplicate names (case-insensitive).
-fn index<'a>(diag: &mut Diag, noun: &str, items: impl Iterator<Item = (&'a str, usize)>) -> Index {
+/// Names → ids, reporting bad and duplicate names (case-insensitive). The
+/// `i`th item gets id `i`: the model's table is built in the same order.
+fn index<'a, I: Idx>(
+    diag: &mut Diag,
+    noun: &str,
+    items: impl Iterator<Item = (&'a str, usize)>,
+) -> Index<I> {
     let mut index = Index::new();
     let mut first_line: HashMap<String, usize> = HashMap::new();
     for (i, (name, line)) in items.enumerate() {
@@ -314,13 +319,19 @@ fn index<'a>(diag: &mut Diag, noun: &str, items: impl Iterator<Item = (&'a str, 
             );
         } else {
             first_line.insert(key.clone(), line);
-            index.insert(key, i as u32);
+            index.insert(key, I::from_index(i));
         }
     }
     index
 }
 
-fn resolve(diag: &mut Diag, syntax: Syntax, r: &Ref, noun: &str, index: &Index) -> Option<u32> {
+fn resolve<I: Copy>(
+    diag: &mut Diag,
+    syntax: Syntax,
+    r: &Ref,
+    noun: &str,
+    index: &Index<I>,
+) -> Option<I> {
     let found = index.get(&r.name.to_ascii_lowercase()).copied();
     if found.is_none() {
         let hint = match syntax {

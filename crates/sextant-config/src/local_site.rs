@@ -41,7 +41,9 @@ pub fn settle_local_site(model: &mut Model, name: Option<&str>) -> Result<(), Lo
             };
             model.set_local_site(id);
         }
-        None if model.local_site.is_none() && model.sites.len() == 1 => model.set_local_site(0),
+        None if model.local_site.is_none() && model.sites.len() == 1 => {
+            model.set_local_site(SiteId::new(0))
+        }
         None if model.local_site.is_none() && !model.sites.is_empty() => {
             return Err(LocalSiteError::Unknown);
         }
@@ -63,8 +65,7 @@ fn check_child(model: &mut Model) -> Result<(), LocalSiteError> {
     };
     let me = model.site(local).name.clone();
     let mut problems = Vec::new();
-    for (i, site) in model.sites.iter().enumerate() {
-        let id = i as SiteId;
+    for (id, site) in model.sites.iter_enumerated() {
         if id != local && id != parent {
             problems.push(format!(
                 "site {} is neither this child site nor its parent {}",
@@ -137,7 +138,7 @@ mod tests {
         let mut one =
             crate::parse_appliance("add gslb site p1 127.0.0.1\n", "t.conf").expect("parses");
         settle_local_site(&mut one, None).expect("one site is local");
-        assert_eq!(one.local_site, Some(0));
+        assert_eq!(one.local_site, Some(SiteId::new(0)));
     }
 
     #[test]

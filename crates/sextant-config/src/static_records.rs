@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use sextant_core::records::{TYPE_A, TYPE_AAAA, TYPE_CNAME, TYPE_NS, sort_records};
-use sextant_core::{Model, RecordData, StaticRecord};
+use sextant_core::{Model, RecordData, StaticRecord, ZoneId};
 
 use crate::draft::{Draft, DraftRecord, Syntax};
 use crate::error::Diag;
@@ -29,10 +29,9 @@ pub(crate) fn build(
     diag: &mut Diag,
     model: &mut Model,
 ) {
-    let apexes: HashMap<&str, usize> = model
+    let apexes: HashMap<&str, ZoneId> = model
         .zones
-        .iter()
-        .enumerate()
+        .iter_enumerated()
         .map(|(i, z)| (z.apex.as_str(), i))
         .collect();
     let all: Vec<&DraftRecord> = draft.records.iter().chain(delegations.iter()).collect();
@@ -89,7 +88,7 @@ fn type_word(data: &RecordData) -> &'static str {
 /// Checks what one record says on its own; false when it is left out.
 fn check_one(
     rec: &DraftRecord,
-    apexes: &HashMap<&str, usize>,
+    apexes: &HashMap<&str, ZoneId>,
     model: &Model,
     syntax: Syntax,
     diag: &mut Diag,
@@ -192,7 +191,7 @@ fn target(rec: &DraftRecord, name: &str, diag: &mut Diag) -> bool {
 }
 
 /// The zone of `name`: the longest apex that is a suffix of it.
-fn zone_of(name: &str, apexes: &HashMap<&str, usize>) -> Option<usize> {
+fn zone_of(name: &str, apexes: &HashMap<&str, ZoneId>) -> Option<ZoneId> {
     let mut rest = name;
     loop {
         if let Some(z) = apexes.get(rest) {
@@ -206,7 +205,7 @@ fn zone_of(name: &str, apexes: &HashMap<&str, usize>) -> Option<usize> {
 fn check_name(
     name: &str,
     recs: &[&DraftRecord],
-    apexes: &HashMap<&str, usize>,
+    apexes: &HashMap<&str, ZoneId>,
     domains: &HashMap<String, usize>,
     dc_names: &HashMap<String, usize>,
     syntax: Syntax,

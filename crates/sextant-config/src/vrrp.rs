@@ -378,14 +378,30 @@ pub(crate) fn build(draft: &DraftVrrp, syntax: Syntax, diag: &mut Diag, model: &
         let target = match &b.bound {
             VridBound::Interface(n) => Target::Interface(n.clone()),
             VridBound::TrackInterface(n) => Target::TrackInterface(n.clone()),
-            VridBound::TrackVserver(r) => match resolve(r, Kind::VServer, syntax, diag, model) {
-                Some(i) => Target::Vserver(i),
-                None => continue,
-            },
-            VridBound::TrackService(r) => match resolve(r, Kind::Service, syntax, diag, model) {
-                Some(i) => Target::Service(i),
-                None => continue,
-            },
+            VridBound::TrackVserver(r) => {
+                match resolve(
+                    model.vserver_by_name(&r.name),
+                    r,
+                    Kind::VServer,
+                    syntax,
+                    diag,
+                ) {
+                    Some(i) => Target::Vserver(i),
+                    None => continue,
+                }
+            }
+            VridBound::TrackService(r) => {
+                match resolve(
+                    model.service_by_name(&r.name),
+                    r,
+                    Kind::Service,
+                    syntax,
+                    diag,
+                ) {
+                    Some(i) => Target::Service(i),
+                    None => continue,
+                }
+            }
             VridBound::Address(a) => {
                 if let Some(&(other, line)) = vips.get(&a.ip) {
                     let message = if other == id {
@@ -429,12 +445,8 @@ pub(crate) fn build(draft: &DraftVrrp, syntax: Syntax, diag: &mut Diag, model: &
         match target {
             Target::Interface(n) => vrid.interfaces.push(n),
             Target::TrackInterface(n) => vrid.track_interfaces.push(n),
-            Target::Vserver(i) => vrid
-                .track_vservers
-                .push(model.vservers[i as usize].name.clone()),
-            Target::Service(i) => vrid
-                .track_services
-                .push(model.services[i as usize].name.clone()),
+            Target::Vserver(i) => vrid.track_vservers.push(model.vservers[i].name.clone()),
+            Target::Service(i) => vrid.track_services.push(model.services[i].name.clone()),
         }
     }
 
@@ -473,13 +485,9 @@ fn already(syntax: Syntax, b: &VridBinding, id: u8, first: usize) -> String {
     }
 }
 
-/// Looks a tracked vserver or service up in the model by name
+/// A tracked vserver or service as the model found it by name
 /// (case-insensitively), reporting it if it is not defined.
-fn resolve(r: &Ref, kind: Kind, syntax: Syntax, diag: &mut Diag, model: &Model) -> Option<u32> {
-    let found = match kind {
-        Kind::VServer => model.vserver_by_name(&r.name),
-        _ => model.service_by_name(&r.name),
-    };
+fn resolve<I>(found: Option<I>, r: &Ref, kind: Kind, syntax: Syntax, diag: &mut Diag) -> Option<I> {
     if found.is_none() {
         diag.error(
             r.line,

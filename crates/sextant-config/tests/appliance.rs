@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use sextant_config::parse_appliance;
 use sextant_core::{
-    DnsQueryType, LbMethod, LdnsProbe, Model, MonitorKind, ServiceProtocol, SiteKind,
-    TriggerMonitor,
+    DnsQueryType, DomainId, LbMethod, LdnsProbe, Model, MonitorId, MonitorKind, ServiceId,
+    ServiceProtocol, SiteId, SiteKind, TriggerMonitor, VServerId, ZoneId,
 };
 
 fn ok(text: &str) -> Model {
@@ -66,16 +66,16 @@ fn empty_file_is_valid() {
 #[test]
 fn base_and_defaults() {
     let m = ok(BASE);
-    assert_eq!(m.local_site, Some(0));
-    assert_eq!(m.sites[0].kind, SiteKind::Local);
-    assert_eq!(m.sites[1].kind, SiteKind::Remote);
-    let vs = &m.vservers[0];
+    assert_eq!(m.local_site, Some(SiteId::new(0)));
+    assert_eq!(m.sites[SiteId::new(0)].kind, SiteKind::Local);
+    assert_eq!(m.sites[SiteId::new(1)].kind, SiteKind::Remote);
+    let vs = &m.vservers[VServerId::new(0)];
     assert_eq!(vs.method, LbMethod::LeastConnection);
     assert_eq!(vs.protocol, ServiceProtocol::Http);
     assert_eq!(vs.bindings.len(), 1);
     assert_eq!(vs.bindings[0].weight, 1);
     assert!(vs.persistence.is_none());
-    assert_eq!(m.services[1].site, 1);
+    assert_eq!(m.services[ServiceId::new(1)].site, SiteId::new(1));
 }
 
 #[test]
@@ -103,12 +103,12 @@ fn quoting_and_comments() {
         "add lb monitor 'raw' HTTP-ECV -send 'GET /x \\n' -recv \"#not a comment\"\n",
         "add gslb site vs#1 10.0.0.1   # '#' inside a word is part of it\n",
     ));
-    assert_eq!(m.monitors[0].name, "my mon");
-    match &m.monitors[0].kind {
+    assert_eq!(m.monitors[MonitorId::new(0)].name, "my mon");
+    match &m.monitors[MonitorId::new(0)].kind {
         MonitorKind::Http(c) => assert_eq!(c.request, r#"GET /a "b" \ c"#),
         other => panic!("{other:?}"),
     }
-    match &m.monitors[1].kind {
+    match &m.monitors[MonitorId::new(1)].kind {
         MonitorKind::Http(c) => {
             assert_eq!(c.request, "GET /x \\n");
             assert_eq!(c.body_contains.as_deref(), Some("#not a comment"));
@@ -116,7 +116,7 @@ fn quoting_and_comments() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(m.sites[0].name, "vs#1");
+    assert_eq!(m.sites[SiteId::new(0)].name, "vs#1");
 }
 
 #[test]
@@ -136,12 +136,30 @@ fn sub_second_intervals() {
         "add lb monitor mins HTTP -interval 1 MIN -resptimeout 2\n",
         "set gslb parameter -MEPKeepAliveTimeout 0.5\n",
     ));
-    assert_eq!(m.monitors[0].interval, Duration::from_millis(500));
-    assert_eq!(m.monitors[0].response_timeout, Duration::from_millis(200));
-    assert_eq!(m.monitors[1].interval, Duration::from_millis(500));
-    assert_eq!(m.monitors[1].response_timeout, Duration::from_millis(250));
-    assert_eq!(m.monitors[2].interval, Duration::from_secs(60));
-    assert_eq!(m.monitors[2].response_timeout, Duration::from_secs(2));
+    assert_eq!(
+        m.monitors[MonitorId::new(0)].interval,
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        m.monitors[MonitorId::new(0)].response_timeout,
+        Duration::from_millis(200)
+    );
+    assert_eq!(
+        m.monitors[MonitorId::new(1)].interval,
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        m.monitors[MonitorId::new(1)].response_timeout,
+        Duration::from_millis(250)
+    );
+    assert_eq!(
+        m.monitors[MonitorId::new(2)].interval,
+        Duration::from_secs(60)
+    );
+    assert_eq!(
+        m.monitors[MonitorId::new(2)].response_timeout,
+        Duration::from_secs(2)
+    );
     assert_eq!(m.params.mep_keepalive_timeout, Duration::from_millis(500));
     let m = ok("set gslb parameter -MEPKeepAliveTimeout 300 MSEC\n");
     assert_eq!(m.params.mep_keepalive_timeout, Duration::from_millis(300));
@@ -158,24 +176,26 @@ fn monitor_defaults_and_types() {
         "add lb monitor u UDP-ECV -send ping -recv pong -destPort 7\n",
         "add lb monitor u2 UDP\n",
     ));
-    let p = &m.monitors[0];
+    let p = &m.monitors[MonitorId::new(0)];
     assert_eq!(p.kind, MonitorKind::Ping);
     assert_eq!(p.interval, Duration::from_secs(5));
     assert_eq!(p.response_timeout, Duration::from_secs(2));
     assert_eq!((p.retries, p.success_retries), (3, 1));
-    match &m.monitors[1].kind {
+    match &m.monitors[MonitorId::new(1)].kind {
         MonitorKind::Http(c) => {
             assert_eq!(c.request, "HEAD /");
             assert_eq!(c.status_codes, vec![(200, 200)]);
         }
         other => panic!("{other:?}"),
     }
-    match &m.monitors[2].kind {
+    match &m.monitors[MonitorId::new(2)].kind {
         MonitorKind::Https(c) => assert_eq!(c.status_codes, vec![(200, 200), (300, 399)]),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(&m.monitors[3].kind, MonitorKind::Https(c) if c.request == "GET /h"));
-    match &m.monitors[4].kind {
+    assert!(
+        matches!(&m.monitors[MonitorId::new(3)].kind, MonitorKind::Https(c) if c.request == "GET /h")
+    );
+    match &m.monitors[MonitorId::new(4)].kind {
         MonitorKind::Dns(c) => {
             assert_eq!(c.query, "www.example.com");
             assert_eq!(c.query_type, DnsQueryType::Aaaa);
@@ -184,14 +204,14 @@ fn monitor_defaults_and_types() {
         }
         other => panic!("{other:?}"),
     }
-    match &m.monitors[5].kind {
+    match &m.monitors[MonitorId::new(5)].kind {
         MonitorKind::Udp(c) => {
             assert_eq!(c.send, "ping");
             assert_eq!(c.receive.as_deref(), Some("pong"));
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(m.monitors[5].dest_port, Some(7));
+    assert_eq!(m.monitors[MonitorId::new(5)].dest_port, Some(7));
 }
 
 #[test]
@@ -247,7 +267,10 @@ fn set_lb_monitor() {
         // -retries, as on any monitor.
         "set lb monitor ldns-ping LDNS-PING -retries 3\n",
     ));
-    assert_eq!(m.monitors[0].interval, Duration::from_secs(10));
+    assert_eq!(
+        m.monitors[MonitorId::new(0)].interval,
+        Duration::from_secs(10)
+    );
     assert_eq!(m.params.ldns_monitor(LdnsProbe::Ping).retries, 3);
     assert_eq!(
         m.params.ldns_monitor(LdnsProbe::DnsTcp).retries,
@@ -306,7 +329,10 @@ fn monitor_bindings() {
     let m = ok(&format!(
         "{BASE}add lb monitor m1 TCP\nadd lb monitor m2 PING\nbind gslb service SVC1 -monitorName M1\nbind lb monitor m2 svc1\n"
     ));
-    assert_eq!(m.services[0].monitors, vec![0, 1]);
+    assert_eq!(
+        m.services[ServiceId::new(0)].monitors,
+        vec![MonitorId::new(0), MonitorId::new(1)]
+    );
     let errs = errors(&format!(
         "{BASE}add lb monitor m1 TCP\nbind gslb service svc1 -monitorName m1\nbind lb monitor m1 svc1\nbind gslb service svc9 -monitorName m9\n"
     ));
@@ -378,9 +404,9 @@ fn options_and_commands_are_case_insensitive() {
         "add gslb vserver vs HTTP -lbmethod roundrobin\n",
         "bind gslb vserver VS -servicename SVC -WEIGHT 7\n",
     ));
-    assert_eq!(m.sites[0].public_ip, Some(ip("1.2.3.4")));
-    assert_eq!(m.vservers[0].method, LbMethod::RoundRobin);
-    assert_eq!(m.vservers[0].bindings[0].weight, 7);
+    assert_eq!(m.sites[SiteId::new(0)].public_ip, Some(ip("1.2.3.4")));
+    assert_eq!(m.vservers[VServerId::new(0)].method, LbMethod::RoundRobin);
+    assert_eq!(m.vservers[VServerId::new(0)].bindings[0].weight, 7);
 }
 
 #[test]
@@ -487,17 +513,23 @@ fn sites_parents_and_backups() {
         "set gslb site p2 -backupParentlist p3 -publicIP 192.0.2.2\n",
         "unset gslb site p2 -backupParentlist\n",
     ));
-    let c1 = &m.sites[0];
-    assert_eq!(c1.parent, Some(1));
+    let c1 = &m.sites[SiteId::new(0)];
+    assert_eq!(c1.parent, Some(SiteId::new(1)));
     assert!(!c1.nw_metric_exchange && !c1.session_exchange && c1.metric_exchange);
-    assert_eq!(m.local_site, Some(1));
-    assert_eq!(m.sites[1].backup_parents, vec![2, 3]);
-    assert!(m.sites[1].nw_metric_exchange);
-    assert!(m.sites[2].backup_parents.is_empty());
-    assert!(!m.sites[2].metric_exchange);
-    assert_eq!(m.sites[2].trigger_monitor, TriggerMonitor::MepDownSvcDown);
-    assert_eq!(m.sites[2].public_ip, Some(ip("192.0.2.2")));
-    assert!(!m.sites[3].nw_metric_exchange);
+    assert_eq!(m.local_site, Some(SiteId::new(1)));
+    assert_eq!(
+        m.sites[SiteId::new(1)].backup_parents,
+        vec![SiteId::new(2), SiteId::new(3)]
+    );
+    assert!(m.sites[SiteId::new(1)].nw_metric_exchange);
+    assert!(m.sites[SiteId::new(2)].backup_parents.is_empty());
+    assert!(!m.sites[SiteId::new(2)].metric_exchange);
+    assert_eq!(
+        m.sites[SiteId::new(2)].trigger_monitor,
+        TriggerMonitor::MepDownSvcDown
+    );
+    assert_eq!(m.sites[SiteId::new(2)].public_ip, Some(ip("192.0.2.2")));
+    assert!(!m.sites[SiteId::new(3)].nw_metric_exchange);
 }
 
 #[test]
@@ -570,10 +602,10 @@ bind gslb vserver vs1 -domainName WWW.Example.COM. -TTL 30 -backupIP 2001:db8::9
 bind gslb vserver vs2 -domainName api.example.com
 "
     ));
-    let vs1 = &m.vservers[0];
+    let vs1 = &m.vservers[VServerId::new(0)];
     assert_eq!(vs1.method, LbMethod::Rtt);
-    assert_eq!(vs1.backup_vserver, Some(1));
-    let vs2 = &m.vservers[1];
+    assert_eq!(vs1.backup_vserver, Some(VServerId::new(1)));
+    let vs2 = &m.vservers[VServerId::new(1)];
     assert_eq!(vs2.method, LbMethod::SourceIpHash);
     assert_eq!(vs2.backup_method, Some(LbMethod::RoundRobin));
     assert_eq!((vs2.hash_v4_mask, vs2.hash_v6_mask), (24, 64));
@@ -582,18 +614,21 @@ bind gslb vserver vs2 -domainName api.example.com
     assert_eq!((p.v4_mask, p.v6_mask), (16, 48));
     assert!(vs2.empty_down_response && vs2.multi_ip_response && vs2.ecs);
     assert_eq!(vs2.bindings[0].weight, 100);
-    assert_eq!(m.domains[0].name, "www.example.com");
-    assert_eq!(m.domains[0].ttl, 30);
-    assert_eq!(m.domains[0].backup_ip, Some(ip("2001:db8::9")));
-    assert_eq!(m.domains[1].ttl, 5);
-    assert_eq!(m.domains[1].vserver, 1);
+    assert_eq!(m.domains[DomainId::new(0)].name, "www.example.com");
+    assert_eq!(m.domains[DomainId::new(0)].ttl, 30);
+    assert_eq!(
+        m.domains[DomainId::new(0)].backup_ip,
+        Some(ip("2001:db8::9"))
+    );
+    assert_eq!(m.domains[DomainId::new(1)].ttl, 5);
+    assert_eq!(m.domains[DomainId::new(1)].vserver, VServerId::new(1));
 
     // Persistence given on set; the type may follow its options.
     let m = ok(&format!(
         "{BASE}set gslb vserver vs1 -timeout 5 -persistenceType SOURCEIP\n"
     ));
     assert_eq!(
-        m.vservers[0].persistence.map(|p| p.timeout),
+        m.vservers[VServerId::new(0)].persistence.map(|p| p.timeout),
         Some(Duration::from_secs(300))
     );
 }
@@ -704,7 +739,7 @@ fn dns_listener_and_zones() {
             "[::1]:53".parse().expect("b")
         ]
     );
-    let z = &m.zones[0];
+    let z = &m.zones[ZoneId::new(0)];
     assert_eq!(z.apex, "example.com");
     assert_eq!(z.soa.origin_server, "ns1.example.com");
     assert_eq!(
@@ -721,7 +756,7 @@ fn dns_listener_and_zones() {
     assert_eq!(z.ns, ["ns1.example.com", "ns2.example.com"]);
     assert_eq!(z.ns_ttl, 3600);
     // nsRec without soaRec: an SOA is synthesized from the first NS.
-    let o = &m.zones[1];
+    let o = &m.zones[ZoneId::new(1)];
     assert_eq!(o.soa.origin_server, "ns.other.example");
     assert_eq!(o.soa.contact, "hostmaster.other.example");
     assert_eq!(o.ns_ttl, 120);
@@ -892,10 +927,16 @@ fn seed_style_commands() {
         "set gslb parameter -ldnsprobeOrder DNS PING TCP\n",
         "set lb monitor ldns-tcp LDNS-TCP -interval 10 sec -resptimeout 5 sec\n",
     ));
-    assert_eq!(m.sites[0].backup_parents, vec![1, 2]);
-    assert_eq!(m.sites[3].parent, Some(0));
-    assert_eq!(m.services[0].public_ip, Some(ip("172.16.1.1")));
-    assert_eq!(m.vservers[0].method, LbMethod::Rtt);
+    assert_eq!(
+        m.sites[SiteId::new(0)].backup_parents,
+        vec![SiteId::new(1), SiteId::new(2)]
+    );
+    assert_eq!(m.sites[SiteId::new(3)].parent, Some(SiteId::new(0)));
+    assert_eq!(
+        m.services[ServiceId::new(0)].public_ip,
+        Some(ip("172.16.1.1"))
+    );
+    assert_eq!(m.vservers[VServerId::new(0)].method, LbMethod::Rtt);
     assert_eq!(m.local_site, None);
 }
 
@@ -912,13 +953,13 @@ fn names_follow_the_appliance_rule() {
         &["vserver name", "empty"],
     );
     let m = ok("\u{feff}add gslb site \"site one\" 10.0.0.1\n");
-    assert_eq!(m.sites[0].name, "site one");
+    assert_eq!(m.sites[SiteId::new(0)].name, "site one");
 }
 
 #[test]
 fn positional_site_type() {
     let m = ok("add gslb site s1 LOCAL 10.0.0.1\nadd gslb site s2 REMOTE 10.0.0.2\n");
-    assert_eq!(m.local_site, Some(0));
+    assert_eq!(m.local_site, Some(SiteId::new(0)));
     one_error(
         "add gslb site s1 LOCAL 10.0.0.1 -siteType REMOTE\n",
         1,
@@ -970,11 +1011,17 @@ bind gslb vserver cdn -domainName cdn.example.com -TTL 5
 #[test]
 fn cname_based_gslb_services_stand_for_names() {
     let m = ok(CNAME_BASE);
-    assert!(m.vservers[0].cname);
-    assert_eq!(m.services[0].cname.as_deref(), Some("cdn-1.example.org"));
-    assert_eq!(m.services[1].cname.as_deref(), Some("cdn-2.example.org"));
-    assert_eq!(m.services[1].port, 8080);
-    assert!(m.services[0].ip.is_unspecified());
+    assert!(m.vservers[VServerId::new(0)].cname);
+    assert_eq!(
+        m.services[ServiceId::new(0)].cname.as_deref(),
+        Some("cdn-1.example.org")
+    );
+    assert_eq!(
+        m.services[ServiceId::new(1)].cname.as_deref(),
+        Some("cdn-2.example.org")
+    );
+    assert_eq!(m.services[ServiceId::new(1)].port, 8080);
+    assert!(m.services[ServiceId::new(0)].ip.is_unspecified());
     assert!(m.warnings.is_empty(), "{:?}", m.warnings);
     // Kinds do not mix.
     one_error(

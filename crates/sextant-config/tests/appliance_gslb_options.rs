@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sextant_config::{REENTER_PREFIX, parse_appliance, parse_toml};
 use sextant_core::policy::DnsActionKind;
-use sextant_core::{Model, SitePassword};
+use sextant_core::{DnsPolicyId, Model, SiteId, SitePassword};
 
 fn ok(text: &str) -> Model {
     parse_appliance(text, "t.conf").unwrap_or_else(|e| panic!("expected success, got:\n{e}"))
@@ -94,23 +94,23 @@ fn site_password_in_clear_is_the_sites_secret() {
                 set gslb site s2 -sitePassword other\n",
     );
     assert_eq!(
-        m.sites[0].password,
+        m.sites[SiteId::new(0)].password,
         Some(SitePassword::Clear("s3cret".into()))
     );
     assert_eq!(
-        m.sites[1].password,
+        m.sites[SiteId::new(1)].password,
         Some(SitePassword::Clear("other".into()))
     );
     // Debug never shows it.
-    assert!(!format!("{:?}", m.sites[0]).contains("s3cret"));
+    assert!(!format!("{:?}", m.sites[SiteId::new(0)]).contains("s3cret"));
     let m =
         ok("add gslb site s1 10.0.0.1 -sitePassword s3cret\nunset gslb site s1 -sitePassword\n");
-    assert_eq!(m.sites[0].password, None);
+    assert_eq!(m.sites[SiteId::new(0)].password, None);
     let m = ok_toml(
         "version = 1\n[[site]]\nname = \"s1\"\nip = \"10.0.0.1\"\nsite_password = \"s3cret\"\n",
     );
     assert_eq!(
-        m.sites[0].password,
+        m.sites[SiteId::new(0)].password,
         Some(SitePassword::Clear("s3cret".into()))
     );
     let e = errors_toml(
@@ -163,7 +163,10 @@ fn a_placeholder_site_password_is_accepted_with_a_warning() {
     let m = ok(&format!(
         "{SITES}add gslb site s2 10.0.0.2 -sitePassword {REENTER_PREFIX}s2\n"
     ));
-    assert_eq!(m.sites[1].password, Some(SitePassword::Placeholder));
+    assert_eq!(
+        m.sites[SiteId::new(1)].password,
+        Some(SitePassword::Placeholder)
+    );
     assert_eq!(
         m.warnings,
         [
@@ -173,7 +176,10 @@ fn a_placeholder_site_password_is_accepted_with_a_warning() {
     let m = ok_toml(&format!(
         "version = 1\n[[site]]\nname = \"s2\"\nip = \"10.0.0.2\"\nsite_password = \"{REENTER_PREFIX}x\"\n"
     ));
-    assert_eq!(m.sites[0].password, Some(SitePassword::Placeholder));
+    assert_eq!(
+        m.sites[SiteId::new(0)].password,
+        Some(SitePassword::Placeholder)
+    );
     assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
     assert!(
         m.warnings[0].starts_with("t.toml:5: [[site]] s2: placeholder password"),
@@ -221,7 +227,7 @@ fn built_in_dns_actions_need_no_definition() {
             .iter()
             .find(|p| p.name == policy)
             .expect("policy");
-        let a = &m.dns_actions[p.action as usize];
+        let a = &m.dns_actions[p.action];
         (a.name.clone(), a.kind.clone())
     };
     assert_eq!(
@@ -261,7 +267,7 @@ fn built_in_dns_actions_need_no_definition() {
         "version = 1\n[[dns_policy]]\nname = \"d\"\nrule = \"CLIENT.IP.SRC.EQ(::1)\"\naction = \"dns_default_act_Drop\"\nlog_action = \"a\"\nbind = { priority = 1 }\n",
     );
     assert_eq!(
-        m.dns_actions[m.dns_policies[0].action as usize].kind,
+        m.dns_actions[m.dns_policies[DnsPolicyId::new(0)].action].kind,
         DnsActionKind::Drop
     );
     assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
@@ -289,6 +295,10 @@ fn new_expressions_read_the_same_in_both_syntaxes() {
         let t = ok_toml(&format!(
             "version = 1\n[[dns_policy]]\nname = \"p\"\nrule = '{rule}'\naction = \"dns_default_act_NoOp\"\n"
         ));
-        assert_eq!(a.dns_policies[0].rule, t.dns_policies[0].rule, "{rule}");
+        assert_eq!(
+            a.dns_policies[DnsPolicyId::new(0)].rule,
+            t.dns_policies[DnsPolicyId::new(0)].rule,
+            "{rule}"
+        );
     }
 }

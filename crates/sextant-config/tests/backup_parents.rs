@@ -7,6 +7,7 @@
 mod support;
 
 use sextant_config::{ConfigError, parse_appliance, parse_toml};
+use sextant_core::SiteId;
 use support::{conf, toml};
 
 fn conf_errors(text: &str) -> Vec<ConfigError> {
@@ -50,8 +51,11 @@ fn seed_example_after_all_sites_is_valid() {
         "add gslb site SiteP1 10.0.0.1\nadd gslb site SiteP2 10.0.0.2\nadd gslb site SiteP3 10.0.0.3\n{SEED_SET}"
     );
     let m = conf(&text);
-    assert_eq!(m.sites[0].backup_parents, vec![1, 2]);
-    assert!(m.sites[1].backup_parents.is_empty());
+    assert_eq!(
+        m.sites[SiteId::new(0)].backup_parents,
+        vec![SiteId::new(1), SiteId::new(2)]
+    );
+    assert!(m.sites[SiteId::new(1)].backup_parents.is_empty());
 }
 
 #[test]
@@ -105,7 +109,10 @@ fn the_list_on_add_gslb_site_follows_the_same_rule() {
     let m = conf(
         "add gslb site SiteP2 10.0.0.2\nadd gslb site SiteP3 10.0.0.3\nadd gslb site SiteP1 10.0.0.1 -backupParentlist SiteP2 SiteP3\n",
     );
-    assert_eq!(m.sites[2].backup_parents, vec![0, 1]);
+    assert_eq!(
+        m.sites[SiteId::new(2)].backup_parents,
+        vec![SiteId::new(0), SiteId::new(1)]
+    );
     // SiteP3 comes later.
     let errs = conf_errors(
         "add gslb site SiteP2 10.0.0.2\nadd gslb site SiteP1 10.0.0.1 -backupParentlist SiteP2 SiteP3\nadd gslb site SiteP3 10.0.0.3\n",
@@ -126,7 +133,7 @@ fn names_are_case_insensitive_and_quoted_names_count_from_the_quote() {
     let m = conf(
         "add gslb site SiteP1 10.0.0.1\nadd gslb site SiteP2 10.0.0.2\nset gslb site sitep1 -backupParentlist SITEP2\n",
     );
-    assert_eq!(m.sites[0].backup_parents, vec![1]);
+    assert_eq!(m.sites[SiteId::new(0)].backup_parents, vec![SiteId::new(1)]);
     // A tab and a quoted name: the column is in characters, at the quote.
     let errs = conf_errors(
         "add gslb site SiteP1 10.0.0.1\nset gslb site SiteP1\t-backupParentlist \"Site P9\"\n",
@@ -146,7 +153,10 @@ fn a_later_set_after_the_sites_are_added_is_valid() {
     let m = conf(
         "add gslb site SiteP1 10.0.0.1\nadd gslb site SiteP2 10.0.0.2\nset gslb site SiteP1 -backupParentlist SiteP2\nadd gslb site SiteP3 10.0.0.3\nset gslb site SiteP1 -backupParentlist SiteP3 SiteP2\n",
     );
-    assert_eq!(m.sites[0].backup_parents, vec![2, 1]);
+    assert_eq!(
+        m.sites[SiteId::new(0)].backup_parents,
+        vec![SiteId::new(2), SiteId::new(1)]
+    );
 }
 
 #[test]
@@ -202,7 +212,10 @@ fn toml_backup_parents_may_be_defined_further_down() {
         "{TOML_SITES}backup_parents = [\"SiteP2\", \"SiteP3\"]\n\n[[site]]\nname = \"SiteP2\"\nip = \"10.0.0.2\"\n\n[[site]]\nname = \"SiteP3\"\nip = \"10.0.0.3\"\n"
     );
     let m = toml(&text);
-    assert_eq!(m.sites[0].backup_parents, vec![1, 2]);
+    assert_eq!(
+        m.sites[SiteId::new(0)].backup_parents,
+        vec![SiteId::new(1), SiteId::new(2)]
+    );
     // The same model as the appliance syntax with the sites added first.
     let c = conf(&format!(
         "add gslb site SiteP1 10.0.0.1\nadd gslb site SiteP2 10.0.0.2\nadd gslb site SiteP3 10.0.0.3\n{SEED_SET}"

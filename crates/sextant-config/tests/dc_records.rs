@@ -10,8 +10,8 @@ use std::time::Duration;
 use support::{conf, conf_errors, ip, one, toml, toml_errors};
 
 use sextant_core::{
-    Balance, ClientCriterion, DcAddress, DcCriterion, DcGroup, DcHealth, DcRecord, DcSelection,
-    Model, ServiceCriterion,
+    Balance, ClientCriterion, DcAddress, DcCriterion, DcGroup, DcHealth, DcRecord, DcRecordId,
+    DcSelection, Model, ServiceCriterion, ServiceId, SiteId,
 };
 
 // -- one configuration, both syntaxes
@@ -172,15 +172,15 @@ service = "app-nyc"
 "#;
 
 /// Site and service ids of the full configuration.
-const FRA: u32 = 0;
-const AMS: u32 = 1;
-const NYC: u32 = 2;
-const WEB_FRA: u32 = 0;
-const WEB_AMS: u32 = 1;
-const APP_NYC: u32 = 2;
-const WEB_NYC: u32 = 3;
+const FRA: SiteId = SiteId::new(0);
+const AMS: SiteId = SiteId::new(1);
+const NYC: SiteId = SiteId::new(2);
+const WEB_FRA: ServiceId = ServiceId::new(0);
+const WEB_AMS: ServiceId = ServiceId::new(1);
+const APP_NYC: ServiceId = ServiceId::new(2);
+const WEB_NYC: ServiceId = ServiceId::new(3);
 
-fn group(site: u32, service: Option<u32>) -> DcGroup {
+fn group(site: SiteId, service: Option<ServiceId>) -> DcGroup {
     DcGroup { site, service }
 }
 
@@ -262,7 +262,7 @@ fn check_full(m: &Model) {
             fail_safe: vec![],
         },
     ];
-    assert_eq!(m.dc_records, want);
+    assert_eq!(m.dc_records, want.into());
     assert!(m.warnings.is_empty(), "{:#?}", m.warnings);
 }
 
@@ -305,6 +305,7 @@ fn defaults() {
             addresses: vec![],
             fail_safe: vec![],
         }]
+        .into()
     );
     assert_eq!(m.params.dc_access_period, Duration::from_secs(300));
     let t = toml("version = 1\n[[dc_record]]\nname = \"WWW.Example.com.\"\n");
@@ -319,13 +320,13 @@ fn defaults() {
         "bind gslb dcRecord www.example.com -siteName fra -serviceName s\n",
         "add gslb dcRecord www.example.com\n",
     ));
-    let r = &m.dc_records[0];
-    assert_eq!(r.groups, vec![group(0, None)]);
+    let r = &m.dc_records[DcRecordId::new(0)];
+    assert_eq!(r.groups, vec![group(SiteId::new(0), None)]);
     assert_eq!(
         r.addresses,
         vec![
             addr(0, "192.0.2.9", 1, DcHealth::Always),
-            addr(0, "192.0.2.1", 1, DcHealth::Service(0)),
+            addr(0, "192.0.2.1", 1, DcHealth::Service(ServiceId::new(0))),
         ]
     );
 }
@@ -344,11 +345,16 @@ fn keywords_and_options_are_case_insensitive() {
         selection: DcSelection::DcBased(DcCriterion::PacketLoss),
         total_dcs: 3,
         balance: Balance::WeightedRandom,
-        groups: vec![group(0, None)],
-        addresses: vec![addr(0, "192.0.2.1", 7, DcHealth::ServiceAndSite(0))],
+        groups: vec![group(SiteId::new(0), None)],
+        addresses: vec![addr(
+            0,
+            "192.0.2.1",
+            7,
+            DcHealth::ServiceAndSite(ServiceId::new(0)),
+        )],
         fail_safe: vec![],
     };
-    assert_eq!(m.dc_records, vec![want.clone()]);
+    assert_eq!(m.dc_records, vec![want.clone()].into());
     let t = toml(
         r#"version = 1
 [[site]]
@@ -374,7 +380,7 @@ hc = "SERVICE_AND_SITE"
 weight = 7
 "#,
     );
-    assert_eq!(t.dc_records, vec![want]);
+    assert_eq!(t.dc_records, vec![want].into());
 }
 
 #[test]
@@ -386,11 +392,14 @@ fn set_gslb_dc_record_changes_a_record() {
         "set gslb dcRecord www.example.com -criterion MEMORY -TTL 20\n",
         "set gslb dcRecord WWW.example.com. -dcOrder ams fra -balance ALL\n",
     ));
-    let r = &m.dc_records[0];
+    let r = &m.dc_records[DcRecordId::new(0)];
     assert_eq!(r.selection, DcSelection::DcBased(DcCriterion::Memory));
     assert_eq!(r.ttl, 20);
     assert_eq!(r.balance, Balance::All);
-    assert_eq!(r.groups, vec![group(1, None), group(0, None)]);
+    assert_eq!(
+        r.groups,
+        vec![group(SiteId::new(1), None), group(SiteId::new(0), None)]
+    );
 
     // Another selection forgets the criterion (and vService name) of
     // earlier lines: they belonged to the old one.
@@ -399,21 +408,24 @@ fn set_gslb_dc_record_changes_a_record() {
         "set gslb dcRecord www.example.com -dcSelection CLIENT_BASED -criterion HOPS\n",
     ));
     assert_eq!(
-        m.dc_records[0].selection,
+        m.dc_records[DcRecordId::new(0)].selection,
         DcSelection::ClientBased(ClientCriterion::Hops)
     );
     let m = conf(concat!(
         "add gslb dcRecord www.example.com -dcSelection DC_BASED -criterion STATUS\n",
         "set gslb dcRecord www.example.com -dcSelection ALL_DC_RECORDS\n",
     ));
-    assert_eq!(m.dc_records[0].selection, DcSelection::AllDcRecords);
+    assert_eq!(
+        m.dc_records[DcRecordId::new(0)].selection,
+        DcSelection::AllDcRecords
+    );
     // The same selection again keeps them.
     let m = conf(concat!(
         "add gslb dcRecord www.example.com -dcSelection DC_BASED -criterion STATUS\n",
         "set gslb dcRecord www.example.com -dcSelection DC_BASED\n",
     ));
     assert_eq!(
-        m.dc_records[0].selection,
+        m.dc_records[DcRecordId::new(0)].selection,
         DcSelection::DcBased(DcCriterion::Status)
     );
     // A changed selection without a criterion on its line needs one.
@@ -500,8 +512,11 @@ bind gslb dcRecord www.example.com -siteName ams -serviceName web-ams
     let m = conf(text);
     // vService names match case-sensitively: fra's "Web" is not "web".
     assert_eq!(
-        m.dc_records[0].groups,
-        vec![group(1, Some(0)), group(0, None)]
+        m.dc_records[DcRecordId::new(0)].groups,
+        vec![
+            group(SiteId::new(1), Some(ServiceId::new(0))),
+            group(SiteId::new(0), None)
+        ]
     );
     assert_eq!(
         m.warnings,
@@ -536,7 +551,10 @@ site = "ams"
 service = "web-ams"
 "#,
     );
-    assert_eq!(t.dc_records[0].groups, m.dc_records[0].groups);
+    assert_eq!(
+        t.dc_records[DcRecordId::new(0)].groups,
+        m.dc_records[DcRecordId::new(0)].groups
+    );
     assert_eq!(
         t.warnings,
         vec![
@@ -852,7 +870,11 @@ fn weights() {
     let m = conf(&with_sites(
         "add gslb dcRecord www.example.com\nbind gslb dcRecord www.example.com -siteName fra -IPAddress 192.0.2.1 -weight 0\nbind gslb dcRecord www.example.com -siteName fra -IPAddress 192.0.2.2 -weight 100\n",
     ));
-    let w: Vec<u32> = m.dc_records[0].addresses.iter().map(|a| a.weight).collect();
+    let w: Vec<u32> = m.dc_records[DcRecordId::new(0)]
+        .addresses
+        .iter()
+        .map(|a| a.weight)
+        .collect();
     assert_eq!(w, [0, 100]);
     for bad in ["101", "-1", "x"] {
         let errs = conf_errors(&with_sites(&format!(
@@ -891,7 +913,7 @@ fn the_same_address_twice_in_one_group() {
     let m = conf(&with_sites(
         "add gslb dcRecord www.example.com\nbind gslb dcRecord www.example.com -siteName fra -IPAddress 192.0.2.1\nbind gslb dcRecord www.example.com -siteName ams -IPAddress 192.0.2.1\nadd gslb dcRecord ftp.example.com\nbind gslb dcRecord ftp.example.com -siteName fra -IPAddress 192.0.2.1\n",
     ));
-    assert_eq!(m.dc_records[0].addresses.len(), 2);
+    assert_eq!(m.dc_records[DcRecordId::new(0)].addresses.len(), 2);
     // A fail-safe record twice is a mistake too.
     one(
         conf_errors(
@@ -987,11 +1009,11 @@ fn many_sites(n: usize, bound: usize) -> String {
 #[test]
 fn at_most_64_groups() {
     let m = conf(&many_sites(64, 64));
-    let r = &m.dc_records[0];
+    let r = &m.dc_records[DcRecordId::new(0)];
     assert_eq!(r.groups.len(), 64);
     // Bound from s63 down to s0: the local site is already a group.
-    assert_eq!(r.groups[0].site, 63);
-    assert_eq!(r.groups[63].site, 0);
+    assert_eq!(r.groups[0].site, SiteId::new(63));
+    assert_eq!(r.groups[63].site, SiteId::new(0));
     assert_eq!(r.addresses[63].group, 63);
     // The 65th datacenter is an error at the line that adds it.
     let text = many_sites(65, 65);

@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use sextant_core::{DomainId, SiteId, ZoneId};
+
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
@@ -98,27 +100,30 @@ fn example_content_is_what_the_comments_say() {
     let m = sextant_config::load_file(&examples_dir().join("sextant.conf")).expect("parses");
     assert_eq!(m.dns_listen, vec!["127.0.0.1:5353".parse().expect("addr")]);
     assert_eq!(m.sites.len(), 2);
-    assert_eq!(m.local_site, Some(0));
-    assert_eq!(m.sites[0].kind, SiteKind::Local);
-    assert_eq!(m.sites[1].kind, SiteKind::Remote);
+    assert_eq!(m.local_site, Some(SiteId::new(0)));
+    assert_eq!(m.sites[SiteId::new(0)].kind, SiteKind::Local);
+    assert_eq!(m.sites[SiteId::new(1)].kind, SiteKind::Remote);
     assert_eq!(m.services.len(), 4);
     assert!(m.services.iter().all(|s| s.monitors.len() == 1));
-    let www = &m.vservers[m.vserver_by_name("gv-www").expect("gv-www") as usize];
+    let www = &m.vservers[m.vserver_by_name("gv-www").expect("gv-www")];
     assert_eq!(www.method, LbMethod::Rtt);
     assert_eq!(www.backup_method, Some(LbMethod::RoundRobin));
     assert_eq!(www.bindings.len(), 2);
     assert_eq!(www.bindings[0].weight, 2);
-    let app = &m.vservers[m.vserver_by_name("gv-app").expect("gv-app") as usize];
+    let app = &m.vservers[m.vserver_by_name("gv-app").expect("gv-app")];
     let p = app.persistence.expect("persistence");
     assert_eq!(p.timeout, Duration::from_secs(600));
     assert_eq!(p.v4_mask, 24);
     assert_eq!(app.backup_vserver, m.vserver_by_name("gv-app-dr"));
     assert_eq!(m.domains.len(), 2);
-    assert_eq!(m.domains[0].ttl, 30);
+    assert_eq!(m.domains[DomainId::new(0)].ttl, 30);
     assert!(m.domains.iter().all(|d| d.backup_ip.is_some()));
     assert_eq!(m.zones.len(), 1);
-    assert_eq!(m.zones[0].ns, ["ns1.example.com", "ns2.example.com"]);
-    let tcp = &m.monitors[m.monitor_by_name("app-tcp").expect("app-tcp") as usize];
+    assert_eq!(
+        m.zones[ZoneId::new(0)].ns,
+        ["ns1.example.com", "ns2.example.com"]
+    );
+    let tcp = &m.monitors[m.monitor_by_name("app-tcp").expect("app-tcp")];
     assert_eq!(tcp.response_timeout, Duration::from_millis(800));
     assert_eq!(tcp.kind, MonitorKind::Tcp);
     assert_eq!(m.params.ldns_v4_mask, 24);

@@ -3,6 +3,7 @@
 //! end by crates/sextant/tests/import.rs).
 
 use sextant_config::import::{ImportOptions, import_appliance};
+use sextant_core::ServiceId;
 
 fn import(text: &str) -> sextant_config::import::Import {
     import_appliance(text, "ns.conf", &ImportOptions::default())
@@ -215,7 +216,10 @@ fn lines_outside_the_gslb_part_are_grouped_by_command() {
     );
     assert_eq!(written(&i.config, 3), "add server gslb_vip 10.0.0.20");
     let model = i.result.expect("valid");
-    assert_eq!(model.services[0].ip.to_string(), "10.0.0.20");
+    assert_eq!(
+        model.services[ServiceId::new(0)].ip.to_string(),
+        "10.0.0.20"
+    );
 }
 
 #[test]

@@ -8,7 +8,9 @@ mod support;
 use std::time::Duration;
 use support::{conf, conf_errors, ip, one, toml, toml_errors};
 
-use sextant_core::{LoadKind, LoadSource, Model, PrometheusSource, RpcNode, TriggerMonitor};
+use sextant_core::{
+    LoadKind, LoadSource, Model, PrometheusSource, RpcNode, ServiceId, SiteId, TriggerMonitor,
+};
 
 const SITES: &str = "\
 add gslb site s1 10.0.0.1 -siteType LOCAL
@@ -160,7 +162,7 @@ fn rpc_nodes_agree_between_syntaxes() {
 // -- load sources
 
 fn prometheus(m: &Model, service: usize) -> &PrometheusSource {
-    match &m.services[service].load_source {
+    match &m.services[ServiceId::from_index(service)].load_source {
         LoadSource::Prometheus(p) => p,
         other => panic!("expected a Prometheus source, got {other:?}"),
     }
@@ -196,9 +198,15 @@ fn load_sources_in_the_appliance_syntax() {
     );
     assert_eq!(p.metric(LoadKind::Packets), Some("pkts_total"));
     assert_eq!(p.metric(LoadKind::CustomLoad), Some("load"));
-    assert_eq!(m.services[2].load_source, LoadSource::Push);
-    assert_eq!(m.services[3].load_source, LoadSource::Monitors);
-    assert_eq!(m.services[4].load_source, LoadSource::Monitors);
+    assert_eq!(m.services[ServiceId::new(2)].load_source, LoadSource::Push);
+    assert_eq!(
+        m.services[ServiceId::new(3)].load_source,
+        LoadSource::Monitors
+    );
+    assert_eq!(
+        m.services[ServiceId::new(4)].load_source,
+        LoadSource::Monitors
+    );
 }
 
 #[test]
@@ -207,9 +215,12 @@ fn set_gslb_service_changes_other_settings_too() {
         "add gslb service web1 10.1.0.1 HTTP 80 -siteName s1\n",
         "set gslb service WEB1 -publicIP 203.0.113.1 -publicPort 8080 -maxClient 10 -cip DISABLED\n",
     )));
-    assert_eq!(m.services[0].public_ip, Some(ip("203.0.113.1")));
-    assert_eq!(m.services[0].public_port, Some(8080));
-    assert_eq!(m.services[0].max_clients, 10);
+    assert_eq!(
+        m.services[ServiceId::new(0)].public_ip,
+        Some(ip("203.0.113.1"))
+    );
+    assert_eq!(m.services[ServiceId::new(0)].public_port, Some(8080));
+    assert_eq!(m.services[ServiceId::new(0)].max_clients, 10);
 }
 
 #[test]
@@ -218,7 +229,7 @@ fn changing_the_source_forgets_prometheus_settings() {
         "add gslb service web1 10.1.0.1 HTTP 80 -siteName s1 -loadSource PROMETHEUS -loadURL http://h/m -connectionsMetric c\n",
         "set gslb service web1 -loadSource PUSH\n",
     )));
-    assert_eq!(m.services[0].load_source, LoadSource::Push);
+    assert_eq!(m.services[ServiceId::new(0)].load_source, LoadSource::Push);
     // ... so going back needs them again.
     let errs = conf_errors(&with_sites(concat!(
         "add gslb service web1 10.1.0.1 HTTP 80 -siteName s1 -loadSource PROMETHEUS -loadURL http://h/m -connectionsMetric c\n",
@@ -338,8 +349,11 @@ fn load_sources_in_toml() {
         Some("haproxy_backend_current_sessions{proxy=\"web\"}")
     );
     assert_eq!(p.metric(LoadKind::CustomLoad), Some("load"));
-    assert_eq!(m.services[1].load_source, LoadSource::Push);
-    assert_eq!(m.services[2].load_source, LoadSource::Monitors);
+    assert_eq!(m.services[ServiceId::new(1)].load_source, LoadSource::Push);
+    assert_eq!(
+        m.services[ServiceId::new(2)].load_source,
+        LoadSource::Monitors
+    );
 }
 
 #[test]
@@ -554,7 +568,7 @@ fn load_sources_on_remote_services_are_accepted() {
         "add gslb service r 10.2.0.1 HTTP 80 -siteName s2 -loadSource PROMETHEUS -loadURL http://10.2.0.1:9101/ -connectionsMetric c\n",
     ));
     assert!(matches!(
-        m.services[0].load_source,
+        m.services[ServiceId::new(0)].load_source,
         LoadSource::Prometheus(_)
     ));
 }
@@ -568,24 +582,33 @@ fn backup_parent_lists() {
     let m = conf(&format!(
         "{sites}set gslb site p1 -backupParentlist p6 p5 p4 p3 p2\n"
     ));
-    assert_eq!(m.sites[0].backup_parents, vec![5, 4, 3, 2, 1]);
+    assert_eq!(
+        m.sites[SiteId::new(0)].backup_parents,
+        vec![
+            SiteId::new(5),
+            SiteId::new(4),
+            SiteId::new(3),
+            SiteId::new(2),
+            SiteId::new(1)
+        ]
+    );
     let m = conf(&format!(
         "{sites}set gslb site p1 -backupParentlist p2 p3\nset gslb site p1 -backupParentlist p4\n"
     ));
-    assert_eq!(m.sites[0].backup_parents, vec![3]);
+    assert_eq!(m.sites[SiteId::new(0)].backup_parents, vec![SiteId::new(3)]);
     // Unset clears; set again after unset works.
     let m = conf(&format!(
         "{sites}set gslb site p1 -backupParentlist p2 p3\nunset gslb site p1 -backupParentlist\n"
     ));
-    assert!(m.sites[0].backup_parents.is_empty());
+    assert!(m.sites[SiteId::new(0)].backup_parents.is_empty());
     let m = conf(&format!(
         "{sites}set gslb site p1 -backupParentlist p2\nunset gslb site p1 -backupParentlist\nset gslb site p1 -backupParentlist p3\n"
     ));
-    assert_eq!(m.sites[0].backup_parents, vec![2]);
+    assert_eq!(m.sites[SiteId::new(0)].backup_parents, vec![SiteId::new(2)]);
     // On add too, naming a site added on an earlier line (seed 001; see
     // tests/backup_parents.rs for the ordering rule).
     let m = conf("add gslb site p2 10.0.0.2\nadd gslb site p1 10.0.0.1 -backupParentlist p2\n");
-    assert_eq!(m.sites[1].backup_parents, vec![0]);
+    assert_eq!(m.sites[SiteId::new(1)].backup_parents, vec![SiteId::new(0)]);
     one(
         conf_errors(&format!(
             "{sites}set gslb site p1 -backupParentlist p2 p2\n"
@@ -619,9 +642,18 @@ fn trigger_monitor() {
         "add gslb site c 10.0.0.3 -triggerMonitor MEPDOWN\n",
         "set gslb site c -triggerMonitor ALWAYS\n",
     ));
-    assert_eq!(m.sites[0].trigger_monitor, TriggerMonitor::MepDown);
-    assert_eq!(m.sites[1].trigger_monitor, TriggerMonitor::MepDownSvcDown);
-    assert_eq!(m.sites[2].trigger_monitor, TriggerMonitor::Always);
+    assert_eq!(
+        m.sites[SiteId::new(0)].trigger_monitor,
+        TriggerMonitor::MepDown
+    );
+    assert_eq!(
+        m.sites[SiteId::new(1)].trigger_monitor,
+        TriggerMonitor::MepDownSvcDown
+    );
+    assert_eq!(
+        m.sites[SiteId::new(2)].trigger_monitor,
+        TriggerMonitor::Always
+    );
     one(
         conf_errors("add gslb site a 10.0.0.1\nset gslb site a -triggerMonitor NEVER\n"),
         2,
@@ -630,7 +662,10 @@ fn trigger_monitor() {
     let t = toml(
         "version = 1\n[[site]]\nname = \"a\"\nip = \"10.0.0.1\"\ntrigger_monitor = \"mepdown\"\n",
     );
-    assert_eq!(t.sites[0].trigger_monitor, TriggerMonitor::MepDown);
+    assert_eq!(
+        t.sites[SiteId::new(0)].trigger_monitor,
+        TriggerMonitor::MepDown
+    );
 }
 
 #[test]

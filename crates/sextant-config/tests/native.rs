@@ -6,7 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use sextant_config::{parse_appliance, parse_toml};
-use sextant_core::{DnsQueryType, LbMethod, LdnsProbe, Model, MonitorKind, TriggerMonitor};
+use sextant_core::{
+    DnsQueryType, LbMethod, LdnsProbe, Model, MonitorId, MonitorKind, ServiceId, SiteId,
+    TriggerMonitor, VServerId, ZoneId,
+};
 
 fn ok(text: &str) -> Model {
     match parse_toml(text, "t.toml") {
@@ -73,7 +76,7 @@ site = "s1"
 fn minimal_files() {
     assert_eq!(ok("version = 1\n"), Model::default());
     let m = ok(BASE);
-    assert_eq!(m.services[0].site, 0);
+    assert_eq!(m.services[ServiceId::new(0)].site, SiteId::new(0));
     assert_eq!(m.local_site, None);
 }
 
@@ -308,13 +311,18 @@ metric_exchange = false
 session_exchange = false
 trigger_monitor = "MEPDOWN_SVCDOWN"
 "#);
-    assert_eq!(m.sites[0].parent, Some(1));
-    assert!(!m.sites[0].nw_metric_exchange && !m.sites[0].session_exchange);
-    assert_eq!(m.sites[1].backup_parents, vec![2]);
-    assert_eq!(m.local_site, Some(1));
-    assert!(!m.sites[2].metric_exchange && !m.sites[2].session_exchange);
-    assert!(m.sites[2].nw_metric_exchange);
-    assert_eq!(m.sites[2].trigger_monitor, TriggerMonitor::MepDownSvcDown);
+    assert_eq!(m.sites[SiteId::new(0)].parent, Some(SiteId::new(1)));
+    assert!(
+        !m.sites[SiteId::new(0)].nw_metric_exchange && !m.sites[SiteId::new(0)].session_exchange
+    );
+    assert_eq!(m.sites[SiteId::new(1)].backup_parents, vec![SiteId::new(2)]);
+    assert_eq!(m.local_site, Some(SiteId::new(1)));
+    assert!(!m.sites[SiteId::new(2)].metric_exchange && !m.sites[SiteId::new(2)].session_exchange);
+    assert!(m.sites[SiteId::new(2)].nw_metric_exchange);
+    assert_eq!(
+        m.sites[SiteId::new(2)].trigger_monitor,
+        TriggerMonitor::MepDownSvcDown
+    );
 
     one_error(
         "version = 1\n[[site]]\nname = \"p\"\nip = \"10.0.0.1\"\n[[site]]\nname = \"c\"\nip = \"10.0.0.2\"\nparent = \"p\"\nsession_exchange = true\n",
@@ -434,7 +442,7 @@ ns = ["ns1.example.org"]
             2
         )
     );
-    match &m.monitors[0].kind {
+    match &m.monitors[MonitorId::new(0)].kind {
         MonitorKind::Dns(c) => {
             assert_eq!(c.query, "health.example.com");
             assert_eq!(c.query_type, DnsQueryType::Aaaa);
@@ -442,12 +450,12 @@ ns = ["ns1.example.org"]
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(m.monitors[0].dest_port, Some(5353));
-    assert!(matches!(&m.monitors[1].kind, MonitorKind::Udp(c) if c.send == "ping"));
+    assert_eq!(m.monitors[MonitorId::new(0)].dest_port, Some(5353));
+    assert!(matches!(&m.monitors[MonitorId::new(1)].kind, MonitorKind::Udp(c) if c.send == "ping"));
     assert!(
-        matches!(&m.monitors[2].kind, MonitorKind::Https(c) if c.request == "HEAD /" && c.body_contains.as_deref() == Some("ok"))
+        matches!(&m.monitors[MonitorId::new(2)].kind, MonitorKind::Https(c) if c.request == "HEAD /" && c.body_contains.as_deref() == Some("ok"))
     );
-    let v = &m.vservers[0];
+    let v = &m.vservers[VServerId::new(0)];
     assert_eq!(v.method, LbMethod::SourceIpHash);
     assert_eq!((v.hash_v4_mask, v.hash_v6_mask), (16, 48));
     let per = v.persistence.expect("persistence");
@@ -455,9 +463,12 @@ ns = ["ns1.example.org"]
         (per.timeout, per.v4_mask, per.v6_mask),
         (Duration::from_secs(90), 32, 64)
     );
-    assert!(m.vservers[1].persistence.is_none());
-    assert_eq!(m.zones[0].apex, "example.org");
-    assert_eq!(m.zones[0].soa.contact, "hostmaster.example.org");
+    assert!(m.vservers[VServerId::new(1)].persistence.is_none());
+    assert_eq!(m.zones[ZoneId::new(0)].apex, "example.org");
+    assert_eq!(
+        m.zones[ZoneId::new(0)].soa.contact,
+        "hostmaster.example.org"
+    );
 }
 
 /// Small configurations written both ways build the same model, including

@@ -4,7 +4,7 @@
 
 use sextant_config::{ConfigError, parse_appliance, parse_toml};
 use sextant_core::policy::{DnsActionKind, Goto};
-use sextant_core::{Expr, Location, Model};
+use sextant_core::{DnsActionId, DnsPolicyId, Expr, Location, Model};
 
 fn ok(text: &str) -> Model {
     match parse_appliance(text, "t.conf") {
@@ -59,19 +59,22 @@ bind dns global dnsPolPrefLoc 100
 
 fn check_seed_model(m: &Model) {
     assert_eq!(m.dns_actions.len(), 1);
-    assert_eq!(m.dns_actions[0].name, "prefLoc11");
+    assert_eq!(m.dns_actions[DnsActionId::new(0)].name, "prefLoc11");
     assert_eq!(
-        m.dns_actions[0].kind,
+        m.dns_actions[DnsActionId::new(0)].kind,
         DnsActionKind::PreferredLocations(vec![loc("Asia.HK"), loc("Europe.UK")])
     );
     assert_eq!(m.dns_policies.len(), 1);
-    let p = &m.dns_policies[0];
+    let p = &m.dns_policies[DnsPolicyId::new(0)];
     assert_eq!(p.name, "dnsPolPrefLoc");
     assert_eq!(p.rule, Expr::MatchesLocation(loc("*.ZMB.*.*")));
-    assert_eq!(p.action, 0);
+    assert_eq!(p.action, DnsActionId::new(0));
     assert_eq!(m.dns_global_bindings.len(), 1);
     let b = m.dns_global_bindings[0];
-    assert_eq!((b.policy, b.priority, b.goto), (0, 100, Goto::End));
+    assert_eq!(
+        (b.policy, b.priority, b.goto),
+        (DnsPolicyId::new(0), 100, Goto::End)
+    );
 }
 
 #[test]
@@ -79,7 +82,7 @@ fn seed_000_lines() {
     let m = ok(SEED);
     check_seed_model(&m);
     assert_eq!(
-        m.dns_policies[0].rule_text,
+        m.dns_policies[DnsPolicyId::new(0)].rule_text,
         r#"CLIENT.IP.SRC.MATCHES_LOCATION("\*.ZMB.\*.*")"#
     );
     // The seed's console prompt and "Done" lines are not part of a file,
@@ -97,7 +100,7 @@ bind dns global dnsPolPrefLoc 100 -gotoPriorityExpression END -type REQ_DEFAULT
     );
     check_seed_model(&m);
     assert_eq!(
-        m.dns_policies[0].rule_text,
+        m.dns_policies[DnsPolicyId::new(0)].rule_text,
         r#"CLIENT.IP.SRC.MATCHES_LOCATION("*.ZMB.*.*")"#
     );
     // Single quotes, and a rule with spaces inside its inner strings.
@@ -107,17 +110,17 @@ add dns policy p2 "DNS.REQ.QUESTION.DOMAIN.EQ("www.example.com") || CLIENT.IP.SR
 add dns policy p3 true a
 "#);
     assert_eq!(
-        m.dns_policies[0].rule,
+        m.dns_policies[DnsPolicyId::new(0)].rule,
         Expr::MatchesLocation(loc("*.ZMB.*.*"))
     );
     assert_eq!(
-        m.dns_policies[1].rule,
+        m.dns_policies[DnsPolicyId::new(1)].rule,
         Expr::Or(
             Box::new(Expr::DomainEq("www.example.com".into())),
             Box::new(Expr::MatchesLocation(loc("North America.US")))
         )
     );
-    assert_eq!(m.dns_policies[2].rule, Expr::Const(true));
+    assert_eq!(m.dns_policies[DnsPolicyId::new(2)].rule, Expr::Const(true));
 }
 
 #[test]
@@ -177,7 +180,7 @@ fn at_most_eight_preferred_locations() {
     let m = ok(&format!(
         "add dns action a GslbPrefLoc -preferredLocList {eight}\n"
     ));
-    let DnsActionKind::PreferredLocations(list) = &m.dns_actions[0].kind else {
+    let DnsActionKind::PreferredLocations(list) = &m.dns_actions[DnsActionId::new(0)].kind else {
         panic!("not GslbPrefLoc");
     };
     assert_eq!(list.len(), 8);
@@ -294,7 +297,7 @@ fn bindings_order_and_limits() {
         // Another bind point: its own priorities, evaluated first.
         "bind dns global p4 100 -type REQ_OVERRIDE\n",
     ));
-    let order: Vec<(u32, u32, Goto)> = m
+    let order: Vec<(DnsPolicyId, u32, Goto)> = m
         .dns_global_bindings
         .iter()
         .map(|b| (b.policy, b.priority, b.goto))
@@ -302,10 +305,10 @@ fn bindings_order_and_limits() {
     assert_eq!(
         order,
         [
-            (3, 100, Goto::End),
-            (1, 100, Goto::Next),
-            (0, 300, Goto::End),
-            (2, 2147483647, Goto::End)
+            (DnsPolicyId::new(3), 100, Goto::End),
+            (DnsPolicyId::new(1), 100, Goto::Next),
+            (DnsPolicyId::new(0), 300, Goto::End),
+            (DnsPolicyId::new(2), 2147483647, Goto::End)
         ]
     );
 
@@ -422,7 +425,7 @@ action = "n"
     assert_eq!(toml.dns_actions, conf.dns_actions);
     assert_eq!(toml.dns_policies, conf.dns_policies);
     assert_eq!(toml.dns_global_bindings, conf.dns_global_bindings);
-    assert_eq!(toml.dns_global_bindings[0].policy, 1);
+    assert_eq!(toml.dns_global_bindings[0].policy, DnsPolicyId::new(1));
 }
 
 #[test]

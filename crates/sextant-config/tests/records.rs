@@ -4,7 +4,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use sextant_config::{parse_appliance, parse_toml};
-use sextant_core::{Model, RecordData, StaticRecord};
+use sextant_core::{Model, RecordData, StaticRecord, ZoneId};
 
 fn ok(text: &str) -> Model {
     match parse_appliance(text, "t.conf") {
@@ -148,7 +148,7 @@ fn every_command_builds_its_records() {
     assert_eq!(m.records, every_type_records());
     // The delegation is not a zone of ours; example.com is.
     assert_eq!(m.zones.len(), 1);
-    assert_eq!(m.zones[0].apex, "example.com");
+    assert_eq!(m.zones[ZoneId::new(0)].apex, "example.com");
 }
 
 const EVERY_TYPE_TOML: &str = r#"

@@ -18,10 +18,8 @@ use shape::*;
 
 fn bench(c: &mut Criterion) {
     let mut model = big_model(10_000, 10);
-    let hash_vs = 4242;
-    model.vservers[hash_vs].method = LbMethod::SourceIpHash;
-    let least_vs = 777;
-    model.vservers[least_vs].method = LbMethod::LeastConnection;
+    model.vservers[VServerId::new(4242)].method = LbMethod::SourceIpHash;
+    model.vservers[VServerId::new(777)].method = LbMethod::LeastConnection;
     add_dc_records(&mut model);
     let snap = health(Snapshot::new(Arc::new(model), 1));
     let snap = with_dc_rankings(&snap);
@@ -85,14 +83,14 @@ fn add_dc_records(m: &mut Model) {
         };
         for s in 0..SITES {
             rec.groups.push(DcGroup {
-                site: s as u32,
-                service: Some(s as u32),
+                site: SiteId::from_index(s),
+                service: Some(ServiceId::from_index(s)),
             });
             rec.addresses.push(DcAddress {
                 group: s as u8,
-                ip: m.services[s].ip,
+                ip: m.services[ServiceId::from_index(s)].ip,
                 weight: 1,
-                health: DcHealth::Service(s as u32),
+                health: DcHealth::Service(ServiceId::from_index(s)),
             });
             rec.addresses.push(DcAddress {
                 group: s as u8,
@@ -110,7 +108,7 @@ fn add_dc_records(m: &mut Model) {
 fn with_dc_rankings(snap: &Snapshot) -> Snapshot {
     let cpu = [30.0, 10.0, 20.0];
     let order = dc::rank_record(
-        &snap.model().dc_records[0],
+        &snap.model().dc_records[DcRecordId::new(0)],
         |g| dc::DcFacts {
             reachable: true,
             cpu_percent: Some(cpu[g]),
@@ -134,8 +132,8 @@ fn with_dc_rankings(snap: &Snapshot) -> Snapshot {
     let mut rtt = RttTable::builder(SITES);
     rtt.row(IpAddr::from([198, 51, 100, 7]), &cells);
     snap.with_dc_orders(Arc::new(DcOrders {
-        orders: vec![Some(order), None],
-        site_reachable: vec![true; SITES],
+        orders: vec![Some(order), None].into(),
+        site_reachable: vec![true; SITES].into(),
     }))
     .with_rtt(Arc::new(rtt.build()))
 }

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sextant_core::{LocationDb, Source};
+use sextant_core::{LocationDb, PlaceId, Source};
 
 mod scale_locations;
 
@@ -134,7 +134,7 @@ fn lookups(c: &mut Criterion) {
                             IpAddr::V6(Ipv6Addr::from(u128::from(a) | u128::from(last >> 31)))
                         }
                     };
-                    last = db.lookup_id(ip).unwrap_or(0);
+                    last = db.lookup_id(ip).map_or(0, PlaceId::raw);
                 }
                 last
             })

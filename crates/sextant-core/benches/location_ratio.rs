@@ -125,23 +125,19 @@ fn model() -> Model {
         let mut vs = VServer::new(format!("gv-{name}"), ServiceProtocol::Http);
         vs.method = method;
         for (k, ip) in ips.iter().enumerate() {
-            let id = m.services.len() as u32;
-            m.services.push(sextant_test_support::model::service(
+            let service = m.services.push(sextant_test_support::model::service(
                 &format!("{name}{k}"),
                 sextant_test_support::model::ip(ip),
             ));
-            vs.bindings.push(Binding {
-                service: id,
-                weight: 1,
-            });
+            vs.bindings.push(Binding { service, weight: 1 });
         }
+        let vserver = m.vservers.push(vs);
         m.domains.push(Domain {
             name: format!("{name}.example.com"),
-            vserver: m.vservers.len() as u32,
+            vserver,
             ttl: 30,
             backup_ip: None,
         });
-        m.vservers.push(vs);
     };
     let g = SERVICE_PLACES.map(|(ip, _)| ip);
     vserver(
@@ -166,10 +162,10 @@ fn with_policy(mut m: Model) -> Model {
         name: "polPL".into(),
         rule: Expr::parse(text).unwrap(),
         rule_text: text.into(),
-        action: 0,
+        action: DnsActionId::new(0),
     });
     m.dns_global_bindings.push(PolicyBinding {
-        policy: 0,
+        policy: DnsPolicyId::new(0),
         priority: 100,
         goto: Goto::End,
     });

@@ -178,7 +178,7 @@ fn zones(c: &mut Criterion) {
     let n = 10_000usize;
     for z in [1usize, 100, 10_000] {
         let mut model = big_model(n, 10);
-        let soa = model.zones[0].soa.clone();
+        let soa = model.zones[ZoneId::new(0)].soa.clone();
         model.zones = (0..z)
             .map(|k| Zone {
                 apex: format!("zone{k}.example"),
@@ -279,7 +279,7 @@ fn location(c: &mut Criterion) {
                             // Ids stay below 2^31: flips no bit, but the
                             // compiler cannot know, so the next lookup waits.
                             let ip = IpAddr::V4(Ipv4Addr::from(u32::from(a) | (last >> 31)));
-                            last = db.lookup_id(ip).unwrap_or(0);
+                            last = db.lookup_id(ip).map_or(0, PlaceId::raw);
                         }
                         last
                     })
@@ -353,10 +353,10 @@ fn with_policies(base: &Model, n: usize, last_matches: bool) -> Model {
             name: format!("pol{k}"),
             rule,
             rule_text: text,
-            action: k as DnsActionId,
+            action: DnsActionId::from_index(k),
         });
         m.dns_global_bindings.push(PolicyBinding {
-            policy: k as DnsPolicyId,
+            policy: DnsPolicyId::from_index(k),
             priority: 10 * (k as u32 + 1),
             goto: Goto::End,
         });

@@ -25,7 +25,11 @@ use shape::big_model;
 /// One domain, `weights.len()` services; service `k` is DOWN when `down(k)`.
 fn snapshot(weights: &[u32], down: impl Fn(usize) -> bool) -> Snapshot {
     let mut m = big_model(1, weights.len());
-    for (b, w) in m.vservers[0].bindings.iter_mut().zip(weights) {
+    for (b, w) in m.vservers[VServerId::new(0)]
+        .bindings
+        .iter_mut()
+        .zip(weights)
+    {
         b.weight = *w;
     }
     let states: Vec<_> = (0..weights.len())

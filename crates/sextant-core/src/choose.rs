@@ -332,7 +332,7 @@ fn choose_among<S: Sessions, T: Tracer>(
         decision.ecs_scope = client.scope;
     }
     if T::ENABLED && plan.set != Set::All {
-        let action = preferred.map(|(a, _)| a).unwrap_or(0);
+        let action = preferred.map_or(DnsActionId::new(0), |(a, _)| a);
         for (i, b) in vs.bindings.iter().enumerate() {
             if eligible.has(i) && !in_set(i) {
                 let why = match plan.set {

@@ -14,11 +14,10 @@ use std::cmp::Ordering;
 use std::net::IpAddr;
 use std::time::Duration;
 
+pub use crate::id::DcRecordId;
+use crate::id::IdVec;
 use crate::load::LoadKind;
 use crate::model::{ServiceId, SiteId};
-
-/// Index of a record in [`crate::Model::dc_records`].
-pub type DcRecordId = u32;
 
 /// The most datacenter groups a record may have (a group is a bit in a
 /// per-query mask).
@@ -343,10 +342,10 @@ pub struct DcOrder {
 /// been worked out yet (the configured order is used).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DcOrders {
-    pub orders: Vec<Option<DcOrder>>,
+    pub orders: IdVec<DcRecordId, Option<DcOrder>>,
     /// Per site: whether this node reaches it (metric exchange UP; the
     /// local site always). Missing sites read as reachable.
-    pub site_reachable: Vec<bool>,
+    pub site_reachable: IdVec<SiteId, bool>,
 }
 
 /// What is known of one datacenter when a record's datacenters are ranked

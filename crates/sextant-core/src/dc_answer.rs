@@ -47,7 +47,7 @@ pub fn address_healthy(snap: &Snapshot, rec: &DcRecord, a: usize) -> bool {
 /// (by health and weight, any family: a datacenter serves when it has a
 /// healthy address of weight above 0).
 pub fn record_status(snap: &Snapshot, r: DcRecordId) -> RecordStatus {
-    let rec = &snap.model().dc_records[r as usize];
+    let rec = &snap.model().dc_records[r];
     let (mut with_addresses, mut healthy) = (0u64, 0u64);
     for (a, addr) in rec.addresses.iter().enumerate() {
         let bit = 1u64 << (addr.group as usize % MAX_DC_GROUPS);
@@ -81,7 +81,7 @@ pub(crate) fn answer_dc_record<T: Tracer>(
     out: &mut AnswerBuf,
     trace: &mut T,
 ) -> Decision {
-    let rec = &snap.model().dc_records[r as usize];
+    let rec = &snap.model().dc_records[r];
     let client_based = rec.selection.is_client_based();
     if T::ENABLED {
         trace.record(TraceEvent::DcRecord {

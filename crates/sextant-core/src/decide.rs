@@ -650,7 +650,7 @@ fn preferred_of(
     verdict: Verdict,
 ) -> Option<(crate::policy::DnsActionId, &[Location])> {
     match verdict {
-        Verdict::Prefer(action) => match &snap.model().dns_actions[action as usize].kind {
+        Verdict::Prefer(action) => match &snap.model().dns_actions[action].kind {
             DnsActionKind::PreferredLocations(list) => Some((action, list.as_slice())),
             _ => None,
         },
@@ -702,7 +702,7 @@ fn run_policies<T: Tracer>(
     };
     let mut verdict = Verdict::Continue;
     for binding in &model.dns_global_bindings {
-        let policy = &model.dns_policies[binding.policy as usize];
+        let policy = &model.dns_policies[binding.policy];
         let matched = policy.rule.eval_with(&facts, &mut matches_location);
         trace.record(TraceEvent::Policy {
             policy: binding.policy,
@@ -711,7 +711,7 @@ fn run_policies<T: Tracer>(
         if !matched {
             continue;
         }
-        match model.dns_actions[policy.action as usize].kind {
+        match model.dns_actions[policy.action].kind {
             DnsActionKind::Drop => return Verdict::Drop,
             DnsActionKind::PreferredLocations(_) if verdict == Verdict::Continue => {
                 verdict = Verdict::Prefer(policy.action);
@@ -815,7 +815,7 @@ fn answer_domain<T: Tracer, S: Sessions>(
             .any(|b| family.matches(model.service(b.service).answer_ip()));
         w.trace.record(TraceEvent::AllDown { vserver: vs_id });
         match vs.backup_vserver {
-            Some(next) if depth < MAX_BACKUP_DEPTH && (next as usize) < model.vservers.len() => {
+            Some(next) if depth < MAX_BACKUP_DEPTH && model.vservers.get(next).is_some() => {
                 w.trace.record(TraceEvent::BackupVServer {
                     from: vs_id,
                     to: next,

@@ -16,6 +16,7 @@ pub mod dc_answer;
 mod dc_client;
 pub mod decide;
 pub mod health;
+pub mod id;
 pub mod load;
 pub mod location;
 pub mod location_db;
@@ -39,6 +40,7 @@ pub use decide::{
     QueryType, Reason, Sessions, Stick, decide,
 };
 pub use health::{HealthTally, Transition};
+pub use id::{IdVec, Idx};
 pub use load::{HttpUrl, LoadKind, MetricSelector, ServiceMetrics, SiteFigures};
 pub use location::{Coordinates, Location, LocationCode, LocationError};
 pub use location_db::{LocationDb, LocationDbBuilder, Place, PlaceId, RangeError, Source};

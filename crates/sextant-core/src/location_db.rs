@@ -31,8 +31,8 @@ use std::net::IpAddr;
 
 use crate::location::{Coordinates, Location, LocationCode, QUALIFIERS, UNKNOWN_QUALIFIER};
 
-/// Index of a [`Place`] in a [`LocationDb`].
-pub type PlaceId = u32;
+use crate::id::IdVec;
+pub use crate::id::PlaceId;
 
 /// What an address range maps to: a location and, when known, coordinates.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,17 +60,17 @@ pub enum RangeError {
 }
 
 /// Marks a gap (no location) in the interval tables.
-const NONE: PlaceId = PlaceId::MAX;
+const NONE: PlaceId = PlaceId::new(u32::MAX);
 
 /// The built, immutable location database. Cheap to share behind an `Arc`.
 #[derive(Default, Clone, PartialEq)]
 pub struct LocationDb {
     v4: Table<Slot4>,
     v6: Table<Slot6>,
-    places: Vec<Place>,
-    /// Per place (by [`PlaceId`]): its location as qualifier ids, so that
-    /// the hot path compares integers rather than strings.
-    codes: Vec<LocationCode>,
+    places: IdVec<PlaceId, Place>,
+    /// Per place: its location as qualifier ids, so that the hot path
+    /// compares integers rather than strings.
+    codes: IdVec<PlaceId, LocationCode>,
     /// The qualifier ids: every name of a place's location, lower case.
     qualifier_ids: HashMap<Box<str>, u32>,
     /// How many ranges were added.
@@ -110,14 +110,14 @@ impl LocationDb {
     /// The place with this id. Panics on an id this database did not hand out.
     #[inline]
     pub fn place(&self, id: PlaceId) -> &Place {
-        &self.places[id as usize]
+        &self.places[id]
     }
 
     /// The location of place `id` as qualifier ids. Panics on an id this
     /// database did not hand out.
     #[inline]
     pub fn code(&self, id: PlaceId) -> &LocationCode {
-        &self.codes[id as usize]
+        &self.codes[id]
     }
 
     /// `location` as this database's qualifier ids (a name no place has
@@ -152,8 +152,8 @@ impl LocationDb {
         }
     }
 
-    /// Every distinct place, indexed by [`PlaceId`].
-    pub fn places(&self) -> &[Place] {
+    /// Every distinct place.
+    pub fn places(&self) -> &IdVec<PlaceId, Place> {
         &self.places
     }
 
@@ -192,9 +192,9 @@ impl LocationDb {
             .sum();
         self.v4.memory_bytes()
             + self.v6.memory_bytes()
-            + heap(&self.places)
+            + self.places.capacity() * std::mem::size_of::<Place>()
             + strings
-            + heap(&self.codes)
+            + self.codes.capacity() * std::mem::size_of::<LocationCode>()
             + ids
     }
 }
@@ -276,7 +276,7 @@ impl Slot for Slot4 {
     type Addr = u32;
     #[inline]
     fn new(start: u32, place: PlaceId) -> Self {
-        Slot4(u64::from(start) << 32 | u64::from(place))
+        Slot4(u64::from(start) << 32 | u64::from(place.raw()))
     }
     #[inline]
     fn start(self) -> u32 {
@@ -284,7 +284,7 @@ impl Slot for Slot4 {
     }
     #[inline]
     fn place(self) -> PlaceId {
-        self.0 as u32
+        PlaceId::new(self.0 as u32)
     }
 }
 
@@ -404,7 +404,7 @@ impl<S: Slot> Table<S> {
 pub struct LocationDbBuilder {
     v4: Vec<Entry<u32>>,
     v6: Vec<Entry<u128>>,
-    places: Vec<Place>,
+    places: IdVec<PlaceId, Place>,
     interned: HashMap<PlaceKey, PlaceId>,
     ranges: usize,
 }
@@ -456,7 +456,7 @@ impl LocationDbBuilder {
         place: PlaceId,
         source: Source,
     ) -> Result<(), RangeError> {
-        debug_assert!((place as usize) < self.places.len(), "foreign place id");
+        debug_assert!(self.places.get(place).is_some(), "foreign place id");
         check_range(from, to)?;
         let mut rank = Rank {
             custom: source == Source::Custom,
@@ -518,11 +518,10 @@ impl LocationDbBuilder {
                 .coordinates
                 .map(|c| (c.latitude.to_bits(), c.longitude.to_bits())),
         );
-        let next = self.places.len() as PlaceId;
-        *self.interned.entry(key).or_insert_with(|| {
-            self.places.push(place);
-            next
-        })
+        *self
+            .interned
+            .entry(key)
+            .or_insert_with(|| self.places.push(place))
     }
 
     /// Resolves overlaps and builds the lookup tables.
@@ -739,12 +738,12 @@ mod tests {
             ])
             .map(|t| Location::parse(t).unwrap())
             .collect();
-        for (id, p) in db.places().iter().enumerate() {
-            let code = db.code(id as PlaceId);
+        for (id, p) in db.places().iter_enumerated() {
+            let code = db.code(id);
             assert_eq!(db.encode(&p.location), *code);
-            for (other, q) in db.places().iter().enumerate() {
+            for (other, q) in db.places().iter_enumerated() {
                 assert_eq!(
-                    code.shared_prefix(db.code(other as PlaceId)),
+                    code.shared_prefix(db.code(other)),
                     p.location.shared_prefix(&q.location),
                     "{} / {}",
                     p.location,

@@ -2,50 +2,40 @@
 //!
 //! `sextant-config` builds a [`Model`] from either configuration syntax; the
 //! rest of the system only ever sees this one shape. Cross references are
-//! indices (`SiteId`, `ServiceId`, ...) into the model's vectors, so a model is
-//! cheap to share behind an `Arc` and needs no lookups by name at query time.
+//! typed indices (`SiteId`, `ServiceId`, ...) into the model's tables
+//! ([`IdVec`]s), so a model is cheap to share behind an `Arc` and needs no
+//! lookups by name at query time.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
-/// Index of a [`Site`] in [`Model::sites`].
-pub type SiteId = u32;
-/// Index of a [`Service`] in [`Model::services`].
-pub type ServiceId = u32;
-/// Index of a [`VServer`] in [`Model::vservers`].
-pub type VServerId = u32;
-/// Index of a [`Domain`] in [`Model::domains`].
-pub type DomainId = u32;
-/// Index of a [`Zone`] in [`Model::zones`].
-pub type ZoneId = u32;
-/// Index of a [`Monitor`] in [`Model::monitors`].
-pub type MonitorId = u32;
+pub use crate::id::{DomainId, IdVec, MonitorId, ServiceId, SiteId, VServerId, ZoneId};
 
 /// The whole validated configuration of one Sextant node.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Model {
-    pub sites: Vec<Site>,
-    pub services: Vec<Service>,
-    pub vservers: Vec<VServer>,
+    pub sites: IdVec<SiteId, Site>,
+    pub services: IdVec<ServiceId, Service>,
+    pub vservers: IdVec<VServerId, VServer>,
     /// GSLB domain names, each bound to exactly one vserver.
-    pub domains: Vec<Domain>,
+    pub domains: IdVec<DomainId, Domain>,
     /// Names answered in datacenter mode (seed 002).
-    pub dc_records: Vec<crate::dc::DcRecord>,
+    pub dc_records: IdVec<crate::dc::DcRecordId, crate::dc::DcRecord>,
     /// Zones this node is authoritative for (from SOA/NS records).
-    pub zones: Vec<Zone>,
+    pub zones: IdVec<ZoneId, Zone>,
     /// Static records of those zones, sorted by owner name then type
     /// ([`crate::records::sort_records`]); delegations are NS records here.
     pub records: Vec<crate::records::StaticRecord>,
-    pub monitors: Vec<Monitor>,
+    pub monitors: IdVec<MonitorId, Monitor>,
     /// Addresses the DNS server listens on (`add service NAME IP ADNS PORT`).
     pub dns_listen: Vec<std::net::SocketAddr>,
     /// Address of the REST API, if configured in the file.
     pub api_listen: Option<std::net::SocketAddr>,
     pub params: GslbParams,
     /// `add dns action`.
-    pub dns_actions: Vec<crate::policy::DnsAction>,
+    pub dns_actions: IdVec<crate::policy::DnsActionId, crate::policy::DnsAction>,
     /// `add dns policy`.
-    pub dns_policies: Vec<crate::policy::DnsPolicy>,
+    pub dns_policies: IdVec<crate::policy::DnsPolicyId, crate::policy::DnsPolicy>,
     /// `bind dns global`, in evaluation order: the REQ_OVERRIDE bind point's
     /// bindings by ascending priority, then REQ_DEFAULT's.
     pub dns_global_bindings: Vec<crate::policy::PolicyBinding>,
@@ -74,62 +64,53 @@ pub struct Model {
 
 impl Model {
     pub fn site_by_name(&self, name: &str) -> Option<SiteId> {
-        self.sites
-            .iter()
-            .position(|s| s.name.eq_ignore_ascii_case(name))
-            .map(|i| i as SiteId)
+        self.sites.position(|s| s.name.eq_ignore_ascii_case(name))
     }
 
     pub fn service_by_name(&self, name: &str) -> Option<ServiceId> {
         self.services
-            .iter()
             .position(|s| s.name.eq_ignore_ascii_case(name))
-            .map(|i| i as ServiceId)
     }
 
     pub fn vserver_by_name(&self, name: &str) -> Option<VServerId> {
         self.vservers
-            .iter()
             .position(|s| s.name.eq_ignore_ascii_case(name))
-            .map(|i| i as VServerId)
     }
 
     pub fn monitor_by_name(&self, name: &str) -> Option<MonitorId> {
         self.monitors
-            .iter()
             .position(|s| s.name.eq_ignore_ascii_case(name))
-            .map(|i| i as MonitorId)
     }
 
     pub fn site(&self, id: SiteId) -> &Site {
-        &self.sites[id as usize]
+        &self.sites[id]
     }
 
     pub fn service(&self, id: ServiceId) -> &Service {
-        &self.services[id as usize]
+        &self.services[id]
     }
 
     pub fn vserver(&self, id: VServerId) -> &VServer {
-        &self.vservers[id as usize]
+        &self.vservers[id]
     }
 
     pub fn domain(&self, id: DomainId) -> &Domain {
-        &self.domains[id as usize]
+        &self.domains[id]
     }
 
     pub fn zone(&self, id: ZoneId) -> &Zone {
-        &self.zones[id as usize]
+        &self.zones[id]
     }
 
     pub fn monitor(&self, id: MonitorId) -> &Monitor {
-        &self.monitors[id as usize]
+        &self.monitors[id]
     }
 
     /// Makes `name` the local site and every other site remote.
     pub fn set_local_site(&mut self, id: SiteId) {
         self.local_site = Some(id);
-        for (i, site) in self.sites.iter_mut().enumerate() {
-            site.kind = if i as SiteId == id {
+        for (i, site) in self.sites.iter_enumerated_mut() {
+            site.kind = if i == id {
                 SiteKind::Local
             } else {
                 SiteKind::Remote

@@ -11,10 +11,7 @@ use crate::decide::QueryType;
 use crate::location::Location;
 use crate::select::mask_ip;
 
-/// Index of a [`DnsAction`] in `Model::dns_actions`.
-pub type DnsActionId = u32;
-/// Index of a [`DnsPolicy`] in `Model::dns_policies`.
-pub type DnsPolicyId = u32;
+pub use crate::id::{DnsActionId, DnsPolicyId};
 
 /// A policy rule, as parsed from the appliance's expression syntax.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,6 +12,7 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use crate::id::IdVec;
 use crate::model::{Model, ZoneId};
 use crate::snapshot::FnvMap;
 
@@ -109,8 +110,7 @@ pub fn type_name(rtype: u16) -> &'static str {
     }
 }
 
-/// Index of a [`NameNode`] in a [`RecordTable`].
-pub type NodeId = u32;
+pub use crate::id::NodeId;
 
 /// One name of a zone we serve that is not (only) a GSLB domain.
 #[derive(Debug, Clone)]
@@ -131,7 +131,7 @@ pub struct NameNode {
 #[derive(Debug, Default)]
 pub struct RecordTable {
     by_name: FnvMap<Box<str>, NodeId>,
-    nodes: Vec<NameNode>,
+    nodes: IdVec<NodeId, NameNode>,
     /// Whether any delegation exists (so that queries skip the walk).
     any_cut: bool,
 }
@@ -158,7 +158,7 @@ impl RecordTable {
             if let Some(zone) = zone_of(name) {
                 t.any_cut |= cut;
                 let id = t.insert(name, zone);
-                let node = &mut t.nodes[id as usize];
+                let node = &mut t.nodes[id];
                 (node.start, node.end, node.cname, node.cut) = (i as u32, j as u32, cname, cut);
             }
             i = j;
@@ -207,8 +207,7 @@ impl RecordTable {
         if let Some(id) = self.by_name.get(name) {
             return *id;
         }
-        let id = self.nodes.len() as NodeId;
-        self.nodes.push(NameNode {
+        let id = self.nodes.push(NameNode {
             zone,
             start: 0,
             end: 0,
@@ -226,12 +225,12 @@ impl RecordTable {
     }
 
     pub fn node(&self, id: NodeId) -> &NameNode {
-        &self.nodes[id as usize]
+        &self.nodes[id]
     }
 
     /// The records of a node.
     pub fn records<'m>(&self, model: &'m Model, id: NodeId) -> &'m [StaticRecord] {
-        let n = &self.nodes[id as usize];
+        let n = &self.nodes[id];
         model
             .records
             .get(n.start as usize..n.end as usize)
@@ -254,7 +253,7 @@ impl RecordTable {
         let mut rest = name;
         while rest.len() > apex.len() {
             if let Some(id) = self.find(rest)
-                && self.nodes[id as usize].cut
+                && self.nodes[id].cut
             {
                 return Some(id);
             }

@@ -267,11 +267,11 @@ impl RttTable {
     /// Site `site`'s measurement of the LDNS of `row` (its RTT, probe kind,
     /// age and path figures).
     pub fn cell(&self, row: u32, site: SiteId) -> Option<&RttCell> {
-        if site as usize >= self.sites {
+        if site.index() >= self.sites {
             return None;
         }
         let index = self.index_of(row)?;
-        self.cells.get(index * self.sites + site as usize)?.as_ref()
+        self.cells.get(index * self.sites + site.index())?.as_ref()
     }
 
     /// Notes that the LDNS of `row` queried a domain that uses RTT.
@@ -342,12 +342,10 @@ impl SiteRtts<'_> {
     pub fn get(&self, site: SiteId) -> Option<u32> {
         match self {
             SiteRtts::Wide(words) => words
-                .get(site as usize)
+                .get(site.index())
                 .map(|w| w.load(Ordering::Relaxed))
                 .filter(|r| *r != UNKNOWN),
-            SiteRtts::Compact(slot, sites) if (site as usize) < *sites => {
-                slot.rtt_us(site as usize)
-            }
+            SiteRtts::Compact(slot, sites) if site.index() < *sites => slot.rtt_us(site.index()),
             SiteRtts::Compact(..) => None,
         }
     }
@@ -503,12 +501,12 @@ mod tests {
         let t = builder.build();
         let ra = t.row(a).expect("row a");
         let rb = t.row(b).expect("row b");
-        assert_eq!(t.rtt_us(ra, 0), Some(10_000));
-        assert_eq!(t.rtt_us(ra, 1), None);
-        assert_eq!(t.rtt_us(ra, 2), Some(30_000));
-        assert_eq!(t.rtt_us(rb, 0), Some(5_000));
-        assert_eq!(t.rtt_us(rb, 2), None);
-        assert_eq!(t.rtt_us(ra, 3), None, "no such site");
+        assert_eq!(t.rtt_us(ra, SiteId::new(0)), Some(10_000));
+        assert_eq!(t.rtt_us(ra, SiteId::new(1)), None);
+        assert_eq!(t.rtt_us(ra, SiteId::new(2)), Some(30_000));
+        assert_eq!(t.rtt_us(rb, SiteId::new(0)), Some(5_000));
+        assert_eq!(t.rtt_us(rb, SiteId::new(2)), None);
+        assert_eq!(t.rtt_us(ra, SiteId::new(3)), None, "no such site");
         assert_eq!(t.row("192.0.2.1".parse().expect("ip")), None);
         assert!(t.take_queried().is_empty());
         t.mark_queried(rb);
@@ -538,8 +536,14 @@ mod tests {
             for ip in others.iter().chain([&v4, &v6]) {
                 t.prefetch(*ip);
             }
-            assert_eq!(t.row(v4).and_then(|r| t.rtt_us(r, 0)), Some(10_000));
-            assert_eq!(t.row(v6).and_then(|r| t.rtt_us(r, 0)), Some(20_000));
+            assert_eq!(
+                t.row(v4).and_then(|r| t.rtt_us(r, SiteId::new(0))),
+                Some(10_000)
+            );
+            assert_eq!(
+                t.row(v6).and_then(|r| t.rtt_us(r, SiteId::new(0))),
+                Some(20_000)
+            );
             assert_eq!(t.row(others[3]), None);
         }
     }
@@ -582,17 +586,25 @@ mod tests {
                 } else {
                     900_000
                 };
-                assert_eq!(t.rtt_us(row, 0), Some(small), "{sites} sites, {ip}");
                 assert_eq!(
-                    t.rtt_us(row, sites as u32 - 1),
+                    t.rtt_us(row, SiteId::new(0)),
+                    Some(small),
+                    "{sites} sites, {ip}"
+                );
+                assert_eq!(
+                    t.rtt_us(row, SiteId::from_index(sites - 1)),
                     Some(big),
                     "{sites} sites, {ip}"
                 );
-                assert_eq!(t.rtt_us(row, 1), None);
-                assert_eq!(t.rtt_us(row, sites as u32), None, "no such site");
+                assert_eq!(t.rtt_us(row, SiteId::new(1)), None);
+                assert_eq!(
+                    t.rtt_us(row, SiteId::from_index(sites)),
+                    None,
+                    "no such site"
+                );
                 // The API cell keeps the exact measurement.
                 assert_eq!(
-                    t.cell(row, 0).map(|c| c.rtt),
+                    t.cell(row, SiteId::new(0)).map(|c| c.rtt),
                     Some(Duration::from_micros(12_345))
                 );
                 t.mark_queried(row);
@@ -619,7 +631,7 @@ mod tests {
             let row = t
                 .row(IpAddr::from((0x0a00_0000 + i * 7).to_be_bytes()))
                 .expect("row");
-            assert_eq!(t.rtt_us(row, 0), Some((i * 10).min(655_340)));
+            assert_eq!(t.rtt_us(row, SiteId::new(0)), Some((i * 10).min(655_340)));
             assert_eq!(
                 t.row(IpAddr::from((0x0a00_0000 + i * 7 + 1).to_be_bytes())),
                 None

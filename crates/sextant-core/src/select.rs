@@ -287,7 +287,7 @@ pub fn source_ip_hash(
     let key = ip_key(key);
     (0..bindings.len())
         .filter(|i| eligible(*i))
-        .max_by_key(|i| mix(key ^ mix(u64::from(bindings[*i].service) + 1)))
+        .max_by_key(|i| mix(key ^ mix(u64::from(bindings[*i].service.raw()) + 1)))
 }
 
 /// Keeps the first `prefix` bits of an address.
@@ -337,9 +337,13 @@ pub fn mix(mut x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ServiceId;
 
     fn b(service: u32, weight: u32) -> Binding {
-        Binding { service, weight }
+        Binding {
+            service: ServiceId::new(service),
+            weight,
+        }
     }
 
     #[test]

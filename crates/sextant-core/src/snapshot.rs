@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dc::{DcOrder, DcOrders, DcRecordId};
+use crate::id::IdVec;
 use crate::load::{ServiceMetrics, SiteFigures};
 use crate::location::LocationCode;
 use crate::location_db::{Place, PlaceId};
@@ -83,16 +84,16 @@ struct Compiled {
     records: RecordTable,
     /// Per vserver: how many round-robin turns have been taken. Shared by
     /// every worker so consecutive queries rotate, whichever thread answers.
-    turns: Box<[AtomicU64]>,
+    turns: IdVec<VServerId, AtomicU64>,
     /// Service names, lower case, for the API and reloads (never scanned).
     services_by_name: FnvMap<Box<str>, ServiceId>,
     /// Per service: its place in the location database (by answer address).
-    service_places: Box<[Option<PlaceId>]>,
+    service_places: IdVec<ServiceId, Option<PlaceId>>,
     /// Per vserver, per binding: the site of the bound service, flat
     /// (`binding_site_start[v]..` for vserver `v`), so that the RTT method
     /// reads one short array instead of every bound service's record.
     binding_sites: Box<[SiteId]>,
-    binding_site_start: Box<[u32]>,
+    binding_site_start: IdVec<VServerId, u32>,
     /// Per vserver that uses the RTT method and has at most 64 bindings:
     /// its sites, each with the bit mask of its bindings there, flat
     /// (`site_group_start[v]..site_group_start[v + 1]`), so that the
@@ -104,7 +105,7 @@ struct Compiled {
     dc: DcTables,
     /// Per DNS action (by id): its preferred locations as the location
     /// database's qualifier ids (empty for other actions).
-    preferred_codes: Box<[Box<[LocationCode]>]>,
+    preferred_codes: IdVec<DnsActionId, Box<[LocationCode]>>,
     /// Whether any bound DNS policy looks at the client's location.
     policies_need_location: bool,
     /// Whether an answer may look the client's location up (a policy or a
@@ -120,9 +121,9 @@ struct Compiled {
 struct DcTables {
     by_name: FnvMap<Box<str>, DcRecordId>,
     /// Per record: round-robin turns taken (shared by every worker).
-    turns: Box<[AtomicU64]>,
+    turns: IdVec<DcRecordId, AtomicU64>,
     /// Per record, per address: its place in the location database.
-    places: Box<[Box<[Option<PlaceId>]>]>,
+    places: IdVec<DcRecordId, Box<[Option<PlaceId>]>>,
 }
 
 impl DcTables {
@@ -130,9 +131,8 @@ impl DcTables {
         let records = &model.dc_records;
         DcTables {
             by_name: records
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (r.name.clone().into_boxed_str(), i as DcRecordId))
+                .iter_enumerated()
+                .map(|(i, r)| (r.name.clone().into_boxed_str(), i))
                 .collect(),
             turns: records.iter().map(|_| AtomicU64::new(0)).collect(),
             places: records
@@ -147,6 +147,10 @@ impl DcTables {
         }
     }
 }
+
+/// The site of a binding to a service the model does not have: an id no
+/// table reaches (see [`IdVec::push`]), so every lookup by it finds nothing.
+const NO_SITE: SiteId = SiteId::new(u32::MAX);
 
 /// The bindings of one vserver at one site.
 #[derive(Debug, Clone, Copy)]
@@ -209,17 +213,15 @@ impl Snapshot {
     pub fn new(model: Arc<Model>, generation: u64) -> Self {
         let zones: FnvMap<Box<str>, ZoneId> = model
             .zones
-            .iter()
-            .enumerate()
-            .map(|(i, z)| (z.apex.clone().into_boxed_str(), i as ZoneId))
+            .iter_enumerated()
+            .map(|(i, z)| (z.apex.clone().into_boxed_str(), i))
             .collect();
         let domains = model
             .domains
-            .iter()
-            .enumerate()
+            .iter_enumerated()
             .map(|(i, d)| {
                 let zone = closest_zone(&zones, &d.name);
-                (d.name.clone().into_boxed_str(), (i as DomainId, zone))
+                (d.name.clone().into_boxed_str(), (i, zone))
             })
             .collect();
         let records = RecordTable::new(&model, |name| closest_zone(&zones, name));
@@ -228,22 +230,21 @@ impl Snapshot {
         let turns = model.vservers.iter().map(|_| AtomicU64::new(0)).collect();
         let child = model
             .local_site
-            .and_then(|s| model.sites.get(s as usize))
+            .and_then(|s| model.sites.get(s))
             .is_some_and(|s| s.parent.is_some());
-        let mut binding_site_start = Vec::with_capacity(model.vservers.len());
+        let mut binding_site_start = IdVec::new();
         let mut binding_sites = Vec::new();
         for vs in &model.vservers {
             binding_site_start.push(binding_sites.len() as u32);
-            binding_sites.extend(vs.bindings.iter().map(|b| {
-                model
-                    .services
-                    .get(b.service as usize)
-                    .map_or(SiteId::MAX, |s| s.site)
-            }));
+            binding_sites.extend(
+                vs.bindings
+                    .iter()
+                    .map(|b| model.services.get(b.service).map_or(NO_SITE, |s| s.site)),
+            );
         }
         let mut site_group_start = Vec::with_capacity(model.vservers.len() + 1);
         let mut site_groups: Vec<SiteBindings> = Vec::new();
-        for (v, vs) in model.vservers.iter().enumerate() {
+        for (v, vs) in model.vservers.iter_enumerated() {
             site_group_start.push(site_groups.len() as u32);
             if !vs.uses_rtt() || vs.bindings.len() > 64 {
                 continue;
@@ -271,15 +272,14 @@ impl Snapshot {
             .collect();
         let services_by_name = model
             .services
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name.to_ascii_lowercase().into_boxed_str(), i as ServiceId))
+            .iter_enumerated()
+            .map(|(i, s)| (s.name.to_ascii_lowercase().into_boxed_str(), i))
             .collect();
         let dc = DcTables::new(&model);
         let policies_need_location = model.dns_global_bindings.iter().any(|b| {
             model
                 .dns_policies
-                .get(b.policy as usize)
+                .get(b.policy)
                 .is_some_and(|p| p.rule.needs_location())
         });
         let preferred_codes = model
@@ -310,7 +310,7 @@ impl Snapshot {
                 turns,
                 service_places,
                 binding_sites: binding_sites.into(),
-                binding_site_start: binding_site_start.into(),
+                binding_site_start,
                 site_groups: site_groups.into(),
                 site_group_start: site_group_start.into(),
                 services_by_name,
@@ -399,7 +399,7 @@ impl Snapshot {
 
     /// Site `site`'s metric exchange state (`None`: never heard of).
     pub fn peer_link(&self, site: SiteId) -> Option<&PeerLink> {
-        self.peer_links.get(site as usize)
+        self.peer_links.get(site.index())
     }
 
     /// The same, with the self-probe verdicts of this node's listeners.
@@ -421,7 +421,7 @@ impl Snapshot {
 
     /// Site `site`'s figures, if it measured or reported any.
     pub fn site_figures(&self, site: SiteId) -> Option<SiteFigures> {
-        self.site_figures.get(site as usize).copied().flatten()
+        self.site_figures.get(site.index()).copied().flatten()
     }
 
     pub fn dc_orders(&self) -> &Arc<DcOrders> {
@@ -438,7 +438,7 @@ impl Snapshot {
 
     /// Record `r`'s ranking of its groups, if one was worked out.
     pub fn dc_order(&self, r: DcRecordId) -> Option<&DcOrder> {
-        self.dc_orders.orders.get(r as usize)?.as_ref()
+        self.dc_orders.orders.get(r)?.as_ref()
     }
 
     /// Whether this node reaches `site` (metric exchange UP; the local
@@ -446,13 +446,13 @@ impl Snapshot {
     pub fn site_reachable(&self, site: SiteId) -> bool {
         self.dc_orders
             .site_reachable
-            .get(site as usize)
+            .get(site)
             .copied()
             .unwrap_or(true)
     }
 
     pub(crate) fn dc_turn(&self, r: DcRecordId, peek: bool) -> u64 {
-        match self.compiled.dc.turns.get(r as usize) {
+        match self.compiled.dc.turns.get(r) {
             Some(t) if peek => t.load(Ordering::Relaxed),
             Some(t) => t.fetch_add(1, Ordering::Relaxed),
             None => 0,
@@ -461,7 +461,7 @@ impl Snapshot {
 
     /// The location of address `a` of record `r`, if known.
     pub fn dc_address_place(&self, r: DcRecordId, a: usize) -> Option<&Place> {
-        let id = (*self.compiled.dc.places.get(r as usize)?.get(a)?)?;
+        let id = (*self.compiled.dc.places.get(r)?.get(a)?)?;
         Some(self.compiled.model.locations.place(id))
     }
 
@@ -534,7 +534,7 @@ impl Snapshot {
     /// The load figures of one service (all `None` when unknown).
     pub fn metrics(&self, service: ServiceId) -> &ServiceMetrics {
         self.metrics
-            .get(service as usize)
+            .get(service.index())
             .unwrap_or(&ServiceMetrics::NONE)
     }
 
@@ -545,7 +545,7 @@ impl Snapshot {
 
     pub fn is_up(&self, service: ServiceId) -> bool {
         self.states
-            .get(service as usize)
+            .get(service.index())
             .map(|s| s.up)
             .unwrap_or(false)
     }
@@ -589,14 +589,15 @@ impl Snapshot {
 }
 
 impl Snapshot {
-    /// The site of binding `i` of vserver `vs`.
+    /// The site of binding `i` of vserver `vs` (an id of no site when
+    /// there is no such binding).
     pub fn binding_site(&self, vs: VServerId, i: usize) -> SiteId {
         let c = &self.compiled;
         c.binding_site_start
-            .get(vs as usize)
+            .get(vs)
             .and_then(|start| c.binding_sites.get(*start as usize + i))
             .copied()
-            .unwrap_or(SiteId::MAX)
+            .unwrap_or(NO_SITE)
     }
 
     /// The sites of an RTT vserver's bindings, each with the mask of its
@@ -604,7 +605,7 @@ impl Snapshot {
     /// that does not use the RTT method.
     pub(crate) fn site_groups(&self, vs: VServerId) -> &[SiteBindings] {
         let c = &self.compiled;
-        let v = vs as usize;
+        let v = vs.index();
         match (c.site_group_start.get(v), c.site_group_start.get(v + 1)) {
             (Some(a), Some(b)) => c.site_groups.get(*a as usize..*b as usize).unwrap_or(&[]),
             _ => &[],
@@ -613,7 +614,7 @@ impl Snapshot {
 
     /// The location of a service (of its public IP, or its IP), if known.
     pub fn service_place(&self, service: ServiceId) -> Option<&Place> {
-        let id = (*self.compiled.service_places.get(service as usize)?)?;
+        let id = (*self.compiled.service_places.get(service)?)?;
         Some(self.compiled.model.locations.place(id))
     }
 
@@ -621,7 +622,7 @@ impl Snapshot {
     /// [`LocationDb::code`](crate::LocationDb::code)), if known.
     #[inline]
     pub fn service_code(&self, service: ServiceId) -> Option<&LocationCode> {
-        let id = (*self.compiled.service_places.get(service as usize)?)?;
+        let id = (*self.compiled.service_places.get(service)?)?;
         Some(self.compiled.model.locations.code(id))
     }
 
@@ -631,7 +632,7 @@ impl Snapshot {
     pub fn preferred_codes(&self, action: DnsActionId) -> &[LocationCode] {
         self.compiled
             .preferred_codes
-            .get(action as usize)
+            .get(action)
             .map_or(&[], |c| &c[..])
     }
 
@@ -648,7 +649,7 @@ impl Snapshot {
     /// Takes the vserver's next round-robin turn (or, with `peek`, reads it
     /// without taking it, so `explain` shows the next live answer).
     pub fn turn(&self, vserver: VServerId, peek: bool) -> u64 {
-        match self.compiled.turns.get(vserver as usize) {
+        match self.compiled.turns.get(vserver) {
             Some(t) if peek => t.load(Ordering::Relaxed),
             Some(t) => t.fetch_add(1, Ordering::Relaxed),
             None => 0,

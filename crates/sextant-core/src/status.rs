@@ -46,7 +46,7 @@ pub struct StatusTable {
 impl StatusTable {
     /// The status of one service, if the table has it.
     pub fn get(&self, service: crate::ServiceId) -> Option<&ServiceStatus> {
-        let i = service as usize;
+        let i = service.index();
         self.chunks.get(i / STATUS_CHUNK)?.get(i % STATUS_CHUNK)
     }
 
@@ -96,13 +96,13 @@ impl StatusBuilder {
     }
 
     pub fn get(&self, service: crate::ServiceId) -> Option<&ServiceStatus> {
-        let i = service as usize;
+        let i = service.index();
         self.master.get(i / STATUS_CHUNK)?.get(i % STATUS_CHUNK)
     }
 
     /// The status of one service, to change; its chunk is republished.
     pub fn get_mut(&mut self, service: crate::ServiceId) -> Option<&mut ServiceStatus> {
-        let i = service as usize;
+        let i = service.index();
         let c = i / STATUS_CHUNK;
         let entry = self.master.get_mut(c)?.get_mut(i % STATUS_CHUNK)?;
         self.dirty[c] = true;
@@ -140,6 +140,7 @@ impl StatusBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ServiceId;
 
     fn status(reason: &str) -> ServiceStatus {
         ServiceStatus {
@@ -155,19 +156,27 @@ mod tests {
         let first = b.publish();
         assert_eq!(first.len(), n);
         assert_eq!(
-            &*first.get(n as u32 - 1).unwrap().reason,
+            &*first.get(ServiceId::from_index(n - 1)).unwrap().reason,
             &*(n - 1).to_string()
         );
-        assert!(first.get(n as u32).is_none());
+        assert!(first.get(ServiceId::from_index(n)).is_none());
         assert!(!b.is_dirty());
-        b.get_mut(STATUS_CHUNK as u32 + 1).unwrap().reason = "changed".into();
+        b.get_mut(ServiceId::from_index(STATUS_CHUNK + 1))
+            .unwrap()
+            .reason = "changed".into();
         let second = b.publish();
         assert_eq!(
-            &*second.get(STATUS_CHUNK as u32 + 1).unwrap().reason,
+            &*second
+                .get(ServiceId::from_index(STATUS_CHUNK + 1))
+                .unwrap()
+                .reason,
             "changed"
         );
         assert_eq!(
-            &*first.get(STATUS_CHUNK as u32 + 1).unwrap().reason,
+            &*first
+                .get(ServiceId::from_index(STATUS_CHUNK + 1))
+                .unwrap()
+                .reason,
             &*(STATUS_CHUNK + 1).to_string()
         );
         assert!(Arc::ptr_eq(&first.chunks[0], &second.chunks[0]));

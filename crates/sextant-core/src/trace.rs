@@ -280,21 +280,21 @@ impl TraceEvent {
         let svc = |id: &ServiceId| {
             model
                 .services
-                .get(*id as usize)
+                .get(*id)
                 .map(|s| format!("{} ({}:{})", s.name, s.answer_ip(), s.port))
                 .unwrap_or_else(|| format!("service #{id}"))
         };
         let vs = |id: &VServerId| {
             model
                 .vservers
-                .get(*id as usize)
+                .get(*id)
                 .map(|v| v.name.clone())
                 .unwrap_or_else(|| format!("vserver #{id}"))
         };
         let zone = |id: &ZoneId| {
             model
                 .zones
-                .get(*id as usize)
+                .get(*id)
                 .map(|z| z.apex.clone())
                 .unwrap_or_else(|| format!("zone #{id}"))
         };
@@ -308,13 +308,13 @@ impl TraceEvent {
         let located = |id: &ServiceId| {
             model
                 .services
-                .get(*id as usize)
+                .get(*id)
                 .map(|s| format!("{}, location {}", svc(id), place(s.answer_ip())))
                 .unwrap_or_else(|| svc(id))
         };
-        let preferred = |action: u32, index: u8| match model
+        let preferred = |action: crate::policy::DnsActionId, index: u8| match model
             .dns_actions
-            .get(action as usize)
+            .get(action)
             .map(|a| &a.kind)
         {
             Some(crate::policy::DnsActionKind::PreferredLocations(list)) => list
@@ -332,11 +332,11 @@ impl TraceEvent {
                 None => format!("client {addr} has no entry in the location database"),
             },
             TraceEvent::Policy { policy, matched } => {
-                let p = model.dns_policies.get(*policy as usize);
+                let p = model.dns_policies.get(*policy);
                 let name = p.map(|p| p.name.as_str()).unwrap_or("?");
                 let rule = p.map(|p| p.rule_text.as_str()).unwrap_or("?");
                 let action = p
-                    .and_then(|p| model.dns_actions.get(p.action as usize))
+                    .and_then(|p| model.dns_actions.get(p.action))
                     .map(|a| a.name.as_str())
                     .unwrap_or("?");
                 if *matched {
@@ -349,7 +349,7 @@ impl TraceEvent {
             TraceEvent::NoRttDropped => {
                 "-dropLdnsReq ENABLED: the query is dropped until this LDNS has an RTT".to_string()
             }
-            TraceEvent::DcRecord { record, status } => match model.dc_records.get(*record as usize) {
+            TraceEvent::DcRecord { record, status } => match model.dc_records.get(*record) {
                 Some(r) => {
                     let criterion = r
                         .selection
@@ -380,10 +380,10 @@ impl TraceEvent {
                 healthy,
                 verdict,
             } => {
-                let r = model.dc_records.get(*record as usize);
+                let r = model.dc_records.get(*record);
                 let site = r
                     .and_then(|r| r.groups.get(*group as usize))
-                    .and_then(|g| model.sites.get(g.site as usize))
+                    .and_then(|g| model.sites.get(g.site))
                     .map(|s| s.name.as_str())
                     .unwrap_or("?");
                 let figure = match (r.and_then(|r| r.selection.criterion_name()), figure) {
@@ -490,7 +490,7 @@ impl TraceEvent {
             } => {
                 let site = model
                     .sites
-                    .get(*site as usize)
+                    .get(*site)
                     .map_or("?", |s| s.name.as_str());
                 match rtt_us {
                     Some(us) => format!(
@@ -541,7 +541,7 @@ impl TraceEvent {
                 "domain {} is served by vserver {}",
                 model
                     .domains
-                    .get(*domain as usize)
+                    .get(*domain)
                     .map(|d| d.name.as_str())
                     .unwrap_or("?"),
                 vs(vserver)

@@ -22,6 +22,9 @@ const NAME: &str = "www.example.com";
 /// Four datacenters, in configured order.
 const DCS: [&str; 4] = ["fra", "ams", "nyc", "sgp"];
 
+/// The model's one datacenter-mode record.
+const RECORD: DcRecordId = DcRecordId::new(0);
+
 /// Sites fra (local), ams, nyc, sgp; one service per site (`web-SITE`,
 /// 10.0.k.10, id k); the record over four groups with two addresses each
 /// (10.0.k.10 by service, 10.0.k.11 always healthy), weights 1 and 3.
@@ -30,12 +33,12 @@ fn model(selection: DcSelection, total_dcs: u32, balance: Balance) -> Model {
     for (k, dc) in DCS.iter().enumerate() {
         b.add_site(dc, IpAddr::from([10, 0, k as u8, 1]));
     }
-    b.model.set_local_site(0);
+    b.model.set_local_site(SiteId::new(0));
     for (k, dc) in DCS.iter().enumerate() {
         b.add_service_at(
             &format!("web-{dc}"),
             IpAddr::from([10, 0, k as u8, 10]),
-            k as u32,
+            SiteId::from_index(k),
         );
     }
     b.add_zone(
@@ -57,14 +60,14 @@ fn model(selection: DcSelection, total_dcs: u32, balance: Balance) -> Model {
     };
     for k in 0..DCS.len() {
         rec.groups.push(DcGroup {
-            site: k as u32,
-            service: Some(k as u32),
+            site: SiteId::from_index(k),
+            service: Some(ServiceId::from_index(k)),
         });
         rec.addresses.push(DcAddress {
             group: k as u8,
             ip: IpAddr::from([10, 0, k as u8, 10]),
             weight: 1,
-            health: DcHealth::Service(k as u32),
+            health: DcHealth::Service(ServiceId::from_index(k)),
         });
         rec.addresses.push(DcAddress {
             group: k as u8,
@@ -219,7 +222,7 @@ fn every_dc_based_and_service_based_criterion_ranks_as_its_table_says() {
     ];
     for (selection, want) in golden {
         let m = model(selection.clone(), 1, Balance::RoundRobin);
-        let order = rank_record(&m.dc_records[0], facts, Duration::from_secs(7));
+        let order = rank_record(&m.dc_records[RECORD], facts, Duration::from_secs(7));
         assert_eq!(names(&order.groups), want, "{selection:?}");
         assert_eq!(order.at, Duration::from_secs(7));
         assert_eq!(order.figures.len(), 4);
@@ -233,9 +236,11 @@ fn every_dc_based_and_service_based_criterion_ranks_as_its_table_says() {
 
 /// A snapshot of `m` with `down` services DOWN and the ranking of the
 /// golden facts published under DC Based CPU (ams, sgp, fra, nyc).
-fn snap(m: Model, down: &[u32]) -> Snapshot {
-    let order = rank_record(&m.dc_records[0], facts, Duration::ZERO);
-    let states: Vec<ServiceState> = (0..m.services.len() as u32)
+fn snap(m: Model, down: &[ServiceId]) -> Snapshot {
+    let order = rank_record(&m.dc_records[RECORD], facts, Duration::ZERO);
+    let states: Vec<ServiceState> = m
+        .services
+        .ids()
         .map(|i| ServiceState {
             up: !down.contains(&i),
         })
@@ -243,8 +248,8 @@ fn snap(m: Model, down: &[u32]) -> Snapshot {
     Snapshot::new(Arc::new(m), 1)
         .with_states(states.into())
         .with_dc_orders(Arc::new(DcOrders {
-            orders: vec![Some(order)],
-            site_reachable: vec![true; 4],
+            orders: vec![Some(order)].into(),
+            site_reachable: vec![true; 4].into(),
         }))
 }
 
@@ -297,20 +302,26 @@ fn the_first_ranked_dcs_answer_and_a_dc_without_healthy_addresses_drops_out() {
     let s = snap(model(cpu.clone(), 1, Balance::RoundRobin), &[]);
     let (d, _) = ask(&s, &mut Cursor::new(1));
     assert_eq!(d.reason, Reason::Datacenter);
-    assert_eq!(d.outcome, Outcome::DcAddresses { record: 0, ttl: 30 });
+    assert_eq!(
+        d.outcome,
+        Outcome::DcAddresses {
+            record: RECORD,
+            ttl: 30
+        }
+    );
     assert_eq!(dcs_answered(&shares(&s, 40)), ["ams"]);
     // Total DCs 2: ams and sgp.
     let s = snap(model(cpu.clone(), 2, Balance::RoundRobin), &[]);
     assert_eq!(dcs_answered(&shares(&s, 40)), ["ams", "sgp"]);
     // ams's service DOWN: its always-healthy address still keeps it in.
-    let s = snap(model(cpu.clone(), 1, Balance::All), &[1]);
+    let s = snap(model(cpu.clone(), 1, Balance::All), &[ServiceId::new(1)]);
     let (_, addrs) = ask(&s, &mut Cursor::new(1));
     assert_eq!(addrs, vec![addr(1, 11)]);
     // Every ams address unanswerable (service DOWN, the other drained):
     // ams drops out and sgp, next in the ranking, answers.
     let mut m = model(cpu, 1, Balance::All);
-    m.dc_records[0].addresses[3].weight = 0;
-    let s = snap(m, &[1]);
+    m.dc_records[RECORD].addresses[3].weight = 0;
+    let s = snap(m, &[ServiceId::new(1)]);
     let (_, addrs) = ask(&s, &mut Cursor::new(1));
     assert_eq!(addrs, vec![addr(3, 10), addr(3, 11)]);
 }
@@ -319,32 +330,53 @@ fn the_first_ranked_dcs_answer_and_a_dc_without_healthy_addresses_drops_out() {
 fn with_no_healthy_address_the_fail_safe_records_answer_and_the_status_says_so() {
     let mut m = model(DcSelection::AllDcRecords, 1, Balance::RoundRobin);
     // Only the service-health addresses, so that DOWN services empty a DC.
-    m.dc_records[0]
+    m.dc_records[RECORD]
         .addresses
         .retain(|a| a.health != DcHealth::Always);
     let s = snap(m.clone(), &[]);
-    assert_eq!(record_status(&s, 0), RecordStatus::Ok);
-    let s = snap(m.clone(), &[2]);
-    assert_eq!(record_status(&s, 0), RecordStatus::PartiallyOk);
-    let s = snap(m.clone(), &[0, 1, 2, 3]);
-    assert_eq!(record_status(&s, 0), RecordStatus::FailSafe);
+    assert_eq!(record_status(&s, RECORD), RecordStatus::Ok);
+    let s = snap(m.clone(), &[ServiceId::new(2)]);
+    assert_eq!(record_status(&s, RECORD), RecordStatus::PartiallyOk);
+    let s = snap(
+        m.clone(),
+        &[
+            ServiceId::new(0),
+            ServiceId::new(1),
+            ServiceId::new(2),
+            ServiceId::new(3),
+        ],
+    );
+    assert_eq!(record_status(&s, RECORD), RecordStatus::FailSafe);
     let (d, addrs) = ask(&s, &mut Cursor::new(1));
     assert_eq!(d.reason, Reason::FailSafe);
     assert_eq!(addrs, vec![ip("192.0.2.99")]);
     // Without fail-safe records: NODATA (with the zone's SOA).
-    m.dc_records[0].fail_safe.clear();
-    let s = snap(m, &[0, 1, 2, 3]);
-    assert_eq!(record_status(&s, 0), RecordStatus::NoHealthyRecords);
+    m.dc_records[RECORD].fail_safe.clear();
+    let s = snap(
+        m,
+        &[
+            ServiceId::new(0),
+            ServiceId::new(1),
+            ServiceId::new(2),
+            ServiceId::new(3),
+        ],
+    );
+    assert_eq!(record_status(&s, RECORD), RecordStatus::NoHealthyRecords);
     let (d, addrs) = ask(&s, &mut Cursor::new(1));
     assert_eq!(d.reason, Reason::NoHealthyRecords);
-    assert_eq!(d.outcome, Outcome::NoData { zone: Some(0) });
+    assert_eq!(
+        d.outcome,
+        Outcome::NoData {
+            zone: Some(ZoneId::new(0))
+        }
+    );
     assert!(addrs.is_empty());
 }
 
 #[test]
 fn an_address_with_the_site_condition_follows_the_reachability_of_its_dc() {
     let mut m = model(DcSelection::AllDcRecords, 1, Balance::All);
-    for a in &mut m.dc_records[0].addresses {
+    for a in &mut m.dc_records[RECORD].addresses {
         a.health = DcHealth::SiteReachable;
     }
     let s = snap(m, &[]);
@@ -353,7 +385,7 @@ fn an_address_with_the_site_condition_follows_the_reachability_of_its_dc() {
     // fra unreachable (not the local site in this table): ams answers.
     let s = s.with_dc_orders(Arc::new(DcOrders {
         orders: s.dc_orders().orders.clone(),
-        site_reachable: vec![false, true, true, true],
+        site_reachable: vec![false, true, true, true].into(),
     }));
     let (_, addrs) = ask(&s, &mut Cursor::new(1));
     assert_eq!(addrs, vec![addr(1, 10), addr(1, 11)]);
@@ -391,7 +423,7 @@ fn every_balance_algorithm_shares_the_answers_as_it_says() {
     // Weight 0 drains an address under every algorithm.
     for balance in Balance::ALL {
         let mut m = model(DcSelection::AllDcRecords, 2, balance);
-        m.dc_records[0].addresses[1].weight = 0;
+        m.dc_records[RECORD].addresses[1].weight = 0;
         let c = shares(&snap(m, &[]), 200);
         assert!(!c.contains_key(&addr(0, 11)), "{balance:?}: {c:?}");
         assert!(c.contains_key(&addr(0, 10)), "{balance:?}: {c:?}");
@@ -449,10 +481,10 @@ fn with_topology(m: &mut Model) {
         name: "pol".into(),
         rule: Expr::parse(rule).expect("rule"),
         rule_text: rule.into(),
-        action: 0,
+        action: DnsActionId::new(0),
     });
     m.dns_global_bindings.push(PolicyBinding {
-        policy: 0,
+        policy: DnsPolicyId::new(0),
         priority: 100,
         goto: Goto::End,
     });
@@ -486,7 +518,7 @@ fn topology_rules_narrow_the_chosen_dcs_addresses_except_with_client_based() {
         1,
         Balance::RoundRobin,
     );
-    m.dc_records[0].fail_safe.clear();
+    m.dc_records[RECORD].fail_safe.clear();
     with_topology(&mut m);
     let s = snap(m, &[]);
     let (d, _) = ask(&s, &mut Cursor::new(1));
@@ -593,15 +625,24 @@ fn client_based_ranks_per_query_by_each_criterion_with_no_cut_and_no_fail_safe()
     assert_eq!(d.ldns, Some(LdnsUse::Unknown(ip("203.0.113.9"))));
     // Nothing healthy: no fail-safe with Client Based, NODATA.
     let mut m = m;
-    m.dc_records[0].fail_safe = vec![ip("192.0.2.99")];
-    m.dc_records[0]
+    m.dc_records[RECORD].fail_safe = vec![ip("192.0.2.99")];
+    m.dc_records[RECORD]
         .addresses
         .retain(|a| a.health != DcHealth::Always);
-    let s = snap(m, &[0, 1, 2, 3]).with_rtt(table);
+    let s = snap(
+        m,
+        &[
+            ServiceId::new(0),
+            ServiceId::new(1),
+            ServiceId::new(2),
+            ServiceId::new(3),
+        ],
+    )
+    .with_rtt(table);
     let (d, addrs) = ask(&s, &mut Cursor::new(1));
     assert_eq!(d.reason, Reason::NoHealthyRecords);
     assert!(addrs.is_empty());
-    assert_eq!(record_status(&s, 0), RecordStatus::NoHealthyRecords);
+    assert_eq!(record_status(&s, RECORD), RecordStatus::NoHealthyRecords);
 }
 
 #[test]
@@ -642,7 +683,8 @@ fn answering_a_record_does_not_allocate() {
         DcSelection::ClientBased(ClientCriterion::Hops),
     ] {
         for balance in Balance::ALL {
-            let s = snap(model(selection.clone(), 2, balance), &[1]).with_rtt(Arc::clone(&table));
+            let s = snap(model(selection.clone(), 2, balance), &[ServiceId::new(1)])
+                .with_rtt(Arc::clone(&table));
             let mut out = AnswerBuf::default();
             out.addrs.reserve(16);
             let mut cursor = Cursor::new(3);
@@ -661,12 +703,16 @@ fn answering_a_record_does_not_allocate() {
 fn the_local_site_chosen_at_start_is_always_a_group() {
     let mut m = model(DcSelection::AllDcRecords, 1, Balance::All);
     m.sites.push(Site::new("lon", ip("10.0.9.1")));
-    m.set_local_site(4);
-    let groups: Vec<u32> = m.dc_records[0].groups.iter().map(|g| g.site).collect();
+    m.set_local_site(SiteId::new(4));
+    let groups: Vec<u32> = m.dc_records[RECORD]
+        .groups
+        .iter()
+        .map(|g| g.site.raw())
+        .collect();
     assert_eq!(groups, [0, 1, 2, 3, 4]);
     // Already a group: not added twice.
-    m.set_local_site(1);
-    assert_eq!(m.dc_records[0].groups.len(), 5);
+    m.set_local_site(SiteId::new(1));
+    assert_eq!(m.dc_records[RECORD].groups.len(), 5);
 }
 
 /// Issue 24: topology rules choose among every healthy datacenter before
@@ -708,8 +754,11 @@ fn topology_rules_choose_among_the_dcs_before_the_cut() {
     // nothing matches: the configured order and the cut as without a rule.
     let mut m = model(DcSelection::AllDcRecords, 1, Balance::RoundRobin);
     with_topology(&mut m);
-    m.dc_records[0].addresses[3].weight = 0;
-    assert_eq!(dcs_answered(&shares(&snap(m, &[1]), 40)), ["fra"]);
+    m.dc_records[RECORD].addresses[3].weight = 0;
+    assert_eq!(
+        dcs_answered(&shares(&snap(m, &[ServiceId::new(1)]), 40)),
+        ["fra"]
+    );
 }
 
 /// Issue 24: Client Based without `-balance ALL` answers the best
@@ -740,10 +789,10 @@ fn client_based_answers_the_best_dc_for_each_client() {
         Balance::RoundRobin,
     );
     let mut down = m.clone();
-    down.dc_records[0]
+    down.dc_records[RECORD]
         .addresses
         .retain(|a| !(dc_of(a.ip) == 0 && a.health == DcHealth::Always));
-    let s = snap(down, &[0]).with_rtt(Arc::clone(&table));
+    let s = snap(down, &[ServiceId::new(0)]).with_rtt(Arc::clone(&table));
     assert_eq!(dcs_answered(&shares(&s, 40)), ["ams"]);
     // A resolver nothing is known of: every datacenter.
     let s = snap(m, &[]).with_rtt(table);
@@ -774,7 +823,7 @@ fn a_dc_serving_only_through_drained_addresses_is_not_ok() {
         1,
         Balance::RoundRobin,
     );
-    for a in m.dc_records[0]
+    for a in m.dc_records[RECORD]
         .addresses
         .iter_mut()
         .filter(|a| dc_of(a.ip) == 1)
@@ -782,11 +831,11 @@ fn a_dc_serving_only_through_drained_addresses_is_not_ok() {
         a.weight = 0;
     }
     let s = snap(m.clone(), &[]);
-    assert_eq!(record_status(&s, 0), RecordStatus::PartiallyOk);
+    assert_eq!(record_status(&s, RECORD), RecordStatus::PartiallyOk);
     // And it does not answer: ams (lowest CPU) is drained, sgp next.
     assert_eq!(dcs_answered(&shares(&s, 40)), ["sgp"]);
-    for a in m.dc_records[0].addresses.iter_mut() {
+    for a in m.dc_records[RECORD].addresses.iter_mut() {
         a.weight = 0;
     }
-    assert_eq!(record_status(&snap(m, &[]), 0), RecordStatus::FailSafe);
+    assert_eq!(record_status(&snap(m, &[]), RECORD), RecordStatus::FailSafe);
 }

@@ -64,7 +64,7 @@ fn round_robin_rotates_over_up_services() {
         .map(ip)
         .to_vec()
     );
-    let down = with_down(&s, &[1]);
+    let down = with_down(&s, &[ServiceId::new(1)]);
     let got: Vec<_> = (0..4)
         .map(|_| {
             ask(
@@ -109,7 +109,13 @@ fn answers_carry_ttl_and_outcome() {
         &mut Cursor::new(0),
     );
     assert_eq!(addrs.len(), 1);
-    assert_eq!(d.outcome, Outcome::Addresses { domain: 0, ttl: 30 });
+    assert_eq!(
+        d.outcome,
+        Outcome::Addresses {
+            domain: DomainId::new(0),
+            ttl: 30
+        }
+    );
     assert_eq!(d.reason, Reason::Method(LbMethod::RoundRobin));
 }
 
@@ -124,23 +130,33 @@ fn zone_answers_nxdomain_nodata_refused() {
     };
     assert_eq!(
         outcome("example.com", QueryType::Soa),
-        Outcome::ZoneSoa { zone: 0 }
+        Outcome::ZoneSoa {
+            zone: ZoneId::new(0)
+        }
     );
     assert_eq!(
         outcome("example.com", QueryType::Ns),
-        Outcome::ZoneNs { zone: 0 }
+        Outcome::ZoneNs {
+            zone: ZoneId::new(0)
+        }
     );
     assert_eq!(
         outcome("example.com", QueryType::A),
-        Outcome::NoData { zone: Some(0) }
+        Outcome::NoData {
+            zone: Some(ZoneId::new(0))
+        }
     );
     assert_eq!(
         outcome("nope.example.com", QueryType::A),
-        Outcome::NxDomain { zone: 0 }
+        Outcome::NxDomain {
+            zone: ZoneId::new(0)
+        }
     );
     assert_eq!(
         outcome("www.example.com", QueryType::Other(16)),
-        Outcome::NoData { zone: Some(0) }
+        Outcome::NoData {
+            zone: Some(ZoneId::new(0))
+        }
     );
     assert_eq!(outcome("example.org", QueryType::A), Outcome::Refused);
     assert_eq!(outcome("", QueryType::A), Outcome::Refused);
@@ -151,7 +167,12 @@ fn zone_answers_nxdomain_nodata_refused() {
         &mut c,
     );
     assert!(addrs.is_empty());
-    assert_eq!(d.outcome, Outcome::NoData { zone: Some(0) });
+    assert_eq!(
+        d.outcome,
+        Outcome::NoData {
+            zone: Some(ZoneId::new(0))
+        }
+    );
     assert_eq!(d.reason, Reason::NoAddressOfFamily);
 }
 
@@ -191,31 +212,50 @@ fn all_down_chain_backup_vserver_then_backup_ip_then_edr_then_last_resort() {
     let mut backup = VServer::new("backup", ServiceProtocol::Http);
     backup.method = LbMethod::RoundRobin;
     backup.bindings.push(Binding {
-        service: 3,
+        service: ServiceId::new(3),
         weight: 1,
     });
     m.vservers.push(backup);
-    m.vservers[0].backup_vserver = Some(1);
+    m.vservers[VServerId::new(0)].backup_vserver = Some(VServerId::new(1));
     let query = q("www.example.com", QueryType::A, "198.51.100.1");
     let mut c = Cursor::new(0);
 
-    let s = with_down(&snap(m.clone()), &[0, 1, 2]);
+    let s = with_down(
+        &snap(m.clone()),
+        &[ServiceId::new(0), ServiceId::new(1), ServiceId::new(2)],
+    );
     let (d, addrs) = ask(&s, &query, &mut c);
     assert_eq!(
         (d.reason, addrs),
         (Reason::BackupVServer, vec![ip("192.0.2.9")])
     );
 
-    m.domains[0].backup_ip = Some(ip("203.0.113.1"));
-    let s = with_down(&snap(m.clone()), &[0, 1, 2, 3]);
+    m.domains[DomainId::new(0)].backup_ip = Some(ip("203.0.113.1"));
+    let s = with_down(
+        &snap(m.clone()),
+        &[
+            ServiceId::new(0),
+            ServiceId::new(1),
+            ServiceId::new(2),
+            ServiceId::new(3),
+        ],
+    );
     let (d, addrs) = ask(&s, &query, &mut c);
     assert_eq!(
         (d.reason, addrs),
         (Reason::BackupIp, vec![ip("203.0.113.1")])
     );
 
-    m.domains[0].backup_ip = None;
-    let s = with_down(&snap(m.clone()), &[0, 1, 2, 3]);
+    m.domains[DomainId::new(0)].backup_ip = None;
+    let s = with_down(
+        &snap(m.clone()),
+        &[
+            ServiceId::new(0),
+            ServiceId::new(1),
+            ServiceId::new(2),
+            ServiceId::new(3),
+        ],
+    );
     let (d, addrs) = ask(&s, &query, &mut c);
     assert_eq!(d.reason, Reason::LastResort);
     assert_eq!(addrs.len(), 1);
@@ -225,23 +265,39 @@ fn all_down_chain_backup_vserver_then_backup_ip_then_edr_then_last_resort() {
             .any(|l| l.contains("last-resort"))
     );
 
-    m.vservers[0].empty_down_response = true;
-    let s = with_down(&snap(m), &[0, 1, 2, 3]);
+    m.vservers[VServerId::new(0)].empty_down_response = true;
+    let s = with_down(
+        &snap(m),
+        &[
+            ServiceId::new(0),
+            ServiceId::new(1),
+            ServiceId::new(2),
+            ServiceId::new(3),
+        ],
+    );
     let (d, addrs) = ask(&s, &query, &mut c);
     assert_eq!(d.reason, Reason::EmptyDownResponse);
     assert!(addrs.is_empty());
-    assert_eq!(d.outcome, Outcome::NoData { zone: Some(0) });
+    assert_eq!(
+        d.outcome,
+        Outcome::NoData {
+            zone: Some(ZoneId::new(0))
+        }
+    );
 }
 
 #[test]
 fn backup_vserver_cycles_end() {
     let mut m = model(THREE, LbMethod::RoundRobin);
     let mut other = VServer::new("other", ServiceProtocol::Http);
-    other.backup_vserver = Some(0);
+    other.backup_vserver = Some(VServerId::new(0));
     m.vservers.push(other);
-    m.vservers[0].backup_vserver = Some(1);
-    m.vservers[0].empty_down_response = true;
-    let s = with_down(&snap(m), &[0, 1, 2]);
+    m.vservers[VServerId::new(0)].backup_vserver = Some(VServerId::new(1));
+    m.vservers[VServerId::new(0)].empty_down_response = true;
+    let s = with_down(
+        &snap(m),
+        &[ServiceId::new(0), ServiceId::new(1), ServiceId::new(2)],
+    );
     let (d, _) = ask(
         &s,
         &q("www.example.com", QueryType::A, "198.51.100.1"),
@@ -253,8 +309,8 @@ fn backup_vserver_cycles_end() {
 #[test]
 fn multi_ip_response_answers_every_up_service() {
     let mut m = model(THREE, LbMethod::RoundRobin);
-    m.vservers[0].multi_ip_response = true;
-    let s = with_down(&snap(m), &[1]);
+    m.vservers[VServerId::new(0)].multi_ip_response = true;
+    let s = with_down(&snap(m), &[ServiceId::new(1)]);
     let (d, addrs) = ask(
         &s,
         &q("www.example.com", QueryType::A, "198.51.100.1"),
@@ -267,7 +323,7 @@ fn multi_ip_response_answers_every_up_service() {
 #[test]
 fn source_ip_hash_is_stable_and_uses_ecs_when_enabled() {
     let mut m = model(THREE, LbMethod::SourceIpHash);
-    m.vservers[0].hash_v4_mask = 24;
+    m.vservers[VServerId::new(0)].hash_v4_mask = 24;
     let s = snap(m.clone());
     let mut c = Cursor::new(0);
     let first = ask(
@@ -296,7 +352,7 @@ fn source_ip_hash_is_stable_and_uses_ecs_when_enabled() {
         .collect();
     assert_eq!(spread.len(), 1);
     assert_eq!(ask(&s, &query, &mut c).0.ecs_scope, 0);
-    m.vservers[0].ecs = true;
+    m.vservers[VServerId::new(0)].ecs = true;
     let s = snap(m);
     let spread: std::collections::HashSet<_> = (0..64u8)
         .map(|n| {
@@ -314,7 +370,7 @@ fn source_ip_hash_is_stable_and_uses_ecs_when_enabled() {
     assert_eq!(ask(&s, &query, &mut c).0.ecs_scope, 24);
 }
 
-struct OneSession(u32);
+struct OneSession(ServiceId);
 impl Sessions for OneSession {
     fn lookup(&self, _vserver: VServerId, _key: IpAddr) -> Option<ServiceId> {
         Some(self.0)
@@ -324,7 +380,7 @@ impl Sessions for OneSession {
 #[test]
 fn persistence_keeps_the_client_while_its_service_is_up() {
     let mut m = model(THREE, LbMethod::RoundRobin);
-    m.vservers[0].persistence = Some(Persistence {
+    m.vservers[VServerId::new(0)].persistence = Some(Persistence {
         timeout: Duration::from_secs(120),
         v4_mask: 24,
         v6_mask: 64,
@@ -337,7 +393,7 @@ fn persistence_keeps_the_client_while_its_service_is_up() {
             &s,
             &query,
             &mut Cursor::new(0),
-            &OneSession(2),
+            &OneSession(ServiceId::new(2)),
             &mut out,
             &mut NoTrace,
         );
@@ -346,25 +402,25 @@ fn persistence_keeps_the_client_while_its_service_is_up() {
         assert_eq!(
             d.stick,
             Some(Stick {
-                vserver: 0,
+                vserver: VServerId::new(0),
                 key: ip("198.51.100.0"),
-                service: 2
+                service: ServiceId::new(2)
             })
         );
     }
     // Its service goes down: a new one is chosen and the edge is told to stick to it.
-    let down = with_down(&s, &[2]);
+    let down = with_down(&s, &[ServiceId::new(2)]);
     let d = decide(
         &down,
         &query,
         &mut Cursor::new(0),
-        &OneSession(2),
+        &OneSession(ServiceId::new(2)),
         &mut out,
         &mut NoTrace,
     );
     assert_eq!(d.reason, Reason::Method(LbMethod::RoundRobin));
     assert_ne!(out.addrs, vec![ip("192.0.2.3")]);
-    assert!(matches!(d.stick, Some(Stick { service, .. }) if service != 2));
+    assert!(matches!(d.stick, Some(Stick { service, .. }) if service != ServiceId::new(2)));
 }
 
 #[test]
@@ -379,7 +435,7 @@ fn methods_without_inputs_fall_back_visibly() {
         LbMethod::Rtt,
     ] {
         let mut m = model(THREE, method);
-        m.vservers[0].backup_method = Some(LbMethod::SourceIpHash);
+        m.vservers[VServerId::new(0)].backup_method = Some(LbMethod::SourceIpHash);
         let s = snap(m);
         let query = q("www.example.com", QueryType::A, "198.51.100.1");
         let (d, addrs) = ask(&s, &query, &mut Cursor::new(0));
@@ -395,7 +451,10 @@ fn methods_without_inputs_fall_back_visibly() {
 
 #[test]
 fn trace_lists_every_candidate() {
-    let s = with_down(&snap(model(THREE, LbMethod::RoundRobin)), &[1]);
+    let s = with_down(
+        &snap(model(THREE, LbMethod::RoundRobin)),
+        &[ServiceId::new(1)],
+    );
     let steps = explain(&s, &q("www.example.com", QueryType::A, "198.51.100.1"));
     assert!(steps.iter().any(|l| l.starts_with("candidate a")));
     assert!(
@@ -419,7 +478,7 @@ proptest! {
         let addrs: Vec<String> = (1..=6).map(|i| format!("192.0.2.{i}")).collect();
         let svcs: Vec<(&str, &str, u32)> = (0..6).map(|i| (names[i], addrs[i].as_str(), weights[i])).collect();
         let s = snap(model(&svcs, method));
-        let down_ids: Vec<u32> = (0..6).filter(|i| down[*i as usize]).collect();
+        let down_ids: Vec<ServiceId> = (0..6).filter(|i| down[*i]).map(ServiceId::from_index).collect();
         let s = with_down(&s, &down_ids);
         let source = IpAddr::from(src.to_be_bytes());
         let query = Query { name: "www.example.com", qtype: QueryType::A, source, ecs: None };
@@ -439,7 +498,7 @@ proptest! {
 fn a_child_site_refuses_everything() {
     let mut m = model(THREE, LbMethod::RoundRobin);
     m.sites.push(Site::new("parent", ip("10.0.0.2")));
-    m.sites[0].parent = Some(1);
+    m.sites[SiteId::new(0)].parent = Some(SiteId::new(1));
     let s = snap(m);
     for (name, t) in [
         ("www.example.com", QueryType::A),

@@ -51,7 +51,7 @@ fn model(method: LbMethod, with_policy: bool) -> Model {
             .unwrap();
         m.services.push(service(name, ip(addr)));
         vs.bindings.push(Binding {
-            service: i as u32,
+            service: ServiceId::from_index(i),
             weight: 1,
         });
     }
@@ -59,7 +59,7 @@ fn model(method: LbMethod, with_policy: bool) -> Model {
     m.vservers.push(vs);
     m.domains.push(Domain {
         name: "app.example.com".into(),
-        vserver: 0,
+        vserver: VServerId::new(0),
         ttl: 5,
         backup_ip: None,
     });
@@ -76,10 +76,10 @@ fn model(method: LbMethod, with_policy: bool) -> Model {
             name: "dnsPolPrefLoc".into(),
             rule: Expr::parse(rule).unwrap(),
             rule_text: rule.into(),
-            action: 0,
+            action: DnsActionId::new(0),
         });
         m.dns_global_bindings.push(PolicyBinding {
-            policy: 0,
+            policy: DnsPolicyId::new(0),
             priority: 100,
             goto: Goto::End,
         });
@@ -301,7 +301,7 @@ fn static_proximity_without_client_location_falls_back_visibly() {
 #[test]
 fn ecs_address_is_the_client_where_the_vserver_enables_it() {
     let mut m = model(LbMethod::StaticProximity, true);
-    m.vservers[0].ecs = true;
+    m.vservers[VServerId::new(0)].ecs = true;
     let snap = with_down(&m, &[]);
     // The LDNS is in Europe.RU.Moscow but the ECS subnet is in Africa.ZMB:
     // the policy matches and Asia.HK answers, with the ECS scope.
@@ -326,7 +326,7 @@ fn ecs_address_is_the_client_where_the_vserver_enables_it() {
     assert_eq!(out.addrs, vec![ip("198.51.100.3")]);
     assert_eq!(d.ecs_scope, 24);
     // Without ECS on the vserver, the LDNS address decides: Europe.RU.
-    m.vservers[0].ecs = false;
+    m.vservers[VServerId::new(0)].ecs = false;
     let snap = with_down(&m, &[]);
     decide(
         &snap,
@@ -342,7 +342,7 @@ fn ecs_address_is_the_client_where_the_vserver_enables_it() {
 #[test]
 fn wildcard_perfect_matches_are_balanced() {
     let mut m = model(LbMethod::RoundRobin, true);
-    m.dns_actions[0].kind =
+    m.dns_actions[DnsActionId::new(0)].kind =
         DnsActionKind::PreferredLocations(vec![Location::parse("Europe.*.*.*").unwrap()]);
     let got = answers(&with_down(&m, &[]), "192.0.2.53", 9);
     assert_eq!(
@@ -364,12 +364,12 @@ fn drop_action_drops_and_next_goes_on() {
         name: "drop-bad".into(),
         rule: Expr::parse(rule).unwrap(),
         rule_text: rule.into(),
-        action: 1,
+        action: DnsActionId::new(1),
     });
     m.dns_global_bindings.insert(
         0,
         PolicyBinding {
-            policy: 1,
+            policy: DnsPolicyId::new(1),
             priority: 10,
             goto: Goto::End,
         },
@@ -414,12 +414,12 @@ fn drop_action_drops_and_next_goes_on() {
         name: "all".into(),
         rule: Expr::Const(true),
         rule_text: "true".into(),
-        action: 2,
+        action: DnsActionId::new(2),
     });
     m.dns_global_bindings.insert(
         0,
         PolicyBinding {
-            policy: 2,
+            policy: DnsPolicyId::new(2),
             priority: 1,
             goto: Goto::End,
         },
@@ -480,9 +480,9 @@ fn ipv6_locations() {
     .unwrap();
     m.locations = Arc::new(db.build());
     for (i, a) in ["2001:db8:1::1", "2001:db8:2::1"].iter().enumerate() {
-        m.services[i].ip = ip(a);
+        m.services[ServiceId::from_index(i)].ip = ip(a);
     }
-    m.vservers[0].bindings.truncate(2);
+    m.vservers[VServerId::new(0)].bindings.truncate(2);
     let snap = with_down(&m, &[]);
     let q = Query {
         name: "app.example.com",

@@ -91,7 +91,7 @@ fn each_method_picks_the_lowest_figure() {
             assert_eq!(d.ecs_scope, 0);
         }
         // The lowest goes DOWN: the next lowest answers.
-        let down = with_down(&s, &[1]);
+        let down = with_down(&s, &[ServiceId::new(1)]);
         assert_eq!(ask(&down, &mut c).1, vec![ip("192.0.2.3")], "{method}");
     }
 }
@@ -148,7 +148,7 @@ fn ties_rotate_among_the_tied_only() {
 fn one_missing_figure_falls_back_with_the_reason() {
     for (method, kind) in METHODS {
         let mut m = model(THREE, method);
-        m.vservers[0].backup_method = Some(LbMethod::SourceIpHash);
+        m.vservers[VServerId::new(0)].backup_method = Some(LbMethod::SourceIpHash);
         let s = snap_with(m, kind, &[Some(1), None, Some(2)]);
         let (d, addrs) = ask(&s, &mut Cursor::new(0));
         assert_eq!(
@@ -199,7 +199,7 @@ fn only_candidates_need_figures() {
         LoadKind::Connections,
         &[Some(8), None, Some(4)],
     );
-    let s = with_down(&s, &[1]);
+    let s = with_down(&s, &[ServiceId::new(1)]);
     let (d, addrs) = ask(&s, &mut Cursor::new(0));
     assert_eq!(d.reason, Reason::Method(LbMethod::LeastConnection));
     assert_eq!(addrs, vec![ip("192.0.2.3")]);
@@ -218,7 +218,7 @@ fn only_candidates_need_figures() {
 #[test]
 fn a_backup_method_can_decide_by_load() {
     let mut m = model(THREE, LbMethod::Rtt);
-    m.vservers[0].backup_method = Some(LbMethod::LeastResponseTime);
+    m.vservers[VServerId::new(0)].backup_method = Some(LbMethod::LeastResponseTime);
     let s = snap_with(
         m,
         LoadKind::ResponseTime,
@@ -240,7 +240,7 @@ fn a_backup_method_can_decide_by_load() {
 fn multi_ip_response_is_unaffected() {
     for (method, kind) in METHODS {
         let mut m = model(THREE, method);
-        m.vservers[0].multi_ip_response = true;
+        m.vservers[VServerId::new(0)].multi_ip_response = true;
         let s = snap_with(m, kind, &[Some(30), Some(10), Some(20)]);
         let (d, addrs) = ask(&s, &mut Cursor::new(0));
         assert_eq!(d.reason, Reason::MultiIp);
@@ -248,21 +248,21 @@ fn multi_ip_response_is_unaffected() {
             addrs,
             ["192.0.2.1", "192.0.2.2", "192.0.2.3"].map(ip).to_vec()
         );
-        let down = with_down(&s, &[0]);
+        let down = with_down(&s, &[ServiceId::new(0)]);
         assert_eq!(ask(&down, &mut Cursor::new(0)).1.len(), 2);
     }
 }
 
 #[test]
 fn persistence_keeps_working() {
-    struct Kept(u32);
+    struct Kept(ServiceId);
     impl Sessions for Kept {
         fn lookup(&self, _: VServerId, _: IpAddr) -> Option<ServiceId> {
             Some(self.0)
         }
     }
     let mut m = model(THREE, LbMethod::LeastConnection);
-    m.vservers[0].persistence = Some(Persistence {
+    m.vservers[VServerId::new(0)].persistence = Some(Persistence {
         timeout: std::time::Duration::from_secs(60),
         v4_mask: 32,
         v6_mask: 128,
@@ -273,7 +273,7 @@ fn persistence_keeps_working() {
         &s,
         &query(),
         &mut Cursor::new(0),
-        &Kept(0),
+        &Kept(ServiceId::new(0)),
         &mut out,
         &mut NoTrace,
     );
@@ -289,7 +289,7 @@ fn persistence_keeps_working() {
         &mut NoTrace,
     );
     assert_eq!(d.reason, Reason::Method(LbMethod::LeastConnection));
-    assert_eq!(d.stick.map(|st| st.service), Some(1));
+    assert_eq!(d.stick.map(|st| st.service), Some(ServiceId::new(1)));
 }
 
 #[test]
@@ -376,17 +376,17 @@ fn states_and_metrics_are_kept_by_each_other() {
         LoadKind::Connections,
         &[Some(1), Some(2), Some(3)],
     );
-    let down = with_down(&s, &[0]);
-    assert_eq!(down.metrics(0).connections, Some(1));
-    assert_eq!(down.metrics(2).connections, Some(3));
-    assert!(!down.is_up(0));
+    let down = with_down(&s, &[ServiceId::new(0)]);
+    assert_eq!(down.metrics(ServiceId::new(0)).connections, Some(1));
+    assert_eq!(down.metrics(ServiceId::new(2)).connections, Some(3));
+    assert!(!down.is_up(ServiceId::new(0)));
     let again = down.with_metrics(metrics(LoadKind::Connections, &[Some(9), None, None]));
-    assert!(!again.is_up(0));
-    assert!(again.is_up(1));
-    assert_eq!(again.metrics(0).connections, Some(9));
-    assert_eq!(again.metrics(1), &ServiceMetrics::default());
+    assert!(!again.is_up(ServiceId::new(0)));
+    assert!(again.is_up(ServiceId::new(1)));
+    assert_eq!(again.metrics(ServiceId::new(0)).connections, Some(9));
+    assert_eq!(again.metrics(ServiceId::new(1)), &ServiceMetrics::default());
     // Out of range reads as "no figures".
-    assert!(again.metrics(99).is_empty());
+    assert!(again.metrics(ServiceId::new(99)).is_empty());
     assert_eq!(again.metrics_table().len(), 3);
     // A fresh snapshot has no figures.
     let fresh = Snapshot::new(Arc::new(model(THREE, LbMethod::RoundRobin)), 1);
@@ -437,7 +437,7 @@ proptest! {
             (0..5).map(|i| (names[i], addrs[i].as_str(), weights[i])).collect();
         let figs: Vec<Option<u64>> = figures.iter().map(|f| Some(*f)).collect();
         let s = snap_with(model(&svcs, LbMethod::LeastConnection), LoadKind::Connections, &figs);
-        let down_ids: Vec<u32> = (0..5).filter(|i| down[*i as usize]).collect();
+        let down_ids: Vec<ServiceId> = (0..5).filter(|i| down[*i]).map(ServiceId::from_index).collect();
         prop_assume!(down_ids.len() < 5);
         let s = with_down(&s, &down_ids);
         let (_, got) = ask(&s, &mut Cursor::new(seed));

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use sextant_core::records::{TYPE_A, TYPE_ANY, TYPE_MX, TYPE_TXT, sort_records};
 use sextant_core::{
     AnswerBuf, ChainEnd, Cursor, Decision, LbMethod, Model, NoSessions, NoTrace, Outcome, Query,
-    QueryType, Reason, RecordData, ServiceState, Snapshot, StaticRecord, decide,
+    QueryType, Reason, RecordData, ServiceState, Snapshot, StaticRecord, ZoneId, decide,
 };
 use sextant_test_support::model::{ip, www_model};
 
@@ -150,7 +150,12 @@ fn gslb_domains_come_first_and_keep_other_types() {
     );
     // A GSLB name without static data of the type: NODATA, not NXDOMAIN.
     let d = ask(&s, "www.example.com", QueryType::Other(TYPE_MX), &mut out);
-    assert_eq!(d.outcome, Outcome::NoData { zone: Some(0) });
+    assert_eq!(
+        d.outcome,
+        Outcome::NoData {
+            zone: Some(ZoneId::new(0))
+        }
+    );
 }
 
 #[test]
@@ -158,14 +163,30 @@ fn nodata_nxdomain_and_empty_non_terminals() {
     let s = snap();
     let mut out = AnswerBuf::default();
     let d = ask(&s, "ns1.example.com", QueryType::Aaaa, &mut out);
-    assert_eq!(d.outcome, Outcome::NoData { zone: Some(0) });
+    assert_eq!(
+        d.outcome,
+        Outcome::NoData {
+            zone: Some(ZoneId::new(0))
+        }
+    );
     let d = ask(&s, "nothing.example.com", QueryType::A, &mut out);
-    assert_eq!(d.outcome, Outcome::NxDomain { zone: 0 });
+    assert_eq!(
+        d.outcome,
+        Outcome::NxDomain {
+            zone: ZoneId::new(0)
+        }
+    );
     // _tcp.example.com has _sip._tcp below it; deep.example.com has a name
     // below it: both exist, with no data.
     for ent in ["_tcp.example.com", "deep.example.com"] {
         let d = ask(&s, ent, QueryType::A, &mut out);
-        assert_eq!(d.outcome, Outcome::NoData { zone: Some(0) }, "{ent}");
+        assert_eq!(
+            d.outcome,
+            Outcome::NoData {
+                zone: Some(ZoneId::new(0))
+            },
+            "{ent}"
+        );
     }
     // Outside every zone: REFUSED as before.
     let d = ask(&s, "example.net", QueryType::A, &mut out);
@@ -222,7 +243,9 @@ fn chain_ends_dangling_outside_and_in_loops() {
     assert_eq!(
         d.outcome,
         Outcome::Static {
-            end: ChainEnd::NxDomain { zone: 0 }
+            end: ChainEnd::NxDomain {
+                zone: ZoneId::new(0)
+            }
         }
     );
     assert_eq!(out.chain.len(), 1);

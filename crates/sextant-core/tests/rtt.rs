@@ -53,20 +53,23 @@ fn padded_model(method: LbMethod, pad: usize) -> Model {
     b.add_site("ams", ip("10.0.1.1"));
     b.add_site("nyc", ip("10.0.2.1"));
     b.model.set_local_site(fra);
-    let bindings: Vec<(u32, u32)> = SERVICES
+    let bindings: Vec<(ServiceId, u32)> = SERVICES
         .iter()
-        .map(|&(name, addr, site)| (b.add_service_at(name, ip(addr), site), 1))
+        .map(|&(name, addr, site)| (b.add_service_at(name, ip(addr), SiteId::new(site)), 1))
         .collect();
-    let padding: Vec<(u32, u32)> = (0..pad)
+    let padding: Vec<(ServiceId, u32)> = (0..pad)
         .map(|k| {
             let addr = IpAddr::from([192, 0, 2, 100 + k as u8]);
-            (b.add_service_at(&format!("pad-{k}"), addr, k as u32 % 3), 1)
+            (
+                b.add_service_at(&format!("pad-{k}"), addr, SiteId::from_index(k % 3)),
+                1,
+            )
         })
         .collect();
     b.add_vserver("vs", method, [bindings.clone(), padding].concat());
     b.add_vserver("plain", LbMethod::RoundRobin, bindings);
-    b.add_domain("www.example.com", 0, 30);
-    b.add_domain("rr.example.com", 1, 30);
+    b.add_domain("www.example.com", VServerId::new(0), 30);
+    b.add_domain("rr.example.com", VServerId::new(1), 30);
     b.add_zone(
         "example.com",
         soa(1, 3600, 3, 3600, 5, 3600),
@@ -180,7 +183,13 @@ fn the_site_with_the_smallest_rtt_to_the_ldns_answers() {
         assert_eq!(addrs, vec![ip(AMS_1)]);
         assert_eq!(d.ldns, Some(LdnsUse::Known(row)));
         assert_eq!(d.ecs_scope, 0, "the answer depends on the LDNS only");
-        assert_eq!(d.outcome, Outcome::Addresses { domain: 0, ttl: 30 });
+        assert_eq!(
+            d.outcome,
+            Outcome::Addresses {
+                domain: DomainId::new(0),
+                ttl: 30
+            }
+        );
     }
 }
 
@@ -210,7 +219,7 @@ fn other_ldns_get_their_own_nearest_site() {
 #[test]
 fn the_ldns_is_the_query_source_not_the_ecs_address() {
     let mut m = model(LbMethod::Rtt);
-    m.vservers[0].ecs = true;
+    m.vservers[VServerId::new(0)].ecs = true;
     let s = snap(m, table());
     let with_ecs = |source: &str, subnet: &str| Query {
         ecs: Some(ClientSubnet {
@@ -318,7 +327,7 @@ const LDNS_NEAR: &str = "192.0.2.53";
 
 fn tolerance_snap(tolerance_ms: u64) -> Snapshot {
     let mut m = model(LbMethod::Rtt);
-    m.vservers[0].rtt_tolerance = Duration::from_millis(tolerance_ms);
+    m.vservers[VServerId::new(0)].rtt_tolerance = Duration::from_millis(tolerance_ms);
     snap(
         m,
         rtt_table(3, &[(ip(LDNS_NEAR), &[Some(10), Some(14), Some(30)])]),
@@ -337,9 +346,9 @@ fn weights_share_the_answers_within_one_site_and_across_sites() {
     // Weights fra-1 1, fra-2 3, ams-1 2 (nyc 1 each).
     let weighted = |tolerance_ms| {
         let mut m = model(LbMethod::Rtt);
-        m.vservers[0].rtt_tolerance = Duration::from_millis(tolerance_ms);
-        m.vservers[0].bindings[1].weight = 3;
-        m.vservers[0].bindings[2].weight = 2;
+        m.vservers[VServerId::new(0)].rtt_tolerance = Duration::from_millis(tolerance_ms);
+        m.vservers[VServerId::new(0)].bindings[1].weight = 3;
+        m.vservers[VServerId::new(0)].bindings[2].weight = 2;
         snap(
             m,
             rtt_table(3, &[(ip(LDNS_NEAR), &[Some(10), Some(14), Some(30)])]),
@@ -383,7 +392,7 @@ fn tolerance_rotates_among_every_site_within_it_and_never_beyond() {
 fn tolerance_is_measured_from_the_best_up_site() {
     // fra is DOWN: ams (14 ms) is the best; with 16 ms of tolerance nyc
     // (30 ms) joins it, which 10 + 16 would not allow.
-    let s = with_down(&tolerance_snap(16), &[0, 1]);
+    let s = with_down(&tolerance_snap(16), &[ServiceId::new(0), ServiceId::new(1)]);
     let (_, counts) = answers(&s, &query(LDNS_NEAR), 30);
     assert_eq!(answered(&counts), ips(&[AMS_1, NYC_1, NYC_2]));
     assert!(trace(&s, &query(LDNS_NEAR)).contains(&TraceEvent::RttBest {
@@ -395,8 +404,8 @@ fn tolerance_is_measured_from_the_best_up_site() {
 #[test]
 fn multi_ip_response_answers_every_site_within_the_tolerance() {
     let mut m = model(LbMethod::Rtt);
-    m.vservers[0].multi_ip_response = true;
-    m.vservers[0].rtt_tolerance = Duration::from_millis(5);
+    m.vservers[VServerId::new(0)].multi_ip_response = true;
+    m.vservers[VServerId::new(0)].rtt_tolerance = Duration::from_millis(5);
     let s = snap(
         m,
         rtt_table(3, &[(ip(LDNS_NEAR), &[Some(10), Some(14), Some(30)])]),
@@ -413,17 +422,20 @@ fn multi_ip_response_answers_every_site_within_the_tolerance() {
 fn a_down_service_at_the_best_site_is_skipped() {
     let s = rtt_snap();
     // fra-1 DOWN: the other service at fra answers.
-    let down = with_down(&s, &[0]);
+    let down = with_down(&s, &[ServiceId::new(0)]);
     let (reason, counts) = answers(&down, &query(LDNS_FRA), 10);
     assert_eq!(reason, Reason::Method(LbMethod::Rtt));
     assert_eq!(answered(&counts), ips(&[FRA_2]));
     // Both at fra DOWN: the next best site, ams.
-    let down = with_down(&s, &[0, 1]);
+    let down = with_down(&s, &[ServiceId::new(0), ServiceId::new(1)]);
     let (reason, counts) = answers(&down, &query(LDNS_FRA), 10);
     assert_eq!(reason, Reason::Method(LbMethod::Rtt));
     assert_eq!(answered(&counts), ips(&[AMS_1]));
     // ams DOWN too: nyc.
-    let down = with_down(&s, &[0, 1, 2]);
+    let down = with_down(
+        &s,
+        &[ServiceId::new(0), ServiceId::new(1), ServiceId::new(2)],
+    );
     let (_, counts) = answers(&down, &query(LDNS_FRA), 10);
     assert_eq!(answered(&counts), ips(&[NYC_1, NYC_2]));
 }
@@ -435,7 +447,7 @@ fn a_site_without_an_rtt_is_never_chosen_by_rtt() {
     let ldns = "192.0.2.99";
     for tolerance in [0, 5, 1000] {
         let mut m = model(LbMethod::Rtt);
-        m.vservers[0].rtt_tolerance = Duration::from_millis(tolerance);
+        m.vservers[VServerId::new(0)].rtt_tolerance = Duration::from_millis(tolerance);
         let s = snap(m, rtt_table(3, &[(ip(ldns), &[None, Some(40), None])]));
         let (reason, counts) = answers(&s, &query(ldns), 20);
         assert_eq!(reason, Reason::Method(LbMethod::Rtt), "{tolerance} ms");
@@ -444,7 +456,7 @@ fn a_site_without_an_rtt_is_never_chosen_by_rtt() {
     // A row shorter than the sites: the missing trailing cell (nyc) is
     // unknown, even with a tolerance that would take any site.
     let mut m = model(LbMethod::Rtt);
-    m.vservers[0].rtt_tolerance = Duration::from_secs(1);
+    m.vservers[VServerId::new(0)].rtt_tolerance = Duration::from_secs(1);
     let s = snap(m, rtt_table(3, &[(ip(ldns), &[Some(70), Some(40)])]));
     let (_, counts) = answers(&s, &query(ldns), 30);
     assert_eq!(answered(&counts), ips(&[FRA_1, FRA_2, AMS_1]));
@@ -488,7 +500,7 @@ fn drop_ldns_requests_drops_a_query_without_an_rtt_and_still_asks_for_a_probe() 
     let mut m = model(LbMethod::Rtt);
     m.params.drop_ldns_requests = true;
     // Even a backup method set on the vserver does not answer.
-    m.vservers[0].backup_method = Some(LbMethod::RoundRobin);
+    m.vservers[VServerId::new(0)].backup_method = Some(LbMethod::RoundRobin);
     let s = snap(m, table());
     let unknown = "198.18.0.1";
     let (d, addrs) = ask(&s, &query(unknown), &mut Cursor::new(0));
@@ -519,7 +531,7 @@ fn drop_ldns_requests_drops_a_query_without_an_rtt_and_still_asks_for_a_probe() 
 #[test]
 fn a_backup_method_decides_without_an_rtt() {
     let mut m = model(LbMethod::Rtt);
-    m.vservers[0].backup_method = Some(LbMethod::LeastConnection);
+    m.vservers[VServerId::new(0)].backup_method = Some(LbMethod::LeastConnection);
     let connections = [40u64, 30, 50, 7, 20];
     let metrics: Arc<[ServiceMetrics]> = connections
         .iter()
@@ -570,7 +582,7 @@ fn a_row_where_no_candidate_site_has_an_rtt_falls_back() {
         model(LbMethod::Rtt),
         rtt_table(3, &[(ip(ldns), &[Some(3), None, None])]),
     );
-    let down = with_down(&s, &[0, 1]);
+    let down = with_down(&s, &[ServiceId::new(0), ServiceId::new(1)]);
     let (reason, counts) = answers(&down, &query(ldns), 30);
     assert_eq!(reason, NO_RTT);
     assert_eq!(answered(&counts), ips(&[AMS_1, NYC_1, NYC_2]));
@@ -611,7 +623,7 @@ fn non_rtt_vservers_do_not_look_the_ldns_up() {
 
 #[test]
 fn the_explanation_names_each_sites_rtt_and_the_best() {
-    let s = with_down(&tolerance_snap(0), &[1]);
+    let s = with_down(&tolerance_snap(0), &[ServiceId::new(1)]);
     let (d, steps) = explain(&s, &query(LDNS_NEAR));
     assert_eq!(d.reason, Reason::Method(LbMethod::Rtt));
     let text = steps.join("\n");
@@ -674,8 +686,8 @@ fn the_explanation_names_each_sites_rtt_and_the_best() {
 #[test]
 fn deciding_by_rtt_does_not_allocate() {
     let mut with_backup = model(LbMethod::Rtt);
-    with_backup.vservers[0].backup_method = Some(LbMethod::LeastConnection);
-    with_backup.vservers[0].rtt_tolerance = Duration::from_millis(10);
+    with_backup.vservers[VServerId::new(0)].backup_method = Some(LbMethod::LeastConnection);
+    with_backup.vservers[VServerId::new(0)].rtt_tolerance = Duration::from_millis(10);
     let metrics: Arc<[ServiceMetrics]> = (0..5u64)
         .map(|c| ServiceMetrics {
             connections: Some(10 - c),
@@ -685,7 +697,7 @@ fn deciding_by_rtt_does_not_allocate() {
     let snaps = [
         rtt_snap(),
         tolerance_snap(5),
-        with_down(&rtt_snap(), &[0]),
+        with_down(&rtt_snap(), &[ServiceId::new(0)]),
         snap(with_backup, table()).with_metrics(metrics),
     ];
     for s in &snaps {
@@ -734,11 +746,11 @@ proptest! {
         // Wide: 60 more bindings, all DOWN, past the 64 that the method
         // handles by bit mask; the answers must not change.
         let pad = if wide { 60 } else { 0 };
-        let mut down_ids: Vec<u32> = (0..5).filter(|i| down[*i as usize]).collect();
+        let mut down_ids: Vec<ServiceId> = (0..5).filter(|i| down[*i]).map(ServiceId::from_index).collect();
         prop_assume!(down_ids.len() < 5);
-        down_ids.extend(5..5 + pad as u32);
+        down_ids.extend((5..5 + pad).map(ServiceId::from_index));
         let mut m = padded_model(LbMethod::Rtt, pad);
-        m.vservers[0].rtt_tolerance = Duration::from_millis(tolerance);
+        m.vservers[VServerId::new(0)].rtt_tolerance = Duration::from_millis(tolerance);
         let ldns = "192.0.2.200";
         let s = with_down(&snap(m, rtt_table(3, &[(ip(ldns), &rtts)])), &down_ids);
         let rtt_of = |i: usize| rtts[SERVICES[i].2 as usize];
@@ -766,14 +778,14 @@ struct Sticky(ServiceId);
 
 impl Sessions for Sticky {
     fn lookup(&self, vserver: VServerId, _key: IpAddr) -> Option<ServiceId> {
-        (vserver == 0).then_some(self.0)
+        (vserver == VServerId::new(0)).then_some(self.0)
     }
 }
 
 #[test]
 fn a_persisted_answer_still_keeps_the_ldns_in_use() {
     let mut m = model(LbMethod::Rtt);
-    m.vservers[0].persistence = Some(Persistence {
+    m.vservers[VServerId::new(0)].persistence = Some(Persistence {
         timeout: Duration::from_secs(60),
         v4_mask: 32,
         v6_mask: 128,

@@ -8,7 +8,7 @@
 use std::net::IpAddr;
 
 use sextant_core::records::{RecordData, StaticRecord, TYPE_ANY};
-use sextant_core::{ChainEnd, LdnsUse, NoTrace, Outcome, Query, Snapshot, decide};
+use sextant_core::{ChainEnd, LdnsUse, NoTrace, Outcome, Query, Snapshot, ZoneId, decide};
 
 use crate::cookie::{self, CookieStatus};
 use crate::rrl::Verdict;
@@ -284,7 +284,7 @@ impl Answering<'_> {
         if let Some(stick) = decision.stick {
             let persistence = model
                 .vservers
-                .get(stick.vserver as usize)
+                .get(stick.vserver)
                 .and_then(|v| v.persistence);
             if let Some(p) = persistence {
                 self.shared
@@ -340,7 +340,7 @@ impl Answering<'_> {
         outcome: Outcome,
     ) -> Result<Rcode, BadName> {
         let model = self.snapshot.model();
-        let zone = |id: u32| model.zones.get(id as usize).ok_or(BadName("unknown zone"));
+        let zone = |id: ZoneId| model.zones.get(id).ok_or(BadName("unknown zone"));
         let record = |id: u32| {
             model
                 .records
@@ -348,7 +348,7 @@ impl Answering<'_> {
                 .ok_or(BadName("unknown record"))
         };
         // RFC 2308 §3: the negative-caching TTL is the lesser of the two.
-        let negative_soa = |w: &mut ResponseWriter<'_>, id: u32| {
+        let negative_soa = |w: &mut ResponseWriter<'_>, id: ZoneId| {
             let z = zone(id)?;
             let ttl = z.soa.ttl.min(z.soa.minimum);
             w.soa(Section::Authority, &z.apex, qname, ttl, &z.soa)
@@ -363,7 +363,7 @@ impl Answering<'_> {
             Outcome::GslbCname { ttl, service, .. } => {
                 let target = model
                     .services
-                    .get(service as usize)
+                    .get(service)
                     .and_then(|s| s.cname.as_deref())
                     .ok_or(BadName(
                         "a CNAME answer names a service without -cnameEntry",

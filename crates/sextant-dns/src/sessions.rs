@@ -314,25 +314,33 @@ mod tests {
         IpAddr::from([192, 0, 2, last])
     }
 
+    fn vs(id: u32) -> VServerId {
+        VServerId::new(id)
+    }
+
+    fn svc(id: u32) -> ServiceId {
+        ServiceId::new(id)
+    }
+
     #[test]
     fn entries_expire_and_refresh() {
         let t = SessionTable::new();
         let ttl = Duration::from_secs(10);
-        t.record_at(100, 0, ip(1), 7, ttl);
-        assert_eq!(t.get_at(105, 0, ip(1)), Some(7));
-        assert_eq!(t.get_at(110, 0, ip(1)), None);
-        assert_eq!(t.get_at(105, 1, ip(1)), None, "keyed by vserver too");
+        t.record_at(100, vs(0), ip(1), svc(7), ttl);
+        assert_eq!(t.get_at(105, vs(0), ip(1)), Some(svc(7)));
+        assert_eq!(t.get_at(110, vs(0), ip(1)), None);
+        assert_eq!(t.get_at(105, vs(1), ip(1)), None, "keyed by vserver too");
         // Refreshing moves the expiry and may change the service.
-        t.record_at(108, 0, ip(1), 8, ttl);
-        assert_eq!(t.get_at(115, 0, ip(1)), Some(8));
+        t.record_at(108, vs(0), ip(1), svc(8), ttl);
+        assert_eq!(t.get_at(115, vs(0), ip(1)), Some(svc(8)));
     }
 
     #[test]
     fn sub_second_timeouts_round_up() {
         let t = SessionTable::new();
-        t.record_at(5, 0, ip(1), 1, Duration::from_millis(1));
-        assert_eq!(t.get_at(5, 0, ip(1)), Some(1));
-        assert_eq!(t.get_at(6, 0, ip(1)), None);
+        t.record_at(5, vs(0), ip(1), svc(1), Duration::from_millis(1));
+        assert_eq!(t.get_at(5, vs(0), ip(1)), Some(svc(1)));
+        assert_eq!(t.get_at(6, vs(0), ip(1)), None);
     }
 
     #[test]
@@ -340,41 +348,41 @@ mod tests {
         let t = SessionTable::with_max_entries(SHARDS);
         let ttl = Duration::from_secs(1);
         for i in 0..=255u8 {
-            t.record_at(0, 0, ip(i), 1, ttl);
+            t.record_at(0, vs(0), ip(i), svc(1), ttl);
         }
         assert!(t.len() <= SHARDS);
         // Once those expire, new clients get in again.
         for i in 0..=255u8 {
-            t.record_at(10, 1, ip(i), 2, ttl);
+            t.record_at(10, vs(1), ip(i), svc(2), ttl);
         }
         assert!(t.len() <= SHARDS);
-        assert!((0..=255u8).any(|i| t.get_at(10, 1, ip(i)) == Some(2)));
+        assert!((0..=255u8).any(|i| t.get_at(10, vs(1), ip(i)) == Some(svc(2))));
     }
 
     #[test]
     fn journal_lists_made_and_refreshed_entries_once_and_not_installed_ones() {
         let t = SessionTable::new();
         let ttl = Duration::from_secs(60);
-        t.record(0, ip(1), 1, ttl);
+        t.record(vs(0), ip(1), svc(1), ttl);
         assert!(
             t.drain_journal().is_empty(),
             "nothing is journaled unless sharing"
         );
         t.set_sharing(true);
-        t.record(0, ip(1), 1, ttl);
-        t.record(0, ip(1), 1, ttl);
-        t.record(0, ip(2), 2, ttl);
-        t.install(0, ip(3), 3, ttl);
+        t.record(vs(0), ip(1), svc(1), ttl);
+        t.record(vs(0), ip(1), svc(1), ttl);
+        t.record(vs(0), ip(2), svc(2), ttl);
+        t.install(vs(0), ip(3), svc(3), ttl);
         let mut j: Vec<_> = t
             .drain_journal()
             .iter()
             .map(|e| (e.key, e.service))
             .collect();
         j.sort();
-        assert_eq!(j, vec![(ip(1), 1), (ip(2), 2)]);
+        assert_eq!(j, vec![(ip(1), svc(1)), (ip(2), svc(2))]);
         assert!(t.drain_journal().is_empty());
-        assert_eq!(t.get(0, ip(3)), Some(3));
-        t.record(0, ip(3), 4, ttl);
+        assert_eq!(t.get(vs(0), ip(3)), Some(svc(3)));
+        t.record(vs(0), ip(3), svc(4), ttl);
         assert_eq!(t.drain_journal().len(), 1, "a local refresh is shared");
     }
 
@@ -382,26 +390,29 @@ mod tests {
     fn a_renumbering_moves_entries_and_drops_what_is_gone() {
         let t = SessionTable::new();
         let ttl = Duration::from_secs(60);
-        t.record(0, ip(1), 10, ttl);
-        t.record(1, ip(2), 11, ttl);
-        t.record(2, ip(3), 12, ttl);
+        t.record(vs(0), ip(1), svc(10), ttl);
+        t.record(vs(1), ip(2), svc(11), ttl);
+        t.record(vs(2), ip(3), svc(12), ttl);
         t.renumber(
-            |v| [Some(5), Some(6), None][v as usize],
-            |s| if s == 11 { None } else { Some(s + 100) },
+            |v| [Some(5), Some(6), None][v.index()].map(vs),
+            |s| (s != svc(11)).then(|| svc(s.raw() + 100)),
         );
-        assert_eq!(t.get(5, ip(1)), Some(110));
-        assert_eq!(t.get(6, ip(2)), None, "its service is gone");
-        assert_eq!(t.get(2, ip(3)), None, "its vserver is gone");
+        assert_eq!(t.get(vs(5), ip(1)), Some(svc(110)));
+        assert_eq!(t.get(vs(6), ip(2)), None, "its service is gone");
+        assert_eq!(t.get(vs(2), ip(3)), None, "its vserver is gone");
         assert_eq!(t.len(), 1);
     }
 
     #[test]
     fn entries_lists_live_ones() {
         let t = SessionTable::new();
-        t.record(3, ip(9), 4, Duration::from_secs(60));
+        t.record(vs(3), ip(9), svc(4), Duration::from_secs(60));
         let e = t.entries();
         assert_eq!(e.len(), 1);
-        assert_eq!((e[0].vserver, e[0].key, e[0].service), (3, ip(9), 4));
+        assert_eq!(
+            (e[0].vserver, e[0].key, e[0].service),
+            (vs(3), ip(9), svc(4))
+        );
         assert!(e[0].remaining <= Duration::from_secs(60));
         t.clear();
         assert!(t.is_empty());

@@ -9,6 +9,7 @@ use common::{CLIENT, QueryBuilder, Server, ecs_option};
 use hickory_proto::op::{MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
 use hickory_proto::rr::{RData, RecordType};
+use sextant_core::{DomainId, ZoneId};
 use sextant_dns::{DnsShared, Transport, Worker, parse_query, respond};
 use sextant_test_support::dns::{answer_addrs, decode};
 
@@ -570,7 +571,7 @@ fn snapshot_swaps_take_effect_on_the_next_query() {
     let q = QueryBuilder::new("www.example.com", A).build();
     assert_eq!(answer_addrs(&s.udp(&q)).len(), 1);
     let mut model = common::model::model();
-    model.domains[0].ttl = 5;
+    model.domains[DomainId::new(0)].ttl = 5;
     s.shared
         .publish(sextant_core::Snapshot::new(std::sync::Arc::new(model), 2));
     assert_eq!(s.udp(&q).answers[0].ttl, 5);
@@ -579,7 +580,7 @@ fn snapshot_swaps_take_effect_on_the_next_query() {
 #[test]
 fn unencodable_configured_names_give_servfail() {
     let mut model = common::model::model();
-    model.zones[0].soa.contact = "bad..contact".into();
+    model.zones[ZoneId::new(0)].soa.contact = "bad..contact".into();
     let shared = DnsShared::new(sextant_core::Snapshot::new(std::sync::Arc::new(model), 1));
     let mut w = Worker::new(3);
     let mut out = Vec::new();

@@ -142,18 +142,18 @@ pub fn start_load_sources(
 ) -> LoadSources {
     let mut groups: Vec<Scraper> = Vec::new();
     let mut services = 0;
-    for (id, service) in model.services.iter().enumerate() {
+    for (id, service) in model.services.iter_enumerated() {
         let LoadSource::Prometheus(source) = &service.load_source else {
             continue;
         };
         let local = model
             .sites
-            .get(service.site as usize)
+            .get(service.site)
             .is_some_and(|s| s.kind == SiteKind::Local);
         if !local {
             continue;
         }
-        let target = match Target::new(id as ServiceId, &service.name, source) {
+        let target = match Target::new(id, &service.name, source) {
             Ok(t) => t,
             Err(e) => {
                 tracing::warn!(service = %service.name, "load source not started: {e}");
@@ -204,8 +204,11 @@ struct Scraper {
 
 impl Scraper {
     async fn run(mut self, tx: Sender<LoadObservation>) {
-        let first = self.targets.first().map(|t| t.service).unwrap_or(0);
-        tokio::time::sleep(crate::schedule::jitter(first, u32::MAX, self.interval)).await;
+        // Keyed like a monitor binding of the first service, with a
+        // monitor id no binding has.
+        let first = self.targets.first().map_or(0, |t| t.service.raw());
+        let key = (u64::from(first) << 32) | u64::from(u32::MAX);
+        tokio::time::sleep(crate::schedule::jitter_of(key, self.interval)).await;
         let mut ticks = tokio::time::interval(self.interval.max(MIN_INTERVAL));
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let limit = self.interval.clamp(MIN_SCRAPE_TIME, MAX_SCRAPE_TIME);

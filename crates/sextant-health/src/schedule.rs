@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sextant_core::snapshot::FnvMap;
-use sextant_core::{Model, Monitor, MonitorId, MonitorKind, ServiceId};
+use sextant_core::{IdVec, Model, Monitor, MonitorId, MonitorKind, ServiceId};
 use tokio::sync::mpsc::Sender;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
@@ -66,6 +66,7 @@ struct Running {
 /// without stopping it.
 #[derive(Debug)]
 struct Slot {
+    /// The raw [`ServiceId`] and [`MonitorId`].
     service: AtomicU32,
     monitor: AtomicU32,
     /// The monitor's position in the service's list (its pace flag).
@@ -138,21 +139,21 @@ impl Monitors {
         gates: &Gates,
         mut reuse: impl FnMut(&JobKey, &Monitor) -> Option<Running>,
     ) {
-        let monitors: Vec<Arc<Monitor>> = model.monitors.iter().cloned().map(Arc::new).collect();
-        let monitor_keys: Vec<Arc<str>> = model
+        let monitors: IdVec<MonitorId, Arc<Monitor>> =
+            model.monitors.iter().cloned().map(Arc::new).collect();
+        let monitor_keys: IdVec<MonitorId, Arc<str>> = model
             .monitors
             .iter()
             .map(|m| m.name.to_ascii_lowercase().into())
             .collect();
         self.jobs.reserve(model.services.len());
         let mut ping_checked = [false; 2];
-        for (service_id, service) in model.services.iter().enumerate() {
-            let service_id = service_id as ServiceId;
+        for (service_id, service) in model.services.iter_enumerated() {
             for (position, &monitor_id) in service.monitors.iter().enumerate() {
-                let Some(monitor) = monitors.get(monitor_id as usize) else {
+                let Some(monitor) = monitors.get(monitor_id) else {
                     tracing::warn!(
                         service = %service.name,
-                        monitor_id,
+                        monitor_id = monitor_id.raw(),
                         "service is bound to a monitor that does not exist; not probing it"
                     );
                     continue;
@@ -164,12 +165,12 @@ impl Monitors {
                 let key = (
                     target,
                     service.name.to_ascii_lowercase().into_boxed_str(),
-                    Arc::clone(&monitor_keys[monitor_id as usize]),
+                    Arc::clone(&monitor_keys[monitor_id]),
                 );
                 let running = match reuse(&key, monitor) {
                     Some(r) => {
-                        r.slot.service.store(service_id, Ordering::Relaxed);
-                        r.slot.monitor.store(monitor_id, Ordering::Relaxed);
+                        r.slot.service.store(service_id.raw(), Ordering::Relaxed);
+                        r.slot.monitor.store(monitor_id.raw(), Ordering::Relaxed);
                         r.slot.position.store(position as u32, Ordering::Relaxed);
                         r.slot.generation.store(generation, Ordering::Relaxed);
                         *r.slot.gates.lock().unwrap_or_else(|p| p.into_inner()) = gates.clone();
@@ -177,8 +178,8 @@ impl Monitors {
                     }
                     None => {
                         let slot = Arc::new(Slot {
-                            service: AtomicU32::new(service_id),
-                            monitor: AtomicU32::new(monitor_id),
+                            service: AtomicU32::new(service_id.raw()),
+                            monitor: AtomicU32::new(monitor_id.raw()),
                             position: AtomicU32::new(position as u32),
                             generation: AtomicU64::new(generation),
                             gates: Mutex::new(gates.clone()),
@@ -249,7 +250,7 @@ impl Gates {
     /// monitors afresh, at their interval (the engine starts their
     /// hysteresis afresh too).
     pub fn set(&self, service: ServiceId, open: bool) {
-        if let Some(g) = self.0.get(service as usize) {
+        if let Some(g) = self.0.get(service.index()) {
             if open && !g.open.load(Ordering::Relaxed) {
                 g.slow.store(0, Ordering::Relaxed);
             }
@@ -259,7 +260,7 @@ impl Gates {
 
     pub fn is_open(&self, service: ServiceId) -> bool {
         self.0
-            .get(service as usize)
+            .get(service.index())
             .is_none_or(|g| g.open.load(Ordering::Relaxed))
     }
 
@@ -267,7 +268,7 @@ impl Gates {
     /// `-downTime`.
     pub fn set_slow(&self, service: ServiceId, position: usize, slow: bool) {
         let (Some(g), Some(bit)) = (
-            self.0.get(service as usize),
+            self.0.get(service.index()),
             1u64.checked_shl(position as u32),
         ) else {
             return;
@@ -284,7 +285,7 @@ impl Gates {
             return false;
         };
         self.0
-            .get(service as usize)
+            .get(service.index())
             .is_some_and(|g| g.slow.load(Ordering::Relaxed) & bit != 0)
     }
 }
@@ -355,7 +356,7 @@ impl Job {
         loop {
             tokio::time::sleep_until(due).await;
             let gates = self.slot.gates();
-            let service = self.slot.service.load(Ordering::Relaxed);
+            let service = ServiceId::new(self.slot.service.load(Ordering::Relaxed));
             let slow = gates.is_slow(service, self.slot.position.load(Ordering::Relaxed));
             // The wake was planned at the shorter pace, before the engine
             // had seen the last result; its pace now may say to wait on.
@@ -377,8 +378,8 @@ impl Job {
             let result = Box::pin(probe(&self.monitor, self.target)).await;
             due = next_due(due, Instant::now(), shortest);
             let observation = Observation {
-                service: self.slot.service.load(Ordering::Relaxed),
-                monitor: self.slot.monitor.load(Ordering::Relaxed),
+                service: ServiceId::new(self.slot.service.load(Ordering::Relaxed)),
+                monitor: MonitorId::new(self.slot.monitor.load(Ordering::Relaxed)),
                 success: result.success,
                 detail: result.detail,
                 response_time: result.response_time,
@@ -410,7 +411,10 @@ pub(crate) fn next_due(due: Instant, now: Instant, pace: Duration) -> Instant {
 /// A deterministic delay in `[0, min(interval, 1s))` from the pair's ids,
 /// so the same configuration always spreads its probes the same way.
 pub(crate) fn jitter(service: ServiceId, monitor: MonitorId, interval: Duration) -> Duration {
-    jitter_of((u64::from(service) << 32) | u64::from(monitor), interval)
+    jitter_of(
+        (u64::from(service.raw()) << 32) | u64::from(monitor.raw()),
+        interval,
+    )
 }
 
 /// A deterministic delay in `[0, min(interval, 1s))` from any stable key.
@@ -437,12 +441,27 @@ mod tests {
     #[test]
     fn jitter_is_deterministic_and_bounded() {
         let i = Duration::from_secs(5);
-        assert_eq!(jitter(1, 2, i), jitter(1, 2, i));
-        assert_ne!(jitter(1, 2, i), jitter(2, 1, i));
+        assert_eq!(
+            jitter(ServiceId::new(1), MonitorId::new(2), i),
+            jitter(ServiceId::new(1), MonitorId::new(2), i)
+        );
+        assert_ne!(
+            jitter(ServiceId::new(1), MonitorId::new(2), i),
+            jitter(ServiceId::new(2), MonitorId::new(1), i)
+        );
         for s in 0..200 {
-            assert!(jitter(s, 0, i) < MAX_JITTER);
-            assert!(jitter(s, 3, Duration::from_millis(100)) < Duration::from_millis(100));
+            assert!(jitter(ServiceId::new(s), MonitorId::new(0), i) < MAX_JITTER);
+            assert!(
+                jitter(
+                    ServiceId::new(s),
+                    MonitorId::new(3),
+                    Duration::from_millis(100)
+                ) < Duration::from_millis(100)
+            );
         }
-        assert_eq!(jitter(1, 1, Duration::ZERO), Duration::ZERO);
+        assert_eq!(
+            jitter(ServiceId::new(1), MonitorId::new(1), Duration::ZERO),
+            Duration::ZERO
+        );
     }
 }

@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use sextant_core::{LoadKind, LoadSource, Model, PrometheusSource, Service, ServiceMetrics, Site};
+use sextant_core::{
+    LoadKind, LoadSource, Model, PrometheusSource, Service, ServiceId, ServiceMetrics, Site, SiteId,
+};
 use sextant_health::load::{MetricType, parse_exposition};
 use sextant_health::{LoadObservation, start_load_sources};
 use tokio::net::TcpListener;
@@ -74,7 +76,7 @@ fn lo() -> IpAddr {
     "127.0.0.1".parse().unwrap()
 }
 
-fn service(name: &str, site: u32, load_source: LoadSource) -> Service {
+fn service(name: &str, site: SiteId, load_source: LoadSource) -> Service {
     Service {
         site,
         load_source,
@@ -101,11 +103,12 @@ fn model(services: Vec<Service>) -> Model {
         sites: vec![
             Site::new("here", "10.0.0.1".parse().unwrap()),
             Site::new("there", "10.0.0.2".parse().unwrap()),
-        ],
-        services,
+        ]
+        .into(),
+        services: services.into(),
         ..Model::default()
     };
-    m.set_local_site(0);
+    m.set_local_site(SiteId::new(0));
     m
 }
 
@@ -117,7 +120,7 @@ async fn next(rx: &mut mpsc::Receiver<LoadObservation>) -> LoadObservation {
 }
 
 /// The next observation of `service`.
-async fn next_of(rx: &mut mpsc::Receiver<LoadObservation>, service: u32) -> LoadObservation {
+async fn next_of(rx: &mut mpsc::Receiver<LoadObservation>, service: ServiceId) -> LoadObservation {
     loop {
         let o = next(rx).await;
         if o.service == service {
@@ -185,10 +188,14 @@ async fn scrapes_local_services_and_shares_an_endpoint() {
         &[(LoadKind::Connections, "haproxy_backend_current_sessions")],
     );
     let m = model(vec![
-        service("web", 0, LoadSource::Prometheus(Box::new(web))),
-        service("api", 0, LoadSource::Prometheus(Box::new(api))),
-        service("pushed", 0, LoadSource::Push),
-        service("remote", 1, LoadSource::Prometheus(Box::new(remote))),
+        service("web", SiteId::new(0), LoadSource::Prometheus(Box::new(web))),
+        service("api", SiteId::new(0), LoadSource::Prometheus(Box::new(api))),
+        service("pushed", SiteId::new(0), LoadSource::Push),
+        service(
+            "remote",
+            SiteId::new(1),
+            LoadSource::Prometheus(Box::new(remote)),
+        ),
     ]);
 
     let (tx, mut rx) = mpsc::channel(64);
@@ -196,7 +203,7 @@ async fn scrapes_local_services_and_shares_an_endpoint() {
     assert_eq!(sources.len(), 2);
     assert_eq!(sources.endpoints(), 1);
 
-    let first = next_of(&mut rx, 0).await;
+    let first = next_of(&mut rx, ServiceId::new(0)).await;
     assert_eq!(first.generation, 9);
     assert_eq!(
         first.metrics,
@@ -230,7 +237,7 @@ async fn scrapes_local_services_and_shares_an_endpoint() {
     );
 
     // api: the sum of its two connection series, the mean of its times.
-    let api = next_of(&mut rx, 1).await;
+    let api = next_of(&mut rx, ServiceId::new(1)).await;
     assert_eq!(api.metrics.connections, Some(7));
     assert_eq!(api.metrics.response_time_us, Some(3_000));
 
@@ -242,7 +249,7 @@ async fn scrapes_local_services_and_shares_an_endpoint() {
     ));
     let mut bps = None;
     for _ in 0..5 {
-        let o = next_of(&mut rx, 0).await;
+        let o = next_of(&mut rx, ServiceId::new(0)).await;
         if let Some(b) = o.metrics.bandwidth_bps
             && b > 0
         {
@@ -303,7 +310,7 @@ async fn scrapes_the_service_based_figures() {
     );
     let m = model(vec![service(
         "web",
-        0,
+        SiteId::new(0),
         LoadSource::Prometheus(Box::new(src)),
     )]);
     let (tx, mut rx) = mpsc::channel(64);
@@ -375,13 +382,13 @@ async fn failed_scrapes_report_no_figures() {
         &[(LoadKind::Connections, "c")],
     );
     let m = model(vec![
-        service("a", 0, LoadSource::Prometheus(Box::new(a))),
-        service("b", 0, LoadSource::Prometheus(Box::new(b))),
+        service("a", SiteId::new(0), LoadSource::Prometheus(Box::new(a))),
+        service("b", SiteId::new(0), LoadSource::Prometheus(Box::new(b))),
     ]);
     let (tx, mut rx) = mpsc::channel(64);
     let _sources = start_load_sources(Arc::new(m), 1, tx);
 
-    let o = next_of(&mut rx, 0).await;
+    let o = next_of(&mut rx, ServiceId::new(0)).await;
     assert!(o.metrics.is_empty());
     assert_eq!(
         o.detail,
@@ -390,7 +397,7 @@ async fn failed_scrapes_report_no_figures() {
             exporter.addr
         )
     );
-    let o = next_of(&mut rx, 1).await;
+    let o = next_of(&mut rx, ServiceId::new(1)).await;
     assert!(o.metrics.is_empty());
     assert!(
         o.detail.contains("failed: connect to 127.0.0.1") && o.detail.contains("refused"),
@@ -401,7 +408,7 @@ async fn failed_scrapes_report_no_figures() {
     // The exporter recovers: figures come back.
     exporter.serve("c 5\n");
     loop {
-        let o = next_of(&mut rx, 0).await;
+        let o = next_of(&mut rx, ServiceId::new(0)).await;
         if o.metrics.connections == Some(5) {
             break;
         }
@@ -425,7 +432,11 @@ async fn chunked_bodies_histograms_and_garbage() {
         80,
         &[(LoadKind::ResponseTime, "rt"), (LoadKind::Packets, "pk")],
     );
-    let m = model(vec![service("s", 0, LoadSource::Prometheus(Box::new(src)))]);
+    let m = model(vec![service(
+        "s",
+        SiteId::new(0),
+        LoadSource::Prometheus(Box::new(src)),
+    )]);
     let (tx, mut rx) = mpsc::channel(64);
     let _sources = start_load_sources(Arc::new(m), 1, tx);
 
@@ -462,7 +473,7 @@ async fn only_the_local_site_is_scraped_and_stop_stops() {
     // Remote only: nothing to do.
     let m = model(vec![service(
         "r",
-        1,
+        SiteId::new(1),
         LoadSource::Prometheus(Box::new(src.clone())),
     )]);
     let (tx, _rx) = mpsc::channel(64);
@@ -472,18 +483,22 @@ async fn only_the_local_site_is_scraped_and_stop_stops() {
     // No local site at all: nothing either.
     let mut m = model(vec![service(
         "l",
-        0,
+        SiteId::new(0),
         LoadSource::Prometheus(Box::new(src.clone())),
     )]);
     m.local_site = None;
-    m.sites[0].kind = sextant_core::SiteKind::Remote;
+    m.sites[SiteId::new(0)].kind = sextant_core::SiteKind::Remote;
     let (tx, _rx) = mpsc::channel(64);
     assert!(start_load_sources(Arc::new(m), 1, tx).is_empty());
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(exporter.requests(), 0);
 
     // Local: scraped until stopped.
-    let m = model(vec![service("l", 0, LoadSource::Prometheus(Box::new(src)))]);
+    let m = model(vec![service(
+        "l",
+        SiteId::new(0),
+        LoadSource::Prometheus(Box::new(src)),
+    )]);
     let (tx, mut rx) = mpsc::channel(64);
     let sources = start_load_sources(Arc::new(m), 1, tx);
     next(&mut rx).await;
@@ -503,7 +518,11 @@ async fn a_silent_exporter_times_out() {
         20,
         &[(LoadKind::Connections, "c")],
     );
-    let m = model(vec![service("s", 0, LoadSource::Prometheus(Box::new(src)))]);
+    let m = model(vec![service(
+        "s",
+        SiteId::new(0),
+        LoadSource::Prometheus(Box::new(src)),
+    )]);
     let (tx, mut rx) = mpsc::channel(64);
     let _sources = start_load_sources(Arc::new(m), 1, tx);
     let o = next(&mut rx).await;

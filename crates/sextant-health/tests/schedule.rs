@@ -14,14 +14,14 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{Model, Monitor, MonitorKind, Service, ServiceProtocol};
+use sextant_core::{Model, Monitor, MonitorId, MonitorKind, Service, ServiceId, ServiceProtocol};
 use sextant_health::{Gates, Observation, start, start_gated};
 use sextant_test_support::model;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
-fn service(name: &str, ip: IpAddr, port: u16, monitors: Vec<u32>) -> Service {
+fn service(name: &str, ip: IpAddr, port: u16, monitors: Vec<MonitorId>) -> Service {
     Service {
         port,
         protocol: ServiceProtocol::Tcp,
@@ -55,13 +55,19 @@ async fn probes_every_binding_and_stops() {
     let model = Model {
         // Monitor 1 overrides the port, so it probes the live listener even
         // for the service whose own port is closed.
-        monitors: vec![tcp_monitor(None), tcp_monitor(Some(up_port))],
+        monitors: vec![tcp_monitor(None), tcp_monitor(Some(up_port))].into(),
         services: vec![
-            service("a", lo, up_port, vec![0]),
-            service("b", lo, down_port, vec![0, 1]),
+            service("a", lo, up_port, vec![MonitorId::new(0)]),
+            service(
+                "b",
+                lo,
+                down_port,
+                vec![MonitorId::new(0), MonitorId::new(1)],
+            ),
             service("c", lo, down_port, vec![]),
-            service("dangling", lo, down_port, vec![7]),
-        ],
+            service("dangling", lo, down_port, vec![MonitorId::new(7)]),
+        ]
+        .into(),
         ..Model::default()
     };
 
@@ -77,7 +83,9 @@ async fn probes_every_binding_and_stops() {
             .expect("every pair observed 3 times within 1.5s")
             .unwrap();
         assert_eq!(obs.generation, 42);
-        let e = counts.entry((obs.service, obs.monitor)).or_default();
+        let e = counts
+            .entry((obs.service.raw(), obs.monitor.raw()))
+            .or_default();
         e.0 += 1;
         e.1 = obs.success;
         if obs.success {
@@ -110,8 +118,8 @@ async fn probes_every_binding_and_stops() {
 async fn dropping_the_handle_stops_and_closed_receiver_ends_tasks() {
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
     let model = Arc::new(Model {
-        monitors: vec![tcp_monitor(None)],
-        services: vec![service("a", lo, 9, vec![0])],
+        monitors: vec![tcp_monitor(None)].into(),
+        services: vec![service("a", lo, 9, vec![MonitorId::new(0)])].into(),
         ..Model::default()
     });
     let (tx, mut rx) = mpsc::channel(8);
@@ -146,11 +154,12 @@ async fn a_restart_keeps_unchanged_bindings_and_renumbers_them() {
     let port = up.local_addr().unwrap().port();
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
     let first = Model {
-        monitors: vec![tcp_monitor(None)],
+        monitors: vec![tcp_monitor(None)].into(),
         services: vec![
-            service("kept", lo, port, vec![0]),
-            service("gone", lo, port, vec![0]),
-        ],
+            service("kept", lo, port, vec![MonitorId::new(0)]),
+            service("gone", lo, port, vec![MonitorId::new(0)]),
+        ]
+        .into(),
         ..Model::default()
     };
     let (tx, mut rx) = mpsc::channel::<Observation>(64);
@@ -170,11 +179,12 @@ async fn a_restart_keeps_unchanged_bindings_and_renumbers_them() {
     let mut slower = tcp_monitor(None);
     slower.name = "other".into();
     let second = Model {
-        monitors: vec![slower, tcp_monitor(None)],
+        monitors: vec![slower, tcp_monitor(None)].into(),
         services: vec![
-            service("new", lo, port, vec![0]),
-            service("kept", lo, port, vec![1]),
-        ],
+            service("new", lo, port, vec![MonitorId::new(0)]),
+            service("kept", lo, port, vec![MonitorId::new(1)]),
+        ]
+        .into(),
         ..Model::default()
     };
     let gates = sextant_health::Gates::open(2);
@@ -195,7 +205,7 @@ async fn a_restart_keeps_unchanged_bindings_and_renumbers_them() {
         }
         assert_eq!(o.generation, 2);
         assert!(
-            matches!((o.service, o.monitor), (0, 0) | (1, 1)),
+            matches!((o.service.raw(), o.monitor.raw()), (0, 0) | (1, 1)),
             "an observation under the old numbering: {o:?}"
         );
         after.insert((o.service, o.monitor), ());
@@ -236,11 +246,12 @@ async fn a_binding_the_engine_has_down_is_probed_at_the_down_time_pace() {
     paced.interval = Duration::from_millis(200);
     paced.down_time = Some(Duration::from_secs(2));
     let model = Model {
-        monitors: vec![paced],
+        monitors: vec![paced].into(),
         services: vec![
-            service("down", lo, down_port, vec![0]),
-            service("up", lo, up_port, vec![0]),
-        ],
+            service("down", lo, down_port, vec![MonitorId::new(0)]),
+            service("up", lo, up_port, vec![MonitorId::new(0)]),
+        ]
+        .into(),
         ..Model::default()
     };
     let (tx, mut rx) = mpsc::channel::<Observation>(256);
@@ -249,22 +260,31 @@ async fn a_binding_the_engine_has_down_is_probed_at_the_down_time_pace() {
     // The engine's verdict on the first result: DOWN.
     let first = rx.recv().await.unwrap();
     let mut seen = vec![first.clone()];
-    if first.service == 0 {
+    if first.service == ServiceId::new(0) {
         assert!(!first.success);
     }
-    gates.set_slow(0, 0, true);
+    gates.set_slow(ServiceId::new(0), 0, true);
     seen.extend(observations_within(&mut rx, Duration::from_millis(5_500)).await);
-    let down = seen.iter().filter(|o| o.service == 0).count();
-    let up_count = seen.iter().filter(|o| o.service == 1).count();
+    let down = seen
+        .iter()
+        .filter(|o| o.service == ServiceId::new(0))
+        .count();
+    let up_count = seen
+        .iter()
+        .filter(|o| o.service == ServiceId::new(1))
+        .count();
     // The first probe (t < 1 s of jitter), then every 2 s: 3 or 4 probes in
     // about 6 s; at the 200 ms interval it would be about 30.
     assert!((2..=4).contains(&down), "DOWN probes: {down}");
     assert!(up_count >= 20, "UP probes keep the interval: {up_count}");
     // The engine says UP again: back to the interval (after the 2 s wait
     // already planned at most).
-    gates.set_slow(0, 0, false);
+    gates.set_slow(ServiceId::new(0), 0, false);
     let again = observations_within(&mut rx, Duration::from_millis(4_000)).await;
-    let down_again = again.iter().filter(|o| o.service == 0).count();
+    let down_again = again
+        .iter()
+        .filter(|o| o.service == ServiceId::new(0))
+        .count();
     assert!(
         down_again >= 9,
         "back at the interval: {down_again} probes in 4 s"
@@ -287,8 +307,8 @@ async fn without_down_time_a_down_service_keeps_the_interval() {
     let mut m = tcp_monitor(None);
     m.interval = Duration::from_millis(200);
     let model = Model {
-        monitors: vec![m],
-        services: vec![service("down", lo, down_port, vec![0])],
+        monitors: vec![m].into(),
+        services: vec![service("down", lo, down_port, vec![MonitorId::new(0)])].into(),
         ..Model::default()
     };
     let (tx, mut rx) = mpsc::channel::<Observation>(256);
@@ -314,18 +334,25 @@ async fn a_reverse_monitor_reports_the_opposite() {
     let mut m = tcp_monitor(None);
     m.reverse = true;
     let model = Model {
-        monitors: vec![m],
+        monitors: vec![m].into(),
         services: vec![
-            service("listening", lo, up_port, vec![0]),
-            service("closed", lo, down_port, vec![0]),
-        ],
+            service("listening", lo, up_port, vec![MonitorId::new(0)]),
+            service("closed", lo, down_port, vec![MonitorId::new(0)]),
+        ]
+        .into(),
         ..Model::default()
     };
     let (tx, mut rx) = mpsc::channel::<Observation>(64);
     let monitors = start(Arc::new(model), 1, tx);
     let seen = observations_within(&mut rx, Duration::from_millis(1_500)).await;
-    let listening: Vec<_> = seen.iter().filter(|o| o.service == 0).collect();
-    let closed: Vec<_> = seen.iter().filter(|o| o.service == 1).collect();
+    let listening: Vec<_> = seen
+        .iter()
+        .filter(|o| o.service == ServiceId::new(0))
+        .collect();
+    let closed: Vec<_> = seen
+        .iter()
+        .filter(|o| o.service == ServiceId::new(1))
+        .collect();
     assert!(!listening.is_empty() && !closed.is_empty(), "{seen:?}");
     for o in &listening {
         assert!(!o.success, "{o:?}");
@@ -360,15 +387,27 @@ async fn dest_ip_probes_another_address() {
     let mut m = tcp_monitor(Some(port));
     m.dest_ip = Some(other);
     let model = Model {
-        monitors: vec![m, tcp_monitor(None)],
-        services: vec![service("svc", lo, closed, vec![0, 1])],
+        monitors: vec![m, tcp_monitor(None)].into(),
+        services: vec![service(
+            "svc",
+            lo,
+            closed,
+            vec![MonitorId::new(0), MonitorId::new(1)],
+        )]
+        .into(),
         ..Model::default()
     };
     let (tx, mut rx) = mpsc::channel::<Observation>(64);
     let monitors = start(Arc::new(model), 1, tx);
     let seen = observations_within(&mut rx, Duration::from_millis(1_500)).await;
-    let via_dest: Vec<_> = seen.iter().filter(|o| o.monitor == 0).collect();
-    let own: Vec<_> = seen.iter().filter(|o| o.monitor == 1).collect();
+    let via_dest: Vec<_> = seen
+        .iter()
+        .filter(|o| o.monitor == MonitorId::new(0))
+        .collect();
+    let own: Vec<_> = seen
+        .iter()
+        .filter(|o| o.monitor == MonitorId::new(1))
+        .collect();
     assert!(!via_dest.is_empty() && !own.is_empty(), "{seen:?}");
     assert!(via_dest.iter().all(|o| o.success), "{via_dest:?}");
     assert!(

@@ -116,7 +116,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
-use sextant_core::Model;
+use sextant_core::{Model, SiteId};
 
 /// At most this many backup parents per parent site (`-backupParentlist`
 /// takes `<bkp_site1> ... <bkp_site5>`).
@@ -202,7 +202,7 @@ pub enum TopologyError {
     #[error("no local site: the configuration must say which site this node runs as")]
     NoLocalSite,
     #[error("the local site index {0} is not a site of the configuration")]
-    BadLocalSite(u32),
+    BadLocalSite(SiteId),
     #[error("site \"{0}\" is defined twice (site names are case-insensitive)")]
     DuplicateSite(String),
     #[error("site \"{site}\": {problem}")]
@@ -260,7 +260,7 @@ impl Topology {
     /// From this node's configuration: `model.local_site` must be set.
     pub fn new(model: &Model) -> Result<Self, TopologyError> {
         let local = model.local_site.ok_or(TopologyError::NoLocalSite)?;
-        if local as usize >= model.sites.len() {
+        if model.sites.get(local).is_none() {
             return Err(TopologyError::BadLocalSite(local));
         }
         validate(model)?;
@@ -270,7 +270,7 @@ impl Topology {
         let mut children: HashMap<String, Vec<usize>> = HashMap::new();
         let mut backups = HashMap::new();
         for (i, s) in model.sites.iter().enumerate() {
-            let parent = s.parent.map(|p| key(&model.sites[p as usize].name));
+            let parent = s.parent.map(|p| key(&model.sites[p].name));
             if let Some(p) = &parent {
                 children.entry(p.clone()).or_default().push(i);
             }
@@ -279,7 +279,7 @@ impl Topology {
                     .backup_parents
                     .iter()
                     .map(|&b| {
-                        let b = &model.sites[b as usize];
+                        let b = &model.sites[b];
                         SiteRef {
                             name: b.name.clone(),
                             ip: b.ip,
@@ -299,7 +299,7 @@ impl Topology {
                 configured: true,
             });
         }
-        let me_site = &model.sites[local as usize];
+        let me_site = &model.sites[local];
         let role = if me_site.parent.is_some() {
             Role::Child
         } else if model.sites.iter().any(|s| s.parent.is_some()) {
@@ -720,23 +720,20 @@ fn validate(model: &Model) -> Result<(), TopologyError> {
             return Err(TopologyError::DuplicateSite(s.name.clone()));
         }
     }
-    let n = model.sites.len();
-    for (i, s) in model.sites.iter().enumerate() {
+    for (i, s) in model.sites.iter_enumerated() {
         if let Some(p) = s.parent {
-            let problem = if p as usize >= n {
-                Some(format!(
+            let problem = match model.sites.get(p) {
+                None => Some(format!(
                     "parent index {p} is not a site of the configuration"
-                ))
-            } else if p as usize == i {
-                Some("a site cannot be its own parent".to_owned())
-            } else if let Some(g) = model.sites[p as usize].parent {
-                let g = model.sites.get(g as usize).map_or("?", |g| g.name.as_str());
-                Some(format!(
-                    "parent \"{}\" is itself a child (of \"{g}\"); parent-child topologies have two levels",
-                    model.sites[p as usize].name
-                ))
-            } else {
-                None
+                )),
+                Some(_) if p == i => Some("a site cannot be its own parent".to_owned()),
+                Some(parent) => parent.parent.map(|g| {
+                    let g = model.sites.get(g).map_or("?", |g| g.name.as_str());
+                    format!(
+                        "parent \"{}\" is itself a child (of \"{g}\"); parent-child topologies have two levels",
+                        parent.name
+                    )
+                }),
             };
             if let Some(problem) = problem {
                 return Err(TopologyError::Parent {
@@ -765,10 +762,10 @@ fn validate(model: &Model) -> Result<(), TopologyError> {
         }
         let mut listed = HashSet::new();
         for &b in &s.backup_parents {
-            let Some(bs) = model.sites.get(b as usize) else {
+            let Some(bs) = model.sites.get(b) else {
                 return Err(err(format!("index {b} is not a site of the configuration")));
             };
-            if b as usize == i {
+            if b == i {
                 return Err(err("a site cannot be its own backup parent".to_owned()));
             }
             if bs.parent.is_some() {

@@ -80,7 +80,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use sextant_core::{Model, Site};
+use sextant_core::{Model, Site, SiteId};
 use sextant_mep::frame;
 use sextant_mep::message::{
     ChildReport, Keepalive, KeepaliveAck, LoadMetrics, ServiceEntry, ServiceState, ServiceStates,
@@ -392,7 +392,7 @@ fn model_for(plan: &[Plan], full: &Model, i: usize) -> Model {
     match plan[i].parent {
         None => {
             let mut m = full.clone();
-            m.set_local_site(i as u32);
+            m.set_local_site(SiteId::from_index(i));
             m
         }
         Some(p) => {
@@ -402,9 +402,9 @@ fn model_for(plan: &[Plan], full: &Model, i: usize) -> Model {
             };
             m.sites.push(site_of(&plan[p]));
             let mut me = site_of(&plan[i]);
-            me.parent = Some(0);
+            me.parent = Some(SiteId::new(0));
             m.sites.push(me);
-            m.set_local_site(1);
+            m.set_local_site(SiteId::new(1));
             m
         }
     }
@@ -416,8 +416,9 @@ fn full_model(plan: &[Plan], a: &Args) -> Model {
         ..Model::default()
     };
     for (i, p) in plan.iter().enumerate() {
-        m.sites[i].parent = p.parent.map(|x| x as u32);
-        m.sites[i].backup_parents = p.backups.iter().map(|&b| b as u32).collect();
+        let site = &mut m.sites[SiteId::from_index(i)];
+        site.parent = p.parent.map(SiteId::from_index);
+        site.backup_parents = p.backups.iter().map(|&b| SiteId::from_index(b)).collect();
     }
     m.params.mep_keepalive_timeout = a.keepalive;
     m.params.mep_port = a.port;

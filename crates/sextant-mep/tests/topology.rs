@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
-use sextant_core::Model;
+use sextant_core::{Model, SiteId};
 use sextant_mep::topology::{
     Accept, LinkKind, MAX_BACKUP_PARENTS, PeerState, Role, SiteRef, Topology, TopologyError,
 };
@@ -1077,8 +1077,8 @@ fn invalid_configurations_are_refused() {
 
     let e = err(&base, "SiteP1", &|m| m.local_site = None);
     assert_eq!(e, TopologyError::NoLocalSite);
-    let e = err(&base, "SiteP1", &|m| m.local_site = Some(99));
-    assert!(matches!(e, TopologyError::BadLocalSite(99)));
+    let e = err(&base, "SiteP1", &|m| m.local_site = Some(SiteId::new(99)));
+    assert_eq!(e, TopologyError::BadLocalSite(SiteId::new(99)));
 
     // Six backups.
     let mut many = base.clone();
@@ -1099,24 +1099,47 @@ fn invalid_configurations_are_refused() {
         "site \"SiteP1\": backup parents: 6 given; at most 5 are allowed"
     );
 
-    let e = err(&base, "SiteP2", &|m| m.sites[0].backup_parents = vec![3]).to_string();
+    let e = err(&base, "SiteP2", &|m| {
+        m.sites[SiteId::new(0)].backup_parents = vec![SiteId::new(3)]
+    })
+    .to_string();
     assert!(
         e.contains("\"child_site1\" is a child site; only parent sites can be backup parents"),
         "{e}"
     );
-    let e = err(&base, "SiteP2", &|m| m.sites[0].backup_parents = vec![0]).to_string();
+    let e = err(&base, "SiteP2", &|m| {
+        m.sites[SiteId::new(0)].backup_parents = vec![SiteId::new(0)]
+    })
+    .to_string();
     assert!(e.contains("cannot be its own backup parent"), "{e}");
-    let e = err(&base, "SiteP2", &|m| m.sites[0].backup_parents = vec![1, 1]).to_string();
+    let e = err(&base, "SiteP2", &|m| {
+        m.sites[SiteId::new(0)].backup_parents = vec![SiteId::new(1), SiteId::new(1)]
+    })
+    .to_string();
     assert!(e.contains("\"SiteP2\" is listed twice"), "{e}");
-    let e = err(&base, "SiteP2", &|m| m.sites[0].backup_parents = vec![42]).to_string();
+    let e = err(&base, "SiteP2", &|m| {
+        m.sites[SiteId::new(0)].backup_parents = vec![SiteId::new(42)]
+    })
+    .to_string();
     assert!(e.contains("index 42 is not a site"), "{e}");
-    let e = err(&base, "SiteP2", &|m| m.sites[3].backup_parents = vec![1]).to_string();
+    let e = err(&base, "SiteP2", &|m| {
+        m.sites[SiteId::new(3)].backup_parents = vec![SiteId::new(1)]
+    })
+    .to_string();
     assert!(e.contains("only parent sites have backup parents"), "{e}");
-    let e = err(&base, "SiteP2", &|m| m.sites[4].parent = Some(3)).to_string();
+    let e = err(&base, "SiteP2", &|m| {
+        m.sites[SiteId::new(4)].parent = Some(SiteId::new(3))
+    })
+    .to_string();
     assert!(e.contains("is itself a child"), "{e}");
-    let e = err(&base, "SiteP2", &|m| m.sites[4].parent = Some(4)).to_string();
+    let e = err(&base, "SiteP2", &|m| {
+        m.sites[SiteId::new(4)].parent = Some(SiteId::new(4))
+    })
+    .to_string();
     assert!(e.contains("cannot be its own parent"), "{e}");
-    let e = err(&base, "SiteP2", &|m| m.sites[5].name = "CHILD_SITE1".into());
+    let e = err(&base, "SiteP2", &|m| {
+        m.sites[SiteId::new(5)].name = "CHILD_SITE1".into()
+    });
     assert_eq!(e, TopologyError::DuplicateSite("CHILD_SITE1".into()));
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use sextant_core::{Model, Monitor, MonitorKind};
+use sextant_core::{Model, Monitor, MonitorKind, ServiceId};
 use sextant_state::{Engine, Event, FIGURES_FLUSH, Prepared};
 use sextant_test_support::model::{ModelBuilder, ip, monitored_site};
 
@@ -40,7 +40,7 @@ fn bench(c: &mut Criterion) {
         let (mut engine, _) = Engine::new(Arc::clone(&m), 1, start);
         // Every service seen UP once, so probes below change no state.
         for i in 0..n as u32 {
-            engine.apply(probe(i, true), start);
+            engine.apply(probe(ServiceId::new(i), true), start);
         }
         let mut t = start + FIGURES_FLUSH;
         engine.apply(Event::Tick, t);
@@ -49,7 +49,7 @@ fn bench(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("apply_probe_unchanged", n), &n, |b, _| {
             b.iter(|| {
                 i = (i + 1) % n as u32;
-                engine.apply(probe(i, true), t)
+                engine.apply(probe(ServiceId::new(i), true), t)
             })
         });
         // A probe result that takes a service DOWN: published at once.
@@ -63,8 +63,8 @@ fn bench(c: &mut Criterion) {
                         i
                     },
                     |s| {
-                        let down = engine.apply(probe(s, false), t);
-                        let up = engine.apply(probe(s, true), t);
+                        let down = engine.apply(probe(ServiceId::new(s), false), t);
+                        let up = engine.apply(probe(ServiceId::new(s), true), t);
                         (down, up)
                     },
                     BatchSize::SmallInput,
@@ -75,7 +75,7 @@ fn bench(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("publish_figures", n), &n, |b, _| {
             b.iter(|| {
                 i = (i + 1) % n as u32;
-                engine.apply(probe(i, true), t);
+                engine.apply(probe(ServiceId::new(i), true), t);
                 t += FIGURES_FLUSH;
                 engine.apply(Event::Tick, t)
             })

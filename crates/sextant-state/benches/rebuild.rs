@@ -34,8 +34,8 @@ use std::time::Duration;
 use cpu_time::ThreadCpuTime;
 use criterion::{BenchmarkId, criterion_group, criterion_main};
 use sextant_core::{
-    Model, Monitor, MonitorKind, MonitorStatus, ServiceMetrics, ServiceState, ServiceStatus,
-    Snapshot, StatusBuilder,
+    IdVec, Model, Monitor, MonitorId, MonitorKind, MonitorStatus, ServiceId, ServiceMetrics,
+    ServiceState, ServiceStatus, Snapshot, StatusBuilder,
 };
 use sextant_state::{Effect, Engine, Event, FIGURES_FLUSH};
 
@@ -53,7 +53,7 @@ fn model(services: usize, metric_exchange: bool) -> Model {
     tcp.success_retries = 1;
     m.monitors.push(tcp);
     for s in &mut m.services {
-        s.monitors = vec![0];
+        s.monitors = vec![MonitorId::new(0)];
     }
     for site in &mut m.sites {
         site.metric_exchange = metric_exchange;
@@ -75,25 +75,27 @@ fn rebuild(c: &mut Criterion) {
             // The services whose monitors decide here: the local site's
             // when metric exchange carries the others' state.
             let local = m.local_site.expect("big_model sets a local site");
-            let flippable: Vec<u32> = (0..n as u32)
-                .filter(|i| !mep || m.services[*i as usize].site == local)
+            let flippable: Vec<ServiceId> = m
+                .services
+                .ids()
+                .filter(|i| !mep || m.services[*i].site == local)
                 .collect();
             let (mut engine, _) = Engine::new(Arc::clone(&m), 1, start);
             // Every service's first result, UP, in one batch (one publication).
             let t = start + FIGURES_FLUSH;
-            let first = engine.apply_all((0..n as u32).map(|i| probe(i, true)), t);
+            let first = engine.apply_all(m.services.ids().map(|i| probe(i, true)), t);
             assert!(published(&first));
             let t = t + FIGURES_FLUSH;
             engine.apply(Event::Tick, t);
-            let mut up = vec![true; n];
+            let mut up: IdVec<ServiceId, bool> = m.services.iter().map(|_| true).collect();
             let mut k = 0usize;
             g.bench_with_input(BenchmarkId::new(label, n), &n, |b, _| {
                 b.iter(|| {
                     // Spread over the services, each visit flips one.
                     k = (k + 7919) % flippable.len();
                     let s = flippable[k];
-                    let now_up = !up[s as usize];
-                    up[s as usize] = now_up;
+                    let now_up = !up[s];
+                    up[s] = now_up;
                     let effects = engine.apply(probe(s, now_up), t);
                     debug_assert!(published(&effects));
                     effects
@@ -102,7 +104,7 @@ fn rebuild(c: &mut Criterion) {
             // Checked outside the timing: every flip above published.
             k = (k + 7919) % flippable.len();
             let s = flippable[k];
-            let effects = engine.apply(probe(s, !up[s as usize]), t);
+            let effects = engine.apply(probe(s, !up[s]), t);
             assert!(
                 published(&effects)
                     && effects
@@ -150,7 +152,7 @@ fn parts(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("status_one_change", n), &n, |b, _| {
             b.iter(|| {
                 i = (i + 7919) % n as u32;
-                if let Some(s) = status.get_mut(i) {
+                if let Some(s) = status.get_mut(ServiceId::new(i)) {
                     s.reason = Arc::from("monitor tcp: TCP connect refused");
                 }
                 status.publish()

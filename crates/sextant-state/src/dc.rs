@@ -14,7 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::dc::{DcFacts, DcOrder, ServiceFacts, figure, rank_record};
-use sextant_core::{DcCriterion, DcOrders, DcRecord, DcSelection, Model, ServiceMetrics, SiteId};
+use sextant_core::{
+    DcCriterion, DcOrders, DcRecord, DcRecordId, DcSelection, IdVec, Model, ServiceId,
+    ServiceMetrics, SiteId,
+};
 
 use crate::event::SiteFigures;
 
@@ -31,17 +34,17 @@ pub struct LossTargets {
 pub(crate) struct Ctx<'a> {
     pub model: &'a Model,
     pub own: SiteFigures,
-    pub peers_up: &'a [bool],
-    pub service_up: &'a dyn Fn(usize) -> bool,
-    pub service_metrics: &'a [ServiceMetrics],
+    pub peers_up: &'a IdVec<SiteId, bool>,
+    pub service_up: &'a dyn Fn(ServiceId) -> bool,
+    pub service_metrics: &'a IdVec<ServiceId, ServiceMetrics>,
 }
 
 #[derive(Debug, Default, Clone)]
 pub(crate) struct DcBook {
-    /// Per site (by id): its latest reported figures.
-    reported: Vec<Option<SiteFigures>>,
+    /// Per site: its latest reported figures.
+    reported: IdVec<SiteId, Option<SiteFigures>>,
     /// Per site: the packet loss of the latest probe burst to it, percent.
-    loss: Vec<Option<f64>>,
+    loss: IdVec<SiteId, Option<f64>>,
     /// A ranking at the end of an access period asked for new bursts, not
     /// yet handed to the edge.
     loss_due: bool,
@@ -52,7 +55,7 @@ pub(crate) struct DcBook {
     /// ranked again as soon as they are all known, not a period later.
     settle_until: Option<Duration>,
     /// Per record: its last ranking lacked a datacenter's figure.
-    incomplete: Vec<bool>,
+    incomplete: IdVec<DcRecordId, bool>,
     orders: Arc<DcOrders>,
     /// The published orders are out of date.
     pub dirty: bool,
@@ -61,22 +64,21 @@ pub(crate) struct DcBook {
 impl DcBook {
     /// A book for `model`, carrying figures over by site name from `old`.
     pub fn new(model: &Model, old: Option<(&DcBook, &Model)>) -> DcBook {
-        let sites = model.sites.len();
         let mut book = DcBook {
-            reported: vec![None; sites],
-            loss: vec![None; sites],
+            reported: model.sites.iter().map(|_| None).collect(),
+            loss: model.sites.iter().map(|_| None).collect(),
             loss_due: false,
             next_rank: None,
             settle_until: None,
-            incomplete: Vec::new(),
+            incomplete: IdVec::new(),
             orders: Arc::default(),
             dirty: true,
         };
         if let Some((old, old_model)) = old {
-            for (i, s) in model.sites.iter().enumerate() {
+            for (i, s) in model.sites.iter_enumerated() {
                 if let Some(j) = old_model.site_by_name(&s.name) {
-                    book.reported[i] = old.reported.get(j as usize).copied().flatten();
-                    book.loss[i] = old.loss.get(j as usize).copied().flatten();
+                    book.reported[i] = old.reported.get(j).copied().flatten();
+                    book.loss[i] = old.loss.get(j).copied().flatten();
                 }
             }
         }
@@ -85,11 +87,11 @@ impl DcBook {
 
     /// Site `site`'s latest reported figures.
     pub fn reported_figures(&self, site: SiteId) -> Option<SiteFigures> {
-        self.reported.get(site as usize).copied().flatten()
+        self.reported.get(site).copied().flatten()
     }
 
     pub fn reported(&mut self, site: SiteId, figures: SiteFigures) {
-        if let Some(slot) = self.reported.get_mut(site as usize) {
+        if let Some(slot) = self.reported.get_mut(site) {
             *slot = Some(figures);
         }
     }
@@ -101,7 +103,7 @@ impl DcBook {
         if sent == 0 {
             return;
         }
-        if let Some(slot) = self.loss.get_mut(site as usize) {
+        if let Some(slot) = self.loss.get_mut(site) {
             *slot = Some(f64::from(lost.min(sent)) * 100.0 / f64::from(sent));
         }
     }
@@ -127,12 +129,10 @@ impl DcBook {
             return None;
         }
         Some(LossTargets {
-            source: local
-                .and_then(|l| model.sites.get(l as usize))
-                .map(|s| s.ip),
+            source: local.and_then(|l| model.sites.get(l)).map(|s| s.ip),
             targets: sites
                 .into_iter()
-                .filter_map(|s| model.sites.get(s as usize))
+                .filter_map(|s| model.sites.get(s))
                 .map(|s| (s.name.clone(), s.ip))
                 .collect(),
         })
@@ -192,26 +192,31 @@ impl DcBook {
             })
     }
 
-    fn all_facts(&self, ctx: &Ctx<'_>) -> Vec<DcFacts> {
-        (0..ctx.model.sites.len())
-            .map(|s| self.site_facts(s as SiteId, ctx.model.local_site, ctx))
+    fn all_facts(&self, ctx: &Ctx<'_>) -> IdVec<SiteId, DcFacts> {
+        ctx.model
+            .sites
+            .ids()
+            .map(|s| self.site_facts(s, ctx.model.local_site, ctx))
             .collect()
     }
 
     /// What is known of group `g` of `rec`: its site's facts and, Service
     /// Based, its measured service.
-    fn group_facts(&self, rec: &DcRecord, g: usize, facts: &[DcFacts], ctx: &Ctx<'_>) -> DcFacts {
+    fn group_facts(
+        &self,
+        rec: &DcRecord,
+        g: usize,
+        facts: &IdVec<SiteId, DcFacts>,
+        ctx: &Ctx<'_>,
+    ) -> DcFacts {
         let group = rec.groups[g];
-        let mut f = facts.get(group.site as usize).copied().unwrap_or_default();
-        f.service = group.service.map(|s| {
-            let i = s as usize;
-            ServiceFacts {
-                up: (ctx.service_up)(i),
-                metrics: f
-                    .reachable
-                    .then(|| ctx.service_metrics.get(i).copied())
-                    .flatten(),
-            }
+        let mut f = facts.get(group.site).copied().unwrap_or_default();
+        f.service = group.service.map(|s| ServiceFacts {
+            up: (ctx.service_up)(s),
+            metrics: f
+                .reachable
+                .then(|| ctx.service_metrics.get(s).copied())
+                .flatten(),
         });
         f
     }
@@ -226,10 +231,9 @@ impl DcBook {
         let model = ctx.model;
         let facts = self.all_facts(ctx);
         let previous = Arc::clone(&self.orders);
-        let orders: Vec<Option<DcOrder>> = model
+        let orders: IdVec<DcRecordId, Option<DcOrder>> = model
             .dc_records
-            .iter()
-            .enumerate()
+            .iter_enumerated()
             .map(|(i, rec)| {
                 let order = rank_record(rec, |g| self.group_facts(rec, g, &facts, ctx), now);
                 let complete = order.figures.iter().all(Option::is_some);
@@ -266,11 +270,12 @@ impl DcBook {
         self.dirty = true;
     }
 
-    fn reachable(&self, ctx: &Ctx<'_>) -> Vec<bool> {
-        (0..ctx.model.sites.len())
+    fn reachable(&self, ctx: &Ctx<'_>) -> IdVec<SiteId, bool> {
+        ctx.model
+            .sites
+            .ids()
             .map(|s| {
-                Some(s as SiteId) == ctx.model.local_site
-                    || ctx.peers_up.get(s).copied().unwrap_or(false)
+                Some(s) == ctx.model.local_site || ctx.peers_up.get(s).copied().unwrap_or(false)
             })
             .collect()
     }
@@ -299,10 +304,10 @@ impl DcBook {
                 service: None,
             };
         }
-        let reachable = ctx.peers_up.get(site as usize).copied().unwrap_or(false);
+        let reachable = ctx.peers_up.get(site).copied().unwrap_or(false);
         let reported = self
             .reported
-            .get(site as usize)
+            .get(site)
             .copied()
             .flatten()
             .filter(|_| reachable)
@@ -314,7 +319,7 @@ impl DcBook {
             bandwidth_bytes_ps: reported.bandwidth_bytes_ps,
             // Measured by this node's own probes, so it stands whether or
             // not metric exchange with the site is up.
-            packet_loss_percent: self.loss.get(site as usize).copied().flatten(),
+            packet_loss_percent: self.loss.get(site).copied().flatten(),
             service: None,
         }
     }
@@ -332,7 +337,7 @@ mod tests {
         let mut b = ModelBuilder::new();
         b.add_site("a", ip("10.0.0.1"));
         b.add_site("b", ip("10.0.1.1"));
-        b.model.set_local_site(0);
+        b.model.set_local_site(SiteId::new(0));
         let mut m = b.build();
         m.params.dc_access_period = Duration::from_secs(1);
         m.dc_records.push(DcRecord {
@@ -343,11 +348,11 @@ mod tests {
             balance: sextant_core::Balance::RoundRobin,
             groups: vec![
                 DcGroup {
-                    site: 0,
+                    site: SiteId::new(0),
                     service: None,
                 },
                 DcGroup {
-                    site: 1,
+                    site: SiteId::new(1),
                     service: None,
                 },
             ],
@@ -371,31 +376,41 @@ mod tests {
         }
     }
 
-    fn all_up(_: usize) -> bool {
+    fn all_up(_: ServiceId) -> bool {
         true
     }
 
+    const NO_METRICS: &IdVec<ServiceId, ServiceMetrics> = &IdVec::new();
+
     /// What the engine hands the book: every service UP, no service figures.
-    fn ctx<'a>(model: &'a Model, own: SiteFigures, peers_up: &'a [bool]) -> Ctx<'a> {
+    fn ctx<'a>(model: &'a Model, own: SiteFigures, peers_up: &'a IdVec<SiteId, bool>) -> Ctx<'a> {
         Ctx {
             model,
             own,
             peers_up,
             service_up: &all_up,
-            service_metrics: &[],
+            service_metrics: NO_METRICS,
         }
     }
 
     /// The published figures of the first record.
     fn figures(book: &mut DcBook, ctx: &Ctx<'_>) -> Vec<Option<f64>> {
         let o = book.publish(ctx);
-        o.orders[0].as_ref().expect("ranked").figures.clone()
+        o.orders[DcRecordId::new(0)]
+            .as_ref()
+            .expect("ranked")
+            .figures
+            .clone()
     }
 
     fn ranked(book: &mut DcBook, ctx: &Ctx<'_>) -> (Vec<u8>, Vec<bool>) {
         let o = book.publish(ctx);
-        let order = o.orders[0].as_ref().expect("ranked").groups.clone();
-        (order, o.site_reachable.clone())
+        let order = o.orders[DcRecordId::new(0)]
+            .as_ref()
+            .expect("ranked")
+            .groups
+            .clone();
+        (order, o.site_reachable.iter().copied().collect())
     }
 
     /// Issue 24's reproduction in replay: neither site's CPU is known at
@@ -407,7 +422,7 @@ mod tests {
         let mut m = model();
         m.params.dc_access_period = Duration::from_secs(25);
         let s = |secs: f64| Duration::from_secs_f64(secs);
-        let peers_up = vec![false, true];
+        let peers_up: IdVec<SiteId, bool> = vec![false, true].into();
         let mut book = DcBook::new(&m, None);
         let mut own = SiteFigures::default();
         book.tick(s(0.0), &ctx(&m, own, &peers_up));
@@ -423,7 +438,7 @@ mod tests {
             vec![None, None]
         );
         // b's report completes it: ranked at once, b (10) first.
-        book.reported(1, cpu(10.0));
+        book.reported(SiteId::new(1), cpu(10.0));
         book.tick(s(1.2), &ctx(&m, own, &peers_up));
         assert_eq!(
             figures(&mut book, &ctx(&m, own, &peers_up)),
@@ -444,13 +459,13 @@ mod tests {
     fn after_the_first_period_missing_figures_wait_for_the_next() {
         let m = model();
         let s = |secs: f64| Duration::from_secs_f64(secs);
-        let peers_up = vec![false, true];
+        let peers_up: IdVec<SiteId, bool> = vec![false, true].into();
         let mut book = DcBook::new(&m, None);
         let own = cpu(50.0);
         book.tick(s(0.0), &ctx(&m, own, &peers_up));
         book.tick(s(1.0), &ctx(&m, own, &peers_up));
         assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![0, 1]);
-        book.reported(1, cpu(10.0));
+        book.reported(SiteId::new(1), cpu(10.0));
         book.tick(s(1.5), &ctx(&m, own, &peers_up));
         assert_eq!(
             ranked(&mut book, &ctx(&m, own, &peers_up)).0,
@@ -465,24 +480,24 @@ mod tests {
     fn rankings_change_only_when_an_access_period_ends_or_every_figure_is_first_known() {
         let m = model();
         let s = |secs: f64| Duration::from_secs_f64(secs);
-        let mut peers_up = vec![false, true];
+        let mut peers_up: IdVec<SiteId, bool> = vec![false, true].into();
         let mut book = DcBook::new(&m, None);
         let own = cpu(50.0);
         book.tick(s(0.0), &ctx(&m, own, &peers_up));
         // b's CPU unknown: a (50) first, b last.
         assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![0, 1]);
         // b's first figures: ranked by them at once.
-        book.reported(1, cpu(10.0));
+        book.reported(SiteId::new(1), cpu(10.0));
         book.tick(s(0.1), &ctx(&m, own, &peers_up));
         assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![1, 0]);
         // A change within the access period waits for its end.
-        book.reported(1, cpu(90.0));
+        book.reported(SiteId::new(1), cpu(90.0));
         book.tick(s(0.5), &ctx(&m, own, &peers_up));
         assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![1, 0]);
         book.tick(s(1.1), &ctx(&m, own, &peers_up));
         assert_eq!(ranked(&mut book, &ctx(&m, own, &peers_up)).0, vec![0, 1]);
         // Reachability is published at once, the ranking keeps its period.
-        peers_up[1] = false;
+        peers_up[SiteId::new(1)] = false;
         book.reachability_changed();
         assert!(book.dirty);
         assert_eq!(

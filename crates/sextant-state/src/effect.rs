@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{Model, ServiceId, Snapshot, VServerId};
+use sextant_core::{IdVec, Model, ServiceId, Snapshot, VServerId};
 
 use crate::event::{ReportedService, SharedRtt, SharedSession, SiteFigures};
 
@@ -81,8 +81,9 @@ pub enum Effect {
 /// the edges by id (persistence entries) survives it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Renumbering {
-    pub vservers: Vec<Option<VServerId>>,
-    pub services: Vec<Option<ServiceId>>,
+    /// Old id → new id, `None` where the reload removed it.
+    pub vservers: IdVec<VServerId, Option<VServerId>>,
+    pub services: IdVec<ServiceId, Option<ServiceId>>,
 }
 
 /// This site's services as it reports them to other sites.

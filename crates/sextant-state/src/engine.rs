@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{
-    HealthTally, Model, MonitorId, MonitorStatus, PeerLink, ServiceId, ServiceMetrics,
+    HealthTally, IdVec, Model, MonitorId, MonitorStatus, PeerLink, ServiceId, ServiceMetrics,
     ServiceState, ServiceStatus, SiteId, Snapshot, StatusBuilder, Transition, TriggerMonitor,
+    VServerId,
 };
 
 /// Maps keyed by configured names and addresses: FNV is several times
@@ -88,40 +89,41 @@ struct Index {
     /// Lower-case site name → site.
     sites: HashMap<String, SiteId>,
     /// Per site: its services.
-    site_services: Vec<Vec<ServiceId>>,
+    site_services: IdVec<SiteId, Vec<ServiceId>>,
     /// Lower-case vserver name → vserver.
-    vservers: HashMap<String, sextant_core::VServerId>,
+    vservers: HashMap<String, VServerId>,
     /// Per service: its name, shared with every report.
-    names: Vec<Arc<str>>,
+    names: IdVec<ServiceId, Arc<str>>,
 }
 
 impl Index {
     fn new(model: &Model) -> Self {
         let n = model.services.len();
         let mut ix = Index {
-            site_services: vec![Vec::new(); model.sites.len()],
-            names: Vec::with_capacity(n),
+            site_services: model.sites.iter().map(|_| Vec::new()).collect(),
+            names: model
+                .services
+                .iter()
+                .map(|s| Arc::from(s.name.as_str()))
+                .collect(),
             ..Default::default()
         };
         ix.by_answer.reserve(n);
         ix.by_address.reserve(n);
-        for (i, site) in model.sites.iter().enumerate() {
-            ix.sites.insert(site.name.to_ascii_lowercase(), i as SiteId);
+        for (i, site) in model.sites.iter_enumerated() {
+            ix.sites.insert(site.name.to_ascii_lowercase(), i);
         }
-        for (i, v) in model.vservers.iter().enumerate() {
-            ix.vservers
-                .insert(v.name.to_ascii_lowercase(), i as sextant_core::VServerId);
+        for (i, v) in model.vservers.iter_enumerated() {
+            ix.vservers.insert(v.name.to_ascii_lowercase(), i);
         }
-        for (i, s) in model.services.iter().enumerate() {
-            let id = i as ServiceId;
+        for (id, s) in model.services.iter_enumerated() {
             ix.by_answer
                 .entry((s.site, s.answer_ip(), s.public_port.unwrap_or(s.port)))
                 .or_insert(id);
             ix.by_address.entry((s.site, s.ip, s.port)).or_insert(id);
-            if let Some(list) = ix.site_services.get_mut(s.site as usize) {
+            if let Some(list) = ix.site_services.get_mut(s.site) {
                 list.push(id);
             }
-            ix.names.push(Arc::from(s.name.as_str()));
         }
         ix
     }
@@ -186,10 +188,10 @@ pub struct Engine {
     /// The configuration's lookup tables; health is replaced on publish.
     base: Snapshot,
     index: Index,
-    services: Vec<Svc>,
+    services: IdVec<ServiceId, Svc>,
     /// Per service: the load figures the decision core sees, kept up to
     /// date as their inputs change, so a publication only copies them.
-    figures: Vec<ServiceMetrics>,
+    figures: IdVec<ServiceId, ServiceMetrics>,
     status: StatusBuilder,
     /// Lower-case site name → what metric exchange says of it.
     peers: HashMap<String, Peer>,
@@ -223,9 +225,9 @@ pub struct Engine {
     /// RTTs to send to the other parents with the next publication.
     pending_rtt: Vec<crate::event::SharedRtt>,
     /// Per site: metric exchange with it is up ([`Engine::refresh_peers_up`]).
-    peers_up: Vec<bool>,
+    peers_up: IdVec<SiteId, bool>,
     /// Per site: its delay or learning timer runs (same refresh).
-    site_timers: Vec<SiteTimers>,
+    site_timers: IdVec<SiteId, SiteTimers>,
     /// The earliest `hold_until` / `learning_until` of any peer.
     next_site_deadline: Option<Duration>,
     /// Datacenter mode: what is known of each datacenter, the rankings.
@@ -263,7 +265,7 @@ impl Engine {
 
     fn fresh(model: Arc<Model>, base: Snapshot, index: Index, generation: u64) -> Engine {
         let listeners = Listeners::new(&model, None);
-        let services: Vec<Svc> = model
+        let services: IdVec<ServiceId, Svc> = model
             .services
             .iter()
             .map(|s| Svc {
@@ -297,7 +299,7 @@ impl Engine {
             generation,
             base,
             index,
-            figures: vec![ServiceMetrics::NONE; services.len()],
+            figures: services.iter().map(|_| ServiceMetrics::NONE).collect(),
             services,
             status,
             peers: HashMap::default(),
@@ -316,8 +318,8 @@ impl Engine {
             awaiting_first: 0,
             ldns: LdnsBook::default(),
             pending_rtt: Vec::new(),
-            peers_up: Vec::new(),
-            site_timers: Vec::new(),
+            peers_up: IdVec::new(),
+            site_timers: IdVec::new(),
             next_site_deadline: None,
             listeners,
             dc: DcBook::default(),
@@ -430,9 +432,9 @@ impl Engine {
         match event {
             Event::Probe(p) => self.probe(p, now, effects),
             Event::LocalFigures { service, metrics } => {
-                if let Some(svc) = self.services.get_mut(service as usize) {
+                if let Some(svc) = self.services.get_mut(service) {
                     svc.local_metrics = metrics;
-                    self.refresh_figures(service as usize);
+                    self.refresh_figures(service);
                     self.figures_dirty = true;
                     self.report_dirty = true;
                 }
@@ -451,7 +453,7 @@ impl Engine {
                 self.refresh_peers_up();
                 self.dc.reachability_changed();
                 if let Some(id) = self.index.site(&site) {
-                    let touched = self.index.site_services[id as usize].clone();
+                    let touched = self.index.site_services[id].clone();
                     self.settle_all(&touched, now, effects);
                 }
                 self.with_ldns(effects, |book, ctx, out| book.peer_up(now, ctx, out));
@@ -468,13 +470,12 @@ impl Engine {
                 self.refresh_peers_up();
                 self.dc.reachability_changed();
                 if let Some(id) = self.index.site(&site) {
-                    let touched = self.index.site_services[id as usize].clone();
+                    let touched = self.index.site_services[id].clone();
                     for s in &touched {
                         // With a delay, a service no monitor decides keeps
                         // what its site last said until the delay is over.
-                        if delay.is_zero() || !self.model.services[*s as usize].monitors.is_empty()
-                        {
-                            self.services[*s as usize].report = None;
+                        if delay.is_zero() || !self.model.services[*s].monitors.is_empty() {
+                            self.services[*s].report = None;
                         }
                     }
                     self.figures_dirty = true;
@@ -553,7 +554,7 @@ impl Engine {
     // ---- probes -------------------------------------------------------
 
     fn probe(&mut self, p: Probe, now: Duration, effects: &mut Vec<Effect>) {
-        let i = p.service as usize;
+        let i = p.service;
         let Some(slot) = self
             .model
             .services
@@ -648,8 +649,8 @@ impl Engine {
         let mut touched = Vec::new();
         if r.full {
             self.matched.retain(|k, _| k.0 != site);
-            for s in &self.index.site_services[site as usize] {
-                if self.services[*s as usize].report.take().is_some() {
+            for s in &self.index.site_services[site] {
+                if self.services[*s].report.take().is_some() {
                     touched.push(*s);
                 }
             }
@@ -657,7 +658,7 @@ impl Engine {
         for e in &r.entries {
             if let Some(id) = self.match_entry(site, e) {
                 self.matched.insert((site, e.ip, e.port), id);
-                self.services[id as usize].report = Some(Report {
+                self.services[id].report = Some(Report {
                     up: e.up,
                     metrics: e.metrics,
                 });
@@ -670,14 +671,14 @@ impl Engine {
                 .remove(&(site, *ip, *port))
                 .or_else(|| self.index.reported(site, *ip, *port, None));
             if let Some(id) = id
-                && self.services[id as usize].report.take().is_some()
+                && self.services[id].report.take().is_some()
             {
                 touched.push(id);
             }
         }
         if r.full {
             // Services of this site it did not report: their reasons say so.
-            touched.extend(self.index.site_services[site as usize].iter().copied());
+            touched.extend(self.index.site_services[site].iter().copied());
         }
         touched.sort_unstable();
         touched.dedup();
@@ -746,11 +747,11 @@ impl Engine {
         self.refresh_peers_up();
         for (name, drop_reports) in sites {
             if let Some(id) = self.index.site(&name) {
-                let touched = self.index.site_services[id as usize].clone();
+                let touched = self.index.site_services[id].clone();
                 if drop_reports {
                     // The delay is over: what the site said no longer holds.
                     for s in &touched {
-                        self.services[*s as usize].report = None;
+                        self.services[*s].report = None;
                     }
                 }
                 self.figures_dirty = true;
@@ -760,16 +761,13 @@ impl Engine {
     }
 
     fn site_timers(&self, site: SiteId) -> SiteTimers {
-        self.site_timers
-            .get(site as usize)
-            .copied()
-            .unwrap_or_default()
+        self.site_timers.get(site).copied().unwrap_or_default()
     }
 
     /// Runs one step of the datacenter book with what it reads of the engine.
     fn with_dc<R>(&mut self, step: impl FnOnce(&mut DcBook, &crate::dc::Ctx<'_>) -> R) -> R {
         let services = &self.services;
-        let up = |i: usize| services.get(i).is_some_and(|s| s.up);
+        let up = |i: ServiceId| services.get(i).is_some_and(|s| s.up);
         let ctx = crate::dc::Ctx {
             model: &self.model,
             own: self.own_site,
@@ -806,7 +804,7 @@ impl Engine {
         }
     }
 
-    fn is_local(&self, service: usize) -> bool {
+    fn is_local(&self, service: ServiceId) -> bool {
         Some(self.model.services[service].site) == self.local_site()
     }
 
@@ -820,13 +818,13 @@ impl Engine {
             && self.model.site(site).metric_exchange
     }
 
-    fn uses_metric_exchange(&self, service: usize) -> bool {
+    fn uses_metric_exchange(&self, service: ServiceId) -> bool {
         self.site_uses_metric_exchange(self.model.services[service].site)
     }
 
     /// Whether the bound monitors decide the state now (`-triggerMonitor`);
     /// otherwise metric exchange does.
-    fn monitors_decide(&self, service: usize) -> bool {
+    fn monitors_decide(&self, service: ServiceId) -> bool {
         if !self.uses_metric_exchange(service) {
             return true;
         }
@@ -848,7 +846,7 @@ impl Engine {
     }
 
     /// The service's state and why, from whichever source decides.
-    fn verdict(&self, service: usize) -> (bool, Arc<str>) {
+    fn verdict(&self, service: ServiceId) -> (bool, Arc<str>) {
         let svc = &self.services[service];
         let conf = &self.model.services[service];
         if self.monitors_decide(service) {
@@ -906,7 +904,7 @@ impl Engine {
     }
 
     /// Why a service whose state metric exchange should give has none.
-    fn unreported_reason(&self, service: usize) -> String {
+    fn unreported_reason(&self, service: ServiceId) -> String {
         let conf = &self.model.services[service];
         let site = self.model.site(conf.site);
         let peer = self.peers.get(&site.name.to_ascii_lowercase());
@@ -945,7 +943,7 @@ impl Engine {
 
     /// The monitors' reason: the first DOWN monitor's last verdict, else
     /// the first one's.
-    fn monitor_reason(&self, service: usize) -> Arc<str> {
+    fn monitor_reason(&self, service: ServiceId) -> Arc<str> {
         let conf = &self.model.services[service];
         let svc = &self.services[service];
         let pick = svc
@@ -956,7 +954,7 @@ impl Engine {
         let name = &self.model.monitor(conf.monitors[pick]).name;
         let detail = self
             .status
-            .get(service as ServiceId)
+            .get(service)
             .and_then(|s| s.monitors.get(pick))
             .and_then(|m| m.last_detail.clone());
         match detail {
@@ -967,14 +965,14 @@ impl Engine {
 
     fn set_state(
         &mut self,
-        i: usize,
+        i: ServiceId,
         up: bool,
         reason: Arc<str>,
         now: Duration,
         effects: &mut Vec<Effect>,
     ) {
         let changed = self.services[i].up != up;
-        if let Some(st) = self.status.get_mut(i as ServiceId) {
+        if let Some(st) = self.status.get_mut(i) {
             if st.reason != reason {
                 // Published with the next figures (a new state goes at once).
                 st.reason = Arc::clone(&reason);
@@ -991,7 +989,7 @@ impl Engine {
                 self.report_dirty = true;
             }
             effects.push(Effect::Transition {
-                service: i as ServiceId,
+                service: i,
                 up,
                 reason,
             });
@@ -1001,18 +999,18 @@ impl Engine {
     /// Moves the touched services' gates, then re-derives their states.
     fn settle_all(&mut self, touched: &[ServiceId], now: Duration, effects: &mut Vec<Effect>) {
         for s in touched {
-            self.refresh_gate(*s as usize, effects);
-            self.refresh_figures(*s as usize);
+            self.refresh_gate(*s, effects);
+            self.refresh_figures(*s);
         }
         for s in touched {
-            let (up, reason) = self.verdict(*s as usize);
-            self.set_state(*s as usize, up, reason, now, effects);
+            let (up, reason) = self.verdict(*s);
+            self.set_state(*s, up, reason, now, effects);
         }
     }
 
     /// Opens the gate when the monitors decide, closes it otherwise. Monitors
     /// that take over again start afresh: their first result decides.
-    fn refresh_gate(&mut self, i: usize, effects: &mut Vec<Effect>) {
+    fn refresh_gate(&mut self, i: ServiceId, effects: &mut Vec<Effect>) {
         let open = self.monitors_decide(i);
         let svc = &mut self.services[i];
         if open == svc.gate_open {
@@ -1027,22 +1025,23 @@ impl Engine {
         if self.model.services[i].monitors.is_empty() {
             return;
         }
-        effects.push(Effect::Gate {
-            service: i as ServiceId,
-            open,
-        });
+        effects.push(Effect::Gate { service: i, open });
     }
 
     /// Every service's gate and state from scratch (start, reload). `old_up`
     /// holds, per service, its state before a reload, if it had one.
-    fn settle_everything(&mut self, now: Duration, old_up: Option<&[Option<bool>]>) {
-        for i in 0..self.services.len() {
+    fn settle_everything(
+        &mut self,
+        now: Duration,
+        old_up: Option<&IdVec<ServiceId, Option<bool>>>,
+    ) {
+        for i in self.services.ids() {
             self.refresh_figures(i);
             self.services[i].gate_open = self.monitors_decide(i);
             let (up, reason) = self.verdict(i);
             let was = old_up.and_then(|o| o.get(i).copied().flatten());
             self.services[i].up = up;
-            if let Some(st) = self.status.get_mut(i as ServiceId) {
+            if let Some(st) = self.status.get_mut(i) {
                 if was.is_some_and(|w| w != up) {
                     st.last_change = Some(now);
                 }
@@ -1058,24 +1057,23 @@ impl Engine {
     fn slow_probes(&self) -> Vec<(ServiceId, usize)> {
         let model = &self.model;
         self.services
-            .iter()
-            .enumerate()
+            .iter_enumerated()
             .flat_map(|(i, svc)| {
                 svc.tallies.iter().enumerate().filter_map(move |(slot, t)| {
                     let monitor = model.monitor(*model.services[i].monitors.get(slot)?);
                     (monitor.down_time.is_some() && t.state() == Some(Transition::Down))
-                        .then_some((i as ServiceId, slot))
+                        .then_some((i, slot))
                 })
             })
             .collect()
     }
 
     fn closed_gates(&self) -> Vec<ServiceId> {
-        (0..self.services.len())
+        self.services
+            .ids()
             .filter(|i| {
                 !self.services[*i].gate_open && !self.model.services[*i].monitors.is_empty()
             })
-            .map(|i| i as ServiceId)
             .collect()
     }
 
@@ -1124,10 +1122,10 @@ impl Engine {
             .matched
             .into_iter()
             .filter(|(k, id)| {
-                model.services.get(*id as usize).is_some_and(|s| {
+                model.services.get(*id).is_some_and(|s| {
                     old.model
                         .services
-                        .get(*id as usize)
+                        .get(*id)
                         .is_some_and(|o| o.name == s.name && o.site == s.site && k.0 == s.site)
                 })
             })
@@ -1144,12 +1142,11 @@ impl Engine {
         let old_monitors: HashMap<String, MonitorId> = old
             .model
             .monitors
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.name.to_ascii_lowercase(), i as MonitorId))
+            .iter_enumerated()
+            .map(|(i, m)| (m.name.to_ascii_lowercase(), i))
             .collect();
         // New monitor → the old monitor of the same name and definition.
-        let same_monitor: Vec<Option<MonitorId>> = model
+        let same_monitor: IdVec<MonitorId, Option<MonitorId>> = model
             .monitors
             .iter()
             .map(|m| {
@@ -1159,23 +1156,22 @@ impl Engine {
                     .filter(|o| old.model.monitor(*o) == m)
             })
             .collect();
-        let mut old_up = vec![None; model.services.len()];
+        let mut old_up: IdVec<ServiceId, Option<bool>> =
+            model.services.iter().map(|_| None).collect();
         // Old id → new id of every service whose name both have (names are
         // unique, case-insensitively, in a valid configuration).
-        let mut renumbered_services = vec![None; old.model.services.len()];
-        for (new_id, s) in model.services.iter().enumerate() {
+        let mut renumbered_services: IdVec<ServiceId, Option<ServiceId>> =
+            old.model.services.iter().map(|_| None).collect();
+        for (new_id, s) in model.services.iter_enumerated() {
             if let Some(old_id) = old.base.service_by_name(&s.name)
-                && let Some(slot) = renumbered_services.get_mut(old_id as usize)
+                && let Some(slot) = renumbered_services.get_mut(old_id)
             {
-                *slot = Some(new_id as ServiceId);
+                *slot = Some(new_id);
             }
         }
         let same_name = renumbered_services
-            .iter()
-            .enumerate()
-            .filter_map(|(old_id, new_id)| {
-                Some((new_id.map(|n| n as usize)?, old_id as ServiceId))
-            });
+            .iter_enumerated()
+            .filter_map(|(old_id, new_id)| Some(((*new_id)?, old_id)));
         for (new_id, old_id) in same_name {
             let service = &model.services[new_id];
             let old_service = old.model.service(old_id);
@@ -1186,16 +1182,15 @@ impl Engine {
             {
                 continue;
             }
-            let o = &old.services[old_id as usize];
+            let o = &old.services[old_id];
             let old_status = old.status.get(old_id);
             for (slot, mon_id) in service.monitors.iter().enumerate() {
-                let Some(old_mon) = same_monitor[*mon_id as usize] else {
+                let Some(old_mon) = same_monitor[*mon_id] else {
                     continue;
                 };
                 if let Some(old_slot) = old_service.monitors.iter().position(|m| *m == old_mon) {
                     self.services[new_id].tallies[slot] = o.tallies[old_slot].clone();
-                    if let (Some(st), Some(os)) =
-                        (self.status.get_mut(new_id as ServiceId), old_status)
+                    if let (Some(st), Some(os)) = (self.status.get_mut(new_id), old_status)
                         && let (Some(m), Some(om)) =
                             (st.monitors.get_mut(slot), os.monitors.get(old_slot))
                     {
@@ -1207,14 +1202,14 @@ impl Engine {
             self.services[new_id].local_metrics = o.local_metrics;
             self.services[new_id].up = o.up;
             old_up[new_id] = Some(o.up);
-            if let (Some(st), Some(os)) = (self.status.get_mut(new_id as ServiceId), old_status) {
+            if let (Some(st), Some(os)) = (self.status.get_mut(new_id), old_status) {
                 st.last_change = os.last_change;
             }
         }
         // A monitored service the reload adds (or whose address changed) was
         // never seen UP: it is DOWN until its first result, so DNS, which
         // answers already, never points at it unprobed.
-        for (i, was) in old_up.iter().enumerate() {
+        for (i, was) in old_up.iter_enumerated() {
             if was.is_none()
                 && (!model.services[i].monitors.is_empty() || self.uses_metric_exchange(i))
             {
@@ -1251,16 +1246,16 @@ impl Engine {
         if run != ran {
             effects.push(Effect::MetricExchange { run });
         }
-        for (i, was) in old_up.iter().enumerate() {
+        for (i, was) in old_up.iter_enumerated() {
             if let Some(was) = was
                 && *was != self.services[i].up
             {
                 effects.push(Effect::Transition {
-                    service: i as ServiceId,
+                    service: i,
                     up: self.services[i].up,
                     reason: self
                         .status
-                        .get(i as ServiceId)
+                        .get(i)
                         .map(|s| Arc::clone(&s.reason))
                         .unwrap_or_else(|| Arc::from("")),
                 });
@@ -1279,9 +1274,9 @@ impl Engine {
         let shared: Vec<SharedSession> = entries
             .iter()
             .filter_map(|e| {
-                let v = self.model.vservers.get(e.vserver as usize)?;
+                let v = self.model.vservers.get(e.vserver)?;
                 let p = v.persistence?;
-                let service = self.model.services.get(e.service as usize)?;
+                let service = self.model.services.get(e.service)?;
                 Some(SharedSession {
                     vserver: v.name.clone(),
                     key: e.key,
@@ -1352,12 +1347,14 @@ impl Engine {
 
     /// Per site: this site's own figures, the others' as reported.
     fn gather_site_figures(&self) -> Arc<[Option<SiteFigures>]> {
-        (0..self.model.sites.len())
+        self.model
+            .sites
+            .ids()
             .map(|i| {
-                if self.model.local_site == Some(i as SiteId) {
+                if self.model.local_site == Some(i) {
                     Some(self.own_site).filter(SiteFigures::is_known)
                 } else {
-                    self.dc.reported_figures(i as SiteId)
+                    self.dc.reported_figures(i)
                 }
             })
             .collect()
@@ -1369,7 +1366,7 @@ impl Engine {
             .iter()
             .map(|s| ServiceState { up: s.up })
             .collect();
-        let metrics: Arc<[ServiceMetrics]> = Arc::from(&self.figures[..]);
+        let metrics: Arc<[ServiceMetrics]> = Arc::from(self.figures.as_slice());
         let status = self.status.publish();
         let rtt = self.ldns.table(&ldns::Ctx {
             model: &self.model,
@@ -1444,7 +1441,7 @@ impl Engine {
     /// measured here for local services (the monitors' response time
     /// standing in when no source gives one), reported by the owning site for
     /// remote ones.
-    fn refresh_figures(&mut self, i: usize) {
+    fn refresh_figures(&mut self, i: ServiceId) {
         let svc = &self.services[i];
         let m = if self.uses_metric_exchange(i) {
             if self.site_timers(self.model.services[i].site).learning {
@@ -1457,7 +1454,7 @@ impl Engine {
             if m.response_time_us.is_none() {
                 m.response_time_us = self
                     .status
-                    .get(i as ServiceId)
+                    .get(i)
                     .and_then(|s| s.monitors.iter().filter_map(|m| m.last_response).max())
                     .map(|d| d.as_micros() as u64);
             }
@@ -1474,10 +1471,9 @@ impl Engine {
         }
         let metrics = &self.figures;
         Some(LocalReport {
-            services: self.index.site_services[local as usize]
+            services: self.index.site_services[local]
                 .iter()
-                .map(|id| {
-                    let i = *id as usize;
+                .map(|&i| {
                     let s = &self.model.services[i];
                     ReportedService {
                         name: Arc::clone(&self.index.names[i]),

@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use sextant_core::snapshot::FnvMap;
 use sextant_core::{
-    LdnsProbe, LdnsStats, Model, PathFigures, RttCell, RttRowInfo, RttTable, SiteId,
+    IdVec, LdnsProbe, LdnsStats, Model, PathFigures, RttCell, RttRowInfo, RttTable, SiteId,
 };
 
 use crate::event::SharedRtt;
@@ -65,7 +65,7 @@ pub(crate) struct LdnsOut {
 pub(crate) struct Ctx<'a> {
     pub model: &'a Model,
     /// Per site: metric exchange with it is up (the local site: false).
-    pub peers_up: &'a [bool],
+    pub peers_up: &'a IdVec<SiteId, bool>,
 }
 
 impl Ctx<'_> {
@@ -77,12 +77,12 @@ impl Ctx<'_> {
     /// with metric and network-metric exchange on.
     fn exchanges(&self) -> bool {
         self.local()
-            .and_then(|l| self.model.sites.get(l as usize))
+            .and_then(|l| self.model.sites.get(l))
             .is_some_and(|s| s.parent.is_none() && s.metric_exchange && s.nw_metric_exchange)
             && self.model.sites.len() > 1
     }
 
-    fn peer_up(&self, site: usize) -> bool {
+    fn peer_up(&self, site: SiteId) -> bool {
         self.peers_up.get(site).copied().unwrap_or(false)
     }
 
@@ -103,10 +103,10 @@ impl Ctx<'_> {
 struct Entry {
     /// The last query seen here.
     last_query: Option<Duration>,
-    /// Per site (by id): its measurement.
-    cells: Vec<Option<RttCell>>,
+    /// Per site: its measurement.
+    cells: IdVec<SiteId, Option<RttCell>>,
     /// Per site: it said its clients query this LDNS.
-    interest: Vec<bool>,
+    interest: IdVec<SiteId, bool>,
     /// The own RTT last sent, in µs (`Some(None)`: sent as unreachable);
     /// `None`: nothing sent yet.
     sent_rtt: Option<Option<u32>>,
@@ -122,8 +122,8 @@ impl Entry {
     fn new(sites: usize) -> Entry {
         Entry {
             last_query: None,
-            cells: vec![None; sites],
-            interest: vec![false; sites],
+            cells: vec![None; sites].into(),
+            interest: vec![false; sites].into(),
             sent_rtt: None,
             sent_path: None,
             sent_queried: false,
@@ -234,7 +234,7 @@ impl LdnsBook {
             at: now,
             path,
         });
-        if let Some(slot) = e.cells.get_mut(local as usize) {
+        if let Some(slot) = e.cells.get_mut(local) {
             let moved = match (*slot, cell) {
                 (Some(a), Some(b)) => a.rtt != b.rtt || a.kind != b.kind || a.path != b.path,
                 (None, None) => false,
@@ -269,7 +269,7 @@ impl LdnsBook {
         ctx: &Ctx<'_>,
         out: &mut LdnsOut,
     ) {
-        if Some(site) == ctx.local() || site as usize >= ctx.model.sites.len() {
+        if Some(site) == ctx.local() || ctx.model.sites.get(site).is_none() {
             return;
         }
         let p = &ctx.model.params;
@@ -282,8 +282,8 @@ impl LdnsBook {
                 path: r.path,
             });
             if let Some(e) = self.entries.get_mut(&group) {
-                e.cells[site as usize] = if r.removed { None } else { cell };
-                e.interest[site as usize] = r.queried && !r.removed;
+                e.cells[site] = if r.removed { None } else { cell };
+                e.interest[site] = r.queried && !r.removed;
                 self.dirty = true;
                 continue;
             }
@@ -293,8 +293,8 @@ impl LdnsBook {
                 continue;
             }
             let mut e = Entry::new(ctx.model.sites.len());
-            e.cells[site as usize] = cell;
-            e.interest[site as usize] = true;
+            e.cells[site] = cell;
+            e.interest[site] = true;
             self.insert(group, e, now, ctx, out);
         }
     }
@@ -303,10 +303,10 @@ impl LdnsBook {
     /// published) and its interest no longer keeps entries alive.
     pub fn peer_down(&mut self, site: SiteId) {
         for e in self.entries.values_mut() {
-            if let Some(i) = e.interest.get_mut(site as usize) {
+            if let Some(i) = e.interest.get_mut(site) {
                 *i = false;
             }
-            if let Some(c) = e.cells.get_mut(site as usize) {
+            if let Some(c) = e.cells.get_mut(site) {
                 *c = None;
             }
         }
@@ -323,7 +323,7 @@ impl LdnsBook {
         let Some(local) = ctx.local() else { return };
         for (group, e) in self.entries.iter_mut() {
             let queried = e.queried_here(now, timeout);
-            let own = e.cells.get(local as usize).copied().flatten();
+            let own = e.cells.get(local).copied().flatten();
             if !queried && own.is_none() {
                 continue;
             }
@@ -351,8 +351,7 @@ impl LdnsBook {
             }
             let elsewhere = e
                 .interest
-                .iter()
-                .enumerate()
+                .iter_enumerated()
                 .any(|(s, i)| *i && ctx.peer_up(s));
             if !here && !elsewhere {
                 gone.push(*group);
@@ -373,10 +372,10 @@ impl LdnsBook {
             let sites = ctx.model.sites.len();
             let mut b = RttTable::builder(sites);
             b.reserve(self.entries.len()).stats(self.stats);
-            let mut cells = vec![None; sites];
+            let mut cells: IdVec<SiteId, Option<RttCell>> = vec![None; sites].into();
             for (group, e) in &self.entries {
-                for (s, c) in cells.iter_mut().enumerate() {
-                    let usable = Some(s as SiteId) == local || ctx.peer_up(s);
+                for (s, c) in cells.iter_enumerated_mut() {
+                    let usable = Some(s) == local || ctx.peer_up(s);
                     *c = if usable {
                         e.cells.get(s).copied().flatten()
                     } else {
@@ -387,11 +386,10 @@ impl LdnsBook {
                     last_query: e.last_query,
                     peers_interested: e
                         .interest
-                        .iter()
-                        .enumerate()
+                        .iter_enumerated()
                         .any(|(s, i)| *i && ctx.peer_up(s)),
                 };
-                b.row_with(*group, info, &cells);
+                b.row_with(*group, info, cells.as_slice());
             }
             self.published = Arc::new(b.build());
         }
@@ -401,18 +399,18 @@ impl LdnsBook {
     /// The same table under a new configuration: cells follow their site
     /// by name; groups are kept as they are.
     pub fn reloaded(mut self, old: &Model, new: &Model) -> LdnsBook {
-        let map: Vec<Option<usize>> = old
+        let map: IdVec<SiteId, Option<SiteId>> = old
             .sites
             .iter()
-            .map(|s| new.site_by_name(&s.name).map(|id| id as usize))
+            .map(|s| new.site_by_name(&s.name))
             .collect();
         for e in self.entries.values_mut() {
-            let mut cells = vec![None; new.sites.len()];
-            let mut interest = vec![false; new.sites.len()];
-            for (old_id, new_id) in map.iter().enumerate() {
-                if let Some(n) = new_id {
-                    cells[*n] = e.cells.get(old_id).copied().flatten();
-                    interest[*n] = e.interest.get(old_id).copied().unwrap_or(false);
+            let mut cells: IdVec<SiteId, _> = vec![None; new.sites.len()].into();
+            let mut interest: IdVec<SiteId, _> = vec![false; new.sites.len()].into();
+            for (old_id, new_id) in map.iter_enumerated() {
+                if let Some(n) = *new_id {
+                    cells[n] = e.cells.get(old_id).copied().flatten();
+                    interest[n] = e.interest.get(old_id).copied().unwrap_or(false);
                 }
             }
             e.cells = cells;
@@ -484,9 +482,7 @@ impl LdnsBook {
 
 /// This site's view of one group, as sent to the other parents.
 fn shared(group: IpAddr, e: &Entry, ctx: &Ctx<'_>, removed: bool) -> SharedRtt {
-    let own = ctx
-        .local()
-        .and_then(|l| e.cells.get(l as usize).copied().flatten());
+    let own = ctx.local().and_then(|l| e.cells.get(l).copied().flatten());
     SharedRtt {
         group,
         rtt: own.map(|c| c.rtt),
@@ -510,7 +506,7 @@ mod tests {
                 IpAddr::from([127, 0, 0, 1 + i as u8]),
             ));
         }
-        m.set_local_site(0);
+        m.set_local_site(SiteId::new(0));
         m
     }
 
@@ -527,7 +523,7 @@ mod tests {
         let mut m = model(2);
         m.params.ldns_new_per_second = 10;
         m.params.ldns_max_entries = 20;
-        let up = [false, true];
+        let up: IdVec<SiteId, bool> = vec![false, true].into();
         let ctx = Ctx {
             model: &m,
             peers_up: &up,
@@ -562,7 +558,7 @@ mod tests {
         let m = model(2);
         let ctx = Ctx {
             model: &m,
-            peers_up: &[false, false],
+            peers_up: &vec![false, false].into(),
         };
         let mut book = LdnsBook::default();
         let mut out = LdnsOut::default();
@@ -585,7 +581,7 @@ mod tests {
     #[test]
     fn a_peer_whose_exchange_is_down_is_not_published_and_a_child_shares_nothing() {
         let mut m = model(2);
-        let mut up = [false, true];
+        let mut up: IdVec<SiteId, bool> = vec![false, true].into();
         let mut book = LdnsBook::default();
         let mut out = LdnsOut::default();
         let ctx = Ctx {
@@ -601,20 +597,24 @@ mod tests {
             queried: true,
             removed: false,
         };
-        book.peer(1, &[peer], secs(1.5), &ctx, &mut out);
+        book.peer(SiteId::new(1), &[peer], secs(1.5), &ctx, &mut out);
         let t = book.table(&ctx);
         let row = t.row(ip(1)).expect("row");
-        assert_eq!(t.rtt_us(row, 1), Some(7_000));
-        up[1] = false;
+        assert_eq!(t.rtt_us(row, SiteId::new(1)), Some(7_000));
+        up[SiteId::new(1)] = false;
         book.dirty = true;
         let ctx = Ctx {
             model: &m,
             peers_up: &up,
         };
         let t = book.table(&ctx);
-        assert_eq!(t.rtt_us(t.row(ip(1)).expect("row"), 1), None, "stale");
+        assert_eq!(
+            t.rtt_us(t.row(ip(1)).expect("row"), SiteId::new(1)),
+            None,
+            "stale"
+        );
         // A child site exchanges no RTT (seed 001).
-        m.sites[0].parent = Some(1);
+        m.sites[SiteId::new(0)].parent = Some(SiteId::new(1));
         let ctx = Ctx {
             model: &m,
             peers_up: &up,
@@ -636,13 +636,13 @@ mod tests {
     fn own_path(book: &mut LdnsBook, ctx: &Ctx<'_>, group: IpAddr) -> Option<PathFigures> {
         let t = book.table(ctx);
         let row = t.row(group)?;
-        t.cell(row, 0)?.path
+        t.cell(row, SiteId::new(0))?.path
     }
 
     #[test]
     fn own_samples_with_ttls_and_failures_make_the_path_figures() {
         let m = model(2);
-        let up = [false, true];
+        let up: IdVec<SiteId, bool> = vec![false, true].into();
         let ctx = Ctx {
             model: &m,
             peers_up: &up,
@@ -681,7 +681,11 @@ mod tests {
             book.own_sample(g, None, None, secs(t), &ctx, &mut out);
             let table = book.table(&ctx);
             let row = table.row(g).expect("row");
-            assert_eq!(table.cell(row, 0), None, "no RTT after a failed cycle");
+            assert_eq!(
+                table.cell(row, SiteId::new(0)),
+                None,
+                "no RTT after a failed cycle"
+            );
         }
         // The next answer carries them: 2 of 4 cycles lost, the TTL kept
         // from the reply that told one.
@@ -723,7 +727,7 @@ mod tests {
     #[test]
     fn a_noticeable_path_change_is_shared_within_the_rtt_tolerance() {
         let m = model(2); // -RTTTolerance 5 ms by default
-        let up = [false, true];
+        let up: IdVec<SiteId, bool> = vec![false, true].into();
         let ctx = Ctx {
             model: &m,
             peers_up: &up,
@@ -774,7 +778,7 @@ mod tests {
     #[test]
     fn peers_paths_reach_their_cells() {
         let m = model(2);
-        let up = [false, true];
+        let up: IdVec<SiteId, bool> = vec![false, true].into();
         let ctx = Ctx {
             model: &m,
             peers_up: &up,
@@ -795,10 +799,10 @@ mod tests {
             queried: true,
             removed: false,
         };
-        book.peer(1, &[peer], secs(1.0), &ctx, &mut out);
+        book.peer(SiteId::new(1), &[peer], secs(1.0), &ctx, &mut out);
         let t = book.table(&ctx);
         let row = t.row(ip(1)).expect("row");
-        assert_eq!(t.cell(row, 1).and_then(|c| c.path), Some(path));
+        assert_eq!(t.cell(row, SiteId::new(1)).and_then(|c| c.path), Some(path));
         // A peer that comes up gets this site's paths too.
         book.own_sample(
             ip(1),

@@ -393,10 +393,7 @@ impl Runner<'_> {
         let model = Arc::clone(self.engine(line)?.model());
         let service = |name: &str| {
             model
-                .services
-                .iter()
-                .position(|s| s.name.eq_ignore_ascii_case(name))
-                .map(|i| i as u32)
+                .service_by_name(name)
                 .ok_or_else(|| syntax(format!("no service {name:?}")))
         };
         let via = |w: &[&str]| -> (Option<String>, usize) {
@@ -429,9 +426,7 @@ impl Runner<'_> {
             Some("probe") if w.len() >= 4 => {
                 let s = service(w[1])?;
                 let monitor = model
-                    .monitors
-                    .iter()
-                    .position(|m| m.name.eq_ignore_ascii_case(w[2]))
+                    .monitor_by_name(w[2])
                     .ok_or_else(|| syntax(format!("no monitor {:?}", w[2])))?;
                 let success = match w[3] {
                     "ok" => true,
@@ -447,7 +442,7 @@ impl Runner<'_> {
                 };
                 Event::Probe(Probe {
                     service: s,
-                    monitor: monitor as u32,
+                    monitor,
                     success,
                     detail,
                     response_time: success.then_some(Duration::from_millis(1)),
@@ -514,12 +509,10 @@ impl Runner<'_> {
             }
             Some("local-session") if w.len() == 5 => {
                 let vserver = model
-                    .vservers
-                    .iter()
-                    .position(|v| v.name.eq_ignore_ascii_case(w[1]))
+                    .vserver_by_name(w[1])
                     .ok_or_else(|| syntax(format!("no vserver {:?}", w[1])))?;
                 Event::LocalSessions(vec![LocalSession {
-                    vserver: vserver as u32,
+                    vserver,
                     key: w[2]
                         .parse()
                         .map_err(|_| syntax("bad client address".into()))?,
@@ -629,9 +622,9 @@ impl Runner<'_> {
             return;
         };
         let model = snap.model();
-        for (r, rec) in model.dc_records.iter().enumerate() {
-            let status = sextant_core::dc_answer::record_status(&snap, r as u32);
-            let ranked: Vec<String> = match snap.dc_order(r as u32) {
+        for (r, rec) in model.dc_records.iter_enumerated() {
+            let status = sextant_core::dc_answer::record_status(&snap, r);
+            let ranked: Vec<String> = match snap.dc_order(r) {
                 Some(order) => order
                     .groups
                     .iter()
@@ -639,7 +632,7 @@ impl Runner<'_> {
                         let site = rec
                             .groups
                             .get(*g as usize)
-                            .and_then(|g| model.sites.get(g.site as usize))
+                            .and_then(|g| model.sites.get(g.site))
                             .map_or("?", |s| s.name.as_str());
                         match order.figures.get(*g as usize).copied().flatten() {
                             Some(f) => format!("{site}({f})"),
@@ -663,17 +656,17 @@ impl Runner<'_> {
         let Some(snap) = self.snapshot.clone() else {
             return;
         };
-        for (i, s) in snap.model().services.iter().enumerate() {
+        for (i, s) in snap.model().services.iter_enumerated() {
             let reason = snap
                 .status()
-                .get(i as u32)
+                .get(i)
                 .map(|s| s.reason.to_string())
                 .unwrap_or_default();
             let _ = writeln!(
                 self.out.transcript,
                 "  {} {} ({reason})",
                 s.name,
-                if snap.is_up(i as u32) { "UP" } else { "DOWN" }
+                if snap.is_up(i) { "UP" } else { "DOWN" }
             );
         }
     }

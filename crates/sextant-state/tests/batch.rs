@@ -7,7 +7,7 @@ use common::probe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{Model, Monitor, MonitorKind};
+use sextant_core::{Model, Monitor, MonitorKind, ServiceId};
 use sextant_state::{Effect, Engine};
 use sextant_test_support::model::monitored_site;
 
@@ -47,7 +47,7 @@ fn a_batch_has_the_effects_of_its_events_and_one_publication() {
     let now = start + Duration::from_millis(10);
     let m = model(n);
     // Every service's first result, half of them failing.
-    let events = || (0..n as u32).map(|i| probe(i, i % 2 == 0));
+    let events = || (0..n as u32).map(|i| probe(ServiceId::new(i), i % 2 == 0));
 
     let (mut one_by_one, _) = Engine::new(Arc::clone(&m), 1, start);
     let mut sequential = Vec::new();
@@ -79,8 +79,12 @@ fn a_batch_has_the_effects_of_its_events_and_one_publication() {
         unreachable!()
     };
     for i in 0..n as u32 {
-        assert_eq!(last.is_up(i), want.is_up(i), "service {i}");
-        assert_eq!(last.is_up(i), i % 2 == 0, "service {i}");
+        assert_eq!(
+            last.is_up(ServiceId::new(i)),
+            want.is_up(ServiceId::new(i)),
+            "service {i}"
+        );
+        assert_eq!(last.is_up(ServiceId::new(i)), i % 2 == 0, "service {i}");
     }
     assert!(batched.apply_all(Vec::new(), now).is_empty());
 }

@@ -4,7 +4,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sextant_core::{Model, Monitor, MonitorKind};
+use sextant_core::{Model, Monitor, MonitorId, MonitorKind, ServiceId, SiteId};
 use sextant_state::{Effect, Engine, Event, PeerServices, Prepared, Probe, ReportedService};
 use sextant_test_support::model::{ModelBuilder, ip, service};
 
@@ -24,9 +24,9 @@ fn model(n: usize) -> Arc<Model> {
                 &format!("s{site}-{i}"),
                 IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + (site << 20) + i as u32)),
             );
-            s.site = site;
+            s.site = SiteId::new(site);
             if site == 0 {
-                s.monitors = vec![0];
+                s.monitors = vec![MonitorId::new(0)];
             }
             b.push_service(s);
         }
@@ -38,7 +38,7 @@ fn states(effects: &[Effect]) -> Option<Vec<bool>> {
     effects.iter().rev().find_map(|e| match e {
         Effect::Publish(s) => Some(
             (0..s.model().services.len() as u32)
-                .map(|i| s.is_up(i))
+                .map(|i| s.is_up(ServiceId::new(i)))
                 .collect(),
         ),
         _ => None,
@@ -51,21 +51,21 @@ fn hostile_ids_and_unknown_sites_change_nothing() {
     let t = T0 + Duration::from_secs(1);
     for event in [
         Event::Probe(Probe {
-            service: 99,
-            monitor: 0,
+            service: ServiceId::new(99),
+            monitor: MonitorId::new(0),
             success: false,
             detail: "x".into(),
             response_time: None,
         }),
         Event::Probe(Probe {
-            service: 0,
-            monitor: 42,
+            service: ServiceId::new(0),
+            monitor: MonitorId::new(42),
             success: false,
             detail: "x".into(),
             response_time: None,
         }),
         Event::LocalFigures {
-            service: u32::MAX,
+            service: ServiceId::new(u32::MAX),
             metrics: Default::default(),
         },
         Event::PeerDown {
@@ -100,8 +100,8 @@ fn a_reload_of_the_same_configuration_keeps_every_state_and_logs_no_transition()
         t += Duration::from_millis(1);
         let fx = e.apply(
             Event::Probe(Probe {
-                service: i,
-                monitor: 0,
+                service: ServiceId::new(i),
+                monitor: MonitorId::new(0),
                 success: i % 3 != 0,
                 detail: "probe".into(),
                 response_time: None,
@@ -119,7 +119,7 @@ fn a_reload_of_the_same_configuration_keeps_every_state_and_logs_no_transition()
                 .filter(|i| i % 2 == 0)
                 .map(|i| ReportedService {
                     name: format!("remote name {i}").into(),
-                    ip: m.services[500 + i].ip,
+                    ip: m.services[ServiceId::new(500 + i)].ip,
                     port: 80,
                     public_ip: None,
                     public_port: None,
@@ -173,8 +173,8 @@ fn a_publication_shares_what_did_not_change() {
     };
     let effects = e.apply(
         Event::Probe(Probe {
-            service: 0,
-            monitor: 0,
+            service: ServiceId::new(0),
+            monitor: MonitorId::new(0),
             success: false,
             detail: "refused".into(),
             response_time: None,
@@ -188,15 +188,15 @@ fn a_publication_shares_what_did_not_change() {
     else {
         panic!("a transition is published at once: {effects:?}")
     };
-    assert!(!b.is_up(0) && a.is_up(0));
+    assert!(!b.is_up(ServiceId::new(0)) && a.is_up(ServiceId::new(0)));
     assert_eq!(
-        &*b.status().get(0).expect("status").reason,
+        &*b.status().get(ServiceId::new(0)).expect("status").reason,
         "monitor tcp: refused (1 consecutive failure)"
     );
     // Unchanged services' statuses are the same allocations in both.
     let (sa, sb) = (
-        a.status().get(1999).expect("a"),
-        b.status().get(1999).expect("b"),
+        a.status().get(ServiceId::new(1999)).expect("a"),
+        b.status().get(ServiceId::new(1999)).expect("b"),
     );
     assert!(std::ptr::eq(sa, sb));
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use sextant_core::{
     Binding, Domain, LbMethod, LdnsProbe, LoadSource, Model, Monitor, RttCell, RttTable, Service,
-    ServiceProtocol, ServiceState, Site, Snapshot, Soa, VServer, Zone,
+    ServiceId, ServiceProtocol, ServiceState, Site, SiteId, Snapshot, Soa, VServer, VServerId,
+    Zone,
 };
 
 /// Parses an address; panics on a typo.
@@ -27,7 +28,7 @@ pub fn service(name: &str, ip: IpAddr) -> Service {
         ip,
         port: 80,
         protocol: ServiceProtocol::Http,
-        site: 0,
+        site: SiteId::new(0),
         public_ip: None,
         public_port: None,
         max_clients: 0,
@@ -62,7 +63,7 @@ pub struct LinkedSite<'a> {
     pub backups: &'a [&'a str],
 }
 
-/// Builds a [`Model`] piece by piece; every `add_*` returns the index of
+/// Builds a [`Model`] piece by piece; every `add_*` returns the id of
 /// what it added.
 #[derive(Debug, Default)]
 pub struct ModelBuilder {
@@ -83,27 +84,23 @@ impl ModelBuilder {
         b
     }
 
-    pub fn add_site(&mut self, name: &str, ip: IpAddr) -> u32 {
-        self.model.sites.push(Site::new(name, ip));
-        (self.model.sites.len() - 1) as u32
+    pub fn add_site(&mut self, name: &str, ip: IpAddr) -> SiteId {
+        self.model.sites.push(Site::new(name, ip))
     }
 
     /// Adds the sites of a parent-child or mesh topology, in order, then
     /// links each to its parent and backup parents by name (all of which
     /// must be among the sites).
     pub fn add_linked_sites(&mut self, sites: &[LinkedSite<'_>]) {
-        for s in sites {
-            self.add_site(s.name, s.ip);
-        }
+        let added: Vec<SiteId> = sites.iter().map(|s| self.add_site(s.name, s.ip)).collect();
         let id = |m: &Model, name: &str| {
             m.site_by_name(name)
                 .unwrap_or_else(|| panic!("no site {name} in the model"))
         };
-        let first = self.model.sites.len() - sites.len();
-        for (i, s) in sites.iter().enumerate() {
+        for (s, added) in sites.iter().zip(added) {
             let parent = s.parent.map(|p| id(&self.model, p));
             let backups = s.backups.iter().map(|b| id(&self.model, b)).collect();
-            let site = &mut self.model.sites[first + i];
+            let site = &mut self.model.sites[added];
             site.parent = parent;
             site.backup_parents = backups;
         }
@@ -119,21 +116,20 @@ impl ModelBuilder {
     }
 
     /// Adds [`service`]`(name, ip)`.
-    pub fn add_service(&mut self, name: &str, ip: IpAddr) -> u32 {
+    pub fn add_service(&mut self, name: &str, ip: IpAddr) -> ServiceId {
         self.push_service(service(name, ip))
     }
 
     /// Adds [`service`]`(name, ip)` at site `site`.
-    pub fn add_service_at(&mut self, name: &str, ip: IpAddr, site: u32) -> u32 {
+    pub fn add_service_at(&mut self, name: &str, ip: IpAddr, site: SiteId) -> ServiceId {
         self.push_service(Service {
             site,
             ..service(name, ip)
         })
     }
 
-    pub fn push_service(&mut self, s: Service) -> u32 {
-        self.model.services.push(s);
-        (self.model.services.len() - 1) as u32
+    pub fn push_service(&mut self, s: Service) -> ServiceId {
+        self.model.services.push(s)
     }
 
     /// Adds an HTTP vserver with `method` and bindings (service, weight);
@@ -142,7 +138,7 @@ impl ModelBuilder {
         &mut self,
         name: &str,
         method: LbMethod,
-        bindings: impl IntoIterator<Item = (u32, u32)>,
+        bindings: impl IntoIterator<Item = (ServiceId, u32)>,
     ) -> &mut VServer {
         let mut vs = VServer::new(name, ServiceProtocol::Http);
         vs.method = method;
@@ -150,12 +146,12 @@ impl ModelBuilder {
             .into_iter()
             .map(|(service, weight)| Binding { service, weight })
             .collect();
-        self.model.vservers.push(vs);
-        self.model.vservers.last_mut().expect("just pushed")
+        let id = self.model.vservers.push(vs);
+        &mut self.model.vservers[id]
     }
 
     /// Adds a GSLB domain of vserver `vserver`.
-    pub fn add_domain(&mut self, name: &str, vserver: u32, ttl: u32) {
+    pub fn add_domain(&mut self, name: &str, vserver: VServerId, ttl: u32) {
         self.model.domains.push(Domain {
             name: name.into(),
             vserver,
@@ -184,12 +180,12 @@ impl ModelBuilder {
 /// `www.example.com` (TTL 30) over the given services (name, ip, weight).
 pub fn www_model(services: &[(&str, &str, u32)], method: LbMethod) -> Model {
     let mut b = ModelBuilder::local_site1();
-    let bindings: Vec<(u32, u32)> = services
+    let bindings: Vec<(ServiceId, u32)> = services
         .iter()
         .map(|&(name, addr, weight)| (b.add_service(name, ip(addr)), weight))
         .collect();
     b.add_vserver("vs", method, bindings);
-    b.add_domain("www.example.com", 0, 30);
+    b.add_domain("www.example.com", VServerId::new(0), 30);
     b.add_zone(
         "example.com",
         soa(1, 3600, 3, 3600, 5, 3600),
@@ -205,13 +201,13 @@ pub fn monitored_site(n: usize, monitor: Monitor) -> Model {
     let mut b = ModelBuilder::new();
     b.add_site("local", ip("127.0.0.1"));
     b.set_local("local");
-    b.model.monitors.push(monitor);
+    let monitor = b.model.monitors.push(monitor);
     for i in 0..n {
         let mut s = service(
             &format!("svc{i}"),
             IpAddr::from((0x0a00_0000 + i as u32).to_be_bytes()),
         );
-        s.monitors = vec![0];
+        s.monitors = vec![monitor];
         b.push_service(s);
     }
     b.build()
@@ -222,9 +218,12 @@ pub fn snapshot(m: Model) -> Snapshot {
     Snapshot::new(Arc::new(m), 1)
 }
 
-/// `s` with the services whose index is in `down` DOWN, all others UP.
-pub fn with_down(s: &Snapshot, down: &[u32]) -> Snapshot {
-    let states: Vec<_> = (0..s.model().services.len() as u32)
+/// `s` with the services in `down` DOWN, all others UP.
+pub fn with_down(s: &Snapshot, down: &[ServiceId]) -> Snapshot {
+    let states: Vec<_> = s
+        .model()
+        .services
+        .ids()
         .map(|i| ServiceState {
             up: !down.contains(&i),
         })

@@ -98,10 +98,8 @@ pub fn service_views(snap: &Snapshot, clock: &Clock) -> Vec<sextant_api::Service
     let model = snap.model();
     model
         .services
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let id = i as sextant_core::ServiceId;
+        .iter_enumerated()
+        .map(|(id, s)| {
             let status = snap.status().get(id);
             sextant_api::Service {
                 name: s.name.clone(),
@@ -162,16 +160,15 @@ async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
     let site_name = |s: sextant_core::SiteId| {
         model
             .sites
-            .get(s as usize)
+            .get(s)
             .map(|s| s.name.clone())
             .unwrap_or_default()
     };
     let records = model
         .dc_records
-        .iter()
-        .enumerate()
+        .iter_enumerated()
         .map(|(r, rec)| {
-            let order = snap.dc_order(r as u32);
+            let order = snap.dc_order(r);
             let ranked: Vec<u8> = match order {
                 Some(o) if !rec.selection.is_client_based() => o.groups.clone(),
                 _ => (0..rec.groups.len() as u8).collect(),
@@ -203,7 +200,7 @@ async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
                                     weight: addr.weight,
                                     hc: hc.to_string(),
                                     service: service
-                                        .and_then(|s| model.services.get(s as usize))
+                                        .and_then(|s| model.services.get(s))
                                         .map(|s| s.name.clone()),
                                     healthy: address_healthy(&snap, rec, a),
                                 }
@@ -214,7 +211,7 @@ async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
                 .collect();
             sextant_api::Record {
                 name: rec.name.clone(),
-                status: record_status(&snap, r as u32).describe().to_string(),
+                status: record_status(&snap, r).describe().to_string(),
                 dc_selection: rec.selection.name().to_string(),
                 criterion: rec.selection.criterion_name().map(str::to_string),
                 vservice_name: match &rec.selection {
@@ -346,10 +343,9 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
     let status = &mep.peers;
     let mut sites: Vec<Site> = model
         .sites
-        .iter()
-        .enumerate()
+        .iter_enumerated()
         .map(|(id, s)| {
-            let figures = snap.site_figures(id as sextant_core::SiteId);
+            let figures = snap.site_figures(id);
             let peer = status.iter().find(|p| p.name.eq_ignore_ascii_case(&s.name));
             Site {
                 name: s.name.clone(),
@@ -369,11 +365,11 @@ async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 }
                 .to_string(),
                 parent: s.parent.map(|p| model.site(p).name.clone()),
-                mep: site_mep_state(snap.peer_link(id as sextant_core::SiteId), peer, s.kind),
+                mep: site_mep_state(snap.peer_link(id), peer, s.kind),
                 current_parent: peer.and_then(|p| p.current_parent.clone()),
                 adopted_for: peer.and_then(|p| p.adopted_for.clone()),
                 via: snap
-                    .peer_link(id as sextant_core::SiteId)
+                    .peer_link(id)
                     .filter(|l| l.up)
                     .and_then(|l| l.via.as_deref().map(str::to_string)),
                 last_message: peer

@@ -69,6 +69,7 @@ fn shown_at(at: Duration, now: Duration, wall_now: SystemTime) -> SystemTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sextant_core::ServiceId;
 
     #[test]
     fn a_moment_is_shown_relative_to_the_wall_clock_read_now() {
@@ -122,7 +123,10 @@ bind gslb vserver vs -domainName www.example.com -TTL 5
         let mut wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let far_state = |effects: &[Effect]| {
             effects.iter().rev().find_map(|e| match e {
-                Effect::Publish(s) => Some((s.is_up(0), s.status().get(0)?.last_change)),
+                Effect::Publish(s) => Some((
+                    s.is_up(ServiceId::new(0)),
+                    s.status().get(ServiceId::new(0))?.last_change,
+                )),
                 _ => None,
             })
         };

@@ -63,7 +63,7 @@ fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, pat
     for d in &model.domains {
         println!("  dig @{ip} -p {port} {} A +short", d.name);
     }
-    if let Some(z) = model.zones.first() {
+    if let Some(z) = model.zones.iter().next() {
         println!("  dig @{ip} -p {port} {} SOA", z.apex);
         println!(
             "  dig @{ip} -p {port} nothing.{} A        # NXDOMAIN",
@@ -72,7 +72,7 @@ fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, pat
     }
     println!("  dig @{ip} -p {port} example.org A            # REFUSED: not our zone");
     println!("  curl -s http://{api}/v1/services");
-    if let Some(d) = model.domains.first() {
+    if let Some(d) = model.domains.iter().next() {
         println!(
             "  curl -s 'http://{api}/v1/explain?name={}&client=192.0.2.1'",
             d.name
@@ -80,7 +80,7 @@ fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, pat
     }
     println!();
     println!("Watch failover: type `stop NAME` (then `start NAME`) and press Enter, e.g.");
-    if let Some(s) = model.services.first() {
+    if let Some(s) = model.services.iter().next() {
         println!("  stop {}", s.name);
     }
     println!(

@@ -831,7 +831,7 @@ impl Edges {
     /// Starts the LDNS prober on a parent, or gives it the new settings.
     fn start_ldns(&mut self) {
         let model = &self.model;
-        let local = model.local_site.and_then(|l| model.sites.get(l as usize));
+        let local = model.local_site.and_then(|l| model.sites.get(l));
         let Some(site) = local.filter(|s| s.parent.is_none()) else {
             self.ldns = None;
             return;
@@ -1082,7 +1082,7 @@ fn carry_out(
                 up,
                 reason,
             } => {
-                let Some(s) = edges.model.services.get(service as usize) else {
+                let Some(s) = edges.model.services.get(service) else {
                     continue;
                 };
                 if up {
@@ -1182,8 +1182,8 @@ fn carry_out(
                 }
                 // Persistence entries survive the reload under the new ids.
                 daemon.dns.sessions.renumber(
-                    |v| renumber.vservers.get(v as usize).copied().flatten(),
-                    |s| renumber.services.get(s as usize).copied().flatten(),
+                    |v| renumber.vservers.get(v).copied().flatten(),
+                    |s| renumber.services.get(s).copied().flatten(),
                 );
                 edges.gates = Gates::open(model.services.len());
                 for s in closed_gates {

@@ -547,24 +547,12 @@ impl InterfaceRun {
                 vservers: v
                     .track_vservers
                     .iter()
-                    .filter_map(|n| {
-                        model
-                            .vservers
-                            .iter()
-                            .position(|vs| vs.name.eq_ignore_ascii_case(n))
-                            .map(|id| (n.clone(), id as VServerId))
-                    })
+                    .filter_map(|n| model.vserver_by_name(n).map(|id| (n.clone(), id)))
                     .collect(),
                 services: v
                     .track_services
                     .iter()
-                    .filter_map(|n| {
-                        model
-                            .services
-                            .iter()
-                            .position(|s| s.name.eq_ignore_ascii_case(n))
-                            .map(|id| (n.clone(), id as ServiceId))
-                    })
+                    .filter_map(|n| model.service_by_name(n).map(|id| (n.clone(), id)))
                     .collect(),
                 interfaces: v.track_interfaces.clone(),
             });

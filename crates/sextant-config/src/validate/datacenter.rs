@@ -19,7 +19,7 @@ use crate::draft::{
 };
 use crate::scalar::{check_domain, normalize_name};
 
-use super::{Index, Validator, first_time};
+use super::{Index, Validator, first_time, with_ids};
 
 impl Validator<'_> {
     /// A datacenter-mode record as messages name it.
@@ -61,30 +61,26 @@ impl Validator<'_> {
     /// must find one service per datacenter.
     fn vservice_names<'a>(&mut self, draft: &'a Draft) -> FnvMap<(SiteId, &'a str), ServiceId> {
         let mut found: FnvMap<(SiteId, &'a str), ServiceId> = FnvMap::default();
-        for (i, d) in draft.services.iter().enumerate() {
+        for (i, d) in with_ids::<ServiceId, _>(&draft.services) {
             let Some((name, line)) = &d.vservice_name else {
                 continue;
             };
             let site = self.model.services[i].site;
-            if let Err(first) = first_time(&mut found, (site, name.as_str()), i as ServiceId) {
+            if let Err(first) = first_time(&mut found, (site, name.as_str()), i) {
                 let key = self.key("-vServiceName", "vservice_name");
                 let (this, other) = (
                     &self.model.services[i].name,
-                    &self.model.services[first as usize].name,
+                    &self.model.services[first].name,
                 );
                 let label = match self.syntax {
                     Syntax::Appliance => format!("service \"{this}\""),
                     Syntax::Toml => format!("[[service]] {this}"),
                 };
-                let first_line = draft.services[first as usize]
+                let first_line = draft.services[first.index()]
                     .vservice_name
                     .as_ref()
                     .map_or(0, |v| v.1);
-                let site_name = self
-                    .model
-                    .sites
-                    .get(site as usize)
-                    .map_or("", |s| s.name.as_str());
+                let site_name = self.model.sites.get(site).map_or("", |s| s.name.as_str());
                 self.diag.error(
                     *line,
                     format!(
@@ -100,13 +96,19 @@ impl Validator<'_> {
     /// other, addresses resolved and grouped per datacenter. Runs after
     /// the domains (a name is answered one way) and the local site (always
     /// one of a record's datacenters) are known.
-    pub(super) fn dc_records(&mut self, draft: &Draft, sites: &Index, services: &Index) {
+    pub(super) fn dc_records(
+        &mut self,
+        draft: &Draft,
+        sites: &Index<SiteId>,
+        services: &Index<ServiceId>,
+    ) {
         let vservices = self.vservice_names(draft);
         let mut domains: FnvMap<String, usize> = FnvMap::default();
         for (i, b) in draft.domain_bindings.iter().enumerate() {
             let _ = first_time(&mut domains, normalize_name(&b.name), i);
         }
-        let mut index = Index::default();
+        // Name → position in the draft.
+        let mut index: Index<usize> = Index::default();
         let mut names = Vec::with_capacity(draft.dc_records.len());
         for (i, d) in draft.dc_records.iter().enumerate() {
             let name = normalize_name(&d.name);
@@ -116,7 +118,7 @@ impl Validator<'_> {
             }
             match index.entry(name.clone()) {
                 Entry::Occupied(first) => {
-                    let first = draft.dc_records[*first.get() as usize].line;
+                    let first = draft.dc_records[*first.get()].line;
                     self.diag.error(
                         d.line,
                         format!(
@@ -125,7 +127,7 @@ impl Validator<'_> {
                     );
                 }
                 Entry::Vacant(slot) => {
-                    slot.insert(i as u32);
+                    slot.insert(i);
                 }
             }
             if let Some(&b) = domains.get(&name) {
@@ -151,7 +153,7 @@ impl Validator<'_> {
                         name: normalize_name(&b.record.name),
                         ..b.record.clone()
                     };
-                    self.resolve(&r, Kind::DcRecord, &index).map(|i| i as usize)
+                    self.resolve(&r, Kind::DcRecord, &index)
                 }
             };
             if let Some(list) = of.and_then(|i| bound.get_mut(i)) {
@@ -170,8 +172,8 @@ impl Validator<'_> {
         d: &DraftDcRecord,
         name: &str,
         bound: &[&DcBound],
-        sites: &Index,
-        services: &Index,
+        sites: &Index<SiteId>,
+        services: &Index<ServiceId>,
         vservices: &FnvMap<(SiteId, &str), ServiceId>,
     ) -> DcRecord {
         let label = self.dc_label(name);
@@ -236,7 +238,7 @@ impl Validator<'_> {
                             format!(
                                 "{}: address {ip} is already in datacenter \"{}\" of this record (line {first})",
                                 a.site.context,
-                                self.model.sites[site as usize].name
+                                self.model.sites[site].name
                             ),
                         );
                         continue;
@@ -274,7 +276,7 @@ impl Validator<'_> {
                 let key = self.key("-dcOrder", "dc_order");
                 for e in &entries {
                     if !groups.iter().any(|(s, _)| *s == e.site) {
-                        let site = &self.model.sites[e.site as usize].name;
+                        let site = &self.model.sites[e.site].name;
                         self.diag.error(
                             e.bound.line,
                             format!(
@@ -324,7 +326,7 @@ impl Validator<'_> {
             for g in &mut groups {
                 g.service = vservices.get(&(g.site, service.as_str())).copied();
                 if g.service.is_none() {
-                    let site = &self.model.sites[g.site as usize].name;
+                    let site = &self.model.sites[g.site].name;
                     self.diag.warn(
                         line,
                         format!(
@@ -369,8 +371,8 @@ impl Validator<'_> {
     fn dc_address(
         &mut self,
         a: &DraftDcAddress,
-        sites: &Index,
-        services: &Index,
+        sites: &Index<SiteId>,
+        services: &Index<ServiceId>,
     ) -> Option<(SiteId, IpAddr, DcHealth)> {
         let ctx = &a.site.context;
         let site = self.resolve(&a.site, Kind::Site, sites);
@@ -378,15 +380,13 @@ impl Validator<'_> {
             DcTarget::Ip(ip) => (*ip, None),
             DcTarget::Service(r) => {
                 let svc = self.resolve(r, Kind::Service, services)?;
-                let s = &self.model.services[svc as usize];
+                let s = &self.model.services[svc];
                 if let Some(site) = site
                     && s.site != site
                 {
                     let key = self.key("-siteName", "address: site");
-                    let (svc_site, given) = (
-                        &self.model.sites[s.site as usize].name,
-                        &self.model.sites[site as usize].name,
-                    );
+                    let (svc_site, given) =
+                        (&self.model.sites[s.site].name, &self.model.sites[site].name);
                     let message = format!(
                         "{ctx}: service \"{}\" belongs to site \"{svc_site}\", not to \"{given}\" ({key})",
                         s.name

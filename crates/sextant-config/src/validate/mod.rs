@@ -12,8 +12,9 @@ use std::collections::hash_map::Entry;
 use sextant_core::snapshot::FnvMap;
 
 use sextant_core::{
-    Binding, Domain, HttpUrl, LoadKind, LoadSource, MetricSelector, Model, MonitorKind,
-    PrometheusSource, RpcNode, Service, Site, SiteId, VServer, Zone,
+    Binding, Domain, HttpUrl, IdVec, Idx, LoadKind, LoadSource, MetricSelector, Model, MonitorId,
+    MonitorKind, PrometheusSource, RpcNode, Service, ServiceId, Site, SiteId, VServer, VServerId,
+    Zone,
 };
 
 use crate::draft::{
@@ -71,13 +72,19 @@ fn first_time<K: std::hash::Hash + Eq, V: Copy>(
     }
 }
 
-/// Lower-cased name → index, for lookups by name.
-type Index = FnvMap<String, u32>;
+/// Lower-cased name → id, for lookups by name.
+type Index<I> = FnvMap<String, I>;
+
+/// The draft's items with the ids their model entries get: the model's
+/// tables are built in draft order.
+fn with_ids<I: Idx, T>(items: &[T]) -> impl Iterator<Item = (I, &T)> {
+    items.iter().enumerate().map(|(i, t)| (I::from_index(i), t))
+}
 
 /// Looks a name up case-insensitively in an index of lower-case names,
 /// lowering short names on the stack (this runs once per reference, and a
 /// file of 100,000 services has several hundred thousand).
-fn lookup(index: &Index, name: &str) -> Option<u32> {
+fn lookup<I: Copy>(index: &Index<I>, name: &str) -> Option<I> {
     if !name.bytes().any(|b| b.is_ascii_uppercase()) {
         return index.get(name).copied();
     }
@@ -111,8 +118,14 @@ impl Validator<'_> {
     }
 
     /// Indexes names, reporting duplicates (names are case-insensitive).
-    fn index<'a>(&mut self, kind: Kind, items: impl Iterator<Item = (&'a str, usize)>) -> Index {
-        let mut index = Index::default();
+    /// The `i`th item gets id `i`: the model's table is built in the same
+    /// order.
+    fn index<'a, I: Idx>(
+        &mut self,
+        kind: Kind,
+        items: impl Iterator<Item = (&'a str, usize)>,
+    ) -> Index<I> {
+        let mut index = Index::<I>::default();
         let mut lines = Vec::new();
         for (i, (name, line)) in items.enumerate() {
             lines.push(line);
@@ -121,7 +134,7 @@ impl Validator<'_> {
             }
             match index.entry(name.to_ascii_lowercase()) {
                 Entry::Occupied(first) => {
-                    let first = lines[*first.get() as usize];
+                    let first = lines[first.get().index()];
                     self.diag.error(
                         line,
                         format!(
@@ -131,7 +144,7 @@ impl Validator<'_> {
                     );
                 }
                 Entry::Vacant(slot) => {
-                    slot.insert(i as u32);
+                    slot.insert(I::from_index(i));
                 }
             }
         }
@@ -139,7 +152,7 @@ impl Validator<'_> {
     }
 
     /// Looks `r` up in `index`, reporting it if it is not defined.
-    fn resolve(&mut self, r: &Ref, kind: Kind, index: &Index) -> Option<u32> {
+    fn resolve<I: Copy>(&mut self, r: &Ref, kind: Kind, index: &Index<I>) -> Option<I> {
         let found = lookup(index, &r.name);
         if found.is_none() {
             let hint = self.syntax.how_to_define(kind, &r.name);
@@ -224,7 +237,7 @@ impl Validator<'_> {
         self.model.api_listen = draft.api_listen;
     }
 
-    fn sites(&mut self, draft: &Draft) -> Index {
+    fn sites(&mut self, draft: &Draft) -> Index<SiteId> {
         let index = self.index(
             Kind::Site,
             draft.sites.iter().map(|s| (s.name.as_str(), s.line)),
@@ -240,12 +253,12 @@ impl Validator<'_> {
 
         // Parents: defined, not the site itself, and not children themselves
         // (the topology has two levels).
-        for (i, d) in draft.sites.iter().enumerate() {
+        for (i, d) in with_ids(&draft.sites) {
             let Some(r) = &d.parent else { continue };
             let Some(p) = self.resolve(r, Kind::Site, &index) else {
                 continue;
             };
-            if p as usize == i {
+            if p == i {
                 self.diag.error(
                     r.line,
                     format!(
@@ -257,11 +270,11 @@ impl Validator<'_> {
                 self.model.sites[i].parent = Some(p);
             }
         }
-        for (i, d) in draft.sites.iter().enumerate() {
+        for (i, d) in with_ids(&draft.sites) {
             let (Some(p), Some(r)) = (self.model.sites[i].parent, &d.parent) else {
                 continue;
             };
-            let parent = &draft.sites[p as usize];
+            let parent = &draft.sites[p.index()];
             if let Some(grand) = &parent.parent {
                 self.diag.error(
                     r.line,
@@ -275,7 +288,7 @@ impl Validator<'_> {
 
         // Exchange switches: on by default for parents, always off on
         // children (only parents exchange RTT and persistence sessions).
-        for (i, d) in draft.sites.iter().enumerate() {
+        for (i, d) in with_ids::<SiteId, _>(&draft.sites) {
             let child = d.parent.is_some();
             let nw = self.child_switch(
                 d,
@@ -337,8 +350,8 @@ impl Validator<'_> {
     /// syntax each must also be added on an earlier line than the list
     /// (seed 001: "You must first add all the sites and then configure the
     /// site as a backup parent"). Errors about one name point at its column.
-    fn backup_parents(&mut self, draft: &Draft, index: &Index) {
-        for (i, d) in draft.sites.iter().enumerate() {
+    fn backup_parents(&mut self, draft: &Draft, index: &Index<SiteId>) {
+        for (i, d) in with_ids(&draft.sites) {
             let Some(first) = d.backup_parents.first() else {
                 continue;
             };
@@ -384,8 +397,8 @@ impl Validator<'_> {
                     self.error_at(r.line, bp.column, message);
                     continue;
                 };
-                let backup = &draft.sites[b as usize];
-                if b as usize == i {
+                let backup = &draft.sites[b.index()];
+                if b == i {
                     self.error_at(
                         r.line,
                         bp.column,
@@ -429,7 +442,7 @@ impl Validator<'_> {
         }
     }
 
-    fn monitors(&mut self, draft: &Draft) -> Index {
+    fn monitors(&mut self, draft: &Draft) -> Index<MonitorId> {
         let index = self.index(
             Kind::Monitor,
             draft
@@ -498,7 +511,7 @@ impl Validator<'_> {
 
     /// The services, their names moved out of the draft (nothing after this
     /// reads them there).
-    fn services(&mut self, draft: &mut Draft, sites: &Index) -> Index {
+    fn services(&mut self, draft: &mut Draft, sites: &Index<SiteId>) -> Index<ServiceId> {
         let index = self.index(
             Kind::Service,
             draft.services.iter().map(|s| (s.name.as_str(), s.line)),
@@ -525,10 +538,13 @@ impl Validator<'_> {
             }
         }
         for d in &mut draft.services {
-            let site = match &d.site {
-                Some(r) => self.resolve(r, Kind::Site, sites).unwrap_or(0),
-                None => 0,
-            };
+            // A service without a valid site is already an error: the
+            // model is discarded, so any site will do.
+            let site = d
+                .site
+                .as_ref()
+                .and_then(|r| self.resolve(r, Kind::Site, sites))
+                .unwrap_or(SiteId::new(0));
             let load_source = self.load_source(d);
             self.model.services.push(Service {
                 name: std::mem::take(&mut d.name),
@@ -722,8 +738,13 @@ impl Validator<'_> {
         }
     }
 
-    fn monitor_bindings(&mut self, draft: &Draft, services: &Index, monitors: &Index) {
-        let mut seen: FnvMap<(u32, u32), usize> = FnvMap::default();
+    fn monitor_bindings(
+        &mut self,
+        draft: &Draft,
+        services: &Index<ServiceId>,
+        monitors: &Index<MonitorId>,
+    ) {
+        let mut seen: FnvMap<(ServiceId, MonitorId), usize> = FnvMap::default();
         for b in &draft.monitor_bindings {
             let svc = self.resolve(&b.service, Kind::Service, services);
             if lookup(monitors, &b.monitor.name).is_none()
@@ -747,8 +768,8 @@ impl Validator<'_> {
                 );
                 continue;
             }
-            if self.model.services[svc as usize].cname.is_some()
-                && self.model.monitors[mon as usize].dest_ip.is_none()
+            if self.model.services[svc].cname.is_some()
+                && self.model.monitors[mon].dest_ip.is_none()
             {
                 self.diag.error(
                     b.monitor.line,
@@ -759,11 +780,11 @@ impl Validator<'_> {
                 );
                 continue;
             }
-            self.model.services[svc as usize].monitors.push(mon);
+            self.model.services[svc].monitors.push(mon);
         }
     }
 
-    fn vservers(&mut self, draft: &Draft) -> Index {
+    fn vservers(&mut self, draft: &Draft) -> Index<VServerId> {
         let index = self.index(
             Kind::VServer,
             draft
@@ -777,12 +798,12 @@ impl Validator<'_> {
             vs.backup_vserver = None;
             self.model.vservers.push(vs);
         }
-        for (i, d) in draft.vservers.iter().enumerate() {
+        for (i, d) in with_ids(&draft.vservers) {
             let Some(r) = &d.backup_vserver else { continue };
             let Some(b) = self.resolve(r, Kind::VServer, &index) else {
                 continue;
             };
-            if b as usize == i {
+            if b == i {
                 self.diag.error(
                     r.line,
                     format!(
@@ -800,13 +821,12 @@ impl Validator<'_> {
 
     /// Reports each cycle of backup vservers once (a backup chain must end).
     fn backup_cycles(&mut self, draft: &Draft) {
-        let n = self.model.vservers.len();
-        let mut reported = vec![false; n];
-        for start in 0..n {
-            let mut chain: Vec<usize> = vec![start];
+        let mut reported: IdVec<VServerId, bool> =
+            self.model.vservers.iter().map(|_| false).collect();
+        for start in self.model.vservers.ids() {
+            let mut chain: Vec<VServerId> = vec![start];
             let mut cur = start;
             while let Some(next) = self.model.vservers[cur].backup_vserver {
-                let next = next as usize;
                 if let Some(pos) = chain.iter().position(|&c| c == next) {
                     let cycle = &chain[pos..];
                     if cycle.iter().all(|&c| !reported[c]) {
@@ -819,11 +839,8 @@ impl Validator<'_> {
                             .chain(std::iter::once(&next))
                             .map(|&c| format!("\"{}\"", self.model.vservers[c].name))
                             .collect();
-                        let line = draft.vservers[first]
-                            .backup_vserver
-                            .as_ref()
-                            .map(|r| r.line)
-                            .unwrap_or(draft.vservers[first].line);
+                        let first = &draft.vservers[first.index()];
+                        let line = first.backup_vserver.as_ref().map_or(first.line, |r| r.line);
                         let key = self.key("-backupVServer", "backup_vserver");
                         self.diag.error(
                             line,
@@ -841,8 +858,13 @@ impl Validator<'_> {
         }
     }
 
-    fn service_bindings(&mut self, draft: &Draft, vservers: &Index, services: &Index) {
-        let mut seen: FnvMap<(u32, u32), usize> = FnvMap::default();
+    fn service_bindings(
+        &mut self,
+        draft: &Draft,
+        vservers: &Index<VServerId>,
+        services: &Index<ServiceId>,
+    ) {
+        let mut seen: FnvMap<(VServerId, ServiceId), usize> = FnvMap::default();
         for b in &draft.service_bindings {
             let vs = self.resolve(&b.vserver, Kind::VServer, vservers);
             let svc = self.resolve(&b.service, Kind::Service, services);
@@ -861,8 +883,8 @@ impl Validator<'_> {
             }
             // CNAME-based GSLB: a CNAME vserver answers names, others
             // addresses, so each takes only services of its kind.
-            let cname_vs = self.model.vservers[vs as usize].cname;
-            let cname_svc = self.model.services[svc as usize].cname.is_some();
+            let cname_vs = self.model.vservers[vs].cname;
+            let cname_svc = self.model.services[svc].cname.is_some();
             if cname_vs != cname_svc {
                 let why = if cname_vs {
                     "vserver \"{vs}\" answers with CNAMEs (-dnsRecordType CNAME), so its services need -cnameEntry; service \"{svc}\" has an address"
@@ -876,14 +898,14 @@ impl Validator<'_> {
                     .error(b.service.line, format!("{}: {why}", b.service.context));
                 continue;
             }
-            self.model.vservers[vs as usize].bindings.push(Binding {
+            self.model.vservers[vs].bindings.push(Binding {
                 service: svc,
                 weight: b.weight,
             });
         }
     }
 
-    fn domains(&mut self, draft: &Draft, vservers: &Index) {
+    fn domains(&mut self, draft: &Draft, vservers: &Index<VServerId>) {
         // Domain → the binding that claimed it first.
         let mut seen: FnvMap<String, usize> = FnvMap::default();
         for (i, b) in draft.domain_bindings.iter().enumerate() {
@@ -1010,19 +1032,19 @@ impl Validator<'_> {
         delegations
     }
 
-    fn local_site(&mut self, draft: &Draft, sites: &Index) {
+    fn local_site(&mut self, draft: &Draft, sites: &Index<SiteId>) {
         let mut local: Option<(SiteId, usize)> = None;
-        for (i, d) in draft.sites.iter().enumerate() {
+        for (i, d) in with_ids(&draft.sites) {
             let Some(line) = d.local_line else { continue };
             match local {
                 Some((first, first_line)) => self.diag.error(
                     line,
                     format!(
                         "site \"{}\" is declared LOCAL, but site \"{}\" already is (line {first_line}); a node runs as exactly one site",
-                        d.name, draft.sites[first as usize].name
+                        d.name, draft.sites[first.index()].name
                     ),
                 ),
-                None => local = Some((i as SiteId, line)),
+                None => local = Some((i, line)),
             }
         }
         if let Some(r) = &draft.local_site
@@ -1031,7 +1053,7 @@ impl Validator<'_> {
             local = Some((id, r.line));
         }
         if let Some((id, _)) = local
-            && (id as usize) < self.model.sites.len()
+            && self.model.sites.get(id).is_some()
         {
             self.model.set_local_site(id);
         }

@@ -23,18 +23,18 @@ pub fn big_model(domains: usize, per_vserver: usize) -> Model {
             IpAddr::from([10, 0, s as u8, 1]),
         ));
     }
-    m.set_local_site(0);
+    m.set_local_site(SiteId::new(0));
     for d in 0..domains {
         let mut vs = VServer::new(format!("vs{d}"), ServiceProtocol::Http);
         vs.method = LbMethod::RoundRobin;
         for k in 0..per_vserver {
-            let id = m.services.len() as u32;
+            let id = m.services.next_id();
             m.services.push(Service {
                 name: format!("svc{d}-{k}"),
-                ip: IpAddr::from((0x0a00_0000u32 + id).to_be_bytes()),
+                ip: IpAddr::from((0x0a00_0000u32 + id.raw()).to_be_bytes()),
                 port: 80,
                 protocol: ServiceProtocol::Http,
-                site: (k % SITES) as u32,
+                site: SiteId::from_index(k % SITES),
                 public_ip: None,
                 public_port: None,
                 max_clients: 0,
@@ -47,10 +47,10 @@ pub fn big_model(domains: usize, per_vserver: usize) -> Model {
                 weight: 1 + (k as u32 % 3),
             });
         }
-        m.vservers.push(vs);
+        let vserver = m.vservers.push(vs);
         m.domains.push(Domain {
             name: format!("app{d}.example.com"),
-            vserver: d as u32,
+            vserver,
             ttl: 30,
             backup_ip: None,
         });
@@ -132,10 +132,13 @@ pub const WRR_NAME: &str = "app2027.example.com";
 /// The model with [`RTT_NAME`]'s vserver on the RTT method; no RTT table.
 pub fn rtt_snapshot() -> Snapshot {
     let mut model = big_model(10_000, 10);
-    let rtt_vs = 2024;
+    let rtt_vs = VServerId::new(2024);
     model.vservers[rtt_vs].method = LbMethod::Rtt;
     model.vservers[rtt_vs].rtt_tolerance = Duration::from_millis(20);
-    assert_eq!(model.vservers[2027].method, LbMethod::RoundRobin);
+    assert_eq!(
+        model.vservers[VServerId::new(2027)].method,
+        LbMethod::RoundRobin
+    );
     health(Snapshot::new(Arc::new(model), 1))
 }
 

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{
-    Binding, Domain, LbMethod, Model, Persistence, Service, ServiceProtocol, Site, Snapshot, Soa,
-    VServer, Zone,
+    Binding, Domain, LbMethod, Model, Persistence, Service, ServiceId, ServiceProtocol, Site,
+    SiteId, Snapshot, Soa, VServer, VServerId, Zone,
 };
 
 pub const WWW_V4: [u8; 4] = [192, 0, 2, 10];
@@ -29,7 +29,7 @@ fn service(name: &str, ip: IpAddr) -> Service {
         ip,
         port: 80,
         protocol: ServiceProtocol::Http,
-        site: 0,
+        site: SiteId::new(0),
         public_ip: None,
         public_port: None,
         max_clients: 0,
@@ -44,7 +44,7 @@ fn vserver(name: &str, method: LbMethod, services: std::ops::Range<usize>) -> VS
     v.method = method;
     v.bindings = services
         .map(|s| Binding {
-            service: s as u32,
+            service: ServiceId::from_index(s),
             weight: 1,
         })
         .collect();
@@ -118,7 +118,7 @@ pub fn model() -> Model {
     ] {
         m.domains.push(Domain {
             name: name.into(),
-            vserver: vs,
+            vserver: VServerId::new(vs),
             ttl,
             backup_ip: None,
         });

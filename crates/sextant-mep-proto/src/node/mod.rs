@@ -178,9 +178,9 @@ impl Cfg {
         let local = topo.local().clone();
         let original_parent = model
             .local_site
-            .and_then(|id| model.sites.get(id as usize))
+            .and_then(|id| model.sites.get(id))
             .and_then(|s| s.parent)
-            .and_then(|p| model.sites.get(p as usize))
+            .and_then(|p| model.sites.get(p))
             .map(|p| key(&p.name));
         Cfg {
             generation,

@@ -3,13 +3,15 @@
 
 use std::time::Duration;
 
+use sextant_core::{MonitorId, ServiceId};
 use sextant_state::{Event, Probe};
 
-/// A TCP monitor's result for `service`, as the monitors report it.
-pub fn probe(service: u32, success: bool) -> Event {
+/// A TCP monitor's result for `service` (its only monitor, the model's
+/// first), as the monitors report it.
+pub fn probe(service: ServiceId, success: bool) -> Event {
     Event::Probe(Probe {
         service,
-        monitor: 0,
+        monitor: MonitorId::new(0),
         success,
         detail: if success {
             "TCP connect in 0.2ms"
