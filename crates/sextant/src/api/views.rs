@@ -1,56 +1,25 @@
-//! The read-only REST API (`/v1/...`).
+//! The read endpoints: each reads the one published snapshot (and the
+//! metric exchange and VRRP publications), never a lock the DNS path or
+//! the state task holds.
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::Path;
+use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
-use sextant_api::{ApiError, DnsCounters, PushMetrics, Site, Status};
-use std::time::{Duration, SystemTime};
+use sextant_api::{DnsCounters, Site, Status};
 
 use sextant_core::{SiteKind, Snapshot, Transition};
 
+use super::{error, rfc3339};
 use crate::clock::Clock;
-use crate::serve::{Daemon, Input};
+use crate::serve::Daemon;
 
-pub fn router(daemon: Arc<Daemon>) -> Router {
-    Router::new()
-        .route("/v1/status", get(status))
-        .route("/v1/services", get(services))
-        .route("/v1/services/{name}/metrics", post(push_metrics))
-        .route("/v1/sites", get(sites))
-        .route("/v1/explain", get(explain))
-        .route("/v1/ldns", get(ldns))
-        .route("/v1/records", get(records))
-        .route("/v1/site/figures", post(push_site_figures))
-        .route("/v1/vrrp", get(vrrp))
-        .fallback(not_found)
-        .with_state(daemon)
-}
-
-async fn not_found() -> Response {
-    error(
-        StatusCode::NOT_FOUND,
-        "no such endpoint; try /v1/status, /v1/services, /v1/sites, /v1/ldns, /v1/records or /v1/explain?name=..&client=..",
-    )
-}
-
-fn error(code: StatusCode, message: impl Into<String>) -> Response {
-    (
-        code,
-        Json(ApiError {
-            error: message.into(),
-        }),
-    )
-        .into_response()
-}
-
-async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
+pub(super) async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
     let c = d.dns.stats.snapshot();
@@ -89,12 +58,12 @@ async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
 
 /// Every service as the published snapshot has it: the same moment the
 /// DNS answers come from.
-async fn services(State(d): State<Arc<Daemon>>) -> Json<Vec<sextant_api::Service>> {
+pub(super) async fn services(State(d): State<Arc<Daemon>>) -> Json<Vec<sextant_api::Service>> {
     Json(service_views(&d.dns.snapshot.load(), &d.clock))
 }
 
 /// The API's view of every service of a snapshot.
-pub fn service_views(snap: &Snapshot, clock: &Clock) -> Vec<sextant_api::Service> {
+fn service_views(snap: &Snapshot, clock: &Clock) -> Vec<sextant_api::Service> {
     let model = snap.model();
     model
         .services
@@ -147,11 +116,11 @@ pub fn service_views(snap: &Snapshot, clock: &Clock) -> Vec<sextant_api::Service
 
 /// Datacenter mode: every record with its status and its datacenters in
 /// ranked order, from the same publication DNS answers from.
-async fn vrrp(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Vrrp> {
+pub(super) async fn vrrp(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Vrrp> {
     Json(d.vrrp.api())
 }
 
-async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
+pub(super) async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
     use sextant_core::dc_answer::{address_healthy, record_status};
     use sextant_core::{DcHealth, DcSelection};
     let snap = d.dns.snapshot.load();
@@ -234,47 +203,7 @@ async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
 
 /// Sets this site's own figures (datacenter mode's DC Based criteria),
 /// standing in for the measured ones; sent to the other sites at once.
-async fn push_site_figures(State(d): State<Arc<Daemon>>, body: axum::body::Bytes) -> Response {
-    let push: sextant_api::SiteFiguresPush = match serde_json::from_slice(&body) {
-        Ok(p) => p,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "body: {e}; expected JSON like {{\"cpu_percent\": 35.5, \"memory_percent\": 60, \"bandwidth_bytes_ps\": 1250000}} (null or missing: measured)"
-                ),
-            );
-        }
-    };
-    let bad = [
-        ("cpu_percent", push.cpu_percent, 100.0),
-        ("memory_percent", push.memory_percent, 100.0),
-        ("bandwidth_bytes_ps", push.bandwidth_bytes_ps, f64::MAX),
-    ]
-    .into_iter()
-    .find(|(_, v, max)| v.is_some_and(|v| !v.is_finite() || !(0.0..=*max).contains(&v)));
-    if let Some((name, v, max)) = bad {
-        return error(
-            StatusCode::BAD_REQUEST,
-            format!("{name}: {v:?} is out of range (0 to {max})"),
-        );
-    }
-    if let Ok(mut o) = d.site_overrides.lock() {
-        *o = crate::site_metrics::Overrides {
-            cpu_percent: push.cpu_percent,
-            memory_percent: push.memory_percent,
-            bandwidth_bytes_ps: push.bandwidth_bytes_ps,
-        };
-    }
-    match d.inputs.send(Input::SiteFigures).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
-    }
-}
-
-/// The RTT method's LDNS table: every group with every site's RTT, from
-/// the same publication DNS answers from.
-async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns> {
+pub(super) async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns> {
     use std::sync::atomic::Ordering;
     let snap = d.dns.snapshot.load();
     let model = snap.model();
@@ -335,7 +264,7 @@ async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns> {
     })
 }
 
-async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
+pub(super) async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
     let has_children = model.sites.iter().any(|s| s.parent.is_some());
@@ -447,58 +376,8 @@ fn mep_state(peer: Option<&sextant_mep::PeerStatus>, kind: SiteKind) -> String {
 
 /// `POST /v1/services/NAME/metrics`: load figures of a local service, for
 /// services with `-loadSource PUSH` (accepted for any local service).
-async fn push_metrics(
-    State(d): State<Arc<Daemon>>,
-    Path(name): Path<String>,
-    body: axum::body::Bytes,
-) -> Response {
-    let push: PushMetrics = match serde_json::from_slice(&body) {
-        Ok(p) => p,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "body: {e}; expected JSON like {{\"connections\": 12, \"response_time_ms\": 3.5, \"bandwidth_bps\": 1000, \"packets_ps\": 80, \"custom_load\": 40}}"
-                ),
-            );
-        }
-    };
-    let snap = d.dns.snapshot.load();
-    let model = snap.model();
-    let Some(id) = snap.service_by_name(&name) else {
-        return error(StatusCode::NOT_FOUND, format!("no service named {name:?}"));
-    };
-    if Some(model.service(id).site) != model.local_site {
-        return error(
-            StatusCode::CONFLICT,
-            format!(
-                "service {name:?} belongs to another site; its figures come from that site over metric exchange"
-            ),
-        );
-    }
-    let metrics = sextant_core::ServiceMetrics {
-        connections: push.connections,
-        response_time_us: push
-            .response_time_ms
-            .filter(|ms| ms.is_finite() && *ms >= 0.0)
-            .map(|ms| (ms * 1000.0) as u64),
-        bandwidth_bps: push.bandwidth_bps,
-        packets_ps: push.packets_ps,
-        custom_load: push.custom_load,
-        cpu_percent: push.cpu_percent.map(|p| p.min(100)),
-        memory_percent: push.memory_percent.map(|p| p.min(100)),
-        requests_ps: push.requests_ps,
-        new_sessions_ps: push.new_sessions_ps,
-        healthy_backends: push.healthy_backends,
-    };
-    match d.inputs.send(Input::Figures(id, metrics)).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
-    }
-}
-
 #[derive(Debug, Deserialize)]
-struct ExplainParams {
+pub(super) struct ExplainParams {
     name: String,
     client: IpAddr,
     #[serde(rename = "type")]
@@ -506,7 +385,10 @@ struct ExplainParams {
     ecs: Option<String>,
 }
 
-async fn explain(State(d): State<Arc<Daemon>>, Query(p): Query<ExplainParams>) -> Response {
+pub(super) async fn explain(
+    State(d): State<Arc<Daemon>>,
+    Query(p): Query<ExplainParams>,
+) -> Response {
     let snap = d.dns.snapshot.load_full();
     match crate::explain::explain(
         &snap,
@@ -518,46 +400,5 @@ async fn explain(State(d): State<Arc<Daemon>>, Query(p): Query<ExplainParams>) -
     ) {
         Ok(e) => Json(e).into_response(),
         Err(e) => error(StatusCode::BAD_REQUEST, format!("{e:#}")),
-    }
-}
-
-/// Formats a time as RFC 3339 in UTC, e.g. `2026-11-30T09:30:47.123Z`.
-pub fn rfc3339(t: SystemTime) -> String {
-    let since = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    let secs = since.as_secs();
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rfc3339_known_instants() {
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_031_047_123);
-        assert_eq!(rfc3339(t), "2026-11-30T09:30:47.123Z");
-        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
-        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
     }
 }

@@ -1,0 +1,105 @@
+//! The write endpoints: load figures pushed for a service or for this
+//! site, handed to the state task as inputs.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use sextant_api::PushMetrics;
+
+use super::error;
+use crate::serve::{Daemon, Input};
+
+pub(super) async fn push_site_figures(
+    State(d): State<Arc<Daemon>>,
+    body: axum::body::Bytes,
+) -> Response {
+    let push: sextant_api::SiteFiguresPush = match serde_json::from_slice(&body) {
+        Ok(p) => p,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "body: {e}; expected JSON like {{\"cpu_percent\": 35.5, \"memory_percent\": 60, \"bandwidth_bytes_ps\": 1250000}} (null or missing: measured)"
+                ),
+            );
+        }
+    };
+    let bad = [
+        ("cpu_percent", push.cpu_percent, 100.0),
+        ("memory_percent", push.memory_percent, 100.0),
+        ("bandwidth_bytes_ps", push.bandwidth_bytes_ps, f64::MAX),
+    ]
+    .into_iter()
+    .find(|(_, v, max)| v.is_some_and(|v| !v.is_finite() || !(0.0..=*max).contains(&v)));
+    if let Some((name, v, max)) = bad {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("{name}: {v:?} is out of range (0 to {max})"),
+        );
+    }
+    if let Ok(mut o) = d.site_overrides.lock() {
+        *o = crate::site_metrics::Overrides {
+            cpu_percent: push.cpu_percent,
+            memory_percent: push.memory_percent,
+            bandwidth_bytes_ps: push.bandwidth_bytes_ps,
+        };
+    }
+    match d.inputs.send(Input::SiteFigures).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+    }
+}
+
+/// The RTT method's LDNS table: every group with every site's RTT, from
+/// the same publication DNS answers from.
+pub(super) async fn push_metrics(
+    State(d): State<Arc<Daemon>>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let push: PushMetrics = match serde_json::from_slice(&body) {
+        Ok(p) => p,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "body: {e}; expected JSON like {{\"connections\": 12, \"response_time_ms\": 3.5, \"bandwidth_bps\": 1000, \"packets_ps\": 80, \"custom_load\": 40}}"
+                ),
+            );
+        }
+    };
+    let snap = d.dns.snapshot.load();
+    let model = snap.model();
+    let Some(id) = snap.service_by_name(&name) else {
+        return error(StatusCode::NOT_FOUND, format!("no service named {name:?}"));
+    };
+    if Some(model.service(id).site) != model.local_site {
+        return error(
+            StatusCode::CONFLICT,
+            format!(
+                "service {name:?} belongs to another site; its figures come from that site over metric exchange"
+            ),
+        );
+    }
+    let metrics = sextant_core::ServiceMetrics {
+        connections: push.connections,
+        response_time_us: push
+            .response_time_ms
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map(|ms| (ms * 1000.0) as u64),
+        bandwidth_bps: push.bandwidth_bps,
+        packets_ps: push.packets_ps,
+        custom_load: push.custom_load,
+        cpu_percent: push.cpu_percent.map(|p| p.min(100)),
+        memory_percent: push.memory_percent.map(|p| p.min(100)),
+        requests_ps: push.requests_ps,
+        new_sessions_ps: push.new_sessions_ps,
+        healthy_backends: push.healthy_backends,
+    };
+    match d.inputs.send(Input::Figures(id, metrics)).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+    }
+}
