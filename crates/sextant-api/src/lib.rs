@@ -431,3 +431,45 @@ pub struct VrrpDropped {
     pub reason: String,
     pub count: u64,
 }
+
+/// One entry of `GET /v1/vservers`: a GSLB vserver as configured, with
+/// its services' states (`show gslb vserver`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VServer {
+    pub name: String,
+    /// The service type (`HTTP`, `SSL`, `TCP`, `ANY`, ...).
+    pub service_type: String,
+    /// UP while any bound service is UP.
+    pub state: State,
+    pub lb_method: String,
+    /// The backup method (`-backupLBMethod`), if one is set.
+    pub backup_lb_method: Option<String>,
+    pub backup_vserver: Option<String>,
+    /// Source-IP persistence timeout in seconds, if persistence is on.
+    pub persistence_timeout_seconds: Option<u64>,
+    pub empty_down_response: bool,
+    pub multi_ip_response: bool,
+    pub ecs: bool,
+    pub services: Vec<VServerBinding>,
+    pub domains: Vec<String>,
+}
+
+/// A service bound to a vserver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VServerBinding {
+    pub service: String,
+    pub site: String,
+    pub ip: String,
+    pub port: u16,
+    pub weight: u32,
+    pub state: State,
+}
+
+/// One entry of `GET /v1/domains`: a GSLB domain (`show gslb domain`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Domain {
+    pub name: String,
+    pub vserver: String,
+    pub ttl: u32,
+    pub backup_ip: Option<String>,
+}

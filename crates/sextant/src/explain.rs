@@ -288,7 +288,15 @@ fn http_get(
 
 /// Prints an explanation for a terminal.
 fn print(e: &sextant_api::Explain, health: &str) {
-    println!(
+    print!("{}", render(e, health));
+}
+
+/// An explanation as text for a terminal (also `sextant cli`'s `explain`).
+pub fn render(e: &sextant_api::Explain, health: &str) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
         "query:   {} {} from {}{}",
         e.name,
         e.qtype,
@@ -298,26 +306,28 @@ fn print(e: &sextant_api::Explain, health: &str) {
             .map(|s| format!(" (ECS {s})"))
             .unwrap_or_default()
     );
-    println!("health:  {health}");
-    println!("rcode:   {}", e.rcode);
+    let _ = writeln!(o, "health:  {health}");
+    let _ = writeln!(o, "rcode:   {}", e.rcode);
     if e.answers.is_empty() {
-        println!("answer:  (none)");
+        let _ = writeln!(o, "answer:  (none)");
     }
     for a in &e.answers {
-        println!(
+        let _ = writeln!(
+            o,
             "answer:  {a}{}",
             e.ttl.map(|t| format!("  ttl {t}")).unwrap_or_default()
         );
     }
-    println!("reason:  {}", e.reason);
+    let _ = writeln!(o, "reason:  {}", e.reason);
     if e.ecs.is_some() {
-        println!("scope:   /{}", e.ecs_scope);
+        let _ = writeln!(o, "scope:   /{}", e.ecs_scope);
     }
     for d in &e.down {
-        println!("down:    {d}");
+        let _ = writeln!(o, "down:    {d}");
     }
-    println!("steps:");
+    let _ = writeln!(o, "steps:");
     for (i, step) in e.trace.iter().enumerate() {
-        println!("  {}. {step}", i + 1);
+        let _ = writeln!(o, "  {}. {step}", i + 1);
     }
+    o
 }

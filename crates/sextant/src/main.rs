@@ -4,6 +4,7 @@ mod api;
 // Wired into the API by the token layer (issue 26, item 4), being built.
 #[allow(dead_code)]
 mod auth;
+mod cli;
 mod clock;
 mod demo;
 mod dns_probe;
@@ -111,6 +112,30 @@ enum Command {
         api_listen: SocketAddr,
     },
 
+    /// Talk to a running server with the appliance's verbs.
+    ///
+    /// `sextant cli show gslb vserver`, `sextant cli disable gslb service
+    /// web-1 -reason "kernel update"`, `sextant cli stat gslb vserver vs_app`;
+    /// without a command, a prompt with history and Tab completion (`help`
+    /// lists every command). Keywords may be shortened (`sh gslb vs`).
+    /// Exits 0 on success, 1 when the server refuses or fails, 2 for a line
+    /// that is not a command. See docs/cli.md.
+    Cli {
+        /// The server's REST API, http://HOST:PORT or HOST:PORT.
+        #[arg(long, default_value = "http://127.0.0.1:8053")]
+        server: String,
+        /// A file with the API token for writes (`NAME TOKEN` or `TOKEN`;
+        /// the server's token file works). Without it, $SEXTANT_API_TOKEN.
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// Print the API's JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// The command, e.g. `show gslb service web-1`; none for the prompt.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+
     /// Explain how a query is answered: offline from a file (every service
     /// UP, no RTTs measured), or live from a running server.
     ///
@@ -210,6 +235,23 @@ fn main() -> ExitCode {
             dns_listen,
             api_listen,
         } => demo::run(dns_listen, api_listen),
+        Command::Cli {
+            server,
+            token_file,
+            json,
+            command,
+        } => {
+            return cli::run(cli::Options {
+                server,
+                token_file,
+                json,
+                command,
+            })
+            .unwrap_or_else(|e| {
+                eprintln!("sextant cli: {e:#}");
+                ExitCode::FAILURE
+            });
+        }
         Command::Explain {
             config,
             server,

@@ -1,6 +1,7 @@
 //! The REST API (`/v1/...`): the router, and the error shape every
 //! endpoint shares. Reads are in [`views`], writes in [`push`].
 
+mod objects;
 mod push;
 mod views;
 
@@ -26,6 +27,8 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/records", get(views::records))
         .route("/v1/site/figures", post(push::push_site_figures))
         .route("/v1/vrrp", get(views::vrrp))
+        .route("/v1/vservers", get(objects::vservers))
+        .route("/v1/domains", get(objects::domains))
         .fallback(not_found)
         .with_state(daemon)
 }
@@ -33,7 +36,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such endpoint; try /v1/status, /v1/services, /v1/sites, /v1/ldns, /v1/records or /v1/explain?name=..&client=..",
+        "no such endpoint; try /v1/status, /v1/services, /v1/vservers, /v1/domains, /v1/sites, /v1/ldns, /v1/records, /v1/vrrp or /v1/explain?name=..&client=..",
     )
 }
 

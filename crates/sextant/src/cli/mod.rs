@@ -1,0 +1,684 @@
+//! `sextant cli`: the appliance's verbs against a running server's API.
+//!
+//! One command from the command line, or, without one, a prompt with
+//! history and completion (rustyline). Each command is one or two API
+//! requests; tables by default, the API's JSON with `--json`.
+
+mod client;
+mod render;
+pub mod verbs;
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use rustyline::completion::Completer;
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::Validator;
+use rustyline::{Editor, Helper};
+use serde::de::DeserializeOwned;
+
+use client::Client;
+use render::{or_dash, table};
+use verbs::{AdminKind, Command, Object, Verb};
+
+/// How the CLI was started.
+pub struct Options {
+    pub server: String,
+    pub token_file: Option<PathBuf>,
+    pub json: bool,
+    /// The command's words; empty for the prompt.
+    pub command: Vec<String>,
+}
+
+/// Runs one command, or the prompt. A command that fails exits 1 with its
+/// error; a line that is not a command exits 2.
+pub fn run(o: Options) -> anyhow::Result<std::process::ExitCode> {
+    let token = client::token(o.token_file.as_deref())?;
+    let session = Session {
+        client: Client::new(&o.server, token)?,
+        json: o.json,
+        names: RefCell::new(HashMap::new()),
+    };
+    if o.command.is_empty() {
+        session.prompt()?;
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    // The shell has already split the words; quote them back so that the
+    // one parser sees what was meant (`-reason "two words"`).
+    let line = o
+        .command
+        .iter()
+        .map(|w| {
+            if w.is_empty() || w.contains(char::is_whitespace) || w.contains('"') {
+                format!("\"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""))
+            } else {
+                w.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cmd = match verbs::parse(&line) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(std::process::ExitCode::from(2));
+        }
+    };
+    match session.execute(&cmd) {
+        Ok(out) => {
+            print!("{out}");
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: {}: {e:#}", command_words(&cmd));
+            Ok(std::process::ExitCode::from(1))
+        }
+    }
+}
+
+/// The verb and object of a command, for its error messages.
+fn command_words(cmd: &Command) -> String {
+    let spec = verbs::SPECS.iter().find(|s| s.verb == cmd.verb);
+    let mut w = spec.map(|s| s.words.join(" ")).unwrap_or_default();
+    if let Some(n) = &cmd.name {
+        w.push(' ');
+        w.push_str(n);
+    }
+    w
+}
+
+struct Session {
+    client: Client,
+    json: bool,
+    /// Object names fetched for completion, per kind, once per session.
+    names: RefCell<HashMap<&'static str, Vec<String>>>,
+}
+
+impl Session {
+    fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<(T, String)> {
+        let body = self.client.get(path)?;
+        let v = serde_json::from_str(&body).with_context(|| {
+            format!("the server's answer to {path} is not what this sextant reads")
+        })?;
+        Ok((v, body))
+    }
+
+    /// The output of one command.
+    fn execute(&self, cmd: &Command) -> anyhow::Result<String> {
+        let name = cmd.name.as_deref();
+        match cmd.verb {
+            Verb::Help => Ok(verbs::help()),
+            Verb::Quit => Ok(String::new()),
+            Verb::ShowVServer => self.show_vservers(name),
+            Verb::ShowService => self.show_services(name),
+            Verb::ShowSite => self.show_sites(name),
+            Verb::ShowDomain => self.show_domains(name),
+            Verb::ShowLdns => self.show_ldns(),
+            Verb::ShowVrid => self.show_vrids(name),
+            Verb::ShowRunningConfig => self.client.get("/v1/config"),
+            Verb::StatVServer | Verb::StatService => self.stat(cmd.verb, name.unwrap_or("")),
+            Verb::Admin(action, kind) => self.admin(action, kind, name.unwrap_or(""), cmd),
+            Verb::Explain => self.explain(cmd),
+        }
+    }
+
+    /// "no vserver named X; did you mean Y?" when `name` is not in `names`.
+    fn missing(&self, object: Object, name: &str, names: &[&str]) -> anyhow::Error {
+        match verbs::nearest_name(name, names.iter().copied()) {
+            Some(near) => anyhow::anyhow!(
+                "no {} named {name:?}; did you mean {near:?}?",
+                object.noun()
+            ),
+            None => anyhow::anyhow!("no {} named {name:?}", object.noun()),
+        }
+    }
+
+    fn show_vservers(&self, name: Option<&str>) -> anyhow::Result<String> {
+        let (all, body): (Vec<sextant_api::VServer>, _) = self.get("/v1/vservers")?;
+        let Some(name) = name else {
+            if self.json {
+                return Ok(body + "\n");
+            }
+            let rows: Vec<Vec<String>> = all
+                .iter()
+                .map(|v| {
+                    let up = v
+                        .services
+                        .iter()
+                        .filter(|b| b.state == sextant_api::State::Up)
+                        .count();
+                    vec![
+                        v.name.clone(),
+                        v.service_type.clone(),
+                        state(v.state).into(),
+                        v.lb_method.clone(),
+                        or_dash(v.backup_lb_method.as_ref()),
+                        format!("{up}/{}", v.services.len()),
+                        v.domains.join(","),
+                    ]
+                })
+                .collect();
+            return Ok(table(
+                &[
+                    "NAME",
+                    "TYPE",
+                    "STATE",
+                    "METHOD",
+                    "BACKUP METHOD",
+                    "SERVICES UP",
+                    "DOMAINS",
+                ],
+                &rows,
+            ));
+        };
+        let names: Vec<&str> = all.iter().map(|v| v.name.as_str()).collect();
+        let v = all
+            .iter()
+            .find(|v| v.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| self.missing(Object::VServer, name, &names))?;
+        if self.json {
+            return Ok(serde_json::to_string_pretty(v)? + "\n");
+        }
+        let mut out = format!("{} - {}\n", v.name, v.service_type);
+        out += &format!("State: {}\n", state(v.state));
+        out += &format!("Method: {}", v.lb_method);
+        if let Some(b) = &v.backup_lb_method {
+            out += &format!("   Backup method: {b}");
+        }
+        out += "\n";
+        if let Some(t) = v.persistence_timeout_seconds {
+            out += &format!("Persistence: SOURCEIP, timeout {t} s\n");
+        }
+        if let Some(b) = &v.backup_vserver {
+            out += &format!("Backup vserver: {b}\n");
+        }
+        let flags: Vec<&str> = [
+            (v.empty_down_response, "empty down response"),
+            (v.multi_ip_response, "multi-IP response"),
+            (v.ecs, "EDNS client subnet"),
+        ]
+        .into_iter()
+        .filter_map(|(on, what)| on.then_some(what))
+        .collect();
+        if !flags.is_empty() {
+            out += &format!("Options: {}\n", flags.join(", "));
+        }
+        out += &format!(
+            "Domains: {}\n",
+            if v.domains.is_empty() {
+                "-".to_string()
+            } else {
+                v.domains.join(", ")
+            }
+        );
+        out += &format!("{} bound service(s):\n", v.services.len());
+        let rows: Vec<Vec<String>> = v
+            .services
+            .iter()
+            .map(|b| {
+                vec![
+                    b.service.clone(),
+                    b.site.clone(),
+                    format!("{}:{}", b.ip, b.port),
+                    b.weight.to_string(),
+                    state(b.state).into(),
+                ]
+            })
+            .collect();
+        out += &indent(&table(
+            &["SERVICE", "SITE", "ADDRESS", "WEIGHT", "STATE"],
+            &rows,
+        ));
+        Ok(out)
+    }
+
+    fn show_services(&self, name: Option<&str>) -> anyhow::Result<String> {
+        let (all, body): (Vec<sextant_api::Service>, _) = self.get("/v1/services")?;
+        let Some(name) = name else {
+            if self.json {
+                return Ok(body + "\n");
+            }
+            let rows: Vec<Vec<String>> = all
+                .iter()
+                .map(|s| {
+                    vec![
+                        s.name.clone(),
+                        s.site.clone(),
+                        format!("{}:{}", s.ip, s.port),
+                        state(s.state).into(),
+                        s.reason.clone(),
+                    ]
+                })
+                .collect();
+            return Ok(table(
+                &["NAME", "SITE", "ADDRESS", "STATE", "REASON"],
+                &rows,
+            ));
+        };
+        let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        let s = all
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| self.missing(Object::Service, name, &names))?;
+        if self.json {
+            return Ok(serde_json::to_string_pretty(s)? + "\n");
+        }
+        let mut out = format!("{} ({}:{}) - site {}\n", s.name, s.ip, s.port, s.site);
+        if let Some(p) = &s.public_ip {
+            out += &format!("Public IP: {p}\n");
+        }
+        out += &format!("State: {}", state(s.state));
+        if let Some(t) = &s.last_change {
+            out += &format!(" since {t}");
+        }
+        out += &format!("\nReason: {}\n", s.reason);
+        if !s.monitors.is_empty() {
+            let rows: Vec<Vec<String>> = s
+                .monitors
+                .iter()
+                .map(|m| {
+                    vec![
+                        m.name.clone(),
+                        m.kind.clone(),
+                        m.state.clone(),
+                        m.last_response_ms
+                            .map_or("-".into(), |ms| format!("{ms:.1} ms")),
+                        or_dash(m.last_detail.as_ref()),
+                    ]
+                })
+                .collect();
+            out += "Monitors:\n";
+            out += &indent(&table(
+                &["MONITOR", "TYPE", "STATE", "RESPONSE", "DETAIL"],
+                &rows,
+            ));
+        }
+        Ok(out)
+    }
+
+    fn show_sites(&self, name: Option<&str>) -> anyhow::Result<String> {
+        let (mut all, _): (Vec<sextant_api::Site>, _) = self.get("/v1/sites")?;
+        if let Some(name) = name {
+            let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+            if !names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                return Err(self.missing(Object::Site, name, &names));
+            }
+            all.retain(|s| s.name.eq_ignore_ascii_case(name));
+        }
+        if self.json {
+            return Ok(serde_json::to_string_pretty(&all)? + "\n");
+        }
+        let rows: Vec<Vec<String>> = all
+            .iter()
+            .map(|s| {
+                vec![
+                    s.name.clone(),
+                    s.ip.clone(),
+                    s.role.clone(),
+                    s.kind.clone(),
+                    or_dash(s.parent.as_ref()),
+                    s.mep.clone(),
+                    or_dash(s.link.as_ref()),
+                    s.link_rtt_ms.map_or("-".into(), |r| format!("{r:.1} ms")),
+                    or_dash(s.cpu_percent.map(|c| format!("{c:.0}%"))),
+                ]
+            })
+            .collect();
+        Ok(table(
+            &[
+                "NAME", "IP", "ROLE", "TYPE", "PARENT", "MEP", "LINK", "RTT", "CPU",
+            ],
+            &rows,
+        ))
+    }
+
+    fn show_domains(&self, name: Option<&str>) -> anyhow::Result<String> {
+        let (mut all, _): (Vec<sextant_api::Domain>, _) = self.get("/v1/domains")?;
+        if let Some(name) = name {
+            let want = name.trim_end_matches('.');
+            let names: Vec<&str> = all.iter().map(|d| d.name.as_str()).collect();
+            if !names.iter().any(|n| n.eq_ignore_ascii_case(want)) {
+                return Err(self.missing(Object::Domain, want, &names));
+            }
+            all.retain(|d| d.name.eq_ignore_ascii_case(want));
+        }
+        if self.json {
+            return Ok(serde_json::to_string_pretty(&all)? + "\n");
+        }
+        let rows: Vec<Vec<String>> = all
+            .iter()
+            .map(|d| {
+                vec![
+                    d.name.clone(),
+                    d.vserver.clone(),
+                    d.ttl.to_string(),
+                    or_dash(d.backup_ip.as_ref()),
+                ]
+            })
+            .collect();
+        Ok(table(&["DOMAIN", "VSERVER", "TTL", "BACKUP IP"], &rows))
+    }
+
+    fn show_ldns(&self) -> anyhow::Result<String> {
+        let (l, body): (sextant_api::Ldns, _) = self.get("/v1/ldns")?;
+        if self.json {
+            return Ok(body + "\n");
+        }
+        let rows: Vec<Vec<String>> = l
+            .entries
+            .iter()
+            .map(|e| {
+                let rtts = e
+                    .sites
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{}={}",
+                            s.site,
+                            s.rtt_ms.map_or("-".into(), |r| format!("{r:.1}ms"))
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                vec![
+                    format!("{}/{}", e.ldns, e.prefix_len),
+                    e.last_query_age_seconds
+                        .map_or("-".into(), |a| format!("{a:.0} s")),
+                    rtts,
+                ]
+            })
+            .collect();
+        let mut out = table(&["LDNS", "LAST QUERY", "RTT PER SITE"], &rows);
+        out += &format!(
+            "{} entries; probes sent {}, failed {}, rate limited {}\n",
+            l.entries.len(),
+            l.probes_sent,
+            l.probe_failures,
+            l.probes_rate_limited
+        );
+        Ok(out)
+    }
+
+    fn show_vrids(&self, name: Option<&str>) -> anyhow::Result<String> {
+        let (mut v, _): (sextant_api::Vrrp, _) = self.get("/v1/vrrp")?;
+        if let Some(name) = name {
+            let id: u8 = name
+                .parse()
+                .map_err(|_| anyhow::anyhow!("a VRID is a number from 1 to 255, not {name:?}"))?;
+            if !v.vrids.iter().any(|r| r.vrid == id) {
+                bail!("no VRID {id} on this node");
+            }
+            v.vrids.retain(|r| r.vrid == id);
+        }
+        if self.json {
+            return Ok(serde_json::to_string_pretty(&v)? + "\n");
+        }
+        let rows: Vec<Vec<String>> = v
+            .vrids
+            .iter()
+            .map(|r| {
+                vec![
+                    r.vrid.to_string(),
+                    r.interface.clone(),
+                    r.family.clone(),
+                    r.state.clone(),
+                    format!("{}/{}", r.effective_priority, r.base_priority),
+                    or_dash(r.master.as_ref()),
+                    r.addresses.join(","),
+                ]
+            })
+            .collect();
+        Ok(table(
+            &[
+                "VRID",
+                "INTERFACE",
+                "FAMILY",
+                "STATE",
+                "PRIORITY (EFFECTIVE/BASE)",
+                "MASTER",
+                "ADDRESSES",
+            ],
+            &rows,
+        ))
+    }
+
+    /// `stat gslb vserver|service NAME`: the counters of `/v1/stats`.
+    fn stat(&self, verb: Verb, name: &str) -> anyhow::Result<String> {
+        let (stats, _): (serde_json::Value, _) = self.get("/v1/stats")?;
+        let (list, object) = match verb {
+            Verb::StatVServer => ("vservers", Object::VServer),
+            _ => ("services", Object::Service),
+        };
+        let entries = stats[list].as_array().cloned().unwrap_or_default();
+        let names: Vec<&str> = entries.iter().filter_map(|e| e["name"].as_str()).collect();
+        let entry = entries
+            .iter()
+            .find(|e| {
+                e["name"]
+                    .as_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(name))
+            })
+            .ok_or_else(|| self.missing(object, name, &names))?;
+        if self.json {
+            return Ok(serde_json::to_string_pretty(entry)? + "\n");
+        }
+        let mut out = String::new();
+        if let Some(obj) = entry.as_object() {
+            for (k, v) in obj {
+                if let Some(map) = v.as_object() {
+                    let rows: Vec<Vec<String>> = map
+                        .iter()
+                        .map(|(s, n)| vec![s.clone(), n.to_string()])
+                        .collect();
+                    out += &format!("{k}:\n");
+                    out += &indent(&table(&["SERVICE", "ANSWERS"], &rows));
+                } else {
+                    out += &format!(
+                        "{k}: {}\n",
+                        v.as_str().map_or_else(|| v.to_string(), str::to_string)
+                    );
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn admin(
+        &self,
+        action: verbs::AdminAction,
+        kind: AdminKind,
+        name: &str,
+        cmd: &Command,
+    ) -> anyhow::Result<String> {
+        let body = serde_json::json!({ "reason": cmd.reason }).to_string();
+        let path = format!(
+            "/v1/{}/{}/{}",
+            kind.collection(),
+            encode(name),
+            action.path()
+        );
+        let reply = self.client.post(&path, &body)?;
+        if self.json {
+            return Ok(reply + "\n");
+        }
+        let v: serde_json::Value = serde_json::from_str(&reply).unwrap_or_default();
+        let mut out = format!(
+            "{} {}: {}",
+            v["kind"]
+                .as_str()
+                .unwrap_or(kind.collection().trim_end_matches('s')),
+            v["name"].as_str().unwrap_or(name),
+            v["state"].as_str().unwrap_or("done")
+        );
+        if let Some(r) = v["reason"].as_str() {
+            out += &format!(" ({r})");
+        }
+        Ok(out + "\n")
+    }
+
+    fn explain(&self, cmd: &Command) -> anyhow::Result<String> {
+        let client = cmd.client.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+        let path = format!(
+            "/v1/explain?name={}&client={client}&type={}",
+            encode(cmd.name.as_deref().unwrap_or("")),
+            encode(cmd.qtype.as_deref().unwrap_or("A"))
+        );
+        let (e, body): (sextant_api::Explain, _) = self.get(&path)?;
+        if self.json {
+            return Ok(body + "\n");
+        }
+        let mut out = crate::explain::render(&e, "live, from the server");
+        if cmd.client.is_none() {
+            out += "(client 127.0.0.1; give -client IP for another)\n";
+        }
+        Ok(out)
+    }
+
+    /// The names of `object`'s kind on the server, for completion.
+    fn names(&self, object: Object) -> Vec<String> {
+        let key = object.noun();
+        if let Some(n) = self.names.borrow().get(key) {
+            return n.clone();
+        }
+        let fetched: Vec<String> = match object {
+            Object::VServer => self
+                .get::<Vec<sextant_api::VServer>>("/v1/vservers")
+                .map(|(v, _)| v.into_iter().map(|x| x.name).collect()),
+            Object::Service => self
+                .get::<Vec<sextant_api::Service>>("/v1/services")
+                .map(|(v, _)| v.into_iter().map(|x| x.name).collect()),
+            Object::Site => self
+                .get::<Vec<sextant_api::Site>>("/v1/sites")
+                .map(|(v, _)| v.into_iter().map(|x| x.name).collect()),
+            Object::Domain | Object::QueryName => self
+                .get::<Vec<sextant_api::Domain>>("/v1/domains")
+                .map(|(v, _)| v.into_iter().map(|x| x.name).collect()),
+            Object::Vrid => self
+                .get::<sextant_api::Vrrp>("/v1/vrrp")
+                .map(|(v, _)| v.vrids.into_iter().map(|x| x.vrid.to_string()).collect()),
+        }
+        .unwrap_or_default();
+        self.names.borrow_mut().insert(key, fetched.clone());
+        fetched
+    }
+
+    /// The interactive prompt.
+    fn prompt(self) -> anyhow::Result<()> {
+        let history = history_file();
+        let mut editor: Editor<Prompt, rustyline::history::DefaultHistory> =
+            Editor::new().context("cannot start the prompt")?;
+        editor.set_helper(Some(Prompt { session: self }));
+        if let Some(h) = &history {
+            let _ = editor.load_history(h);
+        }
+        println!("Sextant CLI: `help` lists the commands, Tab completes, Ctrl-D leaves.");
+        loop {
+            match editor.readline("> ") {
+                Ok(line) => {
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    let _ = editor.add_history_entry(line.as_str());
+                    let Some(helper) = editor.helper() else { break };
+                    let session = &helper.session;
+                    match verbs::parse(&line) {
+                        Ok(cmd) if cmd.verb == Verb::Quit => break,
+                        Ok(cmd) => match session.execute(&cmd) {
+                            Ok(out) => print!("{out}"),
+                            Err(e) => println!("error: {}: {e:#}", command_words(&cmd)),
+                        },
+                        Err(e) => println!("error: {e}"),
+                    }
+                    // Names may have changed (a reload): fetch them again.
+                    session.names.borrow_mut().clear();
+                }
+                Err(ReadlineError::Interrupted) => continue,
+                Err(ReadlineError::Eof) => break,
+                Err(e) => return Err(e).context("reading the prompt"),
+            }
+        }
+        if let Some(h) = &history {
+            let _ = editor.save_history(h);
+        }
+        Ok(())
+    }
+}
+
+/// Indents every line by two blanks.
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+fn state(s: sextant_api::State) -> &'static str {
+    match s {
+        sextant_api::State::Up => "UP",
+        sextant_api::State::Down => "DOWN",
+    }
+}
+
+/// Percent-encodes a path segment or query value.
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `$XDG_STATE_HOME/sextant/cli_history`, else `~/.local/state/...`;
+/// none without a home.
+fn history_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
+    let dir = base.join("sextant");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("cli_history"))
+}
+
+/// The prompt's completion, from the verb table and the server's names.
+struct Prompt {
+    session: Session,
+}
+
+impl Completer for Prompt {
+    type Candidate = String;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        let head = &line[..pos];
+        let start = head.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let before: Vec<&str> = head[..start].split_whitespace().collect();
+        let partial = &head[start..];
+        let names = |o: Object| self.session.names(o);
+        let candidates = verbs::complete(&before, partial, &names);
+        Ok((start, candidates.into_iter().map(|c| c + " ").collect()))
+    }
+}
+
+impl Hinter for Prompt {
+    type Hint = String;
+}
+
+impl Highlighter for Prompt {
+    fn highlight<'l>(&self, line: &'l str, _pos: usize) -> Cow<'l, str> {
+        Cow::Borrowed(line)
+    }
+}
+
+impl Validator for Prompt {}
+
+impl Helper for Prompt {}

@@ -1,0 +1,764 @@
+//! The appliance's verbs, as `sextant cli` understands them: one table of
+//! commands drives parsing, `help`, completion and the suggestions an
+//! error makes. Keywords match case-insensitively, and a keyword may be
+//! shortened to any prefix no other command shares at that place
+//! (`sh gslb vs` is `show gslb vserver`), as on the appliance.
+
+use std::net::IpAddr;
+
+/// Whether a command takes an object name after its keywords.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameArg {
+    None,
+    Optional(Object),
+    Required(Object),
+}
+
+/// The kinds of object a name can stand for (for completion and errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Object {
+    VServer,
+    Service,
+    Site,
+    Domain,
+    Vrid,
+    /// A DNS name to explain (completed from the GSLB domains).
+    QueryName,
+}
+
+impl Object {
+    /// How its value is written in a usage line.
+    pub fn placeholder(self) -> &'static str {
+        match self {
+            Object::Vrid => "VRID",
+            _ => "NAME",
+        }
+    }
+
+    pub fn noun(self) -> &'static str {
+        match self {
+            Object::VServer => "vserver",
+            Object::Service => "service",
+            Object::Site => "site",
+            Object::Domain => "domain",
+            Object::Vrid => "VRID",
+            Object::QueryName => "DNS name",
+        }
+    }
+}
+
+/// What a command does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    ShowVServer,
+    ShowService,
+    ShowSite,
+    ShowDomain,
+    ShowLdns,
+    ShowVrid,
+    ShowRunningConfig,
+    StatVServer,
+    StatService,
+    Admin(AdminAction, AdminKind),
+    Explain,
+    Help,
+    Quit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminAction {
+    Enable,
+    Disable,
+    Drain,
+}
+
+impl AdminAction {
+    /// The last segment of the API path (`POST /v1/services/NAME/disable`).
+    pub fn path(self) -> &'static str {
+        match self {
+            AdminAction::Enable => "enable",
+            AdminAction::Disable => "disable",
+            AdminAction::Drain => "drain",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminKind {
+    Service,
+    VServer,
+    Site,
+}
+
+impl AdminKind {
+    /// The API collection (`/v1/services/...`).
+    pub fn collection(self) -> &'static str {
+        match self {
+            AdminKind::Service => "services",
+            AdminKind::VServer => "vservers",
+            AdminKind::Site => "sites",
+        }
+    }
+}
+
+/// One command of the table.
+#[derive(Debug)]
+pub struct Spec {
+    pub words: &'static [&'static str],
+    pub name: NameArg,
+    /// Options it takes, each followed by one value (`-reason TEXT`).
+    pub options: &'static [&'static str],
+    pub verb: Verb,
+    pub help: &'static str,
+}
+
+impl Spec {
+    /// The command as a user types it, e.g. `stat gslb vserver NAME`.
+    pub fn usage(&self) -> String {
+        let mut u = self.words.join(" ");
+        match self.name {
+            NameArg::None => {}
+            NameArg::Optional(o) => u.push_str(&format!(" [{}]", o.placeholder())),
+            NameArg::Required(o) => u.push_str(&format!(" {}", o.placeholder())),
+        }
+        for o in self.options {
+            u.push_str(&format!(" [{o} {}]", option_value(o)));
+        }
+        u
+    }
+}
+
+fn option_value(option: &str) -> &'static str {
+    match option {
+        "-client" => "IP",
+        "-type" => "TYPE",
+        _ => "TEXT",
+    }
+}
+
+use AdminAction::{Disable, Drain, Enable};
+use AdminKind as K;
+
+/// Every command `sextant cli` knows.
+pub const SPECS: &[Spec] = &[
+    Spec {
+        words: &["show", "gslb", "vserver"],
+        name: NameArg::Optional(Object::VServer),
+        options: &[],
+        verb: Verb::ShowVServer,
+        help: "GSLB vservers: method, state, bound services and domains",
+    },
+    Spec {
+        words: &["show", "gslb", "service"],
+        name: NameArg::Optional(Object::Service),
+        options: &[],
+        verb: Verb::ShowService,
+        help: "GSLB services: address, site, state and why, monitors",
+    },
+    Spec {
+        words: &["show", "gslb", "site"],
+        name: NameArg::Optional(Object::Site),
+        options: &[],
+        verb: Verb::ShowSite,
+        help: "GSLB sites: role, metric exchange state, figures",
+    },
+    Spec {
+        words: &["show", "gslb", "domain"],
+        name: NameArg::Optional(Object::Domain),
+        options: &[],
+        verb: Verb::ShowDomain,
+        help: "GSLB domains and the vserver answering each",
+    },
+    Spec {
+        words: &["show", "gslb", "ldnsentries"],
+        name: NameArg::None,
+        options: &[],
+        verb: Verb::ShowLdns,
+        help: "the RTT method's LDNS table",
+    },
+    Spec {
+        words: &["show", "vrid"],
+        name: NameArg::Optional(Object::Vrid),
+        options: &[],
+        verb: Verb::ShowVrid,
+        help: "VRRP virtual routers: state, priority, VIPs",
+    },
+    Spec {
+        words: &["show", "ns", "runningConfig"],
+        name: NameArg::None,
+        options: &[],
+        verb: Verb::ShowRunningConfig,
+        help: "the configuration in force, as its file says it",
+    },
+    Spec {
+        words: &["stat", "gslb", "vserver"],
+        name: NameArg::Required(Object::VServer),
+        options: &[],
+        verb: Verb::StatVServer,
+        help: "a vserver's hits, and answers per service",
+    },
+    Spec {
+        words: &["stat", "gslb", "service"],
+        name: NameArg::Required(Object::Service),
+        options: &[],
+        verb: Verb::StatService,
+        help: "how often a service was the answer",
+    },
+    Spec {
+        words: &["enable", "gslb", "service"],
+        name: NameArg::Required(Object::Service),
+        options: &["-reason"],
+        verb: Verb::Admin(Enable, K::Service),
+        help: "answer with a service again",
+    },
+    Spec {
+        words: &["disable", "gslb", "service"],
+        name: NameArg::Required(Object::Service),
+        options: &["-reason"],
+        verb: Verb::Admin(Disable, K::Service),
+        help: "stop answering with a service (kept across restarts)",
+    },
+    Spec {
+        words: &["drain", "gslb", "service"],
+        name: NameArg::Required(Object::Service),
+        options: &["-reason"],
+        verb: Verb::Admin(Drain, K::Service),
+        help: "no new clients for a service; persistent ones stay until they expire",
+    },
+    Spec {
+        words: &["enable", "gslb", "vserver"],
+        name: NameArg::Required(Object::VServer),
+        options: &["-reason"],
+        verb: Verb::Admin(Enable, K::VServer),
+        help: "answer for a vserver again",
+    },
+    Spec {
+        words: &["disable", "gslb", "vserver"],
+        name: NameArg::Required(Object::VServer),
+        options: &["-reason"],
+        verb: Verb::Admin(Disable, K::VServer),
+        help: "answer a vserver's domains as if none of its services were UP",
+    },
+    Spec {
+        words: &["enable", "gslb", "site"],
+        name: NameArg::Required(Object::Site),
+        options: &["-reason"],
+        verb: Verb::Admin(Enable, K::Site),
+        help: "answer with a site's services again",
+    },
+    Spec {
+        words: &["disable", "gslb", "site"],
+        name: NameArg::Required(Object::Site),
+        options: &["-reason"],
+        verb: Verb::Admin(Disable, K::Site),
+        help: "stop answering with every service of a site",
+    },
+    Spec {
+        words: &["explain"],
+        name: NameArg::Required(Object::QueryName),
+        options: &["-client", "-type"],
+        verb: Verb::Explain,
+        help: "how a query for a name is answered now, step by step",
+    },
+    Spec {
+        words: &["help"],
+        name: NameArg::None,
+        options: &[],
+        verb: Verb::Help,
+        help: "this list",
+    },
+    Spec {
+        words: &["quit"],
+        name: NameArg::None,
+        options: &[],
+        verb: Verb::Quit,
+        help: "leave the prompt (also exit, or Ctrl-D)",
+    },
+    Spec {
+        words: &["exit"],
+        name: NameArg::None,
+        options: &[],
+        verb: Verb::Quit,
+        help: "leave the prompt",
+    },
+];
+
+/// A parsed command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub verb: Verb,
+    pub name: Option<String>,
+    pub reason: Option<String>,
+    pub client: Option<IpAddr>,
+    pub qtype: Option<String>,
+}
+
+/// Why a line is not a command, said so that the user can fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct VerbError(pub String);
+
+/// Splits a line into words: blanks separate, double quotes group
+/// (`-reason "patching the kernel"`), a backslash in quotes escapes the
+/// next character.
+pub fn words(line: &str) -> Result<Vec<String>, VerbError> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(e) => cur.push(e),
+                            None => return Err(VerbError("unfinished quote".into())),
+                        },
+                        Some(ch) => cur.push(ch),
+                        None => return Err(VerbError("unfinished quote".into())),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+/// The keyword at place `depth` that `word` stands for among `specs` (all
+/// agreeing on the places before): an exact match, or the one keyword it
+/// is a prefix of.
+fn keyword<'a>(specs: &[&'a Spec], depth: usize, word: &str) -> Option<&'a str> {
+    let mut candidates: Vec<&'a str> = specs
+        .iter()
+        .filter_map(|s| s.words.get(depth).copied())
+        .collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    if let Some(exact) = candidates.iter().find(|k| k.eq_ignore_ascii_case(word)) {
+        return Some(exact);
+    }
+    let lower = word.to_ascii_lowercase();
+    let mut prefixed = candidates
+        .iter()
+        .filter(|k| k.to_ascii_lowercase().starts_with(&lower));
+    match (prefixed.next(), prefixed.next()) {
+        (Some(k), None) => Some(k),
+        _ => None,
+    }
+}
+
+/// The keywords that may come at place `depth` after `given`.
+pub fn next_keywords(given: &[&str]) -> Vec<&'static str> {
+    let mut specs: Vec<&Spec> = SPECS.iter().collect();
+    for (depth, w) in given.iter().enumerate() {
+        let Some(k) = keyword(&specs, depth, w) else {
+            return Vec::new();
+        };
+        specs.retain(|s| s.words.get(depth) == Some(&k));
+    }
+    let mut next: Vec<&'static str> = specs
+        .iter()
+        .filter_map(|s| s.words.get(given.len()).copied())
+        .collect();
+    next.sort_unstable();
+    next.dedup();
+    next
+}
+
+/// The command `words` spell, and the words left after its keywords.
+pub fn spec_of(words: &[String]) -> Result<(&'static Spec, &[String]), VerbError> {
+    let mut specs: Vec<&'static Spec> = SPECS.iter().collect();
+    let mut depth = 0;
+    loop {
+        if let Some(done) = specs.iter().find(|s| s.words.len() == depth) {
+            return Ok((done, &words[depth..]));
+        }
+        let Some(word) = words.get(depth) else {
+            let given = words.join(" ");
+            let next = next_keywords(&words.iter().map(String::as_str).collect::<Vec<_>>());
+            return Err(VerbError(format!(
+                "`{given}` is not a whole command; after it comes one of: {}",
+                next.join(", ")
+            )));
+        };
+        match keyword(&specs, depth, word) {
+            Some(k) => specs.retain(|s| s.words.get(depth) == Some(&k)),
+            None => return Err(unknown(words, depth, &specs)),
+        }
+        depth += 1;
+    }
+}
+
+/// The error for a word that no command has at `depth`: the nearest whole
+/// command by spelling, and what may come there.
+fn unknown(words: &[String], depth: usize, specs: &[&Spec]) -> VerbError {
+    let mut here: Vec<&str> = specs
+        .iter()
+        .filter_map(|s| s.words.get(depth).copied())
+        .collect();
+    here.sort_unstable();
+    here.dedup();
+    let typed = words
+        .iter()
+        .take(depth + 1)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut msg = format!("unknown command `{typed}`");
+    if let Some(near) = nearest_command(words) {
+        msg.push_str(&format!("; did you mean `{near}`?"));
+    } else if !here.is_empty() {
+        msg.push_str(&format!("; here comes one of: {}", here.join(", ")));
+    }
+    msg.push_str(" (`help` lists every command)");
+    VerbError(msg)
+}
+
+/// The command whose keywords are nearest (by edit distance, ignoring
+/// case) to the first words typed, if one is near enough to be a typo.
+fn nearest_command(words: &[String]) -> Option<String> {
+    SPECS
+        .iter()
+        .map(|s| {
+            let typed = words
+                .iter()
+                .take(s.words.len())
+                .map(|w| w.to_ascii_lowercase())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let phrase = s.words.join(" ");
+            (distance(&typed, &phrase.to_ascii_lowercase()), phrase)
+        })
+        .filter(|(d, phrase)| *d <= (phrase.len() / 4).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, phrase)| phrase)
+}
+
+/// Levenshtein distance over characters.
+pub fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The name among `names` nearest to `name`, if one is near enough to be
+/// a typo (for "no vserver named X; did you mean Y?").
+pub fn nearest_name<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = name.to_ascii_lowercase();
+    names
+        .into_iter()
+        .map(|n| (distance(&lower, &n.to_ascii_lowercase()), n))
+        .filter(|(d, n)| *d <= (n.len() / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Parses one command line.
+pub fn parse(line: &str) -> Result<Command, VerbError> {
+    let words = words(line)?;
+    if words.is_empty() {
+        return Err(VerbError(
+            "empty command (`help` lists every command)".into(),
+        ));
+    }
+    let (spec, rest) = spec_of(&words)?;
+    let usage = spec.usage();
+    let mut cmd = Command {
+        verb: spec.verb,
+        name: None,
+        reason: None,
+        client: None,
+        qtype: None,
+    };
+    let mut rest = rest.iter();
+    let mut pending = rest.next();
+    if let NameArg::Optional(_) | NameArg::Required(_) = spec.name
+        && let Some(w) = pending
+        && !w.starts_with('-')
+    {
+        cmd.name = Some(w.clone());
+        pending = rest.next();
+    }
+    if let NameArg::Required(object) = spec.name
+        && cmd.name.is_none()
+    {
+        return Err(VerbError(format!(
+            "`{}` needs a {} name: {usage}",
+            spec.words.join(" "),
+            object.noun()
+        )));
+    }
+    while let Some(w) = pending {
+        let Some(option) = spec.options.iter().find(|o| o.eq_ignore_ascii_case(w)) else {
+            return Err(VerbError(if w.starts_with('-') {
+                format!("`{}` has no option {w}: {usage}", spec.words.join(" "))
+            } else {
+                format!("unexpected `{w}` after `{}`: {usage}", spec.words.join(" "))
+            }));
+        };
+        let Some(value) = rest.next() else {
+            return Err(VerbError(format!("{option} needs a value: {usage}")));
+        };
+        match *option {
+            "-reason" => cmd.reason = Some(value.clone()),
+            "-type" => cmd.qtype = Some(value.to_ascii_uppercase()),
+            "-client" => {
+                cmd.client = Some(
+                    value
+                        .parse()
+                        .map_err(|_| VerbError(format!("-client {value}: not an IP address")))?,
+                );
+            }
+            _ => {}
+        }
+        pending = rest.next();
+    }
+    Ok(cmd)
+}
+
+/// The `help` text: every command and what it does.
+pub fn help() -> String {
+    let width = SPECS.iter().map(|s| s.usage().len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for s in SPECS {
+        out.push_str(&format!("  {:width$}  {}\n", s.usage(), s.help));
+    }
+    out.push_str(
+        "\nKeywords may be shortened where no other command shares the prefix \
+         (`sh gslb vs web`). Quote values with blanks: -reason \"kernel update\".\n",
+    );
+    out
+}
+
+/// Completion: the candidates for the word being typed, given the words
+/// before it. `names` gives the names of an object kind (from the server).
+pub fn complete(
+    before: &[&str],
+    partial: &str,
+    names: &dyn Fn(Object) -> Vec<String>,
+) -> Vec<String> {
+    let lower = partial.to_ascii_lowercase();
+    let keep = |c: &str| c.to_ascii_lowercase().starts_with(&lower);
+    let next = next_keywords(before);
+    if !next.is_empty() {
+        return next
+            .into_iter()
+            .filter(|k| keep(k))
+            .map(str::to_string)
+            .collect();
+    }
+    let owned: Vec<String> = before.iter().map(|w| (*w).to_string()).collect();
+    let Ok((spec, rest)) = spec_of(&owned) else {
+        return Vec::new();
+    };
+    let name_slot = matches!(spec.name, NameArg::Optional(_) | NameArg::Required(_));
+    match (spec.name, rest.len()) {
+        (NameArg::Optional(o) | NameArg::Required(o), 0) if !partial.starts_with('-') => {
+            let mut out: Vec<String> = names(o).into_iter().filter(|n| keep(n)).collect();
+            if matches!(spec.name, NameArg::Optional(_)) || out.is_empty() {
+                out.extend(
+                    spec.options
+                        .iter()
+                        .filter(|o| keep(o))
+                        .map(|o| (*o).to_string()),
+                );
+            }
+            out
+        }
+        (_, n) => {
+            // After the name (or without one), options, each with a value.
+            let after_name = if name_slot { n.saturating_sub(1) } else { n };
+            let at_option = name_slot && n == 0 || after_name % 2 == 0;
+            if at_option {
+                spec.options
+                    .iter()
+                    .filter(|o| !rest.iter().any(|r| r.eq_ignore_ascii_case(o)))
+                    .filter(|o| keep(o))
+                    .map(|o| (*o).to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(line: &str) -> Command {
+        parse(line).unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    fn error(line: &str) -> String {
+        parse(line).unwrap_err().0
+    }
+
+    #[test]
+    fn the_appliance_verbs_parse() {
+        let c = parsed("show gslb vserver");
+        assert_eq!((c.verb, c.name), (Verb::ShowVServer, None));
+        let c = parsed("SHOW GSLB VSERVER vs_app");
+        assert_eq!(
+            (c.verb, c.name.as_deref()),
+            (Verb::ShowVServer, Some("vs_app"))
+        );
+        assert_eq!(
+            parsed("show ns runningConfig").verb,
+            Verb::ShowRunningConfig
+        );
+        assert_eq!(
+            parsed("show ns runningconfig").verb,
+            Verb::ShowRunningConfig
+        );
+        assert_eq!(parsed("show gslb ldnsentries").verb, Verb::ShowLdns);
+        let c = parsed(r#"disable gslb service web-1 -reason "kernel \"6.1\" update""#);
+        assert_eq!(
+            c.verb,
+            Verb::Admin(AdminAction::Disable, AdminKind::Service)
+        );
+        assert_eq!(c.name.as_deref(), Some("web-1"));
+        assert_eq!(c.reason.as_deref(), Some(r#"kernel "6.1" update"#));
+        let c = parsed("explain app.example.com -client 192.0.2.1 -type aaaa");
+        assert_eq!(c.verb, Verb::Explain);
+        assert_eq!(c.client, Some("192.0.2.1".parse().unwrap()));
+        assert_eq!(c.qtype.as_deref(), Some("AAAA"));
+    }
+
+    #[test]
+    fn unambiguous_prefixes_stand_for_keywords() {
+        assert_eq!(parsed("sh gslb vs web").verb, Verb::ShowVServer);
+        assert_eq!(parsed("sh gs se").verb, Verb::ShowService);
+        assert_eq!(parsed("sh gslb si").verb, Verb::ShowSite);
+        assert_eq!(
+            parsed("dis gslb site fra").verb,
+            Verb::Admin(AdminAction::Disable, AdminKind::Site)
+        );
+        // `s` is show, stat and ... : ambiguous, so an error.
+        assert!(
+            error("s gslb vserver").contains("unknown command"),
+            "{}",
+            error("s gslb vserver")
+        );
+        // `show gslb s` could be service, site: ambiguous.
+        assert!(error("show gslb s").contains("unknown command `show gslb s`"));
+    }
+
+    #[test]
+    fn errors_name_the_verb_and_suggest_the_nearest_command() {
+        assert_eq!(
+            error("shwo gslb vserver"),
+            "unknown command `shwo`; did you mean `show gslb vserver`? (`help` lists every command)"
+        );
+        assert_eq!(
+            error("show gslb vsrever x"),
+            "unknown command `show gslb vsrever`; did you mean `show gslb vserver`? (`help` lists every command)"
+        );
+        assert_eq!(
+            error("show gslb"),
+            "`show gslb` is not a whole command; after it comes one of: domain, ldnsentries, service, site, vserver"
+        );
+        assert_eq!(
+            error("stat gslb vserver"),
+            "`stat gslb vserver` needs a vserver name: stat gslb vserver NAME"
+        );
+        assert_eq!(
+            error("disable gslb service web -because x"),
+            "`disable gslb service` has no option -because: disable gslb service NAME [-reason TEXT]"
+        );
+        assert_eq!(
+            error("disable gslb service web -reason"),
+            "-reason needs a value: disable gslb service NAME [-reason TEXT]"
+        );
+        assert_eq!(
+            error("explain a.example -client nowhere"),
+            "-client nowhere: not an IP address"
+        );
+        assert_eq!(
+            error("frobnicate"),
+            "unknown command `frobnicate`; here comes one of: disable, drain, enable, exit, explain, help, quit, show, stat (`help` lists every command)"
+        );
+        assert!(error(r#"disable gslb service "web"#).contains("unfinished quote"));
+    }
+
+    #[test]
+    fn completion_offers_keywords_then_names_then_options() {
+        let names = |o: Object| match o {
+            Object::VServer => vec!["vs_app".to_string(), "vs_backup".to_string()],
+            Object::Service => vec!["web-1".to_string()],
+            _ => Vec::new(),
+        };
+        assert_eq!(complete(&[], "st", &names), ["stat"]);
+        assert_eq!(complete(&["show"], "", &names), ["gslb", "ns", "vrid"]);
+        assert_eq!(
+            complete(&["show", "gslb"], "s", &names),
+            ["service", "site"]
+        );
+        assert_eq!(
+            complete(&["sh", "gslb", "vserver"], "vs_b", &names),
+            ["vs_backup"]
+        );
+        assert_eq!(
+            complete(&["disable", "gslb", "service"], "w", &names),
+            ["web-1"]
+        );
+        assert_eq!(
+            complete(&["disable", "gslb", "service", "web-1"], "", &names),
+            ["-reason"]
+        );
+        assert_eq!(
+            complete(
+                &["disable", "gslb", "service", "web-1", "-reason"],
+                "",
+                &names
+            ),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn every_command_is_in_the_help_and_parses_from_its_usage() {
+        let help = help();
+        for s in SPECS {
+            assert!(help.contains(&s.usage()), "{}", s.usage());
+            let mut line = s.words.join(" ");
+            if !matches!(s.name, NameArg::None) {
+                line.push_str(" x");
+            }
+            assert_eq!(parsed(&line).verb, s.verb, "{line}");
+        }
+    }
+
+    #[test]
+    fn nearest_names() {
+        let names = ["vs_app", "vs_backup", "web-fra-1"];
+        assert_eq!(nearest_name("vs_ap", names), Some("vs_app"));
+        assert_eq!(nearest_name("web-fra-2", names), Some("web-fra-1"));
+        assert_eq!(nearest_name("zzz", names), None);
+    }
+}

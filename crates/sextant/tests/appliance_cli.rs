@@ -1,0 +1,229 @@
+//! `sextant cli`: the appliance's verbs against a running server, as an
+//! operator types them (one command from the shell, or lines at the
+//! prompt), with tables, `--json`, typos and unknown names.
+
+use std::io::Write as _;
+use std::process::{Command, Output, Stdio};
+
+use sextant_test_support::prelude::*;
+
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+
+/// Two vservers of the appliance's kind: one with weights and a DOWN
+/// service (its port is closed), one with persistence and a backup.
+fn config(net: &Net) -> String {
+    let mut c = net.conf_preamble();
+    let dead = Net::closed_port(net.svc_ip(2));
+    c += &format!(
+        "add lb monitor mon_tcp TCP -interval 1 SEC -resptimeout 500 MSEC -retries 1\n\
+         add gslb service web-1 {s0} HTTP 80 -siteName site1\n\
+         add gslb service web-2 {s1} HTTP 80 -siteName site1\n\
+         add gslb service web-dead {s2} TCP {dead} -siteName site1\n\
+         bind gslb service web-dead -monitorName mon_tcp\n\
+         add gslb vserver vs_backup HTTP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs_backup -serviceName web-2\n\
+         add gslb vserver vs_app HTTP -lbMethod ROUNDROBIN -backupLBMethod ROUNDROBIN -persistenceType SOURCEIP -timeout 2 -backupVServer vs_backup\n\
+         bind gslb vserver vs_app -serviceName web-1 -weight 20\n\
+         bind gslb vserver vs_app -serviceName web-dead -weight 80\n\
+         bind gslb vserver vs_app -domainName app.example.com -TTL 30\n",
+        s0 = net.svc_ip(0),
+        s1 = net.svc_ip(1),
+        s2 = net.svc_ip(2),
+    );
+    c
+}
+
+fn cli(net: &Net, args: &[&str]) -> Output {
+    let server = format!("http://{}", net.api_addr());
+    Command::new(SEXTANT.0)
+        .args(["cli", "--server", &server])
+        .args(args)
+        .output()
+        .expect("run sextant cli")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The row of `table` whose first column is `first`, split in columns.
+fn row<'a>(table: &'a str, first: &str) -> Vec<&'a str> {
+    table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|cols| cols.first() == Some(&first))
+        .unwrap_or_else(|| panic!("no row {first} in:\n{table}"))
+}
+
+#[test]
+fn show_verbs_print_tables_and_json_of_the_running_server() {
+    let net = Net::new("appliance_cli_show");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net));
+    s.wait_state("web-dead", State::Down);
+
+    let o = cli(&net, &["show", "gslb", "vserver"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert_eq!(
+        row(&t, "vs_app"),
+        [
+            "vs_app",
+            "HTTP",
+            "UP",
+            "ROUNDROBIN",
+            "ROUNDROBIN",
+            "1/2",
+            "app.example.com"
+        ],
+        "{t}"
+    );
+    assert_eq!(
+        row(&t, "vs_backup")[..6],
+        ["vs_backup", "HTTP", "UP", "ROUNDROBIN", "-", "1/1"],
+        "{t}"
+    );
+
+    // One vserver, by a shortened verb: its bindings with weights and
+    // states, persistence and backup.
+    let o = cli(&net, &["sh", "gslb", "vs", "vs_app"]);
+    let t = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(t.starts_with("vs_app - HTTP\nState: UP\n"), "{t}");
+    assert!(t.contains("Persistence: SOURCEIP, timeout 120 s"), "{t}");
+    assert!(t.contains("Backup vserver: vs_backup"), "{t}");
+    let addr = format!("{}:80", net.svc_ip(0));
+    assert_eq!(
+        row(&t, "web-1"),
+        ["web-1", "site1", addr.as_str(), "20", "UP"],
+        "{t}"
+    );
+    assert_eq!(row(&t, "web-dead")[3..], ["80", "DOWN"], "{t}");
+
+    let o = cli(&net, &["show", "gslb", "service", "web-dead"]);
+    let t = stdout(&o);
+    assert!(t.contains("State: DOWN since "), "{t}");
+    assert!(t.contains("mon_tcp"), "{t}");
+
+    let t = stdout(&cli(&net, &["show", "gslb", "domain"]));
+    assert_eq!(
+        row(&t, "app.example.com"),
+        ["app.example.com", "vs_app", "30", "-"],
+        "{t}"
+    );
+    let t = stdout(&cli(&net, &["show", "gslb", "site"]));
+    assert_eq!(
+        row(&t, "site1")[..4],
+        [
+            "site1",
+            net.server_ip().to_string().as_str(),
+            "local",
+            "flat"
+        ],
+        "{t}"
+    );
+
+    // --json is the API's own JSON, for scripts.
+    let o = cli(&net, &["--json", "show", "gslb", "vserver"]);
+    let v: Vec<sextant_api::VServer> = serde_json::from_slice(&o.stdout).expect("JSON");
+    let app = v.iter().find(|v| v.name == "vs_app").expect("vs_app");
+    assert_eq!(app.services.len(), 2);
+    assert_eq!(app.backup_vserver.as_deref(), Some("vs_backup"));
+    assert_eq!(app.persistence_timeout_seconds, Some(120));
+
+    // explain through the CLI, with the live state.
+    let o = cli(
+        &net,
+        &["explain", "app.example.com", "-client", "192.0.2.7"],
+    );
+    let t = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(t.contains(&format!("answer:  {}", net.svc_ip(0))), "{t}");
+}
+
+#[test]
+fn typos_and_unknown_names_say_what_was_meant() {
+    let net = Net::new("appliance_cli_errors");
+    let _s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net));
+
+    // Not a command: exit 2, the nearest command.
+    let o = cli(&net, &["shwo", "gslb", "vserver"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o).trim(),
+        "error: unknown command `shwo`; did you mean `show gslb vserver`? (`help` lists every command)"
+    );
+    let o = cli(&net, &["stat", "gslb", "vserver"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("needs a vserver name: stat gslb vserver NAME"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A command about something that is not there: exit 1, the verb, the
+    // object and the nearest name.
+    let o = cli(&net, &["show", "gslb", "vserver", "vs_ap"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o).trim(),
+        "error: show gslb vserver vs_ap: no vserver named \"vs_ap\"; did you mean \"vs_app\"?"
+    );
+
+    // No server there: says where it looked.
+    let closed = Net::closed_port(net.server_ip());
+    let o = Command::new(SEXTANT.0)
+        .args([
+            "cli",
+            "--server",
+            &format!("{}:{closed}", net.server_ip()),
+            "show",
+            "gslb",
+            "site",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("cannot reach the server"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn the_prompt_runs_line_after_line_and_keeps_going_after_an_error() {
+    let net = Net::new("appliance_cli_prompt");
+    let _s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net));
+    let home = net.scratch();
+    let mut child = Command::new(SEXTANT.0)
+        .args(["cli", "--server", &net.api_addr().to_string()])
+        .env("HOME", &home.0)
+        .env_remove("XDG_STATE_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"show gslb domain\nfrobnicate\nsh gslb vs vs_backup\nquit\nshow gslb site\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(t.contains("app.example.com  vs_app"), "{t}");
+    assert!(t.contains("error: unknown command `frobnicate`"), "{t}");
+    assert!(t.contains("vs_backup - HTTP"), "{t}");
+    // `quit` ended it: the line after it never ran.
+    assert!(!t.contains("ROLE"), "{t}");
+    // The lines are in the history file for the next session.
+    let history = std::fs::read_to_string(home.0.join(".local/state/sextant/cli_history"))
+        .unwrap_or_default();
+    assert!(history.contains("sh gslb vs vs_backup"), "{history}");
+}
