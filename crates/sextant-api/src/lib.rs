@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `GET /v1/status`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Status {
     pub version: String,
     /// The commit built (12 hex digits), or "unknown" outside a checkout.
@@ -36,7 +36,7 @@ pub struct Status {
 }
 
 /// Metric exchange events since start.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MepCounters {
     pub peer_up: u64,
     pub peer_down: u64,
@@ -54,7 +54,7 @@ pub struct MepCounters {
 
 /// `POST /v1/services/NAME/metrics`: load figures of a local service.
 /// Missing fields mean "not measured".
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushMetrics {
     pub connections: Option<u64>,
@@ -78,7 +78,7 @@ pub struct PushMetrics {
 }
 
 /// Totals since start.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DnsCounters {
     pub queries_udp: u64,
     pub queries_tcp: u64,
@@ -115,7 +115,7 @@ pub struct DnsCounters {
 }
 
 /// Health of a service as this node sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum State {
     Up,
@@ -123,7 +123,7 @@ pub enum State {
 }
 
 /// One entry of `GET /v1/services`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Service {
     pub name: String,
     pub site: String,
@@ -139,7 +139,7 @@ pub struct Service {
 }
 
 /// The state of one monitor bound to a service.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MonitorState {
     pub name: String,
     #[serde(rename = "type")]
@@ -151,7 +151,7 @@ pub struct MonitorState {
 }
 
 /// One entry of `GET /v1/sites`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Site {
     pub name: String,
     pub ip: String,
@@ -194,7 +194,7 @@ pub struct Site {
 }
 
 /// `GET /v1/explain`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Explain {
     pub name: String,
     #[serde(rename = "type")]
@@ -217,7 +217,7 @@ pub struct Explain {
 
 /// `GET /v1/ldns`: the RTT method's table of local DNS resolvers (seed
 /// 003), with how it was kept bounded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Ldns {
     pub entries: Vec<LdnsEntry>,
     /// Entries made for new LDNS groups.
@@ -248,7 +248,7 @@ pub struct Ldns {
 }
 
 /// One LDNS group and every site's RTT to it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LdnsEntry {
     /// The group: the query source masked with `-ldnsMask` /
     /// `-v6ldnsMaskLen` (`198.51.100.0`).
@@ -264,7 +264,7 @@ pub struct LdnsEntry {
 }
 
 /// One site's RTT to one LDNS group.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LdnsSiteRtt {
     pub site: String,
     /// `None`: not measured, every probe failed, or the site's metric
@@ -290,20 +290,20 @@ pub struct LdnsSiteRtt {
 }
 
 /// The body of every API error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ApiError {
     pub error: String,
 }
 
 /// `GET /v1/records`: every datacenter-mode record (seed 002).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Records {
     pub records: Vec<Record>,
 }
 
 /// One datacenter-mode record: its settings, status, and its datacenters in
 /// the order they rank now.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Record {
     pub name: String,
     /// `OK`, `Partially OK`, `No healthy records` or `Fail-safe`.
@@ -326,7 +326,7 @@ pub struct Record {
 }
 
 /// One datacenter of a record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RecordDc {
     /// 1-based position in the ranking.
     pub rank: u32,
@@ -340,7 +340,7 @@ pub struct RecordDc {
 }
 
 /// One address of a datacenter group.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RecordAddress {
     pub ip: String,
     pub weight: u32,
@@ -353,7 +353,7 @@ pub struct RecordAddress {
 /// `POST /v1/site/figures`: this site's own figures as an operator sets
 /// them, standing in for the measured ones while set (`null` or missing:
 /// measured).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SiteFiguresPush {
     pub cpu_percent: Option<f64>,
@@ -363,7 +363,7 @@ pub struct SiteFiguresPush {
 }
 
 /// `GET /v1/vrrp`: this node's virtual routers (seed 004).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Vrrp {
     pub vrids: Vec<VrrpVrid>,
     /// Received packets dropped before they reached a virtual router, per
@@ -373,7 +373,7 @@ pub struct Vrrp {
 }
 
 /// One virtual router on one interface.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VrrpVrid {
     pub vrid: u8,
     /// `ipv4` or `ipv6`.
@@ -404,7 +404,7 @@ pub struct VrrpVrid {
 }
 
 /// A tracked object and its state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VrrpTracked {
     /// `dns 10.0.0.53:53`, `vserver NAME`, `service NAME`, `interface eth1`.
     pub name: String,
@@ -415,7 +415,7 @@ pub struct VrrpTracked {
 }
 
 /// A state change.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VrrpTransition {
     /// Seconds since VRRP started on this node.
     pub at_seconds: f64,
@@ -425,7 +425,7 @@ pub struct VrrpTransition {
 }
 
 /// A drop counter.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VrrpDropped {
     pub interface: String,
     pub reason: String,
@@ -434,7 +434,7 @@ pub struct VrrpDropped {
 
 /// One entry of `GET /v1/vservers`: a GSLB vserver as configured, with
 /// its services' states (`show gslb vserver`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VServer {
     pub name: String,
     /// The service type (`HTTP`, `SSL`, `TCP`, `ANY`, ...).
@@ -455,7 +455,7 @@ pub struct VServer {
 }
 
 /// A service bound to a vserver.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VServerBinding {
     pub service: String,
     pub site: String,
@@ -466,7 +466,7 @@ pub struct VServerBinding {
 }
 
 /// One entry of `GET /v1/domains`: a GSLB domain (`show gslb domain`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Domain {
     pub name: String,
     pub vserver: String,

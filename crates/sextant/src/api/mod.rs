@@ -2,6 +2,7 @@
 //! endpoint shares. Reads are in [`views`], writes in [`push`].
 
 mod objects;
+mod openapi;
 mod push;
 mod views;
 
@@ -29,6 +30,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/vrrp", get(views::vrrp))
         .route("/v1/vservers", get(objects::vservers))
         .route("/v1/domains", get(objects::domains))
+        .route("/v1/openapi.json", get(openapi::openapi))
         .fallback(not_found)
         .with_state(daemon)
 }
@@ -36,7 +38,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such endpoint; try /v1/status, /v1/services, /v1/vservers, /v1/domains, /v1/sites, /v1/ldns, /v1/records, /v1/vrrp or /v1/explain?name=..&client=..",
+        "no such endpoint; try /v1/status, /v1/services, /v1/vservers, /v1/domains, /v1/sites, /v1/ldns, /v1/records, /v1/vrrp, /v1/openapi.json or /v1/explain?name=..&client=..",
     )
 }
 

@@ -19,7 +19,9 @@ fn state(up: bool) -> sextant_api::State {
     }
 }
 
-/// `GET /v1/vservers`.
+/// Every GSLB vserver with its bindings' states and its domains.
+#[utoipa::path(get, path = "/v1/vservers", tag = "read",
+    responses((status = 200, description = "every GSLB vserver", body = Vec<VServer>)))]
 pub(super) async fn vservers(State(d): State<Arc<Daemon>>) -> Json<Vec<VServer>> {
     Json(vserver_views(&d.dns.snapshot.load()))
 }
@@ -72,7 +74,9 @@ fn vserver_views(snap: &Snapshot) -> Vec<VServer> {
         .collect()
 }
 
-/// `GET /v1/domains`.
+/// Every GSLB domain and the vserver that answers it.
+#[utoipa::path(get, path = "/v1/domains", tag = "read",
+    responses((status = 200, description = "every GSLB domain", body = Vec<Domain>)))]
 pub(super) async fn domains(State(d): State<Arc<Daemon>>) -> Json<Vec<Domain>> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();

@@ -11,6 +11,12 @@ use sextant_api::PushMetrics;
 use super::error;
 use crate::serve::{Daemon, Input};
 
+/// Sets this site's own figures (datacenter mode's DC Based criteria),
+/// standing in for the measured ones; sent to the other sites at once.
+#[utoipa::path(post, path = "/v1/site/figures", tag = "write",
+    request_body = sextant_api::SiteFiguresPush,
+    responses((status = 204, description = "taken"),
+        (status = 400, description = "a figure out of range", body = sextant_api::ApiError)))]
 pub(super) async fn push_site_figures(
     State(d): State<Arc<Daemon>>,
     body: axum::body::Bytes,
@@ -52,8 +58,15 @@ pub(super) async fn push_site_figures(
     }
 }
 
-/// The RTT method's LDNS table: every group with every site's RTT, from
-/// the same publication DNS answers from.
+/// Load figures of a local service, for services with `-loadSource PUSH`
+/// (accepted for any local service).
+#[utoipa::path(post, path = "/v1/services/{name}/metrics", tag = "write",
+    params(("name" = String, Path, description = "the service's name")),
+    request_body = PushMetrics,
+    responses((status = 204, description = "taken"),
+        (status = 400, description = "not the JSON expected", body = sextant_api::ApiError),
+        (status = 404, description = "no such service", body = sextant_api::ApiError),
+        (status = 409, description = "the service belongs to another site", body = sextant_api::ApiError)))]
 pub(super) async fn push_metrics(
     State(d): State<Arc<Daemon>>,
     Path(name): Path<String>,

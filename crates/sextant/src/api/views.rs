@@ -19,6 +19,10 @@ use super::{error, rfc3339};
 use crate::clock::Clock;
 use crate::serve::Daemon;
 
+/// The server's version, configuration generation, uptime and DNS
+/// counters.
+#[utoipa::path(get, path = "/v1/status", tag = "read",
+    responses((status = 200, description = "the server's status", body = Status)))]
 pub(super) async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
@@ -58,6 +62,8 @@ pub(super) async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
 
 /// Every service as the published snapshot has it: the same moment the
 /// DNS answers come from.
+#[utoipa::path(get, path = "/v1/services", tag = "read",
+    responses((status = 200, description = "every GSLB service", body = Vec<sextant_api::Service>)))]
 pub(super) async fn services(State(d): State<Arc<Daemon>>) -> Json<Vec<sextant_api::Service>> {
     Json(service_views(&d.dns.snapshot.load(), &d.clock))
 }
@@ -114,12 +120,17 @@ fn service_views(snap: &Snapshot, clock: &Clock) -> Vec<sextant_api::Service> {
         .collect()
 }
 
-/// Datacenter mode: every record with its status and its datacenters in
-/// ranked order, from the same publication DNS answers from.
+/// The virtual routers of this node: state, priorities, VIPs, transitions.
+#[utoipa::path(get, path = "/v1/vrrp", tag = "read",
+    responses((status = 200, description = "this node's VRRP virtual routers", body = sextant_api::Vrrp)))]
 pub(super) async fn vrrp(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Vrrp> {
     Json(d.vrrp.api())
 }
 
+/// Datacenter mode: every record with its status and its datacenters in
+/// ranked order, from the same publication DNS answers from.
+#[utoipa::path(get, path = "/v1/records", tag = "read",
+    responses((status = 200, description = "datacenter-mode records", body = sextant_api::Records)))]
 pub(super) async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Records> {
     use sextant_core::dc_answer::{address_healthy, record_status};
     use sextant_core::{DcHealth, DcSelection};
@@ -201,8 +212,10 @@ pub(super) async fn records(State(d): State<Arc<Daemon>>) -> Json<sextant_api::R
     Json(sextant_api::Records { records })
 }
 
-/// Sets this site's own figures (datacenter mode's DC Based criteria),
-/// standing in for the measured ones; sent to the other sites at once.
+/// The RTT method's LDNS table: every group with every site's RTT, from
+/// the same publication DNS answers from.
+#[utoipa::path(get, path = "/v1/ldns", tag = "read",
+    responses((status = 200, description = "the LDNS RTT table", body = sextant_api::Ldns)))]
 pub(super) async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns> {
     use std::sync::atomic::Ordering;
     let snap = d.dns.snapshot.load();
@@ -264,6 +277,9 @@ pub(super) async fn ldns(State(d): State<Arc<Daemon>>) -> Json<sextant_api::Ldns
     })
 }
 
+/// Every site with its metric exchange state, link and figures.
+#[utoipa::path(get, path = "/v1/sites", tag = "read",
+    responses((status = 200, description = "every site", body = Vec<Site>)))]
 pub(super) async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
@@ -374,17 +390,26 @@ fn mep_state(peer: Option<&sextant_mep::PeerStatus>, kind: SiteKind) -> String {
     .to_string()
 }
 
-/// `POST /v1/services/NAME/metrics`: load figures of a local service, for
-/// services with `-loadSource PUSH` (accepted for any local service).
-#[derive(Debug, Deserialize)]
+/// The query `GET /v1/explain` explains.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(super) struct ExplainParams {
+    /// The name asked for.
     name: String,
+    /// The address the query comes from (the client's LDNS).
+    #[param(value_type = String)]
     client: IpAddr,
+    /// The query type (default A).
     #[serde(rename = "type")]
     qtype: Option<String>,
+    /// An EDNS Client Subnet, e.g. 198.51.100.0/24.
     ecs: Option<String>,
 }
 
+/// How a query for `name` from `client` is answered now, step by step.
+#[utoipa::path(get, path = "/v1/explain", tag = "read", params(ExplainParams),
+    responses((status = 200, description = "the decision, step by step", body = sextant_api::Explain),
+        (status = 400, description = "a bad name, type, client or ECS", body = sextant_api::ApiError)))]
 pub(super) async fn explain(
     State(d): State<Arc<Daemon>>,
     Query(p): Query<ExplainParams>,

@@ -1,0 +1,43 @@
+//! `GET /v1/openapi.json`: the API's OpenAPI 3.1 description, generated
+//! from the handlers' `#[utoipa::path]` attributes and the sextant-api
+//! types, so it cannot drift from what the server does. The end-to-end
+//! test `openapi` walks every path of it against a running server.
+
+use axum::Json;
+use utoipa::OpenApi;
+
+use super::{objects, push, views};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Sextant REST API",
+        description = "Reads of the published state, and authenticated writes. See docs/api.md."
+    ),
+    paths(
+        views::status,
+        views::services,
+        views::sites,
+        views::explain,
+        views::ldns,
+        views::records,
+        views::vrrp,
+        objects::vservers,
+        objects::domains,
+        push::push_metrics,
+        push::push_site_figures,
+        openapi,
+    ),
+    tags(
+        (name = "read", description = "the published state"),
+        (name = "write", description = "changes; need an API token"),
+    )
+)]
+pub struct ApiDoc;
+
+/// This description.
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "read",
+    responses((status = 200, description = "the OpenAPI description of this API")))]
+pub(super) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

@@ -1,0 +1,147 @@
+//! `GET /v1/openapi.json` against the running server: every documented
+//! path is asked (writes with valid bodies), every answer's status must be
+//! one the description lists, and every JSON body must validate against
+//! the schema it documents. docs/api.md and the description list the same
+//! endpoints.
+
+use serde_json::{Value, json};
+use sextant_test_support::prelude::*;
+
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+
+fn config(net: &Net) -> String {
+    let mut c = net.conf_preamble();
+    c += &format!(
+        "add gslb service web-1 {s0} HTTP 80 -siteName site1\n\
+         add gslb service web-2 {s1} HTTP 80 -siteName site1\n\
+         add gslb vserver vs_app HTTP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs_app -serviceName web-1\n\
+         bind gslb vserver vs_app -serviceName web-2\n\
+         bind gslb vserver vs_app -domainName app.example.com -TTL 30\n",
+        s0 = net.svc_ip(0),
+        s1 = net.svc_ip(1),
+    );
+    c
+}
+
+/// The request to make for a documented path and method: the path with
+/// its parameters filled in, and a body for writes.
+fn request_for(path: &str, method: &str) -> (String, Option<Value>) {
+    match (method, path) {
+        ("get", "/v1/explain") => (
+            "/v1/explain?name=app.example.com&client=192.0.2.1".to_string(),
+            None,
+        ),
+        ("post", "/v1/services/{name}/metrics") => (
+            "/v1/services/web-1/metrics".to_string(),
+            Some(json!({"connections": 3})),
+        ),
+        ("post", "/v1/site/figures") => (path.to_string(), Some(json!({"cpu_percent": 12.5}))),
+        ("get", p) if !p.contains('{') => (p.to_string(), None),
+        _ => panic!(
+            "tests/openapi.rs does not know how to ask {method} {path}: add it to request_for"
+        ),
+    }
+}
+
+/// Validates `body` against `schema` (which may `$ref` the description's
+/// components).
+fn check(doc: &Value, schema: &Value, body: &Value, what: &str) {
+    let wrapped = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "components": doc["components"],
+        "allOf": [schema],
+    });
+    let validator = jsonschema::validator_for(&wrapped)
+        .unwrap_or_else(|e| panic!("{what}: the documented schema does not compile: {e}"));
+    let errors: Vec<String> = validator
+        .iter_errors(body)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what}: the answer does not match its documented schema:\n{}\nbody: {body}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn every_documented_endpoint_answers_as_documented() {
+    let net = Net::new("openapi");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net));
+    let (code, doc) = s.api("/v1/openapi.json");
+    assert_eq!(code, 200);
+    assert!(
+        doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")),
+        "{doc}"
+    );
+    let paths = doc["paths"].as_object().expect("paths");
+    assert!(paths.len() >= 12, "{paths:?}");
+
+    let mut asked = 0;
+    for (path, item) in paths {
+        for (method, op) in item.as_object().expect("path item") {
+            let (uri, body) = request_for(path, method);
+            let what = format!("{} {uri}", method.to_uppercase());
+            let (status, text) = match &body {
+                None => http_get(net.api_addr(), &uri),
+                Some(b) => http_post(net.api_addr(), &uri, &b.to_string()),
+            }
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let responses = &op["responses"];
+            let documented = &responses[status.to_string()];
+            assert!(
+                documented.is_object(),
+                "{what} answered {status}, which the description does not list ({responses}): {text}"
+            );
+            if let Some(schema) = documented["content"]["application/json"].get("schema") {
+                let value: Value = serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {text}"));
+                check(&doc, schema, &value, &what);
+            }
+            asked += 1;
+        }
+    }
+    assert!(asked >= paths.len(), "asked {asked}");
+
+    // A wrong answer must fail the check: the test can fail.
+    let status_schema = json!({"$ref": "#/components/schemas/Status"});
+    let bad = json!({"version": 1});
+    let wrapped = json!({"components": doc["components"], "allOf": [status_schema]});
+    assert!(
+        !jsonschema::validator_for(&wrapped).unwrap().is_valid(&bad),
+        "a Status without its fields validates: the check proves nothing"
+    );
+
+    // docs/api.md documents the same endpoints, no more, no fewer.
+    let api_md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/api.md"))
+        .expect("docs/api.md");
+    let mut in_docs: Vec<String> = api_md
+        .lines()
+        .filter_map(|l| l.strip_prefix("## `"))
+        .filter_map(|l| l.split('`').next())
+        .map(|h| {
+            let mut words = h.split_whitespace();
+            let method = words.next().unwrap_or("").to_lowercase();
+            let path = words.next().unwrap_or("");
+            let path = path.split('?').next().unwrap_or("");
+            let path = path.replace("NAME", "{name}");
+            format!("{method} {path}")
+        })
+        .collect();
+    in_docs.sort();
+    let mut described: Vec<String> = paths
+        .iter()
+        .flat_map(|(p, item)| {
+            item.as_object()
+                .into_iter()
+                .flat_map(|m| m.keys())
+                .map(move |m| format!("{m} {p}"))
+        })
+        .collect();
+    described.sort();
+    assert_eq!(
+        in_docs, described,
+        "docs/api.md's endpoints and /v1/openapi.json's differ"
+    );
+}
