@@ -14,6 +14,7 @@
 
 mod appliance;
 mod builtin_monitors;
+pub mod diff;
 mod dns_policy;
 mod dns_settings;
 mod draft;
@@ -36,6 +37,7 @@ use std::path::Path;
 
 use sextant_core::Model;
 
+pub use diff::{ConfigDiff, diff};
 pub use error::{ConfigError, ConfigErrors};
 pub use local_site::{LocalSiteError, settle_local_site};
 pub use secrets::REENTER_PREFIX;

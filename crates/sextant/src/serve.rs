@@ -58,6 +58,8 @@ pub struct Daemon {
     /// The last report of this site's services, for a metric exchange
     /// that starts late (on the node that becomes master of the site IP).
     pub last_report: Mutex<Option<Arc<sextant_state::LocalReport>>>,
+    /// The API's tokens and read policy (re-read on SIGHUP).
+    pub api_access: Arc<crate::api::auth::Access>,
 }
 
 /// What `/v1/ldns` tells of this site's probing and RTT exchange.
@@ -84,6 +86,12 @@ pub struct Overrides {
     pub udp_receive_buffer: usize,
     /// The XDP path (`--xdp-interface`), when asked for.
     pub xdp: Option<XdpSettings>,
+    /// `--api-token-file` (ahead of the file's `[api] token_file`).
+    pub api_token_file: Option<PathBuf>,
+    /// `--api-reads`.
+    pub api_reads: crate::api::auth::ReadAccess,
+    /// `--api-tls-cert` and `--api-tls-key`.
+    pub api_tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// `--xdp-attach`.
@@ -128,6 +136,9 @@ impl From<&ServeArgs> for Overrides {
                 attach: a.xdp_attach,
                 bind: a.xdp_bind,
             }),
+            api_token_file: a.api_token_file.clone(),
+            api_reads: a.api_reads,
+            api_tls: a.api_tls_cert.clone().zip(a.api_tls_key.clone()),
         }
     }
 }
@@ -151,6 +162,20 @@ pub fn load(overrides: &Overrides) -> anyhow::Result<Model> {
     model.params.ldns_max_entries = overrides.ldns_max_entries;
     model.params.ldns_probes_per_second = overrides.ldns_probes_per_second;
     Ok(model)
+}
+
+/// The API token file: `--api-token-file`, else the file's `[api]
+/// token_file` (relative to the configuration file's directory).
+fn token_file(overrides: &Overrides, model: &Model) -> Option<PathBuf> {
+    overrides.api_token_file.clone().or_else(|| {
+        model.api_token_file.as_ref().map(|f| {
+            overrides
+                .config
+                .parent()
+                .map(|dir| dir.join(f))
+                .unwrap_or_else(|| f.clone())
+        })
+    })
 }
 
 /// Makes the named site local, or checks that the file names one, and
@@ -368,6 +393,16 @@ pub async fn serve(
         }
         None
     };
+    let api_access = Arc::new(crate::api::auth::Access::load(
+        token_file(&overrides, &model),
+        overrides.api_reads,
+        api_listen,
+    )?);
+    let api_tls = overrides
+        .api_tls
+        .as_ref()
+        .map(|(cert, key)| crate::api::tls::server_config(cert, key))
+        .transpose()?;
     let (input_tx, input_rx) = mpsc::channel(1024);
     let daemon = Arc::new(Daemon {
         dns,
@@ -383,6 +418,7 @@ pub async fn serve(
         vrrp: Default::default(),
         dns_serving: Default::default(),
         last_report: Mutex::new(None),
+        api_access,
     });
     let (site_master_tx, mut site_master_rx) = tokio::sync::watch::channel(false);
     if site_vip.is_some() {
@@ -411,19 +447,38 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(api_listen)
         .await
         .with_context(|| format!("cannot listen for the REST API on {api_listen}"))?;
-    info!(addr = %api_listen, "REST API listening");
-    let app = crate::api::router(Arc::clone(&daemon));
+    let app = crate::api::router(Arc::clone(&daemon))
+        .into_make_service_with_connect_info::<crate::api::auth::Peer>();
     // Graceful: at shutdown the API stops accepting and finishes the
     // requests in flight (within the grace period).
     let api_stop = tasks.token.clone().cancelled_owned();
-    tasks.set.spawn(async move {
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(api_stop)
-            .await
-        {
-            error!(error = %e, "REST API stopped");
+    match api_tls {
+        Some(config) => {
+            info!(addr = %api_listen, "REST API listening (HTTPS)");
+            let (listener, accept) = crate::api::tls::TlsListener::new(listener, config)
+                .context("cannot start the REST API's TLS listener")?;
+            tasks.spawn(accept);
+            tasks.set.spawn(async move {
+                if let Err(e) = axum::serve(listener, app)
+                    .with_graceful_shutdown(api_stop)
+                    .await
+                {
+                    error!(error = %e, "REST API stopped");
+                }
+            });
         }
-    });
+        None => {
+            info!(addr = %api_listen, "REST API listening");
+            tasks.set.spawn(async move {
+                if let Err(e) = axum::serve(listener, app)
+                    .with_graceful_shutdown(api_stop)
+                    .await
+                {
+                    error!(error = %e, "REST API stopped");
+                }
+            });
+        }
+    }
 
     log_start(&model, &overrides.config);
     let (ready_tx, ready_rx) = oneshot::channel();
@@ -632,6 +687,8 @@ async fn wait_for_signals(
                     (overrides.clone(), Arc::clone(&daemon), inputs.clone(), Arc::clone(&loading));
                 tokio::task::spawn_blocking(move || loop {
                     let signalled = Instant::now();
+                    // A token rotation takes effect without a restart.
+                    daemon.api_access.reload();
                     let input = prepare_reload(&overrides, &daemon, signalled);
                     if inputs.blocking_send(input).is_err() {
                         return;
@@ -944,7 +1001,9 @@ async fn state_task(
                     daemon.dns.sessions.set_sharing(engine.session_exchange());
                     session_tick = tokio::time::interval(engine.session_share_interval());
                     if let Ok(mut last) = daemon.last_reload_error.write() {
-                        *last = None;
+                        // The configuration is in force; a refused token
+                        // file is still worth showing.
+                        *last = daemon.api_access.reload_error();
                     }
                     info!(
                         generation = engine.generation(),
@@ -961,7 +1020,10 @@ async fn state_task(
                 Input::Reloaded { result: Err(e), .. } => {
                     error!("reload failed; the running configuration stays in force: {e}");
                     if let Ok(mut last) = daemon.last_reload_error.write() {
-                        *last = Some(e);
+                        *last = Some(match daemon.api_access.reload_error() {
+                            Some(tokens) => format!("{e}\n{tokens}"),
+                            None => e,
+                        });
                     }
                     continue;
                 }

@@ -1,7 +1,10 @@
 //! The REST API (`/v1/...`): the router, and the error shape every
-//! endpoint shares. Reads are in [`views`], writes in [`push`].
+//! endpoint shares. Reads are in [`views`], writes in [`push`]; who may
+//! call them is decided in [`auth`], before any handler runs.
 
+pub mod auth;
 mod push;
+pub mod tls;
 mod views;
 
 use std::sync::Arc;
@@ -27,6 +30,10 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/site/figures", post(push::push_site_figures))
         .route("/v1/vrrp", get(views::vrrp))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&daemon.api_access),
+            auth::require,
+        ))
         .with_state(daemon)
 }
 
