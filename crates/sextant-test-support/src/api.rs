@@ -10,8 +10,9 @@ use serde::de::DeserializeOwned;
 /// record's in this crate).
 pub use sextant_api::Record as DcRecordView;
 pub use sextant_api::{
-    ApiError, DnsCounters, Explain, Ldns, LdnsEntry, LdnsSiteRtt, MepCounters, MonitorState,
-    PushMetrics, RecordAddress, RecordDc, Records, Service, Site, SiteFiguresPush, State, Status,
+    ApiError, ConfigApply, ConfigDiff, ConfigRejected, DnsCounters, Explain, Ldns, LdnsEntry,
+    LdnsSiteRtt, MepCounters, MonitorState, PushMetrics, RecordAddress, RecordDc, Records, Service,
+    Site, SiteFiguresPush, State, Status,
 };
 
 use crate::http::{http_get, http_get_as, http_get_within};

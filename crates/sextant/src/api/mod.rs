@@ -3,6 +3,7 @@
 //! call them is decided in [`auth`], before any handler runs.
 
 pub mod auth;
+mod config;
 mod push;
 pub mod tls;
 mod views;
@@ -29,6 +30,13 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/records", get(views::records))
         .route("/v1/site/figures", post(push::push_site_figures))
         .route("/v1/vrrp", get(views::vrrp))
+        .route(
+            "/v1/config",
+            get(config::get_config)
+                .put(config::put_config)
+                // A whole configuration file (100,000 services is some MB).
+                .layer(axum::extract::DefaultBodyLimit::max(256 * 1024 * 1024)),
+        )
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&daemon.api_access),
