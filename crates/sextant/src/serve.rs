@@ -744,9 +744,15 @@ async fn wait_for_signals(
                     let signalled = Instant::now();
                     // A token rotation takes effect without a restart.
                     daemon.api_access.reload();
-                    let input = prepare_reload(&overrides, &daemon, signalled);
-                    if inputs.blocking_send(input).is_err() {
-                        return;
+                    {
+                        // Not while a configuration put over the API is
+                        // written and swapped in: the file is read before
+                        // or after it, and applied in that order.
+                        let _writer = daemon.config_writer.blocking_lock();
+                        let input = prepare_reload(&overrides, &daemon, signalled);
+                        if inputs.blocking_send(input).is_err() {
+                            return;
+                        }
                     }
                     // Again if a SIGHUP came meanwhile, else idle.
                     if loading.compare_exchange(1, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
