@@ -473,3 +473,33 @@ pub struct Domain {
     pub ttl: u32,
     pub backup_ip: Option<String>,
 }
+
+/// `PUT /v1/config`: what a configuration changes against the running one
+/// and whether it was applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConfigApply {
+    /// The generation in force after the request (the new one when
+    /// applied, the running one otherwise).
+    pub generation: u64,
+    /// Whether the configuration was written and swapped in (false for a
+    /// dry run).
+    pub applied: bool,
+    pub diff: ConfigDiff,
+}
+
+/// The objects a configuration adds, removes and changes, each as `"KIND
+/// NAME"` (`"service web-1"`, `"domain www.example.com"`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConfigDiff {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
+}
+
+/// The answer to an invalid configuration (`PUT /v1/config`, 400): a
+/// summary and every error as `FILE:LINE: reason`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConfigRejected {
+    pub error: String,
+    pub errors: Vec<String>,
+}

@@ -87,6 +87,8 @@ pub(crate) struct Ref {
 pub(crate) struct Draft {
     pub dns_listen: Vec<SocketAddr>,
     pub api_listen: Option<SocketAddr>,
+    /// `[api] token_file`, as written.
+    pub api_token_file: Option<std::path::PathBuf>,
     /// An explicit choice of the local site by name (native `server.local_site`).
     pub local_site: Option<Ref>,
     pub params: GslbParams,

@@ -14,6 +14,7 @@
 
 mod appliance;
 mod builtin_monitors;
+pub mod diff;
 mod dns_policy;
 mod dns_settings;
 mod draft;
@@ -36,6 +37,7 @@ use std::path::Path;
 
 use sextant_core::Model;
 
+pub use diff::{ConfigDiff, diff};
 pub use error::{ConfigError, ConfigErrors};
 pub use local_site::{LocalSiteError, settle_local_site};
 pub use secrets::REENTER_PREFIX;
@@ -48,20 +50,7 @@ use error::Diag;
 /// The model's `warnings` list each use of a setting without effect.
 pub fn load_file(path: &Path) -> Result<Model, ConfigErrors> {
     let file = path.display().to_string();
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    let parse: fn(&str, &str) -> Result<Model, ConfigErrors> = match ext.as_deref() {
-        Some("conf") => parse_appliance,
-        Some("toml") => parse_toml,
-        _ => {
-            return Err(ConfigErrors::whole_file(
-                &file,
-                "unknown configuration file type; name the file *.conf for the appliance command syntax or *.toml for the native TOML syntax",
-            ));
-        }
-    };
+    syntax_of(path)?;
     let text = std::fs::read_to_string(path).map_err(|e| {
         let why = match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".to_string(),
@@ -71,7 +60,35 @@ pub fn load_file(path: &Path) -> Result<Model, ConfigErrors> {
         };
         ConfigErrors::whole_file(&file, format!("cannot read the configuration file: {why}"))
     })?;
-    parse(&text, &file)
+    parse_as(path, &text)
+}
+
+/// Reads and validates `text` as the content of the configuration file
+/// `path` (its extension picks the syntax, its name is in the errors, its
+/// directory is where relative location files are read from): what
+/// [`load_file`] does with the text it reads, for a text that is not on
+/// disk yet (`PUT /v1/config`).
+pub fn parse_as(path: &Path, text: &str) -> Result<Model, ConfigErrors> {
+    let parse = syntax_of(path)?;
+    parse(text, &path.display().to_string())
+}
+
+type Parser = fn(&str, &str) -> Result<Model, ConfigErrors>;
+
+/// The parser for `path`'s extension.
+fn syntax_of(path: &Path) -> Result<Parser, ConfigErrors> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("conf") => Ok(parse_appliance),
+        Some("toml") => Ok(parse_toml),
+        _ => Err(ConfigErrors::whole_file(
+            &path.display().to_string(),
+            "unknown configuration file type; name the file *.conf for the appliance command syntax or *.toml for the native TOML syntax",
+        )),
+    }
 }
 
 /// Reads configuration in the appliance's command syntax. `file` names the

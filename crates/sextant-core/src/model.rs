@@ -31,6 +31,9 @@ pub struct Model {
     pub dns_listen: Vec<std::net::SocketAddr>,
     /// Address of the REST API, if configured in the file.
     pub api_listen: Option<std::net::SocketAddr>,
+    /// The REST API's token file (`[api] token_file`), as written: a
+    /// relative path is relative to the configuration file's directory.
+    pub api_token_file: Option<std::path::PathBuf>,
     pub params: GslbParams,
     /// `add dns action`.
     pub dns_actions: IdVec<crate::policy::DnsActionId, crate::policy::DnsAction>,

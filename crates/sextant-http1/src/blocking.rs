@@ -45,6 +45,30 @@ pub fn post_json(
     exchange(addr, &request, timeouts, limits)
 }
 
+/// `METHOD path` with extra header fields (`(name, value)`, sent as given)
+/// and a body (HTTP/1.0, `Connection: close`; a `Content-Length` is sent
+/// when the body is not empty or the method is not GET or HEAD).
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeouts: Timeouts,
+    limits: Limits,
+) -> Result<Response, Error> {
+    let mut request = Request::new(&format!("{method} {path} HTTP/1.0"))
+        .header("Host", addr)
+        .header("Connection", "close");
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    if !body.is_empty() || !matches!(method, "GET" | "HEAD") {
+        request = request.header("Content-Length", body.len());
+    }
+    exchange(addr, &request.finish(body), timeouts, limits)
+}
+
 /// Connects to `addr`, sends `request` and reads one response.
 pub fn exchange(
     addr: SocketAddr,
@@ -137,6 +161,25 @@ mod tests {
         let seen = String::from_utf8(server.join().unwrap()).unwrap();
         assert!(seen.starts_with("POST /v1/y HTTP/1.0\r\n"), "{seen}");
         assert!(seen.contains("\r\nContent-Length: 7\r\n"), "{seen}");
+
+        let (addr, server) =
+            serve(b"HTTP/1.1 401 No\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\n\r\n");
+        let r = request(
+            addr,
+            "PUT",
+            "/v1/z",
+            &[("Authorization", "Bearer t")],
+            b"",
+            TIMEOUTS,
+            LIMITS,
+        )
+        .unwrap();
+        assert_eq!(r.status, 401);
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        let seen = String::from_utf8(server.join().unwrap()).unwrap();
+        assert!(seen.starts_with("PUT /v1/z HTTP/1.0\r\n"), "{seen}");
+        assert!(seen.contains("\r\nAuthorization: Bearer t\r\n"), "{seen}");
+        assert!(seen.contains("\r\nContent-Length: 0\r\n"), "{seen}");
     }
 
     #[test]

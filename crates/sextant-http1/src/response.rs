@@ -196,11 +196,21 @@ pub struct Head {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
+    /// The header fields in the order received, names as sent.
+    pub headers: Vec<(String, String)>,
     /// Decoded (chunked framing undone).
     pub body: Vec<u8>,
 }
 
 impl Response {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The body as text (invalid UTF-8 replaced).
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
@@ -405,8 +415,11 @@ impl Reader {
                         None => return Ok(None),
                     },
                 };
-                let raw = self.buf.get(head.len..).unwrap_or_default();
-                Ok(head.framing.complete(raw).then(|| response(head, raw)))
+                let (head_bytes, raw) = self.buf.split_at(head.len.min(self.buf.len()));
+                Ok(head
+                    .framing
+                    .complete(raw)
+                    .then(|| response(head, head_bytes, raw)))
             }
             Fill::Closed => {
                 let Some(head) = self.head else {
@@ -416,12 +429,12 @@ impl Reader {
                         Error::ClosedInHead
                     });
                 };
-                let raw = self.buf.get(head.len..).unwrap_or_default();
+                let (head_bytes, raw) = self.buf.split_at(head.len.min(self.buf.len()));
                 let (_, done) = head.framing.body(raw);
                 if !done && head.framing != Framing::Close {
                     return Err(Error::Truncated);
                 }
-                Ok(Some(response(head, raw)))
+                Ok(Some(response(head, head_bytes, raw)))
             }
         }
     }
@@ -439,9 +452,16 @@ fn parse_head(head: &[u8]) -> Result<Head, Error> {
     })
 }
 
-fn response(head: Head, raw: &[u8]) -> Response {
+fn response(head: Head, head_bytes: &[u8], raw: &[u8]) -> Response {
+    let headers = String::from_utf8_lossy(head_bytes)
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
     Response {
         status: head.status,
+        headers,
         body: head.framing.body(raw).0.into_owned(),
     }
 }

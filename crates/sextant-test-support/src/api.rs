@@ -10,11 +10,12 @@ use serde::de::DeserializeOwned;
 /// record's in this crate).
 pub use sextant_api::Record as DcRecordView;
 pub use sextant_api::{
-    ApiError, DnsCounters, Explain, Ldns, LdnsEntry, LdnsSiteRtt, MepCounters, MonitorState,
-    PushMetrics, RecordAddress, RecordDc, Records, Service, Site, SiteFiguresPush, State, Status,
+    ApiError, ConfigApply, ConfigDiff, ConfigRejected, DnsCounters, Explain, Ldns, LdnsEntry,
+    LdnsSiteRtt, MepCounters, MonitorState, PushMetrics, RecordAddress, RecordDc, Records, Service,
+    Site, SiteFiguresPush, State, Status,
 };
 
-use crate::http::{http_get, http_get_within};
+use crate::http::{http_get, http_get_as, http_get_within};
 
 pub const STATUS: &str = "/v1/status";
 pub const SERVICES: &str = "/v1/services";
@@ -45,6 +46,16 @@ pub fn api_get_within<T: DeserializeOwned>(
     timeout: Duration,
 ) -> Result<T, String> {
     parse(path, http_get_within(addr, path, timeout))
+}
+
+/// Like [`api_get_within`], sending the API token `token` (if any).
+pub fn api_get_as<T: DeserializeOwned>(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+    timeout: Duration,
+) -> Result<T, String> {
+    parse(path, http_get_as(addr, path, token, timeout))
 }
 
 fn parse<T: DeserializeOwned>(

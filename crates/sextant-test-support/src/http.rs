@@ -50,3 +50,101 @@ pub fn http_post(addr: SocketAddr, path: &str, json: &str) -> Result<(u16, Strin
         .map(|r| (r.status, r.text()))
         .map_err(|e| format!("POST {path} to {addr}: {e}"))
 }
+
+/// A whole HTTP answer: status, header fields and body.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Any request: `method path` with `headers` (sent as given) and `body`.
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<Reply, String> {
+    request_within(addr, method, path, headers, body, TIMEOUTS)
+}
+
+/// Like [`http_request`], with `timeout` for the connect and for each read
+/// and write.
+pub fn request_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    timeouts: Timeouts,
+) -> Result<Reply, String> {
+    blocking::request(
+        addr,
+        method,
+        path,
+        headers,
+        body.as_bytes(),
+        timeouts,
+        LIMITS,
+    )
+    .map(|r| Reply {
+        status: r.status,
+        body: r.text(),
+        headers: r.headers,
+    })
+    .map_err(|e| format!("{method} {path} at {addr}: {e}"))
+}
+
+/// The `Authorization` header of `token`, when there is one.
+pub fn bearer(token: Option<&str>) -> Option<String> {
+    token.map(|t| format!("Bearer {t}"))
+}
+
+/// GET with the API token `token` (if any): (status, body).
+pub fn http_get_as(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+    timeout: Duration,
+) -> Result<(u16, String), String> {
+    let auth = bearer(token);
+    let headers: Vec<(&str, &str)> = auth
+        .as_deref()
+        .map(|a| ("Authorization", a))
+        .into_iter()
+        .collect();
+    let timeouts = Timeouts {
+        connect: timeout.min(TIMEOUTS.connect),
+        io: timeout,
+    };
+    request_within(addr, "GET", path, &headers, "", timeouts).map(|r| (r.status, r.body))
+}
+
+/// A JSON body sent with `method` (POST, PUT...) with the API token
+/// `token` (if any): (status, body).
+pub fn http_send_json(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    json: &str,
+    token: Option<&str>,
+) -> Result<(u16, String), String> {
+    let auth = bearer(token);
+    let mut headers = vec![("Content-Type", "application/json")];
+    if let Some(a) = auth.as_deref() {
+        headers.push(("Authorization", a));
+    }
+    http_request(addr, method, path, &headers, json).map(|r| (r.status, r.body))
+}

@@ -80,7 +80,9 @@ pub mod prelude {
     pub use crate::backend::Backend;
     pub use crate::ci::{cannot_run, have_program, under_ci};
     pub use crate::dns::*;
-    pub use crate::http::{http_get, http_get_within, http_post};
+    pub use crate::http::{
+        Reply, http_get, http_get_as, http_get_within, http_post, http_request, http_send_json,
+    };
     pub use crate::ldns::LdnsEmulator;
     pub use crate::net::*;
     pub use crate::netns::Netns;

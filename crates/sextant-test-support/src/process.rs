@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use sextant_api::{Explain, Ldns, MepCounters, Service, Site, State, Status};
 
-use crate::api::{self, api_get};
+use crate::api::{self, api_get_as};
 use crate::dns::{Dns, Message, RecordType, a_records, build_query};
-use crate::http::{http_get, http_post};
+use crate::http::{Reply, bearer, http_get_as, http_request, http_send_json};
 use crate::net::{API_PORT, DNS_PORT, Net};
 use crate::netns::Netns;
 use crate::wait::{EVENTUALLY, READY, wait_until};
@@ -193,6 +193,49 @@ fn signal(pid: i32, sig: i32, what: &str) {
     assert_eq!(rc, 0, "kill({pid}, {sig}) of {what} failed");
 }
 
+/// The API token every server started here accepts (its name in the token
+/// file is [`TEST_TOKEN_NAME`]), and that [`Server`] and [`SiteServer`] send
+/// with every request, as an operator's scripts would.
+pub const TEST_TOKEN: &str = "sextant-test-token-5f0c1e9a7b3d";
+pub const TEST_TOKEN_NAME: &str = "test";
+
+/// How long a request of the helpers here may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Writes a token file holding [`TEST_TOKEN`] at `path`, mode 0600 (the
+/// server refuses a token file others can read).
+pub fn write_token_file(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(path, format!("{TEST_TOKEN_NAME} {TEST_TOKEN}\n")).expect("write token file");
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600)).expect("chmod token file");
+}
+
+/// Whether the arguments to `serve` name a token file of the test's own.
+fn names_token_file(extra: &[impl AsRef<str>]) -> bool {
+    extra.iter().any(|a| a.as_ref() == "--api-token-file")
+}
+
+/// A request with the API token (if any) to `addr`.
+fn send(
+    addr: SocketAddr,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<Reply, String> {
+    let auth = bearer(token);
+    let mut all: Vec<(&str, &str)> = headers.to_vec();
+    if let Some(a) = auth.as_deref()
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+    {
+        all.push(("Authorization", a));
+    }
+    http_request(addr, method, path, &all, body)
+}
+
 /// Config syntax of a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Syntax {
@@ -221,6 +264,9 @@ pub struct Server {
     pub stderr_path: PathBuf,
     pub stdout_path: PathBuf,
     pub dns: Dns,
+    /// The API token its requests carry ([`TEST_TOKEN`] unless the test
+    /// gave its own token file, or none).
+    pub token: Option<String>,
 }
 
 impl Server {
@@ -244,7 +290,19 @@ impl Server {
         config: &str,
         extra: &[&str],
     ) -> Result<Server, String> {
-        Self::spawn(bin, net, syntax, config, net.dns_addr(), extra)
+        Self::spawn(bin, net, syntax, config, net.dns_addr(), extra, true)
+    }
+
+    /// Like [`Server::try_start`] but without a token file: the API's
+    /// writes are disabled (unless `extra` names one).
+    pub fn try_start_without_token(
+        bin: Bin,
+        net: &Net,
+        syntax: Syntax,
+        config: &str,
+        extra: &[&str],
+    ) -> Result<Server, String> {
+        Self::spawn(bin, net, syntax, config, net.dns_addr(), extra, false)
     }
 
     /// Like [`Server::start`], but the DNS listener is `dns` (for example
@@ -257,7 +315,7 @@ impl Server {
         config: &str,
         dns: SocketAddr,
     ) -> Server {
-        Self::spawn(bin, net, syntax, config, dns, &[]).unwrap_or_else(|e| panic!("{e}"))
+        Self::spawn(bin, net, syntax, config, dns, &[], true).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn spawn(
@@ -267,10 +325,19 @@ impl Server {
         config: &str,
         dns: SocketAddr,
         extra: &[&str],
+        with_token: bool,
     ) -> Result<Server, String> {
         let dir = net.tempdir();
         let config_path = dir.join(format!("sextant.{}", syntax.ext()));
         fs::write(&config_path, config).expect("write config");
+        let token_file = dir.join("api-tokens");
+        let token_args: Vec<String> = if with_token && !names_token_file(extra) {
+            write_token_file(&token_file);
+            vec!["--api-token-file".into(), token_file.display().to_string()]
+        } else {
+            Vec::new()
+        };
+        let token = (with_token && !names_token_file(extra)).then(|| TEST_TOKEN.to_string());
         let stderr_path = dir.join("stderr.log");
         let stdout_path = dir.join("stdout.log");
         let dns_arg = dns.to_string();
@@ -286,6 +353,7 @@ impl Server {
                 "--api-listen",
                 &api,
             ])
+            .args(&token_args)
             .args(extra)
             .stdout(fs::File::create(&stdout_path).unwrap())
             .stderr(fs::File::create(&stderr_path).unwrap())
@@ -299,11 +367,20 @@ impl Server {
             stderr_path,
             stdout_path,
             dns: Dns::new(dns),
+            token,
         };
         let api_addr = net.api_addr();
+        let ready_token = server.token.clone();
         wait_ready(
             &mut server.child,
-            || http_get(api_addr, "/v1/status"),
+            || {
+                http_get_as(
+                    api_addr,
+                    "/v1/status",
+                    ready_token.as_deref(),
+                    REQUEST_TIMEOUT,
+                )
+            },
             "sextant",
             || fs::read_to_string(&server.stderr_path).unwrap_or_default(),
         )
@@ -342,15 +419,69 @@ impl Server {
     /// the body if it is not JSON); panics on transport errors. For
     /// answers that are not a typed `/v1/...` result, such as errors.
     pub fn api(&self, path: &str) -> (u16, serde_json::Value) {
-        let (status, body) = http_get(self.net.api_addr(), path)
-            .unwrap_or_else(|e| panic!("GET {path}: {e}\n--- stderr ---\n{}", self.log()));
+        let (status, body) = http_get_as(
+            self.net.api_addr(),
+            path,
+            self.token.as_deref(),
+            REQUEST_TIMEOUT,
+        )
+        .unwrap_or_else(|e| panic!("GET {path}: {e}\n--- stderr ---\n{}", self.log()));
         let v = serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body));
         (status, v)
     }
 
     /// GET that must answer 200 with a `T`.
     pub fn get<T: DeserializeOwned>(&self, path: &str) -> T {
-        api_get(self.net.api_addr(), path)
+        api_get_as(
+            self.net.api_addr(),
+            path,
+            self.token.as_deref(),
+            REQUEST_TIMEOUT,
+        )
+        .unwrap_or_else(|e| panic!("{e}\n--- stderr ---\n{}", self.log()))
+    }
+
+    /// POST of a JSON body with the server's token: (status, body).
+    pub fn post(&self, path: &str, json: &str) -> (u16, String) {
+        http_send_json(
+            self.net.api_addr(),
+            "POST",
+            path,
+            json,
+            self.token.as_deref(),
+        )
+        .unwrap_or_else(|e| panic!("POST {path}: {e}\n--- stderr ---\n{}", self.log()))
+    }
+
+    /// PUT of `body` with the server's token: the whole reply.
+    pub fn put(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        self.request("PUT", path, headers, body)
+    }
+
+    /// Any request with the server's token (unless `headers` has an
+    /// `Authorization` of its own): the whole reply.
+    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        send(
+            self.net.api_addr(),
+            self.token.as_deref(),
+            method,
+            path,
+            headers,
+            body,
+        )
+        .unwrap_or_else(|e| panic!("{e}\n--- stderr ---\n{}", self.log()))
+    }
+
+    /// A request exactly as given, without the server's token: the whole
+    /// reply (for tests of authentication itself).
+    pub fn request_raw(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Reply {
+        http_request(self.net.api_addr(), method, path, headers, body)
             .unwrap_or_else(|e| panic!("{e}\n--- stderr ---\n{}", self.log()))
     }
 
@@ -465,6 +596,9 @@ pub struct SiteServer {
     /// Whether `serve` gets `--local-site NAME` (not for a file that says
     /// which site is local itself: [`SiteServer::start_as_written`]).
     local_site_arg: bool,
+    /// The API token its requests carry ([`TEST_TOKEN`], from the token
+    /// file DIR/NAME.api-tokens, unless the test gave its own file).
+    pub token: Option<String>,
 }
 
 impl SiteServer {
@@ -583,6 +717,7 @@ impl SiteServer {
             started: Instant::now(),
             extra: Vec::new(),
             local_site_arg: true,
+            token: Some(TEST_TOKEN.to_string()),
         };
         let _ = fs::remove_file(&site.log_path);
         site
@@ -614,6 +749,13 @@ impl SiteServer {
         let config = self.config.to_str().expect("utf-8 path").to_string();
         let mut cmd = self.bin.command_in(self.ns.as_deref());
         die_with_parent(&mut cmd).args(["serve", "--config", config.as_str()]);
+        if names_token_file(&self.extra) {
+            self.token = None;
+        } else {
+            let file = self.config.with_extension("api-tokens");
+            write_token_file(&file);
+            cmd.arg("--api-token-file").arg(&file);
+        }
         if self.local_site_arg {
             cmd.args(["--local-site", &self.name]);
         }
@@ -701,16 +843,18 @@ impl SiteServer {
         signal(pid, sig, &format!("site {}", self.name));
     }
 
-    /// GET on the site's API.
+    /// GET on the site's API (with its token).
     pub fn get(&self, path: &str) -> Result<(u16, String), String> {
         let addr = self.api_addr;
-        self.in_ns(|| http_get(addr, path))
+        let token = self.token.as_deref();
+        self.in_ns(|| http_get_as(addr, path, token, REQUEST_TIMEOUT))
     }
 
     /// GET that must answer 200 with a `T`.
     pub fn try_api<T: DeserializeOwned + Send>(&self, path: &str) -> Result<T, String> {
         let addr = self.api_addr;
-        self.in_ns(|| api_get(addr, path))
+        let token = self.token.as_deref();
+        self.in_ns(|| api_get_as(addr, path, token, REQUEST_TIMEOUT))
             .map_err(|e| format!("site {}: {e}", self.name))
     }
 
@@ -719,11 +863,26 @@ impl SiteServer {
         self.try_api(path).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// POST of a JSON body on the site's API.
+    /// POST of a JSON body on the site's API, with its token.
     pub fn post(&self, path: &str, json: &str) -> (u16, String) {
         let addr = self.api_addr;
-        self.in_ns(|| http_post(addr, path, json))
+        let token = self.token.as_deref();
+        self.in_ns(|| http_send_json(addr, "POST", path, json, token))
             .unwrap_or_else(|e| panic!("site {}: POST {path}: {e}", self.name))
+    }
+
+    /// PUT of `body` on the site's API, with its token: the whole reply.
+    pub fn put(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        self.request("PUT", path, headers, body)
+    }
+
+    /// Any request with the site's token (unless `headers` has an
+    /// `Authorization` of its own): the whole reply.
+    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let addr = self.api_addr;
+        let token = self.token.as_deref();
+        self.in_ns(|| send(addr, token, method, path, headers, body))
+            .unwrap_or_else(|e| panic!("site {}: {e}", self.name))
     }
 
     /// `/v1/status`.

@@ -8,7 +8,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::api::api_get_within;
+use crate::api::api_get_as;
+use crate::process::{TEST_TOKEN, write_token_file};
 use crate::vrrp_lab::{Instance, Lab, NodeChild, Preempt, VrrpImpl, VrrpNode, node_ip};
 
 /// The API port of a lab node (on the node's own address).
@@ -108,6 +109,11 @@ impl SextantNode {
         let bin = bin.to_str().expect("utf-8 path");
         let conf = path.to_str().expect("utf-8 path");
         let api_arg = api.to_string();
+        // The API is on the node's own (not loopback) address, so reads
+        // need the token too, as they would for an operator.
+        let tokens = lab.dir().join(format!("node{node}.api-tokens"));
+        write_token_file(&tokens);
+        let tokens = tokens.to_str().expect("utf-8 path").to_string();
         let child = lab.node(node).spawn(&[
             bin,
             "serve",
@@ -119,6 +125,8 @@ impl SextantNode {
             &api_arg,
             "--udp-workers",
             "1",
+            "--api-token-file",
+            &tokens,
         ]);
         let mut n = SextantNode {
             node,
@@ -134,9 +142,10 @@ impl SextantNode {
             if lab
                 .node(node)
                 .run(|| {
-                    api_get_within::<serde_json::Value>(
+                    api_get_as::<serde_json::Value>(
                         api,
                         "/v1/status",
+                        Some(TEST_TOKEN),
                         Duration::from_millis(200),
                     )
                 })
@@ -155,7 +164,7 @@ impl SextantNode {
     pub fn vrrp(&self, lab: &Lab) -> Result<sextant_api::Vrrp, String> {
         let api = self.api;
         lab.node(self.node)
-            .run(|| api_get_within(api, "/v1/vrrp", Duration::from_secs(2)))
+            .run(|| api_get_as(api, "/v1/vrrp", Some(TEST_TOKEN), Duration::from_secs(2)))
     }
 
     /// `/v1/status`, read inside the node's namespace (its DNS counters say
@@ -163,14 +172,14 @@ impl SextantNode {
     pub fn status(&self, lab: &Lab) -> Result<sextant_api::Status, String> {
         let api = self.api;
         lab.node(self.node)
-            .run(|| api_get_within(api, "/v1/status", Duration::from_secs(2)))
+            .run(|| api_get_as(api, "/v1/status", Some(TEST_TOKEN), Duration::from_secs(2)))
     }
 
     /// `/v1/sites`, read inside the node's namespace.
     pub fn sites(&self, lab: &Lab) -> Result<Vec<sextant_api::Site>, String> {
         let api = self.api;
         lab.node(self.node)
-            .run(|| api_get_within(api, "/v1/sites", Duration::from_secs(2)))
+            .run(|| api_get_as(api, "/v1/sites", Some(TEST_TOKEN), Duration::from_secs(2)))
     }
 
     /// The state of VRID `vrid` (IPv4) on this node: `MASTER`, `BACKUP`...

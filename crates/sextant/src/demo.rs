@@ -36,6 +36,9 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
         ldns_probes_per_second: defaults.ldns_probes_per_second,
         udp_receive_buffer: sextant_dns::DEFAULT_RECEIVE_BUFFER,
         xdp: None,
+        api_token_file: None,
+        api_reads: crate::api::auth::ReadAccess::Auto,
+        api_tls: None,
     };
     let model = serve::load(&overrides)?;
     let backends = Backends::start(&model)?;

@@ -1,8 +1,6 @@
 //! `sextant`: the global server load balancer daemon and its tools.
 
 mod api;
-// Wired into the API by the token layer (issue 26, item 4), being built.
-#[allow(dead_code)]
 mod auth;
 mod cli;
 mod clock;
@@ -181,6 +179,24 @@ pub struct ServeArgs {
     /// REST API listen address; overrides the file (default 127.0.0.1:8053).
     #[arg(long)]
     api_listen: Option<SocketAddr>,
+    /// The REST API's tokens: one per line, `NAME TOKEN` (or a bare
+    /// `TOKEN`), `#` starts a comment, mode 0600. Every write (POST, PUT...)
+    /// needs `Authorization: Bearer TOKEN`; without this file writes are
+    /// refused (403). Overrides `[api] token_file` in a TOML file. Re-read
+    /// on SIGHUP. Make a token with `openssl rand -hex 16`.
+    #[arg(long, value_name = "PATH")]
+    api_token_file: Option<PathBuf>,
+    /// Whether reads (GET) need a token too: auto (open when the API
+    /// listens on a loopback address, a token otherwise), open, or token.
+    #[arg(long, value_enum, value_name = "WHO", default_value_t = api::auth::ReadAccess::Auto)]
+    api_reads: api::auth::ReadAccess,
+    /// Serve the REST API over TLS with this certificate chain (PEM);
+    /// needs --api-tls-key. Without it the API is plain HTTP.
+    #[arg(long, value_name = "FILE", requires = "api_tls_key")]
+    api_tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --api-tls-cert.
+    #[arg(long, value_name = "FILE", requires = "api_tls_cert")]
+    api_tls_key: Option<PathBuf>,
     /// UDP worker threads (default: one per core).
     #[arg(long)]
     udp_workers: Option<usize>,

@@ -58,6 +58,16 @@ pub struct Daemon {
     /// The last report of this site's services, for a metric exchange
     /// that starts late (on the node that becomes master of the site IP).
     pub last_report: Mutex<Option<Arc<sextant_state::LocalReport>>>,
+    /// The API's tokens and read policy (re-read on SIGHUP).
+    pub api_access: Arc<crate::api::auth::Access>,
+    /// The text of the configuration in force (`GET /v1/config`).
+    pub running_config: RwLock<Arc<str>>,
+    /// The command line, applied to a configuration put over the API as
+    /// to one read at a reload.
+    pub overrides: Overrides,
+    /// Held while a configuration put over the API is checked, written
+    /// and swapped in, so that two writers take turns.
+    pub config_writer: tokio::sync::Mutex<()>,
 }
 
 /// What `/v1/ldns` tells of this site's probing and RTT exchange.
@@ -84,6 +94,12 @@ pub struct Overrides {
     pub udp_receive_buffer: usize,
     /// The XDP path (`--xdp-interface`), when asked for.
     pub xdp: Option<XdpSettings>,
+    /// `--api-token-file` (ahead of the file's `[api] token_file`).
+    pub api_token_file: Option<PathBuf>,
+    /// `--api-reads`.
+    pub api_reads: crate::api::auth::ReadAccess,
+    /// `--api-tls-cert` and `--api-tls-key`.
+    pub api_tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// `--xdp-attach`.
@@ -128,6 +144,9 @@ impl From<&ServeArgs> for Overrides {
                 attach: a.xdp_attach,
                 bind: a.xdp_bind,
             }),
+            api_token_file: a.api_token_file.clone(),
+            api_reads: a.api_reads,
+            api_tls: a.api_tls_cert.clone().zip(a.api_tls_key.clone()),
         }
     }
 }
@@ -140,7 +159,49 @@ pub fn load(overrides: &Overrides) -> anyhow::Result<Model> {
             errors.errors.len()
         )
     })?;
-    apply_local_site(&mut model, overrides.local_site.as_deref())?;
+    settle(overrides, &mut model)?;
+    Ok(model)
+}
+
+/// Like [`load`], also returning the text the model was read from (the
+/// running configuration `GET /v1/config` shows).
+pub fn load_with_text(overrides: &Overrides) -> anyhow::Result<(Model, Arc<str>)> {
+    match std::fs::read_to_string(&overrides.config) {
+        Ok(text) => {
+            let model = load_text(overrides, &text).map_err(|errors| {
+                anyhow::anyhow!(
+                    "{} error(s) in the configuration:\n{}",
+                    errors.len(),
+                    errors.join("\n")
+                )
+            })?;
+            Ok((model, Arc::from(text)))
+        }
+        // load() says why the file cannot be read, as `sextant check` does.
+        Err(e) => Err(load(overrides)
+            .err()
+            .unwrap_or_else(|| anyhow::anyhow!("{}: {e}", overrides.config.display()))),
+    }
+}
+
+/// Validates `text` as the configuration file's content (with the same
+/// parser and checks as a start or SIGHUP) and applies the command line;
+/// the errors as `FILE:LINE: reason`, FILE being the configuration file.
+pub fn load_text(overrides: &Overrides, text: &str) -> Result<Model, Vec<String>> {
+    let mut model = sextant_config::parse_as(&overrides.config, text).map_err(|errors| {
+        errors
+            .errors
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    })?;
+    settle(overrides, &mut model).map_err(|e| vec![format!("{e:#}")])?;
+    Ok(model)
+}
+
+/// Applies the command line to a validated model.
+fn settle(overrides: &Overrides, model: &mut Model) -> anyhow::Result<()> {
+    apply_local_site(model, overrides.local_site.as_deref())?;
     if let Some(dns) = overrides.dns_listen {
         model.dns_listen = vec![dns];
     }
@@ -150,7 +211,21 @@ pub fn load(overrides: &Overrides) -> anyhow::Result<Model> {
     model.params.ldns_new_per_second = overrides.ldns_new_per_second;
     model.params.ldns_max_entries = overrides.ldns_max_entries;
     model.params.ldns_probes_per_second = overrides.ldns_probes_per_second;
-    Ok(model)
+    Ok(())
+}
+
+/// The API token file: `--api-token-file`, else the file's `[api]
+/// token_file` (relative to the configuration file's directory).
+fn token_file(overrides: &Overrides, model: &Model) -> Option<PathBuf> {
+    overrides.api_token_file.clone().or_else(|| {
+        model.api_token_file.as_ref().map(|f| {
+            overrides
+                .config
+                .parent()
+                .map(|dir| dir.join(f))
+                .unwrap_or_else(|| f.clone())
+        })
+    })
 }
 
 /// Makes the named site local, or checks that the file names one, and
@@ -368,6 +443,16 @@ pub async fn serve(
         }
         None
     };
+    let api_access = Arc::new(crate::api::auth::Access::load(
+        token_file(&overrides, &model),
+        overrides.api_reads,
+        api_listen,
+    )?);
+    let api_tls = overrides
+        .api_tls
+        .as_ref()
+        .map(|(cert, key)| crate::api::tls::server_config(cert, key))
+        .transpose()?;
     let (input_tx, input_rx) = mpsc::channel(1024);
     let daemon = Arc::new(Daemon {
         dns,
@@ -383,6 +468,12 @@ pub async fn serve(
         vrrp: Default::default(),
         dns_serving: Default::default(),
         last_report: Mutex::new(None),
+        api_access,
+        running_config: RwLock::new(Arc::from(
+            std::fs::read_to_string(&overrides.config).unwrap_or_default(),
+        )),
+        overrides: overrides.clone(),
+        config_writer: tokio::sync::Mutex::new(()),
     });
     let (site_master_tx, mut site_master_rx) = tokio::sync::watch::channel(false);
     if site_vip.is_some() {
@@ -411,19 +502,38 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(api_listen)
         .await
         .with_context(|| format!("cannot listen for the REST API on {api_listen}"))?;
-    info!(addr = %api_listen, "REST API listening");
-    let app = crate::api::router(Arc::clone(&daemon));
+    let app = crate::api::router(Arc::clone(&daemon))
+        .into_make_service_with_connect_info::<crate::api::auth::Peer>();
     // Graceful: at shutdown the API stops accepting and finishes the
     // requests in flight (within the grace period).
     let api_stop = tasks.token.clone().cancelled_owned();
-    tasks.set.spawn(async move {
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(api_stop)
-            .await
-        {
-            error!(error = %e, "REST API stopped");
+    match api_tls {
+        Some(config) => {
+            info!(addr = %api_listen, "REST API listening (HTTPS)");
+            let (listener, accept) = crate::api::tls::TlsListener::new(listener, config)
+                .context("cannot start the REST API's TLS listener")?;
+            tasks.spawn(accept);
+            tasks.set.spawn(async move {
+                if let Err(e) = axum::serve(listener, app)
+                    .with_graceful_shutdown(api_stop)
+                    .await
+                {
+                    error!(error = %e, "REST API stopped");
+                }
+            });
         }
-    });
+        None => {
+            info!(addr = %api_listen, "REST API listening");
+            tasks.set.spawn(async move {
+                if let Err(e) = axum::serve(listener, app)
+                    .with_graceful_shutdown(api_stop)
+                    .await
+                {
+                    error!(error = %e, "REST API stopped");
+                }
+            });
+        }
+    }
 
     log_start(&model, &overrides.config);
     let (ready_tx, ready_rx) = oneshot::channel();
@@ -632,9 +742,17 @@ async fn wait_for_signals(
                     (overrides.clone(), Arc::clone(&daemon), inputs.clone(), Arc::clone(&loading));
                 tokio::task::spawn_blocking(move || loop {
                     let signalled = Instant::now();
-                    let input = prepare_reload(&overrides, &daemon, signalled);
-                    if inputs.blocking_send(input).is_err() {
-                        return;
+                    // A token rotation takes effect without a restart.
+                    daemon.api_access.reload();
+                    {
+                        // Not while a configuration put over the API is
+                        // written and swapped in: the file is read before
+                        // or after it, and applied in that order.
+                        let _writer = daemon.config_writer.blocking_lock();
+                        let input = prepare_reload(&overrides, &daemon, signalled);
+                        if inputs.blocking_send(input).is_err() {
+                            return;
+                        }
                     }
                     // Again if a SIGHUP came meanwhile, else idle.
                     if loading.compare_exchange(1, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -653,31 +771,48 @@ async fn wait_for_signals(
 /// (at 100,000 services this is most of a reload's time).
 fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) -> Input {
     let started = Instant::now();
-    let result = load(overrides).map(|mut model| {
-        if is_child(&model) {
-            model.dns_listen.clear();
+    match load_with_text(overrides) {
+        Ok((model, text)) => {
+            let parse = started.elapsed();
+            prepared_input(daemon, model, text, parse, signalled, None)
         }
-        warn_fixed_listeners(daemon, &model);
-        for w in &model.warnings {
-            warn!("{w}");
-        }
-        let parsed = started.elapsed();
-        let prepared = Prepared::new(Arc::new(model));
-        (Box::new(prepared), parsed)
-    });
-    match result {
-        Ok((prepared, parse)) => Input::Reloaded {
-            result: Ok(prepared),
-            parse,
-            prepare: started.elapsed() - parse,
-            signalled,
-        },
         Err(e) => Input::Reloaded {
             result: Err(format!("{e:#}")),
             parse: started.elapsed(),
             prepare: Duration::ZERO,
             signalled,
+            text: Arc::from(""),
+            done: None,
         },
+    }
+}
+
+/// A validated configuration (read from `text`) made ready for the state
+/// task, as a SIGHUP reload does it; `done` hears the generation it got.
+pub fn prepared_input(
+    daemon: &Daemon,
+    mut model: Model,
+    text: Arc<str>,
+    parse: Duration,
+    signalled: Instant,
+    done: Option<oneshot::Sender<Result<u64, String>>>,
+) -> Input {
+    let started = Instant::now();
+    if is_child(&model) {
+        model.dns_listen.clear();
+    }
+    warn_fixed_listeners(daemon, &model);
+    for w in &model.warnings {
+        warn!("{w}");
+    }
+    let prepared = Prepared::new(Arc::new(model));
+    Input::Reloaded {
+        result: Ok(Box::new(prepared)),
+        parse,
+        prepare: started.elapsed(),
+        signalled,
+        text,
+        done,
     }
 }
 
@@ -705,13 +840,18 @@ pub enum Input {
         addr: SocketAddr,
         probe: sextant_state::listeners::ListenerProbe,
     },
-    /// A configuration re-read after SIGHUP with its tables built, how long
+    /// A configuration re-read after SIGHUP (or put over the API) with its tables built, how long
     /// reading and building took, and when the signal came.
     Reloaded {
         result: Result<Box<Prepared>, String>,
         parse: Duration,
         prepare: Duration,
         signalled: Instant,
+        /// The text the configuration was read from.
+        text: Arc<str>,
+        /// Told the generation once the configuration is in force (or why
+        /// not): a configuration put over the API waits for it.
+        done: Option<oneshot::Sender<Result<u64, String>>>,
     },
 }
 
@@ -935,7 +1075,7 @@ async fn state_task(
                 Input::SiteFigures => own_site_figures(&daemon, &mut sampler),
                 Input::SiteIpMaster(master) => Event::SiteIpMaster(master),
                 Input::Listener { addr, probe } => Event::ListenerProbe { addr, probe },
-                Input::Reloaded { result: Ok(prepared), parse, prepare, signalled } => {
+                Input::Reloaded { result: Ok(prepared), parse, prepare, signalled, text, done } => {
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(prepared), daemon.clock.now());
                     let engine_time = started.elapsed();
@@ -944,7 +1084,15 @@ async fn state_task(
                     daemon.dns.sessions.set_sharing(engine.session_exchange());
                     session_tick = tokio::time::interval(engine.session_share_interval());
                     if let Ok(mut last) = daemon.last_reload_error.write() {
-                        *last = None;
+                        // The configuration is in force; a refused token
+                        // file is still worth showing.
+                        *last = daemon.api_access.reload_error();
+                    }
+                    if let Ok(mut running) = daemon.running_config.write() {
+                        *running = text;
+                    }
+                    if let Some(done) = done {
+                        let _ = done.send(Ok(engine.generation()));
                     }
                     info!(
                         generation = engine.generation(),
@@ -958,10 +1106,16 @@ async fn state_task(
                     );
                     continue;
                 }
-                Input::Reloaded { result: Err(e), .. } => {
+                Input::Reloaded { result: Err(e), done, .. } => {
                     error!("reload failed; the running configuration stays in force: {e}");
+                    if let Some(done) = done {
+                        let _ = done.send(Err(e.clone()));
+                    }
                     if let Ok(mut last) = daemon.last_reload_error.write() {
-                        *last = Some(e);
+                        *last = Some(match daemon.api_access.reload_error() {
+                            Some(tokens) => format!("{e}\n{tokens}"),
+                            None => e,
+                        });
                     }
                     continue;
                 }

@@ -4,7 +4,10 @@
 //! the schema it documents. docs/api.md and the description list the same
 //! endpoints.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
+use sextant_test_support::http::bearer;
 use sextant_test_support::prelude::*;
 
 const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
@@ -83,9 +86,17 @@ fn every_documented_endpoint_answers_as_documented() {
         for (method, op) in item.as_object().expect("path item") {
             let (uri, body) = request_for(path, method);
             let what = format!("{} {uri}", method.to_uppercase());
+            let token = s.token.as_deref();
             let (status, text) = match &body {
-                None => http_get(net.api_addr(), &uri),
-                Some(b) => http_post(net.api_addr(), &uri, &b.to_string()),
+                None => http_get_as(net.api_addr(), &uri, token, Duration::from_secs(5)),
+                Some(Value::Null) => {
+                    let (_, running) = http_get_as(net.api_addr(), "/v1/config", token, Duration::from_secs(5))
+                        .unwrap_or_else(|e| panic!("GET /v1/config: {e}"));
+                    let auth = bearer(token).unwrap_or_default();
+                    http_request(net.api_addr(), "PUT", &uri, &[("Authorization", &auth)], &running)
+                        .map(|r| (r.status, r.body))
+                }
+                Some(b) => http_send_json(net.api_addr(), method.to_uppercase().as_str(), &uri, &b.to_string(), token),
             }
             .unwrap_or_else(|e| panic!("{what}: {e}"));
             let responses = &op["responses"];

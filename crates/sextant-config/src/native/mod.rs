@@ -43,14 +43,14 @@ mod vrrp;
 use span::{Element, Lines};
 
 use schema::{
-    GslbT, LoadT, MonitorT, PersistenceT, RpcNodeT, ServerT, ServiceT, SiteT, VServerT, ZoneT,
+    ApiT, GslbT, LoadT, MonitorT, PersistenceT, RpcNodeT, ServerT, ServiceT, SiteT, VServerT, ZoneT,
 };
 
 /// The schema version this reader understands.
 const VERSION: i64 = 1;
 
 /// The top-level keys, for the "unknown key" message.
-const TOP_LEVEL: &str = "version, server, gslb, site, monitor, service, vserver, zone, record, dns_action, dns_policy, location, location_file, rpc_node, dc_record, vrrp, dns";
+const TOP_LEVEL: &str = "version, server, api, gslb, site, monitor, service, vserver, zone, record, dns_action, dns_policy, location, location_file, rpc_node, dc_record, vrrp, dns";
 
 /// Reads a whole TOML file into a draft. `None` when the file is not TOML at
 /// all or declares another schema version: then nothing else is checked.
@@ -98,6 +98,7 @@ pub(crate) fn read(text: &str, diag: &mut Diag) -> Option<Draft> {
         match k {
             "version" => {}
             "server" => n.server(value),
+            "api" => n.api(value),
             "gslb" => n.gslb(value),
             "site" => n.each(key_line, "site", value, Native::site),
             "monitor" => n.each(key_line, "monitor", value, Native::monitor),
@@ -150,6 +151,19 @@ impl Native<'_> {
         }
         if let Some(l) = &s.local_site {
             self.draft.local_site = Some(self.reference("[server] local_site", l));
+        }
+    }
+
+    fn api(&mut self, value: Element<'_>) {
+        let Some(a) = self.de::<ApiT>("[api]", value) else {
+            return;
+        };
+        if let Some(f) = &a.token_file {
+            let line = self.at(f);
+            if f.get_ref().trim().is_empty() {
+                return self.error(line, "[api]", "token_file is empty");
+            }
+            self.draft.api_token_file = Some(f.get_ref().into());
         }
     }
 

@@ -16,6 +16,14 @@ pub(super) struct ServerT {
     pub(super) local_site: Option<Spanned<String>>,
 }
 
+/// `[api]`: the REST API's settings.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApiT {
+    /// The API token file (`--api-token-file` overrides it).
+    pub(super) token_file: Option<Spanned<String>>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct GslbT {

@@ -235,6 +235,7 @@ impl Validator<'_> {
             }
         }
         self.model.api_listen = draft.api_listen;
+        self.model.api_token_file = draft.api_token_file.clone();
     }
 
     fn sites(&mut self, draft: &Draft) -> Index<SiteId> {

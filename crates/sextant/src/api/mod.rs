@@ -1,9 +1,13 @@
 //! The REST API (`/v1/...`): the router, and the error shape every
-//! endpoint shares. Reads are in [`views`], writes in [`push`].
+//! endpoint shares. Reads are in [`views`], writes in [`push`]; who may
+//! call them is decided in [`auth`], before any handler runs.
 
+pub mod auth;
+mod config;
 mod objects;
 mod openapi;
 mod push;
+pub mod tls;
 mod views;
 
 use std::sync::Arc;
@@ -31,7 +35,18 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/vservers", get(objects::vservers))
         .route("/v1/domains", get(objects::domains))
         .route("/v1/openapi.json", get(openapi::openapi))
+        .route(
+            "/v1/config",
+            get(config::get_config)
+                .put(config::put_config)
+                // A whole configuration file (100,000 services is some MB).
+                .layer(axum::extract::DefaultBodyLimit::max(256 * 1024 * 1024)),
+        )
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&daemon.api_access),
+            auth::require,
+        ))
         .with_state(daemon)
 }
 

@@ -6,7 +6,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{objects, push, views};
+use super::{config, objects, push, views};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -26,6 +26,8 @@ use super::{objects, push, views};
         objects::domains,
         push::push_metrics,
         push::push_site_figures,
+        config::get_config,
+        config::put_config,
         openapi,
     ),
     tags(

@@ -16,6 +16,8 @@ use crate::serve::{Daemon, Input};
 #[utoipa::path(post, path = "/v1/site/figures", tag = "write",
     request_body = sextant_api::SiteFiguresPush,
     responses((status = 204, description = "taken"),
+        (status = 401, description = "no token, or a wrong one (nothing changes)", body = sextant_api::ApiError),
+        (status = 403, description = "writes are disabled: the server has no token file", body = sextant_api::ApiError),
         (status = 400, description = "a figure out of range", body = sextant_api::ApiError)))]
 pub(super) async fn push_site_figures(
     State(d): State<Arc<Daemon>>,
@@ -64,6 +66,8 @@ pub(super) async fn push_site_figures(
     params(("name" = String, Path, description = "the service's name")),
     request_body = PushMetrics,
     responses((status = 204, description = "taken"),
+        (status = 401, description = "no token, or a wrong one (nothing changes)", body = sextant_api::ApiError),
+        (status = 403, description = "writes are disabled: the server has no token file", body = sextant_api::ApiError),
         (status = 400, description = "not the JSON expected", body = sextant_api::ApiError),
         (status = 404, description = "no such service", body = sextant_api::ApiError),
         (status = 409, description = "the service belongs to another site", body = sextant_api::ApiError)))]

@@ -1,0 +1,226 @@
+//! Who may use the API: every write (any method but GET and HEAD) needs a
+//! token of the token file (`--api-token-file`, [`crate::auth`]); reads need
+//! one too unless they are open (`--api-reads`). A refused request never
+//! reaches its handler, so it changes nothing.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use arc_swap::ArcSwapOption;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::{info, warn};
+
+use super::error;
+use crate::auth::{Tokens, bearer};
+
+/// The name of the token a request was authenticated with, in the
+/// request's extensions (for who-did-what records).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller(pub String);
+
+/// `--api-reads`: whether GET and HEAD need a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ReadAccess {
+    /// Open when the API listens on a loopback address, a token otherwise.
+    #[default]
+    Auto,
+    /// Open to anyone who reaches the API.
+    Open,
+    /// A token, as for writes.
+    Token,
+}
+
+/// The peer address of a request, from the listener (plain or TLS).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
+impl
+    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tokio::net::TcpListener>>
+    for Peer
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+        Peer(*stream.remote_addr())
+    }
+}
+
+impl
+    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, super::tls::TlsListener>>
+    for Peer
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, super::tls::TlsListener>) -> Self {
+        Peer(*stream.remote_addr())
+    }
+}
+
+/// The API's tokens and read policy. The tokens are replaced when SIGHUP
+/// re-reads a good token file; a bad one leaves them in force.
+pub struct Access {
+    file: Option<PathBuf>,
+    tokens: ArcSwapOption<Tokens>,
+    reads_need_token: bool,
+    /// Why the last re-read of the token file was refused, until one
+    /// succeeds (shown in `/v1/status`'s `last_reload_error`).
+    reload_error: RwLock<Option<String>>,
+}
+
+impl Access {
+    /// Reads the token file (if any) and settles the read policy for an API
+    /// listening on `listen`: a missing, unreadable, open-to-others or
+    /// malformed token file is an error (the start stops).
+    pub fn load(
+        file: Option<PathBuf>,
+        reads: ReadAccess,
+        listen: SocketAddr,
+    ) -> anyhow::Result<Access> {
+        let tokens = file.as_deref().map(Tokens::load).transpose()?;
+        let reads_need_token = match reads {
+            ReadAccess::Open => false,
+            ReadAccess::Token => {
+                if tokens.is_none() {
+                    anyhow::bail!(
+                        "--api-reads token: reads need a token, but no token file is given; add --api-token-file FILE"
+                    );
+                }
+                true
+            }
+            // Without a token file nothing could authenticate: reads stay
+            // open (as they always were) and the start says so.
+            ReadAccess::Auto => !is_loopback(listen.ip()) && tokens.is_some(),
+        };
+        match &tokens {
+            Some(t) => info!(
+                file = %t.file().display(),
+                names = ?t.names(),
+                reads = if reads_need_token { "token" } else { "open" },
+                "API tokens loaded: writes need one"
+            ),
+            None if !is_loopback(listen.ip()) && reads == ReadAccess::Auto => warn!(
+                %listen,
+                "the API listens on an address that is not loopback without --api-token-file: reads are open to anyone who reaches it; writes are disabled"
+            ),
+            None => info!("no --api-token-file: API writes are disabled"),
+        }
+        Ok(Access {
+            file,
+            tokens: ArcSwapOption::from(tokens.map(Arc::new)),
+            reads_need_token,
+            reload_error: RwLock::new(None),
+        })
+    }
+
+    /// SIGHUP: reads the token file again. A bad file keeps the tokens in
+    /// force; the reason is logged and kept for `/v1/status`.
+    pub fn reload(&self) {
+        let Some(file) = &self.file else {
+            return;
+        };
+        let outcome = match Tokens::load(file) {
+            Ok(t) => {
+                info!(file = %file.display(), names = ?t.names(), "API tokens re-read");
+                self.tokens.store(Some(Arc::new(t)));
+                None
+            }
+            Err(e) => {
+                let e = format!("{e}; the API tokens in force stay");
+                tracing::error!("{e}");
+                Some(e)
+            }
+        };
+        if let Ok(mut last) = self.reload_error.write() {
+            *last = outcome;
+        }
+    }
+
+    /// Why the last re-read of the token file failed, if it did.
+    pub fn reload_error(&self) -> Option<String> {
+        self.reload_error.read().ok().and_then(|e| e.clone())
+    }
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// The middleware: lets a request through to its handler only when it may
+/// go (with its [`Caller`] in the extensions), else answers 401 or 403.
+pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: Next) -> Response {
+    let write = !matches!(*req.method(), Method::GET | Method::HEAD);
+    if !write && !access.reads_need_token {
+        return next.run(req).await;
+    }
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<Peer>>()
+        .map(|c| c.0.0.to_string())
+        .unwrap_or_else(|| "-".to_string());
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let Some(tokens) = access.tokens.load_full() else {
+        warn!(%peer, %method, %path, "API request refused: writes are disabled (no --api-token-file)");
+        return error(
+            StatusCode::FORBIDDEN,
+            "writes are disabled: start with --api-token-file",
+        );
+    };
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().ok().and_then(bearer));
+    let name = match presented {
+        None => {
+            warn!(%peer, %method, %path, "API request refused: no Authorization header");
+            return unauthorized("this request needs `Authorization: Bearer TOKEN`");
+        }
+        Some(None) => {
+            warn!(%peer, %method, %path, "API request refused: the Authorization header is not `Bearer TOKEN`");
+            return unauthorized("the Authorization header must be `Bearer TOKEN`");
+        }
+        Some(Some(token)) => match tokens.check(token) {
+            Some(name) => name.to_string(),
+            None => {
+                warn!(%peer, %method, %path, "API request refused: the token is not one of the API tokens");
+                return unauthorized("the token is not valid");
+            }
+        },
+    };
+    if write {
+        info!(token = %name, %peer, %method, %path, "API write");
+    }
+    req.extensions_mut().insert(Caller(name));
+    next.run(req).await
+}
+
+/// 401 with `WWW-Authenticate: Bearer` (RFC 6750).
+fn unauthorized(message: &str) -> Response {
+    let mut r = error(StatusCode::UNAUTHORIZED, message);
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"sextant\""),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_addresses() {
+        assert!(is_loopback("127.0.0.1".parse().unwrap()));
+        assert!(is_loopback("127.77.3.4".parse().unwrap()));
+        assert!(is_loopback("::1".parse().unwrap()));
+        assert!(is_loopback("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!is_loopback("10.77.0.10".parse().unwrap()));
+        assert!(!is_loopback("0.0.0.0".parse().unwrap()));
+        assert!(!is_loopback("::".parse().unwrap()));
+    }
+}
