@@ -134,6 +134,11 @@ fn show_verbs_print_tables_and_json_of_the_running_server() {
     assert_eq!(app.backup_vserver.as_deref(), Some("vs_backup"));
     assert_eq!(app.persistence_timeout_seconds, Some(120));
 
+    // The configuration in force, as its file says it.
+    let o = cli(&net, &["show", "ns", "runningConfig"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), config(&net));
+
     // explain through the CLI, with the live state.
     let o = cli(
         &net,

@@ -40,6 +40,8 @@ fn request_for(path: &str, method: &str) -> (String, Option<Value>) {
             Some(json!({"connections": 3})),
         ),
         ("post", "/v1/site/figures") => (path.to_string(), Some(json!({"cpu_percent": 12.5}))),
+        // The running configuration itself, as a dry run.
+        ("put", "/v1/config") => ("/v1/config?dry_run=1".to_string(), Some(Value::Null)),
         ("get", p) if !p.contains('{') => (p.to_string(), None),
         _ => panic!(
             "tests/openapi.rs does not know how to ask {method} {path}: add it to request_for"
@@ -90,13 +92,26 @@ fn every_documented_endpoint_answers_as_documented() {
             let (status, text) = match &body {
                 None => http_get_as(net.api_addr(), &uri, token, Duration::from_secs(5)),
                 Some(Value::Null) => {
-                    let (_, running) = http_get_as(net.api_addr(), "/v1/config", token, Duration::from_secs(5))
-                        .unwrap_or_else(|e| panic!("GET /v1/config: {e}"));
+                    let (_, running) =
+                        http_get_as(net.api_addr(), "/v1/config", token, Duration::from_secs(5))
+                            .unwrap_or_else(|e| panic!("GET /v1/config: {e}"));
                     let auth = bearer(token).unwrap_or_default();
-                    http_request(net.api_addr(), "PUT", &uri, &[("Authorization", &auth)], &running)
-                        .map(|r| (r.status, r.body))
+                    http_request(
+                        net.api_addr(),
+                        "PUT",
+                        &uri,
+                        &[("Authorization", &auth)],
+                        &running,
+                    )
+                    .map(|r| (r.status, r.body))
                 }
-                Some(b) => http_send_json(net.api_addr(), method.to_uppercase().as_str(), &uri, &b.to_string(), token),
+                Some(b) => http_send_json(
+                    net.api_addr(),
+                    method.to_uppercase().as_str(),
+                    &uri,
+                    &b.to_string(),
+                    token,
+                ),
             }
             .unwrap_or_else(|e| panic!("{what}: {e}"));
             let responses = &op["responses"];
@@ -135,7 +150,7 @@ fn every_documented_endpoint_answers_as_documented() {
             let mut words = h.split_whitespace();
             let method = words.next().unwrap_or("").to_lowercase();
             let path = words.next().unwrap_or("");
-            let path = path.split('?').next().unwrap_or("");
+            let path = path.split(['?', '[']).next().unwrap_or("");
             let path = path.replace("NAME", "{name}");
             format!("{method} {path}")
         })
