@@ -62,7 +62,8 @@ fn row<'a>(table: &'a str, first: &str) -> Vec<&'a str> {
 #[test]
 fn show_verbs_print_tables_and_json_of_the_running_server() {
     let net = Net::new("appliance_cli_show");
-    let s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net));
+    let conf = config(&net);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &conf);
     s.wait_state("web-dead", State::Down);
 
     let o = cli(&net, &["show", "gslb", "vserver"]);
@@ -137,7 +138,7 @@ fn show_verbs_print_tables_and_json_of_the_running_server() {
     // The configuration in force, as its file says it.
     let o = cli(&net, &["show", "ns", "runningConfig"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), config(&net));
+    assert_eq!(stdout(&o), conf);
 
     // explain through the CLI, with the live state.
     let o = cli(
