@@ -1,5 +1,6 @@
 //! `sextant`: the global server load balancer daemon and its tools.
 
+mod admin_state;
 mod api;
 // Wired into the API by the token layer (issue 26, item 4), being built.
 #[allow(dead_code)]
@@ -7,6 +8,7 @@ mod auth;
 mod clock;
 mod demo;
 mod dns_probe;
+mod events;
 mod explain;
 mod logging;
 mod mep_glue;

@@ -1,8 +1,12 @@
 //! The REST API (`/v1/...`): the router, and the error shape every
 //! endpoint shares. Reads are in [`views`], writes in [`push`].
 
+mod events;
+mod maintenance;
 mod push;
 mod views;
+
+pub use maintenance::admin_entry;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -26,6 +30,31 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/records", get(views::records))
         .route("/v1/site/figures", post(push::push_site_figures))
         .route("/v1/vrrp", get(views::vrrp))
+        .route("/v1/maintenance", get(maintenance::list))
+        .route(
+            "/v1/services/{name}/disable",
+            post(maintenance::disable_service),
+        )
+        .route(
+            "/v1/services/{name}/enable",
+            post(maintenance::enable_service),
+        )
+        .route(
+            "/v1/services/{name}/drain",
+            post(maintenance::drain_service),
+        )
+        .route(
+            "/v1/vservers/{name}/disable",
+            post(maintenance::disable_vserver),
+        )
+        .route(
+            "/v1/vservers/{name}/enable",
+            post(maintenance::enable_vserver),
+        )
+        .route("/v1/sites/{name}/disable", post(maintenance::disable_site))
+        .route("/v1/sites/{name}/enable", post(maintenance::enable_site))
+        .route("/v1/services/{name}/history", get(events::history))
+        .route("/v1/events", get(events::stream))
         .fallback(not_found)
         .with_state(daemon)
 }
