@@ -136,6 +136,21 @@ pub struct Service {
     /// Why the service has its state (last monitor verdict, or "no monitor bound").
     pub reason: String,
     pub monitors: Vec<MonitorState>,
+    /// "enabled", "disabled" or "draining": what the operator set
+    /// (runtime maintenance), separate from `state`. A service of a
+    /// disabled site reads "disabled".
+    #[serde(default = "enabled")]
+    pub admin_state: String,
+    /// The operator's reason, if one was given.
+    #[serde(default)]
+    pub admin_reason: Option<String>,
+    /// RFC 3339 time the operator set it; null while enabled.
+    #[serde(default)]
+    pub admin_since: Option<String>,
+}
+
+fn enabled() -> String {
+    "enabled".to_string()
 }
 
 /// The state of one monitor bound to a service.
@@ -502,4 +517,37 @@ pub struct ConfigDiff {
 pub struct ConfigRejected {
     pub error: String,
     pub errors: Vec<String>,
+}
+
+/// One administrative mark: `POST /v1/{services,vservers,sites}/{name}/
+/// {enable,disable,drain}` answers one, `GET /v1/maintenance` lists every
+/// one that is not enabled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdminEntry {
+    /// "service", "vserver" or "site".
+    pub kind: String,
+    pub name: String,
+    /// "enabled", "disabled" or "draining".
+    pub state: String,
+    pub reason: Option<String>,
+    /// RFC 3339 time the operator set it; null once enabled.
+    pub since: Option<String>,
+}
+
+/// The optional body of the maintenance endpoints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdminRequest {
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// One transition of `GET /v1/services/{name}/history` (newest last).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct HistoryEntry {
+    /// RFC 3339.
+    pub time: String,
+    /// "UP" or "DOWN".
+    pub from: String,
+    pub to: String,
+    pub reason: String,
 }

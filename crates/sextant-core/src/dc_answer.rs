@@ -37,9 +37,9 @@ pub fn address_healthy(snap: &Snapshot, rec: &DcRecord, a: usize) -> bool {
     };
     match addr.health {
         DcHealth::Always => true,
-        DcHealth::Service(s) => snap.is_up(s),
+        DcHealth::Service(s) => snap.answers(s),
         DcHealth::SiteReachable => site_ok(),
-        DcHealth::ServiceAndSite(s) => snap.is_up(s) && site_ok(),
+        DcHealth::ServiceAndSite(s) => snap.answers(s) && site_ok(),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::net::IpAddr;
 
+use crate::admin::AdminState;
 use crate::choose::{Client, Eligible, Work, choose};
 use crate::location::Location;
 use crate::model::{DomainId, LbMethod, ServiceId, VServerId, ZoneId};
@@ -174,6 +175,9 @@ pub enum Reason {
     Datacenter,
     /// Static records of a zone we serve (maybe after CNAMEs).
     Static,
+    /// The domain's vserver is disabled by the operator and neither a
+    /// backup vserver nor a backup IP answers (NODATA).
+    AdminDisabled,
     /// A referral to a delegated child zone.
     Referral,
     /// A datacenter-mode record with no healthy address: its fail-safe
@@ -774,19 +778,50 @@ fn answer_domain<T: Tracer, S: Sessions>(
     let model = snap.model();
     let mut vs_id = first;
     let mut any_of_family = false;
+    let admin = snap.admin();
     for depth in 0..=MAX_BACKUP_DEPTH {
         let vs = model.vserver(vs_id);
+        let vs_disabled = admin.vserver_disabled(vs_id);
         let eligible = Eligible::new(vs.bindings.len(), |i: usize| {
             let s = vs.bindings[i].service;
-            family.matches(model.service(s).answer_ip()) && snap.is_up(s)
+            !vs_disabled && family.matches(model.service(s).answer_ip()) && snap.answers(s)
         });
-        if T::ENABLED {
+        if vs_disabled {
+            w.trace
+                .record(TraceEvent::VServerDisabled { vserver: vs_id });
+        } else if admin.any_draining()
+            && let Some(service) = drain_persisted(snap, family, vs_id, client, &w)
+        {
+            // The client's entry points at a draining service: it keeps it
+            // until the entry expires. The entry is not refreshed (no
+            // `stick`), so a drain ends within the persistence timeout.
+            w.trace.record(TraceEvent::PersistedDraining { service });
+            w.out.push_service(model, service);
+            return Decision {
+                outcome: Outcome::NoData { zone: None },
+                reason: Reason::Persistence,
+                ecs_scope: client.scope,
+                stick: None,
+                ldns: None,
+            };
+        }
+        if T::ENABLED && !vs_disabled {
             for b in &vs.bindings {
                 let ip = model.service(b.service).answer_ip();
                 let event = if !family.matches(ip) {
                     TraceEvent::Skipped {
                         service: b.service,
                         why: SkipWhy::WrongFamily,
+                    }
+                } else if admin.service(b.service) == AdminState::Disabled {
+                    TraceEvent::Skipped {
+                        service: b.service,
+                        why: SkipWhy::Disabled,
+                    }
+                } else if admin.service(b.service) == AdminState::Draining {
+                    TraceEvent::Skipped {
+                        service: b.service,
+                        why: SkipWhy::Draining,
                     }
                 } else if !snap.is_up(b.service) {
                     TraceEvent::Skipped {
@@ -813,7 +848,9 @@ fn answer_domain<T: Tracer, S: Sessions>(
             .bindings
             .iter()
             .any(|b| family.matches(model.service(b.service).answer_ip()));
-        w.trace.record(TraceEvent::AllDown { vserver: vs_id });
+        if !vs_disabled {
+            w.trace.record(TraceEvent::AllDown { vserver: vs_id });
+        }
         match vs.backup_vserver {
             Some(next) if depth < MAX_BACKUP_DEPTH && model.vservers.get(next).is_some() => {
                 w.trace.record(TraceEvent::BackupVServer {
@@ -832,6 +869,29 @@ fn answer_domain<T: Tracer, S: Sessions>(
     plain(Outcome::NoData { zone: None }, Reason::LastResort)
 }
 
+/// The answer for a client whose persistence entry on `vs_id` points at a
+/// draining service that is UP and of the queried family: drained services
+/// take no new clients but keep the ones they have until their entries
+/// expire. `None` when there is no such entry.
+fn drain_persisted<S: Sessions, T: Tracer>(
+    snap: &Snapshot,
+    family: Family,
+    vs_id: VServerId,
+    client: &Client,
+    w: &Work<'_, S, T>,
+) -> Option<ServiceId> {
+    let model = snap.model();
+    let vs = model.vserver(vs_id);
+    let p = vs.persistence?;
+    let key = crate::select::mask_ip(client.addr, p.v4_mask, p.v6_mask);
+    let service = w.sessions.lookup(vs_id, key)?;
+    let kept = vs.bindings.iter().any(|b| b.service == service)
+        && snap.admin().service(service) == AdminState::Draining
+        && snap.is_up(service)
+        && family.matches(model.service(service).answer_ip());
+    kept.then_some(service)
+}
+
 /// Everything is down: NODATA under empty down response, otherwise one
 /// bound service of the right family regardless of its state.
 fn last_resort<T: Tracer>(
@@ -848,8 +908,15 @@ fn last_resort<T: Tracer>(
         trace.record(TraceEvent::EmptyDownResponse);
         return Some(Reason::EmptyDownResponse);
     }
+    let admin = snap.admin();
+    if admin.vserver_disabled(vs_id) {
+        // The operator took the vserver out: no last resort from it.
+        return Some(Reason::AdminDisabled);
+    }
+    // Regardless of health, but never what the operator took out.
     let pick = weighted_round_robin(&vs.bindings, snap.turn(vs_id, cursor.peek), |i| {
-        family.matches(model.service(vs.bindings[i].service).answer_ip())
+        let s = vs.bindings[i].service;
+        family.matches(model.service(s).answer_ip()) && admin.service(s) == AdminState::Enabled
     })?;
     let service = vs.bindings[pick].service;
     trace.record(TraceEvent::LastResort { service });
@@ -901,6 +968,10 @@ impl Reason {
                 "no RTT to this LDNS yet and -dropLdnsReq is ENABLED: no response".to_string()
             }
             Reason::Static => "static records of the zone".to_string(),
+            Reason::AdminDisabled => {
+                "the vserver is disabled by the operator and no backup answers (NODATA)"
+                    .to_string()
+            }
             Reason::Referral => "the name is in a delegated child zone: referral".to_string(),
             Reason::Datacenter => {
                 "datacenter mode: the healthy addresses of the first ranked datacenters"

@@ -10,6 +10,7 @@
 // spawned task.
 #![forbid(unsafe_code)]
 
+pub mod admin;
 mod choose;
 pub mod dc;
 pub mod dc_answer;
@@ -31,6 +32,7 @@ pub mod status;
 pub mod trace;
 pub mod vrrp;
 
+pub use admin::{AdminCause, AdminKind, AdminMark, AdminState, AdminTable, AdminTarget};
 pub use dc::{
     Balance, ClientCriterion, DcAddress, DcCriterion, DcGroup, DcHealth, DcOrder, DcOrders,
     DcRecord, DcRecordId, DcSelection, Direction, RecordStatus, ServiceCriterion,

@@ -12,6 +12,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::admin::{AdminState, AdminTable};
 use crate::dc::{DcOrder, DcOrders, DcRecordId};
 use crate::id::IdVec;
 use crate::load::{ServiceMetrics, SiteFigures};
@@ -182,6 +183,8 @@ pub struct Snapshot {
     listeners: Arc<[(std::net::SocketAddr, bool)]>,
     /// Per site (by id): its metric exchange state as the engine has it.
     peer_links: Arc<[PeerLink]>,
+    /// What the operator disabled or drained (runtime maintenance).
+    admin: Arc<AdminTable>,
     generation: u64,
 }
 
@@ -328,6 +331,7 @@ impl Snapshot {
             site_figures: Arc::default(),
             listeners: Arc::default(),
             peer_links: Arc::default(),
+            admin: Arc::default(),
             generation,
         }
     }
@@ -395,6 +399,26 @@ impl Snapshot {
             peer_links,
             ..self.clone()
         }
+    }
+
+    /// The same, with the operator's enable/disable/drain marks.
+    pub fn with_admin(&self, admin: Arc<AdminTable>) -> Self {
+        Snapshot {
+            admin,
+            ..self.clone()
+        }
+    }
+
+    /// The operator's marks (runtime maintenance).
+    pub fn admin(&self) -> &Arc<AdminTable> {
+        &self.admin
+    }
+
+    /// Whether a new answer may name the service: UP and enabled (neither
+    /// it nor its site disabled, and it is not draining).
+    #[inline]
+    pub fn answers(&self, service: ServiceId) -> bool {
+        self.is_up(service) && self.admin.service(service) == AdminState::Enabled
     }
 
     /// Site `site`'s metric exchange state (`None`: never heard of).

@@ -110,6 +110,10 @@ pub enum OutWhy {
 pub enum SkipWhy {
     Down,
     WrongFamily,
+    /// The operator disabled it, or its site (runtime maintenance).
+    Disabled,
+    /// The operator drains it: only clients persisted to it get it.
+    Draining,
 }
 
 /// One step of a decision, in the order it happened.
@@ -217,6 +221,12 @@ pub enum TraceEvent {
     MultiIp { count: u32 },
     /// No service of the vserver is UP.
     AllDown { vserver: VServerId },
+    /// The operator disabled the vserver: it answers as if no service
+    /// were UP.
+    VServerDisabled { vserver: VServerId },
+    /// A draining service answered because the client's persistence entry
+    /// points at it.
+    PersistedDraining { service: ServiceId },
     /// The backup vserver answers instead.
     BackupVServer { from: VServerId, to: VServerId },
     /// The domain's backup IP answers.
@@ -558,6 +568,13 @@ impl TraceEvent {
             }
             TraceEvent::Skipped { service, why } => match why {
                 SkipWhy::Down => format!("skipped {}: DOWN", located(service)),
+                SkipWhy::Disabled => {
+                    format!("skipped {}: disabled by the operator", located(service))
+                }
+                SkipWhy::Draining => format!(
+                    "skipped {}: draining (persisted clients only)",
+                    located(service)
+                ),
                 SkipWhy::WrongFamily => {
                     format!(
                         "skipped {}: address family does not match the query type",
@@ -587,6 +604,14 @@ impl TraceEvent {
             TraceEvent::AllDown { vserver } => {
                 format!("vserver {}: no service is UP", vs(vserver))
             }
+            TraceEvent::VServerDisabled { vserver } => format!(
+                "vserver {} is disabled by the operator: answered as if no service were UP",
+                vs(vserver)
+            ),
+            TraceEvent::PersistedDraining { service } => format!(
+                "source-IP persistence keeps the client on {}, which is draining (no new clients)",
+                svc(service)
+            ),
             TraceEvent::BackupVServer { from, to } => {
                 format!(
                     "vserver {} falls back to backup vserver {}",

@@ -75,6 +75,14 @@ pub enum Effect {
     /// Measure the packet loss to these datacenters (one probe burst each)
     /// and report each as [`crate::Event::PathLoss`].
     MeasurePathLoss(crate::dc::LossTargets),
+    /// The outcome of an [`crate::Event::Admin`]: the record as it now
+    /// stands (published with this batch's snapshot), or why not.
+    Admin(Result<crate::admin::AdminRecord, crate::admin::AdminError>),
+    /// The marks changed: write every one to the state file.
+    SaveAdmin(Vec<crate::admin::AdminRecord>),
+    /// These marks name objects the configuration no longer has: they are
+    /// dropped (for the log).
+    AdminDropped(Vec<crate::admin::AdminRecord>),
 }
 
 /// How a reload renumbers vservers and services, so that state kept at

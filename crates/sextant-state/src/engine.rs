@@ -17,6 +17,7 @@ use sextant_core::{
 /// up here, it never adds them (so it cannot flood a map).
 type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<sextant_core::snapshot::FnvHasher>>;
 
+use crate::admin::AdminBook;
 use crate::dc::DcBook;
 use crate::effect::{Effect, InstallSession, LocalReport, Renumbering};
 use crate::event::{
@@ -232,6 +233,10 @@ pub struct Engine {
     next_site_deadline: Option<Duration>,
     /// Datacenter mode: what is known of each datacenter, the rankings.
     dc: DcBook,
+    /// The operator's enable/disable/drain marks, by name.
+    admin: AdminBook,
+    /// The same by id of this configuration, as published.
+    admin_table: Arc<sextant_core::AdminTable>,
 }
 
 impl Engine {
@@ -323,6 +328,8 @@ impl Engine {
             next_site_deadline: None,
             listeners,
             dc: DcBook::default(),
+            admin: AdminBook::default(),
+            admin_table: Arc::default(),
         }
     }
 
@@ -544,11 +551,40 @@ impl Engine {
                     effects.push(Effect::MetricExchange { run });
                 }
             }
+            Event::Admin(change) => {
+                let result = self.admin.apply(&self.model, &self.base, change);
+                if result.is_ok() {
+                    self.admin_changed(effects);
+                }
+                effects.push(Effect::Admin(result));
+            }
+            Event::AdminRestore(records) => {
+                let dropped = self.admin.restore(&self.model, &self.base, records);
+                if !dropped.is_empty() {
+                    effects.push(Effect::AdminDropped(dropped));
+                }
+                self.admin_changed(effects);
+            }
             Event::Tick => {
                 self.with_ldns(effects, |book, ctx, out| book.tick(now, ctx, out));
                 self.with_dc(|book, ctx| book.tick(now, ctx));
             }
         }
+    }
+
+    // ---- maintenance -----------------------------------------------------
+
+    /// The marks changed: rebuild the published table, publish at once and
+    /// save them.
+    fn admin_changed(&mut self, effects: &mut Vec<Effect>) {
+        self.admin_table = Arc::new(self.admin.table(&self.model, &self.base));
+        self.states_dirty = true;
+        effects.push(Effect::SaveAdmin(self.admin.records()));
+    }
+
+    /// Every mark that is not `enabled`, by name.
+    pub fn admin_records(&self) -> Vec<crate::admin::AdminRecord> {
+        self.admin.records()
     }
 
     // ---- probes -------------------------------------------------------
@@ -1138,6 +1174,14 @@ impl Engine {
         self.ldns = old.ldns.reloaded(&old.model, &model);
         self.dc = DcBook::new(&model, Some((&old.dc, &old.model)));
         self.pending_rtt = old.pending_rtt;
+        // The operator's marks stay by name; those whose object is gone go.
+        self.admin = old.admin;
+        let dropped = self.admin.retain_configured(&model, &self.base);
+        self.admin_table = Arc::new(self.admin.table(&model, &self.base));
+        if !dropped.is_empty() {
+            effects.push(Effect::AdminDropped(dropped));
+            effects.push(Effect::SaveAdmin(self.admin.records()));
+        }
         self.refresh_peers_up();
         let old_monitors: HashMap<String, MonitorId> = old
             .model
@@ -1407,7 +1451,8 @@ impl Engine {
             .with_dc_orders(dc_orders)
             .with_site_figures(site_figures)
             .with_peer_links(peer_links)
-            .with_listeners(self.listeners.published().into());
+            .with_listeners(self.listeners.published().into())
+            .with_admin(Arc::clone(&self.admin_table));
         if !self.pending_rtt.is_empty() {
             // The latest of each group only.
             let mut seen = std::collections::HashSet::new();

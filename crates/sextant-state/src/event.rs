@@ -76,6 +76,14 @@ pub enum Event {
         addr: std::net::SocketAddr,
         probe: crate::listeners::ListenerProbe,
     },
+    /// The operator enabled, disabled or drained a service, vserver or
+    /// site (runtime maintenance): published at once, answered with
+    /// [`crate::Effect::Admin`], saved with [`crate::Effect::SaveAdmin`].
+    Admin(crate::admin::AdminChange),
+    /// The marks saved in the state file, at start (before anything else):
+    /// those whose object is not configured are dropped
+    /// ([`crate::Effect::AdminDropped`]).
+    AdminRestore(Vec<crate::admin::AdminRecord>),
     /// Time passed: publish what waits, decide what is due.
     Tick,
 }

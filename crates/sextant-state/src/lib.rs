@@ -13,6 +13,7 @@
 // spawned task.
 #![forbid(unsafe_code)]
 
+pub mod admin;
 mod dc;
 pub mod effect;
 pub mod engine;
@@ -21,6 +22,7 @@ mod ldns;
 pub mod listeners;
 pub mod replay;
 
+pub use admin::{AdminBook, AdminChange, AdminError, AdminRecord};
 pub use dc::LossTargets;
 pub use effect::{Effect, InstallSession, LocalReport, Renumbering};
 pub use engine::{

@@ -25,6 +25,9 @@
 //!                             # MS may be `-` (none); the path needs all four
 //! at 3 reload                  # a new configuration until `end`
 //! at 4 tick
+//! at 5 admin service|vserver|site NAME enabled|disabled|draining [REASON...]
+//! at 5 admin-restore service|vserver|site NAME disabled|draining [REASON...]
+//!                             # a mark read back from the state file at start
 //! show states                 # every service with its state and reason
 //! show ldns                   # the published LDNS table: every site's cell
 //! answer NAME CLIENT [TYPE]   # the answer DNS would give now
@@ -183,6 +186,21 @@ struct Runner<'a> {
 fn secs(s: &str) -> Option<Duration> {
     let v: f64 = s.parse().ok()?;
     (v.is_finite() && v >= 0.0).then(|| Duration::from_secs_f64(v))
+}
+
+/// `service web-1 disabled since 12.000 s: patching`.
+fn admin_text(r: &crate::admin::AdminRecord) -> String {
+    let mut text = format!(
+        "{} {} {} since {:.3} s",
+        r.kind.as_str(),
+        r.name,
+        r.mark.state.as_str(),
+        r.mark.since_unix_ms as f64 / 1000.0
+    );
+    if let Some(reason) = &r.mark.reason {
+        let _ = write!(text, ": {reason}");
+    }
+    text
 }
 
 fn parse_addr(s: &str) -> Option<(IpAddr, u16)> {
@@ -374,6 +392,16 @@ impl Runner<'_> {
                         .collect::<Vec<_>>()
                         .join(" ")
                 ),
+                Effect::Admin(Ok(r)) => format!("admin {}", admin_text(r)),
+                Effect::Admin(Err(e)) => format!("admin refused: {e}"),
+                Effect::SaveAdmin(list) => format!(
+                    "save admin [{}]",
+                    list.iter().map(admin_text).collect::<Vec<_>>().join(", ")
+                ),
+                Effect::AdminDropped(list) => format!(
+                    "admin dropped (not configured) [{}]",
+                    list.iter().map(admin_text).collect::<Vec<_>>().join(", ")
+                ),
                 Effect::MeasurePathLoss(t) => format!(
                     "measure path loss from {}:{}",
                     t.source.map_or("-".to_string(), |ip| ip.to_string()),
@@ -405,6 +433,34 @@ impl Runner<'_> {
         };
         Ok(match w.first().copied() {
             Some("tick") => Event::Tick,
+            Some(verb @ ("admin" | "admin-restore")) if w.len() >= 4 => {
+                let kind = sextant_core::AdminKind::parse(w[1])
+                    .ok_or_else(|| syntax(format!("{verb} service|vserver|site NAME STATE")))?;
+                let state = sextant_core::AdminState::parse(w[3])
+                    .ok_or_else(|| syntax("STATE: enabled, disabled or draining".into()))?;
+                let reason = (w.len() > 4).then(|| w[4..].join(" "));
+                // The operator's wall clock, as data: the replay's own time.
+                let at_unix_ms = (self.now - EPOCH).as_millis() as u64;
+                if verb == "admin" {
+                    Event::Admin(crate::admin::AdminChange {
+                        kind,
+                        name: w[2].to_string(),
+                        state,
+                        reason,
+                        at_unix_ms,
+                    })
+                } else {
+                    Event::AdminRestore(vec![crate::admin::AdminRecord {
+                        kind,
+                        name: w[2].to_string(),
+                        mark: sextant_core::AdminMark {
+                            state,
+                            since_unix_ms: at_unix_ms,
+                            reason: reason.map(Arc::from),
+                        },
+                    }])
+                }
+            }
             Some("listener") if w.len() >= 3 => {
                 use crate::listeners::ListenerProbe;
                 let addr = w[1]

@@ -52,6 +52,13 @@ impl Clock {
     }
 
     /// The wall-clock time of moment `at`, for display only.
+    /// The wall clock now: for a moment to show (an event's time) or to
+    /// keep across restarts (when an operator disabled a service), never
+    /// for a deadline.
+    pub fn wall_now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+
     pub fn wall(&self, at: Duration) -> SystemTime {
         shown_at(at, self.now(), SystemTime::now())
     }

@@ -9,8 +9,8 @@ use sextant_core::decide::ClientSubnet;
 use sextant_core::records::TYPE_ANY;
 use sextant_core::select::mask_ip;
 use sextant_core::{
-    AnswerBuf, ChainEnd, Cursor, NoSessions, Outcome, Query, QueryType, RecordData, Sessions,
-    Snapshot, StaticRecord, VecTrace, decide,
+    AdminKind, AdminMark, AdminState, AnswerBuf, ChainEnd, Cursor, NoSessions, Outcome, Query,
+    QueryType, RecordData, Sessions, SkipWhy, Snapshot, StaticRecord, TraceEvent, VecTrace, decide,
 };
 
 /// Decides `name`/`qtype` for `client` on `snap` and records every step.
@@ -128,10 +128,53 @@ pub fn explain(
         answers,
         ttl,
         reason: decision.reason.describe(),
-        trace: trace.0.iter().map(|e| e.describe(model)).collect(),
+        trace: trace.0.iter().map(|e| describe(snap, e)).collect(),
         ecs_scope: decision.ecs_scope,
         down: down_candidates(snap, &lower),
     })
+}
+
+/// One step of the trace; for what the operator took out, when and why.
+fn describe(snap: &Snapshot, event: &TraceEvent) -> String {
+    let model = snap.model();
+    let admin = snap.admin();
+    let line = event.describe(model);
+    let note = match event {
+        TraceEvent::Skipped {
+            service,
+            why: SkipWhy::Disabled | SkipWhy::Draining,
+        } => admin.service_cause(model, *service).map(|c| {
+            let name = match c.kind {
+                AdminKind::Site => {
+                    format!("site {}", model.site(model.service(*service).site).name)
+                }
+                _ => "it".to_string(),
+            };
+            (name, c.mark)
+        }),
+        TraceEvent::VServerDisabled { vserver } => {
+            admin.vserver_mark(*vserver).map(|m| ("it".to_string(), m))
+        }
+        _ => None,
+    };
+    match note {
+        Some((who, mark)) => format!("{line} ({who}: {})", admin_note(mark)),
+        None => line,
+    }
+}
+
+/// `disabled by operator at TIME: REASON` / `draining since TIME: REASON`.
+pub fn admin_note(mark: &AdminMark) -> String {
+    let at = crate::api::rfc3339(crate::admin_state::wall(mark.since_unix_ms));
+    let mut text = match mark.state {
+        AdminState::Draining => format!("draining since {at}"),
+        _ => format!("disabled by operator at {at}"),
+    };
+    if let Some(reason) = &mark.reason {
+        text.push_str(": ");
+        text.push_str(reason);
+    }
+    text
 }
 
 /// One static record as zone-file text: `www.example.com CNAME app.example.com`.
@@ -172,8 +215,26 @@ fn down_candidates(snap: &Snapshot, name: &str) -> Vec<String> {
     for _ in 0..model.vservers.len() {
         let Some(v) = vserver else { break };
         let vs = model.vserver(v);
+        if let Some(mark) = snap.admin().vserver_mark(v) {
+            out.push(format!("vserver {} is {}", vs.name, admin_note(mark)));
+        }
         for b in &vs.bindings {
-            if !snap.is_up(b.service) {
+            if let Some(cause) = snap.admin().service_cause(model, b.service) {
+                let s = model.service(b.service);
+                let by = match cause.kind {
+                    AdminKind::Site => format!(" (its site {})", model.site(s.site).name),
+                    _ => String::new(),
+                };
+                out.push(format!(
+                    "{} ({}:{}) of vserver {} is {}{by}, {}",
+                    s.name,
+                    s.ip,
+                    s.port,
+                    vs.name,
+                    admin_note(cause.mark),
+                    if snap.is_up(b.service) { "UP" } else { "DOWN" }
+                ));
+            } else if !snap.is_up(b.service) {
                 let s = model.service(b.service);
                 let reason = snap
                     .status()

@@ -1,11 +1,13 @@
 //! `sextant`: the global server load balancer daemon and its tools.
 
+mod admin_state;
 mod api;
 mod auth;
 mod cli;
 mod clock;
 mod demo;
 mod dns_probe;
+mod events;
 mod explain;
 mod logging;
 mod mep_glue;

@@ -68,6 +68,12 @@ pub struct Daemon {
     /// Held while a configuration put over the API is checked, written
     /// and swapped in, so that two writers take turns.
     pub config_writer: tokio::sync::Mutex<()>,
+    /// The maintenance state file (`DIR/NAME.admin-state.json`).
+    pub admin_file: PathBuf,
+    /// What `/v1/events` streams.
+    pub events: crate::events::Events,
+    /// Each service's recent transitions.
+    pub history: crate::events::History,
 }
 
 /// What `/v1/ldns` tells of this site's probing and RTT exchange.
@@ -394,7 +400,15 @@ pub async fn serve(
     let model = Arc::new(model);
     let generation = 1;
     let clock = Clock::start();
-    let (engine, first) = Engine::new(Arc::clone(&model), generation, clock.now());
+    // Read before anything answers: a disabled service stays out from the
+    // first answer on, and a file that cannot be read stops the start.
+    let admin_file = crate::admin_state::path_for(&overrides.config);
+    let saved_marks = crate::admin_state::load(&admin_file)?;
+    let (mut engine, mut first) = Engine::new(Arc::clone(&model), generation, clock.now());
+    if !saved_marks.is_empty() {
+        info!(file = %admin_file.display(), marks = saved_marks.len(), "maintenance state read");
+        first.extend(engine.apply(Event::AdminRestore(saved_marks), clock.now()));
+    }
     let dns = Arc::new(DnsShared::new(Snapshot::new(
         Arc::clone(&model),
         generation,
@@ -474,6 +488,9 @@ pub async fn serve(
         )),
         overrides: overrides.clone(),
         config_writer: tokio::sync::Mutex::new(()),
+        admin_file,
+        events: Default::default(),
+        history: Default::default(),
     });
     let (site_master_tx, mut site_master_rx) = tokio::sync::watch::channel(false);
     if site_vip.is_some() {
@@ -496,6 +513,7 @@ pub async fn serve(
         Arc::clone(&daemon.vrrp),
         site_vip.map(|ip| (ip, site_master_tx)),
         daemon.clock,
+        daemon.events.clone(),
     )
     .context("cannot start VRRP")?;
 
@@ -835,6 +853,12 @@ pub enum Input {
     /// VRRP: this node is (`true`) or is no longer master of the VIP that
     /// is the site IP.
     SiteIpMaster(bool),
+    /// An operator's maintenance change (API); answered once it is
+    /// published and saved.
+    Admin {
+        change: sextant_state::AdminChange,
+        reply: oneshot::Sender<AdminOutcome>,
+    },
     /// A DNS self-probe of this node's listener on a VIP.
     Listener {
         addr: SocketAddr,
@@ -935,6 +959,9 @@ struct Edges {
     /// For a metric exchange started late ([`Effect::MetricExchange`]).
     mep_tx: mpsc::Sender<sextant_mep::MepEvent>,
     config: PathBuf,
+    /// The outcome of the maintenance change just applied, for its answer.
+    admin_outcome: Option<AdminOutcome>,
+    admin_save_error: Option<String>,
 }
 
 impl Edges {
@@ -1044,6 +1071,8 @@ async fn state_task(
         loss_tx,
         mep_tx: inputs.mep_tx.clone(),
         config: inputs.config.clone(),
+        admin_outcome: None,
+        admin_save_error: None,
     };
     // New LDNS from the DNS path and the query marks of the published RTT
     // table reach the engine this often.
@@ -1062,6 +1091,7 @@ async fn state_task(
         let wake = engine.next_wake().map(|at| daemon.clock.deadline(at));
         let event = tokio::select! {
             Some(ev) = inputs.mep.recv() => {
+                announce_mep(&daemon, &ev);
                 match crate::mep_glue::translate(ev, &daemon.mep_counters) {
                     Some(e) => e,
                     None => continue,
@@ -1075,6 +1105,16 @@ async fn state_task(
                 Input::SiteFigures => own_site_figures(&daemon, &mut sampler),
                 Input::SiteIpMaster(master) => Event::SiteIpMaster(master),
                 Input::Listener { addr, probe } => Event::ListenerProbe { addr, probe },
+                Input::Admin { change, reply } => {
+                    let effects = engine.apply(Event::Admin(change), daemon.clock.now());
+                    // Carried out (published, saved) before the answer, so
+                    // a query right after it sees the change.
+                    carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
+                    if let Some(outcome) = edges.admin_outcome.take() {
+                        let _ = reply.send(outcome);
+                    }
+                    continue;
+                }
                 Input::Reloaded { result: Ok(prepared), parse, prepare, signalled, text, done } => {
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(prepared), daemon.clock.now());
@@ -1094,6 +1134,15 @@ async fn state_task(
                     if let Some(done) = done {
                         let _ = done.send(Ok(engine.generation()));
                     }
+                    daemon.events.send(
+                        "reload",
+                        serde_json::json!({
+                            "time": crate::api::rfc3339(daemon.clock.wall_now()),
+                            "generation": engine.generation(),
+                            "result": "ok",
+                            "services": engine.model().services.len(),
+                        }),
+                    );
                     info!(
                         generation = engine.generation(),
                         services = engine.model().services.len(),
@@ -1111,6 +1160,15 @@ async fn state_task(
                     if let Some(done) = done {
                         let _ = done.send(Err(e.clone()));
                     }
+                    daemon.events.send(
+                        "reload",
+                        serde_json::json!({
+                            "time": crate::api::rfc3339(daemon.clock.wall_now()),
+                            "generation": engine.generation(),
+                            "result": "error",
+                            "error": e,
+                        }),
+                    );
                     if let Ok(mut last) = daemon.last_reload_error.write() {
                         *last = Some(match daemon.api_access.reload_error() {
                             Some(tokens) => format!("{e}\n{tokens}"),
@@ -1228,6 +1286,7 @@ fn carry_out(
     effects: Vec<Effect>,
 ) {
     let mut restart = false;
+    edges.admin_save_error = None;
     for effect in effects {
         match effect {
             Effect::Publish(snapshot) => daemon.dns.snapshot.store(snapshot),
@@ -1239,6 +1298,7 @@ fn carry_out(
                 let Some(s) = edges.model.services.get(service) else {
                     continue;
                 };
+                record_transition(daemon, &edges.model, service, up, &reason);
                 if up {
                     info!(service = %s.name, ip = %s.ip, port = s.port, %reason, "service UP");
                 } else {
@@ -1307,6 +1367,56 @@ fn carry_out(
                 }
             }
             Effect::MeasurePathLoss(targets) => edges.measure_path_loss(targets),
+            Effect::Admin(result) => {
+                if let Ok(r) = &result {
+                    let entry = crate::api::admin_entry(r);
+                    info!(
+                        kind = %entry.kind,
+                        name = %entry.name,
+                        state = %entry.state,
+                        reason = entry.reason.as_deref().unwrap_or("-"),
+                        "maintenance: {} {} is now {}",
+                        entry.kind,
+                        entry.name,
+                        entry.state
+                    );
+                    let mut data = serde_json::to_value(&entry).unwrap_or_default();
+                    if let Some(o) = data.as_object_mut() {
+                        o.insert(
+                            "time".into(),
+                            crate::api::rfc3339(daemon.clock.wall_now()).into(),
+                        );
+                    }
+                    daemon.events.send("maintenance", data);
+                }
+                edges.admin_outcome = Some(AdminOutcome {
+                    result,
+                    save_error: None,
+                });
+            }
+            Effect::SaveAdmin(records) => {
+                let file = daemon.admin_file.clone();
+                // A small file, written on an operator's action only; the
+                // answer to that action waits for it anyway.
+                let saved =
+                    tokio::task::block_in_place(|| crate::admin_state::save(&file, &records));
+                if let Err(e) = saved {
+                    error!("{e:#}; the change is in force but a restart would lose it");
+                    edges.admin_save_error = Some(format!("{e:#}"));
+                }
+            }
+            Effect::AdminDropped(records) => {
+                for r in records {
+                    warn!(
+                        kind = r.kind.as_str(),
+                        name = %r.name,
+                        state = r.mark.state.as_str(),
+                        "maintenance: {} {} is no longer configured; its mark is dropped",
+                        r.kind.as_str(),
+                        r.name
+                    );
+                }
+            }
             Effect::ShareRtt(list) => {
                 if let Ok(mep) = daemon.mep.lock()
                     && let Some(m) = mep.as_ref()
@@ -1351,6 +1461,9 @@ fn carry_out(
                 {
                     m.reload(Arc::clone(&model), generation);
                 }
+                daemon
+                    .history
+                    .retain(model.services.iter().map(|s| s.name.as_str()));
                 edges.model = model;
                 edges.generation = generation;
                 restart = true;
@@ -1359,6 +1472,69 @@ fn carry_out(
     }
     if restart {
         edges.start();
+    }
+    // The save's failure goes with the change it saved.
+    if let (Some(o), Some(e)) = (edges.admin_outcome.as_mut(), edges.admin_save_error.take()) {
+        o.save_error = Some(e);
+    }
+}
+
+/// What an operator's maintenance change came to, for its API answer.
+#[derive(Debug)]
+pub struct AdminOutcome {
+    pub result: Result<sextant_state::AdminRecord, sextant_state::AdminError>,
+    /// In force but not written to the state file.
+    pub save_error: Option<String>,
+}
+
+/// A service's transition into its history and onto `/v1/events`.
+fn record_transition(
+    daemon: &Daemon,
+    model: &Model,
+    service: sextant_core::ServiceId,
+    up: bool,
+    reason: &str,
+) {
+    let Some(s) = model.services.get(service) else {
+        return;
+    };
+    let word = |up: bool| if up { "UP" } else { "DOWN" };
+    let time = crate::api::rfc3339(daemon.clock.wall_now());
+    daemon.history.record(
+        &s.name,
+        sextant_api::HistoryEntry {
+            time: time.clone(),
+            from: word(!up).to_string(),
+            to: word(up).to_string(),
+            reason: reason.to_string(),
+        },
+    );
+    daemon.events.send(
+        "transition",
+        serde_json::json!({
+            "time": time,
+            "service": s.name,
+            "site": model.site(s.site).name,
+            "from": word(!up),
+            "to": word(up),
+            "reason": reason,
+        }),
+    );
+}
+
+/// Metric exchange links that come up or go down, onto `/v1/events`.
+fn announce_mep(daemon: &Daemon, ev: &sextant_mep::MepEvent) {
+    let time = crate::api::rfc3339(daemon.clock.wall_now());
+    match ev {
+        sextant_mep::MepEvent::PeerUp { site, via } => daemon.events.send(
+            "mep",
+            serde_json::json!({"time": time, "site": site, "state": "UP", "via": via}),
+        ),
+        sextant_mep::MepEvent::PeerDown { site, reason } => daemon.events.send(
+            "mep",
+            serde_json::json!({"time": time, "site": site, "state": "DOWN", "reason": reason}),
+        ),
+        _ => {}
     }
 }
 

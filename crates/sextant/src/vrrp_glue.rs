@@ -283,6 +283,8 @@ struct InterfaceRun {
 
 /// What the notices of the driver act on.
 struct Edge {
+    /// The daemon's time base (events show the wall-clock time).
+    clock: Clock,
     iface: String,
     /// Per router: its VRID and VIPs.
     vrids: Vec<u8>,
@@ -302,6 +304,8 @@ struct Edge {
     /// Routers that became master in the step just done: their virtual-MAC
     /// readers open once the step is over.
     listen: Vec<RouterId>,
+    /// Where state changes go for `/v1/events`.
+    events: Option<crate::events::Events>,
 }
 
 impl Edge {
@@ -324,6 +328,19 @@ impl Edge {
                     state_name(from),
                     state_name(to)
                 );
+                if let Some(events) = &self.events {
+                    events.send(
+                        "vrrp",
+                        serde_json::json!({
+                            "time": crate::api::rfc3339(self.clock.wall_now()),
+                            "interface": self.iface,
+                            "vrid": vrid,
+                            "from": state_name(from),
+                            "to": state_name(to),
+                            "reason": reason.to_string(),
+                        }),
+                    );
+                }
             }
             Notice::Took { id } => self.site_ip_held(id, true),
             Notice::Releasing { id } => {
@@ -371,6 +388,7 @@ pub fn start(
     view: Arc<VrrpView>,
     site_ip: Option<(IpAddr, watch::Sender<bool>)>,
     clock: Clock,
+    events: crate::events::Events,
 ) -> anyhow::Result<Option<VrrpHandle>> {
     let site_ip = site_ip.map(Arc::new);
     let settings = &model.vrrp;
@@ -411,6 +429,7 @@ pub fn start(
             stop_rx.clone(),
         );
         let site_ip = site_ip.clone();
+        let events = events.clone();
         tasks.push(tokio::spawn(async move {
             let mut run = match pending {
                 Ok(run) => run,
@@ -420,6 +439,7 @@ pub fn start(
                 },
             };
             run.edge.site_ip = site_ip;
+            run.edge.events = Some(events);
             run.serve(dns, dns_serving, view, stop).await;
         }));
     }
@@ -575,6 +595,7 @@ impl InterfaceRun {
         }
         let (packets, inbox) = mpsc::channel(256);
         let edge = Edge {
+            clock,
             iface: iface.name.clone(),
             vrids: routers
                 .ids()
@@ -585,6 +606,7 @@ impl InterfaceRun {
             backup: (0..links.len()).map(|_| BackupTraffic::Off).collect(),
             site_ip: None,
             listen: Vec::new(),
+            events: None,
         };
         let bindings = links
             .into_iter()

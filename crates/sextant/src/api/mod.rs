@@ -4,11 +4,15 @@
 
 pub mod auth;
 mod config;
+mod events;
+mod maintenance;
 mod objects;
 mod openapi;
 mod push;
 pub mod tls;
 mod views;
+
+pub use maintenance::admin_entry;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -42,6 +46,31 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
                 // A whole configuration file (100,000 services is some MB).
                 .layer(axum::extract::DefaultBodyLimit::max(256 * 1024 * 1024)),
         )
+        .route("/v1/maintenance", get(maintenance::list))
+        .route(
+            "/v1/services/{name}/disable",
+            post(maintenance::disable_service),
+        )
+        .route(
+            "/v1/services/{name}/enable",
+            post(maintenance::enable_service),
+        )
+        .route(
+            "/v1/services/{name}/drain",
+            post(maintenance::drain_service),
+        )
+        .route(
+            "/v1/vservers/{name}/disable",
+            post(maintenance::disable_vserver),
+        )
+        .route(
+            "/v1/vservers/{name}/enable",
+            post(maintenance::enable_vserver),
+        )
+        .route("/v1/sites/{name}/disable", post(maintenance::disable_site))
+        .route("/v1/sites/{name}/enable", post(maintenance::enable_site))
+        .route("/v1/services/{name}/history", get(events::history))
+        .route("/v1/events", get(events::stream))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&daemon.api_access),

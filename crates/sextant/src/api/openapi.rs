@@ -6,7 +6,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{config, objects, push, views};
+use super::{config, events, maintenance, objects, push, views};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -28,6 +28,16 @@ use super::{config, objects, push, views};
         push::push_site_figures,
         config::get_config,
         config::put_config,
+        maintenance::list,
+        maintenance::disable_service,
+        maintenance::enable_service,
+        maintenance::drain_service,
+        maintenance::disable_vserver,
+        maintenance::enable_vserver,
+        maintenance::disable_site,
+        maintenance::enable_site,
+        events::history,
+        events::stream,
         openapi,
     ),
     tags(

@@ -115,6 +115,15 @@ fn service_views(snap: &Snapshot, clock: &Clock) -> Vec<sextant_api::Service> {
                         }
                     })
                     .collect(),
+                admin_state: snap.admin().service(id).as_str().to_string(),
+                admin_reason: snap
+                    .admin()
+                    .service_cause(model, id)
+                    .and_then(|c| c.mark.reason.as_deref().map(str::to_string)),
+                admin_since: snap
+                    .admin()
+                    .service_cause(model, id)
+                    .map(|c| rfc3339(crate::admin_state::wall(c.mark.since_unix_ms))),
             }
         })
         .collect()

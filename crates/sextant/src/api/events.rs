@@ -1,0 +1,62 @@
+//! What happened: each service's recent transitions and the server-sent
+//! event stream of transitions, maintenance changes, reloads, metric
+//! exchange links and VRRP states (see [`crate::events`]).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::error;
+use crate::serve::Daemon;
+
+/// `GET /v1/services/{name}/history`: the last transitions, newest last.
+#[utoipa::path(get, path = "/v1/services/{name}/history", tag = "read",
+    params(("name" = String, Path, description = "the service's name")),
+    responses((status = 200, description = "the last transitions (at most 100), newest last", body = Vec<sextant_api::HistoryEntry>),
+        (status = 404, description = "no such service", body = sextant_api::ApiError)))]
+pub(super) async fn history(State(d): State<Arc<Daemon>>, Path(name): Path<String>) -> Response {
+    let snap = d.dns.snapshot.load();
+    if snap.service_by_name(&name).is_none() {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no service named {name:?}; GET /v1/services lists them"),
+        );
+    }
+    Json(d.history.get(&name)).into_response()
+}
+
+/// `GET /v1/events`: `text/event-stream`, one event per change, named
+/// `transition`, `maintenance`, `reload`, `mep` or `vrrp`, its data one
+/// JSON object. A client that falls behind gets a `lagged` event with the
+/// number it missed; it never holds anyone up.
+#[utoipa::path(get, path = "/v1/events", tag = "read",
+    responses((status = 200, description = "server-sent events: transition, maintenance, reload, mep, vrrp, lagged",
+        content_type = "text/event-stream", body = String)))]
+pub(super) async fn stream(
+    State(d): State<Arc<Daemon>>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let rx = d.events.subscribe();
+    // The first thing sent is a comment: once a client reads it, it is
+    // subscribed and sees every later event.
+    let stream = futures_util::stream::unfold((rx, true), |(mut rx, first)| async move {
+        if first {
+            return Some((Ok(Event::default().comment("subscribed")), (rx, false)));
+        }
+        let event = match rx.recv().await {
+            Ok(e) => Event::default().event(e.name).data(e.data.to_string()),
+            Err(RecvError::Lagged(missed)) => Event::default()
+                .event("lagged")
+                .data(serde_json::json!({ "missed": missed }).to_string()),
+            Err(RecvError::Closed) => return None,
+        };
+        Some((Ok(event), (rx, false)))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
