@@ -134,32 +134,41 @@ pub fn explain(
     })
 }
 
-/// One step of the trace; for what the operator took out, when and why.
+/// One step of the trace; for what the operator took out, also when and
+/// why.
 fn describe(snap: &Snapshot, event: &TraceEvent) -> String {
     let model = snap.model();
     let admin = snap.admin();
-    let line = event.describe(model);
-    let note = match event {
+    match event {
         TraceEvent::Skipped {
             service,
             why: SkipWhy::Disabled | SkipWhy::Draining,
-        } => admin.service_cause(model, *service).map(|c| {
-            let name = match c.kind {
-                AdminKind::Site => {
-                    format!("site {}", model.site(model.service(*service).site).name)
-                }
-                _ => "it".to_string(),
+        } => {
+            let Some(cause) = admin.service_cause(model, *service) else {
+                return event.describe(model);
             };
-            (name, c.mark)
-        }),
-        TraceEvent::VServerDisabled { vserver } => {
-            admin.vserver_mark(*vserver).map(|m| ("it".to_string(), m))
+            let s = model.service(*service);
+            let whose = match cause.kind {
+                AdminKind::Site => format!("its site {} is ", model.site(s.site).name),
+                _ => String::new(),
+            };
+            format!(
+                "skipped {} ({}:{}): {whose}{}",
+                s.name,
+                s.answer_ip(),
+                s.port,
+                admin_note(cause.mark)
+            )
         }
-        _ => None,
-    };
-    match note {
-        Some((who, mark)) => format!("{line} ({who}: {})", admin_note(mark)),
-        None => line,
+        TraceEvent::VServerDisabled { vserver } => match admin.vserver_mark(*vserver) {
+            Some(mark) => format!(
+                "vserver {} is {}: answered as if no service were UP",
+                model.vserver(*vserver).name,
+                admin_note(mark)
+            ),
+            None => event.describe(model),
+        },
+        _ => event.describe(model),
     }
 }
 

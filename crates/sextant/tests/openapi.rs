@@ -185,10 +185,13 @@ fn every_documented_endpoint_answers_as_documented() {
     // docs/api.md documents the same endpoints, no more, no fewer.
     let api_md = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/api.md"))
         .expect("docs/api.md");
+    // Each endpoint is a heading "## `METHOD /path`" or, in a section of
+    // several, a table row "| `METHOD /path` | ...".
     let mut in_docs: Vec<String> = api_md
         .lines()
-        .filter_map(|l| l.strip_prefix("## `"))
+        .filter_map(|l| l.strip_prefix("## `").or_else(|| l.strip_prefix("| `")))
         .filter_map(|l| l.split('`').next())
+        .filter(|h| h.starts_with("GET ") || h.starts_with("POST ") || h.starts_with("PUT "))
         .map(|h| {
             let mut words = h.split_whitespace();
             let method = words.next().unwrap_or("").to_lowercase();
@@ -198,6 +201,7 @@ fn every_documented_endpoint_answers_as_documented() {
             format!("{method} {path}")
         })
         .collect();
+    in_docs.dedup();
     in_docs.sort();
     let mut described: Vec<String> = paths
         .iter()
