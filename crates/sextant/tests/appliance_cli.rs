@@ -233,3 +233,99 @@ fn the_prompt_runs_line_after_line_and_keeps_going_after_an_error() {
         .unwrap_or_default();
     assert!(history.contains("sh gslb vs vs_backup"), "{history}");
 }
+
+#[test]
+fn enable_and_disable_need_the_token_and_change_the_answers() {
+    let net = Net::new("appliance_cli_admin");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net));
+    s.wait_state("web-dead", State::Down);
+    let dir = net.scratch();
+    let token_file = dir.0.join("cli-token");
+    sextant_test_support::process::write_token_file(&token_file);
+    let token_arg = token_file.display().to_string();
+
+    // Without the token: refused, says how to give it, nothing changes.
+    let o = cli(&net, &["disable", "gslb", "service", "web-1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(e.starts_with("error: disable gslb service web-1: "), "{e}");
+    assert!(e.contains("--token-file"), "{e}");
+    let t = stdout(&cli(&net, &["show", "gslb", "vserver"]));
+    assert_eq!(row(&t, "vs_app")[5], "1/2", "{t}");
+
+    // With it: web-1 leaves the answers; vs_app's backup answers.
+    let o = cli(
+        &net,
+        &[
+            "--token-file",
+            &token_arg,
+            "disable",
+            "gslb",
+            "service",
+            "web-1",
+            "-reason",
+            "kernel update",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "service web-1: disabled (kernel update)\n");
+    let t = stdout(&cli(
+        &net,
+        &["explain", "app.example.com", "-client", "192.0.2.7"],
+    ));
+    assert!(t.contains(&format!("answer:  {}", net.svc_ip(1))), "{t}");
+    assert!(t.contains("disabled by operator at"), "{t}");
+    assert!(t.contains("kernel update"), "{t}");
+
+    // A drain of a vserver is not a command; of a service it is.
+    let o = cli(
+        &net,
+        &[
+            "--token-file",
+            &token_arg,
+            "drain",
+            "gslb",
+            "vserver",
+            "vs_app",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = cli(
+        &net,
+        &[
+            "--token-file",
+            &token_arg,
+            "enable",
+            "gslb",
+            "service",
+            "web-1",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "service web-1: enabled\n");
+    let t = stdout(&cli(
+        &net,
+        &["explain", "app.example.com", "-client", "192.0.2.7"],
+    ));
+    assert!(t.contains(&format!("answer:  {}", net.svc_ip(0))), "{t}");
+
+    // The token also comes from the environment.
+    let o = std::process::Command::new(SEXTANT.0)
+        .args([
+            "cli",
+            "--server",
+            &net.api_addr().to_string(),
+            "disable",
+            "gslb",
+            "site",
+            "site1",
+        ])
+        .env(
+            "SEXTANT_API_TOKEN",
+            sextant_test_support::process::TEST_TOKEN,
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "site site1: disabled\n");
+}
