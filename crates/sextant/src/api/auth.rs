@@ -25,7 +25,8 @@ pub struct Caller(pub String);
 /// `--api-reads`: whether GET and HEAD need a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ReadAccess {
-    /// Open when the API listens on a loopback address, a token otherwise.
+    /// Open when the API listens on a loopback address; elsewhere a token,
+    /// once a token file is given.
     #[default]
     Auto,
     /// Open to anyone who reaches the API.
