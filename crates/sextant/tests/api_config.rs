@@ -74,6 +74,10 @@ fn a_configuration_put_over_the_api_is_checked_shown_applied_and_kept() {
     assert_eq!(site.query_a("www.example.com"), web);
     let generation = site.status().generation;
 
+    // The text holds the configuration's secrets: never an open read.
+    let r = site.request("GET", CONFIG, &[("Authorization", "Basic x")], "");
+    assert_eq!(r.status, 401, "{r:?}");
+
     // GET: the running text, its generation as the ETag.
     let r = site.request("GET", CONFIG, &[], "");
     assert_eq!((r.status, r.body.as_str()), (200, text.as_str()));
