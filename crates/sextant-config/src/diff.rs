@@ -192,19 +192,48 @@ fn domains(m: &Model) -> Vec<(String, impl PartialEq + use<>)> {
         .collect()
 }
 
-/// Datacenter-mode records, compared as a whole (with the sites and
-/// services they name resolved, through their debug form).
+/// A datacenter-mode record with its groups' sites and services, and
+/// its addresses' health services, by name.
 fn dc_records(m: &Model) -> Vec<(String, impl PartialEq + use<>)> {
-    let names = |text: String| -> String {
-        // The record's references are ids; spell out each table's names
-        // in order so that a shifted index shows as a changed name.
-        let sites: Vec<&str> = m.sites.iter().map(|s| s.name.as_str()).collect();
-        let services: Vec<&str> = m.services.iter().map(|s| s.name.as_str()).collect();
-        format!("{text}|{sites:?}|{services:?}")
+    use sextant_core::dc::DcHealth;
+    let service = |id: sextant_core::ServiceId| {
+        m.services
+            .get(id)
+            .map(|s| s.name.to_ascii_lowercase())
+            .unwrap_or_default()
     };
     m.dc_records
         .iter()
-        .map(|r| (r.name.clone(), names(format!("{r:?}"))))
+        .map(|r| {
+            let groups: Vec<(String, Option<String>)> = r
+                .groups
+                .iter()
+                .map(|g| (site_name(m, g.site), g.service.map(service)))
+                .collect();
+            let health: Vec<Option<String>> = r
+                .addresses
+                .iter()
+                .map(|a| match a.health {
+                    DcHealth::Service(s) | DcHealth::ServiceAndSite(s) => Some(service(s)),
+                    DcHealth::Always | DcHealth::SiteReachable => None,
+                })
+                .collect();
+            let mut bare = r.clone();
+            for g in &mut bare.groups {
+                g.site = SiteId::new(0);
+                g.service = None;
+            }
+            for a in &mut bare.addresses {
+                a.health = match a.health {
+                    DcHealth::Service(_) => DcHealth::Service(sextant_core::ServiceId::new(0)),
+                    DcHealth::ServiceAndSite(_) => {
+                        DcHealth::ServiceAndSite(sextant_core::ServiceId::new(0))
+                    }
+                    other => other,
+                };
+            }
+            (r.name.clone(), (bare, groups, health))
+        })
         .collect()
 }
 
@@ -339,5 +368,35 @@ mod tests {
         let d = diff_of(&old, &new);
         assert_eq!(d.added, list(&["record mail.example.com"]));
         assert_eq!(d.changed, list(&["gslb parameters"]));
+    }
+
+    #[test]
+    fn datacenter_records_compare_their_sites_and_services_by_name() {
+        let dc = "add gslb site fra 10.0.0.1 -siteType LOCAL\n\
+            add gslb site ams 10.0.0.2\n\
+            add gslb service web-fra 192.0.2.10 HTTP 80 -siteName fra -vServiceName web\n\
+            add gslb service web-ams 192.0.2.20 HTTP 80 -siteName ams -vServiceName web\n\
+            add gslb dcRecord cpu.example.com -dcSelection DC_BASED -criterion CPU -totalDCs 2\n\
+            bind gslb dcRecord cpu.example.com -siteName ams -serviceName web-ams -weight 10\n\
+            bind gslb dcRecord cpu.example.com -siteName fra -serviceName web-fra -hc SERVICE_AND_SITE\n";
+        // A site and a service before the others move every index.
+        let moved = dc
+            .replace(
+                "add gslb site ams",
+                "add gslb site nyc 10.0.0.3\nadd gslb site ams",
+            )
+            .replace(
+                "add gslb service web-fra",
+                "add gslb service app-nyc 192.0.2.30 HTTP 80 -siteName nyc\nadd gslb service web-fra",
+            );
+        let d = diff_of(dc, &moved);
+        assert_eq!(d.added, list(&["site nyc", "service app-nyc"]));
+        assert!(d.changed.is_empty() && d.removed.is_empty(), "{d:?}");
+
+        let reweighted = dc.replace("-weight 10", "-weight 20");
+        assert_eq!(
+            diff_of(dc, &reweighted).changed,
+            list(&["dc_record cpu.example.com"])
+        );
     }
 }

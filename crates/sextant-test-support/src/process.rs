@@ -871,6 +871,20 @@ impl SiteServer {
             .unwrap_or_else(|e| panic!("site {}: POST {path}: {e}", self.name))
     }
 
+    /// A request exactly as given, without the site's token: the whole
+    /// reply (for tests of authentication itself).
+    pub fn request_raw(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Reply {
+        let addr = self.api_addr;
+        self.in_ns(|| http_request(addr, method, path, headers, body))
+            .unwrap_or_else(|e| panic!("site {}: {e}", self.name))
+    }
+
     /// PUT of `body` on the site's API, with its token: the whole reply.
     pub fn put(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
         self.request("PUT", path, headers, body)

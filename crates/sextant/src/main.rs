@@ -189,7 +189,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     api_token_file: Option<PathBuf>,
     /// Whether reads (GET) need a token too: auto (open when the API
-    /// listens on a loopback address, a token otherwise), open, or token.
+    /// listens on a loopback address; elsewhere a token, once a token file
+    /// is given), open, or token.
     #[arg(long, value_enum, value_name = "WHO", default_value_t = api::auth::ReadAccess::Auto)]
     api_reads: api::auth::ReadAccess,
     /// Serve the REST API over TLS with this certificate chain (PEM);

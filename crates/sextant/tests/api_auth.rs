@@ -143,6 +143,9 @@ fn without_a_token_file_writes_are_disabled() {
         error_text(&r),
         "writes are disabled: start with --api-token-file"
     );
+    // The configuration's text holds secrets: no token file, no reading it.
+    let r = s.request_raw("GET", "/v1/config", &[], "");
+    assert_eq!(r.status, 403, "{r:?}");
     std::thread::sleep(Duration::from_millis(300));
     assert_ne!(local_cpu(&s), Some(PUSHED_CPU));
 }

@@ -12,21 +12,29 @@ const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 
 const CONFIG: &str = "/v1/config";
 
-/// One site, one service, one vserver answering www.example.com.
-fn config(net: &Net) -> String {
+/// One site, one vserver answering www.example.com with two services:
+/// web1 (unmonitored, UP) and web2, whose monitor finds its port closed
+/// (DOWN) on `closed_port`.
+fn config(net: &Net, closed_port: u16) -> String {
+    let web2 = net.svc_ip(2);
     format!(
-        "{}add gslb service web1 {} HTTP 80 -siteName site1\n\
+        "{}add lb monitor tcp TCP -interval 200 MSEC -resptimeout 100 MSEC -retries 2\n\
+         add gslb service web1 {} HTTP 80 -siteName site1\n\
+         add gslb service web2 {web2} TCP {} -siteName site1\n\
+         bind gslb service web2 -monitorName tcp\n\
          add gslb vserver vs1 HTTP -lbMethod ROUNDROBIN\n\
          bind gslb vserver vs1 -serviceName web1\n\
+         bind gslb vserver vs1 -serviceName web2\n\
          bind gslb vserver vs1 -domainName www.example.com -TTL 5\n",
         net.conf_preamble(),
-        net.svc_ip(1)
+        net.svc_ip(1),
+        closed_port
     )
 }
 
 /// The same with a second domain on the vserver.
-fn with_api_domain(net: &Net) -> String {
-    config(net) + "bind gslb vserver vs1 -domainName api.example.com -TTL 5\n"
+fn with_api_domain(net: &Net, closed_port: u16) -> String {
+    config(net, closed_port) + "bind gslb vserver vs1 -domainName api.example.com -TTL 5\n"
 }
 
 fn apply(r: &Reply) -> ConfigApply {
@@ -52,11 +60,23 @@ fn unchanged(site: &SiteServer, text: &str, generation: u64) {
 fn a_configuration_put_over_the_api_is_checked_shown_applied_and_kept() {
     let net = Net::new("api_config_conf");
     let scratch = net.scratch();
-    let text = config(&net);
+    let port = Net::closed_port(net.svc_ip(2));
+    let text = config(&net, port);
     let mut site = SiteServer::start(SEXTANT, &scratch.0, "site1", net.server_ip(), &text, None);
     let web = vec![net.svc_ip(1)];
+    assert!(
+        wait_until(EVENTUALLY, || site
+            .expect_service("web2", State::Down)
+            .is_ok()),
+        "web2 is not DOWN: {:?}",
+        site.try_service("web2")
+    );
     assert_eq!(site.query_a("www.example.com"), web);
     let generation = site.status().generation;
+
+    // The text holds the configuration's secrets: never an open read.
+    let r = site.request("GET", CONFIG, &[("Authorization", "Basic x")], "");
+    assert_eq!(r.status, 401, "{r:?}");
 
     // GET: the running text, its generation as the ETag.
     let r = site.request("GET", CONFIG, &[], "");
@@ -64,7 +84,7 @@ fn a_configuration_put_over_the_api_is_checked_shown_applied_and_kept() {
     assert_eq!(r.header("ETag"), Some(format!("\"{generation}\"").as_str()));
 
     // A dry run shows the difference and changes nothing.
-    let new = with_api_domain(&net);
+    let new = with_api_domain(&net, port);
     let dry = apply(&site.put(&format!("{CONFIG}?dry_run=1"), &[], &new));
     assert!(!dry.applied);
     assert_eq!(dry.generation, generation);
@@ -111,8 +131,13 @@ fn a_configuration_put_over_the_api_is_checked_shown_applied_and_kept() {
     assert_eq!(done.generation, generation + 1);
     assert_eq!(done.diff.added, ["domain api.example.com"]);
     assert_eq!(site.status().generation, generation + 1);
-    assert_eq!(site.query_a("api.example.com"), web);
-    assert_eq!(site.query_a("www.example.com"), web);
+    // Health carried over, as at a reload: web2 is DOWN at once, so it is
+    // never answered.
+    assert_eq!(site.service("web2").state, State::Down);
+    for _ in 0..4 {
+        assert_eq!(site.query_a("api.example.com"), web);
+        assert_eq!(site.query_a("www.example.com"), web);
+    }
     assert_eq!(fs::read_to_string(&site.config).unwrap(), new);
     assert_eq!(site.request("GET", CONFIG, &[], "").body, new);
 

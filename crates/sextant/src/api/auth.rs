@@ -17,6 +17,9 @@ use tracing::{info, warn};
 use super::error;
 use crate::auth::{Tokens, bearer};
 
+/// The one read that always needs a token, whatever `--api-reads` says.
+const SECRET_READ: &str = "/v1/config";
+
 /// The name of the token a request was authenticated with, in the
 /// request's extensions (for who-did-what records).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +28,8 @@ pub struct Caller(pub String);
 /// `--api-reads`: whether GET and HEAD need a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ReadAccess {
-    /// Open when the API listens on a loopback address, a token otherwise.
+    /// Open when the API listens on a loopback address; elsewhere a token,
+    /// once a token file is given.
     #[default]
     Auto,
     /// Open to anyone who reaches the API.
@@ -154,7 +158,10 @@ fn is_loopback(ip: IpAddr) -> bool {
 /// go (with its [`Caller`] in the extensions), else answers 401 or 403.
 pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: Next) -> Response {
     let write = !matches!(*req.method(), Method::GET | Method::HEAD);
-    if !write && !access.reads_need_token {
+    // The configuration's text holds its secrets (site and rpcNode
+    // passwords): it is never an open read.
+    let secret = req.uri().path() == SECRET_READ;
+    if !write && !secret && !access.reads_need_token {
         return next.run(req).await;
     }
     let peer = req
@@ -165,11 +172,13 @@ pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: 
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let Some(tokens) = access.tokens.load_full() else {
-        warn!(%peer, %method, %path, "API request refused: writes are disabled (no --api-token-file)");
-        return error(
-            StatusCode::FORBIDDEN,
-            "writes are disabled: start with --api-token-file",
-        );
+        warn!(%peer, %method, %path, "API request refused: no --api-token-file");
+        let why = if write {
+            "writes are disabled: start with --api-token-file"
+        } else {
+            "the configuration's text holds secrets and needs a token: start with --api-token-file"
+        };
+        return error(StatusCode::FORBIDDEN, why);
     };
     let presented = req
         .headers()
