@@ -135,8 +135,24 @@ fn show_verbs_print_tables_and_json_of_the_running_server() {
     assert_eq!(app.backup_vserver.as_deref(), Some("vs_backup"));
     assert_eq!(app.persistence_timeout_seconds, Some(120));
 
-    // The configuration in force, as its file says it.
+    // The configuration in force, as its file says it: its text may hold
+    // secrets, so it needs the token even on loopback.
     let o = cli(&net, &["show", "ns", "runningConfig"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("--token-file"), "{}", stderr(&o));
+    let dir = net.scratch();
+    let token_file = dir.0.join("cli-token");
+    sextant_test_support::process::write_token_file(&token_file);
+    let o = cli(
+        &net,
+        &[
+            "--token-file",
+            &token_file.display().to_string(),
+            "show",
+            "ns",
+            "runningConfig",
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), conf);
 

@@ -30,7 +30,9 @@ const SWAP_TIMEOUT: Duration = Duration::from_secs(60);
 /// the ETag.
 #[utoipa::path(get, path = "/v1/config", tag = "read",
     responses((status = 200, description = "the configuration file in force, its generation as the ETag",
-        content_type = "text/plain", body = String)))]
+        content_type = "text/plain", body = String),
+        (status = 401, description = "no token, or a wrong one: the text may hold secrets", body = sextant_api::ApiError),
+        (status = 403, description = "no token file: the configuration is not served", body = sextant_api::ApiError)))]
 pub(super) async fn get_config(State(d): State<Arc<Daemon>>) -> Response {
     let text = d
         .running_config
