@@ -107,8 +107,8 @@ async fn change(
             }
         }
     };
-    // // by: caller — the integrator records the authenticated token's name
-    // (crate::api::auth::Caller) with the mark.
+    // TODO // by: caller — the integrator records who did it (the
+    // authenticated token's name, `crate::api::auth::Caller`) with the mark.
     if let Some(missing) = unknown(&d.dns.snapshot.load(), kind, &name) {
         return missing;
     }
