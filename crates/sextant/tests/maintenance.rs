@@ -366,3 +366,28 @@ fn events_stream_transitions_maintenance_and_reloads_and_history_keeps_transitio
     let (code, _) = site.get("/v1/services/nosuch/history").unwrap();
     assert_eq!(code, 404);
 }
+
+#[test]
+fn events_stream_metric_exchange_links_going_down() {
+    let net = Net::for_sites("maint_events_mep", 2);
+    let scratch = net.scratch();
+    let c = format!(
+        "set gslb parameter -MEPKeepAliveTimeout 1\n\
+         add gslb site site1 {}\n\
+         add gslb site site2 {}\n\
+         add dns soaRec example.com -originServer ns1.example.com -contact hostmaster.example.com\n\
+         add dns nsRec example.com ns1.example.com\n",
+        net.site_ip(0),
+        net.site_ip(1)
+    );
+    let s1 = SiteServer::start(SEXTANT, &scratch.0, "site1", net.site_ip(0), &c, None);
+    let mut s2 = SiteServer::start(SEXTANT, &scratch.0, "site2", net.site_ip(1), &c, None);
+    eventually_ok(EVENTUALLY, "metric exchange UP", || {
+        s1.expect_mep("site2", "UP").map(|_| ())
+    });
+    let mut events = EventReader::connect(&s1);
+    s2.stop();
+    events.wait_for(&["event: mep", r#""site":"site2""#, r#""state":"DOWN""#]);
+    s2.restart();
+    events.wait_for(&[r#""state":"UP""#]);
+}
