@@ -18,6 +18,7 @@
 // maps and rings).
 
 pub mod cookie;
+pub mod counters;
 pub mod ldns;
 mod limits;
 #[cfg(target_os = "linux")]
@@ -89,6 +90,8 @@ pub struct DnsShared {
     /// Source-IP persistence entries.
     pub sessions: SessionTable,
     pub stats: DnsStats,
+    /// Per-worker counters by query type, decision and answered object.
+    pub answers: counters::AnswerCounters,
     /// New LDNS groups for the RTT method's prober.
     pub ldns: LdnsQueue,
     /// The response rate limiter's table. Whether limiting is on is the
@@ -111,6 +114,7 @@ impl DnsShared {
             snapshot: ArcSwap::from_pointee(snapshot),
             sessions: SessionTable::new(),
             stats: DnsStats::default(),
+            answers: counters::AnswerCounters::default(),
             ldns: LdnsQueue::default(),
             rrl: ArcSwapOption::empty(),
             cookie_secrets: ArcSwap::from_pointee(CookieSecrets::new(os_random())),
@@ -192,6 +196,9 @@ pub struct Worker {
     shard: usize,
     /// Responses this worker has rate limited; every `slip`th is truncated.
     limited: u64,
+    /// This worker's answer counters (registered with the server's
+    /// [`DnsShared::answers`] on first use).
+    counters: counters::WorkerCounters,
 }
 
 impl Worker {
@@ -203,7 +210,10 @@ impl Worker {
                 addrs: Vec::with_capacity(64),
                 cname_service: None,
                 chain: Vec::with_capacity(sextant_core::records::MAX_CNAME_CHAIN),
+                services: Vec::with_capacity(64),
+                ..AnswerBuf::default()
             },
+            counters: counters::WorkerCounters::default(),
             name_buf: [0; 256],
             shard: stats::next_shard(),
             limited: 0,

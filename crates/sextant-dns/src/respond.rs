@@ -61,6 +61,7 @@ pub fn respond(
     );
     let (rcode, truncated) = match parse_query(request, &mut worker.name_buf) {
         Ok(q) => {
+            worker.counters.query_type(&shared.answers, q.qtype);
             let snapshot = shared.snapshot.load();
             let settings = &snapshot.model().dns;
             let mut extras = Extras::default();
@@ -117,6 +118,7 @@ pub fn respond(
                 snapshot: &snapshot,
                 worker_cursor: &mut worker.cursor,
                 worker_answers: &mut worker.answers,
+                worker_counters: &mut worker.counters,
             };
             match ctx.answer(&q, source, transport, extras, out) {
                 Some(answered) => answered,
@@ -224,6 +226,7 @@ struct Answering<'a> {
     snapshot: &'a Snapshot,
     worker_cursor: &'a mut sextant_core::Cursor,
     worker_answers: &'a mut sextant_core::AnswerBuf,
+    worker_counters: &'a mut crate::counters::WorkerCounters,
 }
 
 impl Answering<'_> {
@@ -274,6 +277,12 @@ impl Answering<'_> {
             &self.shared.sessions,
             self.worker_answers,
             &mut NoTrace,
+        );
+        self.worker_counters.decision(
+            &self.shared.answers,
+            self.snapshot,
+            &decision.reason,
+            self.worker_answers,
         );
         match decision.ldns {
             Some(LdnsUse::Known(row)) => self.snapshot.rtt().mark_queried(row),
