@@ -431,3 +431,37 @@ pub struct VrrpDropped {
     pub reason: String,
     pub count: u64,
 }
+
+/// `GET /v1/stats`: the answer counters since the start (carried over
+/// reloads by name), as the appliance's `stat gslb ...` shows them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub vservers: Vec<VServerStats>,
+    pub services: Vec<ServiceStats>,
+    pub domains: Vec<DomainStats>,
+}
+
+/// One vserver's hits and how often each of its services was answered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VServerStats {
+    pub name: String,
+    /// GSLB queries this vserver answered.
+    pub hits: u64,
+    /// By bound service name: answers that carried it.
+    pub answers: std::collections::BTreeMap<String, u64>,
+}
+
+/// How often one service was in an answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceStats {
+    pub name: String,
+    pub site: String,
+    pub answers: u64,
+}
+
+/// Queries answered for one GSLB domain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DomainStats {
+    pub name: String,
+    pub answers: u64,
+}

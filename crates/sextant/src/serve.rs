@@ -58,6 +58,8 @@ pub struct Daemon {
     /// The last report of this site's services, for a metric exchange
     /// that starts late (on the node that becomes master of the site IP).
     pub last_report: Mutex<Option<Arc<sextant_state::LocalReport>>>,
+    /// Reloads, transitions and probe results, for `/metrics`.
+    pub counters: crate::api::metrics::ProcessCounters,
 }
 
 /// What `/v1/ldns` tells of this site's probing and RTT exchange.
@@ -383,6 +385,7 @@ pub async fn serve(
         vrrp: Default::default(),
         dns_serving: Default::default(),
         last_report: Mutex::new(None),
+        counters: Default::default(),
     });
     let (site_master_tx, mut site_master_rx) = tokio::sync::watch::channel(false);
     if site_vip.is_some() {
@@ -946,6 +949,7 @@ async fn state_task(
                     if let Ok(mut last) = daemon.last_reload_error.write() {
                         *last = None;
                     }
+                    daemon.counters.reloads_ok.fetch_add(1, Ordering::Relaxed);
                     info!(
                         generation = engine.generation(),
                         services = engine.model().services.len(),
@@ -960,6 +964,7 @@ async fn state_task(
                 }
                 Input::Reloaded { result: Err(e), .. } => {
                     error!("reload failed; the running configuration stays in force: {e}");
+                    daemon.counters.reloads_failed.fetch_add(1, Ordering::Relaxed);
                     if let Ok(mut last) = daemon.last_reload_error.write() {
                         *last = Some(e);
                     }
@@ -987,6 +992,13 @@ async fn state_task(
                 if batch.is_empty() {
                     continue;
                 }
+                daemon.counters.probes(
+                    engine.model(),
+                    batch.iter().filter_map(|ev| match ev {
+                        Event::Probe(p) => Some((p.monitor, p.success)),
+                        _ => None,
+                    }),
+                );
                 let effects = engine.apply_all(batch, daemon.clock.now());
                 carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
                 continue;
@@ -1085,6 +1097,7 @@ fn carry_out(
                 let Some(s) = edges.model.services.get(service) else {
                     continue;
                 };
+                daemon.counters.transition(&s.name, up);
                 if up {
                     info!(service = %s.name, ip = %s.ip, port = s.port, %reason, "service UP");
                 } else {

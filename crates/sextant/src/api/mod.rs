@@ -1,7 +1,9 @@
 //! The REST API (`/v1/...`): the router, and the error shape every
 //! endpoint shares. Reads are in [`views`], writes in [`push`].
 
+pub mod metrics;
 mod push;
+mod stats;
 mod views;
 
 use std::sync::Arc;
@@ -26,6 +28,8 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/records", get(views::records))
         .route("/v1/site/figures", post(push::push_site_figures))
         .route("/v1/vrrp", get(views::vrrp))
+        .route("/metrics", get(metrics::metrics))
+        .route("/v1/stats", get(stats::stats))
         .fallback(not_found)
         .with_state(daemon)
 }
