@@ -75,6 +75,11 @@ pub const REASONS: [&str; 22] = [
     "no_healthy_records",
 ];
 
+/// The short label of a reason (as `/metrics` and the query log show it).
+pub fn reason_label(r: &Reason) -> &'static str {
+    REASONS[reason_slot(r)]
+}
+
 fn reason_slot(r: &Reason) -> usize {
     match r {
         Reason::Method(_) => 0,
@@ -124,10 +129,7 @@ fn why_slot(w: FallbackWhy) -> usize {
 const METHODS: usize = LbMethod::ALL.len();
 
 fn method_slot(m: LbMethod) -> usize {
-    LbMethod::ALL
-        .iter()
-        .position(|(_, x)| *x == m)
-        .unwrap_or(0)
+    LbMethod::ALL.iter().position(|(_, x)| *x == m).unwrap_or(0)
 }
 
 /// Counters that do not depend on the configuration.
@@ -197,7 +199,10 @@ impl AnswerTotals {
             *self.zones.entry(model.zone(id).apex.clone()).or_default() += load(c);
         }
         for (id, c) in m.domains.iter_enumerated() {
-            *self.domains.entry(model.domain(id).name.clone()).or_default() += load(c);
+            *self
+                .domains
+                .entry(model.domain(id).name.clone())
+                .or_default() += load(c);
         }
         for (id, c) in m.vserver_hits.iter_enumerated() {
             *self

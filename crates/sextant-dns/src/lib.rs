@@ -23,6 +23,7 @@ pub mod ldns;
 mod limits;
 #[cfg(target_os = "linux")]
 pub mod mmsg;
+pub mod querylog;
 mod respond;
 pub mod rrl;
 pub mod sessions;
@@ -92,6 +93,8 @@ pub struct DnsShared {
     pub stats: DnsStats,
     /// Per-worker counters by query type, decision and answered object.
     pub answers: counters::AnswerCounters,
+    /// The query log, when one is asked for (set once at start).
+    pub query_log: std::sync::OnceLock<querylog::QueryLog>,
     /// New LDNS groups for the RTT method's prober.
     pub ldns: LdnsQueue,
     /// The response rate limiter's table. Whether limiting is on is the
@@ -115,6 +118,7 @@ impl DnsShared {
             sessions: SessionTable::new(),
             stats: DnsStats::default(),
             answers: counters::AnswerCounters::default(),
+            query_log: std::sync::OnceLock::new(),
             ldns: LdnsQueue::default(),
             rrl: ArcSwapOption::empty(),
             cookie_secrets: ArcSwap::from_pointee(CookieSecrets::new(os_random())),
@@ -199,6 +203,8 @@ pub struct Worker {
     /// This worker's answer counters (registered with the server's
     /// [`DnsShared::answers`] on first use).
     counters: counters::WorkerCounters,
+    /// Queries seen while the query log samples (one in N is logged).
+    log_turn: u64,
 }
 
 impl Worker {
@@ -214,6 +220,7 @@ impl Worker {
                 ..AnswerBuf::default()
             },
             counters: counters::WorkerCounters::default(),
+            log_turn: 0,
             name_buf: [0; 256],
             shard: stats::next_shard(),
             limited: 0,

@@ -10,7 +10,10 @@ use std::net::IpAddr;
 use sextant_core::records::{RecordData, StaticRecord, TYPE_ANY};
 use sextant_core::{ChainEnd, LdnsUse, NoTrace, Outcome, Query, Snapshot, ZoneId, decide};
 
+use std::sync::Arc;
+
 use crate::cookie::{self, CookieStatus};
+use crate::querylog::QueryLogEntry;
 use crate::rrl::Verdict;
 use crate::stats::Counter;
 use crate::wire::Rcode;
@@ -119,8 +122,31 @@ pub fn respond(
                 worker_cursor: &mut worker.cursor,
                 worker_answers: &mut worker.answers,
                 worker_counters: &mut worker.counters,
+                reason: None,
             };
-            match ctx.answer(&q, source, transport, extras, out) {
+            let answered = ctx.answer(&q, source, transport, extras, out);
+            let reason = ctx.reason;
+            if let Some(log) = shared.query_log.get()
+                && log.sampled(&mut worker.log_turn)
+            {
+                let answers = &worker.answers;
+                log.offer(QueryLogEntry::new(
+                    source,
+                    q.client_subnet().map(|e| (e.addr, e.source_prefix)),
+                    q.qname,
+                    q.qtype,
+                    answered.map_or(Rcode::NoError, |(rcode, _)| rcode),
+                    if reason.is_some() {
+                        &answers.addrs
+                    } else {
+                        &[]
+                    },
+                    answers.vserver.filter(|_| reason.is_some()),
+                    Arc::as_ptr(snapshot.model_arc()) as usize,
+                    reason,
+                ));
+            }
+            match answered {
                 Some(answered) => answered,
                 None => {
                     // A DNS policy's DROP action: no response at all.
@@ -227,6 +253,8 @@ struct Answering<'a> {
     worker_cursor: &'a mut sextant_core::Cursor,
     worker_answers: &'a mut sextant_core::AnswerBuf,
     worker_counters: &'a mut crate::counters::WorkerCounters,
+    /// The decision's reason, once `decide` ran (for the query log).
+    reason: Option<sextant_core::Reason>,
 }
 
 impl Answering<'_> {
@@ -284,6 +312,7 @@ impl Answering<'_> {
             &decision.reason,
             self.worker_answers,
         );
+        self.reason = Some(decision.reason);
         match decision.ldns {
             Some(LdnsUse::Known(row)) => self.snapshot.rtt().mark_queried(row),
             Some(LdnsUse::Unknown(group)) => self.shared.ldns.offer(group),

@@ -36,6 +36,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
         ldns_probes_per_second: defaults.ldns_probes_per_second,
         udp_receive_buffer: sextant_dns::DEFAULT_RECEIVE_BUFFER,
         xdp: None,
+        query_log: None,
     };
     let model = serve::load(&overrides)?;
     let backends = Backends::start(&model)?;

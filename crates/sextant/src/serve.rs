@@ -86,6 +86,8 @@ pub struct Overrides {
     pub udp_receive_buffer: usize,
     /// The XDP path (`--xdp-interface`), when asked for.
     pub xdp: Option<XdpSettings>,
+    /// `--query-log` and `--query-log-sample`.
+    pub query_log: Option<(crate::query_log::Target, u64)>,
 }
 
 /// `--xdp-attach`.
@@ -130,6 +132,10 @@ impl From<&ServeArgs> for Overrides {
                 attach: a.xdp_attach,
                 bind: a.xdp_bind,
             }),
+            query_log: a
+                .query_log
+                .as_deref()
+                .map(|t| (crate::query_log::Target::parse(t), a.query_log_sample)),
         }
     }
 }
@@ -327,6 +333,9 @@ pub async fn serve(
         generation,
     )));
     dns.set_rate_limiter(model.dns.rrl.as_ref());
+    if let Some((target, sample)) = &overrides.query_log {
+        crate::query_log::start(&dns, target.clone(), *sample)?;
+    }
     let mut tasks = Tasks::default();
     tasks.spawn(rotate_cookie_secrets(Arc::clone(&dns)));
     let vips: Vec<std::net::IpAddr> = model
@@ -625,6 +634,10 @@ async fn wait_for_signals(
     loop {
         tokio::select! {
             _ = hup.recv() => {
+                // The query log's file is reopened (logrotate moved it).
+                if let Some(log) = daemon.dns.query_log.get() {
+                    log.reopen.store(true, Ordering::Release);
+                }
                 if loading.fetch_max(1, Ordering::AcqRel) > 0 {
                     loading.store(2, Ordering::Release);
                     info!("SIGHUP: a reload is running; the file is read again when it is done");

@@ -155,7 +155,11 @@ fn prometheus_sees_answers_per_service_and_a_dead_backend() {
         r#"sextant_dns_method_decisions_total{method="ROUNDROBIN",result="decided"}"#,
         want(hits(&before) + 10),
     );
-    prometheus_says(&p, r#"sextant_service_up{service="sA",vserver="vs_app"}"#, 1.0);
+    prometheus_says(
+        &p,
+        r#"sextant_service_up{service="sA",vserver="vs_app"}"#,
+        1.0,
+    );
     prometheus_says(&p, r#"sextant_build_info{version!=""}"#, 1.0);
 
     // Kill A: its state series goes to 0, B's stays 1.
@@ -209,7 +213,9 @@ fn answer_counters_survive_a_reload_by_name() {
 
     // sB comes first now, so sA's id changes: its count must not.
     s.reload(&config(&net, &[("sB", &b), ("sA", &a)]));
-    eventually(EVENTUALLY, "reloaded", || s.status().generation > generation);
+    eventually(EVENTUALLY, "reloaded", || {
+        s.status().generation > generation
+    });
     s.wait_state("sB", State::Up);
     assert_eq!(count(&stats(&s), "sA"), Some(before));
     assert_eq!(count(&stats(&s), "sB"), Some(0));
@@ -238,4 +244,118 @@ fn answer_counters_survive_a_reload_by_name() {
         body.contains("sextant_config_reloads_total{result=\"success\"} 1"),
         "{body}"
     );
+}
+
+/// The query log's lines so far, parsed.
+fn log_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn query_log_writes_one_json_line_per_query_and_reopens_on_sighup() {
+    let net = Net::new("metrics_query_log");
+    let a = Backend::tcp(net.svc_ip(0));
+    let dir = Scratch::new("metrics_query_log");
+    let path = dir.0.join("queries.log");
+    let conf = config(&net, &[("sA", &a)]);
+    let s = Server::start_with(
+        SEXTANT,
+        &net,
+        Syntax::Conf,
+        &conf,
+        &["--query-log", path.to_str().unwrap()],
+    );
+    s.wait_state("sA", State::Up);
+    for _ in 0..5 {
+        let out = dig(
+            None,
+            net.dns_addr(),
+            &["+short", "+subnet=192.0.2.0/24", "app.example.com", "A"],
+        );
+        assert_eq!(out.trim(), a.ip().to_string());
+    }
+    let mut lines = Vec::new();
+    eventually(EVENTUALLY, "five lines in the query log", || {
+        lines = log_lines(&path);
+        lines.len() >= 5
+    });
+    let ours: Vec<_> = lines
+        .iter()
+        .filter(|l| l["name"] == "app.example.com")
+        .collect();
+    assert_eq!(ours.len(), 5, "{lines:?}");
+    for l in ours {
+        assert_eq!(l["type"], "A", "{l}");
+        assert_eq!(l["rcode"], "NOERROR", "{l}");
+        assert_eq!(l["answers"], serde_json::json!([a.ip().to_string()]), "{l}");
+        assert_eq!(l["vserver"], "vs_app", "{l}");
+        assert_eq!(l["method"], "ROUNDROBIN", "{l}");
+        assert_eq!(l["reason"], "method", "{l}");
+        assert_eq!(l["ecs"], "192.0.2.0/24", "{l}");
+        let client: std::net::IpAddr = l["client"].as_str().unwrap().parse().unwrap();
+        assert!(client.is_loopback(), "{l}");
+        let time = l["time"].as_str().unwrap();
+        assert!(time.len() == 24 && time.ends_with('Z'), "RFC 3339: {l}");
+    }
+    // A name we are not authoritative for: REFUSED, no vserver.
+    let _ = dig(None, net.dns_addr(), &["+short", "www.example.org", "A"]);
+    eventually(EVENTUALLY, "the refused query logged", || {
+        log_lines(&path)
+            .iter()
+            .any(|l| l["name"] == "www.example.org" && l["rcode"] == "REFUSED")
+    });
+
+    // logrotate: the file is moved away, SIGHUP, and the next queries go
+    // to a new file of the same name.
+    let rotated = dir.0.join("queries.log.1");
+    std::fs::rename(&path, &rotated).unwrap();
+    s.reload(&conf);
+    eventually(EVENTUALLY, "queries in the reopened file", || {
+        let _ = s.dns.query_a("app.example.com");
+        log_lines(&path)
+            .iter()
+            .any(|l| l["name"] == "app.example.com")
+    });
+    let (_, body) = http_get(net.api_addr(), "/metrics").expect("GET /metrics");
+    assert!(body.contains("sextant_query_log_dropped_total 0"), "{body}");
+}
+
+#[test]
+fn query_log_samples_one_query_in_n() {
+    let net = Net::new("metrics_query_log_sample");
+    let a = Backend::tcp(net.svc_ip(0));
+    let dir = Scratch::new("metrics_query_log_sample");
+    let path = dir.0.join("queries.log");
+    let s = Server::start_with(
+        SEXTANT,
+        &net,
+        Syntax::Conf,
+        &config(&net, &[("sA", &a)]),
+        &[
+            "--query-log",
+            path.to_str().unwrap(),
+            "--query-log-sample",
+            "4",
+            "--udp-workers",
+            "2",
+        ],
+    );
+    s.wait_state("sA", State::Up);
+    for _ in 0..80 {
+        assert_eq!(s.dns.query_a("app.example.com"), vec![a.ip()]);
+    }
+    // Each of the 2 workers logs every 4th query it answers: 18 to 20 of 80.
+    let mut n = 0;
+    let ok = wait_until(EVENTUALLY, || {
+        n = log_lines(&path)
+            .iter()
+            .filter(|l| l["name"] == "app.example.com")
+            .count();
+        n >= 18
+    });
+    assert!(ok && n <= 20, "{n} lines for 80 queries sampled 1 in 4");
 }

@@ -77,7 +77,10 @@ pub(super) async fn metrics(State(d): State<Arc<Daemon>>) -> Response {
             text,
         )
             .into_response(),
-        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "cannot encode the metrics"),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot encode the metrics",
+        ),
     }
 }
 
@@ -300,6 +303,12 @@ impl Collector for DnsCollector {
                 .map(|(w, n)| (one("why", *w), n)),
         )?;
         let count = |map: &HashMap<String, u64>, name: &str| map.get(name).copied().unwrap_or(0);
+        counter(
+            e,
+            "sextant_query_log_dropped",
+            "Query log entries dropped because the writer's queue was full",
+            d.dns.query_log.get().map_or(0, |l| l.dropped()),
+        )?;
         counters(
             e,
             "sextant_zone_answers",
@@ -327,10 +336,12 @@ impl Collector for DnsCollector {
             e,
             "sextant_vserver_hits",
             "GSLB queries answered by each vserver (a backup vserver counts the queries it answered)",
-            model
-                .vservers
-                .iter()
-                .map(|v| (one("vserver", v.name.clone()), count(&t.vserver_hits, &v.name))),
+            model.vservers.iter().map(|v| {
+                (
+                    one("vserver", v.name.clone()),
+                    count(&t.vserver_hits, &v.name),
+                )
+            }),
         )?;
         counters(
             e,
@@ -525,12 +536,9 @@ impl Collector for MepCollector {
             e,
             "sextant_mep_peer_up",
             "Metric exchange state of each other site (1 UP, 0 DOWN)",
-            peers.iter().map(|p| {
-                (
-                    site(p),
-                    flag(p.state == sextant_mep::MepState::Up),
-                )
-            }),
+            peers
+                .iter()
+                .map(|p| (site(p), flag(p.state == sextant_mep::MepState::Up))),
         )?;
         gauges(
             e,
@@ -773,7 +781,10 @@ impl Collector for ProcessCollector {
             "sextant_config_reloads",
             "Configuration reloads by result",
             [
-                (one("result", "success"), d.counters.reloads_ok.load(Ordering::Relaxed)),
+                (
+                    one("result", "success"),
+                    d.counters.reloads_ok.load(Ordering::Relaxed),
+                ),
                 (
                     one("result", "failure"),
                     d.counters.reloads_failed.load(Ordering::Relaxed),
@@ -795,4 +806,3 @@ impl Collector for ProcessCollector {
         Ok(())
     }
 }
-
