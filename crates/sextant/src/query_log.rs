@@ -126,23 +126,38 @@ fn format_entry(line: &mut String, e: &QueryLogEntry, snap: &sextant_core::Snaps
         }
     });
     let answers: Vec<String> = e.addresses().map(|a| a.to_string()).collect();
-    let value = serde_json::json!({
-        "time": crate::api::rfc3339(e.time),
-        "client": e.client.to_string(),
-        "ecs": e.ecs.map(|(addr, prefix)| format!("{addr}/{prefix}")),
-        "name": e.name(),
-        "type": match sextant_core::records::type_name(e.qtype) {
+    let value = Line {
+        time: crate::api::rfc3339(e.time),
+        client: e.client.to_string(),
+        ecs: e.ecs.map(|(addr, prefix)| format!("{addr}/{prefix}")),
+        name: e.name(),
+        r#type: match sextant_core::records::type_name(e.qtype) {
             "other" => format!("TYPE{}", e.qtype),
             known => known.to_string(),
         },
-        "rcode": rcode_name(e.rcode),
-        "answers": answers,
-        "vserver": vserver,
-        "method": method,
-        "reason": reason,
-    });
-    line.push_str(&value.to_string());
+        rcode: rcode_name(e.rcode),
+        answers,
+        vserver,
+        method,
+        reason,
+    };
+    line.push_str(&serde_json::to_string(&value).unwrap_or_default());
     line.push('\n');
+}
+
+/// One line of the log, its fields in this order.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    time: String,
+    client: String,
+    ecs: Option<String>,
+    name: &'a str,
+    r#type: String,
+    rcode: &'static str,
+    answers: Vec<String>,
+    vserver: Option<&'a str>,
+    method: Option<&'static str>,
+    reason: Option<String>,
 }
 
 fn rcode_name(r: sextant_dns::Rcode) -> &'static str {
