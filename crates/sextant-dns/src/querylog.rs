@@ -24,7 +24,8 @@ pub struct QueryLogEntry {
     name: [u8; 255],
     name_len: u8,
     pub qtype: u16,
-    pub rcode: Rcode,
+    /// None when no response was sent (a DNS policy's DROP).
+    pub rcode: Option<Rcode>,
     addrs: [Option<IpAddr>; MAX_LOGGED_ADDRESSES],
     /// How many addresses the answer had (may exceed the ones kept).
     pub answer_count: u32,
@@ -42,7 +43,7 @@ impl QueryLogEntry {
         ecs: Option<(IpAddr, u8)>,
         name: &str,
         qtype: u16,
-        rcode: Rcode,
+        rcode: Option<Rcode>,
         answers: &[IpAddr],
         vserver: Option<VServerId>,
         model: usize,
@@ -144,7 +145,7 @@ mod tests {
             None,
             "www.example.com",
             1,
-            Rcode::NoError,
+            Some(Rcode::NoError),
             &["10.0.0.1".parse().unwrap()],
             None,
             0,

@@ -135,7 +135,7 @@ pub fn respond(
                     q.client_subnet().map(|e| (e.addr, e.source_prefix)),
                     q.qname,
                     q.qtype,
-                    answered.map_or(Rcode::NoError, |(rcode, _)| rcode),
+                    answered.map(|(rcode, _)| rcode),
                     if reason.is_some() {
                         &answers.addrs
                     } else {
