@@ -244,9 +244,21 @@ struct Registered {
 }
 
 /// Where the workers' counters are found at scrape time.
-#[derive(Default)]
 pub struct AnswerCounters {
+    /// Unique in the process: a thread's worker may serve several servers
+    /// one after the other (tests do), and must register with each.
+    id: u64,
     inner: Mutex<Registered>,
+}
+
+impl Default for AnswerCounters {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        AnswerCounters {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            inner: Mutex::default(),
+        }
+    }
 }
 
 impl std::fmt::Debug for AnswerCounters {
@@ -283,9 +295,8 @@ impl AnswerCounters {
 /// One worker's handle on its counters.
 #[derive(Default)]
 pub(crate) struct WorkerCounters {
-    /// The registry this worker is registered with (its address: a thread's
-    /// worker may serve several servers in one process, as tests do).
-    owner: usize,
+    /// The registry this worker is registered with (its id; 0: none).
+    owner: u64,
     slot: usize,
     fixed: Option<Arc<FixedCounters>>,
     model: Option<Arc<ModelCounters>>,
@@ -303,7 +314,7 @@ impl WorkerCounters {
     /// The fixed counters, registering with `registry` the first time.
     #[inline]
     fn fixed(&mut self, registry: &AnswerCounters) -> &FixedCounters {
-        let owner = registry as *const AnswerCounters as usize;
+        let owner = registry.id;
         if self.owner != owner || self.fixed.is_none() {
             self.register(registry, owner);
         }
@@ -314,7 +325,7 @@ impl WorkerCounters {
     }
 
     #[cold]
-    fn register(&mut self, registry: &AnswerCounters, owner: usize) {
+    fn register(&mut self, registry: &AnswerCounters, owner: u64) {
         let fixed = Arc::new(FixedCounters::default());
         let mut reg = registry.lock();
         self.slot = reg.workers.len();
@@ -437,6 +448,11 @@ mod tests {
         w2.decision(&registry, &first, &method, &answer(first.model(), "b"));
         w2.query_type(&registry, 28);
         w2.query_type(&registry, 99);
+        // A worker that served another server before registers here too.
+        let other = AnswerCounters::default();
+        let mut w3 = WorkerCounters::default();
+        w3.query_type(&other, 1);
+        w3.query_type(&registry, 1);
         let t = registry.totals();
         assert_eq!(t.services["a"], 3);
         assert_eq!(t.services["b"], 1);
@@ -445,7 +461,11 @@ mod tests {
         assert_eq!(t.zones["example.com"], 4);
         assert_eq!(t.reasons[0], 4);
         assert_eq!(t.method_decided[0], 4);
-        assert_eq!((t.query_types[1], t.query_types[11]), (1, 1));
+        assert_eq!(
+            (t.query_types[0], t.query_types[1], t.query_types[11]),
+            (1, 1, 1)
+        );
+        assert_eq!(other.totals().query_types[0], 1);
 
         // A reload drops "b" and adds "c", in another order: "a" goes on
         // from 3 whatever its new id, on every worker.
