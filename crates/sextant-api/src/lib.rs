@@ -395,6 +395,9 @@ pub struct VrrpVrid {
     pub tracked: Vec<VrrpTracked>,
     /// The last transitions, oldest first.
     pub transitions: Vec<VrrpTransition>,
+    /// Every transition since VRRP started on this node.
+    #[serde(default)]
+    pub transitions_total: u64,
     pub adverts_received: u64,
     /// Adverts whose address list differs from this node's.
     pub address_mismatches: u64,

@@ -730,6 +730,12 @@ impl Collector for VrrpCollector {
         )?;
         counters(
             e,
+            "sextant_vrrp_transitions",
+            "State changes of each virtual router since VRRP started",
+            vrrp.vrids.iter().map(|v| (id(v), v.transitions_total)),
+        )?;
+        counters(
+            e,
             "sextant_vrrp_adverts_received",
             "Advertisements each virtual router received",
             vrrp.vrids.iter().map(|v| (id(v), v.adverts_received)),
