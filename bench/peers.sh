@@ -32,6 +32,13 @@
 # (--udp-receive-buffer 0), as Knot and gdnsd do, instead of Sextant's
 # 4 MiB default.
 #
+# The row sextant-rr-scraped is the failover row's Sextant again (the same
+# configuration, its own instance), with curl fetching its /metrics every
+# second (from CLIENT_CPU) while dnsperf loads it: its queries/s against
+# sextant-rr's is what a Prometheus scrape costs the answer rate (the
+# target is 0.98x or better). Its own instance, so that the scrapes of one
+# row do not load the other.
+#
 # NET=veth runs the same servers over a veth pair between two network
 # namespaces the script makes (server 10.53.0.1, client 10.53.0.2) instead
 # of loopback: each end's receive work runs in its own NAPI thread
@@ -70,7 +77,7 @@ CLIENT_CPU="${CLIENT_CPU:-1}"
 UDP_WORKERS="${UDP_WORKERS:-1}"         # Sextant's workers in every row but the 2w one
 UDP_WORKERS_2="${UDP_WORKERS_2:-2}"     # the two-worker layout
 TWO_SERVER_CPUS="${TWO_SERVER_CPUS:-0,1}"
-BASE_PORT="${BASE_PORT:-5391}"          # DNS ports BASE_PORT .. BASE_PORT+8
+BASE_PORT="${BASE_PORT:-5391}"          # DNS ports BASE_PORT .. BASE_PORT+9
 API_BASE_PORT="${API_BASE_PORT:-8191}"  # Sextant's API ports
 ONLY="${ONLY:-.}"
 NET="${NET:-loopback}"                  # loopback, or veth (see above)
@@ -289,6 +296,9 @@ else
     INSTANCES+=(sextant-xdp sextant-xdp-pl)
 fi
 start_sextant sextant-osbuf "$WORK/sextant.conf" $((BASE_PORT + 7)) $((API_BASE_PORT + 3)) "$UDP_WORKERS" "$SERVER_CPU" 0
+SCRAPED_API_PORT=$((API_BASE_PORT + 6))
+start_sextant sextant-scraped "$WORK/sextant.conf" $((BASE_PORT + 9)) "$SCRAPED_API_PORT" "$UDP_WORKERS" "$SERVER_CPU"
+INSTANCES+=(sextant-scraped)
 
 # ---- the kernel's ceiling: Sextant's socket loop with a canned answer (the
 # static name's four addresses), with Sextant's receive buffer and the kernel's
@@ -322,7 +332,7 @@ for _ in $(seq 60); do
     # gdnsd answers every UP address; it has all four when the checks pass.
     [ "$("${CLI[@]}" dig @"$ADDR" -p "${PORT[gdnsd]}" +short +time=1 +tries=1 failover.peers.example A | wc -l)" -eq 4 ] || ok=""
     # Sextant's round robin answers each of the four once they are UP.
-    for inst in sextant sextant-osbuf $([ "$NET" = loopback ] && echo sextant-2w || echo sextant-xdp); do
+    for inst in sextant sextant-osbuf sextant-scraped $([ "$NET" = loopback ] && echo sextant-2w || echo sextant-xdp); do
         [ "$(seen "${PORT[$inst]}" failover.peers.example "${HOST[$inst]}" | wc -w)" -eq 4 ] || ok=""
     done
     [ -n "$ok" ] && { up_all=1; break; }
@@ -389,9 +399,24 @@ for rep in $(seq "$REPEAT"); do
         echo "$name.peers.example A" > "$WORK/query.txt"
         echo "== [$n/$total] repeat $rep: $row ($name.peers.example)" >&2
         base="$OUT/$row.$rep"
+        scraper=""
+        if [ "$inst" = sextant-scraped ]; then
+            # A Prometheus stand-in: one /metrics scrape a second, for as
+            # long as the load run (bounded), from the client's CPU.
+            (
+                end=$((SECONDS + DURATION + 2))
+                while [ "$SECONDS" -lt "$end" ]; do
+                    "${SRV[@]}" taskset -c "$CLIENT_CPU" curl -s -o /dev/null --max-time 1 \
+                        "http://127.0.0.1:$SCRAPED_API_PORT/metrics" || true
+                    sleep 1
+                done
+            ) &
+            scraper=$!
+        fi
         t0="$(bench_ticks "$pid")"; c0="$(bench_cpu_ticks "$SERVER_CPU")"; w0="$(date +%s.%N)"
         "${CLI[@]}" taskset -c "$CLIENT_CPU" dnsperf -s "$host" -p "$port" -d "$WORK/query.txt" \
             -c "$CLIENTS" -T 1 -q "$OUTSTANDING" -t "$TIMEOUT" -l "$DURATION" > "$base.load.txt" 2>&1 || true
+        if [ -n "$scraper" ]; then kill "$scraper" 2>/dev/null || true; wait "$scraper" 2>/dev/null || true; fi
         t1="$(bench_ticks "$pid")"; c1="$(bench_cpu_ticks "$SERVER_CPU")"; w1="$(date +%s.%N)"
         share="$(bench_share "$t0" "$t1" "$w0" "$w1")"
         busy="$(bench_share "$c0" "$c1" "$w0" "$w1")"
@@ -474,6 +499,11 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
         done
         printf '  %s (%s): ' "$row" "$case"; (IFS=,; echo "${parts[*]}" | sed 's/,/, /g')
     done
+    if [ -n "${PERCORE[failover:sextant-rr-scraped]:-}" ]; then
+        echo
+        qa="$(col failover:sextant-rr-scraped 3 | bench_median)"; qb="$(col failover:sextant-rr 3 | bench_median)"
+        echo "Scraped every second against not scraped (sextant-rr-scraped / sextant-rr): queries/s $(awk -v a="$qa" -v b="$qb" 'BEGIN { if (b > 0) printf "%.3fx", a / b; else printf "?" }'), per core $(ratio failover:sextant-rr-scraped failover:sextant-rr)"
+    fi
     [ -n "$XDP_CHECK" ] && { echo; echo "$XDP_CHECK"; }
     if [ -n "${PERCORE[static:knot-xdp]:-}" ] && [ -n "${PERCORE[static:knot]:-}" ]; then
         echo

@@ -14,6 +14,7 @@
 #
 #   bench/peers/answer-cost.sh
 #   NAMES="failover geo pl" QUERIES=5000 bench/peers/answer-cost.sh
+#   SERVE_ARGS="--query-log /dev/null" bench/peers/answer-cost.sh   # the query log's cost
 #
 # Raw output (dnsperf, callgrind dumps) under bench/out/answer-cost/.
 set -euo pipefail
@@ -25,6 +26,8 @@ NAMES="${NAMES:-failover w10 wu geo pl static}"
 QUERIES="${QUERIES:-20000}"
 RATE="${RATE:-2000}" # queries/s; callgrind runs the server some 50x slower
 PORT="${PORT:-5481}"
+# Extra arguments to `sextant serve` (word-split), e.g. the query log.
+SERVE_ARGS="${SERVE_ARGS:-}"
 API_PORT="${API_PORT:-8281}"
 ADDR=127.0.0.1
 for tool in valgrind callgrind_control dnsperf dig python3; do
@@ -51,9 +54,10 @@ cat bench/peers/sextant.conf bench/peers/sextant-prefloc.conf > "$WORK/sextant-p
 # start INSTANCE CONFIG PORT API_PORT: the server under callgrind, counting
 # from the start (the counters are zeroed before each measured window).
 start() {
+    # shellcheck disable=SC2086 # SERVE_ARGS is a list of arguments
     RUST_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$WORK/$1.cg" \
         "$BIN" serve --config "$2" --dns-listen "$ADDR:$3" --api-listen "$ADDR:$4" \
-        --udp-workers 1 > "$OUT/$1.log" 2>&1 &
+        --udp-workers 1 $SERVE_ARGS > "$OUT/$1.log" 2>&1 &
     PIDS+=("$!")
     eval "PID_$1=$!"
     bench_wait_answer "$!" "$ADDR" "$3" static.peers.example '^127\.0\.60\.' \

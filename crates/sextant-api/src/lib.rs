@@ -410,6 +410,9 @@ pub struct VrrpVrid {
     pub tracked: Vec<VrrpTracked>,
     /// The last transitions, oldest first.
     pub transitions: Vec<VrrpTransition>,
+    /// Every transition since VRRP started on this node.
+    #[serde(default)]
+    pub transitions_total: u64,
     pub adverts_received: u64,
     /// Adverts whose address list differs from this node's.
     pub address_mismatches: u64,
@@ -550,4 +553,38 @@ pub struct HistoryEntry {
     pub from: String,
     pub to: String,
     pub reason: String,
+}
+
+/// `GET /v1/stats`: the answer counters since the start (carried over
+/// reloads by name), as the appliance's `stat gslb ...` shows them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Stats {
+    pub vservers: Vec<VServerStats>,
+    pub services: Vec<ServiceStats>,
+    pub domains: Vec<DomainStats>,
+}
+
+/// One vserver's hits and how often each of its services was answered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct VServerStats {
+    pub name: String,
+    /// GSLB queries this vserver answered.
+    pub hits: u64,
+    /// By bound service name: answers that carried it.
+    pub answers: std::collections::BTreeMap<String, u64>,
+}
+
+/// How often one service was in an answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ServiceStats {
+    pub name: String,
+    pub site: String,
+    pub answers: u64,
+}
+
+/// Queries answered for one GSLB domain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DomainStats {
+    pub name: String,
+    pub answers: u64,
 }

@@ -230,6 +230,17 @@ pub struct AnswerBuf {
     /// The CNAME records answered before the final data, as indices into
     /// `Model::records`, in chain order.
     pub chain: Vec<u32>,
+    /// The services whose answers are in `addrs`, in the same order (a
+    /// backup IP or a datacenter-mode address is no service): what the
+    /// per-service answer counters count.
+    pub services: Vec<ServiceId>,
+    /// The GSLB domain answered (after CNAMEs), if any.
+    pub domain: Option<DomainId>,
+    /// The vserver that answered the domain: its own, or the backup
+    /// vserver whose services were chosen.
+    pub vserver: Option<VServerId>,
+    /// The zone the query's name is in, if it is in one we serve.
+    pub zone: Option<ZoneId>,
 }
 
 impl AnswerBuf {
@@ -238,6 +249,7 @@ impl AnswerBuf {
     pub(crate) fn push_service(&mut self, model: &crate::Model, service: ServiceId) {
         let svc = model.service(service);
         self.addrs.push(svc.answer_ip());
+        self.services.push(service);
         if svc.cname.is_some() && self.cname_service.is_none() {
             self.cname_service = Some(service);
         }
@@ -311,13 +323,18 @@ pub fn decide<T: Tracer, S: Sessions>(
 ) -> Decision {
     out.addrs.clear();
     out.chain.clear();
+    out.services.clear();
     out.cname_service = None;
+    out.domain = None;
+    out.vserver = None;
+    out.zone = None;
     if snap.is_child_site() {
         trace.record(TraceEvent::ChildSite);
         return plain(Outcome::Refused, Reason::ChildSite);
     }
     let model = snap.model();
     let (domain, zone) = snap.find_domain_and_zone(query.name);
+    out.zone = zone;
     let mut client = client_of(snap, query, domain);
     // Looked up this early so that the RTT table's cache miss overlaps with
     // the policy and zone lookups instead of stalling the method.
@@ -458,6 +475,8 @@ fn answer_gslb<T: Tracer, S: Sessions>(
         domain,
         vserver: d.vserver,
     });
+    out.domain = Some(domain);
+    out.vserver = Some(d.vserver);
     let preferred = preferred_of(snap, verdict);
     let mut decision = answer_domain(
         snap,
@@ -838,6 +857,7 @@ fn answer_domain<T: Tracer, S: Sessions>(
             }
         }
         if eligible.any(vs.bindings.len()) {
+            w.out.vserver = Some(vs_id);
             let mut decision = choose(snap, vs_id, client, preferred, &eligible, w);
             if depth > 0 && matches!(decision.reason, Reason::Method(_) | Reason::Fallback { .. }) {
                 decision.reason = Reason::BackupVServer;

@@ -18,10 +18,12 @@
 // maps and rings).
 
 pub mod cookie;
+pub mod counters;
 pub mod ldns;
 mod limits;
 #[cfg(target_os = "linux")]
 pub mod mmsg;
+pub mod querylog;
 mod respond;
 pub mod rrl;
 pub mod sessions;
@@ -89,6 +91,10 @@ pub struct DnsShared {
     /// Source-IP persistence entries.
     pub sessions: SessionTable,
     pub stats: DnsStats,
+    /// Per-worker counters by query type, decision and answered object.
+    pub answers: counters::AnswerCounters,
+    /// The query log, when one is asked for (set once at start).
+    pub query_log: std::sync::OnceLock<querylog::QueryLog>,
     /// New LDNS groups for the RTT method's prober.
     pub ldns: LdnsQueue,
     /// The response rate limiter's table. Whether limiting is on is the
@@ -111,6 +117,8 @@ impl DnsShared {
             snapshot: ArcSwap::from_pointee(snapshot),
             sessions: SessionTable::new(),
             stats: DnsStats::default(),
+            answers: counters::AnswerCounters::default(),
+            query_log: std::sync::OnceLock::new(),
             ldns: LdnsQueue::default(),
             rrl: ArcSwapOption::empty(),
             cookie_secrets: ArcSwap::from_pointee(CookieSecrets::new(os_random())),
@@ -192,6 +200,11 @@ pub struct Worker {
     shard: usize,
     /// Responses this worker has rate limited; every `slip`th is truncated.
     limited: u64,
+    /// This worker's answer counters (registered with the server's
+    /// [`DnsShared::answers`] on first use).
+    counters: counters::WorkerCounters,
+    /// Queries seen while the query log samples (one in N is logged).
+    log_turn: u64,
 }
 
 impl Worker {
@@ -203,7 +216,11 @@ impl Worker {
                 addrs: Vec::with_capacity(64),
                 cname_service: None,
                 chain: Vec::with_capacity(sextant_core::records::MAX_CNAME_CHAIN),
+                services: Vec::with_capacity(64),
+                ..AnswerBuf::default()
             },
+            counters: counters::WorkerCounters::default(),
+            log_turn: 0,
             name_buf: [0; 256],
             shard: stats::next_shard(),
             limited: 0,

@@ -10,7 +10,10 @@ use std::net::IpAddr;
 use sextant_core::records::{RecordData, StaticRecord, TYPE_ANY};
 use sextant_core::{ChainEnd, LdnsUse, NoTrace, Outcome, Query, Snapshot, ZoneId, decide};
 
+use std::sync::Arc;
+
 use crate::cookie::{self, CookieStatus};
+use crate::querylog::QueryLogEntry;
 use crate::rrl::Verdict;
 use crate::stats::Counter;
 use crate::wire::Rcode;
@@ -61,6 +64,7 @@ pub fn respond(
     );
     let (rcode, truncated) = match parse_query(request, &mut worker.name_buf) {
         Ok(q) => {
+            worker.counters.query_type(&shared.answers, q.qtype);
             let snapshot = shared.snapshot.load();
             let settings = &snapshot.model().dns;
             let mut extras = Extras::default();
@@ -117,8 +121,32 @@ pub fn respond(
                 snapshot: &snapshot,
                 worker_cursor: &mut worker.cursor,
                 worker_answers: &mut worker.answers,
+                worker_counters: &mut worker.counters,
+                reason: None,
             };
-            match ctx.answer(&q, source, transport, extras, out) {
+            let answered = ctx.answer(&q, source, transport, extras, out);
+            let reason = ctx.reason;
+            if let Some(log) = shared.query_log.get()
+                && log.sampled(&mut worker.log_turn)
+            {
+                let answers = &worker.answers;
+                log.offer(QueryLogEntry::new(
+                    source,
+                    q.client_subnet().map(|e| (e.addr, e.source_prefix)),
+                    q.qname,
+                    q.qtype,
+                    answered.map(|(rcode, _)| rcode),
+                    if reason.is_some() {
+                        &answers.addrs
+                    } else {
+                        &[]
+                    },
+                    answers.vserver.filter(|_| reason.is_some()),
+                    Arc::as_ptr(snapshot.model_arc()) as usize,
+                    reason,
+                ));
+            }
+            match answered {
                 Some(answered) => answered,
                 None => {
                     // A DNS policy's DROP action: no response at all.
@@ -224,6 +252,9 @@ struct Answering<'a> {
     snapshot: &'a Snapshot,
     worker_cursor: &'a mut sextant_core::Cursor,
     worker_answers: &'a mut sextant_core::AnswerBuf,
+    worker_counters: &'a mut crate::counters::WorkerCounters,
+    /// The decision's reason, once `decide` ran (for the query log).
+    reason: Option<sextant_core::Reason>,
 }
 
 impl Answering<'_> {
@@ -275,6 +306,13 @@ impl Answering<'_> {
             self.worker_answers,
             &mut NoTrace,
         );
+        self.worker_counters.decision(
+            &self.shared.answers,
+            self.snapshot,
+            &decision.reason,
+            self.worker_answers,
+        );
+        self.reason = Some(decision.reason);
         match decision.ldns {
             Some(LdnsUse::Known(row)) => self.snapshot.rtt().mark_queried(row),
             Some(LdnsUse::Unknown(group)) => self.shared.ldns.offer(group),

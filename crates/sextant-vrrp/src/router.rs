@@ -88,6 +88,9 @@ pub struct RouterStatus {
     pub tracked: Vec<Tracked>,
     /// Oldest first, at most [`TRANSITIONS_KEPT`].
     pub transitions: Vec<TransitionRecord>,
+    /// Every transition since the router started (`transitions` keeps
+    /// only the last ones).
+    pub transitions_total: u64,
     /// Adverts accepted for this VRID.
     pub adverts_received: u64,
     /// Adverts whose address list differs from ours (accepted, as RFC 5798
@@ -104,6 +107,7 @@ struct Router {
     machine: Machine,
     tracked: Vec<Tracked>,
     transitions: VecDeque<TransitionRecord>,
+    transitions_total: u64,
     adverts_received: u64,
     address_mismatches: u64,
     peer_checksum: Option<ChecksumMode>,
@@ -184,6 +188,7 @@ impl Routers {
                 machine,
                 tracked: Vec::new(),
                 transitions: VecDeque::new(),
+                transitions_total: 0,
                 adverts_received: 0,
                 address_mismatches: 0,
                 peer_checksum: None,
@@ -338,6 +343,7 @@ impl Routers {
             addresses: r.cfg.addresses.clone(),
             tracked: r.tracked.clone(),
             transitions: r.transitions.iter().cloned().collect(),
+            transitions_total: r.transitions_total,
             adverts_received: r.adverts_received,
             address_mismatches: r.address_mismatches,
             peer_checksum: r.peer_checksum,
@@ -357,6 +363,7 @@ impl Routers {
         let actions = f(&mut r.machine);
         for a in &actions {
             if let Action::Transition { from, to, reason } = a {
+                r.transitions_total += 1;
                 if r.transitions.len() == TRANSITIONS_KEPT {
                     r.transitions.pop_front();
                 }
@@ -563,5 +570,10 @@ mod tests {
         }
         let st = r.status(0).expect("status");
         assert_eq!(st.transitions.len(), TRANSITIONS_KEPT);
+        assert!(
+            st.transitions_total > TRANSITIONS_KEPT as u64,
+            "the total counts the forgotten ones too: {}",
+            st.transitions_total
+        );
     }
 }

@@ -39,6 +39,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
         api_token_file: None,
         api_reads: crate::api::auth::ReadAccess::Auto,
         api_tls: None,
+        query_log: None,
     };
     let model = serve::load(&overrides)?;
     let backends = Backends::start(&model)?;

@@ -11,6 +11,7 @@ mod events;
 mod explain;
 mod logging;
 mod mep_glue;
+mod query_log;
 mod serve;
 mod site_metrics;
 mod vrrp_glue;
@@ -209,6 +210,13 @@ pub struct ServeArgs {
     /// net.core.rmem_max.
     #[arg(long, value_name = "BYTES", default_value_t = sextant_dns::DEFAULT_RECEIVE_BUFFER)]
     udp_receive_buffer: usize,
+    /// Log queries as JSON lines to this file (`-`: stdout); off by
+    /// default. The file is reopened on SIGHUP (logrotate).
+    #[arg(long, value_name = "PATH|-")]
+    query_log: Option<String>,
+    /// Log one query in N (per DNS worker).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    query_log_sample: u64,
     /// Also answer UDP queries that arrive on this network interface
     /// through AF_XDP, before the kernel's IP and UDP layers (Linux; needs
     /// root). Only queries to the DNS listen addresses and port are taken;

@@ -74,6 +74,8 @@ pub struct Daemon {
     pub events: crate::events::Events,
     /// Each service's recent transitions.
     pub history: crate::events::History,
+    /// Reloads, transitions and probe results, for `/metrics`.
+    pub counters: crate::api::metrics::ProcessCounters,
 }
 
 /// What `/v1/ldns` tells of this site's probing and RTT exchange.
@@ -106,6 +108,8 @@ pub struct Overrides {
     pub api_reads: crate::api::auth::ReadAccess,
     /// `--api-tls-cert` and `--api-tls-key`.
     pub api_tls: Option<(PathBuf, PathBuf)>,
+    /// `--query-log` and `--query-log-sample`.
+    pub query_log: Option<(crate::query_log::Target, u64)>,
 }
 
 /// `--xdp-attach`.
@@ -153,6 +157,10 @@ impl From<&ServeArgs> for Overrides {
             api_token_file: a.api_token_file.clone(),
             api_reads: a.api_reads,
             api_tls: a.api_tls_cert.clone().zip(a.api_tls_key.clone()),
+            query_log: a
+                .query_log
+                .as_deref()
+                .map(|t| (crate::query_log::Target::parse(t), a.query_log_sample)),
         }
     }
 }
@@ -414,6 +422,9 @@ pub async fn serve(
         generation,
     )));
     dns.set_rate_limiter(model.dns.rrl.as_ref());
+    if let Some((target, sample)) = &overrides.query_log {
+        crate::query_log::start(&dns, target.clone(), *sample)?;
+    }
     let mut tasks = Tasks::default();
     tasks.spawn(rotate_cookie_secrets(Arc::clone(&dns)));
     let vips: Vec<std::net::IpAddr> = model
@@ -491,6 +502,7 @@ pub async fn serve(
         admin_file,
         events: Default::default(),
         history: Default::default(),
+        counters: Default::default(),
     });
     let (site_master_tx, mut site_master_rx) = tokio::sync::watch::channel(false);
     if site_vip.is_some() {
@@ -750,6 +762,10 @@ async fn wait_for_signals(
     loop {
         tokio::select! {
             _ = hup.recv() => {
+                // The query log's file is reopened (logrotate moved it).
+                if let Some(log) = daemon.dns.query_log.get() {
+                    log.reopen.store(true, Ordering::Release);
+                }
                 if loading.fetch_max(1, Ordering::AcqRel) > 0 {
                     loading.store(2, Ordering::Release);
                     info!("SIGHUP: a reload is running; the file is read again when it is done");
@@ -1143,6 +1159,7 @@ async fn state_task(
                             "services": engine.model().services.len(),
                         }),
                     );
+                    daemon.counters.reloads_ok.fetch_add(1, Ordering::Relaxed);
                     info!(
                         generation = engine.generation(),
                         services = engine.model().services.len(),
@@ -1169,6 +1186,7 @@ async fn state_task(
                             "error": e,
                         }),
                     );
+                    daemon.counters.reloads_failed.fetch_add(1, Ordering::Relaxed);
                     if let Ok(mut last) = daemon.last_reload_error.write() {
                         *last = Some(match daemon.api_access.reload_error() {
                             Some(tokens) => format!("{e}\n{tokens}"),
@@ -1199,6 +1217,13 @@ async fn state_task(
                 if batch.is_empty() {
                     continue;
                 }
+                daemon.counters.probes(
+                    engine.model(),
+                    batch.iter().filter_map(|ev| match ev {
+                        Event::Probe(p) => Some((p.monitor, p.success)),
+                        _ => None,
+                    }),
+                );
                 let effects = engine.apply_all(batch, daemon.clock.now());
                 carry_out(&daemon, &mut edges, &mut inputs.ready, effects);
                 continue;
@@ -1299,6 +1324,7 @@ fn carry_out(
                     continue;
                 };
                 record_transition(daemon, &edges.model, service, up, &reason);
+                daemon.counters.transition(&s.name, up);
                 if up {
                     info!(service = %s.name, ip = %s.ip, port = s.port, %reason, "service UP");
                 } else {

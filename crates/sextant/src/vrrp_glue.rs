@@ -140,6 +140,7 @@ fn api_vrid(
                 reason: t.reason.clone(),
             })
             .collect(),
+        transitions_total: st.transitions_total,
         adverts_received: st.adverts_received,
         address_mismatches: st.address_mismatches,
         peer_checksum: st.peer_checksum.map(|c| checksum_name(c).to_string()),

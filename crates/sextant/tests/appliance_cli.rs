@@ -135,6 +135,24 @@ fn show_verbs_print_tables_and_json_of_the_running_server() {
     assert_eq!(app.backup_vserver.as_deref(), Some("vs_backup"));
     assert_eq!(app.persistence_timeout_seconds, Some(120));
 
+    // Answers are counted per vserver and per service (`stat`): four
+    // queries, each answered by web-1 (web-dead is DOWN).
+    let dns = sextant_test_support::dns::Dns::new(net.dns_addr());
+    for _ in 0..4 {
+        let q = sextant_test_support::dns::build_query("app.example.com", RecordType::A, None);
+        let m = dns.udp_from_ip(net.client_ip(1).into(), &q);
+        assert_eq!(sextant_test_support::dns::a_records(&m), [net.svc_ip(0)]);
+    }
+    let o = cli(&net, &["stat", "gslb", "vserver", "vs_app"]);
+    let t = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(t.contains("hits: 4\n"), "{t}");
+    assert_eq!(row(&t, "web-1"), ["web-1", "4"], "{t}");
+    assert_eq!(row(&t, "web-dead"), ["web-dead", "0"], "{t}");
+    let o = cli(&net, &["--json", "stat", "gslb", "service", "web-1"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["answers"], 4, "{v}");
+
     // The configuration in force, as its file says it: its text may hold
     // secrets, so it needs the token even on loopback.
     let o = cli(&net, &["show", "ns", "runningConfig"]);
@@ -292,6 +310,23 @@ fn enable_and_disable_need_the_token_and_change_the_answers() {
     assert!(t.contains(&format!("answer:  {}", net.svc_ip(1))), "{t}");
     assert!(t.contains("disabled by operator at"), "{t}");
     assert!(t.contains("kernel update"), "{t}");
+    // The mark is in the metrics, with what DNS may answer.
+    let (_, scrape) = s.api("/metrics");
+    let scrape = scrape.as_str().unwrap_or_default().to_string();
+    assert!(
+        scrape.contains(r#"sextant_admin_state{kind="service",name="web-1",state="disabled"} 1"#),
+        "{scrape}"
+    );
+    assert!(
+        scrape.contains(
+            r#"sextant_service_answerable{service="web-1",site="site1",vserver="vs_app"} 0"#
+        ),
+        "{scrape}"
+    );
+    assert!(
+        scrape.contains(r#"sextant_service_up{service="web-1",site="site1",vserver="vs_app"} 1"#),
+        "{scrape}"
+    );
 
     // A drain of a vserver is not a command; of a service it is.
     let o = cli(

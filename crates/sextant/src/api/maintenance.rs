@@ -46,7 +46,7 @@ pub(super) async fn list(State(d): State<Arc<Daemon>>) -> Json<Vec<AdminEntry>> 
     Json(entries(&snap))
 }
 
-fn entries(snap: &Snapshot) -> Vec<AdminEntry> {
+pub(super) fn entries(snap: &Snapshot) -> Vec<AdminEntry> {
     let model = snap.model();
     let admin = snap.admin();
     if admin.is_empty() {

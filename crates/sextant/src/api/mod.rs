@@ -6,9 +6,11 @@ pub mod auth;
 mod config;
 mod events;
 mod maintenance;
+pub mod metrics;
 mod objects;
 mod openapi;
 mod push;
+mod stats;
 pub mod tls;
 mod views;
 
@@ -71,6 +73,8 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/sites/{name}/enable", post(maintenance::enable_site))
         .route("/v1/services/{name}/history", get(events::history))
         .route("/v1/events", get(events::stream))
+        .route("/metrics", get(metrics::metrics))
+        .route("/v1/stats", get(stats::stats))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&daemon.api_access),

@@ -6,7 +6,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{config, events, maintenance, objects, push, views};
+use super::{config, events, maintenance, metrics, objects, push, stats, views};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -38,6 +38,8 @@ use super::{config, events, maintenance, objects, push, views};
         maintenance::enable_site,
         events::history,
         events::stream,
+        stats::stats,
+        metrics::metrics,
         openapi,
     ),
     tags(
