@@ -146,9 +146,11 @@ fn show_verbs_print_tables_and_json_of_the_running_server() {
     let o = cli(&net, &["stat", "gslb", "vserver", "vs_app"]);
     let t = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(t.contains("hits: 4\n"), "{t}");
+    assert!(t.starts_with("vs_app: 4 hits\n"), "{t}");
     assert_eq!(row(&t, "web-1"), ["web-1", "4"], "{t}");
     assert_eq!(row(&t, "web-dead"), ["web-dead", "0"], "{t}");
+    let t = stdout(&cli(&net, &["stat", "gslb", "service", "web-1"]));
+    assert_eq!(t, "web-1 (site site1): 4 answers\n");
     let o = cli(&net, &["--json", "stat", "gslb", "service", "web-1"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     assert_eq!(v["answers"], 4, "{v}");
@@ -310,6 +312,12 @@ fn enable_and_disable_need_the_token_and_change_the_answers() {
     assert!(t.contains(&format!("answer:  {}", net.svc_ip(1))), "{t}");
     assert!(t.contains("disabled by operator at"), "{t}");
     assert!(t.contains("kernel update"), "{t}");
+    let t = stdout(&cli(&net, &["show", "gslb", "service", "web-1"]));
+    assert!(t.contains("Admin: DISABLED since "), "{t}");
+    assert!(t.contains(": kernel update (answers leave it out)"), "{t}");
+    let t = stdout(&cli(&net, &["show", "gslb", "service"]));
+    assert_eq!(row(&t, "web-1")[3..5], ["UP", "DISABLED"], "{t}");
+
     // The mark is in the metrics, with what DNS may answer.
     let (_, scrape) = s.api("/metrics");
     let scrape = scrape.as_str().unwrap_or_default().to_string();

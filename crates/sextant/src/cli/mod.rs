@@ -251,12 +251,13 @@ impl Session {
                         s.site.clone(),
                         format!("{}:{}", s.ip, s.port),
                         state(s.state).into(),
+                        admin(&s.admin_state),
                         s.reason.clone(),
                     ]
                 })
                 .collect();
             return Ok(table(
-                &["NAME", "SITE", "ADDRESS", "STATE", "REASON"],
+                &["NAME", "SITE", "ADDRESS", "STATE", "ADMIN", "REASON"],
                 &rows,
             ));
         };
@@ -277,6 +278,16 @@ impl Session {
             out += &format!(" since {t}");
         }
         out += &format!("\nReason: {}\n", s.reason);
+        if admin(&s.admin_state) != "ENABLED" {
+            out += &format!("Admin: {}", admin(&s.admin_state));
+            if let Some(t) = &s.admin_since {
+                out += &format!(" since {t}");
+            }
+            if let Some(r) = &s.admin_reason {
+                out += &format!(": {r}");
+            }
+            out += " (answers leave it out)\n";
+        }
         if !s.monitors.is_empty() {
             let rows: Vec<Vec<String>> = s
                 .monitors
@@ -449,43 +460,38 @@ impl Session {
 
     /// `stat gslb vserver|service NAME`: the counters of `/v1/stats`.
     fn stat(&self, verb: Verb, name: &str) -> anyhow::Result<String> {
-        let (stats, _): (serde_json::Value, _) = self.get("/v1/stats")?;
-        let (list, object) = match verb {
-            Verb::StatVServer => ("vservers", Object::VServer),
-            _ => ("services", Object::Service),
-        };
-        let entries = stats[list].as_array().cloned().unwrap_or_default();
-        let names: Vec<&str> = entries.iter().filter_map(|e| e["name"].as_str()).collect();
-        let entry = entries
-            .iter()
-            .find(|e| {
-                e["name"]
-                    .as_str()
-                    .is_some_and(|n| n.eq_ignore_ascii_case(name))
-            })
-            .ok_or_else(|| self.missing(object, name, &names))?;
-        if self.json {
-            return Ok(serde_json::to_string_pretty(entry)? + "\n");
-        }
-        let mut out = String::new();
-        if let Some(obj) = entry.as_object() {
-            for (k, v) in obj {
-                if let Some(map) = v.as_object() {
-                    let rows: Vec<Vec<String>> = map
-                        .iter()
-                        .map(|(s, n)| vec![s.clone(), n.to_string()])
-                        .collect();
-                    out += &format!("{k}:\n");
-                    out += &indent(&table(&["SERVICE", "ANSWERS"], &rows));
-                } else {
-                    out += &format!(
-                        "{k}: {}\n",
-                        v.as_str().map_or_else(|| v.to_string(), str::to_string)
-                    );
-                }
+        let (stats, _): (sextant_api::Stats, _) = self.get("/v1/stats")?;
+        if verb == Verb::StatVServer {
+            let names: Vec<&str> = stats.vservers.iter().map(|v| v.name.as_str()).collect();
+            let v = stats
+                .vservers
+                .iter()
+                .find(|v| v.name.eq_ignore_ascii_case(name))
+                .ok_or_else(|| self.missing(Object::VServer, name, &names))?;
+            if self.json {
+                return Ok(serde_json::to_string_pretty(v)? + "\n");
             }
+            let rows: Vec<Vec<String>> = v
+                .answers
+                .iter()
+                .map(|(s, n)| vec![s.clone(), n.to_string()])
+                .collect();
+            return Ok(format!("{}: {} hits\n", v.name, v.hits)
+                + &indent(&table(&["SERVICE", "ANSWERS"], &rows)));
         }
-        Ok(out)
+        let names: Vec<&str> = stats.services.iter().map(|s| s.name.as_str()).collect();
+        let s = stats
+            .services
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| self.missing(Object::Service, name, &names))?;
+        if self.json {
+            return Ok(serde_json::to_string_pretty(s)? + "\n");
+        }
+        Ok(format!(
+            "{} (site {}): {} answers\n",
+            s.name, s.site, s.answers
+        ))
     }
 
     fn admin(
@@ -606,6 +612,16 @@ impl Session {
             let _ = editor.save_history(h);
         }
         Ok(())
+    }
+}
+
+/// The operator's mark as the appliance shows it; an older server that
+/// sends none is enabled.
+fn admin(state: &str) -> String {
+    if state.is_empty() {
+        "ENABLED".to_string()
+    } else {
+        state.to_ascii_uppercase()
     }
 }
 
