@@ -309,51 +309,33 @@ pub fn offline(
 }
 
 /// `sextant explain --server ADDR`: the running server's explanation, with
-/// its live health, figures and RTTs.
+/// its live health, figures and RTTs. `token` is sent where the server
+/// asks one for reads (`--api-reads token`).
 pub fn live(
     server: std::net::SocketAddr,
+    token: Option<String>,
     client: IpAddr,
     ecs: Option<&str>,
     name: &str,
     qtype: &str,
 ) -> anyhow::Result<()> {
-    let mut path = format!("/v1/explain?name={name}&client={client}&type={qtype}");
+    let api = crate::cli::client::Client::new(&server.to_string(), token)?;
+    let mut path = format!(
+        "/v1/explain?name={}&client={client}&type={}",
+        crate::cli::encode(name),
+        crate::cli::encode(qtype)
+    );
     if let Some(ecs) = ecs {
-        path.push_str(&format!("&ecs={ecs}"));
+        path.push_str(&format!("&ecs={}", crate::cli::encode(ecs)));
     }
-    let (status, body) = http_get(server, &path)
-        .map_err(|e| anyhow::anyhow!("cannot ask the server at {server}: {e} (is `sextant serve` running with --api-listen {server}?)"))?;
-    if status != 200 {
-        let why = serde_json::from_str::<sextant_api::ApiError>(&body)
-            .map(|e| e.error)
-            .unwrap_or(body);
-        anyhow::bail!("the server at {server} answered {status}: {why}");
-    }
+    let body = api
+        .get(&path)
+        .map_err(|e| anyhow::anyhow!("the server at {server}: {e:#}"))?;
     let e: sextant_api::Explain = serde_json::from_str(&body).map_err(|e| {
         anyhow::anyhow!("the server at {server} sent an explanation this sextant cannot read: {e}")
     })?;
     print(&e, &format!("live, from the server at {server}"));
     Ok(())
-}
-
-/// A plain HTTP/1.0 GET on the API's address (Sextant's one HTTP/1
-/// client): status and body.
-fn http_get(
-    server: std::net::SocketAddr,
-    path: &str,
-) -> Result<(u16, String), sextant_http1::Error> {
-    let timeout = std::time::Duration::from_secs(5);
-    let timeouts = sextant_http1::blocking::Timeouts {
-        connect: timeout,
-        io: timeout,
-    };
-    let limits = sextant_http1::Limits {
-        max: 16 << 20,
-        max_head: 64 * 1024,
-        read_size: 64 * 1024,
-    };
-    let response = sextant_http1::blocking::get(server, path, timeouts, limits)?;
-    Ok((response.status, response.text()))
 }
 
 /// Prints an explanation for a terminal.

@@ -150,6 +150,10 @@ enum Command {
         /// A running server's REST API address, e.g. 127.0.0.1:8053 (live).
         #[arg(long)]
         server: Option<SocketAddr>,
+        /// With --server: a file with the API token, for a server whose
+        /// reads need one (`--api-reads token`); else $SEXTANT_API_TOKEN.
+        #[arg(long, requires = "server")]
+        token_file: Option<PathBuf>,
         /// The address the query comes from (the client's LDNS).
         #[arg(long)]
         client: IpAddr,
@@ -282,13 +286,16 @@ fn main() -> ExitCode {
         Command::Explain {
             config,
             server,
+            token_file,
             client,
             ecs,
             local_site,
             name,
             qtype,
         } => match (server, config) {
-            (Some(server), _) => explain::live(server, client, ecs.as_deref(), &name, &qtype),
+            (Some(server), _) => cli::client::token(token_file.as_deref()).and_then(|token| {
+                explain::live(server, token, client, ecs.as_deref(), &name, &qtype)
+            }),
             (None, Some(config)) => explain::offline(
                 &config,
                 local_site.as_deref(),

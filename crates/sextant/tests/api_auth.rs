@@ -170,6 +170,37 @@ fn api_reads_token_makes_reads_need_the_token() {
         let r = s.request("GET", path, &[], "");
         assert_eq!(r.status, 200, "GET {path} with the token: {r:?}");
     }
+
+    // `sextant explain --server` asks with the token it is given.
+    let api = net.api_addr().to_string();
+    let args = [
+        "explain",
+        "--server",
+        &api,
+        "--client",
+        "192.0.2.1",
+        "www.example.com",
+    ];
+    let out = SEXTANT.run(&args);
+    assert!(!out.status.success(), "{}", output_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--token-file"),
+        "{}",
+        output_text(&out)
+    );
+    let dir = net.scratch();
+    let token_file = dir.0.join("token");
+    sextant_test_support::process::write_token_file(&token_file);
+    let token_arg = token_file.display().to_string();
+    let mut with_token = args.to_vec();
+    with_token.splice(3..3, ["--token-file", token_arg.as_str()]);
+    let out = SEXTANT.run(&with_token);
+    assert!(out.status.success(), "{}", output_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("live, from the server"),
+        "{}",
+        output_text(&out)
+    );
 }
 
 /// `sextant serve` with `token_file` as its token file: it must stop at

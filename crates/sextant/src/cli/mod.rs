@@ -4,7 +4,7 @@
 //! history and completion (rustyline). Each command is one or two API
 //! requests; tables by default, the API's JSON with `--json`.
 
-mod client;
+pub(crate) mod client;
 mod render;
 pub mod verbs;
 
@@ -638,7 +638,7 @@ fn state(s: sextant_api::State) -> &'static str {
 }
 
 /// Percent-encodes a path segment or query value.
-fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
