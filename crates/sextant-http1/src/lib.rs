@@ -30,7 +30,7 @@ pub mod blocking;
 mod request;
 mod response;
 
-pub use request::{Request, host};
+pub use request::{Request, host, percent_encode};
 pub use response::{
     BadStatusLine, Error, Fill, Framing, Head, Limits, Reader, Response, contains, find, header,
     header_end, parse_status_line,

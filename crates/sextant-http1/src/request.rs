@@ -74,3 +74,31 @@ mod tests {
         assert_eq!(host("exporter", Some(9100)), "exporter:9100");
     }
 }
+
+/// Percent-encodes `s` for a path segment or a query value: everything but
+/// the unreserved characters (RFC 3986 §2.3).
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 3);
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod percent_tests {
+    use super::percent_encode;
+
+    #[test]
+    fn only_unreserved_characters_stay() {
+        assert_eq!(percent_encode("web-1_a.b~"), "web-1_a.b~");
+        assert_eq!(
+            percent_encode(r#"x{a="b c"}/?"#),
+            "x%7Ba%3D%22b%20c%22%7D%2F%3F"
+        );
+    }
+}

@@ -113,7 +113,10 @@ impl Prometheus {
 
     /// An instant query (PromQL): the samples of its vector answer.
     pub fn query(&self, promql: &str) -> Result<Vec<Sample>, String> {
-        let path = format!("/api/v1/query?query={}", encode(promql));
+        let path = format!(
+            "/api/v1/query?query={}",
+            sextant_http1::percent_encode(promql)
+        );
         let (code, body) = http_get(self.addr, &path)?;
         let v: Value = serde_json::from_str(&body).map_err(|e| format!("{e}: {body}"))?;
         if code != 200 || v["status"] != "success" {
@@ -150,32 +153,5 @@ impl Drop for Prometheus {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// Percent-encodes a query string value (everything but unreserved
-/// characters).
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queries_are_percent_encoded() {
-        assert_eq!(
-            encode(r#"sextant_x{a="b c"}"#),
-            "sextant_x%7Ba%3D%22b%20c%22%7D"
-        );
     }
 }

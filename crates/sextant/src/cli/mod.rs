@@ -639,15 +639,7 @@ fn state(s: sextant_api::State) -> &'static str {
 
 /// Percent-encodes a path segment or query value.
 pub(crate) fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    sextant_http1::percent_encode(s)
 }
 
 /// `$XDG_STATE_HOME/sextant/cli_history`, else `~/.local/state/...`;
