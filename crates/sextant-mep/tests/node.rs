@@ -231,7 +231,7 @@ impl Net {
                         continue;
                     };
                     let acts = e.session.on_frame(m, now);
-                    self.input(n, Input::Data { conn: c });
+                    self.input(n, Input::Data { conn: c, bytes: 0 });
                     self.actions(n, c, acts);
                 }
                 Work::Eof(n, c) => {

@@ -217,6 +217,10 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
         sample(r#"sextant_mep_messages_total{site="site3",direction="received"}"#) >= 1.0,
         "{text}"
     );
+    for direction in ["sent", "received"] {
+        let series = format!("sextant_mep_bytes_total{{site=\"site2\",direction=\"{direction}\"}}");
+        assert!(sample(&series) > 0.0, "{text}");
+    }
 
     // site3's backend dies: site3's monitor sees it, sites 1 and 2 learn it
     // over MEP (they do not probe it themselves while MEP is UP).

@@ -84,8 +84,10 @@ pub enum Input {
         addr: SocketAddr,
         keys: Keys,
     },
-    /// Bytes arrived on the connection.
-    Data { conn: ConnId },
+    /// Bytes arrived on the connection (`bytes` of them).
+    Data { conn: ConnId, bytes: u64 },
+    /// `bytes` were written to the connection.
+    Wrote { conn: ConnId, bytes: u64 },
     /// The session's events from one read (or one timer or send), in order.
     Session {
         conn: ConnId,
@@ -332,6 +334,10 @@ struct SiteInfo {
     messages_sent: u64,
     messages_received: u64,
     sessions_up: u64,
+    /// Bytes written to and read from its connections (frames, keepalives
+    /// included).
+    bytes_sent: u64,
+    bytes_received: u64,
     down_reason: Option<String>,
 }
 
@@ -462,7 +468,11 @@ impl Node {
                 addr,
                 keys,
             } => self.dialled(conn, token, addr, keys),
-            Input::Data { conn } => self.touch(conn),
+            Input::Data { conn, bytes } => {
+                self.count(conn, |i| i.bytes_received += bytes);
+                self.touch(conn);
+            }
+            Input::Wrote { conn, bytes } => self.count(conn, |i| i.bytes_sent += bytes),
             Input::Session { conn, events } => {
                 for e in events {
                     self.session_event(conn, e);
@@ -690,6 +700,8 @@ impl Node {
                     messages_sent: info.map_or(0, |i| i.messages_sent),
                     messages_received: info.map_or(0, |i| i.messages_received),
                     sessions_up: info.map_or(0, |i| i.sessions_up),
+                    bytes_sent: info.map_or(0, |i| i.bytes_sent),
+                    bytes_received: info.map_or(0, |i| i.bytes_received),
                     secure: conn.is_some_and(|c| c.secure),
                     configured_parent: v.configured_parent,
                     current_parent: v.current_parent,

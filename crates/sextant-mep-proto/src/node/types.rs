@@ -138,6 +138,10 @@ pub struct PeerStatus {
     /// Sessions with the site that came up: every one after the first is a
     /// reconnect.
     pub sessions_up: u64,
+    /// Bytes written to and read from the site's connections (every frame,
+    /// keepalives included), over every session.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
     /// The TLS variant is in use on the direct link.
     pub secure: bool,
     pub configured_parent: Option<String>,

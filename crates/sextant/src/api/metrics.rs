@@ -579,6 +579,23 @@ impl Collector for MepCollector {
         )?;
         counters(
             e,
+            "sextant_mep_bytes",
+            "Bytes written to and read from each site's metric exchange connections (keepalives included)",
+            peers.iter().flat_map(|p| {
+                [
+                    (
+                        vec![("site", p.name.clone()), ("direction", "sent".into())],
+                        p.bytes_sent,
+                    ),
+                    (
+                        vec![("site", p.name.clone()), ("direction", "received".into())],
+                        p.bytes_received,
+                    ),
+                ]
+            }),
+        )?;
+        counters(
+            e,
             "sextant_mep_sessions",
             "Metric exchange sessions with each site that came up (every one after the first is a reconnect)",
             peers.iter().map(|p| (site(p), p.sessions_up)),
