@@ -1001,9 +1001,20 @@ where
         }
         if !out.is_empty() {
             let r = tokio::time::timeout(write_timeout, stream.write_all(&out)).await;
+            let written = out.len() as u64;
             out.clear();
             let failed = match r {
-                Ok(Ok(())) => None,
+                Ok(Ok(())) => {
+                    let now = shared.now();
+                    shared.lock().apply(
+                        Input::Wrote {
+                            conn: id,
+                            bytes: written,
+                        },
+                        now,
+                    );
+                    None
+                }
                 Ok(Err(e)) => Some(format!("write failed: {e}")),
                 Err(_) => Some(format!("write blocked for {write_timeout:?}")),
             };
@@ -1037,7 +1048,13 @@ where
                         buf.resize((buf.len() * 2).min(read_max), 0);
                     }
                     let now = shared.now();
-                    shared.lock().apply(Input::Data { conn: id }, now);
+                    shared.lock().apply(
+                        Input::Data {
+                            conn: id,
+                            bytes: n as u64,
+                        },
+                        now,
+                    );
                     let now = shared.now();
                     loop {
                         match reader.next_message() {

@@ -231,7 +231,7 @@ impl Net {
                         continue;
                     };
                     let acts = e.session.on_frame(m, now);
-                    self.input(n, Input::Data { conn: c });
+                    self.input(n, Input::Data { conn: c, bytes: 0 });
                     self.actions(n, c, acts);
                 }
                 Work::Eof(n, c) => {
@@ -611,6 +611,17 @@ fn a_child_reports_through_its_parent_to_the_other_parents() {
     assert_eq!((st.state, st.link), (MepState::Up, Some("to-child")));
     let st = net.status("C1", "P1");
     assert_eq!((st.state, st.link), (MepState::Up, Some("to-parent")));
+    // The figures per peer: one session each, C1's services went to P1.
+    let (to_p1, at_p1) = (net.status("C1", "P1"), net.status("P1", "C1"));
+    assert_eq!((to_p1.sessions_up, at_p1.sessions_up), (1, 1));
+    assert!(to_p1.messages_sent >= 1, "{to_p1:?}");
+    assert!(
+        at_p1.messages_received >= to_p1.messages_sent.min(1),
+        "{at_p1:?}"
+    );
+    // P2 reaches C1 only through P1: no session, no message of its own.
+    let via = net.status("P2", "C1");
+    assert_eq!((via.messages_sent, via.sessions_up), (0, 0), "{via:?}");
 
     // A change is relayed as a delta, and the child's services stay
     // known to the other parent.
@@ -694,6 +705,9 @@ fn scenario_1_the_original_parent_takes_its_child_back() {
     net.run();
     assert_eq!(net.parent_of("C1").as_deref(), Some("P1"));
     assert_eq!(net.parent_changes("C1"), [Some("P1".to_owned())]);
+    // The child's link with P1 came up twice: once at the start, once
+    // after P1's restart (a reconnect).
+    assert_eq!(net.status("C1", "P1").sessions_up, 2);
     assert_eq!(net.released("P2", "C1"), 1);
     assert!(net.status("P2", "C1").adopted_for.is_none());
     // P1 does not offer (it is the parent): its Hello acts for no one, and

@@ -197,6 +197,31 @@ fn mesh_sites_share_health_over_mep_and_mark_a_lost_site_down() {
         );
     }
 
+    // /metrics has each peer's link: UP, one session at least, and site3's
+    // reports received (its service is known here through them).
+    let (code, text) = sites[0].get("/metrics").expect("GET /metrics");
+    assert_eq!(code, 200, "{text}");
+    let sample = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+    };
+    for peer in ["site2", "site3"] {
+        assert_eq!(
+            sample(&format!("sextant_mep_peer_up{{site=\"{peer}\"}}")),
+            1.0
+        );
+        assert!(sample(&format!("sextant_mep_sessions_total{{site=\"{peer}\"}}")) >= 1.0);
+    }
+    assert!(
+        sample(r#"sextant_mep_messages_total{site="site3",direction="received"}"#) >= 1.0,
+        "{text}"
+    );
+    for direction in ["sent", "received"] {
+        let series = format!("sextant_mep_bytes_total{{site=\"site2\",direction=\"{direction}\"}}");
+        assert!(sample(&series) > 0.0, "{text}");
+    }
+
     // site3's backend dies: site3's monitor sees it, sites 1 and 2 learn it
     // over MEP (they do not probe it themselves while MEP is UP).
     backends.remove(2).kill();

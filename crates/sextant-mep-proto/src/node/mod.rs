@@ -84,8 +84,10 @@ pub enum Input {
         addr: SocketAddr,
         keys: Keys,
     },
-    /// Bytes arrived on the connection.
-    Data { conn: ConnId },
+    /// Bytes arrived on the connection (`bytes` of them).
+    Data { conn: ConnId, bytes: u64 },
+    /// `bytes` were written to the connection.
+    Wrote { conn: ConnId, bytes: u64 },
     /// The session's events from one read (or one timer or send), in order.
     Session {
         conn: ConnId,
@@ -327,6 +329,15 @@ struct SiteInfo {
     /// node had with it (never reset).
     keepalives_sent: u64,
     keepalives_lost: u64,
+    /// Messages this node queued to the site and received from it (not
+    /// keepalives), and the sessions with it that came up.
+    messages_sent: u64,
+    messages_received: u64,
+    sessions_up: u64,
+    /// Bytes written to and read from its connections (frames, keepalives
+    /// included).
+    bytes_sent: u64,
+    bytes_received: u64,
     down_reason: Option<String>,
 }
 
@@ -457,7 +468,11 @@ impl Node {
                 addr,
                 keys,
             } => self.dialled(conn, token, addr, keys),
-            Input::Data { conn } => self.touch(conn),
+            Input::Data { conn, bytes } => {
+                self.count(conn, |i| i.bytes_received += bytes);
+                self.touch(conn);
+            }
+            Input::Wrote { conn, bytes } => self.count(conn, |i| i.bytes_sent += bytes),
             Input::Session { conn, events } => {
                 for e in events {
                     self.session_event(conn, e);
@@ -555,10 +570,14 @@ impl Node {
     }
 
     fn send(&mut self, conn: ConnId, msg: Message) {
+        self.count(conn, |i| i.messages_sent += 1);
         self.out.push(Output::Send { conn, msg });
     }
 
     fn broadcast(&mut self, conns: Vec<ConnId>, msg: Message) {
+        for c in &conns {
+            self.count(*c, |i| i.messages_sent += 1);
+        }
         if !conns.is_empty() {
             self.out.push(Output::Broadcast { conns, msg });
         }
@@ -566,6 +585,14 @@ impl Node {
 
     fn reject(&mut self, conn: ConnId, reason: String) {
         self.out.push(Output::Reject { conn, reason });
+    }
+
+    /// Counts something in the figures of connection `id`'s site.
+    fn count(&mut self, id: ConnId, f: impl FnOnce(&mut SiteInfo)) {
+        if let Some(c) = self.conns.get(&id) {
+            let (k, name) = (c.key.clone(), c.site.name.clone());
+            f(self.site_info(&k, &name));
+        }
     }
 
     fn site_info(&mut self, k: &str, name: &str) -> &mut SiteInfo {
@@ -588,8 +615,14 @@ impl Node {
 
     fn session_event(&mut self, id: ConnId, e: SessionEvent) {
         match e {
-            SessionEvent::Up { peer } => self.on_up(id, peer),
-            SessionEvent::Received(m) => self.on_received(id, m),
+            SessionEvent::Up { peer } => {
+                self.on_up(id, peer);
+                self.count(id, |i| i.sessions_up += 1);
+            }
+            SessionEvent::Received(m) => {
+                self.count(id, |i| i.messages_received += 1);
+                self.on_received(id, m);
+            }
             SessionEvent::Rtt(rtt) => {
                 if let Some(c) = self.conns.get(&id)
                     && self.active.get(&c.key) == Some(&id)
@@ -664,6 +697,11 @@ impl Node {
                     link_rtt: conn.and(info.and_then(|i| i.rtt)),
                     keepalives_sent: info.map_or(0, |i| i.keepalives_sent),
                     keepalives_lost: info.map_or(0, |i| i.keepalives_lost),
+                    messages_sent: info.map_or(0, |i| i.messages_sent),
+                    messages_received: info.map_or(0, |i| i.messages_received),
+                    sessions_up: info.map_or(0, |i| i.sessions_up),
+                    bytes_sent: info.map_or(0, |i| i.bytes_sent),
+                    bytes_received: info.map_or(0, |i| i.bytes_received),
                     secure: conn.is_some_and(|c| c.secure),
                     configured_parent: v.configured_parent,
                     current_parent: v.current_parent,

@@ -131,6 +131,17 @@ pub struct PeerStatus {
     /// with one outstanding for a keepalive interval or more (see
     /// [`crate::session::Session::keepalives_lost`]). Never more than `keepalives_sent`.
     pub keepalives_lost: u64,
+    /// Messages (not keepalives) this node queued to the site, and
+    /// received from it, over every session (never reset).
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    /// Sessions with the site that came up: every one after the first is a
+    /// reconnect.
+    pub sessions_up: u64,
+    /// Bytes written to and read from the site's connections (every frame,
+    /// keepalives included), over every session.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
     /// The TLS variant is in use on the direct link.
     pub secure: bool,
     pub configured_parent: Option<String>,

@@ -581,6 +581,46 @@ impl Collector for MepCollector {
             "Keepalives to each site whose echo never came",
             peers.iter().map(|p| (site(p), p.keepalives_lost)),
         )?;
+        counters(
+            e,
+            "sextant_mep_messages",
+            "Metric exchange messages (not keepalives) each way, by site",
+            peers.iter().flat_map(|p| {
+                [
+                    (
+                        vec![("site", p.name.clone()), ("direction", "sent".into())],
+                        p.messages_sent,
+                    ),
+                    (
+                        vec![("site", p.name.clone()), ("direction", "received".into())],
+                        p.messages_received,
+                    ),
+                ]
+            }),
+        )?;
+        counters(
+            e,
+            "sextant_mep_bytes",
+            "Bytes written to and read from each site's metric exchange connections (keepalives included)",
+            peers.iter().flat_map(|p| {
+                [
+                    (
+                        vec![("site", p.name.clone()), ("direction", "sent".into())],
+                        p.bytes_sent,
+                    ),
+                    (
+                        vec![("site", p.name.clone()), ("direction", "received".into())],
+                        p.bytes_received,
+                    ),
+                ]
+            }),
+        )?;
+        counters(
+            e,
+            "sextant_mep_sessions",
+            "Metric exchange sessions with each site that came up (every one after the first is a reconnect)",
+            peers.iter().map(|p| (site(p), p.sessions_up)),
+        )?;
         let c = d.mep_counters.view();
         counters(
             e,
