@@ -73,6 +73,9 @@ CLIENTS="${CLIENTS:-20}"                # dnsperf -c
 TIMEOUT="${TIMEOUT:-1}"                 # dnsperf -t: a query unanswered this long is lost
 OUTSTANDING="${OUTSTANDING:-500}"       # dnsperf -q
 SERVER_CPU="${SERVER_CPU:-0}"
+# SCRAPE=0 leaves sextant-rr-scraped unscraped: the A/A control, which shows
+# how far two identical instances differ without any scrape.
+SCRAPE="${SCRAPE:-1}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 UDP_WORKERS="${UDP_WORKERS:-1}"         # Sextant's workers in every row but the 2w one
 UDP_WORKERS_2="${UDP_WORKERS_2:-2}"     # the two-worker layout
@@ -400,7 +403,7 @@ for rep in $(seq "$REPEAT"); do
         echo "== [$n/$total] repeat $rep: $row ($name.peers.example)" >&2
         base="$OUT/$row.$rep"
         scraper=""
-        if [ "$inst" = sextant-scraped ]; then
+        if [ "$inst" = sextant-scraped ] && [ "$SCRAPE" = 1 ]; then
             # A Prometheus stand-in: one /metrics scrape a second, for as
             # long as the load run (bounded), from the client's CPU.
             (

@@ -36,6 +36,9 @@ pub enum Message {
     AcceptParent(AcceptParent),
     ChildReport(ChildReport),
     ResyncRequest(ResyncRequest),
+    ConfigOffer(ConfigOffer),
+    ConfigUpdate(ConfigUpdate),
+    ConfigResult(ConfigResult),
 }
 
 /// The kind byte of each message in the frame header.
@@ -55,10 +58,13 @@ pub enum Kind {
     AcceptParent = 11,
     ChildReport = 12,
     ResyncRequest = 13,
+    ConfigOffer = 14,
+    ConfigUpdate = 15,
+    ConfigResult = 16,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Hello,
         Kind::AuthProof,
         Kind::ServiceStates,
@@ -72,6 +78,9 @@ impl Kind {
         Kind::AcceptParent,
         Kind::ChildReport,
         Kind::ResyncRequest,
+        Kind::ConfigOffer,
+        Kind::ConfigUpdate,
+        Kind::ConfigResult,
     ];
 
     /// The kind with this header byte, if any.
@@ -94,6 +103,9 @@ impl Kind {
             Kind::AcceptParent => "AcceptParent",
             Kind::ChildReport => "ChildReport",
             Kind::ResyncRequest => "ResyncRequest",
+            Kind::ConfigOffer => "ConfigOffer",
+            Kind::ConfigUpdate => "ConfigUpdate",
+            Kind::ConfigResult => "ConfigResult",
         }
     }
 }
@@ -120,6 +132,9 @@ impl Message {
             Message::AcceptParent(_) => Kind::AcceptParent,
             Message::ChildReport(_) => Kind::ChildReport,
             Message::ResyncRequest(_) => Kind::ResyncRequest,
+            Message::ConfigOffer(_) => Kind::ConfigOffer,
+            Message::ConfigUpdate(_) => Kind::ConfigUpdate,
+            Message::ConfigResult(_) => Kind::ConfigResult,
         }
     }
 
@@ -139,6 +154,9 @@ impl Message {
             Message::AcceptParent(m) => serde_json::to_vec(m),
             Message::ChildReport(m) => serde_json::to_vec(m),
             Message::ResyncRequest(m) => serde_json::to_vec(m),
+            Message::ConfigOffer(m) => serde_json::to_vec(m),
+            Message::ConfigUpdate(m) => serde_json::to_vec(m),
+            Message::ConfigResult(m) => serde_json::to_vec(m),
         }
     }
 
@@ -158,6 +176,9 @@ impl Message {
             Kind::AcceptParent => Message::AcceptParent(serde_json::from_slice(body)?),
             Kind::ChildReport => Message::ChildReport(serde_json::from_slice(body)?),
             Kind::ResyncRequest => Message::ResyncRequest(serde_json::from_slice(body)?),
+            Kind::ConfigOffer => Message::ConfigOffer(serde_json::from_slice(body)?),
+            Kind::ConfigUpdate => Message::ConfigUpdate(serde_json::from_slice(body)?),
+            Kind::ConfigResult => Message::ConfigResult(serde_json::from_slice(body)?),
         })
     }
 }
@@ -640,4 +661,126 @@ mod tests {
         let e: LdnsRttEntry = serde_json::from_str(wild).unwrap();
         assert_eq!((e.hops, e.loss_permille), (Some(300), Some(5000)));
     }
+}
+
+/// One version of the GSLB configuration that parents share (config sync,
+/// docs/config-sync.md). Versions are ordered by `incarnation`, then by
+/// `origin` (the site whose name sorts first wins a tie); two versions with
+/// the same `digest` hold the same text, whatever their labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConfigVersion {
+    /// The sync counter (the appliance's `-incarnation`): every change
+    /// takes one more than the highest the site has seen.
+    pub incarnation: u64,
+    /// The site where the change was made.
+    pub origin: String,
+    /// `sha256:` and the hex SHA-256 of the shared text.
+    pub digest: String,
+}
+
+/// Config sync: the version the sender runs, sent to each peer parent when
+/// the link comes up and after every change of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigOffer {
+    pub version: ConfigVersion,
+    /// The sender's software version (`0.1.0`): parents sync only with
+    /// parents that run the same one (seed 001).
+    pub software: String,
+    /// The config sync protocol's version (1).
+    pub sync_protocol: u32,
+    /// The syntax of the sender's configuration file: `appliance` or
+    /// `toml`; parents sync only within one syntax.
+    pub syntax: String,
+    /// Automatic config sync is enabled at the sender.
+    pub automatic: bool,
+}
+
+/// One step of a line delta, applied to the base text from its start: keep
+/// the next `n` lines, delete the next `n`, or insert these lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LineOp {
+    Keep(u32),
+    Delete(u32),
+    Insert(Vec<String>),
+}
+
+/// The digest of a file the shared configuration names but does not hold
+/// (a location file), so that a receiver can tell whether its copy differs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileDigest {
+    /// The path as the configuration writes it.
+    pub path: String,
+    /// `sha256:` and the hex SHA-256 of the file, or absent when the sender
+    /// cannot read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+/// Config sync: one part of a transfer of the shared configuration, either
+/// the whole text (`base` absent) or a line delta from `base`. A transfer
+/// too big for one frame is split into parts (`part` 0, 1, ..., `last` on
+/// the final one), applied only when all are in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigUpdate {
+    /// Names the transfer in the receiver's [`ConfigResult`].
+    pub transfer: u64,
+    /// The version the receiver runs once it applies the transfer.
+    pub version: ConfigVersion,
+    /// The version a delta applies to; absent for the whole text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<ConfigVersion>,
+    #[serde(default)]
+    pub part: u32,
+    #[serde(default = "yes")]
+    pub last: bool,
+    /// The whole text: this part of it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+    /// A delta: this part of its steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops: Vec<LineOp>,
+    /// Sent by an operator's manual sync: applied even where automatic
+    /// sync is disabled, and even when the receiver runs a newer version.
+    #[serde(default)]
+    pub forced: bool,
+    /// The files the configuration names, with their digests at the sender.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileDigest>,
+}
+
+/// What became of a transfer at its receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigOutcome {
+    /// Validated, written and in force.
+    Applied,
+    /// Not a valid configuration here: `errors` say why; the receiver keeps
+    /// its running configuration.
+    Rejected,
+    /// A delta whose base the receiver does not run: send the whole text.
+    NeedFull,
+    /// The receiver takes no configuration from the sender (a child site,
+    /// another software version or syntax, automatic sync disabled).
+    Refused,
+    /// The receiver runs a version that beats this one.
+    Superseded,
+}
+
+/// Config sync: the receiver's answer to a transfer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigResult {
+    pub transfer: u64,
+    /// The version the transfer carried.
+    pub version: ConfigVersion,
+    pub outcome: ConfigOutcome,
+    /// Why it was rejected or refused, each error as `FILE:LINE: reason`
+    /// where it has a line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// Applied, with these remarks (a location file that differs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The version the receiver runs after the transfer.
+    pub running: ConfigVersion,
 }
