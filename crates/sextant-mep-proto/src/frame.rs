@@ -262,13 +262,84 @@ mod tests {
                 child: Some("c1".into()),
                 have: Some(41),
             }),
+            Message::ConfigOffer(ConfigOffer {
+                version: version(9, "SiteP1"),
+                software: "0.1.0".into(),
+                sync_protocol: 1,
+                syntax: "appliance".into(),
+                automatic: true,
+            }),
+            // A whole text (unicode, JSON escapes, no trailing newline) in
+            // the middle part of a transfer, with location file digests.
+            Message::ConfigUpdate(ConfigUpdate {
+                transfer: 4,
+                version: version(10, "SiteP2"),
+                base: None,
+                part: 1,
+                last: false,
+                text: "add gslb site Zürich 10.0.0.1 -publicIP 10.0.0.1\n\
+                       # 東京 \"quoted\" \\ tab\there\n\
+                       add gslb vserver vs-ü HTTP"
+                    .into(),
+                ops: Vec::new(),
+                forced: true,
+                files: vec![
+                    FileDigest {
+                        path: "/var/sextant/locations/ort-ä.csv".into(),
+                        digest: Some(format!("sha256:{}", "ab".repeat(32))),
+                    },
+                    FileDigest {
+                        path: "missing.csv".into(),
+                        digest: None,
+                    },
+                ],
+            }),
+            // A delta with a step of each kind, its lines in unicode.
+            Message::ConfigUpdate(ConfigUpdate {
+                transfer: 5,
+                version: version(11, "SiteP2"),
+                base: Some(version(10, "SiteP2")),
+                part: 0,
+                last: true,
+                text: String::new(),
+                ops: vec![
+                    LineOp::Keep(3),
+                    LineOp::Delete(1),
+                    LineOp::Insert(vec![
+                        "bind gslb service svc-π -weight 42".into(),
+                        String::new(),
+                        "# Ωmega \u{1F310}".into(),
+                    ]),
+                    LineOp::Keep(0),
+                    LineOp::Delete(2),
+                ],
+                forced: false,
+                files: Vec::new(),
+            }),
+            Message::ConfigResult(ConfigResult {
+                transfer: 5,
+                version: version(11, "SiteP2"),
+                outcome: ConfigOutcome::Rejected,
+                errors: vec!["sextant.conf:12: unknown site «Zürich»".into()],
+                warnings: vec!["ort-ä.csv differs".into()],
+                running: version(10, "SiteP2"),
+            }),
         ]
+    }
+
+    fn version(incarnation: u64, origin: &str) -> ConfigVersion {
+        ConfigVersion {
+            incarnation,
+            origin: origin.into(),
+            digest: format!("sha256:{:064x}", incarnation),
+        }
     }
 
     #[test]
     fn every_message_round_trips() {
         let samples = samples();
-        assert_eq!(samples.len(), Kind::ALL.len());
+        let kinds: std::collections::HashSet<Kind> = samples.iter().map(Message::kind).collect();
+        assert_eq!(kinds.len(), Kind::ALL.len(), "a sample of every kind");
         for m in samples {
             let bytes = encode_to_vec(&m, DEFAULT_MAX_FRAME).unwrap();
             assert_eq!(bytes[4], 1);
@@ -394,5 +465,109 @@ mod tests {
                 ..
             })
         ));
+        // Config sync bodies: a step of a kind that does not exist, a
+        // version without its digest.
+        for body in [
+            &br#"{"transfer":1,"version":{"incarnation":2,"origin":"P1","digest":"sha256:00"},"ops":[{"swap":3}]}"#[..],
+            &br#"{"transfer":1,"version":{"incarnation":2,"origin":"P1"},"text":"x"}"#[..],
+        ] {
+            let mut f = vec![0, 0, 0, 0, 1, Kind::ConfigUpdate as u8];
+            f.extend_from_slice(body);
+            let len = (f.len() - 4) as u32;
+            f[..4].copy_from_slice(&len.to_be_bytes());
+            assert!(matches!(
+                decode(&f, DEFAULT_MAX_FRAME),
+                Err(FrameError::BadJson {
+                    kind: Kind::ConfigUpdate,
+                    ..
+                })
+            ));
+        }
+    }
+
+    #[test]
+    fn config_sync_bodies_are_as_documented() {
+        // docs/mep.md shows these bodies.
+        let offer = Message::ConfigOffer(ConfigOffer {
+            version: ConfigVersion {
+                incarnation: 9,
+                origin: "SiteP1".into(),
+                digest: "sha256:3f2a".into(),
+            },
+            software: "0.1.0".into(),
+            sync_protocol: 1,
+            syntax: "appliance".into(),
+            automatic: true,
+        });
+        assert_eq!(
+            String::from_utf8(offer.to_json().unwrap()).unwrap(),
+            r#"{"version":{"incarnation":9,"origin":"SiteP1","digest":"sha256:3f2a"},"software":"0.1.0","sync_protocol":1,"syntax":"appliance","automatic":true}"#
+        );
+        let delta = Message::ConfigUpdate(ConfigUpdate {
+            transfer: 3,
+            version: ConfigVersion {
+                incarnation: 10,
+                origin: "SiteP1".into(),
+                digest: "sha256:9c41".into(),
+            },
+            base: Some(ConfigVersion {
+                incarnation: 9,
+                origin: "SiteP1".into(),
+                digest: "sha256:3f2a".into(),
+            }),
+            part: 0,
+            last: true,
+            text: String::new(),
+            ops: vec![
+                LineOp::Keep(41),
+                LineOp::Delete(1),
+                LineOp::Insert(vec![
+                    "bind gslb vserver vs1 -serviceName svc2 -weight 30".into(),
+                ]),
+            ],
+            forced: false,
+            files: Vec::new(),
+        });
+        assert_eq!(
+            String::from_utf8(delta.to_json().unwrap()).unwrap(),
+            r#"{"transfer":3,"version":{"incarnation":10,"origin":"SiteP1","digest":"sha256:9c41"},"base":{"incarnation":9,"origin":"SiteP1","digest":"sha256:3f2a"},"part":0,"last":true,"ops":[{"keep":41},{"delete":1},{"insert":["bind gslb vserver vs1 -serviceName svc2 -weight 30"]}],"forced":false}"#
+        );
+        let refused = Message::ConfigResult(ConfigResult {
+            transfer: 3,
+            version: ConfigVersion {
+                incarnation: 10,
+                origin: "SiteP1".into(),
+                digest: "sha256:9c41".into(),
+            },
+            outcome: ConfigOutcome::Refused,
+            errors: vec![
+                "child_site1 is a child site: a child's configuration is never synchronised (seed 001)".into(),
+            ],
+            warnings: Vec::new(),
+            running: ConfigVersion {
+                incarnation: 10,
+                origin: "SiteP1".into(),
+                digest: "sha256:9c41".into(),
+            },
+        });
+        assert_eq!(
+            String::from_utf8(refused.to_json().unwrap()).unwrap(),
+            r#"{"transfer":3,"version":{"incarnation":10,"origin":"SiteP1","digest":"sha256:9c41"},"outcome":"refused","errors":["child_site1 is a child site: a child's configuration is never synchronised (seed 001)"],"running":{"incarnation":10,"origin":"SiteP1","digest":"sha256:9c41"}}"#
+        );
+        // A receiver fills in what an older or terser sender leaves out.
+        let terse: ConfigUpdate = serde_json::from_str(
+            r#"{"transfer":1,"version":{"incarnation":1,"origin":"P1","digest":"sha256:00"},"text":"x"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                terse.part,
+                terse.last,
+                terse.forced,
+                terse.base,
+                terse.ops.len()
+            ),
+            (0, true, false, None, 0)
+        );
     }
 }
