@@ -221,6 +221,22 @@ impl MepHandle {
         self.shared.lock().apply(Input::SendToPeers(msg), now);
     }
 
+    /// A config sync message (`ConfigOffer`, `ConfigUpdate`, `ConfigResult`)
+    /// for one peer parent or mesh peer: sent on this node's confirmed link
+    /// with `site` if it is UP. Dropped (with a debug log) otherwise: other
+    /// kinds, a child, a site that is DOWN or unknown, or when this node is
+    /// a child. The answers come as [`MepEvent::ConfigSync`].
+    pub fn send_to(&self, site: &str, msg: Message) {
+        let now = self.shared.now();
+        self.shared.lock().apply(
+            Input::SendTo {
+                site: site.to_owned(),
+                msg,
+            },
+            now,
+        );
+    }
+
     /// A new configuration: re-plans the links, keeps the sessions whose
     /// site still exists at the same IP (with their handshake-time settings:
     /// secret and keepalive timeout), closes the others.

@@ -135,6 +135,12 @@ pub fn translate(event: MepEvent, counters: &MepCounters) -> Option<Event> {
             site: from_site,
             figures: site_from_wire(&metrics),
         }),
+        // Config sync is not the state engine's: its machine takes these.
+        MepEvent::ConfigSync { .. } => None,
+        MepEvent::ConfigSyncRefused { from_site, reason } => {
+            warn!(site = %from_site, %reason, "config sync: configuration update refused");
+            None
+        }
     }
 }
 

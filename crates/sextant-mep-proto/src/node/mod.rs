@@ -22,6 +22,7 @@
 //! adopting parent confirms only on the child's AcceptParent. A refused
 //! offer is therefore never an UP/DOWN flap.
 
+mod config;
 mod links;
 mod streams;
 mod types;
@@ -39,6 +40,7 @@ use crate::state::StateFile;
 use crate::sync::{StreamReceiver, StreamSender};
 use crate::topology::{Link, LinkKind, Role, SiteRef, Topology, TopologyError};
 
+pub use config::is_config_sync;
 pub use types::{LocalReport, MepEvent, MepState, PeerStatus};
 
 /// A connection, as the driver numbers them (never reused).
@@ -101,6 +103,10 @@ pub enum Input {
     Publish(LocalReport),
     /// LDNS RTT tables or sessions for every peer (other messages ignored).
     SendToPeers(Message),
+    /// A config sync message (kinds 14–16) for one peer parent or mesh
+    /// peer, sent on the confirmed link with it if that is up; dropped
+    /// otherwise (other kinds, children, unknown or DOWN sites).
+    SendTo { site: String, msg: Message },
     /// A new configuration.
     Reload { model: Arc<Model>, generation: u64 },
     /// The driver is listening: start, with the state file's content if it
@@ -491,6 +497,7 @@ impl Node {
                     self.send(conn, msg.clone());
                 }
             }
+            Input::SendTo { site, msg } => self.send_to(&site, msg),
             Input::Reload { model, generation } => self.reload(model, generation),
             Input::Start { saved } => {
                 if let Some(st) = saved {

@@ -77,6 +77,9 @@ impl Node {
                 entries: s.entries,
             }),
             Message::ChildReport(r) => self.on_child_report(id, k, &name, r),
+            m @ (Message::ConfigOffer(_) | Message::ConfigUpdate(_) | Message::ConfigResult(_)) => {
+                self.on_config(id, k, &name, m)
+            }
             other => {
                 tracing::debug!(from = %name, kind = %other.kind(), "message ignored");
             }

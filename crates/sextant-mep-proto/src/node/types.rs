@@ -3,7 +3,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use crate::message::{LdnsRttEntry, ServiceEntry, ServiceKey, SessionEntry, SiteMetrics};
+use crate::message::{LdnsRttEntry, Message, ServiceEntry, ServiceKey, SessionEntry, SiteMetrics};
 
 /// This site's own figures, as the binary measures them.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -84,6 +84,16 @@ pub enum MepEvent {
         for_parent: String,
         reason: String,
     },
+    /// Config sync (docs/config-sync.md): a `ConfigOffer`, `ConfigUpdate`
+    /// or `ConfigResult` from a peer parent or mesh peer, on this node's
+    /// confirmed direct link with it, for the config sync machine as it
+    /// arrived. Never from or to a child.
+    ConfigSync { from_site: String, msg: Message },
+    /// Config sync: this node refused a `ConfigUpdate` from `from_site`
+    /// because one of the two is a child site, and answered `Refused` with
+    /// `reason` on the link. A parent that sends configurations to a child
+    /// is misconfigured: log it.
+    ConfigSyncRefused { from_site: String, reason: String },
 }
 
 /// MEP state of a site, for `/v1/sites`.
