@@ -1010,6 +1010,59 @@ mod tests {
     }
 
     #[test]
+    fn config_sync_messages_are_data() {
+        let version = ConfigVersion {
+            incarnation: 3,
+            origin: "a".into(),
+            digest: "sha256:00".into(),
+        };
+        let msgs = [
+            Message::ConfigOffer(ConfigOffer {
+                version: version.clone(),
+                software: "0.1.0".into(),
+                sync_protocol: 1,
+                syntax: "toml".into(),
+                automatic: true,
+            }),
+            Message::ConfigUpdate(ConfigUpdate {
+                transfer: 1,
+                version: version.clone(),
+                base: None,
+                part: 0,
+                last: true,
+                text: "[[site]]\n".into(),
+                ops: Vec::new(),
+                forced: false,
+                files: Vec::new(),
+            }),
+            Message::ConfigResult(ConfigResult {
+                transfer: 1,
+                version: version.clone(),
+                outcome: ConfigOutcome::Applied,
+                errors: Vec::new(),
+                warnings: Vec::new(),
+                running: version,
+            }),
+        ];
+        for m in msgs {
+            // Not before the handshake, either way.
+            let mut a = after_hello_sent();
+            assert!(a.send(m.clone()).is_empty());
+            let r = a.on_frame(m.clone(), ms(1));
+            assert!(
+                matches!(closed(&r), Some(CloseReason::Protocol(s)) if s.contains("expected Hello"))
+            );
+            // Up: delivered as they came.
+            let (mut a, mut b, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
+            let out = a.send(m.clone());
+            assert_eq!(out, vec![Action::Send(m.clone())]);
+            let r = deliver(&out, &mut b, ms(10));
+            assert_eq!(r, vec![Action::Event(SessionEvent::Received(m))]);
+            assert_eq!(b.state(), State::Up);
+        }
+    }
+
+    #[test]
     fn keepalives_measure_rtt_and_repeat() {
         let (mut a, mut b, ra, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
         // a's first keepalive (sent at 3 ms) reaches b at 4 ms, the echo a at 10 ms.

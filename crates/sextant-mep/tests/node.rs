@@ -15,7 +15,11 @@ use std::time::Duration;
 
 use sextant_core::Model;
 use sextant_mep::frame::DEFAULT_MAX_FRAME;
-use sextant_mep::message::{BackupParents, ChildReport, Message, ServiceStates};
+use sextant_mep::frame::FrameReader;
+use sextant_mep::message::{
+    BackupParents, ChildReport, ConfigOffer, ConfigOutcome, ConfigResult, ConfigUpdate,
+    ConfigVersion, Keepalive, Kind, LdnsRtt, LineOp, Message, ServiceStates,
+};
 use sextant_mep::node::{Attempt, ConnId, Input, Keys, Node, Output};
 use sextant_mep::session::{Action, CloseReason, Session, State};
 use sextant_mep::state::StateFile;
@@ -532,6 +536,92 @@ impl Net {
             s.events.clear();
         }
     }
+
+    /// Hands `name`'s node one input; returns its outputs, which are
+    /// carried out as usual.
+    fn on(&mut self, name: &str, input: Input) -> Vec<Output> {
+        let n = self.idx(name);
+        let now = self.now;
+        let outs = self.sites[n].node.as_mut().expect("running").on(input, now);
+        for o in outs.clone() {
+            self.output(n, o);
+        }
+        self.settle();
+        outs
+    }
+
+    /// `from`'s config sync machine sends `msg` to `to` (`MepHandle::send_to`).
+    fn send_to(&mut self, from: &str, to: &str, msg: Message) -> Vec<Output> {
+        self.on(
+            from,
+            Input::SendTo {
+                site: to.to_owned(),
+                msg,
+            },
+        )
+    }
+
+    /// `from`'s confirmed connection with `to`.
+    fn link(&self, from: &str, to: &str) -> ConnId {
+        let (n, m) = (self.idx(from), self.idx(to));
+        let node = self.node(from);
+        self.ends
+            .iter()
+            .find(|(k, e)| k.0 == n && e.peer.is_some_and(|p| p.0 == m) && node.is_confirmed(k.1))
+            .map(|(k, _)| k.1)
+            .unwrap_or_else(|| panic!("{from} has no MEP link with {to}"))
+    }
+
+    /// `from` writes `msg` on its link with `to` whatever its node would
+    /// do (a misconfigured or foreign peer).
+    fn inject(&mut self, from: &str, to: &str, msg: Message) {
+        let conn = self.link(from, to);
+        self.transmit(self.idx(from), conn, msg);
+        self.settle();
+    }
+
+    /// `from` writes a frame of `kind` with `body` on its link with `to`,
+    /// and `to`'s session reads it through the frame codec.
+    fn inject_frame(&mut self, from: &str, to: &str, kind: Kind, body: &[u8]) {
+        let theirs = self.link(from, to);
+        let (n, m) = (self.idx(from), self.idx(to));
+        let (_, conn) = self.ends[&(n, theirs)].peer.expect("connected");
+        let mut frame = ((body.len() + 2) as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&[1, kind as u8]);
+        frame.extend_from_slice(body);
+        let mut reader = FrameReader::new(DEFAULT_MAX_FRAME);
+        reader.push(&frame);
+        let now = self.now;
+        let e = self.ends.get_mut(&(m, conn)).expect("the receiving end");
+        let acts = match reader.next_message() {
+            Ok(Some(msg)) => e.session.on_frame(msg, now),
+            Ok(None) => panic!("a whole frame"),
+            Err(err) => e.session.on_decode_error(err, now),
+        };
+        self.actions(m, conn, acts);
+        self.settle();
+    }
+
+    /// The config sync messages `at` delivered, with their sender.
+    fn config_sync(&self, at: &str) -> Vec<(String, Message)> {
+        self.events(at)
+            .iter()
+            .filter_map(|e| match e {
+                MepEvent::ConfigSync { from_site, msg } => Some((from_site.clone(), msg.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn peer_downs(&self, at: &str) -> Vec<String> {
+        self.events(at)
+            .iter()
+            .filter_map(|e| match e {
+                MepEvent::PeerDown { site, .. } => Some(site.clone()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 fn names(list: &BackupParents) -> Vec<&str> {
@@ -925,4 +1015,311 @@ fn unknown_addresses_are_refused() {
         matches!(&outs[..], [Output::Event(MepEvent::Refused { reason, .. })] if reason.contains("not the IP of a known site")),
         "{outs:?}"
     );
+}
+
+// --- config sync messages (kinds 14-16) ---
+
+fn version(incarnation: u64, origin: &str) -> ConfigVersion {
+    ConfigVersion {
+        incarnation,
+        origin: origin.to_owned(),
+        digest: format!("sha256:{incarnation:064x}"),
+    }
+}
+
+fn offer(incarnation: u64, origin: &str) -> Message {
+    Message::ConfigOffer(ConfigOffer {
+        version: version(incarnation, origin),
+        software: "0.1.0".into(),
+        sync_protocol: 1,
+        syntax: "appliance".into(),
+        automatic: true,
+    })
+}
+
+fn update(transfer: u64, incarnation: u64, origin: &str, part: u32, last: bool) -> Message {
+    Message::ConfigUpdate(ConfigUpdate {
+        transfer,
+        version: version(incarnation, origin),
+        base: Some(version(incarnation - 1, origin)),
+        part,
+        last,
+        text: String::new(),
+        ops: vec![
+            LineOp::Keep(12),
+            LineOp::Delete(1),
+            LineOp::Insert(vec![
+                "bind gslb vserver vs1 -serviceName svc1 -weight 30".into(),
+            ]),
+        ],
+        forced: false,
+        files: Vec::new(),
+    })
+}
+
+fn result(transfer: u64, incarnation: u64, origin: &str, outcome: ConfigOutcome) -> Message {
+    Message::ConfigResult(ConfigResult {
+        transfer,
+        version: version(incarnation, origin),
+        outcome,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+        running: version(incarnation, origin),
+    })
+}
+
+/// The answer of a node that takes no configuration because `child` is a
+/// child site.
+fn refusal(transfer: u64, incarnation: u64, origin: &str, child: &str) -> Message {
+    Message::ConfigResult(ConfigResult {
+        transfer,
+        version: version(incarnation, origin),
+        outcome: ConfigOutcome::Refused,
+        errors: vec![format!(
+            "{child} is a child site: a child's configuration is never synchronised (seed 001)"
+        )],
+        warnings: Vec::new(),
+        running: version(incarnation, origin),
+    })
+}
+
+/// What one parent's config sync machine sends another arrives there as a
+/// `ConfigSync` event, in order, both ways, and counts in the per-site
+/// message figures; the child hears none of it.
+#[test]
+fn config_sync_messages_travel_between_parents_both_ways() {
+    let specs = vec![
+        site("P1", "10.3.0.1"),
+        site("P2", "10.3.0.2"),
+        site("C1", "10.3.0.3").child_of("P1"),
+    ];
+    let mut net = Net::up(&specs);
+    net.forget_events();
+    let mark = net.log.len();
+    let (sent, received) = (
+        net.status("P1", "P2").messages_sent,
+        net.status("P2", "P1").messages_received,
+    );
+
+    let (o, u, r) = (
+        offer(4, "P1"),
+        update(7, 5, "P2", 0, true),
+        result(7, 5, "P2", ConfigOutcome::Applied),
+    );
+    net.send_to("P1", "P2", o.clone());
+    net.send_to("P2", "P1", u.clone());
+    net.send_to("P1", "P2", r.clone());
+
+    assert_eq!(
+        net.config_sync("P2"),
+        [("P1".to_owned(), o.clone()), ("P1".to_owned(), r.clone())]
+    );
+    assert_eq!(net.config_sync("P1"), [("P2".to_owned(), u.clone())]);
+    assert_eq!(net.sent(mark, "P1", "P2"), [&o, &r]);
+    assert_eq!(net.sent(mark, "P2", "P1"), [&u]);
+    assert_eq!(net.status("P1", "P2").messages_sent, sent + 2);
+    assert_eq!(net.status("P2", "P1").messages_received, received + 2);
+    // Nothing for the child, and nothing closed.
+    assert!(net.sent(mark, "P1", "C1").is_empty());
+    assert!(net.events("C1").is_empty(), "{:#?}", net.events("C1"));
+    for at in ["P1", "P2"] {
+        assert!(net.peer_downs(at).is_empty(), "{:#?}", net.events(at));
+    }
+}
+
+/// In a flat mesh every site is a peer of every other: config sync goes
+/// between any two.
+#[test]
+fn config_sync_messages_travel_in_a_flat_mesh() {
+    let specs = vec![
+        site("A", "10.4.0.1"),
+        site("B", "10.4.0.2"),
+        site("C", "10.4.0.3"),
+    ];
+    let mut net = Net::up(&specs);
+    net.forget_events();
+    let o = offer(2, "A");
+    net.send_to("A", "B", o.clone());
+    net.send_to("A", "C", o.clone());
+    let u = update(1, 3, "C", 0, true);
+    net.send_to("C", "B", u.clone());
+    assert_eq!(
+        net.config_sync("B"),
+        [("A".into(), o.clone()), ("C".into(), u)]
+    );
+    assert_eq!(net.config_sync("C"), [("A".into(), o)]);
+    assert!(net.config_sync("A").is_empty());
+}
+
+/// A child never takes part (seed 001): an update its parent writes to it
+/// anyway is answered `Refused` with the reason on the same link, and
+/// offers and results are dropped; the parent never delivers a child's
+/// config messages either. Both links stay UP.
+#[test]
+fn a_child_refuses_config_updates_and_its_parent_takes_none_from_it() {
+    let mut net = Net::up(&seed_001());
+    net.forget_events();
+    let mark = net.log.len();
+
+    // A transfer in two parts: answered once, after the last.
+    net.inject("P1", "C1", update(3, 9, "P1", 0, false));
+    assert!(net.sent(mark, "C1", "P1").is_empty());
+    net.inject("P1", "C1", update(3, 9, "P1", 1, true));
+    assert_eq!(net.sent(mark, "C1", "P1"), [&refusal(3, 9, "P1", "C1")]);
+    let reason =
+        "C1 is a child site: a child's configuration is never synchronised (seed 001)".to_owned();
+    assert_eq!(
+        net.events("C1"),
+        [MepEvent::ConfigSyncRefused {
+            from_site: "P1".into(),
+            reason: reason.clone(),
+        }]
+    );
+    // P1 got the refusal from its child: not for its sync machine.
+    assert!(net.config_sync("P1").is_empty(), "{:#?}", net.events("P1"));
+
+    // Offers and results: dropped without a word.
+    let mark = net.log.len();
+    net.inject("P1", "C1", offer(9, "P1"));
+    net.inject("P1", "C1", result(3, 9, "P1", ConfigOutcome::Applied));
+    assert!(net.sent(mark, "C1", "P1").is_empty());
+    assert_eq!(net.events("C1").len(), 1, "{:#?}", net.events("C1"));
+
+    // The child writes config messages to its parent: the parent refuses
+    // the update and delivers none of them.
+    let mark = net.log.len();
+    net.inject("C1", "P1", offer(1, "C1"));
+    net.inject("C1", "P1", update(5, 1, "C1", 0, true));
+    net.inject("C1", "P1", result(3, 9, "P1", ConfigOutcome::Applied));
+    assert_eq!(net.sent(mark, "P1", "C1"), [&refusal(5, 1, "C1", "C1")]);
+    assert!(net.config_sync("P1").is_empty(), "{:#?}", net.events("P1"));
+    assert_eq!(
+        net.count("P1", |e| matches!(e, MepEvent::ConfigSyncRefused { from_site, reason: r } if from_site == "C1" && *r == reason)),
+        1
+    );
+    // The other parents heard nothing of it.
+    for at in ["P2", "P3"] {
+        assert!(net.events(at).is_empty(), "{at}: {:#?}", net.events(at));
+    }
+    for at in ["P1", "C1"] {
+        assert!(net.peer_downs(at).is_empty(), "{:#?}", net.events(at));
+    }
+    assert_eq!(net.status("P1", "C1").state, MepState::Up);
+}
+
+/// A backup parent treats the child it adopted as a child: it refuses its
+/// updates, delivers nothing of it, and sends it nothing.
+#[test]
+fn an_adopted_child_takes_no_part_in_config_sync() {
+    let mut net = Net::up(&seed_001());
+    net.stop("P1");
+    net.run();
+    assert_eq!(net.parent_of("C1").as_deref(), Some("P2"));
+    net.forget_events();
+    let mark = net.log.len();
+    net.inject("C1", "P2", update(2, 4, "C1", 0, true));
+    assert_eq!(net.sent(mark, "P2", "C1"), [&refusal(2, 4, "C1", "C1")]);
+    assert!(net.config_sync("P2").is_empty(), "{:#?}", net.events("P2"));
+    assert!(net.send_to("P2", "C1", offer(4, "P2")).is_empty());
+    // The child refuses its new parent's updates as it did its own's.
+    let mark = net.log.len();
+    net.inject("P2", "C1", update(8, 5, "P2", 0, true));
+    assert_eq!(net.sent(mark, "C1", "P2"), [&refusal(8, 5, "P2", "C1")]);
+    // P2 and P3 still sync with each other.
+    net.send_to("P2", "P3", offer(5, "P2"));
+    assert_eq!(net.config_sync("P3"), [("P2".into(), offer(5, "P2"))]);
+}
+
+/// `SendTo` sends only a config sync message, only to an UP peer parent
+/// (or mesh peer), and only from a parent; anything else produces no
+/// output at all.
+#[test]
+fn send_to_sends_nothing_but_config_messages_to_up_peer_parents() {
+    let mut net = Net::up(&seed_001());
+    // The control: to an UP peer parent (site names are case-insensitive).
+    let outs = net.send_to("P1", "p2", offer(1, "P1"));
+    assert!(
+        matches!(&outs[..], [Output::Send { msg, .. }] if *msg == offer(1, "P1")),
+        "{outs:?}"
+    );
+    assert_eq!(net.config_sync("P2"), [("P1".into(), offer(1, "P1"))]);
+
+    let mark = net.log.len();
+    let cases: [(&str, &str, Message); 6] = [
+        // A child, of its own parent and of another.
+        ("P1", "C1", offer(1, "P1")),
+        ("P2", "C1", update(1, 2, "P2", 0, true)),
+        // An unknown site, and the site itself.
+        ("P1", "P9", offer(1, "P1")),
+        ("P1", "P1", offer(1, "P1")),
+        // Other kinds, to an UP peer parent.
+        ("P1", "P2", Message::LdnsRtt(LdnsRtt::default())),
+        ("P1", "P2", Message::Keepalive(Keepalive { sent_at_ms: 1 })),
+    ];
+    for (from, to, msg) in cases {
+        let outs = net.send_to(from, to, msg.clone());
+        assert!(outs.is_empty(), "{from} -> {to} {msg:?}: {outs:?}");
+    }
+    // From the child to its parent.
+    let outs = net.send_to("C1", "P1", result(1, 2, "P2", ConfigOutcome::Applied));
+    assert!(outs.is_empty(), "{outs:?}");
+    // A site that is DOWN.
+    net.stop("P3");
+    net.run();
+    assert_eq!(net.status("P1", "P3").state, MepState::Down);
+    let mark_down = net.log.len();
+    let outs = net.send_to("P1", "P3", offer(1, "P1"));
+    assert!(outs.is_empty(), "{outs:?}");
+    assert!(net.log[mark_down..].iter().all(|s| !matches!(
+        s.msg,
+        Message::ConfigOffer(_) | Message::ConfigUpdate(_) | Message::ConfigResult(_)
+    )));
+    assert!(
+        net.log[mark..].iter().all(|s| !matches!(
+            s.msg,
+            Message::ConfigOffer(_) | Message::ConfigUpdate(_) | Message::ConfigResult(_)
+        )),
+        "config messages went out"
+    );
+    assert_eq!(net.config_sync("P2").len(), 1);
+    assert!(net.events("C1").iter().all(|e| !matches!(
+        e,
+        MepEvent::ConfigSync { .. } | MepEvent::ConfigSyncRefused { .. }
+    )));
+}
+
+/// A `ConfigUpdate` whose body does not decode ends the session it came
+/// on, like any malformed frame, and nothing else: the other links stay
+/// UP, and the two sites reconnect and sync again.
+#[test]
+fn a_malformed_config_update_closes_only_its_session() {
+    let mut net = Net::up(&seed_001());
+    net.forget_events();
+    net.inject_frame(
+        "P1",
+        "P2",
+        Kind::ConfigUpdate,
+        br#"{"transfer":1,"version":{"incarnation":2,"origin":"P1","digest":"sha256:00"},"ops":[{"swap":3}]}"#,
+    );
+    assert!(
+        net.count("P2", |e| matches!(e, MepEvent::BadFrame { site, reason, .. } if site == "P1" && reason.contains("malformed ConfigUpdate"))) == 1,
+        "{:#?}",
+        net.events("P2")
+    );
+    // P2 reached C1 only through P1's relay.
+    let mut downs = net.peer_downs("P2");
+    downs.sort();
+    assert_eq!(downs, ["C1", "P1"]);
+    assert_eq!(net.peer_downs("P1"), ["P2"]);
+    assert_eq!(net.status("P2", "P3").state, MepState::Up);
+    assert!(net.config_sync("P2").is_empty());
+    for at in ["P3", "C1"] {
+        assert!(net.peer_downs(at).is_empty(), "{at}: {:#?}", net.events(at));
+    }
+
+    net.run();
+    assert_eq!(net.status("P2", "P1").state, MepState::Up);
+    assert_eq!(net.status("P2", "P1").sessions_up, 2);
+    net.send_to("P1", "P2", offer(3, "P1"));
+    assert_eq!(net.config_sync("P2"), [("P1".into(), offer(3, "P1"))]);
 }
