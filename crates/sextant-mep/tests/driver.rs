@@ -7,7 +7,8 @@ mod support;
 
 use std::time::Duration;
 
-use sextant_mep::message::{Message, Reject};
+use sextant_core::SitePassword;
+use sextant_mep::message::{ConfigOffer, ConfigVersion, Message, Reject};
 use sextant_mep::{MepEvent, MepState, Options};
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -687,4 +688,106 @@ async fn the_status_is_published_for_readers_and_cleared_at_the_stop() {
 
     c.close().await;
     assert!(!board.load().running, "{:?}", board.load());
+}
+
+/// Config sync over real sockets: parents whose links authenticate with
+/// their `-sitePassword`s exchange `ConfigOffer`s through `send_to`, and
+/// each sees the other's as a `ConfigSync` event. A parent whose link does
+/// not authenticate gets nothing through, and a child is sent nothing.
+#[tokio::test(start_paused = true)]
+async fn parents_exchange_config_offers_over_authenticated_links() {
+    let specs = [
+        site("P1", "127.77.15.1"),
+        site("P2", "127.77.15.2"),
+        site("P3", "127.77.15.3"),
+        site("C1", "127.77.15.4").child_of("P1"),
+    ];
+    // Every parent knows every site's password; P3 has changed its own and
+    // the others do not know it yet.
+    let with_passwords = |local: &str, p3: &str| {
+        let mut m = model(&specs, local, KA);
+        for s in m.sites.iter_mut() {
+            let pw = match s.name.as_str() {
+                "P3" => p3.to_owned(),
+                n => format!("{}-secret", n.to_lowercase()),
+            };
+            s.password = Some(SitePassword::Clear(pw));
+        }
+        m
+    };
+    let mut p1 = Node::start_model(with_passwords("P1", "p3-secret"), "P1");
+    let mut p2 = Node::start_model(with_passwords("P2", "p3-secret"), "P2");
+    let mut p3 = Node::start_model(with_passwords("P3", "p3-new"), "P3");
+    p1.wait_up("P2", WAIT).await;
+    p2.wait_up("P1", WAIT).await;
+    p3.wait(
+        WAIT,
+        "AuthFailed",
+        |e| matches!(e, MepEvent::AuthFailed { site, .. } if site == "P2"),
+    )
+    .await;
+
+    let offer = |incarnation: u64, origin: &str| {
+        Message::ConfigOffer(ConfigOffer {
+            version: ConfigVersion {
+                incarnation,
+                origin: origin.to_owned(),
+                digest: format!("sha256:{incarnation:064x}"),
+            },
+            software: "0.1.0".into(),
+            sync_protocol: 1,
+            syntax: "appliance".into(),
+            automatic: true,
+        })
+    };
+    let (from_p1, from_p2, from_p3) = (offer(7, "P1"), offer(6, "P2"), offer(9, "P3"));
+    p1.handle().send_to("P2", from_p1.clone());
+    p1.handle().send_to("C1", from_p1.clone());
+    p2.handle().send_to("P1", from_p2.clone());
+    p3.handle().send_to("P2", from_p3.clone());
+    let got = p2
+        .wait(
+            WAIT,
+            "ConfigSync from P1",
+            |e| matches!(e, MepEvent::ConfigSync { from_site, .. } if from_site == "P1"),
+        )
+        .await;
+    assert_eq!(
+        got,
+        MepEvent::ConfigSync {
+            from_site: "P1".into(),
+            msg: from_p1
+        }
+    );
+    let got = p1
+        .wait(WAIT, "ConfigSync from P2", |e| {
+            matches!(e, MepEvent::ConfigSync { .. })
+        })
+        .await;
+    assert_eq!(
+        got,
+        MepEvent::ConfigSync {
+            from_site: "P2".into(),
+            msg: from_p2
+        }
+    );
+    // Nothing from P3 (its link never came up), nothing more at all.
+    p2.drain_for(Duration::from_millis(1500)).await;
+    p1.drain_for(Duration::from_millis(100)).await;
+    for n in [&p1, &p2] {
+        let syncs = n
+            .seen
+            .iter()
+            .filter(|e| matches!(e, MepEvent::ConfigSync { .. }))
+            .count();
+        assert_eq!(syncs, 1, "{}: {:#?}", n.name, n.seen);
+    }
+    // The link is the authenticated peer link, counted as one session.
+    let st = p2.handle().status();
+    let s1 = st.iter().find(|s| s.name == "P1").unwrap();
+    assert_eq!(
+        (s1.state, s1.link, s1.sessions_up),
+        (MepState::Up, Some("peer"), 1)
+    );
+    assert!(s1.messages_received >= 1, "{s1:?}");
 }
