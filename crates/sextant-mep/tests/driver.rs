@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use sextant_core::SitePassword;
-use sextant_mep::message::{ConfigOffer, ConfigVersion, Message, Reject};
+use sextant_mep::message::{ConfigOffer, ConfigUpdate, ConfigVersion, Message, Reject};
 use sextant_mep::{MepEvent, MepState, Options};
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -790,4 +790,71 @@ async fn parents_exchange_config_offers_over_authenticated_links() {
         (MepState::Up, Some("peer"), 1)
     );
     assert!(s1.messages_received >= 1, "{s1:?}");
+
+    // A big transfer counts in the byte figures at both ends (keepalives
+    // could not account for this much).
+    let sent_before = p1
+        .handle()
+        .status()
+        .into_iter()
+        .find(|s| s.name == "P2")
+        .unwrap();
+    let text = "add gslb service svc-0 10.9.0.1 HTTP 80 -siteName P1\n".repeat(4000);
+    let update = Message::ConfigUpdate(ConfigUpdate {
+        transfer: 1,
+        version: ConfigVersion {
+            incarnation: 8,
+            origin: "P1".into(),
+            digest: "sha256:08".into(),
+        },
+        base: None,
+        part: 0,
+        last: true,
+        text: text.clone(),
+        ops: Vec::new(),
+        forced: false,
+        files: Vec::new(),
+    });
+    p1.handle().send_to("P2", update.clone());
+    let got = p2
+        .wait(WAIT, "the ConfigUpdate", |e| {
+            matches!(
+                e,
+                MepEvent::ConfigSync {
+                    msg: Message::ConfigUpdate(_),
+                    ..
+                }
+            )
+        })
+        .await;
+    assert_eq!(
+        got,
+        MepEvent::ConfigSync {
+            from_site: "P1".into(),
+            msg: update
+        }
+    );
+    let received = p2
+        .handle()
+        .status()
+        .into_iter()
+        .find(|s| s.name == "P1")
+        .unwrap();
+    let sent = p1
+        .handle()
+        .status()
+        .into_iter()
+        .find(|s| s.name == "P2")
+        .unwrap();
+    let len = text.len() as u64;
+    assert!(
+        received.bytes_received >= s1.bytes_received + len,
+        "{s1:?} then {received:?}"
+    );
+    assert_eq!(received.messages_received, s1.messages_received + 1);
+    assert!(
+        sent.bytes_sent >= sent_before.bytes_sent + len,
+        "{sent_before:?} then {sent:?}"
+    );
+    assert_eq!(sent.messages_sent, sent_before.messages_sent + 1);
 }
