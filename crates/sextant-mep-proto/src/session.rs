@@ -143,7 +143,8 @@ pub enum SessionEvent {
     /// The handshake completed; `peer` is the peer's Hello.
     Up { peer: Hello },
     /// A data message from an Up peer (ServiceStates, SiteMetrics, LdnsRtt,
-    /// Sessions, BackupParents, AcceptParent).
+    /// Sessions, BackupParents, AcceptParent, ChildReport, ResyncRequest,
+    /// and the config sync messages).
     Received(Message),
     /// A new link RTT measurement.
     Rtt(Duration),

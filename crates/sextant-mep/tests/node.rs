@@ -20,8 +20,9 @@ use sextant_mep::message::{
     BackupParents, ChildReport, ConfigOffer, ConfigOutcome, ConfigResult, ConfigUpdate,
     ConfigVersion, Keepalive, Kind, LdnsRtt, LineOp, Message, ServiceStates,
 };
+use sextant_mep::message::{Hello, Role};
 use sextant_mep::node::{Attempt, ConnId, Input, Keys, Node, Output};
-use sextant_mep::session::{Action, CloseReason, Session, State};
+use sextant_mep::session::{Action, CloseReason, Session, SessionEvent, State};
 use sextant_mep::state::StateFile;
 use sextant_mep::sync::View;
 use sextant_mep::{MepEvent, MepState};
@@ -1322,4 +1323,72 @@ fn a_malformed_config_update_closes_only_its_session() {
     assert_eq!(net.status("P2", "P1").sessions_up, 2);
     net.send_to("P1", "P2", offer(3, "P1"));
     assert_eq!(net.config_sync("P2"), [("P1".into(), offer(3, "P1"))]);
+}
+
+/// A config message on a connection that is not (yet) the site's MEP link,
+/// here a backup parent's adoption offer the child has not decided on, is
+/// dropped: no answer, no event, the offer goes on as before.
+#[test]
+fn config_messages_on_an_unconfirmed_connection_are_dropped() {
+    let mut net = Net::up(&seed_001());
+    net.forget_events();
+    let c1 = net.idx("C1");
+    let now = net.now;
+    let node = net.sites[c1].node.as_mut().expect("running");
+    // P2 (known to the child from P1's backup list) connects to adopt it.
+    let outs = node.on(
+        Input::Accepted {
+            conn: 9001,
+            addr: "10.1.0.2:40001".parse().expect("addr"),
+            secure: false,
+            keys: keys(9001),
+        },
+        now,
+    );
+    assert!(
+        matches!(&outs[..], [Output::Start { conn: 9001, .. }]),
+        "{outs:?}"
+    );
+    let hello = Hello {
+        site: "P2".into(),
+        ip: "10.1.0.2".parse().expect("ip"),
+        role: Role::Parent,
+        generation: 1,
+        nonce: "ab".repeat(32),
+        acting_for: Some("P1".into()),
+        protocol: 1,
+    };
+    let outs = node.on(
+        Input::Session {
+            conn: 9001,
+            events: vec![SessionEvent::Up { peer: hello }],
+        },
+        now,
+    );
+    assert!(outs.is_empty(), "{outs:?}");
+    assert!(!node.is_confirmed(9001));
+    for msg in [
+        update(1, 3, "P2", 0, true),
+        offer(3, "P2"),
+        result(1, 3, "P2", ConfigOutcome::Applied),
+    ] {
+        let outs = node.on(
+            Input::Session {
+                conn: 9001,
+                events: vec![SessionEvent::Received(msg.clone())],
+            },
+            now,
+        );
+        assert!(outs.is_empty(), "{msg:?}: {outs:?}");
+    }
+    // Nor can the node send on it.
+    let outs = node.on(
+        Input::SendTo {
+            site: "P2".into(),
+            msg: offer(1, "C1"),
+        },
+        now,
+    );
+    assert!(outs.is_empty(), "{outs:?}");
+    assert!(net.events("C1").is_empty(), "{:#?}", net.events("C1"));
 }
