@@ -1,7 +1,8 @@
 //! The decisions of metric exchange as a pure state machine: which site a
 //! connection is, which connection counts (arbitration), adoption offers
 //! and refusals (backup parents, seed 001), the relay of children to peer
-//! parents, what is announced as UP or DOWN, and what is dialled.
+//! parents, what is announced as UP or DOWN, what is dialled, and which
+//! links carry config sync messages (peer parents only; see `config.rs`).
 //!
 //! [`Node::on`] takes an [`Input`] (a connection accepted, dialled, its
 //! session's events, its close, a tick, a publish, a reload) and the time,
