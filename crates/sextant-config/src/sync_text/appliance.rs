@@ -467,8 +467,7 @@ fn check_shared(s: &Analysis, text: &str, name: &str) -> Result<(), SyncTextErro
             .lines()
             .zip(text.lines())
             .position(|(a, b)| a != b)
-            .unwrap_or_else(|| s.shared.lines().count())
-            + 1;
+            .map_or_else(|| s.shared.lines().count().max(1), |i| i + 1);
         return Err(err(
             line,
             "not in the canonical form config sync sends (LF line ends, every line ended, no comment after the last command)".into(),

@@ -204,6 +204,14 @@ pub fn merge(
     let current = normalize(current);
     let (_, body, skipped) = strip_header(&current);
     let shared_name = format!("shared configuration from {}", header.origin);
+    // What `split` would change is not canonical: a CR or a byte-order mark.
+    if let Some(at) = shared.find(['\r', '\u{feff}']) {
+        return Err(SyncTextError::NotShared {
+            file: shared_name,
+            line: shared[..at].matches('\n').count() + 1,
+            reason: "not in the canonical form config sync sends: a carriage return or byte-order mark (the shared text has LF line ends)".into(),
+        });
+    }
     let mut out = head;
     match syntax {
         SyncSyntax::Appliance => {

@@ -286,6 +286,11 @@ pub(super) fn analyse(body: &str, file: &str, skipped: usize) -> Result<Analysis
         for (_, l) in lines_with_ends(&body[pos..item.start]) {
             if is_separator(super::content(l)) {
                 a.separator.get_or_insert(line_of(body, pos, skipped));
+                // The separator ends the local part: the table before it
+                // and the comments between are local.
+                if let Some((s, olines)) = section.take() {
+                    close(&mut a, s, olines);
+                }
                 if !pending.is_empty() {
                     a.local.push(Piece::Text(std::mem::take(&mut pending)));
                 }
@@ -505,8 +510,7 @@ fn check_shared(s: &Analysis, text: &str, name: &str) -> Result<(), SyncTextErro
                 .lines()
                 .zip(text.lines())
                 .position(|(a, b)| a != b)
-                .unwrap_or_else(|| s.shared.lines().count())
-                + 1,
+                .map_or_else(|| s.shared.lines().count().max(1), |i| i + 1),
             "not in the canonical form config sync sends (LF line ends, every line ended, no comment after the last table)".into(),
         ));
     }
