@@ -70,10 +70,9 @@ fn appliance_parent(me: usize, weight: u32) -> String {
             i + 1
         );
     }
-    for i in 0..3 {
+    for (i, p) in PARENTS.iter().enumerate() {
         c += &format!(
-            "add gslb site child_site{n} 127.0.2.{n} -parentSite {}\n",
-            PARENTS[i],
+            "add gslb site child_site{n} 127.0.2.{n} -parentSite {p}\n",
             n = i + 1
         );
     }
@@ -150,10 +149,9 @@ fn toml_parent(me: usize, weight: u32) -> String {
             backups[i][1]
         );
     }
-    for i in 0..3 {
+    for (i, p) in PARENTS.iter().enumerate() {
         c += &format!(
-            "\n[[site]]\nname = \"child_site{n}\"\nip = \"127.0.2.{n}\"\nparent = \"{}\"\n",
-            PARENTS[i],
+            "\n[[site]]\nname = \"child_site{n}\"\nip = \"127.0.2.{n}\"\nparent = \"{p}\"\n",
             n = i + 1
         );
     }
@@ -186,10 +184,9 @@ fn seed001_parent(weight: u32) -> String {
     for (i, p) in PARENTS.iter().enumerate() {
         c += &format!("add gslb site {p} 127.0.1.{}\n", i + 1);
     }
-    for i in 0..3 {
+    for (i, p) in PARENTS.iter().enumerate() {
         c += &format!(
-            "add gslb site child_site{n} 127.0.2.{n} -parentSite {}\n",
-            PARENTS[i],
+            "add gslb site child_site{n} 127.0.2.{n} -parentSite {p}\n",
             n = i + 1
         );
     }
