@@ -804,21 +804,53 @@ fn ten_thousand_services() {
         }
         c
     }
-    let path = Path::new("big.conf");
-    let time = |n: usize| {
-        let (f, g) = (file(n, 1), file(n, 0));
-        let start = std::time::Instant::now();
-        let s = split(path, &g).unwrap().shared;
-        let m = merge(path, &f, &s, &header(2)).unwrap();
-        let elapsed = start.elapsed();
-        assert_eq!(split(path, &m).unwrap().shared, s);
-        (elapsed, g.len())
-    };
-    let _warm = time(1_000);
-    let (small, small_bytes) = time(1_000);
-    let (big, big_bytes) = time(10_000);
-    eprintln!(
-        "split + merge: 1,000 services ({small_bytes} bytes) {small:?}, 10,000 services ({big_bytes} bytes) {big:?}"
-    );
-    assert!(big_bytes > 9 * small_bytes);
+    fn toml_file(services: usize, me: usize) -> String {
+        let mut c = format!(
+            "version = 1\n[server]\ndns_listen = [\"127.0.1.{}:53\"]\nlocal_site = \"{}\"\n",
+            me + 1,
+            PARENTS[me]
+        );
+        for (i, p) in PARENTS.iter().enumerate() {
+            c += &format!(
+                "[[site]]\nname = \"{p}\"\nip = \"127.0.1.{}\"\nsite_password = \"pw{i}\"\n",
+                i + 1
+            );
+        }
+        for i in 0..services {
+            c += &format!(
+                "[[service]]\nname = \"s{i}\"\nip = \"10.{}.{}.{}\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"{}\"\n\
+                 [[vserver]]\nname = \"v{i}\"\nprotocol = \"HTTP\"\nservices = [{{ name = \"s{i}\", weight = {} }}]\n\
+                 domains = [{{ name = \"d{i}.example.com\", ttl = 5 }}]\n",
+                i / 65536,
+                (i / 256) % 256,
+                i % 256,
+                PARENTS[i % 3],
+                1 + i % 100
+            );
+        }
+        c
+    }
+    for (path, make) in [
+        ("big.conf", file as fn(usize, usize) -> String),
+        ("big.toml", toml_file),
+    ] {
+        let path = Path::new(path);
+        let time = |n: usize| {
+            let (f, g) = (make(n, 1), make(n, 0));
+            let start = std::time::Instant::now();
+            let s = split(path, &g).unwrap().shared;
+            let m = merge(path, &f, &s, &header(2)).unwrap();
+            let elapsed = start.elapsed();
+            assert_eq!(split(path, &m).unwrap().shared, s);
+            (elapsed, g.len())
+        };
+        let _warm = time(1_000);
+        let (small, small_bytes) = time(1_000);
+        let (big, big_bytes) = time(10_000);
+        eprintln!(
+            "{}: split + merge: 1,000 services ({small_bytes} bytes) {small:?}, 10,000 services ({big_bytes} bytes) {big:?}",
+            path.display()
+        );
+        assert!(big_bytes > 9 * small_bytes);
+    }
 }

@@ -110,7 +110,36 @@ enum Kind {
     },
 }
 
-/// 1-based line of byte `offset` of `text`, plus `skipped`.
+/// Line numbers of increasing offsets, counted once over the text (a
+/// count from the start for every item would make a split quadratic).
+struct Lines<'a> {
+    text: &'a str,
+    at: usize,
+    line: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str, skipped: usize) -> Self {
+        Lines {
+            text,
+            at: 0,
+            line: 1 + skipped,
+        }
+    }
+
+    /// The 1-based line of `offset`, which is not before the last one asked.
+    fn of(&mut self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len()).max(self.at);
+        self.line += self.text.as_bytes()[self.at..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.at = offset;
+        self.line
+    }
+}
+
+/// 1-based line of byte `offset` of `text`, plus `skipped` (for errors).
 fn line_of(text: &str, offset: usize, skipped: usize) -> usize {
     text.as_bytes()[..offset.min(text.len())]
         .iter()
@@ -275,17 +304,19 @@ pub(super) fn analyse(body: &str, file: &str, skipped: usize) -> Result<Analysis
     let mut a = Analysis::default();
     let mut pending = String::new();
     let mut pos = 0;
+    let mut lines = Lines::new(body, skipped);
     let mut section: Option<(Section, Vec<(usize, OLine)>)> = None;
-    // Per-node key lines of the open section, by index into its body.
+    // The open table and its per-node key lines (by index into its body).
     for item in items.iter().chain(std::iter::once(&Item {
         start: body.len(),
         end: body.len(),
         kind: Kind::Header { keys: Vec::new() },
     })) {
         // The blank and comment lines before this item.
-        for (_, l) in lines_with_ends(&body[pos..item.start]) {
+        for (at, l) in lines_with_ends(&body[pos..item.start]) {
             if is_separator(super::content(l)) {
-                a.separator.get_or_insert(line_of(body, pos, skipped));
+                let line = lines.of(pos + at);
+                a.separator.get_or_insert(line);
                 // The separator ends the local part: the table before it
                 // and the comments between are local.
                 if let Some((s, olines)) = section.take() {
@@ -300,7 +331,7 @@ pub(super) fn analyse(body: &str, file: &str, skipped: usize) -> Result<Analysis
         }
         pos = item.end;
         let is_end = item.start == body.len();
-        let line = line_of(body, item.start, skipped);
+        let line = lines.of(item.start);
         match &item.kind {
             Kind::Header { keys } => {
                 if let Some((s, olines)) = section.take() {
