@@ -730,7 +730,7 @@ fn errors_say_where_and_why() {
     )
     .unwrap_err();
     assert!(matches!(e, SyncTextError::LocalSiteMissing { .. }), "{e}");
-    assert!(e.to_string().contains("does not define site \"a\""), "{e}");
+    assert!(e.to_string().contains("does not define site \"A\""), "{e}");
 
     // An incarnation that is not a count.
     let e = split(Path::new("p.conf"), "set gslb parameter -incarnation x\n").unwrap_err();

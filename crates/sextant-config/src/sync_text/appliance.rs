@@ -113,6 +113,8 @@ fn classify(tokens: &[Token]) -> Option<(Class, usize)> {
 /// One line's per-node state for a site.
 #[derive(Debug, Default, Clone)]
 struct SiteOverlay {
+    /// The site's name as first written.
+    name: String,
     /// `LOCAL` / `REMOTE` as written.
     site_type: Option<String>,
     /// The password options as written; `Some(None)` after an unset.
@@ -410,7 +412,10 @@ fn site_line(a: &mut Analysis, pending: &mut String, line: &Line, n: usize, verb
         if !a.sites.contains_key(&key) {
             a.site_order.push(key.clone());
         }
-        let o = a.sites.entry(key.clone()).or_default();
+        let o = a.sites.entry(key.clone()).or_insert_with(|| SiteOverlay {
+            name: name.text.to_string(),
+            ..SiteOverlay::default()
+        });
         if site_type.is_some() {
             o.site_type = site_type;
         }
@@ -579,7 +584,7 @@ pub(super) fn merge(
                 return Err(SyncTextError::LocalSiteMissing {
                     file: file.to_string(),
                     origin: header.origin.clone(),
-                    site: key.clone(),
+                    site: o.name.clone(),
                 });
             }
             continue;
