@@ -837,14 +837,17 @@ fn ten_thousand_services() {
         let path = Path::new(path);
         let time = |n: usize| {
             let (f, g) = (make(n, 1), make(n, 0));
-            let start = std::time::Instant::now();
-            let s = split(path, &g).unwrap().shared;
-            let m = merge(path, &f, &s, &header(2)).unwrap();
-            let elapsed = start.elapsed();
-            assert_eq!(split(path, &m).unwrap().shared, s);
-            (elapsed, g.len())
+            // The best of three: the machine is shared.
+            let mut best = std::time::Duration::MAX;
+            for _ in 0..3 {
+                let start = std::time::Instant::now();
+                let s = split(path, &g).unwrap().shared;
+                let m = merge(path, &f, &s, &header(2)).unwrap();
+                best = best.min(start.elapsed());
+                assert_eq!(split(path, &m).unwrap().shared, s);
+            }
+            (best, g.len())
         };
-        let _warm = time(1_000);
         let (small, small_bytes) = time(1_000);
         let (big, big_bytes) = time(10_000);
         eprintln!(
