@@ -559,6 +559,25 @@ fn an_incarnation_is_added_where_there_was_none() {
         "{m}"
     );
     assert_eq!(split(path, &m).unwrap().incarnation, Some(4));
+    // Per-node options on a shared line move to a local line of their own.
+    let f = "add gslb site A 10.0.0.1 -siteType LOCAL\n\
+             set gslb parameter -automaticConfigSync ENABLED -MEPKeepAliveTimeout 5 -incarnation 2\n";
+    let s = split(path, f).unwrap();
+    assert_eq!(
+        (s.shared.as_str(), s.incarnation),
+        (
+            "add gslb site A 10.0.0.1\nset gslb parameter -MEPKeepAliveTimeout 5\n",
+            Some(2)
+        )
+    );
+    let m = merge(path, f, &s.shared, &header(4)).unwrap();
+    assert!(
+        m.contains(
+            "\nset gslb parameter -automaticConfigSync ENABLED -incarnation 4\n# ---- shared"
+        ),
+        "{m}"
+    );
+    invariants(path, f, f);
     let path = Path::new("c.toml");
     let f =
         "version = 1\n[server]\nlocal_site = \"A\"\n[[site]]\nname = \"A\"\nip = \"10.0.0.1\"\n";
