@@ -876,3 +876,69 @@ fn ten_thousand_services() {
         assert!(big_bytes > 9 * small_bytes);
     }
 }
+
+/// Pieces of both syntaxes, for texts that are mostly wrong.
+const FRAGMENTS: &[&str] = &[
+    "add gslb site ",
+    "set gslb site ",
+    "unset gslb site ",
+    "set gslb parameter ",
+    "add service ",
+    "add server ",
+    " -siteType ",
+    " LOCAL ",
+    " -sitePassword ",
+    " -encrypted",
+    " -incarnation ",
+    " -automaticConfigSync ",
+    " ENABLED",
+    " 12",
+    " -1",
+    " \"q ",
+    "'",
+    "#",
+    "\n",
+    "\r\n",
+    " ",
+    "[gslb]",
+    "[[site]]",
+    "[server]",
+    "name = ",
+    "\"A\"",
+    "incarnation = ",
+    "site_password = ",
+    "automatic_config_sync = true",
+    "version = 1",
+    "= [",
+    "]",
+    "{",
+    "}",
+    "\"\"\"",
+    "x.y = 1",
+    "# ---- shared GSLB configuration (the same at every parent; replaced by each sync) ----",
+    "ü",
+    "\u{feff}",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Any text: split and merge answer (an error or a text), never panic,
+    /// and what merge writes splits back to the shared text it was given.
+    #[test]
+    fn any_text_is_answered(
+        a in prop::collection::vec(prop::sample::select(FRAGMENTS), 0..40),
+        b in prop::collection::vec(prop::sample::select(FRAGMENTS), 0..40),
+    ) {
+        for path in ["x.conf", "x.toml"] {
+            let path = Path::new(path);
+            let (f, g) = (a.concat(), b.concat());
+            let _ = split(path, &f);
+            if let Ok(s) = split(path, &g)
+                && let Ok(m) = merge(path, &f, &s.shared, &header(1))
+            {
+                prop_assert_eq!(split(path, &m).map(|x| x.shared), Ok(s.shared));
+            }
+        }
+    }
+}
