@@ -30,6 +30,7 @@ mod scalar;
 mod scope;
 pub mod secrets;
 mod static_records;
+pub mod sync_text;
 mod validate;
 mod vrrp;
 

@@ -88,61 +88,47 @@ const fn row(
 /// setting is implemented.
 pub(crate) const NO_EFFECT: &[NoEffect] = &[
     // -- set gslb parameter / [gslb]
-    row(
-        Scope::Param,
-        "automaticConfigSync",
-        "-automaticConfigSync",
-        Some("[gslb] automatic_config_sync"),
-        Why::NotYet,
-        "parent sites do not synchronize their configuration; give each parent site its own copy of the file",
-    ),
-    row(
-        Scope::Param,
-        "incarnation",
-        "-incarnation",
-        None,
-        Why::NotYet,
-        "the appliance's count of configuration syncs; parent sites do not synchronize their configuration yet, so there is nothing to count",
-    ),
+    // (-automaticConfigSync and -incarnation are implemented: config sync,
+    // docs/config-sync.md. The appliance's other sync settings are not.)
     row(
         Scope::Param,
         "GSLBSyncMode",
         "-GSLBSyncMode",
         None,
-        Why::NotYet,
-        "parent sites do not synchronize their configuration; give each parent site its own copy of the file",
+        Why::NotApplicable,
+        "Sextant's config sync (-automaticConfigSync, docs/config-sync.md) has no modes to choose from",
     ),
     row(
         Scope::Param,
         "GSLBSyncInterval",
         "-GSLBSyncInterval",
         None,
-        Why::NotYet,
-        "parent sites do not synchronize their configuration; give each parent site its own copy of the file",
+        Why::NotApplicable,
+        "Sextant's config sync (-automaticConfigSync, docs/config-sync.md) has no interval to set: a parent offers a change when it loads it",
     ),
     row(
         Scope::Param,
         "GSLBSyncLocFiles",
         "-GSLBSyncLocFiles",
         None,
-        Why::NotYet,
-        "parent sites do not synchronize their configuration or location files; copy the location files to each parent site",
+        Why::NotApplicable,
+        "Sextant's config sync (-automaticConfigSync) has no switch for location files; docs/config-sync.md says what it does with them",
     ),
     row(
         Scope::Param,
         "GSLBConfigSyncMonitor",
         "-GSLBConfigSyncMonitor",
         None,
-        Why::NotYet,
-        "parent sites do not synchronize their configuration, so no monitor settings are sent to other sites",
+        Why::NotApplicable,
+        "monitors are part of the shared configuration that Sextant's config sync (-automaticConfigSync, docs/config-sync.md) sends; there is no separate monitor sync",
     ),
     row(
         Scope::Param,
         "GSLBSyncSaveConfigCommand",
         "-GSLBSyncSaveConfigCommand",
         None,
-        Why::NotYet,
-        "parent sites do not synchronize their configuration, so no save command is sent to other sites",
+        Why::NotApplicable,
+        "Sextant's config sync (-automaticConfigSync, docs/config-sync.md) writes a received configuration to the file itself, so there is no save command to send",
     ),
     // -- gslb site
     row(
@@ -151,7 +137,7 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
         "-clip",
         Some("[[site]] clip"),
         Why::NotApplicable,
-        "the cluster IP is where the appliance pushes configuration auto-sync to a clustered site; Sextant syncs no configuration and exchanges metrics with the site IP only",
+        "the cluster IP is where the appliance pushes configuration auto-sync to a clustered site; Sextant syncs configuration (-automaticConfigSync) and exchanges metrics over the metric exchange connection to the site IP only",
     ),
     row(
         Scope::Site,
@@ -159,7 +145,7 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
         "-publicCLIP",
         Some("[[site]] public_clip"),
         Why::NotApplicable,
-        "the public cluster IP is where the appliance pushes configuration auto-sync through NAT; Sextant syncs no configuration and exchanges metrics with the site IP (or -publicIP) only",
+        "the public cluster IP is where the appliance pushes configuration auto-sync through NAT; Sextant syncs configuration (-automaticConfigSync) and exchanges metrics over the metric exchange connection to the site IP (or -publicIP) only",
     ),
     row(
         Scope::Site,
@@ -740,18 +726,16 @@ backup_lb_method = "RTT"
 
     #[test]
     fn messages_name_the_setting() {
-        let m = message(Scope::Param, "automaticConfigSync", Syntax::Appliance).expect("row");
+        let m = message(Scope::Service, "maxClient", Syntax::Appliance).expect("row");
         assert!(
-            m.starts_with(
-                "-automaticConfigSync is accepted but not implemented yet; it has no effect ("
-            ),
+            m.starts_with("-maxClient is accepted but not implemented yet; it has no effect ("),
             "{m}"
         );
-        let m = message(Scope::Param, "automaticConfigSync", Syntax::Toml).expect("row");
-        assert!(
-            m.starts_with("[gslb] automatic_config_sync is accepted"),
-            "{m}"
-        );
+        let m = message(Scope::Service, "maxClient", Syntax::Toml).expect("row");
+        assert!(m.starts_with("[[service]] max_clients is accepted"), "{m}");
+        // Config sync is implemented: its settings are not in the table.
+        assert!(message(Scope::Param, "automaticConfigSync", Syntax::Appliance).is_none());
+        assert!(message(Scope::Param, "incarnation", Syntax::Appliance).is_none());
         let m = message(Scope::Service, "cip", Syntax::Appliance).expect("row");
         assert!(
             m.starts_with("-cip is accepted but has no effect in Sextant ("),

@@ -829,15 +829,26 @@ fn gslb_parameters() {
         &["unknown option -GSLBSyncIntervall; expected one of -ldnsEntryTimeout, -RTTTolerance"],
     );
     // The appliance's config-sync parameters, as a saved file writes them:
-    // accepted, each warned about.
+    // the incarnation is read (config sync), the others accepted, each
+    // warned about.
     let m = ok(
         "set gslb parameter -incarnation 12 -GSLBSyncInterval 10 -GSLBSyncMode IncrementalSync\n",
     );
-    assert_eq!(m.warnings.len(), 3, "{:?}", m.warnings);
+    assert_eq!(m.params.config_incarnation, Some(12));
+    assert_eq!(m.warnings.len(), 2, "{:?}", m.warnings);
     assert!(
-        m.warnings[0].contains("-incarnation is accepted but not implemented yet"),
+        m.warnings[0].contains("-GSLBSyncInterval is accepted but has no effect in Sextant"),
         "{:?}",
         m.warnings
+    );
+    assert_eq!(
+        ok("add gslb site a 10.0.0.1\n").params.config_incarnation,
+        None
+    );
+    one_error(
+        "set gslb parameter -incarnation -3\n",
+        1,
+        &["-incarnation: expected an integer 0 or more, found \"-3\""],
     );
     one_error(
         "set gslb parameter -RTTTolerance 500\n",

@@ -318,10 +318,9 @@ fn an_unknown_gslb_parameter_is_left_out_of_its_line_and_reported() {
         text.contains("line 1: set gslb parameter: -someFutureOption X Y left out: Sextant has no such GSLB parameter"),
         "{text}"
     );
-    assert!(
-        text.contains("-incarnation is accepted but not implemented yet"),
-        "{text}"
-    );
+    // The incarnation is config sync's counter, read without a warning.
+    assert!(!text.contains("-incarnation is accepted"), "{text}");
+    assert_eq!(model_incarnation(&i), Some(3));
     // A line of nothing Sextant has is left out whole.
     let i = import("set gslb parameter -someFutureOption X\n");
     assert!(i.report.ok(), "{}", i.report);
@@ -374,4 +373,11 @@ fn add_ns_rpc_node_is_read_as_set() {
     assert!(i.report.ok(), "{}", i.report);
     let model = i.result.expect("valid");
     assert_eq!(model.rpc_nodes.len(), 1, "{:?}", model.rpc_nodes);
+}
+
+fn model_incarnation(i: &sextant_config::import::Import) -> Option<u64> {
+    i.result
+        .as_ref()
+        .ok()
+        .and_then(|m| m.params.config_incarnation)
 }

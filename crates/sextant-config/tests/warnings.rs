@@ -4,7 +4,7 @@
 
 mod support;
 
-use sextant_config::parse_appliance;
+use sextant_config::{parse_appliance, parse_toml};
 use sextant_core::Model;
 use support::{conf, toml};
 
@@ -42,7 +42,7 @@ const APPLIANCE_ALL: &str = "\
 add gslb site p1 10.0.0.1 -siteType LOCAL
 add gslb site p2 10.0.0.2 -nwMetricExchange ENABLED
 set gslb site p2 -sessionExchange DISABLED
-set gslb parameter -automaticConfigSync ENABLED
+set gslb parameter -GSLBSyncMode IncrementalSync
 set gslb parameter -ldnsEntryTimeout 60 -RTTTolerance 10
 set gslb parameter -ldnsMask 255.255.255.0 -v6ldnsMaskLen 64 -ldnsProbeOrder DNS PING
 set gslb parameter -dropLdnsReq ENABLED -ldnsProbeInterval 10 -ldnsProbeTimeout 3
@@ -61,7 +61,7 @@ fn every_appliance_setting_without_effect_warns_once_per_use_at_its_line() {
     assert_eq!(
         warned(&m, "t.conf"),
         pairs(&[
-            (4, "-automaticConfigSync"),
+            (4, "-GSLBSyncMode"),
             (9, "-maxClient"),
             (10, "-cip"),
             (10, "-cipHeader"),
@@ -76,18 +76,26 @@ fn every_appliance_setting_without_effect_warns_once_per_use_at_its_line() {
     );
 }
 
+/// Config sync (issue 27) is implemented: `-automaticConfigSync` and
+/// `-incarnation` are read, not warned about.
 #[test]
-fn the_issue_example_reads_as_promised() {
+fn config_sync_settings_are_read_without_warning() {
     let m = conf(
-        "add gslb site p1 10.0.0.1\nadd gslb site p2 10.0.0.2\nadd gslb site p3 10.0.0.3\nset gslb parameter -automaticConfigSync ENABLED\n",
+        "add gslb site p1 10.0.0.1\nadd gslb site p2 10.0.0.2\nadd gslb site p3 10.0.0.3\nset gslb parameter -automaticConfigSync ENABLED -incarnation 4\n",
     );
-    assert_eq!(m.warnings.len(), 1, "{:#?}", m.warnings);
-    assert!(
-        m.warnings[0].starts_with(
-            "t.conf:4: -automaticConfigSync is accepted but not implemented yet; it has no effect ("
-        ),
-        "{}",
-        m.warnings[0]
+    assert!(m.warnings.is_empty(), "{:#?}", m.warnings);
+    assert!(m.params.automatic_config_sync);
+    assert_eq!(m.params.config_incarnation, Some(4));
+    let t = toml("version = 1\n[gslb]\nautomatic_config_sync = true\nincarnation = 4\n");
+    assert!(t.warnings.is_empty(), "{:#?}", t.warnings);
+    assert_eq!(
+        (t.params.automatic_config_sync, t.params.config_incarnation),
+        (true, Some(4))
+    );
+    let e = parse_toml("version = 1\n[gslb]\nincarnation = -1\n", "t.toml").expect_err("negative");
+    assert_eq!(
+        e.to_string(),
+        "t.toml:3: [gslb]: incarnation: expected an integer 0 or more, found -1"
     );
 }
 
@@ -127,24 +135,21 @@ backup_lb_method = "RTT"
     let m = toml(text);
     assert_eq!(
         warned(&m, "t.toml"),
-        pairs(&[
-            (3, "[gslb] automatic_config_sync"),
-            (25, "[[service]] max_clients"),
-        ])
+        pairs(&[(25, "[[service]] max_clients")])
     );
 }
 
 #[test]
 fn each_use_is_one_warning_whatever_the_value() {
     let m = conf(
-        "set gslb parameter -automaticConfigSync DISABLED\nset gslb parameter -automaticConfigSync ENABLED -MEPKeepAliveTimeout 5\nset gslb parameter -automaticConfigSync DISABLED\n",
+        "set gslb parameter -GSLBSyncLocFiles DISABLED\nset gslb parameter -GSLBSyncLocFiles ENABLED -MEPKeepAliveTimeout 5\nset gslb parameter -GSLBSyncLocFiles DISABLED\n",
     );
     assert_eq!(
         warned(&m, "t.conf"),
         pairs(&[
-            (1, "-automaticConfigSync"),
-            (2, "-automaticConfigSync"),
-            (3, "-automaticConfigSync")
+            (1, "-GSLBSyncLocFiles"),
+            (2, "-GSLBSyncLocFiles"),
+            (3, "-GSLBSyncLocFiles")
         ])
     );
 }
@@ -247,16 +252,15 @@ port = 80
 protocol = "HTTP"
 site = "p1"
 max_clients = 100
-[gslb]
-automatic_config_sync = false
+[[site]]
+name = "p2"
+ip = "10.0.0.2"
+clip = "10.0.0.9"
 "#;
     let m = toml(text);
     assert_eq!(
         warned(&m, "t.toml"),
-        pairs(&[
-            (11, "[[service]] max_clients"),
-            (13, "[gslb] automatic_config_sync"),
-        ])
+        pairs(&[(11, "[[service]] max_clients"), (15, "[[site]] clip")])
     );
 }
 

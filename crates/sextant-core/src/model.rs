@@ -679,6 +679,10 @@ pub struct GslbParams {
     pub drop_ldns_requests: bool,
     /// Parents keep their configuration in sync (`-automaticConfigSync`).
     pub automatic_config_sync: bool,
+    /// The configuration's sync counter (`-incarnation N`, `[gslb]
+    /// incarnation`): which of two configurations is newer when parents
+    /// sync (docs/config-sync.md). `None` when the file gives none.
+    pub config_incarnation: Option<u64>,
     /// Metric exchange port; default 3011 (3009 for the secure variant).
     pub mep_port: u16,
     pub mep_secure_port: u16,
@@ -769,6 +773,7 @@ impl Default for GslbParams {
             ldns_probe_order: vec![LdnsProbe::Ping, LdnsProbe::DnsUdp, LdnsProbe::DnsTcp],
             drop_ldns_requests: false,
             automatic_config_sync: false,
+            config_incarnation: None,
             mep_port: 3011,
             mep_secure_port: 3009,
             ldns_ping: LdnsMonitor::default(),

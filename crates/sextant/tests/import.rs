@@ -174,7 +174,6 @@ fn a_saved_file_with_lines_of_every_kind_outside_scope_imports() {
     let Imported { config } = import_site(&dir, "dc3");
     let report = fs::read_to_string(corpus().join("dc3.report")).expect("the golden report");
     for expected in [
-        "-incarnation is accepted but not implemented yet",
         "add dns addRec                   1  the appliance's DNS resolver and cache; a name outside every zone the file serves",
         "line 72: add dns zone partners.example.net -proxyMode YES: the appliance passed this zone's queries on to its back-end DNS servers",
         "(lines 73-75) are left out",
@@ -215,7 +214,7 @@ fn a_saved_file_with_lines_of_every_kind_outside_scope_imports() {
         "bind gslb service gs_www_dc3 -monitorName mon_www",
         "add gslb service gs_dir_dc3 10.50.1.40 TCP 389",
         "add dns addRec mail.gslb.example.net 10.50.1.25",
-        // Taken as it is, and warned about (config sync is not there yet).
+        // Taken as it is: config sync's counter (issue 27), not warned about.
         "set gslb parameter -ldnsprobeOrder PING DNS TCP -incarnation 12",
     ] {
         assert!(

@@ -30,9 +30,10 @@ const PARAM_OPTS: &[OptSpec] = &[
     opt("dcAccessPeriod", Arity::Duration),
     opt("GSLBSvcStateDelayTime", Arity::Duration),
     opt("SvcStateLearningTime", Arity::Duration),
-    // The appliance's config sync, which a saved file writes: accepted,
-    // without effect (`no_effect.rs`).
+    // The configuration's sync counter, which a saved file writes.
     opt("incarnation", Arity::One),
+    // The appliance's other config sync settings: accepted, without
+    // effect (`no_effect.rs`).
     opt("GSLBSyncMode", Arity::One),
     opt("GSLBSyncInterval", Arity::Duration),
     opt("GSLBSyncLocFiles", Arity::One),
@@ -218,6 +219,14 @@ pub(super) fn set_parameter(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
             "automaticConfigSync" => {
                 if let Some(v) = r.value(line, &ctx, o, scalar::enabled) {
                     r.draft.params.automatic_config_sync = v;
+                }
+            }
+            "incarnation" => {
+                if let Some(n) = r.value(line, &ctx, o, |v| {
+                    v.parse::<u64>()
+                        .map_err(|_| format!("expected an integer 0 or more, found \"{v}\""))
+                }) {
+                    r.draft.params.config_incarnation = Some(n);
                 }
             }
             "GSLBSvcStateDelayTime" => {

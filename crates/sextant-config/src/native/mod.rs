@@ -302,6 +302,19 @@ impl Native<'_> {
         if let Some(v) = &g.automatic_config_sync {
             p.automatic_config_sync = *v.get_ref();
         }
+        if let Some(v) = &g.incarnation {
+            match u64::try_from(*v.get_ref()) {
+                Ok(n) => p.config_incarnation = Some(n),
+                Err(_) => self.error(
+                    self.at(v),
+                    ctx,
+                    format!(
+                        "incarnation: expected an integer 0 or more, found {}",
+                        v.get_ref()
+                    ),
+                ),
+            }
+        }
         if let Some(v) = &g.mep_port
             && let Some(port) = self.port(ctx, "mep_port", v)
         {

@@ -35,6 +35,8 @@ pub(super) struct GslbT {
     pub(super) ldns_probe_order: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) drop_ldns_requests: Option<Spanned<bool>>,
     pub(super) automatic_config_sync: Option<Spanned<bool>>,
+    /// `-incarnation`: the configuration's sync counter.
+    pub(super) incarnation: Option<Spanned<i64>>,
     pub(super) mep_port: Option<Spanned<i64>>,
     pub(super) mep_secure_port: Option<Spanned<i64>>,
     pub(super) ldns_probe_interval: Option<Spanned<String>>,
