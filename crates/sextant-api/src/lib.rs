@@ -206,6 +206,11 @@ pub struct Site {
     /// node, as measured here).
     pub cpu_percent: Option<f64>,
     pub memory_percent: Option<f64>,
+    /// Config sync (parents only): this node's version for the local site,
+    /// where each peer parent stands for the others; absent for children
+    /// and for sites this node does not sync with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_sync: Option<SiteConfigSync>,
 }
 
 /// `GET /v1/explain`.
@@ -587,4 +592,100 @@ pub struct ServiceStats {
 pub struct DomainStats {
     pub name: String,
     pub answers: u64,
+}
+
+/// Config sync of one site, in `GET /v1/sites`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SiteConfigSync {
+    /// `local` for this node; for a peer parent: `in_sync`, `behind` (it
+    /// has not taken this node's newer version yet), `ahead` (it runs a
+    /// newer one), `sending`, `refused` (another software version, syntax,
+    /// or it refused), `rejected` (it found this node's version invalid),
+    /// `disabled` (automatic sync is off at one end and the versions
+    /// differ), `unknown` (no offer from it yet).
+    pub state: String,
+    /// The version it runs (this node's own for `local`).
+    pub incarnation: Option<u64>,
+    pub origin: Option<String>,
+    pub digest: Option<String>,
+    /// Its software version and whether automatic sync is on there.
+    pub software: Option<String>,
+    pub automatic: Option<bool>,
+    /// Why the last sync with it failed, if it did.
+    pub last_error: Option<String>,
+    /// RFC 3339 time it last applied a version of this node's.
+    pub last_sync: Option<String>,
+    /// Bytes of config sync messages sent to it and received from it, and
+    /// transfers sent as a delta or as the whole text.
+    #[serde(default)]
+    pub bytes_sent: u64,
+    #[serde(default)]
+    pub bytes_received: u64,
+    #[serde(default)]
+    pub deltas_sent: u64,
+    #[serde(default)]
+    pub fulls_sent: u64,
+}
+
+/// `POST /v1/config/sync`: the appliance's `sync gslb config`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConfigSyncRequest {
+    /// Show what each peer parent would get; send nothing.
+    #[serde(default)]
+    pub preview: bool,
+    /// Send the whole configuration to this parent only.
+    #[serde(default)]
+    pub force_site: Option<String>,
+    /// Answer with the messages exchanged.
+    #[serde(default)]
+    pub debug: bool,
+}
+
+/// A version of the shared configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SyncVersion {
+    pub incarnation: u64,
+    pub origin: String,
+    pub digest: String,
+}
+
+/// What one peer parent would get (`preview`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SyncPreview {
+    pub site: String,
+    /// The version it runs, as it last said.
+    pub version: Option<SyncVersion>,
+    /// `a delta`, `the whole text ...`, `nothing to change: in sync`, or
+    /// why nothing would be sent.
+    pub transfer: String,
+    /// The lines it would lose (`- `) and gain (`+ `), when its text is
+    /// known here.
+    pub diff: Option<Vec<String>>,
+}
+
+/// The answer of `POST /v1/config/sync`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConfigSyncAnswer {
+    /// This node's version (after the sync, for a sync).
+    pub version: SyncVersion,
+    /// For `preview`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Vec<SyncPreview>>,
+    /// For a sync: where each peer parent stands once the transfers are
+    /// answered (or after 15 s).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<SyncPeerOutcome>,
+    /// For `debug`: the messages exchanged, one line each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<Vec<String>>,
+}
+
+/// One peer parent after a manual sync.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SyncPeerOutcome {
+    pub site: String,
+    /// As in `SiteConfigSync::state`.
+    pub state: String,
+    pub incarnation: Option<u64>,
+    pub last_error: Option<String>,
 }

@@ -42,11 +42,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_mep_proto::message::{
-    ConfigOffer, ConfigOutcome, ConfigResult, ConfigUpdate, ConfigVersion, FileDigest, LineOp,
-    Message,
+    ConfigLabel, ConfigOffer, ConfigOutcome, ConfigResult, ConfigUpdate, ConfigVersion, FileDigest,
+    LineOp, Message,
 };
 
-pub use version::{beats, compare, describe, digest};
+pub use version::{beats, compare, describe, digest, digest_bytes};
 
 /// The config sync protocol's version ([`ConfigOffer::sync_protocol`]).
 pub const SYNC_PROTOCOL: u32 = 1;
@@ -62,6 +62,8 @@ const RETRY_AFTER: Duration = Duration::from_secs(5);
 pub const MAX_TRANSFER_BYTES: usize = 256 << 20;
 /// Lines of the exchange log kept for `sync gslb config -debug`.
 const EXCHANGE_LOG: usize = 256;
+/// Changes a version's lineage remembers.
+const LINEAGE: usize = 64;
 
 /// What this node is, from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,12 +129,14 @@ pub enum Input {
         msg: Message,
     },
     /// The apply of [`Output::Apply`] failed: the configuration in force is
-    /// unchanged.
+    /// unchanged. `retry`: not the configuration's fault (this node's file
+    /// holds a change not loaded yet): the sender tries again later.
     ApplyFailed {
         from: String,
         transfer: u64,
         version: ConfigVersion,
         errors: Vec<String>,
+        retry: bool,
     },
     /// The operator's `sync gslb config`: this node's configuration becomes
     /// the newest and goes to every peer parent, or (`force_site`) to that
@@ -343,6 +347,7 @@ struct Inbound {
     text: String,
     ops: Vec<LineOp>,
     files: Vec<FileDigest>,
+    lineage: Vec<ConfigLabel>,
     bytes: usize,
 }
 
@@ -357,9 +362,13 @@ pub struct Syncer {
     history: VecDeque<(ConfigVersion, Arc<str>)>,
     /// The highest incarnation seen anywhere: a change made here takes one more.
     highest: u64,
-    /// The current version was made here and no peer has taken it yet: if
-    /// another parent's replaces it, the change is lost (and logged).
-    unshared_local_change: bool,
+    /// The changes the current version builds on, newest first: sent with
+    /// it, so that a parent whose own change is not among them knows that
+    /// change is undone.
+    lineage: Vec<ConfigLabel>,
+    /// The lineage of the apply under way, and of the one queued.
+    applying_lineage: Vec<ConfigLabel>,
+    queued_lineage: Vec<ConfigLabel>,
     lost_changes: u64,
     peers: BTreeMap<String, Peer>,
     inbound: HashMap<String, Inbound>,
@@ -394,7 +403,9 @@ impl Syncer {
             files: Vec::new(),
             history: VecDeque::new(),
             highest: 0,
-            unshared_local_change: false,
+            lineage: Vec::new(),
+            applying_lineage: Vec::new(),
+            queued_lineage: Vec::new(),
             lost_changes: 0,
             peers: BTreeMap::new(),
             inbound: HashMap::new(),
@@ -453,8 +464,39 @@ impl Syncer {
                 transfer,
                 version,
                 errors,
+                retry,
             } => {
                 self.applying = false;
+                if retry {
+                    self.note(
+                        &from,
+                        "..",
+                        format!(
+                            "{} not applied now: {}",
+                            describe(&version),
+                            errors.join("; ")
+                        ),
+                    );
+                    out.push(Output::Log {
+                        level: Level::Warn,
+                        text: format!(
+                            "config sync: the configuration sent by {from} ({}) is not applied now: {}",
+                            describe(&version),
+                            errors.join("; ")
+                        ),
+                    });
+                    self.answer(
+                        &from,
+                        transfer,
+                        &version,
+                        ConfigOutcome::Refused,
+                        errors,
+                        Vec::new(),
+                        &mut out,
+                    );
+                    self.run_queued(&mut out);
+                    return out;
+                }
                 self.note(
                     &from,
                     "..",
@@ -543,7 +585,7 @@ impl Syncer {
                     origin: self.settings.local_site.clone(),
                     digest: d,
                 };
-                self.unshared_local_change = true;
+                self.extend_lineage();
                 out.push(Output::Log {
                     level: Level::Info,
                     text: format!(
@@ -581,26 +623,23 @@ impl Syncer {
                     }
                 };
                 // A change made here is lost when the version replacing it
-                // did not build on it: it won by the rule at the same or a
-                // lower incarnation, or no other parent had taken ours.
+                // does not build on it (ours is not in its lineage).
                 let made_here =
                     self.version.origin == self.settings.local_site && self.version.incarnation > 0;
-                if made_here
-                    && (version.incarnation <= self.version.incarnation
-                        || self.unshared_local_change)
-                {
+                let lineage = std::mem::take(&mut self.applying_lineage);
+                if made_here && !lineage.contains(&label(&self.version)) {
                     self.lost_changes += 1;
                     out.push(Output::Log {
                         level: Level::Warn,
                         text: format!(
-                            "config sync: the change made here ({}) lost to {} from {from} and is undone ({})",
+                            "config sync: the change made here ({}) lost to {} (received from {from}) and is undone ({})",
                             describe(&self.version),
                             describe(&version),
                             version::RULE
                         ),
                     });
                 }
-                self.unshared_local_change = false;
+                self.lineage = lineage;
                 if let Some(p) = self.peers.get_mut(&key(&from)) {
                     p.counters.received_applied += 1;
                 }
@@ -645,6 +684,13 @@ impl Syncer {
             p.rejected = None;
             p.retry_at = Duration::ZERO;
         }
+    }
+
+    /// The current version becomes the newest step of the lineage (before
+    /// a change made here replaces it).
+    fn extend_lineage(&mut self) {
+        self.lineage.insert(0, label(&self.version));
+        self.lineage.truncate(LINEAGE);
     }
 
     /// Keeps a `Peer` for each configured peer parent, and only those.
@@ -860,6 +906,7 @@ impl Syncer {
             ops: Vec::new(),
             forced,
             files: self.files.clone(),
+            lineage: self.lineage.clone(),
         };
         let kind = match ops {
             Some(ops) => {
@@ -873,6 +920,11 @@ impl Syncer {
                         ops: g,
                         files: if i == 0 {
                             template.files.clone()
+                        } else {
+                            Vec::new()
+                        },
+                        lineage: if i == 0 {
+                            template.lineage.clone()
                         } else {
                             Vec::new()
                         },
@@ -891,6 +943,11 @@ impl Syncer {
                         text: t.to_string(),
                         files: if i == 0 {
                             template.files.clone()
+                        } else {
+                            Vec::new()
+                        },
+                        lineage: if i == 0 {
+                            template.lineage.clone()
                         } else {
                             Vec::new()
                         },
@@ -917,8 +974,13 @@ impl Syncer {
             site,
             "..",
             format!(
-                "transfer {transfer}: {} as a {kind}{} in {} part(s){}",
+                "transfer {transfer}: {} as {}{} in {} part(s){}",
                 describe(&version),
+                if kind == "delta" {
+                    "a delta"
+                } else {
+                    "the whole text"
+                },
                 base.as_ref()
                     .filter(|_| kind == "delta")
                     .map(|b| format!(" from {}", describe(b)))
@@ -982,6 +1044,7 @@ impl Syncer {
                     text: String::new(),
                     ops: Vec::new(),
                     files: u.files.clone(),
+                    lineage: u.lineage.iter().take(LINEAGE).cloned().collect(),
                     bytes: 0,
                 },
             );
@@ -1050,7 +1113,7 @@ impl Syncer {
             if compare(&v, &self.version) == std::cmp::Ordering::Greater {
                 let text = Arc::clone(&self.text);
                 self.set_version(v.clone(), text, out);
-                self.unshared_local_change = false;
+                self.lineage = inb.lineage.clone();
             }
             let running = self.version.clone();
             self.answer_with(
@@ -1155,10 +1218,12 @@ impl Syncer {
             };
             if keep_new {
                 self.queued = Some(apply);
+                self.queued_lineage = inb.lineage;
             }
             return;
         }
         self.applying = true;
+        self.applying_lineage = inb.lineage;
         out.push(apply);
     }
 
@@ -1187,6 +1252,7 @@ impl Syncer {
                 return;
             }
             self.applying = true;
+            self.applying_lineage = std::mem::take(&mut self.queued_lineage);
             out.push(Output::Apply {
                 from,
                 transfer,
@@ -1239,7 +1305,6 @@ impl Syncer {
 
     fn on_result(&mut self, site: &str, r: ConfigResult, out: &mut Vec<Output>) {
         let now = self.now;
-        let own = self.version.clone();
         let Some(p) = self.peers.get_mut(&key(site)) else {
             return;
         };
@@ -1271,9 +1336,6 @@ impl Syncer {
                         level: Level::Info,
                         text: format!("config sync: {site} applied {}", describe(&r.version)),
                     });
-                }
-                if r.version.digest == own.digest {
-                    self.unshared_local_change = false;
                 }
             }
             ConfigOutcome::Rejected => {
@@ -1322,6 +1384,7 @@ impl Syncer {
             digest: self.version.digest.clone(),
         };
         let text = Arc::clone(&self.text);
+        self.extend_lineage();
         self.set_version(v.clone(), text, out);
         out.push(Output::Log {
             level: Level::Info,
@@ -1495,6 +1558,13 @@ impl Syncer {
     /// A transfer to some peer is under way.
     pub fn sending(&self) -> bool {
         self.peers.values().any(|p| p.outbound.is_some())
+    }
+}
+
+fn label(v: &ConfigVersion) -> ConfigLabel {
+    ConfigLabel {
+        incarnation: v.incarnation,
+        origin: v.origin.clone(),
     }
 }
 

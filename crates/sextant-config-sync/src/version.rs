@@ -8,7 +8,12 @@ use sextant_mep_proto::message::ConfigVersion;
 
 /// `sha256:` and the hex SHA-256 of `text`: what a version's `digest` holds.
 pub fn digest(text: &str) -> String {
-    let d = sha256(&SHA256, text.as_bytes());
+    digest_bytes(text.as_bytes())
+}
+
+/// `sha256:` and the hex SHA-256 of `bytes` (a location file's digest).
+pub fn digest_bytes(bytes: &[u8]) -> String {
+    let d = sha256(&SHA256, bytes);
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
     for b in d.as_ref() {

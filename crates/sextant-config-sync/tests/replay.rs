@@ -177,6 +177,7 @@ impl Net {
                             transfer,
                             version,
                             errors: vec!["P.conf:12: INVALID is not a command".into()],
+                            retry: false,
                         }
                     } else {
                         node.running = Arc::clone(&shared);
@@ -584,4 +585,50 @@ fn a_silent_peer_is_retried_after_the_timeout() {
     net.tick(31);
     net.tick(6);
     assert_eq!(net.running("P2"), config(10, 2));
+}
+
+#[test]
+fn a_change_made_while_cut_off_is_lost_to_a_newer_one_that_did_not_build_on_it() {
+    let base = config(20, 1);
+    let mut net = Net::new(&["P1", "P2", "P3"], &base);
+    net.mesh();
+    net.settle();
+    net.cut("P1", "P3");
+    net.cut("P2", "P3");
+    net.edit("P3", &config(20, 3));
+    net.edit("P1", &config(20, 10));
+    net.settle();
+    net.edit("P1", &config(20, 11));
+    net.settle();
+    // P1 is at incarnation 2, P3 at 1: higher, but P3's change is not in it.
+    net.link("P2", "P3");
+    net.settle();
+    assert_eq!(net.running("P3"), config(20, 11));
+    assert!(
+        net.logged(
+            "P3",
+            Level::Warn,
+            "the change made here (incarnation 1 from P3) lost to incarnation 2 from P1"
+        ),
+        "{:?}",
+        net.nodes["P3"].logs
+    );
+}
+
+#[test]
+fn a_change_built_on_ours_is_no_loss() {
+    let base = config(20, 1);
+    let mut net = Net::new(&["P1", "P2", "P3"], &base);
+    net.mesh();
+    net.settle();
+    net.edit("P3", &config(20, 3));
+    net.settle();
+    net.edit("P1", &config(20, 4));
+    net.settle();
+    assert_eq!(net.running("P3"), config(20, 4));
+    assert!(
+        !net.logged("P3", Level::Warn, "lost"),
+        "{:?}",
+        net.nodes["P3"].logs
+    );
 }

@@ -157,8 +157,10 @@ pub(crate) fn build(draft: &DraftLocations, diag: &mut Diag, model: &mut Model) 
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
+    model.location_files.clear();
     for f in &draft.files {
         let path = base.join(&f.path);
+        model.location_files.push((f.path.clone(), path.clone()));
         let shown = path.display().to_string();
         let config = format!("{config_file}:{}", f.line);
         let mut errs = FileErrors {

@@ -46,6 +46,11 @@ pub struct Model {
     /// databases) for static proximity and `MATCHES_LOCATION`. Shared, so
     /// cloning a model does not copy millions of ranges.
     pub locations: std::sync::Arc<crate::location_db::LocationDb>,
+    /// The location files read into [`Model::locations`], in order: the
+    /// path as the configuration writes it, and as it was opened (relative
+    /// paths are relative to the configuration file). Config sync compares
+    /// their digests between parents.
+    pub location_files: Vec<(String, std::path::PathBuf)>,
     /// `set ns rpcNode`: metric exchange credentials per site IP.
     pub rpc_nodes: Vec<RpcNode>,
     /// The site this node runs as. `sextant-config` sets it from the single

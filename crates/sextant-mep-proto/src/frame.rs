@@ -293,6 +293,7 @@ mod tests {
                         digest: None,
                     },
                 ],
+                lineage: Vec::new(),
             }),
             // A delta with a step of each kind, its lines in unicode.
             Message::ConfigUpdate(ConfigUpdate {
@@ -315,6 +316,7 @@ mod tests {
                 ],
                 forced: false,
                 files: Vec::new(),
+                lineage: Vec::new(),
             }),
             Message::ConfigResult(ConfigResult {
                 transfer: 5,
@@ -527,6 +529,7 @@ mod tests {
             ],
             forced: false,
             files: Vec::new(),
+            lineage: Vec::new(),
         });
         assert_eq!(
             String::from_utf8(delta.to_json().unwrap()).unwrap(),

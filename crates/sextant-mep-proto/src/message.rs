@@ -747,6 +747,18 @@ pub struct ConfigUpdate {
     /// The files the configuration names, with their digests at the sender.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileDigest>,
+    /// The changes this version builds on, newest first (at most 64): a
+    /// receiver whose own change is not among them knows it is undone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lineage: Vec<ConfigLabel>,
+}
+
+/// Where and at which incarnation a change was made (a version without its
+/// digest).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConfigLabel {
+    pub incarnation: u64,
+    pub origin: String,
 }
 
 /// What became of a transfer at its receiver.

@@ -1035,6 +1035,7 @@ mod tests {
                 ops: Vec::new(),
                 forced: false,
                 files: Vec::new(),
+                lineage: Vec::new(),
             }),
             Message::ConfigResult(ConfigResult {
                 transfer: 1,

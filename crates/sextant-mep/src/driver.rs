@@ -497,7 +497,8 @@ impl Shared {
 }
 
 enum ConnCmd {
-    Send(Message),
+    /// Boxed: a message is a few hundred bytes, the frame a pointer.
+    Send(Box<Message>),
     /// An encoded frame, shared by every connection it goes to (relays and
     /// reports are encoded once, not once per connection). Sent only while
     /// the session is up.
@@ -580,7 +581,7 @@ impl Inner {
     fn execute(&mut self, outs: Vec<Output>) {
         for o in outs {
             match o {
-                Output::Send { conn, msg } => self.send_cmd(conn, ConnCmd::Send(msg)),
+                Output::Send { conn, msg } => self.send_cmd(conn, ConnCmd::Send(Box::new(msg))),
                 Output::Broadcast { conns, msg } => self.broadcast(&conns, &msg),
                 Output::Reject { conn, reason } => {
                     if let Some(c) = self.conns.get(&conn) {
@@ -1095,7 +1096,7 @@ where
                     let mut next = Some(cmd);
                     while let Some(cmd) = next {
                         match cmd {
-                            ConnCmd::Send(m) => actions.extend(session.send(m)),
+                            ConnCmd::Send(m) => actions.extend(session.send(*m)),
                             ConnCmd::Frame(f) => {
                                 if session.state() == State::Up {
                                     // Keep the order of the frames queued before it.

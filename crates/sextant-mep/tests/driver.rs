@@ -814,6 +814,7 @@ async fn parents_exchange_config_offers_over_authenticated_links() {
         ops: Vec::new(),
         forced: false,
         files: Vec::new(),
+        lineage: Vec::new(),
     });
     p1.handle().send_to("P2", update.clone());
     let got = p2

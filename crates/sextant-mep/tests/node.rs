@@ -48,6 +48,9 @@ struct SiteH {
     saved: Option<StateFile>,
 }
 
+// Messages are moved by value through the test network's queue; boxing
+// them would only obscure the replay.
+#[allow(clippy::large_enum_variant)]
 enum Work {
     Dial(usize, u64),
     Deliver(usize, ConnId, Message),
@@ -1055,6 +1058,7 @@ fn update(transfer: u64, incarnation: u64, origin: &str, part: u32, last: bool) 
         ],
         forced: false,
         files: Vec::new(),
+        lineage: Vec::new(),
     })
 }
 

@@ -599,6 +599,8 @@ pub struct SiteServer {
     /// The API token its requests carry ([`TEST_TOKEN`], from the token
     /// file DIR/NAME.api-tokens, unless the test gave its own file).
     pub token: Option<String>,
+    /// Environment variables of the next [`SiteServer::restart`] on.
+    pub env: Vec<(String, String)>,
 }
 
 impl SiteServer {
@@ -682,6 +684,26 @@ impl SiteServer {
         site.launched(true)
     }
 
+    /// Like [`SiteServer::start_as_written`], for a file in the native TOML
+    /// syntax (written to DIR/NAME.toml).
+    pub fn start_toml_as_written(
+        bin: Bin,
+        dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        dns: SocketAddr,
+        config: &str,
+        ns: Option<Arc<Netns>>,
+    ) -> SiteServer {
+        let mut site = Self::new(bin, dir, name, ip, config, ns, false);
+        let toml = dir.join(format!("{name}.toml"));
+        fs::rename(&site.config, &toml).expect("name the site config .toml");
+        site.config = toml;
+        site.dns = Dns::new(dns);
+        site.local_site_arg = false;
+        site.launched(true)
+    }
+
     /// Like [`SiteServer::start`] (host namespace) but returns as soon as
     /// the process is spawned, without waiting for its API: for a test that
     /// queries it from its first moment ([`SiteServer::started`]), or one
@@ -718,6 +740,7 @@ impl SiteServer {
             extra: Vec::new(),
             local_site_arg: true,
             token: Some(TEST_TOKEN.to_string()),
+            env: Vec::new(),
         };
         let _ = fs::remove_file(&site.log_path);
         site
@@ -766,6 +789,7 @@ impl SiteServer {
         let child = cmd
             .args(["--api-listen", &api, "--udp-workers", "1"])
             .args(&self.extra)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()

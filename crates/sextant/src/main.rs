@@ -5,6 +5,7 @@ mod api;
 mod auth;
 mod cli;
 mod clock;
+mod config_sync;
 mod demo;
 mod dns_probe;
 mod events;

@@ -76,6 +76,8 @@ pub struct Daemon {
     pub history: crate::events::History,
     /// Reloads, transitions and probe results, for `/metrics`.
     pub counters: crate::api::metrics::ProcessCounters,
+    /// Automatic configuration sync among parents.
+    pub config_sync: crate::config_sync::ConfigSync,
 }
 
 /// What `/v1/ldns` tells of this site's probing and RTT exchange.
@@ -503,6 +505,7 @@ pub async fn serve(
         events: Default::default(),
         history: Default::default(),
         counters: Default::default(),
+        config_sync: Default::default(),
     });
     let (site_master_tx, mut site_master_rx) = tokio::sync::watch::channel(false);
     if site_vip.is_some() {
@@ -566,6 +569,14 @@ pub async fn serve(
     }
 
     log_start(&model, &overrides.config);
+    // Config sync hears of the starting configuration before the state
+    // task forwards it any metric exchange event (a link UP must find it).
+    let running_text = daemon
+        .running_config
+        .read()
+        .map(|t| Arc::clone(&t))
+        .unwrap_or_else(|_| Arc::from(""));
+    tasks.spawn(crate::config_sync::task(&daemon, &model, running_text));
     let (ready_tx, ready_rx) = oneshot::channel();
     tasks.spawn(state_task(
         Arc::clone(&daemon),
@@ -808,7 +819,15 @@ fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) ->
     match load_with_text(overrides) {
         Ok((model, text)) => {
             let parse = started.elapsed();
-            prepared_input(daemon, model, text, parse, signalled, None)
+            prepared_input(
+                daemon,
+                model,
+                text,
+                parse,
+                signalled,
+                None,
+                crate::config_sync::LoadCause::Reload,
+            )
         }
         Err(e) => Input::Reloaded {
             result: Err(format!("{e:#}")),
@@ -817,6 +836,7 @@ fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) ->
             signalled,
             text: Arc::from(""),
             done: None,
+            cause: crate::config_sync::LoadCause::Reload,
         },
     }
 }
@@ -830,6 +850,7 @@ pub fn prepared_input(
     parse: Duration,
     signalled: Instant,
     done: Option<oneshot::Sender<Result<u64, String>>>,
+    cause: crate::config_sync::LoadCause,
 ) -> Input {
     let started = Instant::now();
     if is_child(&model) {
@@ -847,6 +868,7 @@ pub fn prepared_input(
         signalled,
         text,
         done,
+        cause,
     }
 }
 
@@ -892,6 +914,8 @@ pub enum Input {
         /// Told the generation once the configuration is in force (or why
         /// not): a configuration put over the API waits for it.
         done: Option<oneshot::Sender<Result<u64, String>>>,
+        /// An operator's change, or a configuration config sync received.
+        cause: crate::config_sync::LoadCause,
     },
 }
 
@@ -1108,6 +1132,7 @@ async fn state_task(
         let event = tokio::select! {
             Some(ev) = inputs.mep.recv() => {
                 announce_mep(&daemon, &ev);
+                daemon.config_sync.on_mep(&ev);
                 match crate::mep_glue::translate(ev, &daemon.mep_counters) {
                     Some(e) => e,
                     None => continue,
@@ -1131,7 +1156,7 @@ async fn state_task(
                     }
                     continue;
                 }
-                Input::Reloaded { result: Ok(prepared), parse, prepare, signalled, text, done } => {
+                Input::Reloaded { result: Ok(prepared), parse, prepare, signalled, text, done, cause } => {
                     let started = Instant::now();
                     let effects = engine.apply(Event::Reload(prepared), daemon.clock.now());
                     let engine_time = started.elapsed();
@@ -1145,8 +1170,9 @@ async fn state_task(
                         *last = daemon.api_access.reload_error();
                     }
                     if let Ok(mut running) = daemon.running_config.write() {
-                        *running = text;
+                        *running = Arc::clone(&text);
                     }
+                    daemon.config_sync.loaded(text, Arc::clone(engine.model()), Some(cause));
                     if let Some(done) = done {
                         let _ = done.send(Ok(engine.generation()));
                     }

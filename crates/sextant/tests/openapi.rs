@@ -42,6 +42,8 @@ fn request_for(path: &str, method: &str) -> (String, Option<Value>) {
         ("post", "/v1/site/figures") => (path.to_string(), Some(json!({"cpu_percent": 12.5}))),
         // The running configuration itself, as a dry run.
         ("put", "/v1/config") => ("/v1/config?dry_run=1".to_string(), Some(Value::Null)),
+        // A single site syncs with nobody: the answer is the documented 409.
+        ("post", "/v1/config/sync") => (path.to_string(), Some(json!({"preview": true}))),
         ("get", "/v1/services/{name}/history") => ("/v1/services/web-1/history".to_string(), None),
         ("post", p)
             if p.ends_with("/disable") || p.ends_with("/enable") || p.ends_with("/drain") =>

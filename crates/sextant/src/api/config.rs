@@ -173,7 +173,15 @@ pub(super) async fn put_config(
         }
     }
     let (done_tx, done_rx) = oneshot::channel();
-    let input = prepared_input(&d, model, Arc::from(text), parse, started, Some(done_tx));
+    let input = prepared_input(
+        &d,
+        model,
+        Arc::from(text),
+        parse,
+        started,
+        Some(done_tx),
+        crate::config_sync::LoadCause::Reload,
+    );
     if d.inputs.send(input).await.is_err() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
     }
@@ -234,7 +242,7 @@ fn if_match(v: &HeaderValue) -> Result<Option<u64>, ()> {
 /// or the new one: a temporary file in the same directory (with the old
 /// file's permissions, since a configuration may hold secrets), fsync,
 /// rename, fsync of the directory.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),

@@ -94,6 +94,7 @@ pub fn render(d: &Arc<Daemon>) -> Result<String, std::fmt::Error> {
     registry.register_collector(Box::new(DnsCollector(d.clone())));
     registry.register_collector(Box::new(HealthCollector(d.clone())));
     registry.register_collector(Box::new(MepCollector(d.clone())));
+    registry.register_collector(Box::new(ConfigSyncCollector(d.clone())));
     registry.register_collector(Box::new(RttCollector(d.clone())));
     registry.register_collector(Box::new(DatacenterCollector(d.clone())));
     registry.register_collector(Box::new(VrrpCollector(d.clone())));
@@ -179,6 +180,7 @@ macro_rules! daemon_collector {
 daemon_collector!(DnsCollector);
 daemon_collector!(HealthCollector);
 daemon_collector!(MepCollector);
+daemon_collector!(ConfigSyncCollector);
 daemon_collector!(RttCollector);
 daemon_collector!(DatacenterCollector);
 daemon_collector!(VrrpCollector);
@@ -638,6 +640,124 @@ impl Collector for MepCollector {
                 ("refused_connection", c.refused_connections),
             ]
             .map(|(ev, n)| (one("event", ev), n)),
+        )?;
+        Ok(())
+    }
+}
+
+/// Config sync among parents: nothing on a node that syncs with no one.
+impl Collector for ConfigSyncCollector {
+    fn encode(&self, mut enc: DescriptorEncoder<'_>) -> std::fmt::Result {
+        let status = self.0.config_sync.status();
+        let Some(st) = status.as_ref().as_ref().filter(|s| !s.peers.is_empty()) else {
+            return Ok(());
+        };
+        let e = &mut enc;
+        gauge(
+            e,
+            "sextant_config_sync_incarnation",
+            "The incarnation of the shared configuration this node runs",
+            st.version.incarnation as f64,
+        )?;
+        gauge(
+            e,
+            "sextant_config_sync_automatic",
+            "1 when automatic config sync is enabled on this node",
+            flag(st.automatic),
+        )?;
+        let site = |p: &sextant_config_sync::PeerStatus| one("site", p.site.clone());
+        gauges(
+            e,
+            "sextant_config_sync_peer_in_sync",
+            "1 when the peer parent runs the same shared configuration as this node",
+            st.peers.iter().map(|p| {
+                (
+                    site(p),
+                    flag(p.state == sextant_config_sync::PeerState::InSync),
+                )
+            }),
+        )?;
+        gauges(
+            e,
+            "sextant_config_sync_peer_state",
+            "Where each peer parent stands: 1 for its current state, 0 for the others",
+            st.peers.iter().flat_map(|p| {
+                sextant_config_sync::PeerState::ALL.map(|s| {
+                    (
+                        vec![("site", p.site.clone()), ("state", s.as_str().to_string())],
+                        flag(p.state == s),
+                    )
+                })
+            }),
+        )?;
+        gauges(
+            e,
+            "sextant_config_sync_peer_incarnation",
+            "The incarnation each peer parent last said it runs",
+            st.peers
+                .iter()
+                .filter_map(|p| p.version.as_ref().map(|v| (site(p), v.incarnation as f64))),
+        )?;
+        counters(
+            e,
+            "sextant_config_sync_bytes",
+            "Bytes of config sync messages to and from each peer parent (frame headers included)",
+            st.peers.iter().flat_map(|p| {
+                [
+                    (
+                        vec![("site", p.site.clone()), ("direction", "sent".into())],
+                        p.counters.bytes_sent,
+                    ),
+                    (
+                        vec![("site", p.site.clone()), ("direction", "received".into())],
+                        p.counters.bytes_received,
+                    ),
+                ]
+            }),
+        )?;
+        counters(
+            e,
+            "sextant_config_sync_transfers",
+            "Transfers of this node's configuration to each peer parent, as a line delta or as the whole text",
+            st.peers.iter().flat_map(|p| {
+                [
+                    (
+                        vec![("site", p.site.clone()), ("kind", "delta".into())],
+                        p.counters.deltas_sent,
+                    ),
+                    (
+                        vec![("site", p.site.clone()), ("kind", "full".into())],
+                        p.counters.fulls_sent,
+                    ),
+                ]
+            }),
+        )?;
+        counters(
+            e,
+            "sextant_config_sync_results",
+            "What each peer parent did with this node's transfers",
+            st.peers.iter().flat_map(|p| {
+                [
+                    ("applied", p.counters.applied),
+                    ("rejected", p.counters.rejected),
+                    ("refused", p.counters.refused),
+                ]
+                .map(|(r, n)| (vec![("site", p.site.clone()), ("result", r.to_string())], n))
+            }),
+        )?;
+        counters(
+            e,
+            "sextant_config_sync_received",
+            "Configurations received from each peer parent and applied here",
+            st.peers
+                .iter()
+                .map(|p| (site(p), p.counters.received_applied)),
+        )?;
+        counter(
+            e,
+            "sextant_config_sync_lost_changes",
+            "Changes made here that lost to another parent's newer one",
+            st.lost_changes,
         )?;
         Ok(())
     }

@@ -4,6 +4,7 @@
 
 pub mod auth;
 mod config;
+mod config_sync;
 mod events;
 mod maintenance;
 pub mod metrics;
@@ -14,6 +15,7 @@ mod stats;
 pub mod tls;
 mod views;
 
+pub(crate) use config::write_atomically;
 pub use maintenance::admin_entry;
 
 use std::sync::Arc;
@@ -48,6 +50,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
                 // A whole configuration file (100,000 services is some MB).
                 .layer(axum::extract::DefaultBodyLimit::max(256 * 1024 * 1024)),
         )
+        .route("/v1/config/sync", post(config_sync::sync))
         .route("/v1/maintenance", get(maintenance::list))
         .route(
             "/v1/services/{name}/disable",

@@ -6,7 +6,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{config, events, maintenance, metrics, objects, push, stats, views};
+use super::{config, config_sync, events, maintenance, metrics, objects, push, stats, views};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -28,6 +28,7 @@ use super::{config, events, maintenance, metrics, objects, push, stats, views};
         push::push_site_figures,
         config::get_config,
         config::put_config,
+        config_sync::sync,
         maintenance::list,
         maintenance::disable_service,
         maintenance::enable_service,

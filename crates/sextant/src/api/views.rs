@@ -295,6 +295,7 @@ pub(super) async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
     let has_children = model.sites.iter().any(|s| s.parent.is_some());
     let mep = d.mep_status.load();
     let status = &mep.peers;
+    let sync = d.config_sync.status();
     let mut sites: Vec<Site> = model
         .sites
         .iter_enumerated()
@@ -338,6 +339,7 @@ pub(super) async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 last_down_reason: peer.and_then(|p| p.last_down_reason.clone()),
                 cpu_percent: figures.and_then(|m| m.cpu_percent),
                 memory_percent: figures.and_then(|m| m.memory_percent),
+                config_sync: site_config_sync(&d, sync.as_ref().as_ref(), &s.name, s.kind),
             }
         })
         .collect();
@@ -366,10 +368,60 @@ pub(super) async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 // figures for it.
                 cpu_percent: None,
                 memory_percent: None,
+                config_sync: None,
             });
         }
     }
     Json(sites)
+}
+
+/// A site's config sync state: this node's version for the local site,
+/// the peer's standing for a peer parent, nothing for the others.
+fn site_config_sync(
+    d: &Daemon,
+    sync: Option<&sextant_config_sync::Status>,
+    name: &str,
+    kind: SiteKind,
+) -> Option<sextant_api::SiteConfigSync> {
+    let sync = sync?;
+    if kind == SiteKind::Local {
+        if sync.peers.is_empty() {
+            return None;
+        }
+        let v = &sync.version;
+        return Some(sextant_api::SiteConfigSync {
+            state: "local".to_string(),
+            incarnation: Some(v.incarnation),
+            origin: Some(v.origin.clone()),
+            digest: Some(v.digest.clone()),
+            software: Some(sync.software.clone()),
+            automatic: Some(sync.automatic),
+            last_error: None,
+            last_sync: None,
+            bytes_sent: 0,
+            bytes_received: 0,
+            deltas_sent: 0,
+            fulls_sent: 0,
+        });
+    }
+    let p = sync
+        .peers
+        .iter()
+        .find(|p| p.site.eq_ignore_ascii_case(name))?;
+    Some(sextant_api::SiteConfigSync {
+        state: p.state.as_str().to_string(),
+        incarnation: p.version.as_ref().map(|v| v.incarnation),
+        origin: p.version.as_ref().map(|v| v.origin.clone()),
+        digest: p.version.as_ref().map(|v| v.digest.clone()),
+        software: p.software.clone(),
+        automatic: p.automatic,
+        last_error: p.last_error.clone(),
+        last_sync: p.last_sync.map(|t| rfc3339(d.clock.wall(t))),
+        bytes_sent: p.counters.bytes_sent,
+        bytes_received: p.counters.bytes_received,
+        deltas_sent: p.counters.deltas_sent,
+        fulls_sent: p.counters.fulls_sent,
+    })
 }
 
 /// A configured site's metric exchange state as the engine has it (the

@@ -123,8 +123,25 @@ impl Session {
             Verb::ShowRunningConfig => self.client.get("/v1/config"),
             Verb::StatVServer | Verb::StatService => self.stat(cmd.verb, name.unwrap_or("")),
             Verb::Admin(action, kind) => self.admin(action, kind, name.unwrap_or(""), cmd),
+            Verb::SyncConfig => self.sync_config(cmd),
             Verb::Explain => self.explain(cmd),
         }
+    }
+
+    /// `sync gslb config [-preview] [-forceSync SITE] [-debug]`.
+    fn sync_config(&self, cmd: &Command) -> anyhow::Result<String> {
+        let body = serde_json::to_string(&sextant_api::ConfigSyncRequest {
+            preview: cmd.preview,
+            force_site: cmd.force_site.clone(),
+            debug: cmd.debug,
+        })?;
+        let reply = self.client.post("/v1/config/sync", &body)?;
+        if self.json {
+            return Ok(reply + "\n");
+        }
+        let a: sextant_api::ConfigSyncAnswer = serde_json::from_str(&reply)
+            .context("the server's answer to /v1/config/sync is not what this sextant reads")?;
+        Ok(render_sync(&a))
     }
 
     /// "no vserver named X; did you mean Y?" when `name` is not in `names`.
@@ -337,12 +354,13 @@ impl Session {
                     or_dash(s.link.as_ref()),
                     s.link_rtt_ms.map_or("-".into(), |r| format!("{r:.1} ms")),
                     or_dash(s.cpu_percent.map(|c| format!("{c:.0}%"))),
+                    config_sync_column(s.config_sync.as_ref()),
                 ]
             })
             .collect();
         Ok(table(
             &[
-                "NAME", "IP", "ROLE", "TYPE", "PARENT", "MEP", "LINK", "RTT", "CPU",
+                "NAME", "IP", "ROLE", "TYPE", "PARENT", "MEP", "LINK", "RTT", "CPU", "CONFIG",
             ],
             &rows,
         ))
@@ -623,6 +641,61 @@ fn admin(state: &str) -> String {
     } else {
         state.to_ascii_uppercase()
     }
+}
+
+/// `show gslb site`'s CONFIG column: config sync's state and the
+/// incarnation (`local 3`, `in sync 3`, `rejected 2`), `-` where there is
+/// none.
+fn config_sync_column(c: Option<&sextant_api::SiteConfigSync>) -> String {
+    match c {
+        None => "-".to_string(),
+        Some(c) => match c.incarnation {
+            Some(i) => format!("{} {i}", c.state.replace('_', " ")),
+            None => c.state.replace('_', " "),
+        },
+    }
+}
+
+/// A config sync answer as the prompt shows it.
+fn render_sync(a: &sextant_api::ConfigSyncAnswer) -> String {
+    let v = &a.version;
+    let mut out = format!(
+        "this node: incarnation {} from {} ({})\n",
+        v.incarnation, v.origin, v.digest
+    );
+    if let Some(preview) = &a.preview {
+        for p in preview {
+            let theirs = p
+                .version
+                .as_ref()
+                .map(|v| format!("incarnation {} from {}", v.incarnation, v.origin))
+                .unwrap_or_else(|| "version not known".to_string());
+            out += &format!("{} ({theirs}): {}\n", p.site, p.transfer);
+            for line in p.diff.iter().flatten() {
+                out += &format!("  {line}\n");
+            }
+        }
+        return out;
+    }
+    for p in &a.peers {
+        out += &format!(
+            "{}: {}{}{}\n",
+            p.site,
+            p.state.replace('_', " "),
+            p.incarnation
+                .map(|i| format!(", incarnation {i}"))
+                .unwrap_or_default(),
+            p.last_error
+                .as_deref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(lines) = &a.exchange {
+        out += "exchange:\n";
+        out += &indent(&lines.join("\n"));
+    }
+    out
 }
 
 /// Indents every line by two blanks.

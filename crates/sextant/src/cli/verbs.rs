@@ -60,6 +60,7 @@ pub enum Verb {
     StatVServer,
     StatService,
     Admin(AdminAction, AdminKind),
+    SyncConfig,
     Explain,
     Help,
     Quit,
@@ -122,7 +123,11 @@ impl Spec {
             NameArg::Required(o) => u.push_str(&format!(" {}", o.placeholder())),
         }
         for o in self.options {
-            u.push_str(&format!(" [{o} {}]", option_value(o)));
+            if FLAGS.contains(o) {
+                u.push_str(&format!(" [{o}]"));
+            } else {
+                u.push_str(&format!(" [{o} {}]", option_value(o)));
+            }
         }
         u
     }
@@ -132,9 +137,13 @@ fn option_value(option: &str) -> &'static str {
     match option {
         "-client" => "IP",
         "-type" => "TYPE",
+        "-forceSync" => "SITE",
         _ => "TEXT",
     }
 }
+
+/// Options that take no value (`sync gslb config -preview`).
+const FLAGS: &[&str] = &["-preview", "-debug"];
 
 use AdminAction::{Disable, Drain, Enable};
 use AdminKind as K;
@@ -254,6 +263,13 @@ pub const SPECS: &[Spec] = &[
         help: "stop answering with every service of a site",
     },
     Spec {
+        words: &["sync", "gslb", "config"],
+        name: NameArg::None,
+        options: &["-preview", "-forceSync", "-debug"],
+        verb: Verb::SyncConfig,
+        help: "send this parent's configuration to the other parents now (config sync)",
+    },
+    Spec {
         words: &["explain"],
         name: NameArg::Required(Object::QueryName),
         options: &["-client", "-type"],
@@ -291,6 +307,10 @@ pub struct Command {
     pub reason: Option<String>,
     pub client: Option<IpAddr>,
     pub qtype: Option<String>,
+    /// `sync gslb config -forceSync SITE`, `-preview`, `-debug`.
+    pub force_site: Option<String>,
+    pub preview: bool,
+    pub debug: bool,
 }
 
 /// Why a line is not a command, said so that the user can fix it.
@@ -493,6 +513,9 @@ pub fn parse(line: &str) -> Result<Command, VerbError> {
         reason: None,
         client: None,
         qtype: None,
+        force_site: None,
+        preview: false,
+        debug: false,
     };
     let mut rest = rest.iter();
     let mut pending = rest.next();
@@ -520,10 +543,20 @@ pub fn parse(line: &str) -> Result<Command, VerbError> {
                 format!("unexpected `{w}` after `{}`: {usage}", spec.words.join(" "))
             }));
         };
+        if FLAGS.contains(option) {
+            match *option {
+                "-preview" => cmd.preview = true,
+                "-debug" => cmd.debug = true,
+                _ => {}
+            }
+            pending = rest.next();
+            continue;
+        }
         let Some(value) = rest.next() else {
             return Err(VerbError(format!("{option} needs a value: {usage}")));
         };
         match *option {
+            "-forceSync" => cmd.force_site = Some(value.clone()),
             "-reason" => cmd.reason = Some(value.clone()),
             "-type" => cmd.qtype = Some(value.to_ascii_uppercase()),
             "-client" => {

@@ -1,0 +1,722 @@
+//! Automatic configuration sync among parent sites (seed 001, issue 27),
+//! end to end: three parents and two children, each a `sextant serve`
+//! process with its own configuration file in its own directory, written
+//! as an operator writes it (its ADNS service, `-siteType LOCAL` on its own
+//! site, site passwords, `-automaticConfigSync ENABLED`), all inside a
+//! network namespace the test makes, so that links can be cut with
+//! iptables. Parents on 127.0.1.x, children on 127.0.2.x.
+//!
+//! What is checked is what an operator sees: the answers of every parent,
+//! the files on disk, `/v1/sites`, the logs. No wall-clock time is
+//! asserted; waits are "eventually" deadlines.
+//!
+//! These tests need root, `ip` and `iptables`; without them they fail under
+//! CI and print SKIPPED elsewhere.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sextant_test_support::prelude::*;
+
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+
+const PARENTS: [&str; 3] = ["P1", "P2", "P3"];
+const CHILDREN: [&str; 2] = ["child_site1", "child_site2"];
+
+fn p_ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, 1, i as u8 + 1)
+}
+
+fn c_ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, 2, i as u8 + 1)
+}
+
+/// The service addresses: one per parent site (nothing listens there; no
+/// monitor is bound, so each is UP as its site reports it).
+fn svc_ip(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(192, 0, 2, 10 * (i as u8 + 1))
+}
+
+const NAME: &str = "app.example.com";
+
+/// The shared part every parent starts with: sites, a zone, one service per
+/// parent bound to a round-robin vserver with `weights`, the `-TTL` of its
+/// domain.
+fn shared(weights: [u32; 3], ttl: u32) -> String {
+    let mut c = String::new();
+    for (i, p) in PARENTS.iter().enumerate() {
+        c += &format!("add gslb site {p} {} -sitePassword s3cret\n", p_ip(i));
+    }
+    for (i, ch) in CHILDREN.iter().enumerate() {
+        c += &format!(
+            "add gslb site {ch} {} -parentSite {}\n",
+            c_ip(i),
+            PARENTS[i]
+        );
+    }
+    c += "add dns soaRec example.com -originServer ns1.example.com -contact hostmaster.example.com\n\
+          add dns nsRec example.com ns1.example.com\n\
+          add gslb vserver vs_app HTTP -lbMethod ROUNDROBIN\n";
+    for i in 0..3 {
+        c += &format!(
+            "add gslb service svc{n} {} HTTP 80 -siteName {}\n\
+             bind gslb vserver vs_app -serviceName svc{n} -weight {}\n",
+            svc_ip(i),
+            PARENTS[i],
+            weights[i],
+            n = i + 1
+        );
+    }
+    c += &format!("bind gslb vserver vs_app -domainName {NAME} -TTL {ttl}\n");
+    c
+}
+
+/// Parent `i`'s whole file: its own lines (ADNS service, the sync switch,
+/// a keepalive of 1 s), then the shared part with its own site LOCAL.
+fn parent_file(i: usize, automatic: bool, shared: &str) -> String {
+    let me = PARENTS[i];
+    let own_site = format!("add gslb site {me} {}", p_ip(i));
+    format!(
+        "# {me}: written by the operator\n\
+         add service adns_{me} {ip} ADNS 5300\n\
+         set gslb parameter -automaticConfigSync {} -MEPKeepAliveTimeout 1000 MSEC\n{}",
+        if automatic { "ENABLED" } else { "DISABLED" },
+        shared.replace(&own_site, &format!("{own_site} -siteType LOCAL")),
+        ip = p_ip(i),
+    )
+}
+
+/// A child holds itself and its parent only (seed 001).
+fn child_file(i: usize) -> String {
+    format!(
+        "set gslb parameter -MEPKeepAliveTimeout 1000 MSEC\n\
+         add gslb site {p} {pip} -sitePassword s3cret\n\
+         add gslb site {c} {cip} -parentSite {p} -siteType LOCAL\n",
+        p = PARENTS[i],
+        pip = p_ip(i),
+        c = CHILDREN[i],
+        cip = c_ip(i)
+    )
+}
+
+struct Lab {
+    parents: Vec<SiteServer>,
+    children: Vec<SiteServer>,
+    ns: Arc<Netns>,
+    scratch: Scratch,
+}
+
+impl Lab {
+    /// Starts the parents (each with `automatic`) and, with `children`,
+    /// the two children; waits until every parent link is UP.
+    fn start(tag: &str, automatic: bool, children: bool) -> Option<Lab> {
+        let ns = Netns::create(tag)?;
+        let scratch = Scratch::new(&format!("config_sync_{tag}"));
+        let base = shared([1, 1, 1], 5);
+        let parents: Vec<SiteServer> = (0..3)
+            .map(|i| {
+                let dir = scratch.0.join(PARENTS[i]);
+                std::fs::create_dir_all(&dir).expect("site dir");
+                SiteServer::start_as_written(
+                    SEXTANT,
+                    &dir,
+                    PARENTS[i],
+                    p_ip(i),
+                    SocketAddr::from((p_ip(i), 5300)),
+                    &parent_file(i, automatic, &base),
+                    Some(ns.clone()),
+                )
+            })
+            .collect();
+        let children: Vec<SiteServer> = if children {
+            (0..2)
+                .map(|i| {
+                    let dir = scratch.0.join(CHILDREN[i]);
+                    std::fs::create_dir_all(&dir).expect("site dir");
+                    SiteServer::start_as_written(
+                        SEXTANT,
+                        &dir,
+                        CHILDREN[i],
+                        c_ip(i),
+                        SocketAddr::from((c_ip(i), 5300)),
+                        &child_file(i),
+                        Some(ns.clone()),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let lab = Lab {
+            parents,
+            children,
+            ns,
+            scratch,
+        };
+        for p in &lab.parents {
+            for other in PARENTS.iter().filter(|o| **o != p.name) {
+                eventually_ok(EVENTUALLY, &format!("{} sees {other} UP", p.name), || {
+                    p.expect_mep(other, "UP").map(|_| ())
+                });
+            }
+        }
+        Some(lab)
+    }
+
+    fn p(&self, i: usize) -> &SiteServer {
+        &self.parents[i]
+    }
+
+    fn file(&self, i: usize) -> String {
+        std::fs::read_to_string(&self.parents[i].config).expect("read config")
+    }
+
+    /// The operator edits parent `i`'s file and sends SIGHUP.
+    fn edit(&self, i: usize, file: &str) {
+        self.parents[i].reload(file);
+    }
+
+    fn links_of(&self, i: usize) -> Vec<(Ipv4Addr, Ipv4Addr)> {
+        (0..3)
+            .filter(|j| *j != i)
+            .map(|j| (p_ip(i), p_ip(j)))
+            .collect()
+    }
+
+    fn dir(&self, name: &str) -> PathBuf {
+        self.scratch.0.join(name)
+    }
+}
+
+/// `site`'s `config_sync` object in the `/v1/sites` of `at`.
+fn sync_of(at: &SiteServer, site: &str) -> Result<Value, String> {
+    let (code, body) = at.get("/v1/sites")?;
+    if code != 200 {
+        return Err(format!("/v1/sites: {code} {body}"));
+    }
+    let v: Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+    v.as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == site))
+        .map(|s| s["config_sync"].clone())
+        .ok_or_else(|| format!("no site {site} in {body}"))
+}
+
+/// How often each address is the answer in `n` consecutive queries (one
+/// UDP worker: weighted round robin is a fixed cycle, so a window of the
+/// weights' sum holds each service exactly its weight's times).
+fn answer_counts(at: &SiteServer, n: usize) -> Result<HashMap<Ipv4Addr, usize>, String> {
+    let mut counts = HashMap::new();
+    for _ in 0..n {
+        for ip in at.try_query_a(NAME)? {
+            *counts.entry(ip).or_insert(0) += 1;
+        }
+    }
+    Ok(counts)
+}
+
+/// `at` answers with the weights `want`.
+fn expect_weights(at: &SiteServer, want: [usize; 3]) -> Result<(), String> {
+    let total: usize = want.iter().sum();
+    let counts = answer_counts(at, total)?;
+    let got: Vec<usize> = (0..3)
+        .map(|i| counts.get(&svc_ip(i)).copied().unwrap_or(0))
+        .collect();
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: answers per service {got:?}, want {want:?}",
+            at.name
+        ))
+    }
+}
+
+/// The shared configuration's version `at` runs, from its own site's entry.
+fn version_of(at: &SiteServer) -> Result<(u64, String), String> {
+    let v = sync_of(at, &at.name)?;
+    Ok((
+        v["incarnation"].as_u64().ok_or("no incarnation")?,
+        v["origin"].as_str().ok_or("no origin")?.to_string(),
+    ))
+}
+
+#[test]
+fn a_weight_changed_at_p1_is_answered_by_every_parent_and_no_child_is_touched() {
+    let Some(lab) = Lab::start("w", true, true) else {
+        return;
+    };
+    let children_before: Vec<String> = lab
+        .children
+        .iter()
+        .map(|c| std::fs::read_to_string(&c.config).expect("child config"))
+        .collect();
+    for i in 0..3 {
+        eventually_ok(EVENTUALLY, "every parent answers 1:1:1", || {
+            expect_weights(lab.p(i), [1, 1, 1])
+        });
+    }
+
+    // The operator changes one weight at P1 and reloads.
+    // Its comment and ADNS service line; the sync switch is checked below.
+    let p2_own_before: Vec<String> = lab.file(1).lines().take(2).map(str::to_string).collect();
+    lab.edit(0, &parent_file(0, true, &shared([3, 1, 1], 5)));
+    for (i, name) in PARENTS.iter().enumerate() {
+        eventually_ok(EVENTUALLY, &format!("{name} answers 3:1:1"), || {
+            expect_weights(lab.p(i), [3, 1, 1])
+        });
+    }
+    // P2's file: the sync header on top, its own lines kept as written,
+    // its own site still LOCAL, the new weight.
+    let f2 = lab.file(1);
+    assert!(
+        f2.starts_with("# sextant config sync: from P1, incarnation 1, sha256:"),
+        "{f2}"
+    );
+    for own in &p2_own_before {
+        assert!(
+            f2.contains(own.as_str()),
+            "P2 lost its own line {own:?}:\n{f2}"
+        );
+    }
+    assert!(
+        f2.contains("add gslb site P2 127.0.1.2 -sitePassword s3cret -siteType LOCAL")
+            || f2.contains("add gslb site P2 127.0.1.2 -siteType LOCAL -sitePassword s3cret"),
+        "{f2}"
+    );
+    assert!(f2.contains("-serviceName svc1 -weight 3"), "{f2}");
+    assert!(f2.contains("-automaticConfigSync ENABLED"), "{f2}");
+    assert!(f2.contains("-MEPKeepAliveTimeout 1000 MSEC"), "{f2}");
+    // /v1/sites at P1: both peers in sync at incarnation 1.
+    for peer in ["P2", "P3"] {
+        eventually_ok(EVENTUALLY, &format!("P1 sees {peer} in sync"), || {
+            let s = sync_of(lab.p(0), peer)?;
+            if s["state"] == "in_sync" && s["incarnation"] == 1 {
+                Ok(())
+            } else {
+                Err(format!("{peer}: {s}"))
+            }
+        });
+    }
+    let (_, metrics) = lab.p(0).get("/metrics").expect("metrics");
+    assert!(
+        metrics.contains("sextant_config_sync_peer_in_sync{site=\"P2\"} 1"),
+        "{metrics}"
+    );
+
+    // A change made over the API at P3 travels the other way.
+    let mut f3 = lab.file(2);
+    f3 = f3.replace(
+        &format!("-domainName {NAME} -TTL 5"),
+        &format!("-domainName {NAME} -TTL 42"),
+    );
+    let r = lab.p(2).put("/v1/config", &[], &f3);
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (i, name) in PARENTS.iter().enumerate() {
+        eventually_ok(EVENTUALLY, &format!("{name} answers with TTL 42"), || {
+            let m = lab.p(i).try_query(NAME, RecordType::A)?;
+            match m.answers.first().map(|a| a.ttl) {
+                Some(42) => Ok(()),
+                other => Err(format!("TTL {other:?}")),
+            }
+        });
+    }
+    assert_eq!(
+        version_of(lab.p(0)).expect("version"),
+        (2, "P3".to_string())
+    );
+
+    // The children were never sent anything.
+    for (c, before) in lab.children.iter().zip(&children_before) {
+        assert_eq!(
+            &std::fs::read_to_string(&c.config).expect("child config"),
+            before
+        );
+        let (_, m) = c.get("/metrics").expect("metrics");
+        assert!(!m.contains("sextant_config_sync_incarnation"), "{}", c.name);
+    }
+
+    // A restart keeps the synchronised configuration.
+    let mut lab = lab;
+    lab.parents[1].stop();
+    lab.parents[1].restart();
+    assert_eq!(
+        version_of(lab.p(1)).expect("version"),
+        (2, "P3".to_string())
+    );
+    eventually_ok(EVENTUALLY, "P2 answers 3:1:1 after its restart", || {
+        expect_weights(lab.p(1), [3, 1, 1])
+    });
+}
+
+#[test]
+fn simultaneous_conflicting_changes_converge_on_the_first_site_name() {
+    let Some(lab) = Lab::start("c", true, false) else {
+        return;
+    };
+    // P2 and P3 change the same weight differently while neither hears of
+    // the other's change: both make incarnation 1.
+    let links = [(p_ip(0), p_ip(1)), (p_ip(0), p_ip(2)), (p_ip(1), p_ip(2))];
+    lab.ns.cut(&links);
+    for (i, peer) in [(0, "P2"), (0, "P3"), (1, "P3")] {
+        eventually_ok(
+            EVENTUALLY,
+            &format!("{} sees {peer} DOWN", PARENTS[i]),
+            || lab.p(i).expect_mep(peer, "DOWN").map(|_| ()),
+        );
+    }
+    lab.edit(1, &parent_file(1, true, &shared([1, 5, 1], 5)));
+    lab.edit(2, &parent_file(2, true, &shared([1, 1, 9], 5)));
+    for i in [1, 2] {
+        eventually_ok(
+            EVENTUALLY,
+            &format!("{} made incarnation 1", PARENTS[i]),
+            || match version_of(lab.p(i))? {
+                (1, o) if o == PARENTS[i] => Ok(()),
+                v => Err(format!("{v:?}")),
+            },
+        );
+    }
+    lab.ns.heal(&links);
+    // Same incarnation: P2's name sorts first, so P2's wins everywhere.
+    for (i, name) in PARENTS.iter().enumerate() {
+        eventually_ok(
+            2 * EVENTUALLY,
+            &format!("{name} runs P2's change"),
+            || match version_of(lab.p(i))? {
+                (1, o) if o == "P2" => Ok(()),
+                v => Err(format!("{v:?}")),
+            },
+        );
+        eventually_ok(EVENTUALLY, &format!("{name} answers P2's 1:5:1"), || {
+            expect_weights(lab.p(i), [1, 5, 1])
+        });
+    }
+    let log = lab.p(2).log();
+    assert!(
+        log.contains(
+            "the change made here (incarnation 1 from P3) lost to incarnation 1 from P2 (received from"
+        ),
+        "{log}"
+    );
+    assert!(!lab.p(1).log().contains("lost to"));
+}
+
+#[test]
+fn a_partitioned_parent_catches_up_when_the_link_heals() {
+    let Some(lab) = Lab::start("p", true, false) else {
+        return;
+    };
+    let links = lab.links_of(2);
+    lab.ns.cut(&links);
+    eventually_ok(EVENTUALLY, "P1 sees P3 DOWN", || {
+        lab.p(0).expect_mep("P3", "DOWN").map(|_| ())
+    });
+    lab.edit(0, &parent_file(0, true, &shared([1, 1, 1], 33)));
+    eventually_ok(EVENTUALLY, "P2 has incarnation 1", || {
+        match version_of(lab.p(1))? {
+            (1, o) if o == "P1" => Ok(()),
+            v => Err(format!("{v:?}")),
+        }
+    });
+    assert_eq!(version_of(lab.p(2)).expect("version").0, 0, "P3 is cut off");
+    lab.ns.heal(&links);
+    eventually_ok(2 * EVENTUALLY, "P3 catches up", || {
+        match version_of(lab.p(2))? {
+            (1, o) if o == "P1" => Ok(()),
+            v => Err(format!("{v:?}")),
+        }
+    });
+    eventually_ok(EVENTUALLY, "P3 answers with TTL 33", || {
+        let m = lab.p(2).try_query(NAME, RecordType::A)?;
+        match m.answers.first().map(|a| a.ttl) {
+            Some(33) => Ok(()),
+            other => Err(format!("TTL {other:?}")),
+        }
+    });
+}
+
+#[test]
+fn a_configuration_invalid_at_a_receiver_is_refused_there_and_the_sender_sees_why() {
+    let Some(lab) = Lab::start("i", true, false) else {
+        return;
+    };
+    // A location file P1 and P2 have, P3 does not.
+    let csv = "192.0.2.0,192.0.2.255,Europe,DE,*,*\n";
+    for p in ["P1", "P2"] {
+        std::fs::write(lab.dir(p).join("geo.csv"), csv).expect("write geo.csv");
+    }
+    let with_file = format!("{}add locationFile geo.csv\n", shared([1, 1, 1], 5));
+    lab.edit(0, &parent_file(0, true, &with_file));
+    eventually_ok(EVENTUALLY, "P2 takes it", || match version_of(lab.p(1))? {
+        (1, o) if o == "P1" => Ok(()),
+        v => Err(format!("{v:?}")),
+    });
+    eventually_ok(EVENTUALLY, "P1 sees P3 reject it", || {
+        let s = sync_of(lab.p(0), "P3")?;
+        let err = s["last_error"].as_str().unwrap_or("");
+        if s["state"] == "rejected" && err.contains("geo.csv") {
+            Ok(())
+        } else {
+            Err(format!("{s}"))
+        }
+    });
+    assert!(lab.p(0).log().contains("P3 rejected incarnation 1 from P1"));
+    // P3 keeps its running configuration and its file.
+    assert_eq!(version_of(lab.p(2)).expect("version").0, 0);
+    assert!(!lab.file(2).contains("geo.csv"));
+    eventually_ok(EVENTUALLY, "P3 still answers", || {
+        expect_weights(lab.p(2), [1, 1, 1])
+    });
+}
+
+#[test]
+fn a_parent_on_another_version_is_refused_at_both_ends_and_manual_sync_previews_and_forces() {
+    let Some(mut lab) = Lab::start("v", false, false) else {
+        return;
+    };
+    // P3 is "upgraded": it announces another software version.
+    lab.parents[2].stop();
+    lab.parents[2]
+        .env
+        .push(("SEXTANT_CONFIG_SYNC_VERSION".into(), "9.9.9".into()));
+    lab.parents[2].restart();
+    eventually_ok(EVENTUALLY, "P1 refuses P3", || {
+        let s = sync_of(lab.p(0), "P3")?;
+        if s["state"] == "refused" && s["last_error"].as_str().unwrap_or("").contains("9.9.9") {
+            Ok(())
+        } else {
+            Err(format!("{s}"))
+        }
+    });
+    eventually_ok(EVENTUALLY, "P3 refuses P1", || {
+        let s = sync_of(lab.p(2), "P1")?;
+        if s["state"] == "refused" {
+            Ok(())
+        } else {
+            Err(format!("{s}"))
+        }
+    });
+    assert!(
+        lab.p(2)
+            .log()
+            .contains("it runs Sextant 0.1.0, this node 9.9.9")
+    );
+
+    // Automatic sync is off: a change at P1 stays at P1 ...
+    lab.edit(0, &parent_file(0, false, &shared([2, 1, 1], 5)));
+    eventually_ok(EVENTUALLY, "P1 answers 2:1:1", || {
+        expect_weights(lab.p(0), [2, 1, 1])
+    });
+    eventually_ok(EVENTUALLY, "P1 sees P2 not synced (disabled)", || {
+        let s = sync_of(lab.p(0), "P2")?;
+        if s["state"] == "disabled" {
+            Ok(())
+        } else {
+            Err(format!("{s}"))
+        }
+    });
+    expect_weights(lab.p(1), [1, 1, 1]).expect("P2 unchanged");
+
+    // ... until the operator syncs by hand. The preview shows the line.
+    let cli = |args: &[&str]| {
+        let token = lab.p(0).config.with_extension("api-tokens");
+        let server = format!("http://{}", lab.p(0).api_addr);
+        let mut all = vec!["cli", "--server", server.as_str(), "--token-file"];
+        let token = token.to_str().expect("utf-8").to_string();
+        all.push(&token);
+        all.extend_from_slice(args);
+        let out = lab.ns.run(|| SEXTANT.run(&all));
+        (out.status.success(), output_text(&out))
+    };
+    let (ok, preview) = cli(&["sync", "gslb", "config", "-preview"]);
+    assert!(ok, "{preview}");
+    assert!(
+        preview.contains("P2 (incarnation 0 from P2): a delta")
+            || preview.contains("P2 (incarnation 0 from P1): a delta"),
+        "{preview}"
+    );
+    assert!(
+        preview.contains("- bind gslb vserver vs_app -serviceName svc1 -weight 1"),
+        "{preview}"
+    );
+    assert!(
+        preview.contains("+ bind gslb vserver vs_app -serviceName svc1 -weight 2"),
+        "{preview}"
+    );
+    assert!(preview.contains("P3"), "{preview}");
+    let (ok, out) = cli(&["sync", "gslb", "config", "-forceSync", "P2", "-debug"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("P2: in sync"), "{out}");
+    assert!(out.contains("-> P2 ConfigUpdate"), "{out}");
+    assert!(out.contains("<- P2 ConfigResult"), "{out}");
+    eventually_ok(EVENTUALLY, "P2 answers 2:1:1", || {
+        expect_weights(lab.p(1), [2, 1, 1])
+    });
+    // P3 (refused) keeps its own.
+    expect_weights(lab.p(2), [1, 1, 1]).expect("P3 unchanged");
+    // A wrong token changes nothing and says why.
+    let before = version_of(lab.p(0)).expect("version");
+    let server = format!("http://{}", lab.p(0).api_addr);
+    let bad = lab.scratch.0.join("wrong.tokens");
+    std::fs::write(&bad, "nobody not-the-token\n").expect("write");
+    let out = lab.ns.run(|| {
+        SEXTANT.run(&[
+            "cli",
+            "--server",
+            &server,
+            "--token-file",
+            bad.to_str().expect("utf-8"),
+            "sync",
+            "gslb",
+            "config",
+        ])
+    });
+    assert!(!out.status.success());
+    assert!(
+        output_text(&out).contains("the token is not valid"),
+        "{}",
+        output_text(&out)
+    );
+    assert_eq!(
+        version_of(lab.p(0)).expect("version"),
+        before,
+        "a refused sync made a new version"
+    );
+}
+
+/// SIGHUP (the same number on every Linux architecture).
+const SIGHUP: i32 = 1;
+
+/// Parent `i`'s file in the native TOML syntax: its `[server]` (listener,
+/// local site) and the sync switch are its own; the rest is shared.
+fn toml_parent_file(i: usize, weights: [u32; 2]) -> String {
+    let mut c = format!(
+        "version = 1\n\n\
+         # {me}'s own listener\n\
+         [server]\n\
+         dns_listen = [\"{ip}:5300\"]\n\
+         local_site = \"{me}\"\n\n\
+         [gslb]\n\
+         automatic_config_sync = true\n\
+         mep_keepalive_timeout = \"1s\"\n",
+        me = PARENTS[i],
+        ip = p_ip(i)
+    );
+    for (k, p) in PARENTS.iter().take(2).enumerate() {
+        c += &format!(
+            "\n[[site]]\nname = \"{p}\"\nip = \"{}\"\nsite_password = \"s3cret\"\n",
+            p_ip(k)
+        );
+    }
+    c += "\n[[zone]]\napex = \"example.com\"\nns = [\"ns1.example.com\"]\n\
+          soa = { origin_server = \"ns1.example.com\", contact = \"hostmaster.example.com\" }\n";
+    for (k, site) in PARENTS.iter().take(2).enumerate() {
+        c += &format!(
+            "\n[[service]]\nname = \"svc{n}\"\nip = \"{}\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"{site}\"\n",
+            svc_ip(k),
+            n = k + 1
+        );
+    }
+    c += &format!(
+        "\n[[vserver]]\nname = \"vs_app\"\nprotocol = \"HTTP\"\nlb_method = \"ROUNDROBIN\"\n\
+         services = [{{ name = \"svc1\", weight = {} }}, {{ name = \"svc2\", weight = {} }}]\n\
+         domains = [{{ name = \"{NAME}\", ttl = 5 }}]\n",
+        weights[0], weights[1]
+    );
+    c
+}
+
+#[test]
+fn parents_configured_in_toml_sync_their_changes_too() {
+    let Some(ns) = Netns::create("t") else {
+        return;
+    };
+    let scratch = Scratch::new("config_sync_t");
+    let parents: Vec<SiteServer> = (0..2)
+        .map(|i| {
+            let dir = scratch.0.join(PARENTS[i]);
+            std::fs::create_dir_all(&dir).expect("site dir");
+            SiteServer::start_toml_as_written(
+                SEXTANT,
+                &dir,
+                PARENTS[i],
+                p_ip(i),
+                SocketAddr::from((p_ip(i), 5300)),
+                &toml_parent_file(i, [1, 1]),
+                Some(ns.clone()),
+            )
+        })
+        .collect();
+    eventually_ok(EVENTUALLY, "P1 and P2 in sync", || {
+        let s = sync_of(&parents[0], "P2")?;
+        if s["state"] == "in_sync" {
+            Ok(())
+        } else {
+            Err(format!("{s}"))
+        }
+    });
+    parents[1].reload(&toml_parent_file(1, [1, 4]));
+    eventually_ok(EVENTUALLY, "P1 answers 1:4", || {
+        let counts = answer_counts(&parents[0], 5)?;
+        let got = (
+            counts.get(&svc_ip(0)).copied().unwrap_or(0),
+            counts.get(&svc_ip(1)).copied().unwrap_or(0),
+        );
+        if got == (1, 4) {
+            Ok(())
+        } else {
+            Err(format!("answers per service {got:?}"))
+        }
+    });
+    let f1 = std::fs::read_to_string(&parents[0].config).expect("read");
+    assert!(
+        f1.starts_with("# sextant config sync: from P2, incarnation 1"),
+        "{f1}"
+    );
+    assert!(f1.contains("local_site = \"P1\""), "{f1}");
+    assert!(f1.contains("dns_listen = [\"127.0.1.1:5300\"]"), "{f1}");
+    assert!(f1.contains("weight = 4"), "{f1}");
+}
+
+#[test]
+fn an_edit_saved_but_not_loaded_yet_is_never_overwritten_by_a_sync() {
+    let Some(lab) = Lab::start("e", true, false) else {
+        return;
+    };
+    // The operator at P2 has saved an edit but not sent SIGHUP yet.
+    let edited = parent_file(1, true, &shared([1, 7, 1], 5));
+    std::fs::write(&lab.p(1).config, &edited).expect("write");
+    // Meanwhile P1 changes something else.
+    lab.edit(0, &parent_file(0, true, &shared([1, 1, 1], 60)));
+    eventually_ok(EVENTUALLY, "P1 sees P2 refuse for now", || {
+        let s = sync_of(lab.p(0), "P2")?;
+        if s["last_error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("holds a change that is not loaded yet")
+        {
+            Ok(())
+        } else {
+            Err(format!("{s}"))
+        }
+    });
+    assert_eq!(
+        std::fs::read_to_string(&lab.p(1).config).expect("read"),
+        edited,
+        "the sync overwrote the edit"
+    );
+    // The operator loads it: a change made at P2 after it saw P1's, so the
+    // newer one, and every parent takes it.
+    lab.p(1).signal(SIGHUP);
+    for (i, name) in PARENTS.iter().enumerate() {
+        eventually_ok(EVENTUALLY, &format!("{name} answers P2's 1:7:1"), || {
+            expect_weights(lab.p(i), [1, 7, 1])
+        });
+    }
+    assert_eq!(
+        version_of(lab.p(0)).expect("version"),
+        (2, "P2".to_string())
+    );
+}
