@@ -734,9 +734,31 @@ mod tests {
         );
         assert_eq!(
             error("frobnicate"),
-            "unknown command `frobnicate`; here comes one of: disable, drain, enable, exit, explain, help, quit, show, stat (`help` lists every command)"
+            "unknown command `frobnicate`; here comes one of: disable, drain, enable, exit, explain, help, quit, show, stat, sync (`help` lists every command)"
         );
         assert!(error(r#"disable gslb service "web"#).contains("unfinished quote"));
+    }
+
+    #[test]
+    fn sync_gslb_config_takes_flags_and_a_site() {
+        let c = parsed("sync gslb config -preview");
+        assert_eq!(
+            (c.verb, c.preview, c.debug, c.force_site),
+            (Verb::SyncConfig, true, false, None)
+        );
+        let c = parsed("sync gslb config -forceSync P2 -debug");
+        assert_eq!(
+            (c.preview, c.debug, c.force_site.as_deref()),
+            (false, true, Some("P2"))
+        );
+        assert_eq!(
+            error("sync gslb config -forceSync"),
+            "-forceSync needs a value: sync gslb config [-preview] [-forceSync SITE] [-debug]"
+        );
+        assert_eq!(
+            error("sync gslb config P2"),
+            "unexpected `P2` after `sync gslb config`: sync gslb config [-preview] [-forceSync SITE] [-debug]"
+        );
     }
 
     #[test]
