@@ -915,20 +915,8 @@ impl Syncer {
                 for (i, g) in groups.into_iter().enumerate() {
                     msgs.push(ConfigUpdate {
                         base: base.clone(),
-                        part: i as u32,
-                        last: i + 1 == n,
                         ops: g,
-                        files: if i == 0 {
-                            template.files.clone()
-                        } else {
-                            Vec::new()
-                        },
-                        lineage: if i == 0 {
-                            template.lineage.clone()
-                        } else {
-                            Vec::new()
-                        },
-                        ..template.clone()
+                        ..part_of(&template, i, n)
                     });
                 }
                 "delta"
@@ -938,20 +926,8 @@ impl Syncer {
                 let n = parts.len();
                 for (i, t) in parts.into_iter().enumerate() {
                     msgs.push(ConfigUpdate {
-                        part: i as u32,
-                        last: i + 1 == n,
                         text: t.to_string(),
-                        files: if i == 0 {
-                            template.files.clone()
-                        } else {
-                            Vec::new()
-                        },
-                        lineage: if i == 0 {
-                            template.lineage.clone()
-                        } else {
-                            Vec::new()
-                        },
-                        ..template.clone()
+                        ..part_of(&template, i, n)
                     });
                 }
                 "full"
@@ -1558,6 +1534,27 @@ impl Syncer {
     /// A transfer to some peer is under way.
     pub fn sending(&self) -> bool {
         self.peers.values().any(|p| p.outbound.is_some())
+    }
+}
+
+/// Part `i` of the `n` of a transfer: the template's header, with the
+/// files and the lineage on the first part only.
+fn part_of(template: &ConfigUpdate, i: usize, n: usize) -> ConfigUpdate {
+    let first = i == 0;
+    ConfigUpdate {
+        part: u32::try_from(i).unwrap_or(u32::MAX),
+        last: i + 1 == n,
+        files: if first {
+            template.files.clone()
+        } else {
+            Vec::new()
+        },
+        lineage: if first {
+            template.lineage.clone()
+        } else {
+            Vec::new()
+        },
+        ..template.clone()
     }
 }
 

@@ -690,11 +690,11 @@ fn errors_say_where_and_why() {
     for (shared, want) in [
         (
             "add gslb site A 10.0.0.1\nadd service a 127.0.0.1 ADNS 53\n",
-            "shared configuration from P1:2: \"add service\" is a node's own setting",
+            "shared configuration from P1:2: `add service` is a node's own setting",
         ),
         (
             "add gslb site A 10.0.0.1 -sitePassword x\n",
-            "shared configuration from P1:1: -sitePassword is a per-node option",
+            "shared configuration from P1:1: `-sitePassword` is a per-node option",
         ),
         (
             "add gslb site A 10.0.0.1",

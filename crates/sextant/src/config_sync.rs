@@ -31,25 +31,11 @@ pub const VERSION_ENV: &str = "SEXTANT_CONFIG_SYNC_VERSION";
 /// How often the syncer's timer runs (retries, timeouts).
 const TICK: Duration = Duration::from_secs(1);
 
-/// Why the configuration in force changed, as the state task tells it.
-#[derive(Debug, Clone)]
-pub enum LoadCause {
-    /// A SIGHUP reload or `PUT /v1/config`: the operator's change.
-    Reload,
-    /// The apply of a configuration received from `from`.
-    Synced {
-        from: String,
-        transfer: u64,
-        version: ConfigVersion,
-        warnings: Vec<String>,
-    },
-}
-
 enum Command {
     Loaded {
         text: Arc<str>,
         model: Arc<Model>,
-        cause: Option<LoadCause>,
+        cause: Option<Cause>,
     },
     Core(Input),
     Manual {
@@ -91,7 +77,7 @@ impl ConfigSync {
 
     /// The configuration in force changed (the state task calls this after
     /// every swap; `cause` None: the start).
-    pub fn loaded(&self, text: Arc<str>, model: Arc<Model>, cause: Option<LoadCause>) {
+    pub fn loaded(&self, text: Arc<str>, model: Arc<Model>, cause: Option<Cause>) {
         if self
             .tx
             .try_send(Command::Loaded { text, model, cause })
@@ -236,8 +222,7 @@ async fn run(d: Arc<Daemon>, mut rx: mpsc::Receiver<Command>) {
         let now = d.clock.now();
         let outputs = match command {
             Command::Loaded { text, model, cause } => {
-                let Some(input) = loaded_input(&d, syntax, &text, &model, cause, syncer.is_none())
-                else {
+                let Some(input) = loaded_input(&d, &text, &model, cause) else {
                     continue;
                 };
                 let s = syncer.get_or_insert_with(|| Syncer::new(settings(&model, syntax)));
@@ -279,14 +264,7 @@ async fn run(d: Arc<Daemon>, mut rx: mpsc::Receiver<Command>) {
 
 /// The syncer's input for a configuration now in force; None when its
 /// shared part cannot be read (logged).
-fn loaded_input(
-    d: &Daemon,
-    syntax: SyncSyntax,
-    text: &str,
-    model: &Model,
-    cause: Option<LoadCause>,
-    first: bool,
-) -> Option<Input> {
+fn loaded_input(d: &Daemon, text: &str, model: &Model, cause: Option<Cause>) -> Option<Input> {
     let split = match sync_text::split(&d.config_file, text) {
         Ok(s) => s,
         Err(e) => {
@@ -296,33 +274,16 @@ fn loaded_input(
             return None;
         }
     };
-    let cause = match cause {
-        None => Cause::Start {
-            saved: read_state(&state_file(&d.config_file)),
-            header: split.header.as_ref().map(|h| ConfigVersion {
-                incarnation: h.incarnation,
-                origin: h.origin.clone(),
-                digest: h.digest.clone(),
-            }),
-        },
-        Some(LoadCause::Reload) if first => Cause::Start {
-            saved: read_state(&state_file(&d.config_file)),
-            header: None,
-        },
-        Some(LoadCause::Reload) => Cause::Reload,
-        Some(LoadCause::Synced {
-            from,
-            transfer,
-            version,
-            warnings,
-        }) => Cause::Synced {
-            from,
-            transfer,
-            version,
-            warnings,
-        },
-    };
-    let _ = syntax;
+    // None: the start, with the version kept in the state file and the one
+    // the file's sync header names.
+    let cause = cause.unwrap_or_else(|| Cause::Start {
+        saved: read_state(&state_file(&d.config_file)),
+        header: split.header.as_ref().map(|h| ConfigVersion {
+            incarnation: h.incarnation,
+            origin: h.origin.clone(),
+            digest: h.digest.clone(),
+        }),
+    });
     Some(Input::Loaded {
         settings: settings(model, split.syntax),
         shared: Arc::from(split.shared),
@@ -410,7 +371,7 @@ impl From<Vec<String>> for ApplyFailed {
 
 /// Merges a received shared part into this node's file, validates it as a
 /// reload would, writes it atomically and swaps it in. The state task then
-/// reports it back as [`LoadCause::Synced`].
+/// reports it back as [`Cause::Synced`].
 ///
 /// A file whose shared part differs from the one in force holds an edit
 /// not loaded yet (the operator saved it; the SIGHUP is on its way): it is
@@ -476,7 +437,7 @@ async fn apply(
         parse,
         started,
         Some(done_tx),
-        LoadCause::Synced {
+        Cause::Synced {
             from: from.to_string(),
             transfer,
             version: version.clone(),

@@ -826,7 +826,7 @@ fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) ->
                 parse,
                 signalled,
                 None,
-                crate::config_sync::LoadCause::Reload,
+                sextant_config_sync::Cause::Reload,
             )
         }
         Err(e) => Input::Reloaded {
@@ -836,7 +836,7 @@ fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) ->
             signalled,
             text: Arc::from(""),
             done: None,
-            cause: crate::config_sync::LoadCause::Reload,
+            cause: sextant_config_sync::Cause::Reload,
         },
     }
 }
@@ -850,7 +850,7 @@ pub fn prepared_input(
     parse: Duration,
     signalled: Instant,
     done: Option<oneshot::Sender<Result<u64, String>>>,
-    cause: crate::config_sync::LoadCause,
+    cause: sextant_config_sync::Cause,
 ) -> Input {
     let started = Instant::now();
     if is_child(&model) {
@@ -915,7 +915,7 @@ pub enum Input {
         /// not): a configuration put over the API waits for it.
         done: Option<oneshot::Sender<Result<u64, String>>>,
         /// An operator's change, or a configuration config sync received.
-        cause: crate::config_sync::LoadCause,
+        cause: sextant_config_sync::Cause,
     },
 }
 

@@ -439,48 +439,6 @@ fn site_line(a: &mut Analysis, pending: &mut String, line: &Line, n: usize, verb
     push_line(&mut a.shared, &kept);
 }
 
-/// Checks that `s` is a canonical shared text, as `split` gives.
-fn check_shared(s: &Analysis, text: &str, name: &str) -> Result<(), SyncTextError> {
-    let err = |line: usize, reason: String| SyncTextError::NotShared {
-        file: name.to_string(),
-        line,
-        reason,
-    };
-    if let Some(line) = s.separator {
-        return Err(err(
-            line,
-            "the sync separator line belongs to a node's own file, not to a shared text".into(),
-        ));
-    }
-    if let Some((line, words)) = &s.first_local {
-        return Err(err(
-            *line,
-            format!(
-                "\"{words}\" is a node's own setting and never travels between parents; a shared text holds only shared commands"
-            ),
-        ));
-    }
-    if let Some((line, opt)) = &s.first_overlay {
-        return Err(err(
-            *line,
-            format!("{opt} is a per-node option and never travels between parents"),
-        ));
-    }
-    if s.shared != text {
-        let line = s
-            .shared
-            .lines()
-            .zip(text.lines())
-            .position(|(a, b)| a != b)
-            .map_or_else(|| s.shared.lines().count().max(1), |i| i + 1);
-        return Err(err(
-            line,
-            "not in the canonical form config sync sends (LF line ends, every line ended, no comment after the last command)".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// Sets every `-incarnation` value of `line` to `n`; whether there was one.
 fn set_incarnation(line: &mut String, n: u64) -> bool {
     let Ok(tokens) = lexer::tokenize(line) else {
@@ -531,7 +489,18 @@ pub(super) fn merge(
 ) -> Result<(), SyncTextError> {
     let cur = analyse(body, file, skipped)?;
     let s = analyse(shared, shared_name, 0)?;
-    check_shared(&s, shared, shared_name)?;
+    super::check_shared(
+        &super::SharedCheck {
+            shared: &s.shared,
+            separator: s.separator,
+            first_local: s.first_local.as_ref(),
+            first_overlay: s.first_overlay.as_ref(),
+            units: "commands",
+            setting: "option",
+        },
+        shared,
+        shared_name,
+    )?;
 
     // The local part, with the incarnation set.
     let mut pieces: Vec<(bool, String)> = Vec::with_capacity(cur.local.len());

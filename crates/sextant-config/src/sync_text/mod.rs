@@ -325,6 +325,72 @@ fn push_line(out: &mut String, line: &str) {
     out.push('\n');
 }
 
+/// What a syntax's reader found in a text given as a received shared text,
+/// and the words it names things with (`commands`/`option`, or
+/// `tables`/`key`).
+pub(super) struct SharedCheck<'a> {
+    /// The canonical shared text `split` makes of it.
+    pub shared: &'a str,
+    pub separator: Option<usize>,
+    pub first_local: Option<&'a (usize, String)>,
+    pub first_overlay: Option<&'a (usize, String)>,
+    /// How the syntax names its units (`commands`, `tables`) and its
+    /// per-node settings (`option`, `key`).
+    pub units: &'static str,
+    pub setting: &'static str,
+}
+
+/// Checks that `text` is a canonical shared text, as `split` gives: no
+/// separator, no node's own setting, no per-node overlay, nothing but what
+/// `split` would have made of it.
+pub(super) fn check_shared(c: &SharedCheck, text: &str, name: &str) -> Result<(), SyncTextError> {
+    let err = |line: usize, reason: String| SyncTextError::NotShared {
+        file: name.to_string(),
+        line,
+        reason,
+    };
+    if let Some(line) = c.separator {
+        return Err(err(
+            line,
+            "the sync separator line belongs to a node's own file, not to a shared text".into(),
+        ));
+    }
+    if let Some((line, what)) = c.first_local {
+        return Err(err(
+            *line,
+            format!(
+                "`{what}` is a node's own setting and never travels between parents; a shared text holds only shared {}",
+                c.units
+            ),
+        ));
+    }
+    if let Some((line, what)) = c.first_overlay {
+        return Err(err(
+            *line,
+            format!(
+                "`{what}` is a per-node {} and never travels between parents",
+                c.setting
+            ),
+        ));
+    }
+    if c.shared != text {
+        let line = c
+            .shared
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .map_or_else(|| c.shared.lines().count().max(1), |i| i + 1);
+        return Err(err(
+            line,
+            format!(
+                "not in the canonical form config sync sends (LF line ends, every line ended, no comment after the last of its {})",
+                c.units
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -509,45 +509,6 @@ fn is_trivia(text: &str) -> bool {
     })
 }
 
-fn check_shared(s: &Analysis, text: &str, name: &str) -> Result<(), SyncTextError> {
-    let err = |line: usize, reason: String| SyncTextError::NotShared {
-        file: name.to_string(),
-        line,
-        reason,
-    };
-    if let Some(line) = s.separator {
-        return Err(err(
-            line,
-            "the sync separator line belongs to a node's own file, not to a shared text".into(),
-        ));
-    }
-    if let Some((line, what)) = &s.first_local {
-        return Err(err(
-            *line,
-            format!(
-                "`{what}` is a node's own setting and never travels between parents; a shared text holds only shared tables"
-            ),
-        ));
-    }
-    if let Some((line, key)) = &s.first_overlay {
-        return Err(err(
-            *line,
-            format!("`{key}` is a per-node key and never travels between parents"),
-        ));
-    }
-    if s.shared != text {
-        return Err(err(
-            s.shared
-                .lines()
-                .zip(text.lines())
-                .position(|(a, b)| a != b)
-                .map_or_else(|| s.shared.lines().count().max(1), |i| i + 1),
-            "not in the canonical form config sync sends (LF line ends, every line ended, no comment after the last table)".into(),
-        ));
-    }
-    Ok(())
-}
-
 fn push_oline(out: &mut String, o: &OLine) {
     out.push_str(&o.text);
     out.push('\n');
@@ -564,7 +525,18 @@ pub(super) fn merge(
 ) -> Result<(), SyncTextError> {
     let cur = analyse(body, file, skipped)?;
     let s = analyse(shared, shared_name, 0)?;
-    check_shared(&s, shared, shared_name)?;
+    super::check_shared(
+        &super::SharedCheck {
+            shared: &s.shared,
+            separator: s.separator,
+            first_local: s.first_local.as_ref(),
+            first_overlay: s.first_overlay.as_ref(),
+            units: "tables",
+            setting: "key",
+        },
+        shared,
+        shared_name,
+    )?;
     let n = header.incarnation.to_string();
     let mut gslb_lines = cur.gslb_overlays.clone();
     let mut local_gslb_seen = false;

@@ -180,7 +180,7 @@ pub(super) async fn put_config(
         parse,
         started,
         Some(done_tx),
-        crate::config_sync::LoadCause::Reload,
+        sextant_config_sync::Cause::Reload,
     );
     if d.inputs.send(input).await.is_err() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
