@@ -200,6 +200,10 @@ pub struct Site {
     pub keepalives_lost: u64,
     /// This node's direct link with the site: "peer", "to-child", "adopted", "to-parent".
     pub link: Option<String>,
+    /// The direct link runs over TLS (the secure variant): its messages,
+    /// config sync's included, are encrypted. Null without a direct link.
+    #[serde(default)]
+    pub link_secure: Option<bool>,
     /// Why metric exchange with the site last went DOWN.
     pub last_down_reason: Option<String>,
     /// The site's CPU and memory use, as it last reported (or, for this

@@ -720,3 +720,71 @@ fn an_edit_saved_but_not_loaded_yet_is_never_overwritten_by_a_sync() {
         (2, "P2".to_string())
     );
 }
+
+#[test]
+fn over_the_secure_variant_the_sync_travels_inside_tls() {
+    let Some(ns) = Netns::create("s") else {
+        return;
+    };
+    let scratch = Scratch::new("config_sync_s");
+    // Every parent's rpcNode is secure (each file's own lines): MEP between
+    // them runs over TLS, and a parent refuses plain connections.
+    let rpc: String = (0..3)
+        .map(|k| format!("set ns rpcNode {} -password s3cret -secure YES\n", p_ip(k)))
+        .collect();
+    let file = |i: usize, weights: [u32; 3]| {
+        let f = parent_file(i, true, &shared(weights, 5));
+        let own = format!("add service adns_{} {} ADNS 5300\n", PARENTS[i], p_ip(i));
+        f.replace(&own, &format!("{own}{rpc}"))
+    };
+    let parents: Vec<SiteServer> = (0..3)
+        .map(|i| {
+            let dir = scratch.0.join(PARENTS[i]);
+            std::fs::create_dir_all(&dir).expect("site dir");
+            SiteServer::start_as_written(
+                SEXTANT,
+                &dir,
+                PARENTS[i],
+                p_ip(i),
+                SocketAddr::from((p_ip(i), 5300)),
+                &file(i, [1, 1, 1]),
+                Some(ns.clone()),
+            )
+        })
+        .collect();
+    for p in &parents {
+        for other in PARENTS.iter().filter(|o| **o != p.name) {
+            eventually_ok(
+                EVENTUALLY,
+                &format!("{} sees {other} UP over TLS", p.name),
+                || {
+                    let (_, body) = p.get("/v1/sites")?;
+                    let v: Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+                    let s = v
+                        .as_array()
+                        .and_then(|a| a.iter().find(|s| s["name"] == *other))
+                        .cloned()
+                        .unwrap_or_default();
+                    if s["mep"] == "UP" && s["link_secure"] == true {
+                        Ok(())
+                    } else {
+                        Err(format!("{s}"))
+                    }
+                },
+            );
+        }
+    }
+    parents[0].reload(&file(0, [4, 1, 1]));
+    for (i, name) in PARENTS.iter().enumerate() {
+        eventually_ok(EVENTUALLY, &format!("{name} answers 4:1:1"), || {
+            expect_weights(&parents[i], [4, 1, 1])
+        });
+    }
+    // The rpcNode lines stayed each parent's own.
+    let f2 = std::fs::read_to_string(&parents[1].config).expect("read");
+    assert!(
+        f2.starts_with("# sextant config sync: from P1, incarnation 1"),
+        "{f2}"
+    );
+    assert_eq!(f2.matches("-secure YES").count(), 3, "{f2}");
+}

@@ -336,6 +336,7 @@ pub(super) async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 keepalives_sent: peer.map_or(0, |p| p.keepalives_sent),
                 keepalives_lost: peer.map_or(0, |p| p.keepalives_lost),
                 link: peer.and_then(|p| p.link).map(str::to_string),
+                link_secure: peer.filter(|p| p.link.is_some()).map(|p| p.secure),
                 last_down_reason: peer.and_then(|p| p.last_down_reason.clone()),
                 cpu_percent: figures.and_then(|m| m.cpu_percent),
                 memory_percent: figures.and_then(|m| m.memory_percent),
@@ -363,6 +364,7 @@ pub(super) async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 keepalives_sent: p.keepalives_sent,
                 keepalives_lost: p.keepalives_lost,
                 link: p.link.map(str::to_string),
+                link_secure: p.link.map(|_| p.secure),
                 last_down_reason: p.last_down_reason.clone(),
                 // Not a site of this configuration: the engine keeps no
                 // figures for it.
