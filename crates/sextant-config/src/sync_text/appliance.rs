@@ -571,14 +571,7 @@ pub(super) fn merge(
             inserts.push((at, text));
         }
     }
-    inserts.sort_by_key(|(at, _)| *at);
-    let mut at = 0;
-    for (point, text) in inserts {
-        out.push_str(&shared[at..point]);
-        out.push_str(&text);
-        at = point;
-    }
-    out.push_str(&shared[at..]);
+    super::splice(out, shared, inserts);
     Ok(())
 }
 

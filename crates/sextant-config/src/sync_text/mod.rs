@@ -391,6 +391,19 @@ pub(super) fn check_shared(c: &SharedCheck, text: &str, name: &str) -> Result<()
     Ok(())
 }
 
+/// Appends `shared` to `out` with each overlay text inserted at its byte
+/// offset in `shared` (the per-node tokens `merge` puts back).
+pub(super) fn splice(out: &mut String, shared: &str, mut inserts: Vec<(usize, String)>) {
+    inserts.sort_by_key(|(at, _)| *at);
+    let mut at = 0;
+    for (point, text) in inserts {
+        out.push_str(&shared[at..point]);
+        out.push_str(&text);
+        at = point;
+    }
+    out.push_str(&shared[at..]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
