@@ -62,6 +62,7 @@ fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, pat
         "Configuration: {} (edit it and send SIGHUP to reload)",
         path.display()
     );
+    println!("Dashboard: http://{api}/ui/");
     println!();
     println!("Try:");
     for d in &model.domains {

@@ -13,6 +13,7 @@ mod openapi;
 mod push;
 mod stats;
 pub mod tls;
+mod ui;
 mod views;
 
 pub(crate) use config::write_atomically;
@@ -83,6 +84,8 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
             Arc::clone(&daemon.api_access),
             auth::require,
         ))
+        // After the auth layer: the dashboard's assets are always served.
+        .merge(ui::routes())
         .with_state(daemon)
 }
 
