@@ -128,7 +128,8 @@ fn element_facts_js(selector: &str) -> String {
 }
 
 impl Browser {
-    /// Launches headless chromium with a window of common laptop size
+    /// Launches headless chromium with a viewport of common laptop size
+    /// (1280 × 900)
     /// (`--no-sandbox` when root, as chromium refuses to sandbox as root),
     /// saving screenshots (and chromium's own log, `chromium.log`) into
     /// `screenshots` (created). `None` when chromium is not installed (see
@@ -241,7 +242,18 @@ impl Browser {
             .expect("Target.attachToTarget gives a sessionId")
             .to_string();
         browser.command("Page.enable", json!({}));
+        browser.set_viewport(1280, 900);
         browser
+    }
+
+    /// Makes the page's viewport `width` × `height` CSS pixels (the window
+    /// size alone leaves the browser's own frame out of it).
+    #[track_caller]
+    pub fn set_viewport(&mut self, width: u32, height: u32) {
+        self.command(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        );
     }
 
     /// Sends one protocol command (to the page's session when `session`)
