@@ -170,11 +170,16 @@ impl Browser {
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup chromium.log"))
             .stderr(log);
-        // SAFETY: only async-signal-safe dup2 calls between fork and exec;
-        // dup2 leaves the new descriptors open across exec.
+        // SAFETY: only async-signal-safe prctl and dup2 calls between fork
+        // and exec; dup2 leaves the new descriptors open across exec. The
+        // browser gets SIGKILL if the test's thread dies without running
+        // destructors (a test killed by a timeout), as the servers do.
         unsafe {
             command.pre_exec(move || {
-                if libc::dup2(in_read, 3) < 0 || libc::dup2(out_write, 4) < 0 {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) < 0
+                    || libc::dup2(in_read, 3) < 0
+                    || libc::dup2(out_write, 4) < 0
+                {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())

@@ -292,10 +292,10 @@ fn a_dead_backend_turns_down_in_the_page_its_share_moves_away_and_explain_shows_
             NAME,
             "A",
         ]);
-        let cli = output_text(&out);
         if !out.status.success() {
-            return Err(format!("sextant explain failed: {cli}"));
+            return Err(format!("sextant explain failed: {}", output_text(&out)));
         }
+        let cli = String::from_utf8_lossy(&out.stdout);
         let answers: Vec<&str> = lines(&page)
             .into_iter()
             .filter(|l| l.starts_with("answer:"))
@@ -370,10 +370,6 @@ fn actions_need_the_token_and_disable_from_the_page_stops_dns_answering_it() {
     s.browser.click(disable);
     s.browser
         .wait_for_text(admin, PAGE, "DISABLED", |t| t == "DISABLED");
-    assert!(
-        !s.browser.shown("#error"),
-        "the error banner is hidden after a success"
-    );
     eventually_ok(EVENTUALLY, "fra stops answering ams", || {
         for i in 0..12 {
             let got = s.fra().try_query_a(NAME)?;
