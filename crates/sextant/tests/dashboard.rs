@@ -183,7 +183,8 @@ impl Setup {
         );
         b.type_into("form#explain [name=\"client\"]", &client.to_string());
         b.eval("document.querySelector('#explain-result').textContent = ''");
-        b.click("form#explain [type=\"submit\"]");
+        // A button is a submit button unless it says otherwise.
+        b.click("form#explain [type=\"submit\"], form#explain button:not([type])");
         b.wait_for_text("#explain-result", PAGE, "shows an answer", |t| {
             t.contains("answer:")
         })
