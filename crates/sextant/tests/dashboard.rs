@@ -1,0 +1,390 @@
+//! The dashboard (`/ui/`, issue 28) end to end in a real browser: Debian's
+//! headless chromium (installed by `scripts/setup.sh`, driven by
+//! `sextant_test_support::browser`) looks at the page that one of three
+//! `sextant serve` processes serves, each site on its own loopback address
+//! with a real TCP backend per site, monitored by TCP at its own site.
+//!
+//! The tests read the page only through the DOM contract of the dashboard
+//! (data attributes and ids, see docs/dashboard.md), act on it with real
+//! clicks and typing, and check the effect where an operator would: in the
+//! page, over the API and with DNS queries. Each saves screenshots (PNG)
+//! under `target/tmp/screenshots/dashboard/TEST/`. Without chromium they
+//! fail under CI (`CI=true`) and print SKIPPED elsewhere.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use sextant_test_support::browser::Browser;
+use sextant_test_support::prelude::*;
+
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+
+const NAME: &str = "www.example.com";
+/// The monitor's interval; a killed backend is DOWN after one failed probe.
+const INTERVAL: Duration = Duration::from_secs(3);
+const MONITOR: &str = "add lb monitor tcp-dash TCP -interval 3 SEC -resptimeout 1 SEC -retries 1\n";
+/// How long the page may take to show what the API already says (it polls
+/// every 2 s and listens to `/v1/events`).
+const PAGE: Duration = Duration::from_secs(15);
+
+/// Site `me`'s file: the three sites, one service per site on its backend
+/// (`web-NAME`, monitored at its own site), one round-robin vserver over the
+/// three for [`NAME`].
+fn conf(sites: &Sites, me: usize, ports: &[u16]) -> String {
+    let mut c = sites.preamble(me, "dashboard", "");
+    c += MONITOR;
+    for (k, name) in sites.names.iter().enumerate() {
+        c += &format!(
+            "add gslb service web-{name} {} TCP {} -siteName {name}\n\
+             bind lb monitor tcp-dash web-{name}\n",
+            sites.svc[k], ports[k]
+        );
+    }
+    c += "add gslb vserver web TCP -lbMethod ROUNDROBIN\n";
+    for name in &sites.names {
+        c += &format!("bind gslb vserver web -serviceName web-{name}\n");
+    }
+    c += &format!("bind gslb vserver web -domainName {NAME} -TTL 5\n");
+    c
+}
+
+struct Setup {
+    sites: Sites,
+    servers: Vec<SiteServer>,
+    backends: Vec<Option<Backend>>,
+    browser: Browser,
+    _scratch: Scratch,
+}
+
+/// Three sites (fra, ams, nyc) with their mesh UP and every service UP, and
+/// a browser showing fra's dashboard. `None` without chromium.
+fn start(test: &str) -> Option<Setup> {
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join("dashboard")
+        .join(test);
+    let mut browser = Browser::launch(&folder)?;
+    let net = Net::for_sites(test, 3);
+    let scratch = net.scratch();
+    let sites = Sites::host(&net, &["fra", "ams", "nyc"]);
+    let backends: Vec<Backend> = sites.svc.iter().map(|ip| Backend::tcp(*ip)).collect();
+    let ports: Vec<u16> = backends.iter().map(|b| b.port()).collect();
+    let servers = sites.start(SEXTANT, &scratch, |k| conf(&sites, k, &ports));
+    wait_mesh_up(&servers);
+    for name in &sites.names {
+        eventually_ok(EVENTUALLY, &format!("fra has web-{name} UP"), || {
+            servers[0]
+                .expect_service(&format!("web-{name}"), State::Up)
+                .map(|_| ())
+        });
+    }
+    browser.open(&format!("http://{}/ui/", servers[0].api_addr));
+    Some(Setup {
+        sites,
+        servers,
+        backends: backends.into_iter().map(Some).collect(),
+        browser,
+        _scratch: scratch,
+    })
+}
+
+/// Queries fra's DNS for [`NAME`] every 50 ms (at most 2000 times) until
+/// dropped, so that the answer counters behind the domain view move.
+struct Queries {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Queries {
+    fn start(dns: SocketAddr) -> Queries {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = thread::spawn(move || {
+            let client = Dns::new(dns);
+            for _ in 0..2000 {
+                if stopping.load(Ordering::Relaxed) {
+                    return;
+                }
+                let _ = client.try_udp_from(None, &build_query(NAME, RecordType::A, None));
+                thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Queries {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Queries {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Setup {
+    fn fra(&self) -> &SiteServer {
+        &self.servers[0]
+    }
+
+    fn show(&mut self, view: &str) {
+        self.browser.click(&format!("a[data-view=\"{view}\"]"));
+        self.browser.wait_for(&format!("section#view-{view}"), PAGE);
+    }
+
+    /// The share of `service` in the domain view (`data-share`, 0..1).
+    fn share(&mut self, service: &str) -> Option<f64> {
+        self.browser
+            .attr(
+                &format!("[data-domain=\"{NAME}\"] [data-share-service=\"{service}\"]"),
+                "data-share",
+            )
+            .and_then(|s| s.parse().ok())
+    }
+
+    fn shares(&mut self) -> Result<Vec<f64>, String> {
+        let names: Vec<String> = self
+            .sites
+            .names
+            .iter()
+            .map(|n| format!("web-{n}"))
+            .collect();
+        names
+            .iter()
+            .map(|s| self.share(s).ok_or(format!("no share shown for {s}")))
+            .collect()
+    }
+
+    /// The text of `field` in the services view's row of `service`.
+    fn service_cell(&mut self, service: &str, field: &str) -> String {
+        self.browser
+            .text(&format!(
+                "tr[data-service=\"{service}\"] [data-field=\"{field}\"]"
+            ))
+            .unwrap_or_default()
+    }
+
+    /// Fills the explain form and submits it; returns the result's text.
+    fn explain_in_page(&mut self, client: Ipv4Addr) -> String {
+        self.show("explain");
+        let b = &mut self.browser;
+        b.type_into("form#explain [name=\"name\"]", NAME);
+        // The query type: a select or a text input, A either way.
+        b.eval(
+            "(() => { const t = document.querySelector('form#explain [name=\"type\"]'); \
+             t.value = 'A'; t.dispatchEvent(new Event('change', {bubbles: true})); })()",
+        );
+        b.type_into("form#explain [name=\"client\"]", &client.to_string());
+        b.eval("document.querySelector('#explain-result').textContent = ''");
+        // A button is a submit button unless it says otherwise.
+        b.click("form#explain [type=\"submit\"], form#explain button:not([type])");
+        b.wait_for_text("#explain-result", PAGE, "shows an answer", |t| {
+            t.contains("answer:")
+        })
+    }
+}
+
+/// The trimmed, non-empty lines of `text`.
+fn lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn a_dead_backend_turns_down_in_the_page_its_share_moves_away_and_explain_shows_the_new_answer() {
+    let Some(mut s) = start("dashboard_dead_backend") else {
+        return;
+    };
+    let _queries = Queries::start(SocketAddr::new(IpAddr::V4(s.sites.ips[0]), DNS_PORT));
+
+    // Every view is there and every site in the topology, linked up.
+    for view in ["topology", "services", "domains", "rtt", "vrrp", "explain"] {
+        s.show(view);
+        s.browser.screenshot(&format!("view-{view}"));
+    }
+    s.show("topology");
+    for pair in ["ams|fra", "fra|nyc", "ams|nyc"] {
+        let link = format!("svg#topology [data-link=\"{pair}\"]");
+        eventually_ok(PAGE, &format!("the topology shows {pair} up"), || {
+            match s.browser.attr(&link, "data-state").as_deref() {
+                Some("up") => Ok(()),
+                other => Err(format!("{link} data-state {other:?}")),
+            }
+        });
+    }
+    for name in ["fra", "ams", "nyc"] {
+        s.browser
+            .wait_for(&format!("svg#topology g[data-site=\"{name}\"]"), PAGE);
+    }
+    s.browser.screenshot("topology");
+
+    // All three services UP, each with a share of the answers.
+    s.show("services");
+    for name in ["fra", "ams", "nyc"] {
+        let service = format!("web-{name}");
+        let state = format!("tr[data-service=\"{service}\"] [data-field=\"state\"]");
+        s.browser.wait_for_text(&state, PAGE, "UP", |t| t == "UP");
+        s.browser
+            .wait_for(&format!("svg[data-timeline=\"{service}\"]"), PAGE);
+    }
+    s.show("domains");
+    eventually_ok(PAGE, "every service has a share of the answers", || {
+        let shares = s.shares()?;
+        if shares.iter().all(|x| *x > 0.0) {
+            Ok(())
+        } else {
+            Err(format!("shares {shares:?}"))
+        }
+    });
+    let ams_before = s.share("web-ams").expect("ams's share");
+    s.browser.screenshot("domains-all-up");
+
+    // ams's backend dies: within two monitor intervals its row says DOWN.
+    s.backends[1].take().expect("ams's backend").kill();
+    s.show("services");
+    s.browser.wait_for_text(
+        "tr[data-service=\"web-ams\"] [data-field=\"state\"]",
+        2 * INTERVAL,
+        "DOWN within two monitor intervals",
+        |t| t == "DOWN",
+    );
+    let reason = s.service_cell("web-ams", "reason");
+    assert!(!reason.is_empty(), "a DOWN service shows its reason");
+    s.browser.screenshot("services-ams-down");
+
+    // The answers move away from it: its share falls below what it was and
+    // below each live service's.
+    s.show("domains");
+    eventually_ok(EVENTUALLY, "ams's share moves away", || {
+        let shares = s.shares()?;
+        let (fra, ams, nyc) = (shares[0], shares[1], shares[2]);
+        if ams < ams_before && ams < fra && ams < nyc {
+            Ok(())
+        } else {
+            Err(format!(
+                "shares fra {fra} ams {ams} nyc {nyc} (ams before: {ams_before})"
+            ))
+        }
+    });
+    s.browser.screenshot("domains-ams-down");
+
+    // The explain form shows what `sextant explain --server` says: the new
+    // answer, without ams.
+    let ams_ip = s.sites.svc_of("ams").to_string();
+    let client = Ipv4Addr::new(127, 0, 0, 1);
+    let api = s.fra().api_addr.to_string();
+    eventually_ok(EVENTUALLY, "the page explains as the command does", || {
+        let page = s.explain_in_page(client);
+        let out = SEXTANT.run(&[
+            "explain",
+            "--server",
+            &api,
+            "--client",
+            &client.to_string(),
+            NAME,
+            "A",
+        ]);
+        if !out.status.success() {
+            return Err(format!("sextant explain failed: {}", output_text(&out)));
+        }
+        let cli = String::from_utf8_lossy(&out.stdout);
+        let answers: Vec<&str> = lines(&page)
+            .into_iter()
+            .filter(|l| l.starts_with("answer:"))
+            .collect();
+        if answers.is_empty() || answers.iter().any(|l| l.contains(&ams_ip)) {
+            return Err(format!("the page's answers {answers:?} (ams is {ams_ip})"));
+        }
+        if lines(&page) != lines(&cli) {
+            return Err(format!("the page says\n{page}\nthe command says\n{cli}"));
+        }
+        Ok(())
+    });
+    s.browser.screenshot("explain");
+}
+
+#[test]
+fn actions_need_the_token_and_disable_from_the_page_stops_dns_answering_it() {
+    let Some(mut s) = start("dashboard_actions") else {
+        return;
+    };
+    let ams_ip = s.sites.svc_of("ams");
+    s.show("services");
+    let state = "tr[data-service=\"web-ams\"] [data-field=\"state\"]";
+    s.browser.wait_for_text(state, PAGE, "UP", |t| t == "UP");
+    let admin = "tr[data-service=\"web-ams\"] [data-field=\"admin\"]";
+    s.browser
+        .wait_for_text(admin, PAGE, "ENABLED", |t| t == "ENABLED");
+    assert_eq!(s.browser.text("#token-state").as_deref(), Some("no token"));
+    let disable = "button[data-action=\"disable\"][data-service=\"web-ams\"]";
+
+    // Without a token: the API refuses, the page says why, nothing changes.
+    s.browser.type_into(
+        "input[data-reason-for=\"web-ams\"]",
+        "maintenance window 42",
+    );
+    s.browser.click(disable);
+    s.browser.wait_for("#error", PAGE);
+    s.browser
+        .wait_for_text("#error", PAGE, "the API's 401 message", |t| {
+            t.contains("this request needs `Authorization: Bearer TOKEN`")
+        });
+    s.browser.screenshot("refused-without-token");
+
+    // A wrong token: refused too, with its own message.
+    s.browser.type_into("input#token", "not-the-token");
+    s.browser.click("button#token-save");
+    s.browser
+        .wait_for_text("#token-state", PAGE, "token set", |t| t == "token set");
+    s.browser.click(disable);
+    s.browser
+        .wait_for_text("#error", PAGE, "the API's 401 message", |t| {
+            t.contains("the token is not valid")
+        });
+    let refused = s.fra().try_service("web-ams").expect("web-ams");
+    assert_eq!(
+        refused.admin_state, "enabled",
+        "a refused action changed nothing"
+    );
+    let answered: Vec<Ipv4Addr> = (0..6).flat_map(|_| s.fra().query_a(NAME)).collect();
+    assert!(
+        answered.contains(&ams_ip),
+        "ams is still answered: {answered:?}"
+    );
+
+    // With the token: disabled, shown, and DNS stops answering ams.
+    s.browser.type_into("input#token", TEST_TOKEN);
+    s.browser.click("button#token-save");
+    s.browser.type_into(
+        "input[data-reason-for=\"web-ams\"]",
+        "maintenance window 42",
+    );
+    s.browser.click(disable);
+    s.browser
+        .wait_for_text(admin, PAGE, "DISABLED", |t| t == "DISABLED");
+    eventually_ok(EVENTUALLY, "fra stops answering ams", || {
+        for i in 0..12 {
+            let got = s.fra().try_query_a(NAME)?;
+            if got.contains(&ams_ip) {
+                return Err(format!("answer {i} still {got:?}"));
+            }
+        }
+        Ok(())
+    });
+    let disabled = s.fra().try_service("web-ams").expect("web-ams");
+    assert_eq!(disabled.admin_state, "disabled");
+    assert_eq!(
+        disabled.admin_reason.as_deref(),
+        Some("maintenance window 42")
+    );
+    s.browser.screenshot("disabled-with-token");
+}
