@@ -40,6 +40,12 @@
 # instances differ by up to 4 % per core on this machine (SCRAPE=0, the
 # A/A control, measures that), which would hide the scrape's cost.
 #
+# The row sextant-rr-dashboard is the failover row again in the same way,
+# with what an open dashboard (/ui/) asks of the server: every 2 s the
+# JSON of all its views at once (more than any one view polls), and one
+# /v1/events stream held open, from CLIENT_CPU. DASHBOARD=0 leaves it
+# unpolled (its A/A control).
+#
 # NET=veth runs the same servers over a veth pair between two network
 # namespaces the script makes (server 10.53.0.1, client 10.53.0.2) instead
 # of loopback: each end's receive work runs in its own NAPI thread
@@ -77,6 +83,7 @@ SERVER_CPU="${SERVER_CPU:-0}"
 # SCRAPE=0 leaves sextant-rr-scraped unscraped: the A/A control, which shows
 # how far two runs of one instance differ without any scrape.
 SCRAPE="${SCRAPE:-1}"
+DASHBOARD="${DASHBOARD:-1}"
 CLIENT_CPU="${CLIENT_CPU:-1}"
 UDP_WORKERS="${UDP_WORKERS:-1}"         # Sextant's workers in every row but the 2w one
 UDP_WORKERS_2="${UDP_WORKERS_2:-2}"     # the two-worker layout
@@ -414,6 +421,23 @@ for rep in $(seq "$REPEAT"); do
                 done
             ) &
             scraper=$!
+        elif [ "$row" = sextant-rr-dashboard ] && [ "$DASHBOARD" = 1 ]; then
+            # The dashboard's requests: every view's JSON every 2 s and an
+            # open event stream, for as long as the load run (bounded).
+            (
+                end=$((SECONDS + DURATION + 2))
+                "${SRV[@]}" taskset -c "$CLIENT_CPU" curl -s -N -o /dev/null --max-time $((DURATION + 2)) \
+                    "http://127.0.0.1:$SCRAPED_API_PORT/v1/events" &
+                while [ "$SECONDS" -lt "$end" ]; do
+                    for path in stats services sites domains vservers records ldns vrrp; do
+                        "${SRV[@]}" taskset -c "$CLIENT_CPU" curl -s -o /dev/null --max-time 1 \
+                            "http://127.0.0.1:$SCRAPED_API_PORT/v1/$path" || true
+                    done
+                    sleep 2
+                done
+                wait
+            ) &
+            scraper=$!
         fi
         t0="$(bench_ticks "$pid")"; c0="$(bench_cpu_ticks "$SERVER_CPU")"; w0="$(date +%s.%N)"
         "${CLI[@]}" taskset -c "$CLIENT_CPU" dnsperf -s "$host" -p "$port" -d "$WORK/query.txt" \
@@ -505,6 +529,10 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
         echo
         qa="$(col failover:sextant-rr-scraped 3 | bench_median)"; qb="$(col failover:sextant-rr 3 | bench_median)"
         echo "Scraped every second against not scraped (sextant-rr-scraped / sextant-rr): queries/s $(awk -v a="$qa" -v b="$qb" 'BEGIN { if (b > 0) printf "%.3fx", a / b; else printf "?" }'), per core $(ratio failover:sextant-rr-scraped failover:sextant-rr)"
+    fi
+    if [ -n "${PERCORE[failover:sextant-rr-dashboard]:-}" ]; then
+        qa="$(col failover:sextant-rr-dashboard 3 | bench_median)"; qb="$(col failover:sextant-rr 3 | bench_median)"
+        echo "Dashboard open against none (sextant-rr-dashboard / sextant-rr): queries/s $(awk -v a="$qa" -v b="$qb" 'BEGIN { if (b > 0) printf "%.3fx", a / b; else printf "?" }'), per core $(ratio failover:sextant-rr-dashboard failover:sextant-rr)"
     fi
     [ -n "$XDP_CHECK" ] && { echo; echo "$XDP_CHECK"; }
     if [ -n "${PERCORE[static:knot-xdp]:-}" ] && [ -n "${PERCORE[static:knot]:-}" ]; then

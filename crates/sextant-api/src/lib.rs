@@ -53,7 +53,8 @@ pub struct MepCounters {
 }
 
 /// `POST /v1/services/NAME/metrics`: load figures of a local service.
-/// Missing fields mean "not measured".
+/// Missing fields mean "not measured". `GET /v1/services` shows each
+/// service's figures in the same shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushMetrics {
@@ -147,6 +148,10 @@ pub struct Service {
     /// RFC 3339 time the operator set it; null while enabled.
     #[serde(default)]
     pub admin_since: Option<String>,
+    /// The load figures DNS decides with now: pushed here, measured, or
+    /// reported by the service's site (null: not measured).
+    #[serde(default)]
+    pub load: PushMetrics,
 }
 
 fn enabled() -> String {

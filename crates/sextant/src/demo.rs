@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
     let path = std::env::temp_dir().join(format!("sextant-demo-{}.conf", std::process::id()));
     std::fs::write(&path, DEMO_CONFIG)
         .with_context(|| format!("cannot write the demo configuration to {}", path.display()))?;
+    let (token_file, token) = write_token_file()?;
     let defaults = sextant_core::GslbParams::default();
     let overrides = Overrides {
         config: path.clone(),
@@ -36,22 +38,51 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
         ldns_probes_per_second: defaults.ldns_probes_per_second,
         udp_receive_buffer: sextant_dns::DEFAULT_RECEIVE_BUFFER,
         xdp: None,
-        api_token_file: None,
+        api_token_file: Some(token_file.clone()),
         api_reads: crate::api::auth::ReadAccess::Auto,
         api_tls: None,
         query_log: None,
     };
     let model = serve::load(&overrides)?;
     let backends = Backends::start(&model)?;
-    print_tour(&model, dns_listen, api_listen, &path);
+    print_tour(&model, dns_listen, api_listen, &path, &token);
     let stdin_backends = backends.clone();
     std::thread::spawn(move || stdin_backends.read_commands());
     let result = serve::run_model(overrides, model, 2);
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&token_file);
     result
 }
 
-fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, path: &Path) {
+/// A fresh random API token in a token file of the demo's own (mode 0600),
+/// so the dashboard's actions and `curl` writes work in the demo too.
+fn write_token_file() -> anyhow::Result<(std::path::PathBuf, String)> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| anyhow::anyhow!("cannot draw a random API token for the demo"))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let path = std::env::temp_dir().join(format!("sextant-demo-{}.tokens", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot write the demo's token file {}", path.display()))?;
+    writeln!(file, "demo {token}")
+        .with_context(|| format!("cannot write the demo's token file {}", path.display()))?;
+    Ok((path, token))
+}
+
+fn print_tour(
+    model: &sextant_core::Model,
+    dns: SocketAddr,
+    api: SocketAddr,
+    path: &Path,
+    token: &str,
+) {
     let (ip, port) = (dns.ip(), dns.port());
     println!(
         "Sextant demo: {} sites, {} services with real backends on loopback.",
@@ -63,6 +94,9 @@ fn print_tour(model: &sextant_core::Model, dns: SocketAddr, api: SocketAddr, pat
         path.display()
     );
     println!("Dashboard: http://{api}/ui/");
+    println!(
+        "API token: {token} (paste it into the dashboard to disable, drain or enable a service)"
+    );
     println!();
     println!("Try:");
     for d in &model.domains {

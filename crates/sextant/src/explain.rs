@@ -334,8 +334,14 @@ pub fn live(
     let e: sextant_api::Explain = serde_json::from_str(&body).map_err(|e| {
         anyhow::anyhow!("the server at {server} sent an explanation this sextant cannot read: {e}")
     })?;
-    print(&e, &format!("live, from the server at {server}"));
+    print(&e, &live_health(&server.to_string()));
     Ok(())
+}
+
+/// The health line of a live explanation: the CLI's and the dashboard's
+/// (`/v1/explain?format=text`) say the same.
+pub fn live_health(server: &str) -> String {
+    format!("live, from the server at {server}")
 }
 
 /// Prints an explanation for a terminal.

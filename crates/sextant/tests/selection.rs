@@ -397,6 +397,32 @@ fn explain_trace_names_the_vserver() {
         text.contains("vs_x"),
         "trace does not name the vserver:\n{text}"
     );
+    // `format=text` (the dashboard's) is what `sextant explain --server` prints.
+    let api = net.api_addr();
+    let (code, page) = http_get(
+        api,
+        "/v1/explain?name=x.example.com&client=127.0.0.1&type=A&format=text",
+    )
+    .expect("explain as text");
+    assert_eq!(code, 200, "{page}");
+    let out = SEXTANT.run(&[
+        "explain",
+        "--server",
+        &api.to_string(),
+        "--client",
+        "127.0.0.1",
+        "x.example.com",
+        "A",
+    ]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    assert_eq!(page, String::from_utf8_lossy(&out.stdout));
+    let (code, body) = http_get(
+        api,
+        "/v1/explain?name=x.example.com&client=127.0.0.1&format=xml",
+    )
+    .expect("explain as xml");
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("use json (the default) or text"), "{body}");
 }
 
 /// Weights, persistence, ECS hashing and MIR from a native TOML file.

@@ -100,7 +100,17 @@ pub(super) async fn push_metrics(
             ),
         );
     }
-    let metrics = sextant_core::ServiceMetrics {
+    let metrics = from_push(&push);
+    match d.inputs.send(Input::Figures(id, metrics)).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+    }
+}
+
+/// A pushed body as the core's figures (a negative or non-finite response
+/// time is no figure; percentages are capped at 100).
+fn from_push(push: &PushMetrics) -> sextant_core::ServiceMetrics {
+    sextant_core::ServiceMetrics {
         connections: push.connections,
         response_time_us: push
             .response_time_ms
@@ -114,9 +124,21 @@ pub(super) async fn push_metrics(
         requests_ps: push.requests_ps,
         new_sessions_ps: push.new_sessions_ps,
         healthy_backends: push.healthy_backends,
-    };
-    match d.inputs.send(Input::Figures(id, metrics)).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+    }
+}
+
+/// The core's figures in the shape a push takes (`GET /v1/services` `load`).
+pub(super) fn to_push(m: &sextant_core::ServiceMetrics) -> PushMetrics {
+    PushMetrics {
+        connections: m.connections,
+        response_time_ms: m.response_time_us.map(|us| us as f64 / 1000.0),
+        bandwidth_bps: m.bandwidth_bps,
+        packets_ps: m.packets_ps,
+        custom_load: m.custom_load,
+        cpu_percent: m.cpu_percent,
+        memory_percent: m.memory_percent,
+        requests_ps: m.requests_ps,
+        new_sessions_ps: m.new_sessions_ps,
+        healthy_backends: m.healthy_backends,
     }
 }

@@ -22,9 +22,49 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../ui/app.js"),
     ),
     (
+        "api.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/api.js"),
+    ),
+    (
+        "dom.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/dom.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_str!("../../ui/style.css"),
+    ),
+    (
+        "views/topology.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/views/topology.js"),
+    ),
+    (
+        "views/services.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/views/services.js"),
+    ),
+    (
+        "views/domains.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/views/domains.js"),
+    ),
+    (
+        "views/rtt.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/views/rtt.js"),
+    ),
+    (
+        "views/vrrp.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/views/vrrp.js"),
+    ),
+    (
+        "views/explain.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/views/explain.js"),
     ),
 ];
 
@@ -66,6 +106,8 @@ mod tests {
                 other => panic!("{path}: unexpected extension {other:?}"),
             };
             assert!(content_type.starts_with(expected), "{path}: {content_type}");
+            // The SVG namespace is a name, never fetched.
+            let body = body.replace("\"http://www.w3.org/2000/svg\"", "");
             assert!(
                 !body.contains("http://") && !body.contains("https://"),
                 "{path} references a remote address"
@@ -73,13 +115,56 @@ mod tests {
         }
     }
 
+    /// The quoted paths a file loads: `src="…"`/`href="…"` in HTML,
+    /// `from "…"` in modules, resolved against the file's folder.
+    fn loaded_by(path: &str, body: &str) -> Vec<String> {
+        let folder = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let markers: &[&str] = if path.ends_with(".html") {
+            &["src=\"", "href=\""]
+        } else {
+            &["from \""]
+        };
+        let mut out = Vec::new();
+        for marker in markers {
+            for piece in body.split(marker).skip(1) {
+                let Some((target, _)) = piece.split_once('"') else {
+                    continue;
+                };
+                if target.starts_with('#') {
+                    continue;
+                }
+                let mut parts: Vec<&str> = folder.split('/').filter(|p| !p.is_empty()).collect();
+                for step in target.split('/') {
+                    match step {
+                        "." | "" => {}
+                        ".." => {
+                            parts.pop();
+                        }
+                        name => parts.push(name),
+                    }
+                }
+                out.push(parts.join("/"));
+            }
+        }
+        out
+    }
+
     #[test]
-    fn index_loads_every_script_and_stylesheet_it_names_from_the_table() {
-        let index = ASSETS[0].2;
-        for (path, _, _) in &ASSETS[1..] {
+    fn every_asset_is_loaded_and_everything_loaded_is_an_asset() {
+        let mut loaded = vec!["index.html".to_string()];
+        for (path, _, body) in ASSETS {
+            for target in loaded_by(path, body) {
+                assert!(
+                    ASSETS.iter().any(|(p, _, _)| *p == target),
+                    "{path} loads {target}, which the table does not serve"
+                );
+                loaded.push(target);
+            }
+        }
+        for (path, _, _) in ASSETS {
             assert!(
-                index.contains(&format!("\"{path}\"")),
-                "index.html does not load {path}"
+                loaded.iter().any(|l| l == path),
+                "{path} is served but nothing loads it"
             );
         }
     }

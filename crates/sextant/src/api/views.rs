@@ -124,6 +124,7 @@ fn service_views(snap: &Snapshot, clock: &Clock) -> Vec<sextant_api::Service> {
                     .admin()
                     .service_cause(model, id)
                     .map(|c| rfc3339(crate::admin_state::wall(c.mark.since_unix_ms))),
+                load: super::push::to_push(snap.metrics(id)),
             }
         })
         .collect()
@@ -467,6 +468,9 @@ pub(super) struct ExplainParams {
     qtype: Option<String>,
     /// An EDNS Client Subnet, e.g. 198.51.100.0/24.
     ecs: Option<String>,
+    /// `text`: the explanation as `sextant explain --server` prints it
+    /// (`text/plain`), for the dashboard; JSON otherwise.
+    format: Option<String>,
 }
 
 /// How a query for `name` from `client` is answered now, step by step.
@@ -475,8 +479,19 @@ pub(super) struct ExplainParams {
         (status = 400, description = "a bad name, type, client or ECS", body = sextant_api::ApiError)))]
 pub(super) async fn explain(
     State(d): State<Arc<Daemon>>,
+    headers: axum::http::HeaderMap,
     Query(p): Query<ExplainParams>,
 ) -> Response {
+    let text = match p.format.as_deref() {
+        None | Some("json") => false,
+        Some("text") => true,
+        Some(other) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("unknown format {other:?}; use json (the default) or text"),
+            );
+        }
+    };
     let snap = d.dns.snapshot.load_full();
     match crate::explain::explain(
         &snap,
@@ -486,6 +501,21 @@ pub(super) async fn explain(
         p.client,
         p.ecs.as_deref(),
     ) {
+        Ok(e) if text => {
+            // The address the client asked, as `--server ADDR` names it.
+            let server = headers
+                .get(axum::http::header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("this server");
+            (
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "text/plain; charset=utf-8",
+                )],
+                crate::explain::render(&e, &crate::explain::live_health(server)),
+            )
+                .into_response()
+        }
         Ok(e) => Json(e).into_response(),
         Err(e) => error(StatusCode::BAD_REQUEST, format!("{e:#}")),
     }

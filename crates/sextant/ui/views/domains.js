@@ -1,0 +1,143 @@
+// Domains: for each GSLB name, the live share of this node's answers per
+// service and site (from the answer counters of `/v1/stats`, sampled every
+// refresh), the method, and datacenter mode's records with their ranking.
+
+import { api } from "../api.js";
+import { duration, field, h, keyed, num } from "../dom.js";
+
+/** The share is of the answers counted over this last stretch. */
+const WINDOW_MS = 10_000;
+
+/** Samples of each vserver's per-service answer counters, oldest first. */
+let samples = [];
+
+/** Takes a sample of the answer counters (runs whatever view is shown). */
+export async function sample() {
+  const stats = await api("/v1/stats");
+  const now = Date.now();
+  const vservers = {};
+  for (const v of stats.vservers || []) vservers[v.name] = v.answers || {};
+  samples.push({ at: now, vservers });
+  // Keep one sample older than the window, the baseline.
+  while (samples.length > 2 && samples[1].at <= now - WINDOW_MS) samples.shift();
+}
+
+/** Answers of `vserver`'s services between the window's baseline and now. */
+function windowAnswers(vserver) {
+  if (samples.length < 2) return {};
+  const first = samples[0].vservers[vserver] || {};
+  const last = samples[samples.length - 1].vservers[vserver] || {};
+  const out = {};
+  for (const [service, count] of Object.entries(last)) {
+    // A counter that went down (a restart) counts from zero.
+    const before = first[service] ?? 0;
+    out[service] = count >= before ? count - before : count;
+  }
+  return out;
+}
+
+export async function refresh() {
+  const [domains, vservers, records] = await Promise.all([api("/v1/domains"), api("/v1/vservers"), api("/v1/records")]);
+  const byName = new Map(vservers.map((v) => [v.name, v]));
+  const span = samples.length >= 2 ? (samples[samples.length - 1].at - samples[0].at) / 1000 : 0;
+  document.getElementById("share-window").textContent = span ? `${Math.round(span)} s` : "10 s (counting…)";
+  keyed(document.getElementById("domains-list"), domains, (d) => d.name, makeDomain, (el, d) => updateDomain(el, d, byName));
+  renderRecords(records.records || []);
+  const list = document.getElementById("domain-names");
+  keyed(list, domains, (d) => d.name, (d) => h("option", { value: d.name }), () => {});
+}
+
+function makeDomain(d) {
+  return h("article", { class: "domain", "data-domain": d.name },
+    h("h3", {}, d.name),
+    h("p", { class: "hint" },
+      "vserver ", h("span", { "data-field": "vserver" }), " · method ", h("span", { "data-field": "method" }),
+      " · TTL ", h("span", { "data-field": "ttl" }), " · ", h("span", { "data-field": "answers" })),
+    h("div", { class: "shares" }),
+    h("p", { class: "hint", "data-field": "sites" }));
+}
+
+/** The vserver and its backup vservers, in order (a loop stops the walk). */
+function chain(name, byName) {
+  const out = [];
+  let v = byName.get(name);
+  while (v && !out.includes(v)) {
+    out.push(v);
+    v = v.backup_vserver ? byName.get(v.backup_vserver) : null;
+  }
+  return out;
+}
+
+function updateDomain(el, d, byName) {
+  const vservers = chain(d.vserver, byName);
+  const main = vservers[0];
+  field(el, "vserver", vservers.map((v) => v.name).join(" → backup "));
+  field(el, "method", main ? `${main.lb_method}${main.backup_lb_method ? ` (backup ${main.backup_lb_method})` : ""}` : "");
+  field(el, "ttl", `${d.ttl}s`);
+  const rows = [];
+  const answers = {};
+  for (const v of vservers) {
+    for (const [service, count] of Object.entries(windowAnswers(v.name))) answers[service] = (answers[service] || 0) + count;
+    for (const b of v.services) {
+      if (!rows.some((r) => r.service === b.service)) rows.push({ ...b, vserver: v.name });
+    }
+  }
+  const total = rows.reduce((sum, r) => sum + (answers[r.service] || 0), 0);
+  field(el, "answers", total ? `${total} answers` : "no answers in the window");
+  keyed(el.querySelector(".shares"), rows, (r) => r.service, makeShare, (row, r) => updateShare(row, r, answers[r.service] || 0, total));
+  const sites = {};
+  for (const r of rows) sites[r.site] = (sites[r.site] || 0) + (answers[r.service] || 0);
+  field(el, "sites", total ? `By site: ${Object.entries(sites).map(([site, n]) => `${site} ${Math.round((100 * n) / total)}%`).join(" · ")}` : "");
+}
+
+function makeShare(r) {
+  return h("div", { class: "share", "data-share-service": r.service },
+    h("span", { class: "who" }, h("b", {}, r.service), " ", h("span", { "data-field": "site" }), " ", h("span", { "data-field": "state" })),
+    h("span", { class: "bar", "aria-hidden": "true" }, h("span", { class: "fill" })),
+    h("span", { class: "pct", "data-field": "pct" }));
+}
+
+function updateShare(row, r, count, total) {
+  field(row, "site", `(${r.site}${r.vserver ? `, ${r.vserver}` : ""}, weight ${r.weight})`);
+  const state = field(row, "state", r.state);
+  state.className = r.state;
+  if (total) {
+    const share = count / total;
+    row.dataset.share = share.toFixed(4);
+    field(row, "pct", `${Math.round(share * 100)}%`);
+    row.querySelector(".fill").style.width = `${(share * 100).toFixed(1)}%`;
+    row.title = `${count} of ${total} answers`;
+  } else {
+    delete row.dataset.share;
+    field(row, "pct", "–");
+    row.querySelector(".fill").style.width = "0";
+    row.title = "no answers in the window";
+  }
+}
+
+function renderRecords(records) {
+  const list = document.getElementById("records-list");
+  if (!records.length) {
+    list.replaceChildren(h("p", { class: "hint" }, "No datacenter-mode records in this configuration."));
+    return;
+  }
+  if (list.querySelector("p.hint")) list.replaceChildren();
+  keyed(list, records, (r) => r.name, (r) => h("article", { class: "record", "data-record": r.name },
+    h("h4", {}, r.name, " ", h("span", { "data-field": "status" })),
+    h("p", { class: "hint", "data-field": "how" }),
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Rank"), h("th", {}, "Site"), h("th", {}, "Figure"), h("th", {}, "Reachable"), h("th", {}, "Addresses"))), h("tbody"))),
+  (el, r) => {
+    const status = field(el, "status", r.status);
+    status.className = r.status === "OK" ? "UP" : r.status === "Partially OK" ? "WARN" : "DOWN";
+    const age = r.ranked_age_seconds === null ? "ranked per query" : `ranked ${duration(r.ranked_age_seconds)} ago`;
+    field(el, "how", `${r.dc_selection}${r.criterion ? ` by ${r.criterion}` : ""} · ${r.balance} · TTL ${r.ttl}s · ${age}${r.fail_safe.length ? ` · fail-safe ${r.fail_safe.join(", ")}` : ""}`);
+    keyed(el.querySelector("tbody"), r.datacenters, (dc) => dc.site, (dc) => h("tr", { "data-dc": dc.site },
+      h("td", { "data-field": "rank" }), h("td", {}, dc.site), h("td", { "data-field": "figure" }), h("td", { "data-field": "reachable" }), h("td", { "data-field": "addresses" })),
+    (row, dc) => {
+      field(row, "rank", dc.rank);
+      field(row, "figure", dc.figure === null ? "unknown" : num(dc.figure, 1));
+      field(row, "reachable", dc.reachable ? "yes" : "no");
+      field(row, "addresses", dc.addresses.map((a) => `${a.ip}${a.healthy ? "" : " (unhealthy)"}`).join(", "));
+    });
+  });
+}

@@ -1,0 +1,38 @@
+// RTT: the RTT method's LDNS table (`/v1/ldns`), one column per site.
+
+import { api } from "../api.js";
+import { duration, field, h, keyed, num } from "../dom.js";
+
+export async function refresh() {
+  const table = await api("/v1/ldns");
+  const entries = table.entries || [];
+  const sites = [];
+  for (const e of entries) for (const s of e.sites) if (!sites.includes(s.site)) sites.push(s.site);
+  const head = document.getElementById("rtt-head");
+  const wanted = ["LDNS", "Last query", ...sites].join("|");
+  if (head.dataset.columns !== wanted) {
+    head.dataset.columns = wanted;
+    head.replaceChildren(h("tr", {}, h("th", {}, "LDNS"), h("th", {}, "Last query"), sites.map((s) => h("th", {}, `${s} RTT (age)`))));
+  }
+  const body = document.getElementById("rtt-body");
+  if (!entries.length) {
+    body.replaceChildren(h("tr", {}, h("td", { colspan: 2 }, "No LDNS measured yet: the table fills as resolvers query this site for names answered by the RTT method.")));
+  } else {
+    if (!body.querySelector("tr[data-ldns]")) body.replaceChildren();
+    keyed(body, entries, (e) => `${e.ldns}/${e.prefix_len}|${sites.join(",")}`, (e) => h("tr", { "data-ldns": `${e.ldns}/${e.prefix_len}` },
+      h("th", { scope: "row" }, `${e.ldns}/${e.prefix_len}`), h("td", { "data-field": "last-query" }), sites.map((s) => h("td", { "data-site": s }))),
+    (row, e) => {
+      field(row, "last-query", e.last_query_age_seconds === null ? "none recently" : `${duration(e.last_query_age_seconds)} ago`);
+      for (const s of sites) {
+        const cell = row.querySelector(`td[data-site="${CSS.escape(s)}"]`);
+        const m = e.sites.find((x) => x.site === s);
+        const text = !m || m.rtt_ms === null ? "—" : `${num(m.rtt_ms, 1)} ms (${duration(m.age_seconds)}${m.probe ? `, ${m.probe}` : ""})`;
+        if (cell.textContent !== text) cell.textContent = text;
+        cell.title = m && m.hops !== undefined ? `${m.hops} hops, loss ${m.packet_loss_percent}%, MOS ${m.mos}` : "";
+      }
+    });
+  }
+  document.getElementById("rtt-counters").textContent =
+    `${table.created} entries made, ${table.evicted} evicted, ${table.expired} expired, ${table.rate_limited} refused by the rate limit; ` +
+    `${table.probes_sent} probes sent, ${table.probe_failures} cycles failed; ${table.rtt_messages_sent} RTT messages sent to other sites.`;
+}

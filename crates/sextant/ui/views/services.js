@@ -1,0 +1,148 @@
+// Services: state, reason, time in state, load, a health timeline from
+// `/v1/services/NAME/history`, and the operator's enable / disable / drain.
+
+import { api, post, report } from "../api.js";
+import { duration, field, h, keyed, num, s, secondsSince } from "../dom.js";
+
+/** The timeline's span. */
+const WINDOW_S = 15 * 60;
+const WIDTH = 180;
+const HEIGHT = 14;
+
+let ctx = null;
+/** Per service: the history fetched and the `last_change` it was fetched for. */
+const histories = new Map();
+let latest = [];
+
+export function setup(context) {
+  ctx = context;
+  document.getElementById("services-filter").addEventListener("input", () => render(latest));
+}
+
+export async function refresh() {
+  latest = await api("/v1/services");
+  await fetchHistories(latest);
+  render(latest);
+}
+
+/** Fetches the history of each service whose state changed since the last fetch. */
+async function fetchHistories(list) {
+  const stale = list.filter((svc) => {
+    const known = histories.get(svc.name);
+    return !known || known.lastChange !== svc.last_change;
+  });
+  await Promise.all(stale.map(async (svc) => {
+    try {
+      const events = await api(`/v1/services/${encodeURIComponent(svc.name)}/history`);
+      histories.set(svc.name, { lastChange: svc.last_change, events });
+    } catch (e) {
+      // A service removed by a reload in between: no timeline this round.
+      if (e.status !== 404) throw e;
+    }
+  }));
+  for (const name of histories.keys()) {
+    if (!list.some((svc) => svc.name === name)) histories.delete(name);
+  }
+}
+
+function matches(svc, filter) {
+  if (!filter) return true;
+  const text = `${svc.name} ${svc.site} ${svc.state} ${svc.admin_state} ${svc.ip}`.toLowerCase();
+  return filter.toLowerCase().split(/\s+/).every((word) => text.includes(word));
+}
+
+function render(list) {
+  const filter = document.getElementById("services-filter").value.trim();
+  keyed(document.getElementById("services-body"), list.filter((svc) => matches(svc, filter)), (svc) => svc.name, makeRow, updateRow);
+}
+
+function makeRow(svc) {
+  const reason = h("input", { id: `reason-${svc.name}`, "data-reason-for": svc.name, placeholder: "reason", "aria-label": `reason for ${svc.name}` });
+  const buttons = ["disable", "drain", "enable"].map((action) =>
+    h("button", { type: "button", "data-action": action, "data-service": svc.name, onclick: () => act(svc.name, action, reason) }, action));
+  return h("tr", { "data-service": svc.name },
+    h("th", { scope: "row", "data-field": "name" }, svc.name),
+    h("td", { "data-field": "site" }),
+    h("td", { "data-field": "state" }),
+    h("td", { "data-field": "admin" }),
+    h("td", {}, h("span", { "data-field": "reason" }), h("ul", { class: "monitors" })),
+    h("td", { "data-field": "since" }),
+    h("td", { "data-field": "load" }),
+    h("td", {}, s("svg", { "data-timeline": svc.name, width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img" })),
+    h("td", {}, h("div", { class: "actions" }, reason, buttons)));
+}
+
+function updateRow(row, svc) {
+  field(row, "site", svc.site);
+  const state = field(row, "state", svc.state);
+  state.className = svc.state;
+  const admin = field(row, "admin", (svc.admin_state || "enabled").toUpperCase());
+  admin.className = svc.admin_state === "enabled" ? "" : "admin-out";
+  admin.title = svc.admin_state === "enabled" ? "" : `since ${svc.admin_since}${svc.admin_reason ? `: ${svc.admin_reason}` : ""}`;
+  field(row, "reason", svc.admin_reason ? `${svc.reason} · operator: ${svc.admin_reason}` : svc.reason);
+  keyed(row.querySelector("ul.monitors"), svc.monitors, (m) => m.name, () => h("li"), (li, m) => {
+    const ms = m.last_response_ms === null ? "" : ` ${num(m.last_response_ms, 1)} ms`;
+    const text = `${m.name} (${m.type}) ${m.state}${ms}`;
+    if (li.textContent !== text) li.textContent = text;
+    li.title = m.last_detail || "";
+  });
+  const since = field(row, "since", svc.last_change ? duration(secondsSince(svc.last_change)) : "since start");
+  since.title = svc.last_change || "no change since this node started";
+  field(row, "load", load(svc.load));
+  drawTimeline(row.querySelector("svg[data-timeline]"), svc);
+}
+
+/** The figures the load-based methods use, those that are measured. */
+function load(l) {
+  if (!l) return "";
+  const parts = [];
+  if (l.connections !== null && l.connections !== undefined) parts.push(`${l.connections} conn`);
+  if (l.response_time_ms !== null && l.response_time_ms !== undefined) parts.push(`${num(l.response_time_ms, 1)} ms`);
+  if (l.bandwidth_bps !== null && l.bandwidth_bps !== undefined) parts.push(`${num(l.bandwidth_bps / 1e6, 2)} Mb/s`);
+  if (l.packets_ps !== null && l.packets_ps !== undefined) parts.push(`${l.packets_ps} pkt/s`);
+  if (l.custom_load !== null && l.custom_load !== undefined) parts.push(`load ${l.custom_load}`);
+  if (l.cpu_percent !== null && l.cpu_percent !== undefined) parts.push(`cpu ${l.cpu_percent}%`);
+  if (l.memory_percent !== null && l.memory_percent !== undefined) parts.push(`mem ${l.memory_percent}%`);
+  return parts.length ? parts.join(" · ") : "—";
+}
+
+/**
+ * The last WINDOW_S seconds as coloured stretches: before the first
+ * transition in the history the service had that transition's `from`.
+ */
+function drawTimeline(svg, svc) {
+  const events = histories.get(svc.name)?.events || [];
+  const now = Date.now();
+  const start = now - WINDOW_S * 1000;
+  const stretches = [];
+  let state = events.length ? events[0].from : svc.state;
+  let from = start;
+  for (const e of events) {
+    const at = Date.parse(e.time);
+    if (at > start) {
+      stretches.push([from, at, state]);
+      from = at;
+    }
+    state = e.to;
+  }
+  stretches.push([from, now, state]);
+  const x = (t) => ((t - start) / (WINDOW_S * 1000)) * WIDTH;
+  const rects = stretches.map(([a, b, st]) =>
+    s("rect", { x: x(a).toFixed(1), y: 0, width: Math.max(1, x(b) - x(a)).toFixed(1), height: HEIGHT, class: `tl-${st}` }));
+  const recent = events.slice(-5).reverse().map((e) => `${e.time} ${e.from} → ${e.to}: ${e.reason}`);
+  const title = s("title", {}, recent.length ? recent.join("\n") : `${svc.state} for the whole window`);
+  svg.replaceChildren(title, ...rects);
+  svg.setAttribute("aria-label", `${svc.name}: ${events.length} transitions`);
+}
+
+async function act(name, action, reasonInput) {
+  const reason = reasonInput.value.trim();
+  try {
+    await post(`/v1/services/${encodeURIComponent(name)}/${action}`, reason ? { reason } : {});
+    report("action", null);
+    reasonInput.value = "";
+  } catch (e) {
+    report("action", new Error(`${action} ${name}: ${e.message}`));
+  }
+  ctx.refresh();
+}
