@@ -393,3 +393,66 @@ fn actions_need_the_token_and_disable_from_the_page_stops_dns_answering_it() {
     );
     s.browser.screenshot("disabled-with-token");
 }
+
+impl Setup {
+    /// Presses Tab until the focused element matches `selector` (at most
+    /// 60 times), as a keyboard user moves through the page.
+    fn tab_to(&mut self, selector: &str) {
+        let focused = format!(
+            "document.activeElement && document.activeElement.matches({})",
+            serde_json::Value::String(selector.to_string())
+        );
+        for _ in 0..60 {
+            self.browser.press("Tab");
+            if self.browser.eval(&focused) == serde_json::Value::Bool(true) {
+                return;
+            }
+        }
+        let at = self
+            .browser
+            .eval("document.activeElement && document.activeElement.outerHTML.slice(0, 120)");
+        panic!("Tab never reached {selector}; focus is on {at}");
+    }
+
+    /// Types `text` into the focused element, as a keyboard does.
+    fn type_text(&mut self, text: &str) {
+        self.browser
+            .command("Input.insertText", serde_json::json!({ "text": text }));
+    }
+}
+
+#[test]
+fn the_keyboard_alone_reaches_every_view_the_token_and_the_actions() {
+    let Some(mut s) = start("dashboard_keyboard") else {
+        return;
+    };
+    // Every view from its link, with Tab and Enter.
+    for view in ["services", "domains", "rtt", "vrrp", "explain", "topology"] {
+        s.tab_to(&format!("a[data-view=\"{view}\"]"));
+        s.browser.press("Enter");
+        s.browser.wait_for(&format!("section#view-{view}"), PAGE);
+    }
+    // The token form, then a drain with its reason, all from the keyboard.
+    s.tab_to("input#token");
+    s.type_text(TEST_TOKEN);
+    s.browser.press("Enter");
+    s.browser
+        .wait_for_text("#token-state", PAGE, "token set", |t| t == "token set");
+    s.tab_to("a[data-view=\"services\"]");
+    s.browser.press("Enter");
+    s.browser.wait_for("tr[data-service=\"web-nyc\"]", PAGE);
+    s.tab_to("input[data-reason-for=\"web-nyc\"]");
+    s.type_text("rack 7 power work");
+    s.tab_to("button[data-action=\"drain\"][data-service=\"web-nyc\"]");
+    s.browser.press("Enter");
+    s.browser.wait_for_text(
+        "tr[data-service=\"web-nyc\"] [data-field=\"admin\"]",
+        PAGE,
+        "DRAINING",
+        |t| t == "DRAINING",
+    );
+    let drained = s.fra().try_service("web-nyc").expect("web-nyc");
+    assert_eq!(drained.admin_state, "draining");
+    assert_eq!(drained.admin_reason.as_deref(), Some("rack 7 power work"));
+    s.browser.screenshot("drained-from-the-keyboard");
+}

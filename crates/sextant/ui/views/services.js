@@ -62,14 +62,14 @@ function makeRow(svc) {
     h("button", { type: "button", "data-action": action, "data-service": svc.name, onclick: () => act(svc.name, action, reason) }, action));
   return h("tr", { "data-service": svc.name },
     h("th", { scope: "row", "data-field": "name" }, svc.name),
-    h("td", { "data-field": "site" }),
-    h("td", { "data-field": "state" }),
-    h("td", { "data-field": "admin" }),
-    h("td", {}, h("span", { "data-field": "reason" }), h("ul", { class: "monitors" })),
-    h("td", { "data-field": "since" }),
-    h("td", { "data-field": "load" }),
-    h("td", {}, s("svg", { "data-timeline": svc.name, width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img" })),
-    h("td", {}, h("div", { class: "actions" }, reason, buttons)));
+    h("td", { "data-field": "site", "data-label": "Site" }),
+    h("td", { "data-field": "state", "data-label": "State" }),
+    h("td", { "data-field": "admin", "data-label": "Operator" }),
+    h("td", { "data-label": "Reason" }, h("div", {}, h("span", { "data-field": "reason" }), h("ul", { class: "monitors" }))),
+    h("td", { "data-field": "since", "data-label": "In state for" }),
+    h("td", { "data-field": "load", "data-label": "Load" }),
+    h("td", { "data-label": "Last 15 min" }, s("svg", { "data-timeline": svc.name, width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img" })),
+    h("td", { "data-label": "Actions" }, h("div", { class: "actions" }, reason, buttons)));
 }
 
 function updateRow(row, svc) {
