@@ -3,6 +3,7 @@
 
 #![allow(unsafe_code)] // system calls in the test harness; each block says why it is sound
 
+use sextant_test_support::browser::Browser;
 use sextant_test_support::prelude::*;
 
 const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
@@ -10,6 +11,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -410,6 +412,45 @@ fn demo_serves_what_it_prints() {
         good
     });
     assert!(answered, "demo: no A answer for {name}: {last:?}");
+
+    // The dashboard it prints works, and so does the token it prints.
+    let out = read(&out_path);
+    let printed = |prefix: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("the demo prints no `{prefix}` line:\n{out}"))
+    };
+    let dashboard = printed("Dashboard: ");
+    let token = printed("API token: ");
+    let api: SocketAddr = dashboard
+        .trim_start_matches("http://")
+        .trim_end_matches("/ui/")
+        .parse()
+        .unwrap_or_else(|e| panic!("dashboard address {dashboard}: {e}"));
+    let (code, _) = http_post(api, "/v1/services/web-lon-1/disable", "{}").expect("POST");
+    assert_eq!(code, 401, "a write without the demo's token is refused");
+    let (code, body) = http_send_json(
+        api,
+        "POST",
+        "/v1/services/web-lon-1/disable",
+        "{\"reason\":\"demo\"}",
+        Some(&token),
+    )
+    .expect("POST with the token");
+    assert_eq!(code, 200, "the printed token disables a service: {body}");
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots/demo");
+    if let Some(mut browser) = Browser::launch(&folder) {
+        browser.open(&format!("{dashboard}#services"));
+        browser.wait_for_text(
+            "tr[data-service=\"web-lon-1\"] [data-field=\"admin\"]",
+            EVENTUALLY,
+            "the demo's dashboard shows the disabled service",
+            |t| t == "DISABLED",
+        );
+        browser.screenshot("demo-services");
+    }
     guard.stop();
     let _ = fs::remove_dir_all(&dir);
 }
