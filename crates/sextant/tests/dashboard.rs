@@ -456,3 +456,66 @@ fn the_keyboard_alone_reaches_every_view_the_token_and_the_actions() {
     assert_eq!(drained.admin_reason.as_deref(), Some("rack 7 power work"));
     s.browser.screenshot("drained-from-the-keyboard");
 }
+
+/// With `--api-reads token` the page itself loads (its files hold no data)
+/// but shows nothing without the token, says why, and shows everything,
+/// the live event stream included, once the token is saved.
+#[test]
+fn with_reads_behind_the_token_the_page_shows_nothing_until_it_has_one() {
+    let net = Net::new("dashboard_reads");
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join("dashboard")
+        .join("dashboard_reads");
+    let Some(mut browser) = Browser::launch(&folder) else {
+        return;
+    };
+    let conf = format!(
+        "{}add gslb service web1 {} HTTP 80 -siteName site1\n\
+         add gslb vserver vs1 HTTP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs1 -serviceName web1\n\
+         bind gslb vserver vs1 -domainName {NAME} -TTL 5\n",
+        net.conf_preamble(),
+        net.svc_ip(1)
+    );
+    let server = Server::start_with(
+        SEXTANT,
+        &net,
+        Syntax::Conf,
+        &conf,
+        &["--api-reads", "token"],
+    );
+    browser.open(&format!("http://{}/ui/#services", net.api_addr()));
+    browser.wait_for_text("#error", PAGE, "the API's 401 message", |t| {
+        t.contains("this request needs `Authorization: Bearer TOKEN`")
+    });
+    assert!(
+        !browser.shown("tr[data-service=\"web1\"]"),
+        "no service is shown without the token"
+    );
+    browser.screenshot("reads-refused-without-token");
+
+    browser.type_into("input#token", TEST_TOKEN);
+    browser.click("button#token-save");
+    browser.wait_for_text(
+        "tr[data-service=\"web1\"] [data-field=\"state\"]",
+        PAGE,
+        "web1's state",
+        |t| t == "UP" || t == "DOWN",
+    );
+    browser.wait_for_text(
+        "#live-state",
+        PAGE,
+        "the event stream, with the token",
+        |t| t == "live",
+    );
+    browser.wait_for_text("#error", PAGE, "no error once the token is saved", |t| {
+        t.is_empty()
+    });
+    // An event reaches the page over the stream: a reload.
+    server.signal(libc::SIGHUP);
+    browser.wait_for_text("#events", PAGE, "the reload event", |t| {
+        t.contains("reload: configuration")
+    });
+    browser.screenshot("reads-with-token");
+}
