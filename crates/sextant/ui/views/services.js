@@ -29,7 +29,13 @@ export async function refresh() {
 async function fetchHistories(list) {
   const stale = list.filter((svc) => {
     const known = histories.get(svc.name);
-    return !known || known.lastChange !== svc.last_change;
+    if (known && known.lastChange === svc.last_change) return false;
+    // Never changed since the node started: an empty history, not worth a request.
+    if (!svc.last_change) {
+      histories.set(svc.name, { lastChange: null, events: [] });
+      return false;
+    }
+    return true;
   });
   await Promise.all(stale.map(async (svc) => {
     try {
