@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::ci::{cannot_run, have_program, is_root};
+use crate::netns::Netns;
 use crate::scratch::Scratch;
 use crate::wait::wait_until;
 
@@ -142,16 +143,42 @@ impl Browser {
         Some(Browser::launch_program(&program, screenshots))
     }
 
+    /// Like [`Browser::launch`], with chromium inside the network namespace
+    /// `netns` (`ip netns exec`), so that the page reaches the sites a test
+    /// runs there.
+    pub fn launch_in(netns: &Netns, screenshots: &Path) -> Option<Browser> {
+        let Some(program) = chromium_program() else {
+            cannot_run("chromium is not installed (scripts/setup.sh installs it)");
+            return None;
+        };
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &netns.name]).arg(&program);
+        Some(Browser::launch_command(
+            command,
+            &format!("{} in {}", program.display(), netns.name),
+            screenshots,
+        ))
+    }
+
     /// Like [`Browser::launch`] with a given chromium program; panics when it
     /// cannot be started.
     pub fn launch_program(program: &Path, screenshots: &Path) -> Browser {
+        Browser::launch_command(
+            Command::new(program),
+            &program.display().to_string(),
+            screenshots,
+        )
+    }
+
+    /// Starts chromium with `command` (the program, and anything before it)
+    /// and this harness's arguments.
+    fn launch_command(mut command: Command, what: &str, screenshots: &Path) -> Browser {
         fs::create_dir_all(screenshots).expect("create the screenshots folder");
         let profile = Scratch::new("chromium-profile");
         let log = File::create(screenshots.join("chromium.log")).expect("create chromium.log");
         // (browser reads, we write) and (browser writes, we read).
         let (in_read, in_write) = high_pipe();
         let (out_read, out_write) = high_pipe();
-        let mut command = Command::new(program);
         command
             .arg("--headless")
             .arg("--remote-debugging-pipe")
@@ -187,7 +214,7 @@ impl Browser {
         }
         let child = command
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
         // SAFETY: these two ends now belong to the child only; ours are the
         // other two, each owned by one File from here on.
         let (to_browser, from_browser) = unsafe {

@@ -3,8 +3,10 @@
 //! they run as separate `sextant` processes.
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 
 use crate::net::{DNS_PORT, Net};
+use crate::netns::Netns;
 use crate::process::{Bin, SiteServer};
 use crate::scratch::Scratch;
 use crate::wait::{EVENTUALLY, eventually_ok};
@@ -87,8 +89,28 @@ impl Sites {
         scratch: &Scratch,
         conf: impl Fn(usize) -> String,
     ) -> Vec<SiteServer> {
+        self.start_in(bin, scratch, None, conf)
+    }
+
+    /// Like [`Sites::start`], inside `netns` when given.
+    pub fn start_in(
+        &self,
+        bin: Bin,
+        scratch: &Scratch,
+        netns: Option<Arc<Netns>>,
+        conf: impl Fn(usize) -> String,
+    ) -> Vec<SiteServer> {
         (0..self.names.len())
-            .map(|k| SiteServer::start(bin, &scratch.0, self.names[k], self.ips[k], &conf(k), None))
+            .map(|k| {
+                SiteServer::start(
+                    bin,
+                    &scratch.0,
+                    self.names[k],
+                    self.ips[k],
+                    &conf(k),
+                    netns.clone(),
+                )
+            })
             .collect()
     }
 }

@@ -519,3 +519,88 @@ fn with_reads_behind_the_token_the_page_shows_nothing_until_it_has_one() {
     });
     browser.screenshot("reads-with-token");
 }
+
+/// A partition between two other sites shows in fra's topology at once:
+/// the three sites run in a network namespace of the test's own (and
+/// chromium with them), iptables cuts ams <-> nyc, and fra's page draws
+/// that link down, from what ams and nyc report, while fra's own links
+/// stay up; healed, it is up again.
+#[test]
+fn a_partition_between_two_other_sites_shows_in_the_topology() {
+    let Some(ns) = Netns::create("dash") else {
+        return;
+    };
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join("dashboard")
+        .join("dashboard_partition");
+    let Some(mut browser) = Browser::launch_in(&ns, &folder) else {
+        return;
+    };
+    let scratch = Scratch::new("dashboard_partition");
+    let sites = Sites::new(
+        &["fra", "ams", "nyc"],
+        (1..=3).map(|k| Ipv4Addr::new(127, 0, 1, k)).collect(),
+        (1..=3).map(|k| Ipv4Addr::new(127, 0, 2, k)).collect(),
+    );
+    let backends: Vec<Backend> = sites
+        .svc
+        .iter()
+        .map(|ip| ns.run(|| Backend::tcp(*ip)))
+        .collect();
+    let ports: Vec<u16> = backends.iter().map(|b| b.port()).collect();
+    let servers = sites.start_in(SEXTANT, &scratch, Some(ns.clone()), |k| {
+        // Metric exchange notices a dead link within a second.
+        format!(
+            "set gslb parameter -MEPKeepAliveTimeout 1\n{}",
+            conf(&sites, k, &ports)
+        )
+    });
+    wait_mesh_up(&servers);
+    browser.open(&format!("http://{}/ui/#topology", servers[0].api_addr));
+    let link_state = |b: &mut Browser, pair: &str| {
+        b.attr(
+            &format!("svg#topology [data-link=\"{pair}\"]"),
+            "data-state",
+        )
+    };
+    let expect = |b: &mut Browser, want: &[(&str, &str)], what: &str| {
+        eventually_ok(PAGE, what, || {
+            for (pair, state) in want {
+                let got = link_state(b, pair);
+                if got.as_deref() != Some(*state) {
+                    return Err(format!("{pair}: {got:?}, want {state}"));
+                }
+            }
+            Ok(())
+        });
+    };
+    expect(
+        &mut browser,
+        &[("ams|fra", "up"), ("fra|nyc", "up"), ("ams|nyc", "up")],
+        "every link up",
+    );
+
+    let (ams, nyc) = (sites.ips[1], sites.ips[2]);
+    ns.cut(&[(ams, nyc)]);
+    expect(
+        &mut browser,
+        &[("ams|nyc", "down"), ("ams|fra", "up"), ("fra|nyc", "up")],
+        "ams|nyc down, fra's own links up",
+    );
+    let row = browser
+        .text("tr[data-link-row=\"ams|nyc\"]")
+        .unwrap_or_default();
+    assert!(
+        row.contains("DOWN") && row.contains("ams") && row.contains("nyc"),
+        "the links table says who reported it down: {row}"
+    );
+    browser.screenshot("topology-partition");
+
+    ns.heal(&[(ams, nyc)]);
+    expect(
+        &mut browser,
+        &[("ams|nyc", "up"), ("ams|fra", "up"), ("fra|nyc", "up")],
+        "healed: every link up again",
+    );
+}
