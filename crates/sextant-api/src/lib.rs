@@ -211,6 +211,15 @@ pub struct Site {
     pub link_secure: Option<bool>,
     /// Why metric exchange with the site last went DOWN.
     pub last_down_reason: Option<String>,
+    /// The site's own metric exchange links as it last reported them (each
+    /// site tells the others, at once when one goes up or down); null for
+    /// this node (its links are the other entries' `link` and `mep`) and
+    /// for a site that never reported them (an older version).
+    #[serde(default)]
+    pub reported_links: Option<Vec<ReportedLink>>,
+    /// How long ago that report came.
+    #[serde(default)]
+    pub reported_links_age_seconds: Option<f64>,
     /// The site's CPU and memory use, as it last reported (or, for this
     /// node, as measured here).
     pub cpu_percent: Option<f64>,
@@ -220,6 +229,17 @@ pub struct Site {
     /// and for sites this node does not sync with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_sync: Option<SiteConfigSync>,
+}
+
+/// One link a site reported (`GET /v1/sites` `reported_links`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ReportedLink {
+    /// The site at the other end.
+    pub site: String,
+    /// The reporting site's side of it: "peer", "to-child", "adopted", "to-parent".
+    pub kind: String,
+    /// Its session is up.
+    pub up: bool,
 }
 
 /// `GET /v1/explain`.

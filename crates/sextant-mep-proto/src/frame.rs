@@ -207,6 +207,11 @@ mod tests {
                 memory_percent: None,
                 bandwidth_bps: Some(1_000_000),
                 packet_loss_percent: Some(0.1),
+                links: vec![PeerLink {
+                    site: "ams".into(),
+                    kind: "peer".into(),
+                    up: false,
+                }],
             }),
             Message::LdnsRtt(LdnsRtt {
                 entries: vec![LdnsRttEntry {
@@ -335,6 +340,43 @@ mod tests {
             origin: origin.into(),
             digest: format!("sha256:{:064x}", incarnation),
         }
+    }
+
+    /// Site figures from a version that reports no links decode (no links),
+    /// and an older receiver's shape ignores the new field.
+    #[test]
+    fn site_metrics_without_links_still_decode() {
+        let old = br#"{"cpu_percent":12.5}"#;
+        let m = Message::from_json(Kind::SiteMetrics, old).unwrap();
+        assert_eq!(
+            m,
+            Message::SiteMetrics(SiteMetrics {
+                cpu_percent: Some(12.5),
+                ..Default::default()
+            })
+        );
+        let new = Message::SiteMetrics(SiteMetrics {
+            links: vec![PeerLink {
+                site: "ams".into(),
+                kind: "peer".into(),
+                up: true,
+            }],
+            ..Default::default()
+        });
+        let json = new.to_json().unwrap();
+        assert!(
+            String::from_utf8_lossy(&json)
+                .contains(r#""links":[{"site":"ams","kind":"peer","up":true}]"#),
+            "{}",
+            String::from_utf8_lossy(&json)
+        );
+        // What a receiver without the field reads: the figures it knows.
+        #[derive(serde::Deserialize)]
+        struct OldSiteMetrics {
+            cpu_percent: Option<f64>,
+        }
+        let old: OldSiteMetrics = serde_json::from_slice(&json).unwrap();
+        assert_eq!(old.cpu_percent, None);
     }
 
     #[test]

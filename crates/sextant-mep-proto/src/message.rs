@@ -380,7 +380,7 @@ pub struct LoadMetrics {
 }
 
 /// Figures of the sender's site as a whole.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SiteMetrics {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_percent: Option<f64>,
@@ -390,7 +390,27 @@ pub struct SiteMetrics {
     pub bandwidth_bps: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packet_loss_percent: Option<f64>,
+    /// The sender's own direct MEP links and whether each is up, so that
+    /// every site can draw the whole graph (the dashboard's topology).
+    /// Empty from senders that do not report them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<PeerLink>,
 }
+
+/// One of the sender's direct MEP links.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerLink {
+    /// The site at the other end.
+    pub site: String,
+    /// The sender's side of it: `peer`, `to-child`, `adopted` or `to-parent`.
+    pub kind: String,
+    /// Its session is up.
+    pub up: bool,
+}
+
+/// The most links a received report keeps (a site has one per other site
+/// at most; this bounds what a peer can make us store).
+pub const MAX_REPORTED_LINKS: usize = 1024;
 
 /// The sender's measured round-trip times to local DNS resolvers (used by
 /// the dynamic RTT method; carried, not interpreted, by this crate).

@@ -466,6 +466,7 @@ fn report(plan: &Plan, i: usize, services: usize, n: u64) -> LocalReport {
             memory_percent: Some(41.0 + wobble(2, 10) as f64 * 0.1),
             bandwidth_bps: Some(900_000_000 + wobble(3, 1000) * 54_321),
             packet_loss_percent: Some(wobble(4, 5) as f64 * 0.01),
+            links: Vec::new(),
         },
     }
 }
@@ -825,7 +826,7 @@ fn sizes(plan: &[Plan], services: usize) -> Sizes {
         report: frame_len(&Message::ServiceStates(ServiceStates {
             entries: r.services.clone(),
             ..Default::default()
-        })) + frame_len(&Message::SiteMetrics(r.site)),
+        })) + frame_len(&Message::SiteMetrics(r.site.clone())),
         relay: frame_len(&Message::ChildReport(ChildReport {
             child: plan[i].name.clone(),
             up: true,

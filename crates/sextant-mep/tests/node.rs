@@ -1396,3 +1396,95 @@ fn config_messages_on_an_unconfirmed_connection_are_dropped() {
     assert!(outs.is_empty(), "{outs:?}");
     assert!(net.events("C1").is_empty(), "{:#?}", net.events("C1"));
 }
+
+/// What `site` last reported of its links, as `at` sees it: (other end, up).
+fn reported_links(net: &Net, at: &str, site: &str) -> Option<Vec<(String, bool)>> {
+    let status = net.node(at).status();
+    let peer = status.iter().find(|p| p.name == site)?;
+    peer.reported_links
+        .as_ref()
+        .map(|(links, _)| links.iter().map(|l| (l.site.clone(), l.up)).collect())
+}
+
+/// Every site tells the others its own links with its site figures, and at
+/// once when one goes down or up: A, which is an end of neither, learns
+/// that B–C is cut before any time passes (no periodic report needed),
+/// from both ends, and that it healed.
+#[test]
+fn sites_report_their_own_links_at_once_when_one_changes() {
+    let specs = vec![
+        site("A", "10.5.0.1"),
+        site("B", "10.5.0.2"),
+        site("C", "10.5.0.3"),
+    ];
+    let mut net = Net::up(&specs);
+    for s in ["A", "B", "C"] {
+        net.publish(s, &format!("svc{s}"), "10.5.1.1", 1);
+    }
+    net.run();
+    let both_up = |other: &str, me: &str| {
+        let mut want = vec![(other.to_string(), true), (me.to_string(), true)];
+        want.sort();
+        want
+    };
+    assert_eq!(reported_links(&net, "A", "B"), Some(both_up("A", "C")));
+    assert_eq!(reported_links(&net, "A", "C"), Some(both_up("A", "B")));
+    assert_eq!(
+        reported_links(&net, "A", "A"),
+        None,
+        "a node does not report to itself"
+    );
+
+    // The cut closes B–C's sessions; nothing else happens (no tick).
+    net.cut("B", "C");
+    assert_eq!(
+        reported_links(&net, "A", "B"),
+        Some(vec![("A".into(), true), ("C".into(), false)])
+    );
+    assert_eq!(
+        reported_links(&net, "A", "C"),
+        Some(vec![("A".into(), true), ("B".into(), false)])
+    );
+    let kinds: Vec<String> = net
+        .node("A")
+        .status()
+        .iter()
+        .find(|p| p.name == "B")
+        .and_then(|p| p.reported_links.clone())
+        .map(|(links, _)| links.into_iter().map(|l| l.kind).collect())
+        .unwrap_or_default();
+    assert_eq!(kinds, ["peer", "peer"]);
+
+    net.heal("B", "C");
+    net.run();
+    assert_eq!(reported_links(&net, "A", "B"), Some(both_up("A", "C")));
+    assert_eq!(reported_links(&net, "A", "C"), Some(both_up("A", "B")));
+}
+
+/// A child's links reach the parents it has no link with through its
+/// parent's relay, as its figures do.
+#[test]
+fn a_childs_links_are_relayed_to_the_other_parents() {
+    let mut net = Net::up(&seed_001());
+    net.publish("C1", "svcC1", "10.1.1.4", 1);
+    net.run();
+    for at in ["P2", "P3"] {
+        let status = net.node(at).status();
+        let c1 = status.iter().find(|p| p.name == "C1").expect("C1");
+        let links: Vec<(String, String, bool)> = c1
+            .reported_links
+            .as_ref()
+            .map(|(links, _)| {
+                links
+                    .iter()
+                    .map(|l| (l.site.clone(), l.kind.clone(), l.up))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(
+            links,
+            [("P1".to_string(), "to-parent".to_string(), true)],
+            "at {at}"
+        );
+    }
+}

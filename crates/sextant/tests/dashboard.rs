@@ -83,6 +83,8 @@ fn start(test: &str) -> Option<Setup> {
         });
     }
     browser.open(&format!("http://{}/ui/", servers[0].api_addr));
+    // The page has run its script and heard from its node.
+    browser.wait_for_text("#node", PAGE, "the node's site", |t| t == "site fra");
     Some(Setup {
         sites,
         servers,

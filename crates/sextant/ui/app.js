@@ -104,7 +104,7 @@ const events = followEvents(onEvent, (state) => {
 setupToken(events);
 // The node's own site in the title bar, once.
 api("/v1/status").then((st) => {
-  document.getElementById("node").textContent = `· ${st.local_site}`;
+  document.getElementById("node").textContent = `site ${st.local_site}`;
   document.title = `Sextant · ${st.local_site}`;
 }, () => {});
 for (const module of Object.values(VIEWS)) module.setup?.({ refresh });

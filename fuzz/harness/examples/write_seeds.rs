@@ -323,6 +323,11 @@ fn mep_messages() -> Vec<sextant_mep::Message> {
             memory_percent: None,
             bandwidth_bps: Some(1_000_000),
             packet_loss_percent: Some(0.1),
+            links: vec![PeerLink {
+                site: "P2".into(),
+                kind: "peer".into(),
+                up: true,
+            }],
         }),
         Message::LdnsRtt(LdnsRtt {
             entries: vec![LdnsRttEntry {

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use sextant_core::{Model, RpcNode};
 
-use crate::message::{Message, Role as WireRole, ServiceStates, SiteAddr, SiteMetrics};
+use crate::message::{Message, PeerLink, Role as WireRole, ServiceStates, SiteAddr, SiteMetrics};
 use crate::session::{CloseReason, SessionConfig, SessionEvent};
 use crate::state::StateFile;
 use crate::sync::{StreamReceiver, StreamSender};
@@ -346,6 +346,8 @@ struct SiteInfo {
     bytes_sent: u64,
     bytes_received: u64,
     down_reason: Option<String>,
+    /// The site's own links as it last reported them, and when.
+    reported_links: Option<(Vec<PeerLink>, Duration)>,
 }
 
 /// A parent's copy of one of its children's figures, for relaying.
@@ -391,6 +393,8 @@ pub struct Node {
     own: StreamSender,
     /// Our site figures as last published; `None` until the first publish.
     site_metrics: Option<SiteMetrics>,
+    /// Our links as our last SiteMetrics reported them.
+    links_reported: Vec<PeerLink>,
     /// When the last heartbeat (and site metrics) went out.
     report_sent: Duration,
     /// When the next relay heartbeats are due.
@@ -436,6 +440,7 @@ impl Node {
             sites: HashMap::new(),
             own: StreamSender::new(),
             site_metrics: None,
+            links_reported: Vec::new(),
             report_sent: Duration::ZERO,
             relay_beat_at: Duration::ZERO,
             lose_next_delta: false,
@@ -457,6 +462,7 @@ impl Node {
         self.now = now;
         if !self.stopped {
             self.handle(input);
+            self.report_links_if_changed();
         }
         std::mem::take(&mut self.out)
     }
@@ -672,6 +678,22 @@ impl Node {
         }
     }
 
+    /// Our direct links now (the ones the topology wants), each with
+    /// whether its session is up, by site name.
+    fn own_links(&self) -> Vec<PeerLink> {
+        let mut links: Vec<PeerLink> = self
+            .links
+            .iter()
+            .map(|(k, l)| PeerLink {
+                site: l.peer.name.clone(),
+                kind: link_name(l.kind).to_string(),
+                up: self.active.contains_key(k),
+            })
+            .collect();
+        links.sort_by(|a, b| a.site.cmp(&b.site));
+        links
+    }
+
     /// Every site this node knows, with its MEP state.
     pub fn status(&self) -> Vec<PeerStatus> {
         let me = key(&self.cfg.local.name);
@@ -715,6 +737,7 @@ impl Node {
                     current_parent: v.current_parent,
                     adopted_for: self.adopted.get(&k).cloned(),
                     last_down_reason: info.and_then(|i| i.down_reason.clone()),
+                    reported_links: info.and_then(|i| i.reported_links.clone()),
                     name: v.name,
                 }
             })

@@ -4,7 +4,9 @@
 use super::{
     ConnId, LocalReport, MAX_RELAYED_STREAMS, MepEvent, Node, key, own_budget, relay_budget,
 };
-use crate::message::{ChildReport, Message, ResyncRequest};
+use crate::message::{
+    ChildReport, MAX_REPORTED_LINKS, Message, PeerLink, ResyncRequest, SiteMetrics,
+};
 use crate::sync::{Step, StreamError};
 use crate::topology::{LinkKind, Role};
 
@@ -56,10 +58,11 @@ impl Node {
             }
             Message::ResyncRequest(r) => self.on_resync_request(id, &name, r),
             Message::SiteMetrics(m) => {
+                self.note_links(k, &name, &m);
                 if let Some(child) = self.children.get_mut(k)
-                    && child.metrics != Some(m)
+                    && child.metrics.as_ref() != Some(&m)
                 {
-                    child.metrics = Some(m);
+                    child.metrics = Some(m.clone());
                     child.metrics_dirty = true;
                 }
                 self.emit(MepEvent::SiteMetrics {
@@ -152,7 +155,7 @@ impl Node {
         };
         let budget = relay_budget(self.cfg.max_frame, &child.name);
         let parts = child.relay.snapshot(budget);
-        let (name, metrics) = (child.name.clone(), child.metrics);
+        let (name, metrics) = (child.name.clone(), child.metrics.clone());
         for (i, st) in parts.into_iter().enumerate() {
             self.send(
                 id,
@@ -161,7 +164,7 @@ impl Node {
                     up: true,
                     services: None,
                     states: Some(st),
-                    site_metrics: metrics.filter(|_| i == 0),
+                    site_metrics: metrics.clone().filter(|_| i == 0),
                 }),
             );
         }
@@ -239,6 +242,7 @@ impl Node {
                 });
             }
             if let Some(metrics) = r.site_metrics {
+                self.note_links(&ck, &r.child, &metrics);
                 self.emit(MepEvent::SiteMetrics {
                     from_site: r.child,
                     via: Some(from.to_owned()),
@@ -275,6 +279,7 @@ impl Node {
         let name = child.name.clone();
         let mut metrics = child
             .metrics
+            .clone()
             .filter(|_| std::mem::take(&mut child.metrics_dirty));
         let steps = std::mem::take(&mut child.outbox);
         let mut reports = Vec::with_capacity(steps.len().max(1));
@@ -327,19 +332,53 @@ impl Node {
     /// Sends connection `id` a snapshot of our services and our site
     /// figures (a new receiver, or one that asked for it).
     pub(super) fn send_report_to(&mut self, id: ConnId) {
-        let Some(site) = self.site_metrics else {
+        let Some(site) = self.own_site_message() else {
             return;
         };
         let budget = own_budget(self.cfg.max_frame);
         for st in self.own.snapshot(budget) {
             self.send(id, Message::ServiceStates(st));
         }
-        self.send(id, Message::SiteMetrics(site));
+        self.send(id, site);
+    }
+
+    /// Our site figures as last published, with our links as they are now
+    /// (remembered as the links last reported); `None` before the first
+    /// publish.
+    fn own_site_message(&mut self) -> Option<Message> {
+        let mut site = self.site_metrics.clone()?;
+        site.links = self.own_links();
+        self.links_reported = site.links.clone();
+        Some(Message::SiteMetrics(site))
+    }
+
+    /// Tells the report targets at once when one of our links went up or
+    /// down since we last reported them, so that every site's picture of
+    /// the graph follows a partition within one message.
+    pub(super) fn report_links_if_changed(&mut self) {
+        if self.site_metrics.is_none() || self.own_links() == self.links_reported {
+            return;
+        }
+        let targets = self.report_targets();
+        if let Some(site) = self.own_site_message() {
+            self.broadcast(targets, site);
+        }
+    }
+
+    /// What site `name` (key `k`) reported of its own links; a report
+    /// without links (an older sender) leaves what we had.
+    fn note_links(&mut self, k: &str, name: &str, m: &SiteMetrics) {
+        if m.links.is_empty() {
+            return;
+        }
+        let now = self.now;
+        let links: Vec<PeerLink> = m.links.iter().take(MAX_REPORTED_LINKS).cloned().collect();
+        self.site_info(k, name).reported_links = Some((links, now));
     }
 
     pub(super) fn publish(&mut self, report: LocalReport) {
         let diff = self.own.set(&report.services);
-        let site_changed = self.site_metrics != Some(report.site);
+        let site_changed = self.site_metrics.as_ref() != Some(&report.site);
         self.site_metrics = Some(report.site);
         let targets = self.report_targets();
         let budget = own_budget(self.cfg.max_frame);
@@ -355,8 +394,8 @@ impl Node {
             }
             self.broadcast(targets.clone(), Message::ServiceStates(st));
         }
-        if site_changed {
-            self.broadcast(targets, Message::SiteMetrics(report.site));
+        if site_changed && let Some(site) = self.own_site_message() {
+            self.broadcast(targets, site);
         }
     }
 
@@ -369,9 +408,7 @@ impl Node {
             self.topo.mark_unreached_down();
             self.after_change();
         }
-        if let Some(site) = self.site_metrics
-            && now >= self.report_sent + self.cfg.interval()
-        {
+        if self.site_metrics.is_some() && now >= self.report_sent + self.cfg.interval() {
             // No periodic resend of the services: a heartbeat (the latest
             // seq, nothing else) lets receivers notice a lost delta; the
             // site figures are small and complete, so they are resent.
@@ -379,7 +416,9 @@ impl Node {
             let targets = self.report_targets();
             let beat = self.own.heartbeat();
             self.broadcast(targets.clone(), Message::ServiceStates(beat));
-            self.broadcast(targets, Message::SiteMetrics(site));
+            if let Some(site) = self.own_site_message() {
+                self.broadcast(targets, site);
+            }
             // Relay heartbeats: one frame per child and peer parent, so they
             // go every keepalive timeout only (a third of the rate), which
             // still reveals a lost relay delta within T.

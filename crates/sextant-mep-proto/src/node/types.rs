@@ -161,4 +161,7 @@ pub struct PeerStatus {
     pub adopted_for: Option<String>,
     /// Why the site last went DOWN.
     pub last_down_reason: Option<String>,
+    /// The site's own direct links as it last reported them over metric
+    /// exchange, and when (the driver's clock); `None` when it never did.
+    pub reported_links: Option<(Vec<crate::message::PeerLink>, Duration)>,
 }

@@ -339,6 +339,8 @@ pub(super) async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 link: peer.and_then(|p| p.link).map(str::to_string),
                 link_secure: peer.filter(|p| p.link.is_some()).map(|p| p.secure),
                 last_down_reason: peer.and_then(|p| p.last_down_reason.clone()),
+                reported_links: peer.and_then(reported_links),
+                reported_links_age_seconds: peer.and_then(|p| reported_age(p, &d.clock)),
                 cpu_percent: figures.and_then(|m| m.cpu_percent),
                 memory_percent: figures.and_then(|m| m.memory_percent),
                 config_sync: site_config_sync(&d, sync.as_ref().as_ref(), &s.name, s.kind),
@@ -367,6 +369,8 @@ pub(super) async fn sites(State(d): State<Arc<Daemon>>) -> Json<Vec<Site>> {
                 link: p.link.map(str::to_string),
                 link_secure: p.link.map(|_| p.secure),
                 last_down_reason: p.last_down_reason.clone(),
+                reported_links: reported_links(p),
+                reported_links_age_seconds: reported_age(p, &d.clock),
                 // Not a site of this configuration: the engine keeps no
                 // figures for it.
                 cpu_percent: None,
@@ -442,6 +446,27 @@ fn site_mep_state(
         (SiteKind::Remote, false, false) => "n/a",
     }
     .to_string()
+}
+
+/// The links `peer` last reported of its own.
+fn reported_links(peer: &sextant_mep::PeerStatus) -> Option<Vec<sextant_api::ReportedLink>> {
+    peer.reported_links.as_ref().map(|(links, _)| {
+        links
+            .iter()
+            .map(|l| sextant_api::ReportedLink {
+                site: l.site.clone(),
+                kind: l.kind.clone(),
+                up: l.up,
+            })
+            .collect()
+    })
+}
+
+/// How long ago `peer` reported its links.
+fn reported_age(peer: &sextant_mep::PeerStatus, clock: &Clock) -> Option<f64> {
+    peer.reported_links
+        .as_ref()
+        .map(|(_, at)| clock.now().saturating_sub(*at).as_secs_f64())
 }
 
 /// A site this node does not configure, as the driver knows it.
