@@ -174,6 +174,15 @@ impl Browser {
     /// and this harness's arguments.
     fn launch_command(mut command: Command, what: &str, screenshots: &Path) -> Browser {
         fs::create_dir_all(screenshots).expect("create the screenshots folder");
+        // Pictures of an earlier run (a `failed.png` above all) would pass
+        // for this run's.
+        if let Ok(old) = fs::read_dir(screenshots) {
+            for entry in old.flatten() {
+                if entry.path().extension().is_some_and(|e| e == "png") {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
         let profile = Scratch::new("chromium-profile");
         let log = File::create(screenshots.join("chromium.log")).expect("create chromium.log");
         // (browser reads, we write) and (browser writes, we read).

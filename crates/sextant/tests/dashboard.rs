@@ -261,6 +261,23 @@ fn a_dead_backend_turns_down_in_the_page_its_share_moves_away_and_explain_shows_
     );
     let reason = s.service_cell("web-ams", "reason");
     assert!(!reason.is_empty(), "a DOWN service shows its reason");
+    // Its timeline ends red however recent the change; the others' do not.
+    let now_red = "svg[data-timeline=\"web-ams\"] rect.tl-DOWN:last-of-type";
+    s.browser.wait_for(now_red, PAGE);
+    let width: f64 = s
+        .browser
+        .attr(now_red, "width")
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(0.0);
+    assert!(
+        width >= 4.0,
+        "the DOWN stretch is {width} px wide: too thin to see"
+    );
+    assert!(
+        !s.browser
+            .shown("svg[data-timeline=\"web-fra\"] rect.tl-DOWN"),
+        "web-fra's timeline has no DOWN"
+    );
     s.browser.screenshot("services-ams-down");
 
     // The answers move away from it: once the page's 10-second window holds

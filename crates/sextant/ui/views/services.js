@@ -19,8 +19,13 @@ export function setup(context) {
   document.getElementById("services-filter").addEventListener("input", () => render(latest));
 }
 
+/** When this node started (ms since the epoch): timelines begin there at the earliest. */
+let startedAt = null;
+
 export async function refresh() {
-  latest = await api("/v1/services");
+  const [list, status] = await Promise.all([api("/v1/services"), api("/v1/status")]);
+  latest = list;
+  startedAt = Date.now() - status.uptime_seconds * 1000;
   await fetchHistories(latest);
   render(latest);
 }
@@ -74,7 +79,7 @@ function makeRow(svc) {
     h("td", { "data-label": "Reason" }, h("div", {}, h("span", { "data-field": "reason" }), h("ul", { class: "monitors" }))),
     h("td", { "data-field": "since", "data-label": "In state for" }),
     h("td", { "data-field": "load", "data-label": "Load" }),
-    h("td", { "data-label": "Last 15 min" }, s("svg", { "data-timeline": svc.name, width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img" })),
+    h("td", { "data-label": "Timeline" }, s("svg", { "data-timeline": svc.name, width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img" })),
     h("td", { "data-label": "Actions" }, h("div", { class: "actions" }, reason, buttons)));
 }
 
@@ -119,7 +124,9 @@ function load(l) {
 function drawTimeline(svg, svc) {
   const events = histories.get(svc.name)?.events || [];
   const now = Date.now();
-  const start = now - WINDOW_S * 1000;
+  // Nothing before this node started: a young node's timeline is its life so far.
+  const start = Math.max(now - WINDOW_S * 1000, startedAt ?? 0);
+  const span = Math.max(1, now - start);
   const stretches = [];
   let state = events.length ? events[0].from : svc.state;
   let from = start;
@@ -132,11 +139,17 @@ function drawTimeline(svg, svc) {
     state = e.to;
   }
   stretches.push([from, now, state]);
-  const x = (t) => ((t - start) / (WINDOW_S * 1000)) * WIDTH;
-  const rects = stretches.map(([a, b, st]) =>
-    s("rect", { x: x(a).toFixed(1), y: 0, width: Math.max(1, x(b) - x(a)).toFixed(1), height: HEIGHT, class: `tl-${st}` }));
+  const x = (t) => ((Math.max(t, start) - start) / span) * WIDTH;
+  // The state now is always visible, however recent its change.
+  const NOW_MIN = 4;
+  const rects = stretches.map(([a, b, st], i) => {
+    const last = i === stretches.length - 1;
+    const x0 = last ? Math.min(x(a), WIDTH - NOW_MIN) : x(a);
+    return s("rect", { x: x0.toFixed(1), y: 0, width: Math.max(1, x(b) - x0).toFixed(1), height: HEIGHT, class: `tl-${st}` });
+  });
   const recent = events.slice(-5).reverse().map((e) => `${e.time} ${e.from} → ${e.to}: ${e.reason}`);
-  const title = s("title", {}, recent.length ? recent.join("\n") : `${svc.state} for the whole window`);
+  const since = new Date(start).toISOString().replace("T", " ").slice(0, 19);
+  const title = s("title", {}, `since ${since}\n${recent.length ? recent.join("\n") : `${svc.state} all along`}`);
   svg.replaceChildren(title, ...rects);
   svg.setAttribute("aria-label", `${svc.name}: ${events.length} transitions`);
 }
