@@ -147,15 +147,21 @@ impl Browser {
     /// `netns` (`ip netns exec`), so that the page reaches the sites a test
     /// runs there.
     pub fn launch_in(netns: &Netns, screenshots: &Path) -> Option<Browser> {
+        Browser::launch_in_namespace(&netns.name, screenshots)
+    }
+
+    /// Like [`Browser::launch_in`], in the network namespace named `name`
+    /// (a VRRP lab node's, say).
+    pub fn launch_in_namespace(name: &str, screenshots: &Path) -> Option<Browser> {
         let Some(program) = chromium_program() else {
             cannot_run("chromium is not installed (scripts/setup.sh installs it)");
             return None;
         };
         let mut command = Command::new("ip");
-        command.args(["netns", "exec", &netns.name]).arg(&program);
+        command.args(["netns", "exec", name]).arg(&program);
         Some(Browser::launch_command(
             command,
-            &format!("{} in {}", program.display(), netns.name),
+            &format!("{} in {name}", program.display()),
             screenshots,
         ))
     }

@@ -42,6 +42,34 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// The dashboard of `at` (its RTT view, in headless chromium) shows the
+/// LDNS group `group` with each site's RTT, as `/v1/ldns` has them: fra
+/// about 40 ms, nyc about 120, sgp about 200.
+fn dashboard_shows_the_rtts(at: &SiteServer, group: &str) {
+    let folder = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join("dashboard")
+        .join("rtt");
+    let Some(mut browser) = sextant_test_support::browser::Browser::launch(&folder) else {
+        return;
+    };
+    browser.open(&format!("http://{}/ui/#rtt", at.api_addr));
+    for (site, least) in [("fra", 40.0), ("nyc", 120.0), ("sgp", 200.0)] {
+        let cell = format!("tr[data-ldns=\"{group}\"] td[data-site=\"{site}\"]");
+        let text = browser.wait_for_text(&cell, EVENTUALLY, "an RTT in ms", |t| t.contains(" ms"));
+        let shown: f64 = text
+            .split(" ms")
+            .next()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{site}'s cell: {text:?}"));
+        assert!(
+            (least..least + 60.0).contains(&shown),
+            "{site}'s RTT in the page is {shown} ms, want about {least}"
+        );
+    }
+    browser.screenshot("rtt");
+}
+
 // ---------------------------------------------------------------------------
 // Configuration text
 // ---------------------------------------------------------------------------
@@ -328,6 +356,7 @@ fn the_answer_is_the_site_with_the_smallest_rtt_and_follows_a_change() {
     });
     let e = ldns_entry(nyc, ldns).unwrap_or_else(|e| panic!("{e}"));
     let own = ldns_site(&e, "nyc").expect("nyc's own cell");
+    dashboard_shows_the_rtts(nyc, &format!("{}/{}", e.ldns, e.prefix_len));
     assert_eq!(
         own.probe.as_deref(),
         Some("ldns-dns"),

@@ -7,12 +7,16 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use sextant_test_support::browser::Browser;
 use sextant_test_support::dns::{Dns, RecordType, a_records, build_query};
-use sextant_test_support::vrrp_lab::{CLIENT_IP, Instance, Lab, vip, virtual_mac};
+use sextant_test_support::process::TEST_TOKEN;
+use sextant_test_support::vrrp_lab::{CLIENT_IP, Instance, Lab, node_ip, vip, virtual_mac};
 use sextant_test_support::vrrp_sextant::{SextantNode, WWW, WWW_ANSWER, eventually, node_config};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sextant");
 const INTERVAL: Duration = Duration::from_millis(100);
+/// How long the dashboard may take to show what the API says.
+const PAGE: Duration = Duration::from_secs(15);
 
 fn bin() -> &'static Path {
     Path::new(BIN)
@@ -1053,4 +1057,50 @@ fn a_node_that_loses_its_link_gives_its_vips_up_until_it_returns() {
         Duration::from_secs(3),
     );
     assert!(ns1.log().contains("VRRP link back"), "{}", ns1.log());
+}
+
+/// The dashboard's VRRP view, in headless chromium inside the backup's
+/// namespace: with the token typed in (its API is not on loopback, so
+/// reads need it), VRID 1 is BACKUP with node 0 as master; node 0 stops,
+/// and the page shows this node MASTER, itself as master, and the
+/// transition with its reason.
+#[test]
+fn the_dashboard_shows_who_is_master_and_the_handover() {
+    let Some(lab) = Lab::new("vrui", 2) else {
+        return;
+    };
+    let (mut n0, n1) = two_nodes(&lab);
+    let folder = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join("dashboard")
+        .join("vrrp");
+    let Some(mut browser) = Browser::launch_in_namespace(n1.namespace(), &folder) else {
+        return;
+    };
+    browser.open(&format!("http://{}/ui/#vrrp", n1.api));
+    browser.wait_for_text("#error", PAGE, "reads need the token here", |t| {
+        t.contains("Authorization: Bearer TOKEN")
+    });
+    browser.type_into("input#token", TEST_TOKEN);
+    browser.click("button#token-save");
+    let row = "tr[data-vrid=\"1\"][data-family=\"ipv4\"]";
+    let field = |f: &str| format!("{row} [data-field=\"{f}\"]");
+    browser.wait_for_text(&field("state"), PAGE, "BACKUP", |t| t == "BACKUP");
+    let master0 = node_ip(0).to_string();
+    browser.wait_for_text(&field("master"), PAGE, "node 0 is master", |t| t == master0);
+    browser.screenshot("vrrp-backup");
+
+    n0.stop_graceful();
+    browser.wait_for_text(&field("state"), PAGE, "MASTER", |t| t == "MASTER");
+    let master1 = node_ip(1).to_string();
+    browser.wait_for_text(&field("master"), PAGE, "this node is master", |t| {
+        t == master1
+    });
+    browser.wait_for_text(&field("transitions"), PAGE, "the handover", |t| {
+        t.contains("BACKUP → MASTER")
+    });
+    browser.wait_for_text("#node", PAGE, "the node's site, read with the token", |t| {
+        t == "site dc1"
+    });
+    browser.screenshot("vrrp-master");
 }

@@ -20,6 +20,16 @@ function current() {
 }
 
 let refreshing = false;
+let nodeKnown = false;
+
+/** The node's own site in the title bar, once it can be read (reads may need the token). */
+function showNode() {
+  api("/v1/status").then((st) => {
+    nodeKnown = true;
+    document.getElementById("node").textContent = `site ${st.local_site}`;
+    document.title = `Sextant · ${st.local_site}`;
+  }, () => {});
+}
 let again = false;
 
 /** Refreshes the visible view (and what always runs, the answer counters). */
@@ -30,6 +40,7 @@ async function refresh() {
   }
   refreshing = true;
   const name = current();
+  if (!nodeKnown) showNode();
   try {
     await Promise.all([
       domains.sample().then(() => report("stats", null), (e) => report("stats", e)),
@@ -102,11 +113,7 @@ const events = followEvents(onEvent, (state) => {
   document.getElementById("live-state").textContent = state === "live" ? "live" : "polling every 2 s";
 });
 setupToken(events);
-// The node's own site in the title bar, once.
-api("/v1/status").then((st) => {
-  document.getElementById("node").textContent = `site ${st.local_site}`;
-  document.title = `Sextant · ${st.local_site}`;
-}, () => {});
+
 for (const module of Object.values(VIEWS)) module.setup?.({ refresh });
 window.addEventListener("hashchange", selectView);
 selectView();

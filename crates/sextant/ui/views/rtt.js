@@ -33,6 +33,6 @@ export async function refresh() {
     });
   }
   document.getElementById("rtt-counters").textContent =
-    `${table.created} entries made, ${table.evicted} evicted, ${table.expired} expired, ${table.rate_limited} refused by the rate limit; ` +
-    `${table.probes_sent} probes sent, ${table.probe_failures} cycles failed; ${table.rtt_messages_sent} RTT messages sent to other sites.`;
+    `Entries made ${table.created}, evicted ${table.evicted}, expired ${table.expired}, refused by the rate limit ${table.rate_limited}. ` +
+    `Probes sent ${table.probes_sent}, probe cycles failed ${table.probe_failures}. RTT messages sent to the other sites ${table.rtt_messages_sent}.`;
 }
