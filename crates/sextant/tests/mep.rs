@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use sextant_test_support::browser::Browser;
 use sextant_test_support::prelude::*;
 
 const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
@@ -1011,6 +1012,41 @@ fn check_child1_back_with_p1(pc: &Pc) -> Result<(), String> {
     pc.check_steady()
 }
 
+/// P2's dashboard (chromium in the test's namespace) draws scenario 1:
+/// P2 holds child_site1 over a backup link, and P1's link with P2 is down.
+fn dashboard_shows_the_takeover(pc: &Pc) {
+    let folder = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join("dashboard")
+        .join("seed_001");
+    let Some(mut browser) = Browser::launch_in(&pc.ns, &folder) else {
+        return;
+    };
+    browser.open(&format!("http://{}/ui/#topology", pc.p(1).api_addr));
+    for (pair, kind, state) in [
+        ("P2|child_site1", "backup", "up"),
+        ("P1|P2", "peer", "down"),
+    ] {
+        let link = format!("svg#topology [data-link=\"{pair}\"]");
+        eventually_ok(
+            EVENTUALLY,
+            &format!("P2's page: {pair} {kind} {state}"),
+            || {
+                let got = (
+                    browser.attr(&link, "data-kind"),
+                    browser.attr(&link, "data-state"),
+                );
+                if got == (Some(kind.to_string()), Some(state.to_string())) {
+                    Ok(())
+                } else {
+                    Err(format!("{link}: {got:?}"))
+                }
+            },
+        );
+    }
+    browser.screenshot("topology-backup-parent");
+}
+
 /// Seed 001, scenario 1, twice: SiteP1 goes DOWN (first silently: every
 /// link of P1 cut; then as a crash: the process killed), SiteP2 takes
 /// child_site1 over, SiteP3 assumes SiteP2 has it; SiteP1 comes back and
@@ -1032,6 +1068,7 @@ fn seed_scenario_1_backup_parent_takes_over_and_the_parent_returns() {
     eventually_ok(EVENTUALLY, "scenario 1: P2 has child_site1", || {
         check_p2_has_child1(&pc)
     });
+    dashboard_shows_the_takeover(&pc);
     assert!(pc.p(1).mep().adopted > adopted0);
     // P3 assumes P2 has the child: it neither adopts nor offers.
     assert_eq!(

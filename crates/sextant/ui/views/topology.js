@@ -8,7 +8,7 @@ import { api } from "../api.js";
 import { duration, field, h, keyed, num, s, secondsSince } from "../dom.js";
 
 const W = 640;
-const H = 400;
+const H = 440;
 
 /** `/v1/sites`'s link words to the graph's kinds. */
 const KIND = { peer: "peer", "to-child": "parent", "to-parent": "parent", adopted: "backup" };
@@ -74,7 +74,7 @@ function layout(sites) {
   const pos = new Map();
   const top = sites.filter((x) => x.type !== "child").sort((a, b) => (a.name < b.name ? -1 : 1));
   const children = sites.filter((x) => x.type === "child");
-  const radius = children.length ? 105 : 140;
+  const radius = children.length ? 90 : 140;
   top.forEach((x, i) => {
     const angle = -Math.PI / 2 + (2 * Math.PI * i) / Math.max(1, top.length);
     pos.set(x.name, { x: W / 2 + radius * Math.cos(angle), y: H / 2 + radius * Math.sin(angle), angle });
@@ -88,8 +88,8 @@ function layout(sites) {
   for (const [parent, list] of byParent) {
     const base = pos.get(parent)?.angle ?? Math.PI / 2;
     list.sort((a, b) => (a.name < b.name ? -1 : 1)).forEach((c, i) => {
-      const angle = base + (i - (list.length - 1) / 2) * 0.42;
-      pos.set(c.name, { x: W / 2 + 175 * Math.cos(angle), y: H / 2 + 175 * Math.sin(angle), angle });
+      const angle = base + (i - (list.length - 1) / 2) * 0.5;
+      pos.set(c.name, { x: W / 2 + 185 * Math.cos(angle), y: H / 2 + 185 * Math.sin(angle), angle });
     });
   }
   return pos;
