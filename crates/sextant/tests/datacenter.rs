@@ -169,6 +169,32 @@ impl Setup {
 /// DC Based by CPU: each site sets its own CPU; fra answers the address of
 /// the least busy datacenter, and follows when the figures change (after
 /// the access period), with `/v1/records` showing the ranking and figures.
+/// fra's dashboard (Domains, in headless chromium) shows the record OK and
+/// its datacenters in rank order with the CPU figures they ranked by.
+fn dashboard_shows_the_ranking(fra: &SiteServer) {
+    let folder = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join("dashboard")
+        .join("datacenter");
+    let Some(mut browser) = sextant_test_support::browser::Browser::launch(&folder) else {
+        return;
+    };
+    browser.open(&format!("http://{}/ui/#domains", fra.api_addr));
+    let record = format!("[data-record=\"{NAME}\"]");
+    browser.wait_for_text(
+        &format!("{record} [data-field=\"status\"]"),
+        EVENTUALLY,
+        "OK",
+        |t| t == "OK",
+    );
+    let rows = browser.eval(&format!(
+        "[...document.querySelectorAll('{} tr[data-dc]')].map(r => r.dataset.dc + ' ' + r.querySelector('[data-field=\"figure\"]').textContent).join(', ')",
+        record.replace('\'', "\\'")
+    ));
+    assert_eq!(rows.as_str(), Some("ams 10, fra 50, nyc 80"), "{rows}");
+    browser.screenshot("datacenter-record");
+}
+
 #[test]
 fn dc_based_cpu_follows_the_sites_reported_figures() {
     let s = start("dc_cpu", "-dcSelection DC_BASED -criterion CPU -totalDCs 1");
@@ -180,6 +206,7 @@ fn dc_based_cpu_follows_the_sites_reported_figures() {
         s.figures_are(NAME, &[Some(10.0), Some(50.0), Some(80.0)])?;
         s.steadily(NAME, "ams", 5)
     });
+    dashboard_shows_the_ranking(s.fra());
     let r = s.fra().try_record(NAME).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         (r.dc_selection.as_str(), r.criterion.as_deref()),

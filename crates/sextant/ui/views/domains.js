@@ -41,10 +41,15 @@ export async function refresh() {
   const byName = new Map(vservers.map((v) => [v.name, v]));
   const span = samples.length >= 2 ? (samples[samples.length - 1].at - samples[0].at) / 1000 : 0;
   document.getElementById("share-window").textContent = span ? `${Math.round(span)} s` : "10 s (counting…)";
-  keyed(document.getElementById("domains-list"), domains, (d) => d.name, makeDomain, (el, d) => updateDomain(el, d, byName));
+  const list = document.getElementById("domains-list");
+  if (!domains.length) {
+    list.replaceChildren(h("p", { class: "hint" }, "No GSLB domains in this configuration."));
+  } else {
+    if (list.querySelector("p.hint")) list.replaceChildren();
+    keyed(list, domains, (d) => d.name, makeDomain, (el, d) => updateDomain(el, d, byName));
+  }
   renderRecords(records.records || []);
-  const list = document.getElementById("domain-names");
-  keyed(list, domains, (d) => d.name, (d) => h("option", { value: d.name }), () => {});
+  keyed(document.getElementById("domain-names"), domains, (d) => d.name, (d) => h("option", { value: d.name }), () => {});
 }
 
 function makeDomain(d) {
@@ -135,7 +140,8 @@ function renderRecords(records) {
       h("td", { "data-field": "rank" }), h("td", {}, dc.site), h("td", { "data-field": "figure" }), h("td", { "data-field": "reachable" }), h("td", { "data-field": "addresses" })),
     (row, dc) => {
       field(row, "rank", dc.rank);
-      field(row, "figure", dc.figure === null ? "unknown" : num(dc.figure, 1));
+      // No criterion, no figure; with one, a missing figure ranks last.
+      field(row, "figure", dc.figure !== null ? num(dc.figure, 1) : r.criterion ? "unknown (ranks last)" : "—");
       field(row, "reachable", dc.reachable ? "yes" : "no");
       field(row, "addresses", dc.addresses.map((a) => `${a.ip}${a.healthy ? "" : " (unhealthy)"}`).join(", "));
     });
