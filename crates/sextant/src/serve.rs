@@ -423,6 +423,22 @@ pub async fn serve(
         Arc::clone(&model),
         generation,
     )));
+    // The start's last publication (the restored maintenance marks in it)
+    // is the only one: an earlier one, stored by the state task while it
+    // writes the state file, would show the API a disabled service as
+    // enabled for those milliseconds. It is in force before the API
+    // listens.
+    if let Some(last) = first.iter().rposition(|e| matches!(e, Effect::Publish(_))) {
+        let mut at = 0;
+        first.retain(|e| {
+            at += 1;
+            !matches!(e, Effect::Publish(_)) || at - 1 == last
+        });
+    }
+    if let Some(Effect::Publish(published)) = first.iter().find(|e| matches!(e, Effect::Publish(_)))
+    {
+        dns.snapshot.store(Arc::clone(published));
+    }
     dns.set_rate_limiter(model.dns.rrl.as_ref());
     if let Some((target, sample)) = &overrides.query_log {
         crate::query_log::start(&dns, target.clone(), *sample)?;
