@@ -412,6 +412,35 @@ pub struct PeerLink {
 /// at most; this bounds what a peer can make us store).
 pub const MAX_REPORTED_LINKS: usize = 1024;
 
+/// The longest site name a reported link keeps, in characters: the
+/// appliance's rule for object names (1 to 127), which every configured
+/// site name follows.
+pub const MAX_SITE_NAME_CHARS: usize = 127;
+
+/// The words a link's `kind` may be (the `link` words of `/v1/sites`).
+pub const LINK_KINDS: [&str; 4] = ["peer", "to-child", "adopted", "to-parent"];
+
+impl PeerLink {
+    /// A link a receiver keeps: a site name that could be configured and a
+    /// kind it knows.
+    pub fn is_well_formed(&self) -> bool {
+        let chars = self.site.chars().count();
+        (1..=MAX_SITE_NAME_CHARS).contains(&chars) && LINK_KINDS.contains(&self.kind.as_str())
+    }
+}
+
+/// What a receiver keeps of a report's links: the well-formed ones, at most
+/// [`MAX_REPORTED_LINKS`], so a peer cannot make it store unbounded or
+/// meaningless data.
+pub fn accepted_links(links: &[PeerLink]) -> Vec<PeerLink> {
+    links
+        .iter()
+        .filter(|l| l.is_well_formed())
+        .take(MAX_REPORTED_LINKS)
+        .cloned()
+        .collect()
+}
+
 /// The sender's measured round-trip times to local DNS resolvers (used by
 /// the dynamic RTT method; carried, not interpreted, by this crate).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -560,6 +589,37 @@ pub struct ResyncRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn link(site: &str, kind: &str) -> PeerLink {
+        PeerLink {
+            site: site.into(),
+            kind: kind.into(),
+            up: true,
+        }
+    }
+
+    /// A receiver keeps configured-looking links only, and a bounded number.
+    #[test]
+    fn received_links_are_checked_and_capped() {
+        let longest = "s".repeat(MAX_SITE_NAME_CHARS);
+        let sent = vec![
+            link("ams", "peer"),
+            link("", "peer"),
+            link(&longest, "to-parent"),
+            link(&format!("{longest}s"), "peer"),
+            link("nyc", "sibling"),
+            link("child_site1", "adopted"),
+        ];
+        let kept: Vec<String> = accepted_links(&sent).into_iter().map(|l| l.site).collect();
+        assert_eq!(kept, ["ams", longest.as_str(), "child_site1"]);
+
+        let flood: Vec<PeerLink> = (0..MAX_REPORTED_LINKS + 10)
+            .map(|i| link(&format!("s{i}"), "peer"))
+            .collect();
+        let kept = accepted_links(&flood);
+        assert_eq!(kept.len(), MAX_REPORTED_LINKS);
+        assert_eq!(kept[0].site, "s0");
+    }
 
     #[test]
     fn kinds_round_trip_through_their_byte() {

@@ -13,6 +13,9 @@
 //!   keepalive timeout notices. The test's own DNS and API requests open
 //!   their sockets inside the namespace on a helper thread that joined it
 //!   with setns(2) ([`Netns::run`]); nothing else of the host is touched.
+//! * Links reported by other sites (`/v1/sites` `reported_links`): three
+//!   flat sites in a namespace of their own, one link between two of them
+//!   cut the same way.
 //!   These tests need root, `ip` and `iptables`; without them they fail
 //!   under CI (`CI=true`) and print SKIPPED elsewhere.
 //!
@@ -1274,4 +1277,121 @@ fn seed_scenario_3_partial_partition_then_the_preferred_backup_takes_over() {
     eventually_ok(EVENTUALLY, "healed: child_site1 returns to P1", || {
         check_child1_back_with_p1(&pc)
     });
+}
+
+// ---------------------------------------------------------------------------
+// 5. Links reported by other sites, in a network namespace
+// ---------------------------------------------------------------------------
+
+/// At `at`: `reporter` reports its peer link with `other` as `up` (its
+/// `/v1/sites` `reported_links`), and its report carries an age.
+fn expect_reported(at: &SiteServer, reporter: &str, other: &str, up: bool) -> Result<(), String> {
+    let e = at.try_site(reporter)?;
+    let (Some(links), Some(_age)) = (&e.reported_links, e.reported_links_age_seconds) else {
+        return Err(format!(
+            "at {}: {reporter} reported no links (or no age): {e:?}",
+            at.name
+        ));
+    };
+    let has = links
+        .iter()
+        .any(|l| l.site == other && l.kind == "peer" && l.up == up);
+    if !has {
+        return Err(format!(
+            "at {}: {reporter} reports {links:?}, want {other} peer up={up}",
+            at.name
+        ));
+    }
+    Ok(())
+}
+
+/// A node knows the state of metric exchange links it is not an end of:
+/// three flat sites fra, ams, nyc run in a network namespace; iptables cuts
+/// ams <-> nyc only, and fra's `/v1/sites` shows ams reporting nyc down and
+/// nyc reporting ams down, while fra's own links with both stay UP; healed,
+/// both report the link up again. fra itself reports nothing of its own
+/// (its links are the other entries' `mep` and `link`).
+#[test]
+fn every_site_sees_a_partition_between_two_others_from_their_reports() {
+    let Some(ns) = Netns::create("links") else {
+        return;
+    };
+    let scratch = Scratch::new("mep_links");
+    let sites = Sites::new(
+        &["fra", "ams", "nyc"],
+        (1..=3).map(|k| Ipv4Addr::new(127, 0, 1, k)).collect(),
+        (1..=3).map(|k| Ipv4Addr::new(127, 0, 2, k)).collect(),
+    );
+    let backends: Vec<Backend> = sites
+        .svc
+        .iter()
+        .map(|ip| ns.run(|| Backend::tcp(*ip)))
+        .collect();
+    let servers = sites.start_in(SEXTANT, &scratch, Some(ns.clone()), |me| {
+        // Each site's own service, monitored where it lives; metric
+        // exchange notices a dead link within a second.
+        let mut c = format!(
+            "set gslb parameter -MEPKeepAliveTimeout 1\n{}{TCP_MONITOR}",
+            sites.preamble(me, "links", "")
+        );
+        for (k, name) in sites.names.iter().enumerate() {
+            c += &format!(
+                "add gslb service web-{name} {} TCP {} -siteName {name}\n\
+                 bind gslb service web-{name} -monitorName tcp-fast\n",
+                sites.svc[k],
+                backends[k].port()
+            );
+        }
+        c += "add gslb vserver web TCP -lbMethod ROUNDROBIN\n";
+        for name in &sites.names {
+            c += &format!("bind gslb vserver web -serviceName web-{name}\n");
+        }
+        c + "bind gslb vserver web -domainName www.example.com -TTL 5\n"
+    });
+    wait_mesh_up(&servers);
+    let fra = &servers[0];
+    let own_links_up = || -> Result<(), String> {
+        for other in ["ams", "nyc"] {
+            expect_fields(fra, other, &[("mep", Some("UP")), ("link", Some("peer"))])?;
+        }
+        Ok(())
+    };
+    eventually_ok(EVENTUALLY, "fra: ams and nyc report their link up", || {
+        expect_reported(fra, "ams", "nyc", true)?;
+        expect_reported(fra, "nyc", "ams", true)?;
+        // Each also reports its link with fra.
+        expect_reported(fra, "ams", "fra", true)?;
+        expect_reported(fra, "nyc", "fra", true)
+    });
+    let me = fra.try_site("fra").expect("fra's own entry");
+    assert_eq!(
+        me.reported_links, None,
+        "fra's own entry carries no reported links"
+    );
+
+    let (ams, nyc) = (sites.ips[1], sites.ips[2]);
+    ns.cut(&[(ams, nyc)]);
+    eventually_ok(
+        EVENTUALLY,
+        "fra: ams and nyc report their link down",
+        || {
+            expect_reported(fra, "ams", "nyc", false)?;
+            expect_reported(fra, "nyc", "ams", false)?;
+            expect_reported(fra, "ams", "fra", true)?;
+            own_links_up()
+        },
+    );
+
+    ns.heal(&[(ams, nyc)]);
+    eventually_ok(
+        EVENTUALLY,
+        "healed: ams and nyc report their link up",
+        || {
+            expect_reported(fra, "ams", "nyc", true)?;
+            expect_reported(fra, "nyc", "ams", true)?;
+            own_links_up()
+        },
+    );
+    drop(servers);
+    drop(backends);
 }

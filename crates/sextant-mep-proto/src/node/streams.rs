@@ -4,9 +4,7 @@
 use super::{
     ConnId, LocalReport, MAX_RELAYED_STREAMS, MepEvent, Node, key, own_budget, relay_budget,
 };
-use crate::message::{
-    ChildReport, MAX_REPORTED_LINKS, Message, PeerLink, ResyncRequest, SiteMetrics,
-};
+use crate::message::{ChildReport, Message, ResyncRequest, SiteMetrics, accepted_links};
 use crate::sync::{Step, StreamError};
 use crate::topology::{LinkKind, Role};
 
@@ -372,7 +370,7 @@ impl Node {
             return;
         }
         let now = self.now;
-        let links: Vec<PeerLink> = m.links.iter().take(MAX_REPORTED_LINKS).cloned().collect();
+        let links = accepted_links(&m.links);
         self.site_info(k, name).reported_links = Some((links, now));
     }
 
