@@ -219,6 +219,7 @@ impl Node {
             c.confirmed = true;
         }
         self.active.insert(k.clone(), id);
+        self.links_touched = true;
         self.topo.peer_up(&name);
         // A child whose parent reconnected: no ParentChanged follows, so
         // the new session gets its snapshot here.
@@ -443,6 +444,7 @@ impl Node {
             return;
         }
         self.active.remove(&c.key);
+        self.links_touched = true;
         if self
             .accepted_offer
             .as_ref()
@@ -547,6 +549,7 @@ impl Node {
             .into_iter()
             .map(|l| (key(&l.peer.name), l))
             .collect();
+        self.links_touched = true;
         let mut wanted: HashMap<String, DialPlan> = HashMap::new();
         for (k, l) in &self.links {
             if !l.initiate {

@@ -395,6 +395,9 @@ pub struct Node {
     site_metrics: Option<SiteMetrics>,
     /// Our links as our last SiteMetrics reported them.
     links_reported: Vec<PeerLink>,
+    /// A session or the wanted links changed since the last look: our
+    /// links may differ from what we reported.
+    links_touched: bool,
     /// When the last heartbeat (and site metrics) went out.
     report_sent: Duration,
     /// When the next relay heartbeats are due.
@@ -441,6 +444,7 @@ impl Node {
             own: StreamSender::new(),
             site_metrics: None,
             links_reported: Vec::new(),
+            links_touched: false,
             report_sent: Duration::ZERO,
             relay_beat_at: Duration::ZERO,
             lose_next_delta: false,

@@ -354,7 +354,11 @@ impl Node {
     /// down since we last reported them, so that every site's picture of
     /// the graph follows a partition within one message.
     pub(super) fn report_links_if_changed(&mut self) {
-        if self.site_metrics.is_none() || self.own_links() == self.links_reported {
+        // Most inputs (data, keepalives) touch no link: no list to build.
+        if !std::mem::take(&mut self.links_touched)
+            || self.site_metrics.is_none()
+            || self.own_links() == self.links_reported
+        {
             return;
         }
         let targets = self.report_targets();
