@@ -178,9 +178,11 @@ fn notify_protocol_ready_watchdog_reload_stop() {
     let mut pings = Vec::new();
 
     // READY=1, and DNS answers a query sent the moment it arrives.
+    // The log is read the moment READY=1 arrives, before the query: the
+    // DNS threads must already be serving then.
     let (before, ready) = notify.until("READY=1", &mut seen, &mut pings, &log);
-    let answer = net_dns(&net).query_a("app.example.com");
     let log_at_ready = log();
+    let answer = net_dns(&net).query_a("app.example.com");
     assert_eq!(
         answer,
         vec![net.svc_ip(0)],
