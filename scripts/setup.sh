@@ -28,6 +28,7 @@ have keepalived || [ -x /usr/sbin/keepalived ] || need+=(keepalived)
 have ping     || need+=(iputils-ping)
 have prometheus || [ -x /usr/bin/prometheus ] || need+=(prometheus)
 have chromium || [ -x /usr/bin/chromium ] || need+=(chromium)
+have systemd-analyze || need+=(systemd) # tests/systemd.rs: `systemd-analyze verify` on packaging/sextant.service
 
 have npm      || need+=(npm) # fetches the location test data below
 

@@ -15,6 +15,7 @@ mod mep_glue;
 mod query_log;
 mod serve;
 mod site_metrics;
+mod systemd;
 mod vrrp_glue;
 
 use std::net::{IpAddr, SocketAddr};

@@ -78,6 +78,8 @@ pub struct Daemon {
     pub counters: crate::api::metrics::ProcessCounters,
     /// Automatic configuration sync among parents.
     pub config_sync: crate::config_sync::ConfigSync,
+    /// systemd's notify protocol (nothing without `NOTIFY_SOCKET`).
+    pub systemd: crate::systemd::Notifier,
 }
 
 /// What `/v1/ldns` tells of this site's probing and RTT exchange.
@@ -522,7 +524,11 @@ pub async fn serve(
         history: Default::default(),
         counters: Default::default(),
         config_sync: Default::default(),
+        systemd: Default::default(),
     });
+    daemon
+        .systemd
+        .status("starting: waiting for the first health results");
     let (site_master_tx, mut site_master_rx) = tokio::sync::watch::channel(false);
     if site_vip.is_some() {
         let inputs = input_tx.clone();
@@ -606,13 +612,40 @@ pub async fn serve(
             ready: Some(ready_tx),
         },
     ));
+    if let Some(period) = crate::systemd::watchdog_period() {
+        info!(
+            ?period,
+            "systemd watchdog: pinging while the state task answers"
+        );
+        let pinger = Arc::clone(&daemon);
+        tasks.spawn(crate::systemd::keep_alive(
+            period,
+            input_tx.clone(),
+            Input::Alive,
+            move || pinger.systemd.watchdog(),
+        ));
+    }
     let dns_daemon = Arc::clone(&daemon);
     let answer = async move {
         if ready_rx.await.is_err() {
             return;
         }
-        if let Err(e) = start_dns(&dns_daemon, listeners, xdp, &tcp, &dns_listen, workers) {
-            error!("cannot start DNS: {e:#}");
+        // READY=1 only once the sockets bound at start are served, the
+        // first publication made: a query sent on READY is answered.
+        match start_dns(&dns_daemon, listeners, xdp, &tcp, &dns_listen, workers) {
+            Ok(()) => {
+                let running = dns_daemon.dns.snapshot.load();
+                dns_daemon.systemd.ready(&crate::systemd::loaded_status(
+                    running.generation(),
+                    running.model().services.len(),
+                ));
+            }
+            Err(e) => {
+                error!("cannot start DNS: {e:#}");
+                dns_daemon
+                    .systemd
+                    .status(&format!("cannot start DNS: {e:#}"));
+            }
         }
     };
     tasks.spawn(answer);
@@ -803,18 +836,26 @@ async fn wait_for_signals(
                     (overrides.clone(), Arc::clone(&daemon), inputs.clone(), Arc::clone(&loading));
                 tokio::task::spawn_blocking(move || loop {
                     let signalled = Instant::now();
+                    daemon.systemd.reloading();
                     // A token rotation takes effect without a restart.
                     daemon.api_access.reload();
+                    let (done, outcome) = oneshot::channel();
                     {
                         // Not while a configuration put over the API is
                         // written and swapped in: the file is read before
                         // or after it, and applied in that order.
                         let _writer = daemon.config_writer.blocking_lock();
-                        let input = prepare_reload(&overrides, &daemon, signalled);
+                        let input = prepare_reload(&overrides, &daemon, signalled, done);
                         if inputs.blocking_send(input).is_err() {
                             return;
                         }
                     }
+                    // The state task has put the outcome in STATUS= when
+                    // it answers; the reload is over for systemd.
+                    if outcome.blocking_recv().is_err() {
+                        return;
+                    }
+                    daemon.systemd.reloaded();
                     // Again if a SIGHUP came meanwhile, else idle.
                     if loading.compare_exchange(1, 0, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                         return;
@@ -822,15 +863,28 @@ async fn wait_for_signals(
                     loading.store(1, Ordering::Release);
                 });
             }
-            _ = term.recv() => { info!("SIGTERM: stopping"); return Ok(()); }
-            _ = int.recv() => { info!("SIGINT: stopping"); return Ok(()); }
+            _ = term.recv() => {
+                info!("SIGTERM: stopping");
+                daemon.systemd.stopping("stopping (SIGTERM)");
+                return Ok(());
+            }
+            _ = int.recv() => {
+                info!("SIGINT: stopping");
+                daemon.systemd.stopping("stopping (SIGINT)");
+                return Ok(());
+            }
         }
     }
 }
 
 /// Reads and validates the file and builds its tables, off the state task
 /// (at 100,000 services this is most of a reload's time).
-fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) -> Input {
+fn prepare_reload(
+    overrides: &Overrides,
+    daemon: &Daemon,
+    signalled: Instant,
+    done: oneshot::Sender<Result<u64, String>>,
+) -> Input {
     let started = Instant::now();
     match load_with_text(overrides) {
         Ok((model, text)) => {
@@ -841,7 +895,7 @@ fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) ->
                 text,
                 parse,
                 signalled,
-                None,
+                Some(done),
                 sextant_config_sync::Cause::Reload,
             )
         }
@@ -851,7 +905,7 @@ fn prepare_reload(overrides: &Overrides, daemon: &Daemon, signalled: Instant) ->
             prepare: Duration::ZERO,
             signalled,
             text: Arc::from(""),
-            done: None,
+            done: Some(done),
             cause: sextant_config_sync::Cause::Reload,
         },
     }
@@ -933,6 +987,9 @@ pub enum Input {
         /// An operator's change, or a configuration config sync received.
         cause: sextant_config_sync::Cause,
     },
+    /// The watchdog's liveness probe: answered at once, so the pings stop
+    /// when the state task no longer takes inputs.
+    Alive(oneshot::Sender<()>),
 }
 
 struct StateInputs {
@@ -1162,6 +1219,10 @@ async fn state_task(
                 Input::SiteFigures => own_site_figures(&daemon, &mut sampler),
                 Input::SiteIpMaster(master) => Event::SiteIpMaster(master),
                 Input::Listener { addr, probe } => Event::ListenerProbe { addr, probe },
+                Input::Alive(reply) => {
+                    let _ = reply.send(());
+                    continue;
+                }
                 Input::Admin { change, reply } => {
                     let effects = engine.apply(Event::Admin(change), daemon.clock.now());
                     // Carried out (published, saved) before the answer, so
@@ -1189,6 +1250,10 @@ async fn state_task(
                         *running = Arc::clone(&text);
                     }
                     daemon.config_sync.loaded(text, Arc::clone(engine.model()), Some(cause));
+                    daemon.systemd.status(&crate::systemd::loaded_status(
+                        engine.generation(),
+                        engine.model().services.len(),
+                    ));
                     if let Some(done) = done {
                         let _ = done.send(Ok(engine.generation()));
                     }
@@ -1216,6 +1281,9 @@ async fn state_task(
                 }
                 Input::Reloaded { result: Err(e), done, .. } => {
                     error!("reload failed; the running configuration stays in force: {e}");
+                    daemon
+                        .systemd
+                        .status(&crate::systemd::reload_failed_status(&e, engine.generation()));
                     if let Some(done) = done {
                         let _ = done.send(Err(e.clone()));
                     }
