@@ -105,3 +105,14 @@ if ! cargo deny --version 2>/dev/null | grep -q "$CARGO_DENY_VERSION"; then
     echo "setup.sh: installing cargo-deny $CARGO_DENY_VERSION from crates.io" >&2
     cargo install --locked --quiet cargo-deny --version "$CARGO_DENY_VERSION"
 fi
+
+# --- cargo-deb (issue 29, item 1) ------------------------------------------
+# Builds the Debian package (scripts/package.sh; the package test,
+# crates/sextant/tests/package.rs, installs it). Built from crates.io once
+# per machine (a few minutes); pinned so the package's layout is the same
+# everywhere.
+CARGO_DEB_VERSION=3.8.0
+if ! cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
+    echo "setup.sh: installing cargo-deb $CARGO_DEB_VERSION from crates.io" >&2
+    cargo install --locked --quiet cargo-deb --version "$CARGO_DEB_VERSION"
+fi

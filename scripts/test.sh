@@ -21,6 +21,16 @@ step setup scripts/setup.sh
 step fmt cargo fmt --all -- --check
 step clippy cargo clippy --workspace --all-targets -- -D warnings
 step deny scripts/deny.sh
+# The Debian package, built once before the tests (a release build: the
+# longest step; too long for a test's timeout and too heavy to run beside
+# the end-to-end tests). crates/sextant/tests/package.rs installs it.
+echo "== package: scripts/package.sh" >&2
+if deb="$(scripts/package.sh)"; then
+    export SEXTANT_DEB="$deb"
+else
+    echo "== package FAILED" >&2
+    failed+=(package)
+fi
 if cargo nextest --version >/dev/null 2>&1; then
     # Doc tests first (nextest does not run them), so that nextest's summary
     # is the last thing printed.

@@ -10,6 +10,7 @@ mod demo;
 mod dns_probe;
 mod events;
 mod explain;
+mod generate;
 mod logging;
 mod mep_glue;
 mod query_log;
@@ -22,7 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// mimalloc instead of the system allocator: a configuration of 100,000
 /// services is some millions of small allocations, which glibc's malloc makes
@@ -171,6 +172,14 @@ enum Command {
         #[arg(default_value = "A")]
         qtype: String,
     },
+
+    /// Write the manual pages and shell completions into DIR (used by
+    /// scripts/package.sh; hidden from --help).
+    #[command(hide = true)]
+    GenerateAssets {
+        /// The output directory: DIR/man and DIR/completions are made.
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -258,6 +267,7 @@ fn main() -> ExitCode {
     logging::init(cli.log_format);
     let result = match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::GenerateAssets { dir } => generate::assets(Cli::command(), &dir),
         Command::Check { file } => return check(&file),
         Command::Import {
             ns_conf,
