@@ -8,7 +8,7 @@
 //! than starting with nothing disabled: a service taken out for
 //! maintenance must not silently come back into the answers.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -19,15 +19,6 @@ use sextant_state::AdminRecord;
 
 /// The file's format version.
 const VERSION: u32 = 1;
-
-/// `DIR/NAME.admin-state.json` for `DIR/NAME.conf`.
-pub fn path_for(config: &Path) -> PathBuf {
-    let stem = config
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "sextant".to_string());
-    config.with_file_name(format!("{stem}.admin-state.json"))
-}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct File {
@@ -146,14 +137,6 @@ pub fn unix_ms(now: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_file_is_named_after_the_configuration() {
-        assert_eq!(
-            path_for(Path::new("/etc/sextant/site1.conf")),
-            PathBuf::from("/etc/sextant/site1.admin-state.json")
-        );
-    }
 
     #[test]
     fn marks_round_trip_and_bad_files_say_why() {

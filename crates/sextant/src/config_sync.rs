@@ -7,7 +7,7 @@
 //! atomically, swapped in as a reload), the version's state file, logs.
 //! docs/config-sync.md describes the behaviour.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -135,16 +135,6 @@ impl ConfigSync {
             warn!("config sync is not keeping up; an apply result was dropped");
         }
     }
-}
-
-/// Where this node keeps the version it runs: `DIR/NAME.config-sync.json`
-/// beside `DIR/NAME.conf`.
-pub fn state_file(config: &Path) -> PathBuf {
-    let stem = config
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "sextant".to_string());
-    config.with_file_name(format!("{stem}.config-sync.json"))
 }
 
 fn software() -> String {
@@ -277,7 +267,7 @@ fn loaded_input(d: &Daemon, text: &str, model: &Model, cause: Option<Cause>) -> 
     // None: the start, with the version kept in the state file and the one
     // the file's sync header names.
     let cause = cause.unwrap_or_else(|| Cause::Start {
-        saved: read_state(&state_file(&d.config_file)),
+        saved: read_state(&d.state_files.config_sync()),
         header: split.header.as_ref().map(|h| ConfigVersion {
             incarnation: h.incarnation,
             origin: h.origin.clone(),
@@ -336,7 +326,7 @@ fn carry_out(d: &Arc<Daemon>, output: Output) {
             });
         }
         Output::Save(version) => {
-            let path = state_file(&d.config_file);
+            let path = d.state_files.config_sync();
             let written = serde_json::to_vec_pretty(&version)
                 .map_err(std::io::Error::other)
                 .and_then(|b| crate::api::write_atomically(&path, &b));

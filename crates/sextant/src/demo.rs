@@ -42,6 +42,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
         api_reads: crate::api::auth::ReadAccess::Auto,
         api_tls: None,
         query_log: None,
+        state_dir: None,
     };
     let model = serve::load(&overrides)?;
     let backends = Backends::start(&model)?;

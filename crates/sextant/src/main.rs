@@ -16,6 +16,7 @@ mod mep_glue;
 mod query_log;
 mod serve;
 mod site_metrics;
+mod state_files;
 mod systemd;
 mod vrrp_glue;
 
@@ -232,6 +233,13 @@ pub struct ServeArgs {
     /// Log one query in N (per DNS worker).
     #[arg(long, value_name = "N", default_value_t = 1)]
     query_log_sample: u64,
+    /// Where the server writes its state files (the maintenance marks, a
+    /// child site's backup-parent lists, the config sync version), named
+    /// after the configuration file (NAME.admin-state.json...). The
+    /// directory must exist. Default: beside the configuration file. The
+    /// Debian package's unit passes /var/lib/sextant.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     /// Also answer UDP queries that arrive on this network interface
     /// through AF_XDP, before the kernel's IP and UDP layers (Linux; needs
     /// root). Only queries to the DNS listen addresses and port are taken;

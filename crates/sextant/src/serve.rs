@@ -68,8 +68,8 @@ pub struct Daemon {
     /// Held while a configuration put over the API is checked, written
     /// and swapped in, so that two writers take turns.
     pub config_writer: tokio::sync::Mutex<()>,
-    /// The maintenance state file (`DIR/NAME.admin-state.json`).
-    pub admin_file: PathBuf,
+    /// Where the state files are (`--state-dir`, else beside the file).
+    pub state_files: crate::state_files::StateFiles,
     /// What `/v1/events` streams.
     pub events: crate::events::Events,
     /// Each service's recent transitions.
@@ -114,6 +114,8 @@ pub struct Overrides {
     pub api_tls: Option<(PathBuf, PathBuf)>,
     /// `--query-log` and `--query-log-sample`.
     pub query_log: Option<(crate::query_log::Target, u64)>,
+    /// `--state-dir`: where the state files go (else beside the file).
+    pub state_dir: Option<PathBuf>,
 }
 
 /// `--xdp-attach`.
@@ -165,6 +167,7 @@ impl From<&ServeArgs> for Overrides {
                 .query_log
                 .as_deref()
                 .map(|t| (crate::query_log::Target::parse(t), a.query_log_sample)),
+            state_dir: a.state_dir.clone(),
         }
     }
 }
@@ -340,16 +343,6 @@ fn raise_file_limit() {
 /// How long in-flight work may take to finish after SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
-/// Where a child keeps the last backup-parent lists it received (seed 001),
-/// next to its configuration: `DIR/NAME.mep-state.json` for `DIR/NAME.conf`.
-fn mep_state_file(config: &Path) -> PathBuf {
-    let stem = config
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "sextant".to_string());
-    config.with_file_name(format!("{stem}.mep-state.json"))
-}
-
 fn is_child(model: &Model) -> bool {
     model
         .local_site
@@ -414,7 +407,17 @@ pub async fn serve(
     let clock = Clock::start();
     // Read before anything answers: a disabled service stays out from the
     // first answer on, and a file that cannot be read stops the start.
-    let admin_file = crate::admin_state::path_for(&overrides.config);
+    if let Some(dir) = &overrides.state_dir
+        && !dir.is_dir()
+    {
+        anyhow::bail!(
+            "--state-dir {}: not a directory (create it, writable by the server's user)",
+            dir.display()
+        );
+    }
+    let state_files =
+        crate::state_files::StateFiles::new(&overrides.config, overrides.state_dir.as_deref());
+    let admin_file = state_files.admin();
     let saved_marks = crate::admin_state::load(&admin_file)?;
     let (mut engine, mut first) = Engine::new(Arc::clone(&model), generation, clock.now());
     if !saved_marks.is_empty() {
@@ -480,7 +483,7 @@ pub async fn serve(
             &model,
             generation,
             mep_tx.clone(),
-            &overrides.config,
+            &state_files,
         )?)
     } else {
         if let Some(ip) = site_vip {
@@ -519,7 +522,7 @@ pub async fn serve(
         )),
         overrides: overrides.clone(),
         config_writer: tokio::sync::Mutex::new(()),
-        admin_file,
+        state_files: state_files.clone(),
         events: Default::default(),
         history: Default::default(),
         counters: Default::default(),
@@ -606,7 +609,6 @@ pub async fn serve(
         first,
         StateInputs {
             mep_tx,
-            config: overrides.config.clone(),
             mep: mep_rx,
             inputs: input_rx,
             ready: Some(ready_tx),
@@ -994,7 +996,6 @@ pub enum Input {
 
 struct StateInputs {
     mep_tx: mpsc::Sender<sextant_mep::MepEvent>,
-    config: PathBuf,
     mep: mpsc::Receiver<sextant_mep::MepEvent>,
     inputs: mpsc::Receiver<Input>,
     ready: Option<oneshot::Sender<()>>,
@@ -1007,10 +1008,10 @@ fn start_mep(
     model: &Arc<Model>,
     generation: u64,
     tx: mpsc::Sender<sextant_mep::MepEvent>,
-    config: &Path,
+    state_files: &crate::state_files::StateFiles,
 ) -> anyhow::Result<sextant_mep::MepHandle> {
     let options = sextant_mep::Options {
-        state_file: is_child(model).then(|| mep_state_file(config)),
+        state_file: is_child(model).then(|| state_files.mep()),
         origin: clock.origin(),
         status: Arc::clone(status),
         ..Default::default()
@@ -1035,7 +1036,7 @@ fn run_metric_exchange(daemon: &Daemon, edges: &Edges, run: bool) {
             &edges.model,
             edges.generation,
             edges.mep_tx.clone(),
-            &edges.config,
+            &daemon.state_files,
         ) {
             Ok(m) => {
                 if let Ok(last) = daemon.last_report.lock()
@@ -1071,7 +1072,6 @@ struct Edges {
     loss_tx: mpsc::Sender<Event>,
     /// For a metric exchange started late ([`Effect::MetricExchange`]).
     mep_tx: mpsc::Sender<sextant_mep::MepEvent>,
-    config: PathBuf,
     /// The outcome of the maintenance change just applied, for its answer.
     admin_outcome: Option<AdminOutcome>,
     admin_save_error: Option<String>,
@@ -1183,7 +1183,6 @@ async fn state_task(
         ldns_tx,
         loss_tx,
         mep_tx: inputs.mep_tx.clone(),
-        config: inputs.config.clone(),
         admin_outcome: None,
         admin_save_error: None,
     };
@@ -1531,7 +1530,7 @@ fn carry_out(
                 });
             }
             Effect::SaveAdmin(records) => {
-                let file = daemon.admin_file.clone();
+                let file = daemon.state_files.admin();
                 // A small file, written on an operator's action only; the
                 // answer to that action waits for it anyway.
                 let saved =
