@@ -362,12 +362,15 @@ fn unit_command_line_serves() {
     assert_eq!(watchdog, vec!["30s".to_string()]);
     let conf = dir.join("sextant.conf");
     let tokens = dir.join("api-tokens");
+    let state = dir.join("state");
+    fs::create_dir_all(&state).expect("the state directory");
     let argv: Vec<String> = exec[0]
         .split_whitespace()
         .map(|a| match a {
             "/usr/bin/sextant" => SEXTANT.0.to_string(),
             "/etc/sextant/sextant.conf" => conf.display().to_string(),
             "/etc/sextant/api-tokens" => tokens.display().to_string(),
+            "/var/lib/sextant" => state.display().to_string(),
             other => {
                 assert!(
                     !other.starts_with('/'),
@@ -410,6 +413,32 @@ fn unit_command_line_serves() {
         Dns::new(std::net::SocketAddr::new(ip.into(), DNS_PORT)).query_a("app.example.com")
     });
     assert_eq!(answer, vec![net.svc_ip(0)], "{}", daemon.log());
+    // A maintenance mark is kept in the unit's --state-dir, not beside
+    // the configuration.
+    let api: std::net::SocketAddr = "127.0.0.1:8053".parse().expect("address");
+    let (code, body) = ns
+        .run(|| {
+            http_send_json(
+                api,
+                "POST",
+                "/v1/services/web-0/disable",
+                r#"{"reason": "state-dir check"}"#,
+                Some(TEST_TOKEN),
+            )
+        })
+        .expect("disable over the API");
+    assert_eq!(code, 200, "{body}");
+    let saved = fs::read_to_string(state.join("sextant.admin-state.json")).unwrap_or_else(|e| {
+        panic!(
+            "no state file in the state directory: {e}\n{}",
+            daemon.log()
+        )
+    });
+    assert!(saved.contains("state-dir check"), "{saved}");
+    assert!(
+        !dir.join("sextant.admin-state.json").exists(),
+        "a state file beside the configuration"
+    );
     daemon.signal(libc::SIGTERM);
     notify.until("STOPPING=1", &mut seen, &mut pings, &log);
     assert!(daemon.wait().success(), "{}", daemon.log());
