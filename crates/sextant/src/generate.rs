@@ -20,7 +20,12 @@ pub fn assets(mut cmd: clap::Command, dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write the manual pages into {}", man.display()))?;
     for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
         clap_complete::generate_to(shell, &mut cmd, "sextant", &completions).with_context(
-            || format!("cannot write the {shell} completion into {}", completions.display()),
+            || {
+                format!(
+                    "cannot write the {shell} completion into {}",
+                    completions.display()
+                )
+            },
         )?;
     }
     Ok(())

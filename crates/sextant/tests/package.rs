@@ -76,9 +76,16 @@ impl Drop for Purge {
 fn packaged_configuration_is_valid() {
     let conf = workspace().join("packaging/sextant.conf");
     let out = BIN.run(&["check", conf.to_str().expect("utf-8 path")]);
-    assert!(out.status.success(), "sextant check refused packaging/sextant.conf:\n{}", text(&out));
+    assert!(
+        out.status.success(),
+        "sextant check refused packaging/sextant.conf:\n{}",
+        text(&out)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("warning"), "the starting configuration has warnings:\n{stderr}");
+    assert!(
+        !stderr.contains("warning"),
+        "the starting configuration has warnings:\n{stderr}"
+    );
 }
 
 #[test]
@@ -95,19 +102,31 @@ fn package_installs_upgrades_removes_and_purges() {
     }
     if let Some(status) = dpkg_status() {
         // Never replace an installation this test did not make.
-        cannot_run(&format!("a sextant package is already on this machine ({status}); purge it first"));
+        cannot_run(&format!(
+            "a sextant package is already on this machine ({status}); purge it first"
+        ));
         return;
     }
     let deb = match std::env::var_os("SEXTANT_DEB") {
         Some(deb) => PathBuf::from(deb),
         None => {
-            if Command::new("cargo").args(["deb", "--version"]).output().map(|o| !o.status.success()).unwrap_or(true) {
+            if Command::new("cargo")
+                .args(["deb", "--version"])
+                .output()
+                .map(|o| !o.status.success())
+                .unwrap_or(true)
+            {
                 cannot_run("cargo-deb is missing (scripts/setup.sh installs it)");
                 return;
             }
             let script = workspace().join("scripts/package.sh");
             let out = run(script.to_str().expect("utf-8 path"), &[]);
-            PathBuf::from(out.lines().last().expect("package.sh prints the .deb's path").trim())
+            PathBuf::from(
+                out.lines()
+                    .last()
+                    .expect("package.sh prints the .deb's path")
+                    .trim(),
+            )
         }
     };
     assert!(deb.is_file(), "no package at {}", deb.display());
@@ -135,7 +154,9 @@ fn package_installs_upgrades_removes_and_purges() {
     // The unit (packaging/sextant.service, written with the systemd work)
     // goes where systemd looks for a package's units, when it is there.
     let unit_source = workspace().join("packaging/sextant.service");
-    let unit_packaged = contents.lines().any(|l| l.ends_with("./lib/systemd/system/sextant.service"));
+    let unit_packaged = contents
+        .lines()
+        .any(|l| l.ends_with("./lib/systemd/system/sextant.service"));
     assert_eq!(unit_packaged, unit_source.exists(), "{contents}");
 
     let _purge = Purge;
@@ -146,13 +167,22 @@ fn package_installs_upgrades_removes_and_purges() {
     let uid: u32 = fields[2].parse().expect("uid");
     assert!(uid < 1000, "sextant is not a system user: {passwd}");
     assert_eq!(fields[6], "/usr/sbin/nologin", "{passwd}");
-    let gid: u32 = run("getent", &["group", "sextant"]).trim().split(':').nth(2).expect("gid").parse().expect("gid");
+    let gid: u32 = run("getent", &["group", "sextant"])
+        .trim()
+        .split(':')
+        .nth(2)
+        .expect("gid")
+        .parse()
+        .expect("gid");
 
     let version = run("/usr/bin/sextant", &["--version"]);
     assert!(version.starts_with("sextant "), "{version}");
 
     let conffiles = run("dpkg-query", &["-W", "-f=${Conffiles}", "sextant"]);
-    assert!(conffiles.contains("/etc/sextant/sextant.conf"), "not a conffile: {conffiles}");
+    assert!(
+        conffiles.contains("/etc/sextant/sextant.conf"),
+        "not a conffile: {conffiles}"
+    );
     run("/usr/bin/sextant", &["check", "/etc/sextant/sextant.conf"]);
     assert_eq!(
         fs::read(workspace().join("packaging/sextant.conf")).expect("read packaging/sextant.conf"),
@@ -163,19 +193,30 @@ fn package_installs_upgrades_removes_and_purges() {
         let path = format!("/usr/share/man/man1/{page}.1.gz");
         assert!(Path::new(&path).is_file(), "{path} missing");
     }
-    let bash = fs::read_to_string("/usr/share/bash-completion/completions/sextant").expect("bash completion");
-    assert!(bash.contains("serve") && bash.contains("--config"), "{bash}");
+    let bash = fs::read_to_string("/usr/share/bash-completion/completions/sextant")
+        .expect("bash completion");
+    assert!(
+        bash.contains("serve") && bash.contains("--config"),
+        "{bash}"
+    );
 
     let state = fs::metadata("/var/lib/sextant").expect("/var/lib/sextant");
     assert!(state.is_dir());
-    assert_eq!((state.uid(), state.gid()), (uid, gid), "/var/lib/sextant not owned by sextant");
+    assert_eq!(
+        (state.uid(), state.gid()),
+        (uid, gid),
+        "/var/lib/sextant not owned by sextant"
+    );
     assert_eq!(state.permissions().mode() & 0o777, 0o750);
 
     let tokens = fs::metadata("/etc/sextant/api-tokens").expect("/etc/sextant/api-tokens");
     assert_eq!(tokens.permissions().mode() & 0o777, 0o600);
     assert_eq!(tokens.uid(), uid, "the token file is not sextant's");
     let token_text = fs::read_to_string("/etc/sextant/api-tokens").expect("read the token file");
-    let token_line = token_text.lines().find(|l| !l.starts_with('#')).expect("a token line");
+    let token_line = token_text
+        .lines()
+        .find(|l| !l.starts_with('#'))
+        .expect("a token line");
     let token = token_line.strip_prefix("admin ").expect("NAME TOKEN");
     assert_eq!(token.len(), 32, "a 128-bit hex token: {token_line}");
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
@@ -186,8 +227,14 @@ fn package_installs_upgrades_removes_and_purges() {
     edited.push_str("# edited by the operator\n");
     fs::write("/etc/sextant/sextant.conf", &edited).expect("edit the configuration");
     run("dpkg", &["-i", "--force-confold", &deb]);
-    assert_eq!(fs::read_to_string("/etc/sextant/api-tokens").expect("read"), token_text);
-    assert_eq!(fs::read_to_string("/etc/sextant/sextant.conf").expect("read"), edited);
+    assert_eq!(
+        fs::read_to_string("/etc/sextant/api-tokens").expect("read"),
+        token_text
+    );
+    assert_eq!(
+        fs::read_to_string("/etc/sextant/sextant.conf").expect("read"),
+        edited
+    );
 
     // Remove: the binary goes, configuration, token and state stay.
     run("dpkg", &["-r", "sextant"]);
@@ -201,8 +248,15 @@ fn package_installs_upgrades_removes_and_purges() {
     // (Debian's practice: a uid that owned files is not handed out again).
     run("dpkg", &["-P", "sextant"]);
     assert_eq!(dpkg_status(), None);
-    for gone in ["/etc/sextant", "/var/lib/sextant", "/usr/share/man/man1/sextant.1.gz"] {
-        assert!(!Path::new(gone).exists(), "{gone} is still there after purge");
+    for gone in [
+        "/etc/sextant",
+        "/var/lib/sextant",
+        "/usr/share/man/man1/sextant.1.gz",
+    ] {
+        assert!(
+            !Path::new(gone).exists(),
+            "{gone} is still there after purge"
+        );
     }
     run("getent", &["passwd", "sextant"]);
 }
