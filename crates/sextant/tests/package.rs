@@ -208,6 +208,14 @@ fn package_installs_upgrades_removes_and_purges() {
         "/var/lib/sextant not owned by sextant"
     );
     assert_eq!(state.permissions().mode() & 0o777, 0o750);
+    // The server rewrites its configuration there (PUT /v1/config, config
+    // sync): the directory is writable by its group.
+    let etc = fs::metadata("/etc/sextant").expect("/etc/sextant");
+    assert_eq!(
+        (etc.uid(), etc.gid(), etc.permissions().mode() & 0o777),
+        (0, gid, 0o770),
+        "/etc/sextant is not root:sextant 0770"
+    );
 
     let tokens = fs::metadata("/etc/sextant/api-tokens").expect("/etc/sextant/api-tokens");
     assert_eq!(tokens.permissions().mode() & 0o777, 0o600);
