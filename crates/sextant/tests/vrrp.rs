@@ -123,7 +123,12 @@ fn a_backup_that_was_stopped_for_a_while_does_not_take_over() {
         n1.vrid(&lab, 1)
             .map(|r| r.transitions.iter().filter(|t| t.to == "MASTER").count())
     };
-    assert_eq!(masters(&n1), Some(0), "{}", logs(&n1));
+    // On a loaded machine node 0's first advert can come after node 1's
+    // Master_Down_Timer at start: node 1 is then master for a moment before
+    // the election settles (two_nodes waited for that). The stalls must add
+    // no transition to what the start left.
+    let settled = masters(&n1);
+    assert!(settled.is_some(), "{}", logs(&n1));
     // Master_Down_Interval at 100 ms adverts and priority 100: 361 ms.
     for round in 1..=3 {
         n1.signal(libc::SIGSTOP);
@@ -133,7 +138,7 @@ fn a_backup_that_was_stopped_for_a_while_does_not_take_over() {
         std::thread::sleep(INTERVAL * 5);
         assert_eq!(
             masters(&n1),
-            Some(0),
+            settled,
             "stall {round}: node 1 became master\n{}",
             logs(&n1)
         );
