@@ -17,7 +17,7 @@ cargo build --release --locked -p sextant >&2
 
 assets=target/package-assets
 rm -rf "$assets"
-target/release/sextant generate-assets "$assets" >&2
+"${CARGO_TARGET_DIR:-target}/release/sextant" generate-assets "$assets" >&2
 # Debian ships manual pages compressed; -n keeps the build reproducible.
 gzip -9n "$assets"/man/*.1
 

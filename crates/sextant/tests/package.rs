@@ -156,7 +156,7 @@ fn package_installs_upgrades_removes_and_purges() {
     let unit_source = workspace().join("packaging/sextant.service");
     let unit_packaged = contents
         .lines()
-        .any(|l| l.ends_with("./lib/systemd/system/sextant.service"));
+        .any(|l| l.ends_with("/lib/systemd/system/sextant.service"));
     assert_eq!(unit_packaged, unit_source.exists(), "{contents}");
 
     let _purge = Purge;
@@ -184,6 +184,13 @@ fn package_installs_upgrades_removes_and_purges() {
         "not a conffile: {conffiles}"
     );
     run("/usr/bin/sextant", &["check", "/etc/sextant/sextant.conf"]);
+    // The installed unit verifies against the installed binary.
+    if unit_source.exists() {
+        run(
+            "systemd-analyze",
+            &["verify", "/usr/lib/systemd/system/sextant.service"],
+        );
+    }
     assert_eq!(
         fs::read(workspace().join("packaging/sextant.conf")).expect("read packaging/sextant.conf"),
         fs::read("/etc/sextant/sextant.conf").expect("read the installed configuration"),
