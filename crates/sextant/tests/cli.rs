@@ -152,6 +152,33 @@ fn serve_refuses_an_invalid_config() {
     }
 }
 
+/// A `--state-dir` that is not a directory stops the start and says so.
+#[test]
+fn serve_refuses_a_missing_state_dir() {
+    let net = Net::new("cli_state_dir");
+    let dir = net.tempdir();
+    let conf = dir.join("site.conf");
+    fs::write(&conf, net.conf_preamble()).unwrap();
+    let missing = dir.join("no-such-dir");
+    let out = SEXTANT.run(&[
+        "serve",
+        "--config",
+        conf.to_str().unwrap(),
+        "--state-dir",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success(), "{}", output_text(&out));
+    assert!(
+        output_text(&out).contains(&format!(
+            "--state-dir {}: not a directory",
+            missing.display()
+        )),
+        "{}",
+        output_text(&out)
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn api_reports_status_services_and_sites() {
     let net = Net::new("cli_api");
