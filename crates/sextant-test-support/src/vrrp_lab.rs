@@ -644,6 +644,11 @@ fn make_ns(name: &str) -> Netns {
         name: name.to_string(),
     };
     ns.exec_ok(&["ip", "link", "set", "lo", "up"]);
+    // A new namespace takes IPv4 forwarding from the host's (a container
+    // engine turns it on there): a node that forwarded would pass a VIP's
+    // traffic on to the master, which is not what a VRRP node does unless
+    // told to (`-sendToMaster`).
+    ns.exec_ok(&["sysctl", "-qw", "net.ipv4.ip_forward=0"]);
     ns
 }
 
