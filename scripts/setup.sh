@@ -35,6 +35,7 @@ have systemd-analyze || need+=(systemd) # tests/systemd.rs: `systemd-analyze ver
 have podman   || need+=(podman)
 have setcap   || [ -x /usr/sbin/setcap ] || need+=(libcap2-bin)
 have setpriv  || need+=(util-linux)
+have runc     || need+=(runc) # crun refuses this machine's hybrid cgroups (tests/container.rs)
 
 have npm      || need+=(npm) # fetches the location test data below
 

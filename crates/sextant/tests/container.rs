@@ -15,6 +15,8 @@
 //! test runs scripts/container.sh itself. Needs root, setcap, setpriv and
 //! podman: under CI a missing one fails the test.
 
+#![allow(unsafe_code)] // getrlimit(2) for the container's limits
+
 use std::fs;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -211,6 +213,34 @@ fn static_binary_serves_with_the_image_command_line() {
     drop(daemon);
 }
 
+/// The OCI runtime: runc. crun (podman's default) refuses a machine whose
+/// cgroups are mounted in hybrid mode, as this one's are ("cgroups in
+/// hybrid mode not supported"); runc runs there and everywhere else.
+fn podman_runtime() -> [&'static str; 2] {
+    ["--runtime", "runc"]
+}
+
+/// The container's file and process limits: this process's own. podman's
+/// defaults (a million files) are above the hard limits of a machine
+/// whose root lacks CAP_SYS_RESOURCE, where setting them fails
+/// ("setrlimit `RLIMIT_NOFILE`: Operation not permitted").
+fn ulimits() -> Vec<String> {
+    let limit = |resource| {
+        let mut l = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit(2) fills the struct it is given.
+        let rc = unsafe { libc::getrlimit(resource, &mut l) };
+        assert_eq!(rc, 0, "getrlimit");
+        format!("{}:{}", l.rlim_cur, l.rlim_max)
+    };
+    vec![
+        format!("--ulimit=nofile={}", limit(libc::RLIMIT_NOFILE)),
+        format!("--ulimit=nproc={}", limit(libc::RLIMIT_NPROC)),
+    ]
+}
+
 #[test]
 fn image_answers_dns() {
     if !is_root() {
@@ -238,8 +268,14 @@ fn image_answers_dns() {
     // The configuration replaces the image's (read-only, as a ConfigMap
     // is); the image's own command line, user and capabilities.
     let child = Command::new("podman")
+        .args(podman_runtime())
         .args(["run", "--rm", "--name", &name])
         .arg(format!("--network=ns:/run/netns/{}", ns.name))
+        // Ports below 1024 need the capability (runtimes default this
+        // sysctl to 0 in a container): the binary's file capability is
+        // what lets the user sextant bind port 53.
+        .arg("--sysctl=net.ipv4.ip_unprivileged_port_start=1024")
+        .args(ulimits())
         .arg(format!(
             "--volume={}:/etc/sextant/sextant.conf:ro",
             conf.display()
@@ -255,6 +291,7 @@ fn image_answers_dns() {
     answers(&ns, net.svc_ip(0), &log);
     // The process in the container is not root.
     let top = Command::new("podman")
+        .args(podman_runtime())
         .args(["top", &name, "user", "args"])
         .output()
         .expect("podman top");
@@ -264,6 +301,7 @@ fn image_answers_dns() {
         "podman top: the daemon runs as the user sextant:\n{top}"
     );
     let stop = Command::new("podman")
+        .args(podman_runtime())
         .args(["stop", "--time", "10", &name])
         .output()
         .expect("podman stop");
