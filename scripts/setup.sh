@@ -29,6 +29,13 @@ have ping     || need+=(iputils-ping)
 have prometheus || [ -x /usr/bin/prometheus ] || need+=(prometheus)
 have chromium || [ -x /usr/bin/chromium ] || need+=(chromium)
 have systemd-analyze || need+=(systemd) # tests/systemd.rs: `systemd-analyze verify` on packaging/sextant.service
+# tests/container.rs and scripts/container.sh: podman builds and runs the
+# image (packaging/Containerfile); setcap gives the binary its file
+# capability; setpriv (util-linux) runs it as the image's user.
+have podman   || need+=(podman)
+have setcap   || [ -x /usr/sbin/setcap ] || need+=(libcap2-bin)
+have setpriv  || need+=(util-linux)
+have runc     || need+=(runc) # crun refuses this machine's hybrid cgroups (tests/container.rs)
 
 have npm      || need+=(npm) # fetches the location test data below
 
@@ -115,4 +122,18 @@ CARGO_DEB_VERSION=3.8.0
 if ! cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
     echo "setup.sh: installing cargo-deb $CARGO_DEB_VERSION from crates.io" >&2
     cargo install --locked --quiet cargo-deb --version "$CARGO_DEB_VERSION"
+fi
+
+# --- kubernetes-validate (issue 29, item 4) --------------------------------
+# Checks deploy/kubernetes/*.yaml against the Kubernetes API's schemas, which
+# the PyPI package bundles (scripts/kubernetes-validate.sh, a step of
+# scripts/test.sh). In a virtual environment of its own beside the location
+# data (outside every work tree), once per machine; pinned.
+KUBERNETES_VALIDATE_VERSION=1.37.0
+kv="$test_data/kubernetes-validate-$KUBERNETES_VALIDATE_VERSION"
+if [ ! -x "$kv/bin/kubernetes-validate" ]; then
+    echo "setup.sh: installing kubernetes-validate $KUBERNETES_VALIDATE_VERSION from PyPI into $kv" >&2
+    rm -rf "$kv"
+    python3 -m venv "$kv"
+    "$kv/bin/pip" install --quiet "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
 fi

@@ -31,6 +31,19 @@ else
     echo "== package FAILED" >&2
     failed+=(package)
 fi
+# The container image (packaging/Containerfile): its static binary and the
+# image, built once before the tests (a second release build, with another
+# target); crates/sextant/tests/container.rs runs both.
+echo "== container: scripts/container.sh" >&2
+if image="$(scripts/container.sh)"; then
+    export SEXTANT_IMAGE="$image"
+    export SEXTANT_STATIC_BIN="$PWD/target/x86_64-unknown-linux-gnu/release/sextant"
+else
+    echo "== container FAILED" >&2
+    failed+=(container)
+fi
+# The Kubernetes manifests against the API's schemas (about a second).
+step kubernetes scripts/kubernetes-validate.sh
 if cargo nextest --version >/dev/null 2>&1; then
     # Doc tests first (nextest does not run them), so that nextest's summary
     # is the last thing printed.
