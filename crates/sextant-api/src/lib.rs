@@ -10,6 +10,13 @@
 
 use serde::{Deserialize, Serialize};
 
+/// `GET /v1/ready` and `GET /v1/live` when the answer is yes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Probe {
+    /// The configuration generation in force.
+    pub generation: u64,
+}
+
 /// `GET /v1/status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Status {

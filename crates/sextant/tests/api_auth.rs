@@ -436,3 +436,62 @@ fn the_api_over_tls() {
         std::panic::resume_unwind(e);
     }
 }
+
+/// The supervisor's probes (`/v1/ready`, `/v1/live`: Kubernetes probes,
+/// docs/deploy.md) answer without a token even where reads need one, and
+/// ready means DNS answers: while the start-up gate waits for a monitor
+/// (an HTTP backend that takes the connection and never replies) the API
+/// is up, `/v1/ready` says 503 and why, and DNS says nothing.
+#[test]
+fn probes_need_no_token_and_ready_waits_for_dns() {
+    let net = Net::new("api_auth_probes");
+    // Connections complete in the kernel's backlog; nothing reads them.
+    let silent = std::net::TcpListener::bind((net.svc_ip(1), 0)).expect("bind silent backend");
+    let port = silent.local_addr().expect("silent address").port();
+    let conf = format!(
+        "{}add lb monitor slow HTTP -interval 5 SEC -resptimeout 4 SEC -retries 1\n\
+         add gslb service web1 {} HTTP {port} -siteName site1\n\
+         bind gslb service web1 -monitorName slow\n\
+         add gslb vserver vs1 HTTP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs1 -serviceName web1\n\
+         bind gslb vserver vs1 -domainName www.example.com -TTL 5\n",
+        net.conf_preamble(),
+        net.svc_ip(1)
+    );
+    let s = Server::start_with(
+        SEXTANT,
+        &net,
+        Syntax::Conf,
+        &conf,
+        &["--api-reads", "token"],
+    );
+    let r = s.request_raw("GET", "/v1/ready", &[], "");
+    assert_eq!(r.status, 503, "ready before the first health result: {r:?}");
+    assert!(error_text(&r).contains("start-up gate"), "{r:?}");
+    let query = build_query("www.example.com", RecordType::A, None);
+    let quick = Dns {
+        timeout: Duration::from_millis(300),
+        ..s.dns.clone()
+    };
+    assert!(
+        quick.try_udp_from(None, &query).is_err(),
+        "DNS answered before /v1/ready said so"
+    );
+    let r = s.request_raw("GET", "/v1/live", &[], "");
+    assert_eq!(r.status, 200, "live while the gate waits: {r:?}");
+
+    // The monitor's timeout ends the wait (the service is DOWN): ready.
+    eventually(Duration::from_secs(20), "/v1/ready says 200", || {
+        s.request_raw("GET", "/v1/ready", &[], "").status == 200
+    });
+    let r = s.request_raw("GET", "/v1/ready", &[], "");
+    let probe: sextant_api::Probe = serde_json::from_str(&r.body).expect("a probe's answer");
+    assert_eq!(probe.generation, 1);
+    assert!(
+        s.dns.try_udp_from(None, &query).is_ok(),
+        "ready, and DNS answers"
+    );
+    // Reads still need the token.
+    assert_eq!(s.request_raw("GET", STATUS, &[], "").status, 401);
+    drop(silent);
+}

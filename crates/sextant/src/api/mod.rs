@@ -10,6 +10,7 @@ mod maintenance;
 pub mod metrics;
 mod objects;
 mod openapi;
+mod probes;
 mod push;
 mod stats;
 pub mod tls;
@@ -84,8 +85,10 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
             Arc::clone(&daemon.api_access),
             auth::require,
         ))
-        // After the auth layer: the dashboard's assets are always served.
+        // After the auth layer: the dashboard's assets and the supervisor's
+        // probes are always served.
         .merge(ui::routes())
+        .merge(probes::routes())
         .with_state(daemon)
 }
 

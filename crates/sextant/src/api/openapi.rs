@@ -6,7 +6,9 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use super::{config, config_sync, events, maintenance, metrics, objects, push, stats, views};
+use super::{
+    config, config_sync, events, maintenance, metrics, objects, probes, push, stats, views,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -16,6 +18,8 @@ use super::{config, config_sync, events, maintenance, metrics, objects, push, st
     ),
     paths(
         views::status,
+        probes::ready,
+        probes::live,
         views::services,
         views::sites,
         views::explain,
