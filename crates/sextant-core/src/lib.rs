@@ -16,6 +16,7 @@ pub mod dc;
 pub mod dc_answer;
 mod dc_client;
 pub mod decide;
+pub mod dnssec;
 pub mod health;
 pub mod id;
 pub mod load;

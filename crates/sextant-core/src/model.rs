@@ -23,6 +23,8 @@ pub struct Model {
     pub dc_records: IdVec<crate::dc::DcRecordId, crate::dc::DcRecord>,
     /// Zones this node is authoritative for (from SOA/NS records).
     pub zones: IdVec<ZoneId, Zone>,
+    /// The zones whose answers are signed (DNSSEC), with their keys.
+    pub dnssec: Vec<crate::dnssec::SignedZone>,
     /// Static records of those zones, sorted by owner name then type
     /// ([`crate::records::sort_records`]); delegations are NS records here.
     pub records: Vec<crate::records::StaticRecord>,
