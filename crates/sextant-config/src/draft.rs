@@ -105,6 +105,8 @@ pub(crate) struct Draft {
     /// TCP-ECV, ...): accepted with a warning, an error once bound.
     pub unprobed_monitors: Vec<UnprobedMonitor>,
     pub zones: Vec<DraftZone>,
+    /// DNSSEC keys and the zones they sign.
+    pub dnssec: crate::dnssec::DraftDnssec,
     /// Static records (`add dns addRec ...`, `[[record]]`), in file order.
     pub records: Vec<DraftRecord>,
     /// DNS actions, policies and global bindings.

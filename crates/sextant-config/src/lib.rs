@@ -17,6 +17,7 @@ mod builtin_monitors;
 pub mod diff;
 mod dns_policy;
 mod dns_settings;
+mod dnssec;
 mod draft;
 mod duration;
 mod error;

@@ -224,9 +224,9 @@ pub(crate) fn area_of(object: &[&str]) -> Option<Area> {
         },
         "dns" => match second {
             "soarec" | "nsrec" | "addrec" | "aaaarec" | "cnamerec" | "mxrec" | "txtrec"
-            | "srvrec" | "zone" | "policy" | "action" | "global" => return None,
-            "ptrrec" | "naptrrec" | "nsecrec" | "key" | "keys" | "view" | "policylabel"
-            | "action64" | "policy64" | "profile" => Area::DnsNotServed,
+            | "srvrec" | "zone" | "policy" | "action" | "global" | "key" => return None,
+            "ptrrec" | "naptrrec" | "nsecrec" | "keys" | "view" | "policylabel" | "action64"
+            | "policy64" | "profile" => Area::DnsNotServed,
             _ => Area::DnsResolver,
         },
         "lb" | "serviceGroup" | "servicegroup" | "spillover" | "pq" | "sc" | "db" | "user"

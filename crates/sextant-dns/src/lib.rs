@@ -19,6 +19,7 @@
 
 pub mod cookie;
 pub mod counters;
+pub mod dnssec;
 pub mod ldns;
 mod limits;
 #[cfg(target_os = "linux")]
@@ -205,6 +206,8 @@ pub struct Worker {
     counters: counters::WorkerCounters,
     /// Queries seen while the query log samples (one in N is logged).
     log_turn: u64,
+    /// Signers and signatures of the signed zones.
+    dnssec: dnssec::DnssecWorker,
 }
 
 impl Worker {
@@ -221,6 +224,7 @@ impl Worker {
             },
             counters: counters::WorkerCounters::default(),
             log_turn: 0,
+            dnssec: dnssec::DnssecWorker::default(),
             name_buf: [0; 256],
             shard: stats::next_shard(),
             limited: 0,

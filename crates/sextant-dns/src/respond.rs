@@ -7,12 +7,13 @@
 
 use std::net::IpAddr;
 
-use sextant_core::records::{RecordData, StaticRecord, TYPE_ANY};
+use sextant_core::records::{RecordData, StaticRecord, TYPE_ANY, TYPE_CNAME, TYPE_NS};
 use sextant_core::{ChainEnd, LdnsUse, NoTrace, Outcome, Query, Snapshot, ZoneId, decide};
 
 use std::sync::Arc;
 
 use crate::cookie::{self, CookieStatus};
+use crate::dnssec::{DnssecWorker, Signing};
 use crate::querylog::QueryLogEntry;
 use crate::rrl::Verdict;
 use crate::stats::Counter;
@@ -122,6 +123,7 @@ pub fn respond(
                 worker_cursor: &mut worker.cursor,
                 worker_answers: &mut worker.answers,
                 worker_counters: &mut worker.counters,
+                worker_dnssec: &mut worker.dnssec,
                 reason: None,
             };
             let answered = ctx.answer(&q, source, transport, extras, out);
@@ -253,6 +255,7 @@ struct Answering<'a> {
     worker_cursor: &'a mut sextant_core::Cursor,
     worker_answers: &'a mut sextant_core::AnswerBuf,
     worker_counters: &'a mut crate::counters::WorkerCounters,
+    worker_dnssec: &'a mut DnssecWorker,
     /// The decision's reason, once `decide` ran (for the query log).
     reason: Option<sextant_core::Reason>,
 }
@@ -338,10 +341,17 @@ impl Answering<'_> {
             Outcome::Drop => return None,
             _ => {}
         }
+        let mut outcome = decision.outcome;
+        let signed_zones = !model.dnssec.is_empty();
+        if signed_zones {
+            self.worker_dnssec.sync(self.snapshot);
+            outcome = self.ds_at_cut(q.qname, q.qtype, outcome);
+        }
+        let signing = signed_zones && q.edns.is_some_and(|e| e.dnssec_ok);
 
         let opt_len = opt.map(|o| o.len()).unwrap_or(0);
         // A referral is not an authoritative answer (RFC 1034 §4.3.2).
-        let authoritative = !matches!(decision.outcome, Outcome::Referral { .. });
+        let authoritative = !matches!(outcome, Outcome::Referral { .. });
         let mut w = ResponseWriter::start(
             out,
             q.id(),
@@ -350,7 +360,12 @@ impl Answering<'_> {
             limit,
             opt_len,
         );
-        match self.write_records(&mut w, q.qname, decision.outcome) {
+        let now = if signed_zones {
+            u64::from(crate::wall_secs())
+        } else {
+            0
+        };
+        match self.write_records(&mut w, q.qname, q.qtype, outcome, signing, now) {
             Ok(rcode) => {
                 let truncated = w.finish(rcode, opt);
                 Some((rcode, truncated))
@@ -372,12 +387,23 @@ impl Answering<'_> {
     }
 
     fn write_records(
-        &self,
+        &mut self,
         w: &mut ResponseWriter<'_>,
         qname: &str,
+        qtype: u16,
         outcome: Outcome,
+        signing: bool,
+        now: u64,
     ) -> Result<Rcode, BadName> {
-        let model = self.snapshot.model();
+        let snapshot = self.snapshot;
+        let model = snapshot.model();
+        let answers = &*self.worker_answers;
+        let mut sig = Signing {
+            dnssec: &mut *self.worker_dnssec,
+            snapshot,
+            now,
+            on: signing,
+        };
         let zone = |id: ZoneId| model.zones.get(id).ok_or(BadName("unknown zone"));
         let record = |id: u32| {
             model
@@ -386,16 +412,34 @@ impl Answering<'_> {
                 .ok_or(BadName("unknown record"))
         };
         // RFC 2308 §3: the negative-caching TTL is the lesser of the two.
-        let negative_soa = |w: &mut ResponseWriter<'_>, id: ZoneId| {
+        // Signed, the SOA is signed and an NSEC made for the name proves
+        // the negative answer (compact denial, RFC 9824: a name that does
+        // not exist is then NOERROR with the NXNAME type).
+        let negative = |w: &mut ResponseWriter<'_>,
+                        sig: &mut Signing<'_>,
+                        id: ZoneId,
+                        name: &str,
+                        nxdomain: bool|
+         -> Result<Rcode, BadName> {
             let z = zone(id)?;
             let ttl = z.soa.ttl.min(z.soa.minimum);
-            w.soa(Section::Authority, &z.apex, qname, ttl, &z.soa)
+            w.soa(Section::Authority, &z.apex, qname, ttl, &z.soa)?;
+            let proved = sig.soa(w, id, &z.apex, qname, ttl, &z.soa)?;
+            if proved {
+                sig.deny(w, id, name, qname, qtype, nxdomain, ttl)?;
+            }
+            Ok(if nxdomain && !proved {
+                Rcode::NxDomain
+            } else {
+                Rcode::NoError
+            })
         };
         match outcome {
             Outcome::Addresses { ttl, .. } | Outcome::DcAddresses { ttl, .. } => {
-                for addr in &self.worker_answers.addrs {
+                for addr in &answers.addrs {
                     w.address(Section::Answer, ttl, *addr);
                 }
+                sig.addresses(w, qname, qname, ttl, &answers.addrs)?;
                 Ok(Rcode::NoError)
             }
             Outcome::GslbCname { ttl, service, .. } => {
@@ -407,20 +451,33 @@ impl Answering<'_> {
                         "a CNAME answer names a service without -cnameEntry",
                     ))?;
                 w.cname(Section::Answer, qname, qname, ttl, target)?;
+                sig.rrset(
+                    w,
+                    Section::Answer,
+                    qname,
+                    qname,
+                    TYPE_CNAME,
+                    ttl,
+                    None,
+                    |s| s.push_name(target),
+                )?;
                 Ok(Rcode::NoError)
             }
             Outcome::NoData { zone: Some(z) } => {
-                negative_soa(w, z)?;
-                Ok(Rcode::NoError)
+                if let Some(written) = sig.apex_keys(w, z, qname, qtype, &zone(z)?.apex)? {
+                    return Ok(written);
+                }
+                negative(w, &mut sig, z, qname, false)
             }
             Outcome::NoData { zone: None } => Ok(Rcode::NoError),
-            Outcome::NxDomain { zone: z } => {
-                negative_soa(w, z)?;
-                Ok(Rcode::NxDomain)
-            }
+            Outcome::NxDomain { zone: z } => negative(w, &mut sig, z, qname, true),
             Outcome::ZoneSoa { zone: z } => {
                 let zn = zone(z)?;
                 w.soa(Section::Answer, &zn.apex, qname, zn.soa.ttl, &zn.soa)?;
+                sig.on = sig.on && sig.signed(z);
+                if sig.on {
+                    sig.soa_in(w, Section::Answer, z, &zn.apex, qname, zn.soa.ttl, &zn.soa)?;
+                }
                 Ok(Rcode::NoError)
             }
             Outcome::ZoneNs { zone: z } => {
@@ -429,64 +486,117 @@ impl Answering<'_> {
                     w.ns(Section::Answer, &zn.apex, qname, zn.ns_ttl, target)?;
                 }
                 if zn.ns.is_empty() {
-                    negative_soa(w, z)?;
+                    return negative(w, &mut sig, z, qname, false);
                 }
+                sig.rrset(
+                    w,
+                    Section::Answer,
+                    &zn.apex,
+                    qname,
+                    TYPE_NS,
+                    zn.ns_ttl,
+                    Some(z),
+                    |s| zn.ns.iter().try_for_each(|t| s.push_name(t)),
+                )?;
                 for target in &zn.ns {
-                    self.additional_addresses(w, qname, target)?;
+                    self_additional(snapshot, w, qname, target)?;
                 }
                 Ok(Rcode::NoError)
             }
             Outcome::Static { end } => {
                 let mut owner = qname;
-                for index in &self.worker_answers.chain {
+                for index in &answers.chain {
                     let rec = record(*index)?;
                     w.static_record(Section::Answer, qname, rec)?;
+                    sig.rrset(
+                        w,
+                        Section::Answer,
+                        &rec.name,
+                        qname,
+                        rec.data.rtype(),
+                        rec.ttl,
+                        None,
+                        |s| s.push_record(&rec.data),
+                    )?;
                     if let RecordData::Cname(target) = &rec.data {
                         owner = target;
                     }
                 }
                 match end {
                     ChainEnd::Records { node, rtype } => {
-                        let records = self.snapshot.records().records(model, node);
+                        let records = snapshot.records().records(model, node);
                         let wanted =
                             |r: &&StaticRecord| rtype == TYPE_ANY || r.data.rtype() == rtype;
                         for rec in records.iter().filter(wanted) {
                             w.static_record(Section::Answer, qname, rec)?;
+                        }
+                        // One RRset per type (the records are sorted by type).
+                        let mut rest = records;
+                        while let Some(first) = rest.first() {
+                            let t = first.data.rtype();
+                            let n = rest.iter().take_while(|r| r.data.rtype() == t).count();
+                            let (same, after) = rest.split_at(n);
+                            rest = after;
+                            if rtype != TYPE_ANY && t != rtype {
+                                continue;
+                            }
+                            sig.rrset(
+                                w,
+                                Section::Answer,
+                                &first.name,
+                                qname,
+                                t,
+                                first.ttl,
+                                None,
+                                |s| same.iter().try_for_each(|r| s.push_record(&r.data)),
+                            )?;
                         }
                         let mut done: Option<&str> = None;
                         for rec in records.iter().filter(wanted) {
                             if let Some(target) = rec.data.additional_target()
                                 && done != Some(target)
                             {
-                                self.additional_addresses(w, qname, target)?;
+                                self_additional(snapshot, w, qname, target)?;
                                 done = Some(target);
                             }
                         }
                         Ok(Rcode::NoError)
                     }
                     ChainEnd::Addresses { ttl, .. } => {
-                        for addr in &self.worker_answers.addrs {
+                        for addr in &answers.addrs {
                             w.address_of(Section::Answer, owner, qname, ttl, *addr)?;
                         }
+                        sig.addresses(w, owner, qname, ttl, &answers.addrs)?;
                         Ok(Rcode::NoError)
                     }
-                    ChainEnd::NoData { zone: z } => {
-                        negative_soa(w, z)?;
-                        Ok(Rcode::NoError)
-                    }
-                    ChainEnd::NxDomain { zone: z } => {
-                        negative_soa(w, z)?;
-                        Ok(Rcode::NxDomain)
-                    }
+                    ChainEnd::NoData { zone: z } => negative(w, &mut sig, z, owner, false),
+                    ChainEnd::NxDomain { zone: z } => negative(w, &mut sig, z, owner, true),
                     ChainEnd::Cnames => Ok(Rcode::NoError),
                 }
             }
             Outcome::Referral { cut } => {
-                let table = self.snapshot.records();
+                let table = snapshot.records();
                 let ns = table.records(model, cut);
                 let child = ns.first().map(|r| r.name.as_str()).unwrap_or("");
                 for rec in ns {
                     w.static_record(Section::Authority, qname, rec)?;
+                }
+                // Signed, the referral proves the child has no DS (an
+                // insecure delegation): the cut's NSEC lists NS only.
+                if let Some(z) = snapshot.find_zone(child)
+                    && sig.on
+                    && sig.signed(z)
+                {
+                    let zn = zone(z)?;
+                    sig.deny(
+                        w,
+                        z,
+                        child,
+                        qname,
+                        sextant_dnssec::TYPE_DS,
+                        false,
+                        zn.soa.ttl.min(zn.soa.minimum),
+                    )?;
                 }
                 for rec in ns {
                     let Some(target) = rec.data.additional_target() else {
@@ -494,7 +604,7 @@ impl Answering<'_> {
                     };
                     // Glue: addresses below the cut, or in a zone we serve.
                     let below = is_at_or_below(target, child);
-                    if !below && self.snapshot.find_zone(target).is_none() {
+                    if !below && snapshot.find_zone(target).is_none() {
                         continue;
                     }
                     for a in table.records_of(model, target) {
@@ -512,27 +622,52 @@ impl Answering<'_> {
             Outcome::Refused | Outcome::Drop => Ok(Rcode::Refused),
         }
     }
+
+    /// A DS query for a delegation's apex is the parent's to answer (RFC
+    /// 4035 §3.1.4.1): in a signed zone, an authoritative NODATA proving
+    /// the child is unsigned, instead of the referral.
+    fn ds_at_cut(&self, qname: &str, qtype: u16, outcome: Outcome) -> Outcome {
+        let Outcome::Referral { cut } = outcome else {
+            return outcome;
+        };
+        let model = self.snapshot.model();
+        let at_cut = self
+            .snapshot
+            .records()
+            .records(model, cut)
+            .first()
+            .is_some_and(|r| r.name == qname);
+        match self.snapshot.find_zone(qname) {
+            Some(z)
+                if qtype == sextant_dnssec::TYPE_DS
+                    && at_cut
+                    && self.worker_dnssec.signer(z).is_some() =>
+            {
+                Outcome::NoData { zone: Some(z) }
+            }
+            _ => outcome,
+        }
+    }
 }
 
-impl Answering<'_> {
-    /// The static A and AAAA records of `target` in the additional
-    /// section (names in our zones only: the table holds nothing else).
-    /// GSLB domains are not expanded here: their answer depends on the
-    /// client and on health, and the resolver asks for it.
-    fn additional_addresses(
-        &self,
-        w: &mut ResponseWriter<'_>,
-        qname: &str,
-        target: &str,
-    ) -> Result<(), BadName> {
-        let model = self.snapshot.model();
-        for rec in self.snapshot.records().records_of(model, target) {
-            if matches!(rec.data, RecordData::A(_) | RecordData::Aaaa(_)) {
-                w.static_record(Section::Additional, qname, rec)?;
-            }
+/// The static A and AAAA records of `target` in the additional section
+/// (names in our zones only: the table holds nothing else). GSLB domains
+/// are not expanded here: their answer depends on the client and on
+/// health, and the resolver asks for it. Not signed: a validator asks for
+/// what it uses.
+fn self_additional(
+    snapshot: &Snapshot,
+    w: &mut ResponseWriter<'_>,
+    qname: &str,
+    target: &str,
+) -> Result<(), BadName> {
+    let model = snapshot.model();
+    for rec in snapshot.records().records_of(model, target) {
+        if matches!(rec.data, RecordData::A(_) | RecordData::Aaaa(_)) {
+            w.static_record(Section::Additional, qname, rec)?;
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// Whether `name` is `parent` or a name below it (both lower case).

@@ -315,6 +315,26 @@ impl<'o> ResponseWriter<'o> {
         })
     }
 
+    /// A record whose RDATA is given whole, in wire form (DNSSEC's DNSKEY,
+    /// RRSIG, NSEC, CDS...: no name in it is compressed, RFC 4034).
+    pub fn raw(
+        &mut self,
+        section: Section,
+        owner: &str,
+        qname: &str,
+        rtype: u16,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> Result<(), BadName> {
+        let len = u16::try_from(rdata.len()).map_err(|_| BadName("RDATA over 65535 octets"))?;
+        self.record(section, |out| {
+            write_name(out, owner, qname)?;
+            fixed(out, rtype, ttl, len);
+            out.extend_from_slice(rdata);
+            Ok(())
+        })
+    }
+
     /// A CNAME record from `owner` to `target` (CNAME-based GSLB).
     pub fn cname(
         &mut self,

@@ -8,6 +8,7 @@ mod clock;
 mod config_sync;
 mod demo;
 mod dns_probe;
+mod dnssec;
 mod events;
 mod explain;
 mod generate;
@@ -174,6 +175,12 @@ enum Command {
         qtype: String,
     },
 
+    /// DNSSEC keys: make them, and print the DS records for the parent.
+    ///
+    /// See docs/dnssec.md for signing a zone and rolling its keys.
+    #[command(subcommand)]
+    Dnssec(dnssec::DnssecCommand),
+
     /// Write the manual pages and shell completions into DIR (used by
     /// scripts/package.sh; hidden from --help).
     #[command(hide = true)]
@@ -303,6 +310,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             });
         }
+        Command::Dnssec(command) => dnssec::run(command),
         Command::Explain {
             config,
             server,

@@ -13,6 +13,7 @@ mod args;
 mod dc;
 mod dns;
 pub(crate) mod dns_server;
+mod dnssec;
 mod gslb;
 mod location;
 mod monitor;
@@ -175,6 +176,14 @@ const COMMANDS: &[Command] = &[
     cmd(&["add", "dns", "txtRec"], Action::Read(records::add_txt)),
     cmd(&["add", "dns", "srvRec"], Action::Read(records::add_srv)),
     cmd(&["add", "dns", "zone"], Action::Read(records::add_zone)),
+    cmd(&["add", "dns", "key"], Action::Read(dnssec::add_key)),
+    cmd(&["sign", "dns", "zone"], Action::Read(dnssec::sign)),
+    cmd(
+        &["create", "dns", "key"],
+        Action::NotYet(
+            "the appliance makes key files with this command; Sextant's is `sextant dnssec keygen ZONE` (docs/dnssec.md), then add dns key NAME FILE.key FILE.private",
+        ),
+    ),
 ];
 
 const fn cmd(words: &'static [&'static str], action: Action) -> Command {

@@ -241,7 +241,7 @@ fn required<'t>(
     o
 }
 
-/// `add dns zone ZONE -proxyMode NO [-dnssecOffload DISABLED] [-nsec DISABLED] [-type ...]`.
+/// `add dns zone ZONE -proxyMode NO [-dnssecOffload ENABLED|DISABLED] [-nsec ENABLED|DISABLED] [-keyName KEY...] [-type ...]`.
 pub(super) fn add_zone(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     const OPTS: &[OptSpec] = &[
         opt("proxyMode", Arity::One),
@@ -278,13 +278,13 @@ pub(super) fn add_zone(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         ),
         None => {}
     }
-    // DNSSEC: Sextant does not sign. DISABLED is what every file says.
+    // DNSSEC: -dnssecOffload and -nsec say the appliance signs answers;
+    // Sextant signs a zone that has keys (-keyName, or sign dns zone), with
+    // compact denial for negative answers, whatever these two say.
     for name in ["dnssecOffload", "nsec"] {
         if let Some(o) = args.get(name) {
             let v = o.value();
-            if v.eq_ignore_ascii_case("ENABLED") {
-                r.error(line, &ctx, format!("-{name} ENABLED: Sextant does not sign zones (no DNSSEC); write DISABLED or remove the option"));
-            } else if !v.eq_ignore_ascii_case("DISABLED") {
+            if !v.eq_ignore_ascii_case("ENABLED") && !v.eq_ignore_ascii_case("DISABLED") {
                 r.error(
                     line,
                     &ctx,
@@ -293,12 +293,8 @@ pub(super) fn add_zone(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
             }
         }
     }
-    if args.has("keyName") {
-        r.error(
-            line,
-            &ctx,
-            "-keyName: Sextant does not sign zones (no DNSSEC); remove the option",
-        );
+    if let Some(o) = args.get("keyName") {
+        super::dnssec::sign_zone(r, line, &ctx, pos[0], o.texts());
     }
     if let Some(o) = args.get("type") {
         let v = o.value();

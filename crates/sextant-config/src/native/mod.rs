@@ -1085,6 +1085,7 @@ impl Native<'_> {
             }
             (soa, sline)
         });
+        self.dnssec_keys(&apex, &ctx, line, &z.dnssec_key);
         self.draft.zones.push(DraftZone {
             apex,
             line,
@@ -1092,6 +1093,74 @@ impl Native<'_> {
             ns,
             ns_ttl,
             declared: Some(line),
+        });
+    }
+}
+
+impl Native<'_> {
+    /// A `[[zone]]`'s `[[zone.dnssec_key]]` tables: each a key, the zone
+    /// signed by them all.
+    fn dnssec_keys(
+        &mut self,
+        apex: &str,
+        ctx: &str,
+        line: usize,
+        keys: &[Spanned<schema::DnssecKeyT>],
+    ) {
+        if keys.is_empty() {
+            return;
+        }
+        let mut names = Vec::new();
+        for k in keys {
+            let kline = self.at(k);
+            let k = k.get_ref();
+            let file = k.file.get_ref();
+            let base = file
+                .strip_suffix(".key")
+                .or_else(|| file.strip_suffix(".private"))
+                .unwrap_or(file);
+            let name = std::path::Path::new(base)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| base.to_string());
+            let kctx = format!("{ctx}: dnssec_key {name}");
+            let ttl = k
+                .ttl
+                .as_ref()
+                .and_then(|t| self.int(&kctx, "ttl", t, 0, MAX_TTL))
+                .map(|t| t as u32);
+            let mut timing = sextant_core::dnssec::KeyTiming::default();
+            for (key, value, field) in [
+                ("publish", &k.publish, &mut timing.publish),
+                ("activate", &k.activate, &mut timing.activate),
+                ("inactive", &k.inactive, &mut timing.inactive),
+                ("delete", &k.delete, &mut timing.delete),
+                ("sync_publish", &k.sync_publish, &mut timing.sync_publish),
+                ("sync_delete", &k.sync_delete, &mut timing.sync_delete),
+            ] {
+                if let Some(v) = value {
+                    match crate::dnssec::time(v.get_ref()) {
+                        Ok(t) => *field = Some(t),
+                        Err(e) => self.error(self.at(v), &kctx, format!("{key}: {e}")),
+                    }
+                }
+            }
+            self.draft.dnssec.keys.push(crate::dnssec::DraftKey {
+                name: name.clone(),
+                line: kline,
+                context: kctx,
+                public: format!("{base}.key"),
+                private: format!("{base}.private"),
+                ttl,
+                timing,
+            });
+            names.push(name);
+        }
+        self.draft.dnssec.signings.push(crate::dnssec::ZoneSigning {
+            zone: apex.to_string(),
+            keys: names,
+            line,
+            context: ctx.to_string(),
         });
     }
 }

@@ -214,6 +214,23 @@ pub(super) struct ZoneT {
     pub(super) ns: Vec<Spanned<String>>,
     pub(super) ns_ttl: Option<Spanned<i64>>,
     pub(super) soa: Option<Spanned<SoaT>>,
+    #[serde(default)]
+    pub(super) dnssec_key: Vec<Spanned<DnssecKeyT>>,
+}
+
+/// `[[zone.dnssec_key]]`: a key that signs the zone (docs/dnssec.md).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DnssecKeyT {
+    /// The key files' path without `.key` / `.private`.
+    pub(super) file: Spanned<String>,
+    pub(super) ttl: Option<Spanned<i64>>,
+    pub(super) publish: Option<Spanned<String>>,
+    pub(super) activate: Option<Spanned<String>>,
+    pub(super) inactive: Option<Spanned<String>>,
+    pub(super) delete: Option<Spanned<String>>,
+    pub(super) sync_publish: Option<Spanned<String>>,
+    pub(super) sync_delete: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

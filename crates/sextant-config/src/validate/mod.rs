@@ -45,6 +45,7 @@ pub(crate) fn build(mut draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model 
     v.service_bindings(&draft, &vservers, &services);
     v.domains(&draft, &vservers);
     let delegations = v.zones(&draft);
+    crate::dnssec::build(&draft.dnssec, v.diag, &mut v.model);
     v.local_site(&draft, &sites);
     v.dc_records(&draft, &sites, &services);
     v.rpc_nodes(&draft);
