@@ -1,0 +1,259 @@
+//! DNSSEC end to end: keys made with `sextant dnssec keygen` as an operator
+//! makes them, a signed zone served by the real `sextant serve`, and its
+//! answers validated by real validators (BIND's delv; Unbound as the LDNS
+//! in front of Sextant): GSLB names, static names, CNAME chains, NXDOMAIN
+//! and NODATA (compact denial), the DNSKEY RRset, an unsigned delegation.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use sextant_test_support::prelude::*;
+
+const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
+
+/// `sextant dnssec keygen ARGS -K DIR`: the key's base path.
+fn keygen(dir: &Path, args: &[&str]) -> String {
+    let d = dir.display().to_string();
+    let mut all = vec!["dnssec", "keygen", "-K", &d];
+    all.extend_from_slice(args);
+    let out = SEXTANT.run(&all);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let base = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    dir.join(base).display().to_string()
+}
+
+/// A KSK (ECDSA P-256, the default) and a ZSK (Ed25519), as an operator
+/// makes them; their base paths.
+fn keys(dir: &Path) -> (String, String) {
+    let ksk = keygen(dir, &["--ksk", "example.com"]);
+    let zsk = keygen(dir, &["--algorithm", "ED25519", "example.com"]);
+    (ksk, zsk)
+}
+
+/// The zone as an operator writes it: a GSLB name with two sites'
+/// services, a CNAME to it, static records, a delegated unsigned child,
+/// signed by the two keys.
+fn config(net: &Net, ksk: &str, zsk: &str) -> String {
+    format!(
+        "{}add dns addRec ns1.example.com {server}\n\
+         add dns cnameRec www.example.com app.example.com\n\
+         add dns txtRec example.com \"v=spf1 -all\"\n\
+         add dns mxRec example.com -mx mail.example.com -pref 10\n\
+         add dns addRec mail.example.com 192.0.2.25\n\
+         add dns nsRec child.example.com ns.child.example.com\n\
+         add dns addRec ns.child.example.com 192.0.2.53\n\
+         add gslb service web1 {} HTTP 80 -siteName site1\n\
+         add gslb service web2 {} HTTP 80 -siteName site1\n\
+         add gslb vserver vs_app HTTP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs_app -serviceName web1\n\
+         bind gslb vserver vs_app -serviceName web2\n\
+         bind gslb vserver vs_app -domainName app.example.com -TTL 30\n\
+         add dns key example.com.ksk {ksk}.key {ksk}.private\n\
+         add dns key example.com.zsk {zsk}.key {zsk}.private\n\
+         add dns zone example.com -proxyMode NO -dnssecOffload ENABLED -nsec ENABLED -keyName example.com.ksk example.com.zsk\n",
+        net.conf_preamble(),
+        net.svc_ip(1),
+        net.svc_ip(2),
+        server = net.server_ip(),
+    )
+}
+
+/// The DS lines `sextant dnssec ds` prints for the zone of `conf`.
+fn ds_lines(conf: &Path) -> Vec<String> {
+    let out = SEXTANT.run(&[
+        "dnssec",
+        "ds",
+        "example.com",
+        "--config",
+        conf.to_str().expect("utf-8 path"),
+    ]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// delv's trust anchors from DS lines (`example.com. IN DS TAG ALG 2 HEX`).
+fn delv_anchors(dir: &Path, ds: &[String]) -> String {
+    let mut text = String::from("trust-anchors {\n");
+    for line in ds {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        text.push_str(&format!(
+            "  {} static-ds {} {} {} \"{}\";\n",
+            f[0], f[3], f[4], f[5], f[6]
+        ));
+    }
+    text.push_str("};\n");
+    let path = dir.join("anchors.conf");
+    fs::write(&path, text).expect("write anchors");
+    path.display().to_string()
+}
+
+/// `delv @SERVER -a ANCHORS +root=example.com NAME TYPE`: its output.
+fn delv(server: std::net::SocketAddr, anchors: &str, name: &str, rtype: &str) -> String {
+    let out = std::process::Command::new("delv")
+        .args([
+            &format!("@{}", server.ip()),
+            "-p",
+            &server.port().to_string(),
+        ])
+        .args(["-a", anchors, "+root=example.com", name, rtype])
+        .output()
+        .expect("run delv (bind9-dnsutils; scripts/setup.sh installs it)");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn keygen_writes_bind_key_files_and_ds_reads_them() {
+    let scratch = Scratch::new("dnssec_keygen");
+    let dir = &scratch.0;
+    let (ksk, zsk) = keys(dir);
+    let ksk_key = fs::read_to_string(format!("{ksk}.key")).expect("KSK .key");
+    assert!(ksk_key.contains("IN DNSKEY 257 3 13 "), "{ksk_key}");
+    let zsk_key = fs::read_to_string(format!("{zsk}.key")).expect("ZSK .key");
+    assert!(zsk_key.contains("IN DNSKEY 256 3 15 "), "{zsk_key}");
+    for base in [&ksk, &zsk] {
+        let private = format!("{base}.private");
+        let mode = fs::metadata(&private)
+            .expect("private")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{private}");
+        let text = fs::read_to_string(&private).expect("read private");
+        assert!(text.starts_with("Private-key-format: v1.3\n"), "{text}");
+    }
+    // The file names carry the zone, the algorithm and the key tag.
+    let name = Path::new(&ksk)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    assert!(name.starts_with("Kexample.com.+013+"), "{name}");
+    let tag: u16 = name.rsplit('+').next().unwrap().parse().expect("tag");
+
+    // `ds` from the .key file and from a configuration agree, and name
+    // the KSK only.
+    let net = Net::new("dnssec_keygen");
+    let conf = dir.join("site.conf");
+    fs::write(&conf, config(&net, &ksk, &zsk)).expect("write config");
+    let from_config = ds_lines(&conf);
+    assert_eq!(from_config.len(), 1, "{from_config:?}");
+    assert!(
+        from_config[0].starts_with(&format!("example.com. IN DS {tag} 13 2 ")),
+        "{from_config:?}"
+    );
+    let out = SEXTANT.run(&[
+        "dnssec",
+        "ds",
+        "example.com",
+        "--key-file",
+        &format!("{ksk}.key"),
+    ]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let from_file = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        from_file.trim(),
+        from_config[0].replacen(" IN DS", " 3600 IN DS", 1)
+    );
+
+    // A key file whose halves are not one pair: the configuration line and
+    // the reason.
+    let other = keygen(dir, &["--algorithm", "ED25519", "example.com"]);
+    let bad =
+        config(&net, &ksk, &zsk).replace(&format!("{zsk}.private"), &format!("{other}.private"));
+    fs::write(&conf, &bad).expect("write bad config");
+    let out = SEXTANT.run(&["check", conf.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", output_text(&out));
+    let line = bad
+        .lines()
+        .position(|l| l.starts_with("add dns key example.com.zsk"))
+        .unwrap()
+        + 1;
+    let text = output_text(&out);
+    assert!(
+        text.contains(&format!("site.conf:{line}: add dns key example.com.zsk"))
+            && text.contains("the private key does not match the public key"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("PrivateKey"),
+        "no key material in messages: {text}"
+    );
+}
+
+#[test]
+fn delv_fully_validates_every_kind_of_answer() {
+    let net = Net::new("dnssec_delv");
+    let scratch = net.scratch();
+    let dir = &scratch.0;
+    let (ksk, zsk) = keys(dir);
+    let text = config(&net, &ksk, &zsk);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &text);
+    let anchors = delv_anchors(dir, &ds_lines(&s.config));
+    let dns = net.dns_addr();
+    for (name, rtype, want) in [
+        ("app.example.com", "A", "app.example.com."),
+        ("www.example.com", "A", "CNAME\tapp.example.com."),
+        ("example.com", "TXT", "v=spf1 -all"),
+        ("example.com", "MX", "10 mail.example.com."),
+        (
+            "example.com",
+            "SOA",
+            "ns1.example.com. hostmaster.example.com.",
+        ),
+        ("example.com", "NS", "NS\tns1.example.com."),
+        ("example.com", "DNSKEY", "DNSKEY\t257 3 13"),
+        ("mail.example.com", "A", "192.0.2.25"),
+    ] {
+        let out = delv(dns, &anchors, name, rtype);
+        assert!(
+            out.contains("; fully validated") && out.contains(want),
+            "delv {name} {rtype}:\n{out}"
+        );
+    }
+    // Negative answers: NXDOMAIN and NODATA, each proved.
+    for (name, rtype) in [
+        ("nosuch.example.com", "A"),
+        ("app.example.com", "MX"),
+        ("app.example.com", "AAAA"),
+        ("example.com", "CDS"),
+    ] {
+        let out = delv(dns, &anchors, name, rtype);
+        assert!(
+            out.contains("; negative response, fully validated"),
+            "delv {name} {rtype}:\n{out}"
+        );
+    }
+    // A CNAME to a name without the type: the CNAME, then the proof.
+    let out = delv(dns, &anchors, "www.example.com", "TXT");
+    assert!(
+        out.contains("; fully validated")
+            && out.contains("NSEC \\000.app.example.com. A AAAA RRSIG NSEC")
+            && out.contains("ncache nxrrset"),
+        "delv www.example.com TXT:\n{out}"
+    );
+    // The delegated child is proved unsigned.
+    let out = delv(dns, &anchors, "child.example.com", "DS");
+    assert!(
+        out.contains("; negative response, fully validated"),
+        "delv child.example.com DS:\n{out}"
+    );
+    // Without DO nothing changes for a client that does not validate.
+    let plain = dig(None, dns, &["app.example.com", "A"]);
+    assert!(!plain.contains("RRSIG"), "{plain}");
+    let nx = dig(None, dns, &["nosuch.example.com", "A"]);
+    assert!(nx.contains("status: NXDOMAIN"), "{nx}");
+    let signed_nx = dig(None, dns, &["+dnssec", "nosuch.example.com", "A"]);
+    assert!(
+        signed_nx.contains("status: NOERROR")
+            && signed_nx.contains("NSEC\t\\000.nosuch.example.com. RRSIG NSEC TYPE128"),
+        "compact denial (RFC 9824):\n{signed_nx}"
+    );
+}
