@@ -257,3 +257,35 @@ fn delv_fully_validates_every_kind_of_answer() {
         "compact denial (RFC 9824):\n{signed_nx}"
     );
 }
+
+/// The native syntax: `[[zone.dnssec_key]]` tables sign the zone as the
+/// appliance's lines do.
+#[test]
+fn toml_zone_keys_sign_the_zone() {
+    let net = Net::new("dnssec_toml");
+    let scratch = net.scratch();
+    let dir = &scratch.0;
+    let (ksk, zsk) = keys(dir);
+    let text = format!(
+        "{}\n[[zone.dnssec_key]]\nfile = \"{ksk}\"\n\n[[zone.dnssec_key]]\nfile = \"{zsk}.key\"\nttl = 600\n\n\
+         [[service]]\nname = \"web1\"\nip = \"{}\"\nport = 80\nprotocol = \"HTTP\"\nsite = \"site1\"\n\n\
+         [[vserver]]\nname = \"vs_app\"\nprotocol = \"HTTP\"\nlb_method = \"ROUNDROBIN\"\n\
+         services = [{{ name = \"web1\" }}]\ndomains = [{{ name = \"app.example.com\", ttl = 30 }}]\n",
+        net.toml_preamble(),
+        net.svc_ip(1)
+    );
+    let s = Server::start(SEXTANT, &net, Syntax::Toml, &text);
+    let anchors = delv_anchors(dir, &ds_lines(&s.config));
+    let out = delv(net.dns_addr(), &anchors, "app.example.com", "A");
+    assert!(out.contains("; fully validated"), "{out}");
+    // The DNSKEY RRset's TTL is the first key's (its .key file's 3600).
+    let keys = dig(
+        None,
+        net.dns_addr(),
+        &["+noall", "+answer", "example.com", "DNSKEY"],
+    );
+    assert!(
+        keys.contains("example.com.\t\t3600\tIN\tDNSKEY\t257 3 13"),
+        "{keys}"
+    );
+}
