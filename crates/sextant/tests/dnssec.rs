@@ -289,3 +289,78 @@ fn toml_zone_keys_sign_the_zone() {
         "{keys}"
     );
 }
+
+/// Two parent sites sign with the same key files: their DNSKEY RRsets are
+/// one, and each one's answers (which differ: each site has its own
+/// service) validate with the one DS the parent holds.
+#[test]
+fn parent_sites_sign_alike() {
+    let net = Net::for_sites("dnssec_parents", 2);
+    let scratch = net.scratch();
+    let (ksk, zsk) = keys(&scratch.0);
+    let sites = Sites::host(&net, &["fra", "ams"]);
+    let conf = |k: usize| {
+        let mut c = sites.preamble(k, "dnssec", "");
+        for name in &sites.names {
+            c += &format!(
+                "add gslb service web-{name} {} HTTP 80 -siteName {name}\n",
+                sites.svc_of(name)
+            );
+        }
+        c += "add gslb vserver vs_app HTTP -lbMethod ROUNDROBIN\n\
+              bind gslb vserver vs_app -serviceName web-fra\n\
+              bind gslb vserver vs_app -serviceName web-ams\n\
+              bind gslb vserver vs_app -domainName app.example.com -TTL 30\n";
+        c += &format!(
+            "add dns key ksk {ksk}.key {ksk}.private\n\
+             add dns key zsk {zsk}.key {zsk}.private\n\
+             sign dns zone example.com -keyName ksk zsk\n"
+        );
+        c
+    };
+    let servers = sites.start(SEXTANT, &scratch, conf);
+    wait_mesh_up(&servers);
+    let anchors = delv_anchors(&scratch.0, &ds_lines(&servers[0].config));
+    assert_eq!(
+        ds_lines(&servers[0].config),
+        ds_lines(&servers[1].config),
+        "one DS for both"
+    );
+    let key_sets: Vec<Vec<String>> = servers
+        .iter()
+        .map(|s| {
+            let mut keys: Vec<String> = dig(
+                None,
+                s.dns.server,
+                &["+noall", "+answer", "example.com", "DNSKEY"],
+            )
+            .lines()
+            .map(str::to_string)
+            .collect();
+            keys.sort();
+            keys
+        })
+        .collect();
+    assert_eq!(key_sets[0].len(), 2, "{key_sets:?}");
+    assert_eq!(key_sets[0], key_sets[1], "the same DNSKEY RRset at both");
+    let mut seen = std::collections::BTreeSet::new();
+    for s in &servers {
+        eventually_ok(
+            EVENTUALLY,
+            &format!("{} answers app.example.com", s.name),
+            || {
+                let out = delv(s.dns.server, &anchors, "app.example.com", "A");
+                if !out.contains("; fully validated") {
+                    return Err(out);
+                }
+                seen.extend(
+                    out.lines()
+                        .filter(|l| l.contains("\tA\t"))
+                        .map(|l| l.rsplit('\t').next().unwrap_or("").to_string()),
+                );
+                Ok(())
+            },
+        );
+    }
+    assert!(!seen.is_empty(), "answers seen: {seen:?}");
+}
