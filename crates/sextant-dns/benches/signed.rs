@@ -45,7 +45,8 @@ fn query(name: &str, qtype: u16, dnssec_ok: bool) -> Vec<u8> {
 /// The test model with example.com signed by a KSK and a ZSK of `alg`.
 fn signed_snapshot(alg: Algorithm) -> Snapshot {
     let rng = ring::rand::SystemRandom::new();
-    let mut m = model::model();
+    let unsigned = model::snapshot();
+    let mut m = unsigned.model().clone();
     let now = 1_800_000_000;
     let keys = [true, false]
         .into_iter()

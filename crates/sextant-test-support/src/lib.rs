@@ -12,6 +12,7 @@
 //! * [`http`] and [`api`]: the REST API's HTTP/1.0 client (Sextant's one
 //!   HTTP/1 client, `sextant-http1`) and typed reads of the REST API;
 //! * [`dns`]: a DNS client over real sockets (hickory-proto);
+//! * [`dns_proxy`]: a UDP relay that breaks the RRSIGs it carries, on demand;
 //! * [`ldns`]: an LDNS emulator, a DNS responder over UDP and TCP whose
 //!   answers are delayed per source address (the per-site RTT);
 //! * [`backend`]: TCP and HTTP backends;
@@ -61,6 +62,7 @@ pub mod browser;
 pub mod ci;
 #[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod dns;
+pub mod dns_proxy;
 pub mod http;
 pub mod ldns;
 pub mod location_data;
@@ -84,6 +86,7 @@ pub mod prelude {
     pub use crate::backend::Backend;
     pub use crate::ci::{cannot_run, have_program, under_ci};
     pub use crate::dns::*;
+    pub use crate::dns_proxy::SignatureBreaker;
     pub use crate::http::{
         Reply, http_get, http_get_as, http_get_within, http_post, http_request, http_send_json,
     };

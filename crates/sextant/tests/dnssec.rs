@@ -364,3 +364,32 @@ fn parent_sites_sign_alike() {
     }
     assert!(!seen.is_empty(), "answers seen: {seen:?}");
 }
+
+/// A signature altered on the wire (a relay flips one bit of each RRSIG)
+/// fails validation: the checks above can fail.
+#[test]
+fn a_broken_signature_fails_validation() {
+    let net = Net::new("dnssec_broken");
+    let scratch = net.scratch();
+    let dir = &scratch.0;
+    let (ksk, zsk) = keys(dir);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net, &ksk, &zsk));
+    let anchors = delv_anchors(dir, &ds_lines(&s.config));
+    let relay = SignatureBreaker::start(
+        std::net::SocketAddr::from((net.client_ip(1), 0)),
+        net.dns_addr(),
+    );
+    let out = delv(relay.addr, &anchors, "app.example.com", "A");
+    assert!(
+        out.contains("; fully validated"),
+        "through the relay, untouched:\n{out}"
+    );
+    relay.set_breaking(true);
+    for (name, rtype) in [("app.example.com", "A"), ("nosuch.example.com", "A")] {
+        let out = delv(relay.addr, &anchors, name, rtype);
+        assert!(
+            !out.contains("fully validated") && out.contains("resolution failed"),
+            "delv {name} {rtype} with broken signatures:\n{out}"
+        );
+    }
+}
