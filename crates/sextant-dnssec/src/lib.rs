@@ -9,8 +9,9 @@
 //! a zone can answer is finite (each combination of chosen services), so
 //! a warm cache answers nearly everything.
 //!
-//! No clock and no randomness of its own: time (unix seconds, as DNSSEC
-//! counts it) and the random source come in as arguments.
+//! No clock of its own: time comes in as unix seconds, as DNSSEC counts
+//! it. The random source for new keys and ECDSA signatures comes in as an
+//! argument (ring's check of a loaded key pair draws its own).
 
 #![forbid(unsafe_code)]
 
