@@ -46,6 +46,16 @@
 # /v1/events stream held open, from CLIENT_CPU. DASHBOARD=0 leaves it
 # unpolled (its A/A control).
 #
+# The signed rows (case signed, queried with the DO bit): sextant-rr-do is
+# the failover row asked with DO of the unsigned instance; sextant-signed-rr
+# the same name of an instance whose zone is signed (a KSK and a ZSK made
+# with `sextant dnssec keygen` at the start, ECDSA P-256), its signature
+# cache warm; their ratio is what signing costs (the target is 0.9x or
+# better). sextant-signed-cold (case cold) asks the signed instance for
+# names that do not exist, each once (COLD_NAMES of them, more than the
+# signature cache holds), so every answer signs its NSEC: its queries/s per
+# core is the signatures per second per core.
+#
 # NET=veth runs the same servers over a veth pair between two network
 # namespaces the script makes (server 10.53.0.1, client 10.53.0.2) instead
 # of loopback: each end's receive work runs in its own NAPI thread
@@ -91,6 +101,7 @@ TWO_SERVER_CPUS="${TWO_SERVER_CPUS:-0,1}"
 BASE_PORT="${BASE_PORT:-5391}"          # DNS ports BASE_PORT .. BASE_PORT+9
 API_BASE_PORT="${API_BASE_PORT:-8191}"  # Sextant's API ports
 ONLY="${ONLY:-.}"
+COLD_NAMES="${COLD_NAMES:-300000}"      # distinct names of the cold signed row
 NET="${NET:-loopback}"                  # loopback, or veth (see above)
 case "$NET" in
     loopback) ADDR=127.0.0.1 ;;
@@ -228,7 +239,7 @@ started() { # started INSTANCE PID PORT [ADDR]
 }
 
 if [ "$NET" = loopback ]; then
-    for p in $(seq "$BASE_PORT" $((BASE_PORT + 8))); do
+    for p in $(seq "$BASE_PORT" $((BASE_PORT + 9))); do
         if ss -Hlun "sport = :$p" 2>/dev/null | grep -q .; then
             echo "peers: UDP port $p is in use; set BASE_PORT" >&2; exit 1
         fi
@@ -307,6 +318,21 @@ else
     INSTANCES+=(sextant-xdp sextant-xdp-pl)
 fi
 start_sextant sextant-osbuf "$WORK/sextant.conf" $((BASE_PORT + 7)) $((API_BASE_PORT + 3)) "$UDP_WORKERS" "$SERVER_CPU" 0
+# The signed instance: the same configuration, its zone signed by a KSK and
+# a ZSK made as an operator makes them.
+if [ "$NET" = loopback ]; then
+    mkdir -p "$WORK/keys"
+    ksk="$("$BIN" dnssec keygen --ksk -K "$WORK/keys" peers.example)"
+    zsk="$("$BIN" dnssec keygen -K "$WORK/keys" peers.example)"
+    {
+        cat "$WORK/sextant.conf"
+        echo "add dns key peers.ksk $WORK/keys/$ksk.key $WORK/keys/$ksk.private"
+        echo "add dns key peers.zsk $WORK/keys/$zsk.key $WORK/keys/$zsk.private"
+        echo "sign dns zone peers.example -keyName peers.ksk peers.zsk"
+    } > "$WORK/sextant-signed.conf"
+    start_sextant sextant-signed "$WORK/sextant-signed.conf" $((BASE_PORT + 9)) $((API_BASE_PORT + 6)) "$UDP_WORKERS" "$SERVER_CPU"
+    INSTANCES+=(sextant-signed)
+fi
 SCRAPED_API_PORT="$API_BASE_PORT"
 
 # ---- the kernel's ceiling: Sextant's socket loop with a canned answer (the
@@ -341,7 +367,7 @@ for _ in $(seq 60); do
     # gdnsd answers every UP address; it has all four when the checks pass.
     [ "$("${CLI[@]}" dig @"$ADDR" -p "${PORT[gdnsd]}" +short +time=1 +tries=1 failover.peers.example A | wc -l)" -eq 4 ] || ok=""
     # Sextant's round robin answers each of the four once they are UP.
-    for inst in sextant sextant-osbuf $([ "$NET" = loopback ] && echo sextant-2w || echo sextant-xdp); do
+    for inst in sextant sextant-osbuf $([ "$NET" = loopback ] && echo sextant-2w sextant-signed || echo sextant-xdp); do
         [ "$(seen "${PORT[$inst]}" failover.peers.example "${HOST[$inst]}" | wc -w)" -eq 4 ] || ok=""
     done
     [ -n "$ok" ] && { up_all=1; break; }
@@ -384,7 +410,9 @@ for r in "${ROWS[@]}"; do
     fq="$name.peers.example"
     want="$(echo "$addrs" | tr ' ' '\n' | sort -t. -k4n | tr '\n' ' ' | sed 's/ $//')"
     one="$("${CLI[@]}" dig @"${HOST[$inst]}" -p "${PORT[$inst]}" +short +time=1 +tries=1 "$fq" A | tr '\n' ' ' | sed 's/ $//')"
-    if [ "$check" = all ]; then
+    if [ "$check" = none ]; then
+        got="$want"
+    elif [ "$check" = all ]; then
         got="$(echo "$one" | tr ' ' '\n' | sort -t. -k4n | tr '\n' ' ' | sed 's/ $//')"
     else
         got="$(seen "${PORT[$inst]}" "$fq" "${HOST[$inst]}")"
@@ -405,7 +433,16 @@ for rep in $(seq "$REPEAT"); do
         n=$((n + 1))
         pid="${PID[$inst]}"; port="${PORT[$inst]}"; host="${HOST[$inst]}"
         kill -0 "$pid" 2>/dev/null || { echo "peers: $inst (PID $pid) has exited; its log:" >&2; cat "$OUT/$inst.log" >&2; exit 1; }
-        echo "$name.peers.example A" > "$WORK/query.txt"
+        query="$WORK/query.txt"; dnssec=()
+        echo "$name.peers.example A" > "$query"
+        case "$case" in
+            signed) dnssec=(-D) ;;
+            cold)
+                # Names never asked before, each once (the signature cache
+                # holds fewer): every answer's NSEC is signed.
+                dnssec=(-D); query="$WORK/cold-$rep.txt"
+                [ -s "$query" ] || awk -v n="$COLD_NAMES" -v r="$rep" 'BEGIN { for (i = 0; i < n; i++) printf "c%d-%d.peers.example A\n", r, i }' > "$query" ;;
+        esac
         echo "== [$n/$total] repeat $rep: $row ($name.peers.example)" >&2
         base="$OUT/$row.$rep"
         scraper=""
@@ -443,13 +480,13 @@ for rep in $(seq "$REPEAT"); do
             scraper=$!
         fi
         t0="$(bench_ticks "$pid")"; c0="$(bench_cpu_ticks "$SERVER_CPU")"; w0="$(date +%s.%N)"
-        "${CLI[@]}" taskset -c "$CLIENT_CPU" dnsperf -s "$host" -p "$port" -d "$WORK/query.txt" \
+        "${CLI[@]}" taskset -c "$CLIENT_CPU" dnsperf -s "$host" -p "$port" -d "$query" "${dnssec[@]}" \
             -c "$CLIENTS" -T 1 -q "$OUTSTANDING" -t "$TIMEOUT" -l "$DURATION" > "$base.load.txt" 2>&1 || true
         if [ -n "$scraper" ]; then kill "$scraper" 2>/dev/null || true; wait "$scraper" 2>/dev/null || true; fi
         t1="$(bench_ticks "$pid")"; c1="$(bench_cpu_ticks "$SERVER_CPU")"; w1="$(date +%s.%N)"
         share="$(bench_share "$t0" "$t1" "$w0" "$w1")"
         busy="$(bench_share "$c0" "$c1" "$w0" "$w1")"
-        "${CLI[@]}" taskset -c "$CLIENT_CPU" dnsperf -s "$host" -p "$port" -d "$WORK/query.txt" \
+        "${CLI[@]}" taskset -c "$CLIENT_CPU" dnsperf -s "$host" -p "$port" -d "$query" "${dnssec[@]}" \
             -c 1 -T 1 -Q "$LAT_QPS" -t "$TIMEOUT" -l "$LAT_DURATION" -v > "$base.lat.txt" 2>&1 || true
         bench_latencies "$base.lat.txt" "$base.lat.sorted"
         qps="$(bench_field "$base.load.txt" 'Queries per second:')"
@@ -536,6 +573,13 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
     if [ -n "${PERCORE[failover:sextant-rr-dashboard]:-}" ]; then
         qa="$(col failover:sextant-rr-dashboard 3 | bench_median)"; qb="$(col failover:sextant-rr 3 | bench_median)"
         echo "Dashboard open against none (sextant-rr-dashboard / sextant-rr): queries/s $(awk -v a="$qa" -v b="$qb" 'BEGIN { if (b > 0) printf "%.3fx", a / b; else printf "?" }'), per core $(ratio failover:sextant-rr-dashboard failover:sextant-rr)"
+    fi
+    if [ -n "${PERCORE[signed:sextant-signed-rr]:-}" ] && [ -n "${PERCORE[signed:sextant-rr-do]:-}" ]; then
+        echo
+        echo "Signed against unsigned, both asked with DO (sextant-signed-rr / sextant-rr-do): per core $(ratio signed:sextant-signed-rr signed:sextant-rr-do)"
+    fi
+    if [ -n "${PERCORE[cold:sextant-signed-cold]:-}" ]; then
+        echo "Cold (a new name each query, its NSEC signed): ${PERCORE[cold:sextant-signed-cold]} signed answers per second per core"
     fi
     [ -n "$XDP_CHECK" ] && { echo; echo "$XDP_CHECK"; }
     if [ -n "${PERCORE[static:knot-xdp]:-}" ] && [ -n "${PERCORE[static:knot]:-}" ]; then
