@@ -7,6 +7,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sextant_test_support::prelude::*;
 
@@ -392,4 +393,92 @@ fn a_broken_signature_fails_validation() {
             "delv {name} {rtype} with broken signatures:\n{out}"
         );
     }
+}
+
+/// A ZSK rollover by pre-publication, compressed into seconds: the new key
+/// is published 4 s after the start, signs from 8 s (when the old one
+/// stops), the old one leaves at 12 s, all by the times of `add dns key`
+/// (unix seconds here). A real validator checks an answer and the DNSKEY
+/// RRset every half second throughout: never a failure, and both keys
+/// sign in turn.
+#[test]
+fn zsk_rollover_validates_at_every_step() {
+    let net = Net::new("dnssec_rollover");
+    let scratch = net.scratch();
+    let dir = &scratch.0;
+    let (ksk, zsk) = keys(dir);
+    let zsk2 = keygen(dir, &["example.com"]);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let (publish, switch, delete) = (now + 4, now + 8, now + 12);
+    let text = config(&net, &ksk, &zsk)
+        .replace(
+            &format!("{zsk}.private\n"),
+            &format!("{zsk}.private -inactive {switch} -delete {delete}\n"),
+        )
+        .replace(
+            "add dns zone example.com",
+            &format!(
+                "add dns key example.com.zsk2 {zsk2}.key {zsk2}.private -publish {publish} -activate {switch}\n\
+                 add dns zone example.com"
+            ),
+        )
+        .replace("example.com.ksk example.com.zsk\n", "example.com.ksk example.com.zsk example.com.zsk2\n");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &text);
+    let anchors = delv_anchors(dir, &ds_lines(&s.config));
+    let tag = |base: &str| {
+        base.rsplit('+')
+            .next()
+            .unwrap()
+            .trim_start_matches('0')
+            .to_string()
+    };
+    let (old_tag, new_tag) = (tag(&zsk), tag(&zsk2));
+    let mut signers = Vec::new();
+    let mut key_counts = Vec::new();
+    let end = Instant::now() + Duration::from_secs(delete - now + 2);
+    while Instant::now() < end {
+        let answer = delv(net.dns_addr(), &anchors, "app.example.com", "A");
+        assert!(
+            answer.contains("; fully validated"),
+            "at +{}s:\n{answer}",
+            elapsed(now)
+        );
+        let signer = answer
+            .lines()
+            .find(|l| l.contains("RRSIG\tA "))
+            .and_then(|l| l.split_whitespace().nth(10))
+            .unwrap_or_default()
+            .to_string();
+        if signers.last() != Some(&signer) {
+            signers.push(signer);
+        }
+        let keys = delv(net.dns_addr(), &anchors, "example.com", "DNSKEY");
+        assert!(
+            keys.contains("; fully validated"),
+            "at +{}s:\n{keys}",
+            elapsed(now)
+        );
+        let count = keys.lines().filter(|l| l.contains("\tDNSKEY\t")).count();
+        if key_counts.last() != Some(&count) {
+            key_counts.push(count);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(
+        signers,
+        vec![old_tag, new_tag],
+        "the ZSKs that signed, in turn"
+    );
+    assert_eq!(key_counts, vec![2, 3, 2], "DNSKEY RRset sizes, in turn");
+}
+
+/// Seconds since `start` (unix seconds), for messages.
+fn elapsed(start: u64) -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs().saturating_sub(start))
+        .unwrap_or(0)
 }
