@@ -26,6 +26,10 @@ pub struct DnssecWorker {
     pub(crate) nsec: Vec<u8>,
     /// Types at a name, for an NSEC's bitmap.
     pub(crate) types: Vec<u16>,
+    /// Signatures made so far, as counted in the server's statistics.
+    pub(crate) counted: u64,
+    /// Whether the response being built carries a signature.
+    pub(crate) signed: bool,
     rng: ring::rand::SystemRandom,
 }
 
@@ -38,6 +42,8 @@ impl Default for DnssecWorker {
             set: RrsetBuf::default(),
             nsec: Vec::with_capacity(300),
             types: Vec::with_capacity(16),
+            counted: 0,
+            signed: false,
             rng: ring::rand::SystemRandom::new(),
         }
     }
@@ -75,6 +81,19 @@ impl DnssecWorker {
         self.signers.get(zone.index()).and_then(Option::as_ref)
     }
 
+    /// Counts the response just built in `stats`: signed or not, and the
+    /// signatures made for it.
+    pub(crate) fn count(&mut self, stats: &crate::stats::DnsStats, shard: usize) {
+        use crate::stats::Counter;
+        if std::mem::take(&mut self.signed) {
+            stats.incr(shard, Counter::DnssecSigned);
+        }
+        while self.counted < self.cache.counters.misses {
+            stats.incr(shard, Counter::DnssecSignatures);
+            self.counted += 1;
+        }
+    }
+
     /// Whether any zone is signed.
     pub fn any(&self) -> bool {
         self.signers.iter().any(Option::is_some)
@@ -97,6 +116,7 @@ impl DnssecWorker {
                 .rrsig(z, k, &self.set, now, &self.rng)
                 .map_err(|_| crate::wire::build::BadName("a signature could not be made"))?;
             emit(rrsig)?;
+            self.signed = true;
         }
         Ok(())
     }

@@ -128,6 +128,9 @@ pub fn respond(
             };
             let answered = ctx.answer(&q, source, transport, extras, out);
             let reason = ctx.reason;
+            if !snapshot.model().dnssec.is_empty() {
+                worker.dnssec.count(stats, shard);
+            }
             if let Some(log) = shared.query_log.get()
                 && log.sampled(&mut worker.log_turn)
             {

@@ -41,9 +41,13 @@ pub enum Counter {
     /// Frames the XDP path took off its interface (the queries among them
     /// count in `QueriesUdp` too).
     QueriesXdp,
+    /// Responses that carried DNSSEC signatures (DO set, a signed zone).
+    DnssecSigned,
+    /// RRSIGs made (signature cache misses; the rest came from the cache).
+    DnssecSignatures,
 }
 
-const COUNTERS: usize = 18;
+const COUNTERS: usize = 20;
 /// A power of two; more shards than cores keeps collisions rare.
 const SHARDS: usize = 16;
 
@@ -96,6 +100,8 @@ pub struct StatsSnapshot {
     pub cookie_invalid: u64,
     pub tcp_idle_closed: u64,
     pub queries_xdp: u64,
+    pub dnssec_signed: u64,
+    pub dnssec_signatures: u64,
 }
 
 impl DnsStats {
@@ -136,6 +142,8 @@ impl DnsStats {
             cookie_invalid: self.get(Counter::CookieInvalid),
             tcp_idle_closed: self.get(Counter::TcpIdleClosed),
             queries_xdp: self.get(Counter::QueriesXdp),
+            dnssec_signed: self.get(Counter::DnssecSigned),
+            dnssec_signatures: self.get(Counter::DnssecSignatures),
         }
     }
 }

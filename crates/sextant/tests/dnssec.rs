@@ -251,6 +251,25 @@ fn delv_fully_validates_every_kind_of_answer() {
     assert!(!plain.contains("RRSIG"), "{plain}");
     let nx = dig(None, dns, &["nosuch.example.com", "A"]);
     assert!(nx.contains("status: NXDOMAIN"), "{nx}");
+    // Signed responses and the signatures made are counted; the caches
+    // answered the rest.
+    let metrics = s.request("GET", "/metrics", &[], "").body;
+    let value = |series: &str| -> u64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(series))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in /metrics:\n{metrics}"))
+    };
+    let (signed, made) = (
+        value("sextant_dnssec_signed_responses_total "),
+        value("sextant_dnssec_signatures_total "),
+    );
+    assert!(
+        signed >= 15 && made > 0 && made <= 2 * signed,
+        "{signed} signed responses, {made} signatures made"
+    );
     let signed_nx = dig(None, dns, &["+dnssec", "nosuch.example.com", "A"]);
     assert!(
         signed_nx.contains("status: NOERROR")

@@ -273,6 +273,18 @@ impl Collector for DnsCollector {
             "TCP connections closed for idleness or a stalled query",
             c.tcp_idle_closed,
         )?;
+        counter(
+            e,
+            "sextant_dnssec_signed_responses",
+            "Responses that carried DNSSEC signatures (the query had DO, the zone is signed)",
+            c.dnssec_signed,
+        )?;
+        counter(
+            e,
+            "sextant_dnssec_signatures",
+            "RRSIGs made (signature cache misses; the other signatures came from the cache)",
+            c.dnssec_signatures,
+        )?;
         counters(
             e,
             "sextant_dns_decisions",
