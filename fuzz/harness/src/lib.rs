@@ -138,16 +138,47 @@ fn responder() -> &'static Mutex<Responder> {
     static STATE: OnceLock<Mutex<Responder>> = OnceLock::new();
     STATE.get_or_init(|| {
         Mutex::new(Responder {
-            shared: sextant_dns::DnsShared::new(model::snapshot()),
+            shared: sextant_dns::DnsShared::new(signed(model::snapshot())),
             worker: sextant_dns::Worker::new(1),
             out: Vec::with_capacity(sextant_dns::MAX_MESSAGE),
         })
     })
 }
 
+/// The model with its zone signed (a KSK and a ZSK, ECDSA P-256), so that
+/// queries with DO run the signing path too.
+fn signed(snapshot: sextant_core::Snapshot) -> sextant_core::Snapshot {
+    use sextant_dnssec::key::{Algorithm, from_files, generate};
+    let rng = ring::rand::SystemRandom::new();
+    let mut model = snapshot.model().clone();
+    let keys = [true, false]
+        .into_iter()
+        .filter_map(|ksk| {
+            let k = generate(
+                "example.com",
+                Algorithm::EcdsaP256Sha256,
+                ksk,
+                3600,
+                0,
+                &rng,
+            )
+            .ok()?;
+            let (_, mut key, _) = from_files("k", &k.key_file, &k.private_file).ok()?;
+            key.timing = Default::default();
+            Some(key)
+        })
+        .collect();
+    model.dnssec.push(sextant_core::dnssec::SignedZone {
+        zone: sextant_core::ZoneId::new(0),
+        keys,
+        dnskey_ttl: 3600,
+    });
+    sextant_core::Snapshot::new(Arc::new(model), 1)
+}
+
 /// The whole answer path (`sextant_dns::respond`, as the UDP and TCP loops
 /// call it) over the model of the sextant-dns tests (a zone, round robin,
-/// multi-IP over 40 services, ECS hashing, persistence). Over both
+/// multi-IP over 40 services, ECS hashing, persistence), signed. Over both
 /// transports: no reply to a packet shorter than a header or with QR=1;
 /// a reply carries the query's ID and opcode and has QR set; over UDP it
 /// is at most 512 bytes without EDNS and at most `udp_limit` (the cap
