@@ -40,6 +40,7 @@ fn config(net: &Net, ksk: &str, zsk: &str) -> String {
         "{}add dns addRec ns1.example.com {server}\n\
          add dns cnameRec www.example.com app.example.com\n\
          add dns txtRec example.com \"v=spf1 -all\"\n\
+         add dns txtRec big.example.com {big}\n\
          add dns mxRec example.com -mx mail.example.com -pref 10\n\
          add dns addRec mail.example.com 192.0.2.25\n\
          add dns nsRec child.example.com ns.child.example.com\n\
@@ -57,7 +58,17 @@ fn config(net: &Net, ksk: &str, zsk: &str) -> String {
         net.svc_ip(1),
         net.svc_ip(2),
         server = net.server_ip(),
+        big = big_txt(),
     )
+}
+
+/// Five 220-byte strings: an RRset that fits 1232 bytes of UDP unsigned
+/// (about 1,160 bytes of answer), and not with its signature.
+fn big_txt() -> String {
+    (0..5)
+        .map(|i| format!("\"{}\"", char::from(b'a' + i).to_string().repeat(220)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The DS lines `sextant dnssec ds` prints for the zone of `conf`.
@@ -270,6 +281,17 @@ fn delv_fully_validates_every_kind_of_answer() {
         signed >= 15 && made > 0 && made <= 2 * signed,
         "{signed} signed responses, {made} signatures made"
     );
+    // An answer that fits UDP unsigned but not signed: TC, as any answer
+    // too big (the resolver retries over TCP, where it fits).
+    let unsigned_big = dig(None, dns, &["+ignore", "big.example.com", "TXT"]);
+    assert!(
+        unsigned_big.contains("flags: qr aa;") && unsigned_big.contains("ANSWER: 1,"),
+        "{unsigned_big}"
+    );
+    let signed_big = dig(None, dns, &["+ignore", "+dnssec", "big.example.com", "TXT"]);
+    assert!(signed_big.contains("flags: qr aa tc;"), "{signed_big}");
+    let out = delv(dns, &anchors, "big.example.com", "TXT");
+    assert!(out.contains("; fully validated"), "over TCP:\n{out}");
     let signed_nx = dig(None, dns, &["+dnssec", "nosuch.example.com", "A"]);
     assert!(
         signed_nx.contains("status: NOERROR")
