@@ -114,3 +114,69 @@ impl ZoneSigner {
         self.synced(now).next().is_some()
     }
 }
+
+/// What is wrong with a signed zone's keys at `now`, in words for the
+/// operator: RRsets no active key signs (a validator would find them
+/// bogus), published keys none of which is active. Empty when the zone
+/// signs everything.
+pub fn signing_gaps(zone: &ZoneSigner, now: u64) -> Vec<String> {
+    let mut gaps = Vec::new();
+    let when = |t: Option<u64>| t.map(crate::time::format);
+    let next = |ksk: bool| {
+        zone.keys
+            .iter()
+            .filter(|k| k.ksk == ksk || zone.single_kind)
+            .filter_map(|k| k.timing.activate.filter(|t| *t > now))
+            .min()
+    };
+    if zone.signing(TYPE_DNSKEY, now).next().is_none() {
+        gaps.push(format!(
+            "zone {}: no key signs its DNSKEY RRset now{}: validating resolvers will find the zone bogus",
+            zone.apex,
+            when(next(true)).map(|t| format!(" (the first activates at {t} UTC)")).unwrap_or_default()
+        ));
+    }
+    if zone
+        .signing(sextant_core::records::TYPE_A, now)
+        .next()
+        .is_none()
+    {
+        gaps.push(format!(
+            "zone {}: no key signs its records now{}: validating resolvers will find its answers bogus",
+            zone.apex,
+            when(next(false)).map(|t| format!(" (the first activates at {t} UTC)")).unwrap_or_default()
+        ));
+    }
+    gaps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{Algorithm, from_files, generate};
+    use sextant_core::model::ZoneId;
+
+    #[test]
+    fn a_zone_whose_keys_are_not_active_yet_is_reported() {
+        let rng = ring::rand::SystemRandom::new();
+        let now = 1_800_000_000;
+        let keys = [true, false]
+            .into_iter()
+            .map(|ksk| {
+                let k =
+                    generate("example.com", Algorithm::Ed25519, ksk, 3600, now + 60, &rng).unwrap();
+                from_files("k", &k.key_file, &k.private_file).unwrap().1
+            })
+            .collect();
+        let signed = SignedZone {
+            zone: ZoneId::new(0),
+            keys,
+            dnskey_ttl: 3600,
+        };
+        let z = ZoneSigner::new(&signed, "example.com").unwrap();
+        let gaps = signing_gaps(&z, now);
+        assert_eq!(gaps.len(), 2, "{gaps:?}");
+        assert!(gaps[0].contains("activates at 20270115080100"), "{gaps:?}");
+        assert!(signing_gaps(&z, now + 60).is_empty());
+    }
+}

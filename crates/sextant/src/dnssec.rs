@@ -48,6 +48,25 @@ pub enum DnssecCommand {
     },
 }
 
+/// What is wrong, at this moment, with the keys of the signed zones of
+/// `model` (zones whose RRsets no active key signs), for `check` and each
+/// (re)load's log.
+pub fn signing_gaps(model: &sextant_core::Model) -> Vec<String> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    model
+        .dnssec
+        .iter()
+        .filter_map(|s| {
+            let apex = &model.zones.get(s.zone)?.apex;
+            sextant_dnssec::ZoneSigner::new(s, apex).ok()
+        })
+        .flat_map(|z| sextant_dnssec::zone::signing_gaps(&z, now))
+        .collect()
+}
+
 pub fn run(command: DnssecCommand) -> anyhow::Result<()> {
     match command {
         DnssecCommand::Keygen {

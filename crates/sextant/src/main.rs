@@ -404,6 +404,9 @@ fn check(file: &std::path::Path) -> ExitCode {
             for w in &model.warnings {
                 eprintln!("warning: {w}");
             }
+            for w in dnssec::signing_gaps(&model) {
+                eprintln!("warning: {}: {w}", file.display());
+            }
             let records = match model.dc_records.len() {
                 0 => String::new(),
                 n => format!(", {n} datacenter-mode records"),

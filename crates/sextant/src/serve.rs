@@ -786,6 +786,9 @@ fn start_dns(
 }
 
 fn log_start(model: &Model, file: &Path) {
+    for gap in crate::dnssec::signing_gaps(model) {
+        warn!("DNSSEC: {gap}");
+    }
     let local = model.local_site.map(|s| model.site(s));
     if let Some((site, parent)) = local.and_then(|s| s.parent.map(|p| (s, model.site(p)))) {
         warn!(
@@ -1276,6 +1279,9 @@ async fn state_task(
                         total_ms = signalled.elapsed().as_millis() as u64,
                         "configuration reloaded"
                     );
+                    for gap in crate::dnssec::signing_gaps(engine.model()) {
+                        warn!("DNSSEC: {gap}");
+                    }
                     continue;
                 }
                 Input::Reloaded { result: Err(e), done, .. } => {

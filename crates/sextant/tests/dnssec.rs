@@ -175,6 +175,23 @@ fn keygen_writes_bind_key_files_and_ds_reads_them() {
         from_config[0].replacen(" IN DS", " 3600 IN DS", 1)
     );
 
+    // A ZSK that signs only from 2030: valid, with a warning that nothing
+    // signs the zone's records until then.
+    let later = config(&net, &ksk, &zsk).replace(
+        &format!("{zsk}.private\n"),
+        &format!("{zsk}.private -activate 20300101000000\n"),
+    );
+    fs::write(&conf, &later).expect("write config");
+    let out = SEXTANT.run(&["check", conf.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "zone example.com: no key signs its records now (the first activates at 20300101000000 UTC)"
+        ),
+        "{}",
+        output_text(&out)
+    );
+
     // A key file whose halves are not one pair: the configuration line and
     // the reason.
     let other = keygen(dir, &["--algorithm", "ED25519", "example.com"]);
