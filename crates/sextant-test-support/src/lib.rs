@@ -15,6 +15,8 @@
 //! * [`dns_proxy`]: a UDP relay that breaks the RRSIGs it carries, on demand;
 //! * [`ldns`]: an LDNS emulator, a DNS responder over UDP and TCP whose
 //!   answers are delayed per source address (the per-site RTT);
+//! * [`resolver`]: real validating resolvers in front of the server under
+//!   test: Unbound as the LDNS (with the zone's trust anchor) and `delv`;
 //! * [`backend`]: TCP and HTTP backends;
 //! * [`browser`]: headless chromium driven over the DevTools protocol, for the
 //!   dashboard's tests;
@@ -73,6 +75,7 @@ pub mod netns;
 #[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod process;
 pub mod prometheus;
+pub mod resolver;
 pub mod scratch;
 pub mod sites;
 #[allow(unsafe_code)] // system calls; each block says why it is sound
@@ -94,6 +97,7 @@ pub mod prelude {
     pub use crate::net::*;
     pub use crate::netns::Netns;
     pub use crate::process::*;
+    pub use crate::resolver::{Delv, Unbound, delv};
     pub use crate::scratch::Scratch;
     pub use crate::sites::{Sites, wait_mesh_up};
     pub use crate::wait::*;
