@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sextant_test_support::prelude::*;
+use sextant_test_support::resolver;
 
 const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
 
@@ -87,38 +88,16 @@ fn ds_lines(conf: &Path) -> Vec<String> {
         .collect()
 }
 
-/// delv's trust anchors from DS lines (`example.com. IN DS TAG ALG 2 HEX`).
-fn delv_anchors(dir: &Path, ds: &[String]) -> String {
-    let mut text = String::from("trust-anchors {\n");
-    for line in ds {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        text.push_str(&format!(
-            "  {} static-ds {} {} {} \"{}\";\n",
-            f[0], f[3], f[4], f[5], f[6]
-        ));
-    }
-    text.push_str("};\n");
-    let path = dir.join("anchors.conf");
-    fs::write(&path, text).expect("write anchors");
-    path.display().to_string()
+/// The trust anchor: the DS lines the parent would publish.
+fn anchor(ds: &[String]) -> String {
+    ds.join("\n")
 }
 
-/// `delv @SERVER -a ANCHORS +root=example.com NAME TYPE`: its output.
-fn delv(server: std::net::SocketAddr, anchors: &str, name: &str, rtype: &str) -> String {
-    let out = std::process::Command::new("delv")
-        .args([
-            &format!("@{}", server.ip()),
-            "-p",
-            &server.port().to_string(),
-        ])
-        .args(["-a", anchors, "+root=example.com", name, rtype])
-        .output()
-        .expect("run delv (bind9-dnsutils; scripts/setup.sh installs it)");
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+/// BIND's delv (the shared harness) asking `server` for `name` `rtype`
+/// with `anchor` as example.com's trust anchor: its whole output.
+fn validate(server: std::net::SocketAddr, anchor: &str, name: &str, rtype: &str) -> String {
+    let d = resolver::delv(server, "example.com", anchor, name, rtype);
+    format!("{}{}", d.stdout, d.stderr)
 }
 
 #[test]
@@ -219,13 +198,16 @@ fn keygen_writes_bind_key_files_and_ds_reads_them() {
 
 #[test]
 fn delv_fully_validates_every_kind_of_answer() {
+    if !resolver::tools_present() {
+        return;
+    }
     let net = Net::new("dnssec_delv");
     let scratch = net.scratch();
     let dir = &scratch.0;
     let (ksk, zsk) = keys(dir);
     let text = config(&net, &ksk, &zsk);
     let s = Server::start(SEXTANT, &net, Syntax::Conf, &text);
-    let anchors = delv_anchors(dir, &ds_lines(&s.config));
+    let anchors = anchor(&ds_lines(&s.config));
     let dns = net.dns_addr();
     for (name, rtype, want) in [
         ("app.example.com", "A", "app.example.com."),
@@ -241,7 +223,7 @@ fn delv_fully_validates_every_kind_of_answer() {
         ("example.com", "DNSKEY", "DNSKEY\t257 3 13"),
         ("mail.example.com", "A", "192.0.2.25"),
     ] {
-        let out = delv(dns, &anchors, name, rtype);
+        let out = validate(dns, &anchors, name, rtype);
         assert!(
             out.contains("; fully validated") && out.contains(want),
             "delv {name} {rtype}:\n{out}"
@@ -254,14 +236,14 @@ fn delv_fully_validates_every_kind_of_answer() {
         ("app.example.com", "AAAA"),
         ("example.com", "CDS"),
     ] {
-        let out = delv(dns, &anchors, name, rtype);
+        let out = validate(dns, &anchors, name, rtype);
         assert!(
             out.contains("; negative response, fully validated"),
             "delv {name} {rtype}:\n{out}"
         );
     }
     // A CNAME to a name without the type: the CNAME, then the proof.
-    let out = delv(dns, &anchors, "www.example.com", "TXT");
+    let out = validate(dns, &anchors, "www.example.com", "TXT");
     assert!(
         out.contains("; fully validated")
             && out.contains("NSEC \\000.app.example.com. A AAAA RRSIG NSEC")
@@ -269,7 +251,7 @@ fn delv_fully_validates_every_kind_of_answer() {
         "delv www.example.com TXT:\n{out}"
     );
     // The delegated child is proved unsigned.
-    let out = delv(dns, &anchors, "child.example.com", "DS");
+    let out = validate(dns, &anchors, "child.example.com", "DS");
     assert!(
         out.contains("; negative response, fully validated"),
         "delv child.example.com DS:\n{out}"
@@ -307,7 +289,7 @@ fn delv_fully_validates_every_kind_of_answer() {
     );
     let signed_big = dig(None, dns, &["+ignore", "+dnssec", "big.example.com", "TXT"]);
     assert!(signed_big.contains("flags: qr aa tc;"), "{signed_big}");
-    let out = delv(dns, &anchors, "big.example.com", "TXT");
+    let out = validate(dns, &anchors, "big.example.com", "TXT");
     assert!(out.contains("; fully validated"), "over TCP:\n{out}");
     let signed_nx = dig(None, dns, &["+dnssec", "nosuch.example.com", "A"]);
     assert!(
@@ -321,6 +303,9 @@ fn delv_fully_validates_every_kind_of_answer() {
 /// appliance's lines do.
 #[test]
 fn toml_zone_keys_sign_the_zone() {
+    if !resolver::tools_present() {
+        return;
+    }
     let net = Net::new("dnssec_toml");
     let scratch = net.scratch();
     let dir = &scratch.0;
@@ -334,8 +319,8 @@ fn toml_zone_keys_sign_the_zone() {
         net.svc_ip(1)
     );
     let s = Server::start(SEXTANT, &net, Syntax::Toml, &text);
-    let anchors = delv_anchors(dir, &ds_lines(&s.config));
-    let out = delv(net.dns_addr(), &anchors, "app.example.com", "A");
+    let anchors = anchor(&ds_lines(&s.config));
+    let out = validate(net.dns_addr(), &anchors, "app.example.com", "A");
     assert!(out.contains("; fully validated"), "{out}");
     // The DNSKEY RRset's TTL is the first key's (its .key file's 3600).
     let keys = dig(
@@ -354,6 +339,9 @@ fn toml_zone_keys_sign_the_zone() {
 /// service) validate with the one DS the parent holds.
 #[test]
 fn parent_sites_sign_alike() {
+    if !resolver::tools_present() {
+        return;
+    }
     let net = Net::for_sites("dnssec_parents", 2);
     let scratch = net.scratch();
     let (ksk, zsk) = keys(&scratch.0);
@@ -379,7 +367,7 @@ fn parent_sites_sign_alike() {
     };
     let servers = sites.start(SEXTANT, &scratch, conf);
     wait_mesh_up(&servers);
-    let anchors = delv_anchors(&scratch.0, &ds_lines(&servers[0].config));
+    let anchors = anchor(&ds_lines(&servers[0].config));
     assert_eq!(
         ds_lines(&servers[0].config),
         ds_lines(&servers[1].config),
@@ -408,7 +396,7 @@ fn parent_sites_sign_alike() {
             EVENTUALLY,
             &format!("{} answers app.example.com", s.name),
             || {
-                let out = delv(s.dns.server, &anchors, "app.example.com", "A");
+                let out = validate(s.dns.server, &anchors, "app.example.com", "A");
                 if !out.contains("; fully validated") {
                     return Err(out);
                 }
@@ -428,24 +416,27 @@ fn parent_sites_sign_alike() {
 /// fails validation: the checks above can fail.
 #[test]
 fn a_broken_signature_fails_validation() {
+    if !resolver::tools_present() {
+        return;
+    }
     let net = Net::new("dnssec_broken");
     let scratch = net.scratch();
     let dir = &scratch.0;
     let (ksk, zsk) = keys(dir);
     let s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net, &ksk, &zsk));
-    let anchors = delv_anchors(dir, &ds_lines(&s.config));
+    let anchors = anchor(&ds_lines(&s.config));
     let relay = SignatureBreaker::start(
         std::net::SocketAddr::from((net.client_ip(1), 0)),
         net.dns_addr(),
     );
-    let out = delv(relay.addr, &anchors, "app.example.com", "A");
+    let out = validate(relay.addr, &anchors, "app.example.com", "A");
     assert!(
         out.contains("; fully validated"),
         "through the relay, untouched:\n{out}"
     );
     relay.set_breaking(true);
     for (name, rtype) in [("app.example.com", "A"), ("nosuch.example.com", "A")] {
-        let out = delv(relay.addr, &anchors, name, rtype);
+        let out = validate(relay.addr, &anchors, name, rtype);
         assert!(
             !out.contains("fully validated") && out.contains("resolution failed"),
             "delv {name} {rtype} with broken signatures:\n{out}"
@@ -456,11 +447,15 @@ fn a_broken_signature_fails_validation() {
 /// A ZSK rollover by pre-publication, compressed into seconds: the new key
 /// is published 4 s after the start, signs from 8 s (when the old one
 /// stops), the old one leaves at 12 s, all by the times of `add dns key`
-/// (unix seconds here). A real validator checks an answer and the DNSKEY
-/// RRset every half second throughout: never a failure, and both keys
-/// sign in turn.
+/// (unix seconds here), with a DNSKEY TTL of 2 s. Every half second delv
+/// checks an answer and the DNSKEY RRset, and Unbound (which caches the
+/// DNSKEY RRset for its TTL) a name never asked before, whose proof is
+/// signed at that moment: never a failure, and both keys sign in turn.
 #[test]
 fn zsk_rollover_validates_at_every_step() {
+    if !resolver::tools_present() {
+        return;
+    }
     let net = Net::new("dnssec_rollover");
     let scratch = net.scratch();
     let dir = &scratch.0;
@@ -483,9 +478,12 @@ fn zsk_rollover_validates_at_every_step() {
                  add dns zone example.com"
             ),
         )
-        .replace("example.com.ksk example.com.zsk\n", "example.com.ksk example.com.zsk example.com.zsk2\n");
+        .replace("example.com.ksk example.com.zsk\n", "example.com.ksk example.com.zsk example.com.zsk2\n")
+        .replace(&format!("{ksk}.private\n"), &format!("{ksk}.private -TTL 2\n"));
     let s = Server::start(SEXTANT, &net, Syntax::Conf, &text);
-    let anchors = delv_anchors(dir, &ds_lines(&s.config));
+    let anchors = anchor(&ds_lines(&s.config));
+    let v = validating(&net, dir, &s);
+    let mut step = 0;
     let tag = |base: &str| {
         base.rsplit('+')
             .next()
@@ -498,7 +496,7 @@ fn zsk_rollover_validates_at_every_step() {
     let mut key_counts = Vec::new();
     let end = Instant::now() + Duration::from_secs(delete - now + 2);
     while Instant::now() < end {
-        let answer = delv(net.dns_addr(), &anchors, "app.example.com", "A");
+        let answer = validate(net.dns_addr(), &anchors, "app.example.com", "A");
         assert!(
             answer.contains("; fully validated"),
             "at +{}s:\n{answer}",
@@ -513,13 +511,23 @@ fn zsk_rollover_validates_at_every_step() {
         if signers.last() != Some(&signer) {
             signers.push(signer);
         }
-        let keys = delv(net.dns_addr(), &anchors, "example.com", "DNSKEY");
+        let keys = validate(net.dns_addr(), &anchors, "example.com", "DNSKEY");
         assert!(
             keys.contains("; fully validated"),
             "at +{}s:\n{keys}",
             elapsed(now)
         );
         let count = keys.lines().filter(|l| l.contains("\tDNSKEY\t")).count();
+        step += 1;
+        let fresh = v
+            .unbound
+            .ask(&format!("step{step}.example.com"), RecordType::A);
+        assert!(
+            resolver::authentic(&fresh),
+            "Unbound at +{}s: {fresh:?}\n{}",
+            elapsed(now),
+            v.unbound.log()
+        );
         if key_counts.last() != Some(&count) {
             key_counts.push(count);
         }
@@ -539,4 +547,113 @@ fn elapsed(start: u64) -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs().saturating_sub(start))
         .unwrap_or(0)
+}
+
+/// Unbound, as the LDNS of the clients, in front of Sextant (through a
+/// relay that can break signatures), with the DS as its trust anchor.
+struct Validating {
+    unbound: Unbound,
+    relay: SignatureBreaker,
+}
+
+fn validating(net: &Net, dir: &Path, server: &Server) -> Validating {
+    let relay = SignatureBreaker::start(
+        std::net::SocketAddr::from((net.client_ip(1), 0)),
+        net.dns_addr(),
+    );
+    let ip = net.client_ip(2);
+    let listen = std::net::SocketAddr::from((ip, free_port(ip.into())));
+    let unbound = Unbound::start(
+        &dir.join("unbound"),
+        listen,
+        "example.com",
+        relay.addr,
+        &anchor(&ds_lines(&server.config)),
+    );
+    Validating { unbound, relay }
+}
+
+/// Unbound validates Sextant's answers (AD) for every kind of name, and
+/// fails them (SERVFAIL, the reason in its log) once the signatures are
+/// broken on the wire; mended, AD again.
+#[test]
+fn unbound_validates_answers_and_refuses_broken_signatures() {
+    if !resolver::tools_present() {
+        return;
+    }
+    let net = Net::new("dnssec_unbound");
+    let scratch = net.scratch();
+    let dir = &scratch.0;
+    let (ksk, zsk) = keys(dir);
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net, &ksk, &zsk));
+    let v = validating(&net, dir, &s);
+    let ask = |name: &str, rtype: RecordType| v.unbound.ask(name, rtype);
+    // Positive answers: a GSLB name, a CNAME to it, static names.
+    for (name, rtype, records) in [
+        ("app.example.com", RecordType::A, 1),
+        ("www.example.com", RecordType::A, 2),
+        ("example.com", RecordType::TXT, 1),
+        ("example.com", RecordType::MX, 1),
+        ("mail.example.com", RecordType::A, 1),
+        ("example.com", RecordType::DNSKEY, 2),
+    ] {
+        let m = ask(name, rtype);
+        assert!(
+            resolver::authentic(&m) && resolver::rcode(&m) == ResponseCode::NoError,
+            "{name} {rtype}: {m:?}\n{}",
+            v.unbound.log()
+        );
+        let got = m
+            .answers
+            .iter()
+            .filter(|r| r.record_type() != RecordType::RRSIG)
+            .count();
+        assert!(got >= records, "{name} {rtype}: {got} records: {m:?}");
+    }
+    // Negative answers, proved: a name that does not exist (compact
+    // denial: NOERROR, no records) and types a name does not have.
+    for (name, rtype) in [
+        ("nosuch.example.com", RecordType::A),
+        ("app.example.com", RecordType::MX),
+        ("app.example.com", RecordType::AAAA),
+        ("www.example.com", RecordType::TXT),
+    ] {
+        let m = ask(name, rtype);
+        assert!(
+            resolver::authentic(&m)
+                && resolver::rcode(&m) == ResponseCode::NoError
+                && m.answers
+                    .iter()
+                    .all(|r| r.record_type() == RecordType::CNAME
+                        || r.record_type() == RecordType::RRSIG),
+            "{name} {rtype}: {m:?}\n{}",
+            v.unbound.log()
+        );
+    }
+    // The unsigned child: an insecure delegation, answered without AD (the
+    // referral is followed to a server that is not there: SERVFAIL, but
+    // never bogus).
+    let m = ask("child.example.com", RecordType::DS);
+    assert!(
+        resolver::authentic(&m) && m.answers.is_empty(),
+        "child.example.com DS, proved absent: {m:?}\n{}",
+        v.unbound.log()
+    );
+
+    // Broken on the wire: bogus, SERVFAIL, and the log says why.
+    v.relay.set_breaking(true);
+    v.unbound.flush("example.com");
+    for name in ["app.example.com", "other.example.com"] {
+        let m = ask(name, RecordType::A);
+        assert_eq!(resolver::rcode(&m), ResponseCode::ServFail, "{name}: {m:?}");
+    }
+    eventually(EVENTUALLY, "unbound logs the failed validation", || {
+        let log = v.unbound.log();
+        log.contains("validation failure") || log.contains("signature crypto failed")
+    });
+    // Mended: validated again.
+    v.relay.set_breaking(false);
+    v.unbound.flush("example.com");
+    let m = ask("app.example.com", RecordType::A);
+    assert!(resolver::authentic(&m), "{m:?}\n{}", v.unbound.log());
 }
