@@ -378,10 +378,22 @@ fn zone_command_options() {
         3,
         &["-proxyMode is required"],
     );
+    // The appliance's DNSSEC switches are accepted (a zone with keys is
+    // signed, docs/dnssec.md); a value other than ENABLED/DISABLED is not,
+    // nor a key that no `add dns key` names.
+    let m = ok(&format!(
+        "{ZONE}add dns zone example.com -proxyMode NO -dnssecOffload ENABLED -nsec ENABLED\n"
+    ));
+    assert!(m.dnssec.is_empty(), "no keys, nothing signed");
     one_error(
-        &format!("{ZONE}add dns zone example.com -proxyMode NO -dnssecOffload ENABLED\n"),
+        &format!("{ZONE}add dns zone example.com -proxyMode NO -dnssecOffload MAYBE\n"),
         3,
-        &["does not sign zones"],
+        &["-dnssecOffload: expected ENABLED or DISABLED"],
+    );
+    one_error(
+        &format!("{ZONE}add dns zone example.com -proxyMode NO -keyName example.com.ksk\n"),
+        3,
+        &["no key named \"example.com.ksk\"", "add dns key"],
     );
     one_error(
         &format!(
