@@ -25,6 +25,11 @@ pub const HEADER_LEN: usize = 6;
 /// The default limit of `length` (1 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
 
+/// The limit of `length` before a session is authenticated: a Hello, an
+/// AuthProof or a Reject is a few hundred bytes, so nobody who has not
+/// proven a password can make a node buffer more than this.
+pub const HANDSHAKE_MAX_FRAME: usize = 4096;
+
 /// Why a frame cannot be decoded (or encoded).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
@@ -44,6 +49,17 @@ pub enum FrameError {
 ///
 /// Fails (leaving `out` as it was) if the frame would exceed `max`.
 pub fn encode(msg: &Message, max: usize, out: &mut Vec<u8>) -> Result<(), FrameError> {
+    encode_version(msg, PROTOCOL_VERSION, max, out)
+}
+
+/// [`encode`] with another version byte: a Reject to a peer of an older
+/// protocol is framed in its version, so that it can read why.
+pub fn encode_version(
+    msg: &Message,
+    version: u8,
+    max: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), FrameError> {
     let body = msg.to_json().map_err(|e| FrameError::BadJson {
         kind: msg.kind(),
         error: e.to_string(),
@@ -54,7 +70,7 @@ pub fn encode(msg: &Message, max: usize, out: &mut Vec<u8>) -> Result<(), FrameE
     }
     out.reserve(4 + len);
     out.extend_from_slice(&(len as u32).to_be_bytes());
-    out.push(PROTOCOL_VERSION);
+    out.push(version);
     out.push(msg.kind() as u8);
     out.extend_from_slice(&body);
     Ok(())
@@ -102,6 +118,47 @@ pub fn decode(buf: &[u8], max: usize) -> Result<Option<(Message, usize)>, FrameE
     Ok(Some((msg, total)))
 }
 
+/// The length of the first frame of `buf` (header included), once its
+/// length field is in and within `max`; `Ok(None)` means "need more bytes".
+/// Version and kind are not looked at: see [`parse_header`].
+pub fn frame_len(buf: &[u8], max: usize) -> Result<Option<usize>, FrameError> {
+    if buf.len() < 4 {
+        return Ok(None);
+    }
+    let len32 = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    let len = len32 as usize;
+    if len > max {
+        return Err(FrameError::Oversized { len, max });
+    }
+    if len < 2 {
+        return Err(FrameError::TooShort(len32));
+    }
+    Ok((buf.len() >= 4 + len).then_some(4 + len))
+}
+
+/// The version byte and kind of a whole frame. The kind is checked only
+/// for the current version (an older one's kinds are read by the caller).
+pub fn parse_header(frame: &[u8]) -> Result<(u8, Option<Kind>), FrameError> {
+    let (Some(&version), Some(&kind)) = (frame.get(4), frame.get(5)) else {
+        return Err(FrameError::TooShort(frame.len().saturating_sub(4) as u32));
+    };
+    if version != PROTOCOL_VERSION {
+        return Ok((version, Kind::from_byte(kind)));
+    }
+    Ok((
+        version,
+        Some(Kind::from_byte(kind).ok_or(FrameError::UnknownKind(kind))?),
+    ))
+}
+
+/// The message of a frame's body (the JSON after the header).
+pub fn parse_body(kind: Kind, body: &[u8]) -> Result<Message, FrameError> {
+    Message::from_json(kind, body).map_err(|e| FrameError::BadJson {
+        kind,
+        error: e.to_string(),
+    })
+}
+
 /// Reassembles frames from a byte stream.
 #[derive(Debug)]
 pub struct FrameReader {
@@ -143,6 +200,30 @@ impl FrameReader {
             Some((msg, n)) => {
                 self.start += n;
                 Ok(Some(msg))
+            }
+        }
+    }
+
+    /// The next whole frame's bytes (header included), undecoded, if its
+    /// length is within `max`; `Ok(None)` when more bytes are needed. The
+    /// session decides how to read it (sealed or not, which version).
+    pub fn next_frame(&mut self, max: usize) -> Result<Option<&[u8]>, FrameError> {
+        if self.start > 0 && self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        match frame_len(&self.buf[self.start..], max)? {
+            None => {
+                if self.start > 0 {
+                    self.buf.drain(..self.start);
+                    self.start = 0;
+                }
+                Ok(None)
+            }
+            Some(n) => {
+                let at = self.start;
+                self.start += n;
+                Ok(Some(&self.buf[at..at + n]))
             }
         }
     }
@@ -386,7 +467,7 @@ mod tests {
         assert_eq!(kinds.len(), Kind::ALL.len(), "a sample of every kind");
         for m in samples {
             let bytes = encode_to_vec(&m, DEFAULT_MAX_FRAME).unwrap();
-            assert_eq!(bytes[4], 1);
+            assert_eq!(bytes[4], PROTOCOL_VERSION);
             assert_eq!(bytes[5], m.kind() as u8);
             assert_eq!(
                 u32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize,
@@ -471,22 +552,22 @@ mod tests {
             Err(FrameError::TooShort(1))
         );
         assert_eq!(
-            decode(&[0, 0, 0, 4, 2], DEFAULT_MAX_FRAME),
-            Err(FrameError::UnknownVersion(2))
+            decode(&[0, 0, 0, 4, 1], DEFAULT_MAX_FRAME),
+            Err(FrameError::UnknownVersion(1))
         );
         assert_eq!(
-            decode(&[0, 0, 0, 4, 1, 0], DEFAULT_MAX_FRAME),
+            decode(&[0, 0, 0, 4, PROTOCOL_VERSION, 0], DEFAULT_MAX_FRAME),
             Err(FrameError::UnknownKind(0))
         );
         assert_eq!(
-            decode(&[0, 0, 0, 4, 1, 77], DEFAULT_MAX_FRAME),
+            decode(&[0, 0, 0, 4, PROTOCOL_VERSION, 77], DEFAULT_MAX_FRAME),
             Err(FrameError::UnknownKind(77))
         );
     }
 
     #[test]
     fn bad_json_is_an_error() {
-        let mut f = vec![0, 0, 0, 0, 1, Kind::Keepalive as u8];
+        let mut f = vec![0, 0, 0, 0, PROTOCOL_VERSION, Kind::Keepalive as u8];
         f.extend_from_slice(b"{not json");
         let len = (f.len() - 4) as u32;
         f[..4].copy_from_slice(&len.to_be_bytes());
@@ -498,7 +579,7 @@ mod tests {
             })
         ));
         // Valid JSON of the wrong shape.
-        let mut f = vec![0, 0, 0, 0, 1, Kind::Hello as u8];
+        let mut f = vec![0, 0, 0, 0, PROTOCOL_VERSION, Kind::Hello as u8];
         f.extend_from_slice(br#"{"sent_at_ms":1}"#);
         let len = (f.len() - 4) as u32;
         f[..4].copy_from_slice(&len.to_be_bytes());
@@ -515,7 +596,7 @@ mod tests {
             &br#"{"transfer":1,"version":{"incarnation":2,"origin":"P1","digest":"sha256:00"},"ops":[{"swap":3}]}"#[..],
             &br#"{"transfer":1,"version":{"incarnation":2,"origin":"P1"},"text":"x"}"#[..],
         ] {
-            let mut f = vec![0, 0, 0, 0, 1, Kind::ConfigUpdate as u8];
+            let mut f = vec![0, 0, 0, 0, PROTOCOL_VERSION, Kind::ConfigUpdate as u8];
             f.extend_from_slice(body);
             let len = (f.len() - 4) as u32;
             f[..4].copy_from_slice(&len.to_be_bytes());

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod frame;
+pub mod handshake;
 pub mod message;
 pub mod node;
 pub mod session;

@@ -18,7 +18,10 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version carried in every frame header and in [`Hello`].
-pub const PROTOCOL_VERSION: u8 = 1;
+/// Version 2: mutual challenge-response over the transcript of both Hellos
+/// and sealed frames after it (see [`crate::handshake`]); version 1's
+/// one-sided proofs could be relayed.
+pub const PROTOCOL_VERSION: u8 = 2;
 
 /// One protocol message.
 #[derive(Debug, Clone, PartialEq)]
@@ -226,9 +229,10 @@ pub struct Hello {
     pub protocol: u8,
 }
 
-/// The answer to the peer's challenge:
-/// `HMAC-SHA256(secret, peer_nonce || own_site_name [|| tls_binding])`
-/// as lowercase hex, or the empty string when the link has no secret.
+/// The sender's proof over the transcript of both Hellos:
+/// `HMAC-SHA256(secret, label || transcript)` as lowercase hex (the label
+/// says whether the initiator or the acceptor proves; see
+/// [`crate::handshake`]), or the empty string when the link has no secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuthProof {
     pub hmac: String,

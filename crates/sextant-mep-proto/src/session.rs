@@ -8,8 +8,9 @@
 //!
 //! ```text
 //!   new() ──▶ Connecting ──connected()──▶ HelloSent ──peer Hello ok──▶ Authenticating
-//!                 │          (send Hello)     │       (send AuthProof)        │
+//!                 │          (send Hello)     │  (initiator: send AuthProof) │
 //!                 │                           │                   peer AuthProof ok
+//!                 │                           │          (acceptor: send AuthProof)
 //!                 │                           │                               ▼
 //!                 └──── timeout / error / Reject / EOF ──────────▶ Closed ◀── Up
 //! ```
@@ -17,13 +18,22 @@
 //! * Both ends send [`Hello`] as soon as the connection is established, each
 //!   with a fresh 32-byte nonce.
 //! * On the peer's Hello each end checks it (protocol version, site name and
-//!   IP expected for this connection, a well-formed nonce that is not its own)
-//!   and answers the peer's challenge with
-//!   `AuthProof = HMAC-SHA256(secret, peer_nonce || own_site_name [|| tls_binding])`.
-//!   Without a secret the proof is the empty string, and a non-empty proof is
-//!   then refused too: both ends must agree on whether the link has a secret.
+//!   IP expected for this connection, a well-formed nonce that is not its
+//!   own). The initiator (the end that dialled) then proves itself over the
+//!   transcript of both Hellos; the acceptor proves itself only once the
+//!   initiator's proof checks out (see [`crate::handshake`]): nobody can
+//!   make a node sign a challenge it did not take part in. Without a secret
+//!   the proof is the empty string, and a non-empty proof is then refused
+//!   too: both ends must agree on whether the link has a secret.
 //! * On the peer's valid AuthProof the session is Up, and sends a first
 //!   Keepalive at once (so the link RTT is known within one round trip).
+//!   From then on every frame in both directions is sealed
+//!   ([`Action::SendSealed`], [`Session::on_frame_bytes`]): a frame that
+//!   fails its integrity check ends the session.
+//! * Before Up no frame may be longer than [`HANDSHAKE_MAX_FRAME`]
+//!   ([`Session::frame_limit`]).
+//! * A peer of an older protocol is told so in a frame of its own version
+//!   ([`Action::SendLegacy`]) and the session closes with a clear reason.
 //! * Up: a Keepalive every `keepalive_timeout / 3`, each answered with a
 //!   KeepaliveAck echoing its `sent_at_ms`; the RTT is the time from sending
 //!   the keepalive to receiving its echo.
@@ -40,11 +50,10 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use ring::hmac;
-
-use crate::frame::FrameError;
+use crate::frame::{self, FrameError, HANDSHAKE_MAX_FRAME, HEADER_LEN};
+use crate::handshake::{self, Direction, FrameKeys, Transcript};
 use crate::message::{
-    AuthProof, Hello, Keepalive, KeepaliveAck, Message, PROTOCOL_VERSION, Reject, Role,
+    AuthProof, Hello, Keepalive, KeepaliveAck, Kind, Message, PROTOCOL_VERSION, Reject, Role,
 };
 
 /// The reason a session sends to a peer whose proof is wrong.
@@ -98,6 +107,8 @@ pub struct SessionConfig {
     /// parent.
     pub acting_for: Option<String>,
     pub keepalive_timeout: Duration,
+    /// We dialled this connection (the initiator proves itself first).
+    pub initiator: bool,
 }
 
 /// Why a session closed.
@@ -137,6 +148,17 @@ impl std::fmt::Display for CloseReason {
     }
 }
 
+/// Why a received frame could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    #[error("{0}")]
+    Malformed(FrameError),
+    #[error("{0}")]
+    Seal(handshake::SealError),
+    #[error("a frame of protocol version {0}")]
+    OtherVersion(u8, Option<Kind>),
+}
+
 /// Something the session tells the driver.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionEvent {
@@ -160,11 +182,30 @@ pub enum SessionEvent {
 /// What the driver must do, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
+    /// Send a frame as is (the handshake, before keys exist).
     Send(Message),
+    /// Send a frame sealed with [`Session::seal`] (every frame once Up).
+    SendSealed(Message),
+    /// Send a frame in the version of an older peer (a Reject that tells it
+    /// why, in words it can read).
+    SendLegacy {
+        msg: Message,
+        version: u8,
+    },
     Event(SessionEvent),
     /// Close the connection (after sending the frames before it). Always
     /// the last action; the session is Closed.
     Close(CloseReason),
+}
+
+impl Action {
+    /// The message this action sends, whatever its framing.
+    pub fn sent(&self) -> Option<&Message> {
+        match self {
+            Action::Send(m) | Action::SendSealed(m) | Action::SendLegacy { msg: m, .. } => Some(m),
+            _ => None,
+        }
+    }
 }
 
 /// One MEP session.
@@ -188,6 +229,12 @@ pub struct Session {
     peer: Option<Hello>,
     /// TLS exporter bytes mixed into the proofs, when the link is TLS.
     binding: Option<Vec<u8>>,
+    /// The Hello we sent.
+    own_hello: Option<Hello>,
+    /// Both Hellos hashed, once the peer's is in.
+    transcript: Option<Transcript>,
+    /// The sealing keys, from Up on.
+    keys: Option<FrameKeys>,
 }
 
 impl Session {
@@ -206,6 +253,9 @@ impl Session {
             keepalives_lost: 0,
             peer: None,
             binding: None,
+            own_hello: None,
+            transcript: None,
+            keys: None,
         }
     }
 
@@ -277,7 +327,7 @@ impl Session {
         self.binding = binding;
         self.last_rx = now;
         self.state = State::HelloSent;
-        vec![Action::Send(Message::Hello(Hello {
+        let hello = Hello {
             site: self.cfg.local_name.clone(),
             ip: self.cfg.local_ip,
             role: self.cfg.role,
@@ -285,10 +335,149 @@ impl Session {
             nonce: hex(&self.cfg.nonce),
             acting_for: self.cfg.acting_for.clone(),
             protocol: PROTOCOL_VERSION,
-        }))]
+        };
+        self.own_hello = Some(hello.clone());
+        vec![Action::Send(Message::Hello(hello))]
     }
 
-    /// A frame arrived.
+    /// The largest frame `length` to accept next: [`HANDSHAKE_MAX_FRAME`]
+    /// until the peer is authenticated, `max_frame` after.
+    pub fn frame_limit(&self, max_frame: usize) -> usize {
+        if self.state == State::Up {
+            max_frame
+        } else {
+            HANDSHAKE_MAX_FRAME.min(max_frame)
+        }
+    }
+
+    /// Seals the frame of an [`Action::SendSealed`] encoded at
+    /// `out[start..]` (the next sequence number of our direction).
+    pub fn seal(&mut self, out: &mut Vec<u8>, start: usize) {
+        if let Some(k) = &mut self.keys {
+            k.seal(out, start);
+        }
+    }
+
+    /// Appends the frame of a send action to `out`: sealed for
+    /// [`Action::SendSealed`], in the peer's version for
+    /// [`Action::SendLegacy`]. Other actions write nothing. On an error
+    /// (a message over `max_frame`) `out` is as it was.
+    pub fn encode(
+        &mut self,
+        action: &Action,
+        max_frame: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), FrameError> {
+        let start = out.len();
+        match action {
+            Action::Send(m) => frame::encode(m, max_frame, out),
+            Action::SendSealed(m) => {
+                // The tag counts in the frame's length, which stays within
+                // `max_frame`.
+                frame::encode(m, max_frame.saturating_sub(handshake::TAG_LEN), out)?;
+                self.seal(out, start);
+                Ok(())
+            }
+            Action::SendLegacy { msg, version } => {
+                frame::encode_version(msg, *version, max_frame, out)
+            }
+            Action::Event(_) | Action::Close(_) => Ok(()),
+        }
+    }
+
+    /// Reads one whole frame off the wire (`[length][version][kind] body`,
+    /// as [`frame::FrameReader::next_frame`] returns it): once Up its seal
+    /// is checked (and the receive sequence advances), then it is decoded.
+    pub fn open(&mut self, bytes: &[u8]) -> Result<Message, OpenError> {
+        let (version, kind) = frame::parse_header(bytes).map_err(OpenError::Malformed)?;
+        if version != PROTOCOL_VERSION {
+            return Err(OpenError::OtherVersion(version, kind));
+        }
+        let Some(kind) = kind else {
+            unreachable!("parse_header checks the kind of the current version");
+        };
+        let body = match &mut self.keys {
+            Some(keys) if self.state == State::Up => keys.open(bytes).map_err(OpenError::Seal)?,
+            _ => &bytes[HEADER_LEN..],
+        };
+        frame::parse_body(kind, body).map_err(OpenError::Malformed)
+    }
+
+    /// One whole frame arrived off the wire: [`Session::open`]ed and
+    /// handled. A frame that fails its seal ends the session.
+    pub fn on_frame_bytes(&mut self, bytes: &[u8], now: Duration) -> Vec<Action> {
+        if matches!(self.state, State::Closed | State::Connecting) {
+            return Vec::new();
+        }
+        match self.open(bytes) {
+            Ok(msg) => self.on_frame(msg, now),
+            Err(OpenError::Malformed(e)) => self.on_decode_error(e, now),
+            Err(OpenError::OtherVersion(version, kind)) => {
+                self.on_other_version(version, kind, bytes, now)
+            }
+            Err(OpenError::Seal(e)) => {
+                self.last_rx = now;
+                let why = e.to_string();
+                let mut out = vec![Action::Event(SessionEvent::AuthFailed {
+                    reason: why.clone(),
+                })];
+                out.extend(self.protocol_error(why, now));
+                out
+            }
+        }
+    }
+
+    /// A frame of another protocol version: a peer that speaks an older
+    /// protocol is told, in a Reject of its own version, and its Reject is
+    /// read; anything else is a malformed frame.
+    fn on_other_version(
+        &mut self,
+        version: u8,
+        kind: Option<Kind>,
+        bytes: &[u8],
+        now: Duration,
+    ) -> Vec<Action> {
+        let msg = match kind {
+            Some(k @ (Kind::Hello | Kind::Reject)) if self.state != State::Up => {
+                frame::parse_body(k, &bytes[HEADER_LEN..]).ok()
+            }
+            _ => None,
+        };
+        match msg {
+            Some(Message::Reject(r)) => {
+                self.last_rx = now;
+                self.close(
+                    CloseReason::RejectedByPeer(format!(
+                        "{} (the peer speaks MEP protocol {version}, this node {PROTOCOL_VERSION})",
+                        r.reason
+                    )),
+                    now,
+                )
+            }
+            Some(Message::Hello(h)) => {
+                self.last_rx = now;
+                let why = format!(
+                    "site {} speaks MEP protocol {version} but this node requires protocol \
+                     {PROTOCOL_VERSION} (mutual authentication and sealed frames): upgrade \
+                     every node of the GSLB to the same release",
+                    h.site
+                );
+                let mut out = vec![Action::SendLegacy {
+                    msg: Message::Reject(Reject {
+                        reason: why.clone(),
+                    }),
+                    version,
+                }];
+                out.extend(self.close(CloseReason::Protocol(why), now));
+                out
+            }
+            _ => self.on_decode_error(FrameError::UnknownVersion(version), now),
+        }
+    }
+
+    /// A message arrived. The driver passes frames to
+    /// [`Session::on_frame_bytes`], which checks their seal; this entry is
+    /// for simulations that carry messages, not bytes.
     pub fn on_frame(&mut self, msg: Message, now: Duration) -> Vec<Action> {
         if matches!(self.state, State::Closed | State::Connecting) {
             return Vec::new();
@@ -296,6 +485,19 @@ impl Session {
         self.last_rx = now;
         self.grace_until = None;
         if let Message::Reject(r) = msg {
+            if self.state == State::Authenticating && self.cfg.initiator && r.reason == AUTH_FAILED
+            {
+                // Our proof was refused: the operator here needs to know
+                // as much as the one at the other end.
+                let why = "the peer refused this node's proof (the passwords differ, or none is \
+                           configured there)";
+                return [Action::Event(SessionEvent::AuthFailed {
+                    reason: why.into(),
+                })]
+                .into_iter()
+                .chain(self.close(CloseReason::AuthFailed(why.into()), now))
+                .collect();
+            }
             return self.close(CloseReason::RejectedByPeer(r.reason), now);
         }
         match self.state {
@@ -311,7 +513,7 @@ impl Session {
             },
             State::Up => match msg {
                 Message::Keepalive(k) => {
-                    vec![Action::Send(Message::KeepaliveAck(KeepaliveAck {
+                    vec![Action::SendSealed(Message::KeepaliveAck(KeepaliveAck {
                         echo: k.sent_at_ms,
                     }))]
                 }
@@ -345,7 +547,7 @@ impl Session {
         }
         let mut out = Vec::new();
         if self.state != State::Connecting {
-            out.push(Action::Send(Message::Reject(Reject {
+            out.push(self.framed(Message::Reject(Reject {
                 reason: format!("malformed frame: {err}"),
             })));
         }
@@ -409,7 +611,7 @@ impl Session {
     /// driver sends the full current state when a session comes up).
     pub fn send(&mut self, msg: Message) -> Vec<Action> {
         if self.state == State::Up {
-            vec![Action::Send(msg)]
+            vec![Action::SendSealed(msg)]
         } else {
             Vec::new()
         }
@@ -422,7 +624,7 @@ impl Session {
         match self.state {
             State::Closed => return out,
             State::Connecting => {}
-            _ => out.push(Action::Send(Message::Reject(Reject {
+            _ => out.push(self.framed(Message::Reject(Reject {
                 reason: reason.clone(),
             }))),
         }
@@ -464,30 +666,41 @@ impl Session {
         if peer_nonce == self.cfg.nonce {
             return self.protocol_error("the peer echoed our own nonce".into(), now);
         }
-        let hmac = proof(
-            self.cfg.secret.as_deref(),
-            &peer_nonce,
-            &self.cfg.local_name,
-            self.binding.as_deref(),
-        );
+        let Some(own) = &self.own_hello else {
+            unreachable!("HelloSent has sent our Hello");
+        };
+        let transcript = if self.cfg.initiator {
+            Transcript::new(own, &h, self.binding.as_deref())
+        } else {
+            Transcript::new(&h, own, self.binding.as_deref())
+        };
+        self.transcript = Some(transcript);
         self.peer = Some(h);
         self.state = State::Authenticating;
-        vec![Action::Send(Message::AuthProof(AuthProof { hmac }))]
+        if self.cfg.initiator {
+            let hmac = handshake::proof(
+                self.cfg.secret.as_deref(),
+                &transcript,
+                Direction::Initiator,
+            );
+            vec![Action::Send(Message::AuthProof(AuthProof { hmac }))]
+        } else {
+            // The acceptor proves nothing until the initiator has.
+            Vec::new()
+        }
     }
 
     fn on_proof(&mut self, p: AuthProof, now: Duration) -> Vec<Action> {
-        let peer = self
-            .peer
-            .as_ref()
-            .expect("Authenticating has the peer's Hello");
-        let ok = verify(
-            self.cfg.secret.as_deref(),
-            &self.cfg.nonce,
-            &peer.site,
-            self.binding.as_deref(),
-            &p.hmac,
-        );
-        if let Err(why) = ok {
+        let (Some(peer), Some(transcript)) = (self.peer.clone(), self.transcript) else {
+            unreachable!("Authenticating has the peer's Hello and the transcript");
+        };
+        let (me, them) = if self.cfg.initiator {
+            (Direction::Initiator, Direction::Acceptor)
+        } else {
+            (Direction::Acceptor, Direction::Initiator)
+        };
+        let secret = self.cfg.secret.as_deref();
+        if let Err(why) = handshake::verify(secret, &transcript, them, &p.hmac) {
             let mut out = vec![
                 Action::Event(SessionEvent::AuthFailed {
                     reason: why.to_string(),
@@ -499,10 +712,25 @@ impl Session {
             out.extend(self.close(CloseReason::AuthFailed(why.into()), now));
             return out;
         }
+        let mut out = Vec::new();
+        if me == Direction::Acceptor {
+            let hmac = handshake::proof(secret, &transcript, me);
+            out.push(Action::Send(Message::AuthProof(AuthProof { hmac })));
+        }
+        self.keys = Some(FrameKeys::new(secret, &transcript, me));
         self.state = State::Up;
-        let mut out = vec![Action::Event(SessionEvent::Up { peer: peer.clone() })];
+        out.push(Action::Event(SessionEvent::Up { peer }));
         out.extend(self.keepalive(now));
         out
+    }
+
+    /// A message framed for the session's state: sealed once Up.
+    fn framed(&self, msg: Message) -> Action {
+        if self.state == State::Up {
+            Action::SendSealed(msg)
+        } else {
+            Action::Send(msg)
+        }
     }
 
     /// Sends a keepalive: the frame, then the event that counts it.
@@ -532,13 +760,13 @@ impl Session {
         self.next_keepalive = now + self.keepalive_interval();
         self.keepalives_sent += 1;
         [
-            Action::Send(Message::Keepalive(Keepalive { sent_at_ms: ms })),
+            Action::SendSealed(Message::Keepalive(Keepalive { sent_at_ms: ms })),
             Action::Event(SessionEvent::KeepaliveSent),
         ]
     }
 
     fn protocol_error(&mut self, why: String, now: Duration) -> Vec<Action> {
-        let mut out = vec![Action::Send(Message::Reject(Reject {
+        let mut out = vec![self.framed(Message::Reject(Reject {
             reason: why.clone(),
         }))];
         out.extend(self.close(CloseReason::Protocol(why), now));
@@ -561,63 +789,6 @@ impl Session {
     }
 }
 
-/// `HMAC-SHA256(secret, nonce || name [|| binding])` as lowercase hex; the
-/// empty string without a secret.
-pub fn proof(
-    secret: Option<&[u8]>,
-    nonce: &[u8; 32],
-    name: &str,
-    binding: Option<&[u8]>,
-) -> String {
-    let Some(secret) = secret else {
-        return String::new();
-    };
-    let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
-    let mut ctx = hmac::Context::with_key(&key);
-    ctx.update(nonce);
-    ctx.update(name.as_bytes());
-    if let Some(b) = binding {
-        ctx.update(b);
-    }
-    hex(ctx.sign().as_ref())
-}
-
-/// Checks the peer's proof in constant time.
-fn verify(
-    secret: Option<&[u8]>,
-    nonce: &[u8; 32],
-    name: &str,
-    binding: Option<&[u8]>,
-    got: &str,
-) -> Result<(), &'static str> {
-    let Some(secret) = secret else {
-        return if got.is_empty() {
-            Ok(())
-        } else {
-            Err("the peer proves a password but none is configured for this link")
-        };
-    };
-    if secret.starts_with(sextant_core::SECRET_PLACEHOLDER_PREFIX.as_bytes()) {
-        return Err(
-            "this link's password is the placeholder `sextant import` wrote; enter the real password (set ns rpcNode)",
-        );
-    }
-    if got.is_empty() {
-        return Err("the peer sent no proof (no password configured there?)");
-    }
-    let Some(tag) = unhex(got) else {
-        return Err("the proof is not hex");
-    };
-    let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
-    let mut msg = Vec::with_capacity(32 + name.len() + binding.map_or(0, <[u8]>::len));
-    msg.extend_from_slice(nonce);
-    msg.extend_from_slice(name.as_bytes());
-    if let Some(b) = binding {
-        msg.extend_from_slice(b);
-    }
-    hmac::verify(&key, &msg, &tag).map_err(|_| "wrong proof (the passwords differ)")
-}
-
 /// Lowercase hex.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -629,7 +800,7 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }
@@ -676,17 +847,13 @@ mod tests {
             nonce: [nonce; 32],
             acting_for: None,
             keepalive_timeout: T,
+            // "a" dials, "b" accepts.
+            initiator: local == "a",
         }
     }
 
     fn sends(actions: &[Action]) -> Vec<Message> {
-        actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::Send(m) => Some(m.clone()),
-                _ => None,
-            })
-            .collect()
+        actions.iter().filter_map(|a| a.sent().cloned()).collect()
     }
 
     fn closed(actions: &[Action]) -> Option<CloseReason> {
@@ -718,25 +885,44 @@ mod tests {
         all
     }
 
-    /// Runs a full handshake; returns (a, b, a's actions on b's proof, b's
-    /// actions on a's proof).
+    /// Runs a full handshake, `a` dialling; returns (a, b, a's actions on
+    /// b's answer, b's actions on a's proof).
     fn handshake(
         ca: SessionConfig,
         cb: SessionConfig,
     ) -> (Session, Session, Vec<Action>, Vec<Action>) {
+        handshake_bound(ca, cb, None, None)
+    }
+
+    /// [`handshake`] with each end's TLS exporter value.
+    fn handshake_bound(
+        ca: SessionConfig,
+        cb: SessionConfig,
+        bind_a: Option<Vec<u8>>,
+        bind_b: Option<Vec<u8>>,
+    ) -> (Session, Session, Vec<Action>, Vec<Action>) {
         let mut a = Session::new(ca, ms(0));
         let mut b = Session::new(cb, ms(0));
         assert_eq!(a.state(), State::Connecting);
-        let ha = a.connected(ms(1), None);
-        let hb = b.connected(ms(1), None);
+        let ha = a.connected(ms(1), bind_a);
+        let hb = b.connected(ms(1), bind_b);
         assert_eq!(a.state(), State::HelloSent);
         assert!(matches!(&sends(&ha)[..], [Message::Hello(_)]));
-        let pb = deliver(&ha, &mut b, ms(2)); // b gets a's hello -> b's proof
+        // The acceptor answers the initiator's Hello with nothing: it
+        // proves itself only once the initiator has.
+        assert!(deliver(&ha, &mut b, ms(2)).is_empty());
         let pa = deliver(&hb, &mut a, ms(2)); // a gets b's hello -> a's proof
+        assert!(matches!(&sends(&pa)[..], [Message::AuthProof(_)]));
         assert_eq!(a.state(), State::Authenticating);
         assert_eq!(b.state(), State::Authenticating);
-        let ra = deliver(&pb, &mut a, ms(3));
         let rb = deliver(&pa, &mut b, ms(3));
+        // b's proof (or refusal), without the keepalive that follows it.
+        let answer: Vec<Action> = rb
+            .iter()
+            .filter(|x| matches!(x.sent(), Some(Message::AuthProof(_) | Message::Reject(_))))
+            .cloned()
+            .collect();
+        let ra = deliver(&answer, &mut a, ms(3));
         (a, b, ra, rb)
     }
 
@@ -764,96 +950,91 @@ mod tests {
     }
 
     #[test]
-    fn proof_is_the_documented_hmac() {
-        // HMAC-SHA256("key", nonce || "a").
-        let p = proof(Some(b"key"), &[7; 32], "a", None);
-        let mut msg = vec![7u8; 32];
-        msg.push(b'a');
-        let want = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, b"key"), &msg);
-        assert_eq!(p, hex(want.as_ref()));
-        assert_eq!(p.len(), 64);
-        assert!(verify(Some(b"key"), &[7; 32], "a", None, &p).is_ok());
-        assert!(verify(Some(b"key"), &[7; 32], "b", None, &p).is_err());
-        assert!(verify(Some(b"key"), &[8; 32], "a", None, &p).is_err());
-        assert!(verify(Some(b"key"), &[7; 32], "a", Some(b"tls"), &p).is_err());
-        assert_eq!(proof(None, &[7; 32], "a", None), "");
-    }
-
-    #[test]
     fn a_placeholder_secret_never_authenticates() {
         // Both ends with the same, publicly known placeholder.
         let placeholder = "SEXTANT-REENTER-rpcNode-10.0.0.2";
-        let proof_of_peer = proof(Some(placeholder.as_bytes()), &[7; 32], "p2", None);
-        assert_eq!(
-            verify(
-                Some(placeholder.as_bytes()),
-                &[7; 32],
-                "p2",
-                None,
-                &proof_of_peer
-            ),
-            Err(
-                "this link's password is the placeholder `sextant import` wrote; enter the real password (set ns rpcNode)"
-            )
+        let (a, b, ra, rb) = handshake(
+            cfg("a", "b", Some(placeholder), 1),
+            cfg("b", "a", Some(placeholder), 2),
         );
-        let real = proof(Some(b"s3cret"), &[7; 32], "p2", None);
-        assert_eq!(verify(Some(b"s3cret"), &[7; 32], "p2", None, &real), Ok(()));
+        assert_eq!((a.state(), b.state()), (State::Closed, State::Closed));
+        assert!(
+            matches!(closed(&rb), Some(CloseReason::AuthFailed(s)) if s.contains("placeholder")),
+            "{rb:?}"
+        );
+        assert!(matches!(closed(&ra), Some(CloseReason::RejectedByPeer(s)) if s == AUTH_FAILED));
     }
 
     #[test]
-    fn wrong_secret_fails_both_ways() {
+    fn wrong_secret_fails_at_the_acceptor_which_proves_nothing() {
         let (a, b, ra, rb) =
             handshake(cfg("a", "b", Some("one"), 1), cfg("b", "a", Some("two"), 2));
-        for (s, r) in [(&a, &ra), (&b, &rb)] {
-            assert_eq!(s.state(), State::Closed);
-            assert!(matches!(&events(r)[0], SessionEvent::AuthFailed { .. }));
-            assert_eq!(
-                sends(r),
-                vec![Message::Reject(Reject {
-                    reason: AUTH_FAILED.into()
-                })]
-            );
-            assert!(matches!(closed(r), Some(CloseReason::AuthFailed(_))));
-        }
+        assert_eq!((a.state(), b.state()), (State::Closed, State::Closed));
+        assert!(matches!(&events(&rb)[0], SessionEvent::AuthFailed { .. }));
+        assert_eq!(
+            sends(&rb),
+            vec![Message::Reject(Reject {
+                reason: AUTH_FAILED.into()
+            })],
+            "no proof of the acceptor's goes out"
+        );
+        assert!(matches!(closed(&rb), Some(CloseReason::AuthFailed(_))));
+        assert!(matches!(closed(&ra), Some(CloseReason::RejectedByPeer(s)) if s == AUTH_FAILED));
     }
 
     #[test]
-    fn secret_on_one_side_only_fails_both_ways() {
-        let (a, b, ra, rb) = handshake(cfg("a", "b", Some("one"), 1), cfg("b", "a", None, 2));
-        assert_eq!(a.state(), State::Closed);
-        assert_eq!(b.state(), State::Closed);
-        assert!(matches!(closed(&ra), Some(CloseReason::AuthFailed(s)) if s.contains("no proof")));
+    fn a_wrong_acceptor_proof_fails_at_the_initiator() {
+        let mut a = Session::new(cfg("a", "b", Some("k"), 1), ms(0));
+        a.connected(ms(0), None);
+        let mut b = Session::new(cfg("b", "a", Some("k"), 2), ms(0));
+        let hb = b.connected(ms(0), None);
+        deliver(&hb, &mut a, ms(1));
+        // The initiator's own proof, reflected back as the acceptor's.
+        let mine = a
+            .transcript
+            .map(|t| crate::handshake::proof(Some(b"k"), &t, Direction::Initiator));
+        let r = a.on_frame(
+            Message::AuthProof(AuthProof {
+                hmac: mine.unwrap(),
+            }),
+            ms(2),
+        );
+        assert!(
+            matches!(closed(&r), Some(CloseReason::AuthFailed(s)) if s.contains("wrong proof"))
+        );
+    }
+
+    #[test]
+    fn secret_on_one_side_only_fails() {
+        let (a, b, _, rb) = handshake(cfg("a", "b", Some("one"), 1), cfg("b", "a", None, 2));
+        assert_eq!((a.state(), b.state()), (State::Closed, State::Closed));
         assert!(
             matches!(closed(&rb), Some(CloseReason::AuthFailed(s)) if s.contains("none is configured"))
         );
+        let (a, b, ra, rb) = handshake(cfg("a", "b", None, 1), cfg("b", "a", Some("one"), 2));
+        assert_eq!((a.state(), b.state()), (State::Closed, State::Closed));
+        assert!(matches!(closed(&rb), Some(CloseReason::AuthFailed(s)) if s.contains("no proof")));
+        assert!(matches!(closed(&ra), Some(CloseReason::RejectedByPeer(_))));
     }
 
     #[test]
     fn tls_binding_must_match() {
-        let mut a = Session::new(cfg("a", "b", Some("k"), 1), ms(0));
-        let mut b = Session::new(cfg("b", "a", Some("k"), 2), ms(0));
         // A man in the middle terminating two TLS sessions sees two bindings.
-        let ha = a.connected(ms(0), Some(vec![1; 32]));
-        let hb = b.connected(ms(0), Some(vec![2; 32]));
-        let pb = deliver(&ha, &mut b, ms(1));
-        let pa = deliver(&hb, &mut a, ms(1));
-        assert!(matches!(
-            closed(&deliver(&pb, &mut a, ms(2))),
-            Some(CloseReason::AuthFailed(_))
-        ));
-        assert!(matches!(
-            closed(&deliver(&pa, &mut b, ms(2))),
-            Some(CloseReason::AuthFailed(_))
-        ));
+        let (a, b, _, rb) = handshake_bound(
+            cfg("a", "b", Some("k"), 1),
+            cfg("b", "a", Some("k"), 2),
+            Some(vec![1; 32]),
+            Some(vec![2; 32]),
+        );
+        assert_eq!((a.state(), b.state()), (State::Closed, State::Closed));
+        assert!(matches!(closed(&rb), Some(CloseReason::AuthFailed(_))));
         // The same binding on both ends works.
-        let mut a = Session::new(cfg("a", "b", Some("k"), 1), ms(0));
-        let mut b = Session::new(cfg("b", "a", Some("k"), 2), ms(0));
-        let ha = a.connected(ms(0), Some(vec![3; 32]));
-        let hb = b.connected(ms(0), Some(vec![3; 32]));
-        let pb = deliver(&ha, &mut b, ms(1));
-        let pa = deliver(&hb, &mut a, ms(1));
-        deliver(&pb, &mut a, ms(2));
-        deliver(&pa, &mut b, ms(2));
+        let (a, b, _, _) = handshake_bound(
+            cfg("a", "b", Some("k"), 1),
+            cfg("b", "a", Some("k"), 2),
+            Some(vec![3; 32]),
+            Some(vec![3; 32]),
+        );
         assert_eq!((a.state(), b.state()), (State::Up, State::Up));
     }
 
@@ -876,7 +1057,7 @@ mod tests {
             generation: 1,
             nonce: hex(&[2; 32]),
             acting_for: None,
-            protocol: 1,
+            protocol: PROTOCOL_VERSION,
         }
     }
 
@@ -891,10 +1072,10 @@ mod tests {
         let cases: Vec<(Hello, &str)> = vec![
             (
                 Hello {
-                    protocol: 2,
+                    protocol: 3,
                     ..hello_from_b()
                 },
-                "protocol version 2",
+                "protocol version 3",
             ),
             (
                 Hello {
@@ -1005,7 +1186,7 @@ mod tests {
         assert!(a.send(data.clone()).is_empty());
         let (mut a, mut b, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
         let out = a.send(data.clone());
-        assert_eq!(out, vec![Action::Send(data.clone())]);
+        assert_eq!(out, vec![Action::SendSealed(data.clone())]);
         let r = deliver(&out, &mut b, ms(10));
         assert_eq!(r, vec![Action::Event(SessionEvent::Received(data))]);
     }
@@ -1057,7 +1238,7 @@ mod tests {
             // Up: delivered as they came.
             let (mut a, mut b, _, _) = handshake(cfg("a", "b", None, 1), cfg("b", "a", None, 2));
             let out = a.send(m.clone());
-            assert_eq!(out, vec![Action::Send(m.clone())]);
+            assert_eq!(out, vec![Action::SendSealed(m.clone())]);
             let r = deliver(&out, &mut b, ms(10));
             assert_eq!(r, vec![Action::Event(SessionEvent::Received(m))]);
             assert_eq!(b.state(), State::Up);
@@ -1292,7 +1473,7 @@ mod tests {
                 k,
                 vec![
                     Action::Event(SessionEvent::KeepaliveLost),
-                    Action::Send(Message::Keepalive(Keepalive { sent_at_ms: t })),
+                    Action::SendSealed(Message::Keepalive(Keepalive { sent_at_ms: t })),
                     Action::Event(SessionEvent::KeepaliveSent),
                 ]
             );

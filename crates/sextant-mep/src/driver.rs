@@ -164,7 +164,12 @@ pub fn start_with(
     options: Options,
 ) -> Result<MepHandle, MepError> {
     let rt = Handle::try_current().map_err(|_| MepError::NoRuntime)?;
-    let node = Node::new(model, generation, options.max_frame)?;
+    // The node cuts messages to fit a frame; each frame's tag must fit too.
+    let node = Node::new(
+        model,
+        generation,
+        options.max_frame.saturating_sub(crate::handshake::TAG_LEN),
+    )?;
     let sink = Arc::new(EventSink::default());
     let shared = Arc::new_cyclic(|weak| Shared {
         origin: Instant::from_std(options.origin),
@@ -631,7 +636,8 @@ impl Inner {
         if ids.is_empty() {
             return;
         }
-        match frame::encode_to_vec(msg, self.max_frame) {
+        // Sealed per connection: the tag goes within the frame limit.
+        match frame::encode_to_vec(msg, self.max_frame - crate::handshake::TAG_LEN) {
             Ok(f) => {
                 let f: Arc<[u8]> = f.into();
                 for &id in ids {
@@ -992,7 +998,6 @@ where
     let mut session = Session::new(cfg, now);
     let mut actions = session.connected(now, binding);
     let mut reader = FrameReader::new(max_frame);
-    let read_max = READ_BUF_MAX.min(max_frame + 4).max(READ_BUF_MIN);
     let mut buf = vec![0u8; READ_BUF_MIN];
     let mut out = Vec::new();
     let mut events = Vec::new();
@@ -1000,10 +1005,8 @@ where
         let mut close = None;
         for a in actions.drain(..) {
             match a {
-                Action::Send(m) => {
-                    if let Err(e) = frame::encode(&m, max_frame, &mut out) {
-                        tracing::error!(kind = %m.kind(), error = %e, "MEP message not sent");
-                    }
+                Action::Send(_) | Action::SendSealed(_) | Action::SendLegacy { .. } => {
+                    write_frame(&mut session, a, max_frame, &mut out);
                 }
                 Action::Event(e) => events.push(e),
                 Action::Close(r) => close = Some(r),
@@ -1061,6 +1064,11 @@ where
                 Ok(0) | Err(_) => actions = session.on_eof(shared.now()),
                 Ok(n) => {
                     reader.push(&buf[..n]);
+                    // Before authentication the buffer stays small: nobody
+                    // without the password makes us hold a large frame.
+                    let read_max = READ_BUF_MAX
+                        .min(session.frame_limit(max_frame) + 4)
+                        .max(READ_BUF_MIN);
                     if n == buf.len() && buf.len() < read_max {
                         buf.resize((buf.len() * 2).min(read_max), 0);
                     }
@@ -1074,9 +1082,9 @@ where
                     );
                     let now = shared.now();
                     loop {
-                        match reader.next_message() {
-                            Ok(Some(m)) => {
-                                actions.extend(session.on_frame(m, now));
+                        match reader.next_frame(session.frame_limit(max_frame)) {
+                            Ok(Some(f)) => {
+                                actions.extend(session.on_frame_bytes(f, now));
                                 if matches!(actions.last(), Some(Action::Close(_))) {
                                     break;
                                 }
@@ -1099,15 +1107,14 @@ where
                             ConnCmd::Send(m) => actions.extend(session.send(*m)),
                             ConnCmd::Frame(f) => {
                                 if session.state() == State::Up {
-                                    // Keep the order of the frames queued before it.
-                                    for a in actions.drain(..) {
-                                        if let Action::Send(m) = a
-                                            && let Err(e) = frame::encode(&m, max_frame, &mut out)
-                                        {
-                                            tracing::error!(kind = %m.kind(), error = %e, "MEP message not sent");
-                                        }
+                                    // Keep the order of the frames queued before it
+                                    // (and of their sequence numbers).
+                                    for a in std::mem::take(&mut actions) {
+                                        write_frame(&mut session, a, max_frame, &mut out);
                                     }
+                                    let start = out.len();
                                     out.extend_from_slice(&f);
+                                    session.seal(&mut out, start);
                                 }
                             }
                         }
@@ -1133,6 +1140,16 @@ where
                 actions = session.tick(shared.now());
             }
         }
+    }
+}
+
+/// Encodes a send action into `out` (sealed when the session says so); any
+/// other action is left alone.
+fn write_frame(session: &mut Session, action: Action, max_frame: usize, out: &mut Vec<u8>) {
+    if let Err(e) = session.encode(&action, max_frame, out)
+        && let Some(m) = action.sent()
+    {
+        tracing::error!(kind = %m.kind(), error = %e, "MEP message not sent");
     }
 }
 

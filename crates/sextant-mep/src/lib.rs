@@ -24,7 +24,7 @@ pub mod state;
 mod tls;
 
 /// The protocol itself lives in the pure `sextant-mep-proto`.
-pub use sextant_mep_proto::{frame, message, node, session, sync, topology};
+pub use sextant_mep_proto::{frame, handshake, message, node, session, sync, topology};
 
 pub use driver::{
     LocalReport, MepError, MepEvent, MepHandle, MepState, MepStatus, Options, PeerStatus, start,

@@ -292,7 +292,7 @@ async fn garbage_and_oversized_frames_close_only_their_session() {
     let mut s = connect_from(c_ip, specs[0].addr()).await;
     let body = br#"{"site":42}"#;
     let mut f = ((body.len() + 2) as u32).to_be_bytes().to_vec();
-    f.extend_from_slice(&[1, 1]);
+    f.extend_from_slice(&[sextant_mep::message::PROTOCOL_VERSION, 1]);
     f.extend_from_slice(body);
     s.write_all(&f).await.unwrap();
     read_to_close(&mut s).await;
@@ -304,7 +304,7 @@ async fn garbage_and_oversized_frames_close_only_their_session() {
     .await;
 
     // 4. Unknown kind and version.
-    for header in [[1u8, 99], [7u8, 1]] {
+    for header in [[sextant_mep::message::PROTOCOL_VERSION, 99], [7u8, 1]] {
         let mut s = connect_from(c_ip, specs[0].addr()).await;
         s.write_all(&[0, 0, 0, 4]).await.unwrap();
         s.write_all(&header).await.unwrap();

@@ -317,23 +317,28 @@ impl Net {
     }
 
     /// Carries out a session's actions, as the driver's connection task
-    /// does: its events go to the node, then its frames out, then its close.
+    /// does: its frames out, then its events to the node, then its close.
     fn actions(&mut self, n: usize, conn: ConnId, acts: Vec<Action>) {
         let mut events = Vec::new();
         let mut sends = Vec::new();
         let mut close = None;
         for a in acts {
             match a {
-                Action::Send(m) => sends.push(m),
+                Action::Send(m) | Action::SendSealed(m) | Action::SendLegacy { msg: m, .. } => {
+                    sends.push(m)
+                }
                 Action::Event(e) => events.push(e),
                 Action::Close(r) => close = Some(r),
             }
         }
-        if !events.is_empty() {
-            self.input(n, Input::Session { conn, events });
-        }
+        // The session's own frames are written before anything the node
+        // sends on hearing its events (that goes through the connection's
+        // queue), as in the driver: an acceptor's proof precedes the data.
         for m in sends {
             self.transmit(n, conn, m);
+        }
+        if !events.is_empty() {
+            self.input(n, Input::Session { conn, events });
         }
         if let Some(reason) = close
             && let Some(e) = self.ends.remove(&(n, conn))
@@ -591,7 +596,7 @@ impl Net {
         let (n, m) = (self.idx(from), self.idx(to));
         let (_, conn) = self.ends[&(n, theirs)].peer.expect("connected");
         let mut frame = ((body.len() + 2) as u32).to_be_bytes().to_vec();
-        frame.extend_from_slice(&[1, kind as u8]);
+        frame.extend_from_slice(&[sextant_mep::message::PROTOCOL_VERSION, kind as u8]);
         frame.extend_from_slice(body);
         let mut reader = FrameReader::new(DEFAULT_MAX_FRAME);
         reader.push(&frame);

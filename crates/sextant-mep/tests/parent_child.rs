@@ -355,9 +355,13 @@ async fn cold_start_without_the_parent_then_takeover() {
     let mut c1 = Node::start(&specs, "C1", KA);
     let mut p1 = Node::start(&specs, "P1", KA);
     c1.wait_parent(Some("P1"), WAIT).await;
-    // The backup list reached the child.
-    let st = c1.handle().status();
-    assert!(st.iter().any(|s| s.name == "P2"), "{st:?}");
+    // The backup list reaches the child (P1 sends it once the link is up,
+    // after its proof).
+    let deadline = Instant::now() + WAIT;
+    while !c1.handle().status().iter().any(|s| s.name == "P2") {
+        assert!(Instant::now() < deadline, "{:?}", c1.handle().status());
+        c1.drain_for(Duration::from_millis(10)).await;
+    }
     p1.stop();
     c1.wait_parent(None, WAIT).await;
     // P2 starts only now: P1 is unknown to it until one keepalive timeout.

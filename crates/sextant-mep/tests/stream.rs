@@ -225,7 +225,7 @@ async fn read_until(fake: &mut Fake, pred: impl Fn(&Message) -> bool) -> Message
     let mut buf = vec![0u8; 64 * 1024];
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        while let Some(m) = fake.reader.next_message().unwrap() {
+        while let Some(m) = fake.next_message() {
             if pred(&m) {
                 return m;
             }
@@ -233,8 +233,8 @@ async fn read_until(fake: &mut Fake, pred: impl Fn(&Message) -> bool) -> Message
                 let now = fake.origin.elapsed();
                 let acts = fake.session.on_frame(m, now);
                 for a in acts {
-                    if let sextant_mep::Action::Send(reply) = a {
-                        fake.send(reply).await;
+                    if let Some(reply) = a.sent() {
+                        fake.send(reply.clone()).await;
                     }
                 }
             }

@@ -26,6 +26,9 @@ pub struct MepCounters {
     pub auth_failed: AtomicU64,
     pub bad_frames: AtomicU64,
     pub refused_connections: AtomicU64,
+    /// Refusals and failed handshakes are anyone's to cause: logged at
+    /// most once per kind per interval.
+    pub log: crate::log_limit::LogLimiter,
 }
 
 impl MepCounters {
@@ -51,7 +54,7 @@ fn bump(a: &AtomicU64) {
 
 /// Logs and counts one driver event and turns it into the state engine's
 /// event, if it is one the engine decides on.
-pub fn translate(event: MepEvent, counters: &MepCounters) -> Option<Event> {
+pub fn translate(event: MepEvent, counters: &MepCounters, now: Duration) -> Option<Event> {
     match event {
         MepEvent::PeerUp { site, via } => {
             bump(&counters.peer_up);
@@ -85,17 +88,23 @@ pub fn translate(event: MepEvent, counters: &MepCounters) -> Option<Event> {
         }),
         MepEvent::AuthFailed { peer, site, reason } => {
             bump(&counters.auth_failed);
-            warn!(%peer, %site, %reason, "metric exchange authentication failed");
+            if let Some(held) = counters.log.check("mep-auth-failed", now) {
+                warn!(%peer, %site, %reason, similar_lines_held_back = held, "metric exchange authentication failed");
+            }
             None
         }
         MepEvent::BadFrame { peer, site, reason } => {
             bump(&counters.bad_frames);
-            warn!(%peer, %site, %reason, "metric exchange session closed: bad frame");
+            if let Some(held) = counters.log.check("mep-bad-frame", now) {
+                warn!(%peer, %site, %reason, similar_lines_held_back = held, "metric exchange session closed: bad frame");
+            }
             None
         }
         MepEvent::Refused { peer, reason } => {
             bump(&counters.refused_connections);
-            warn!(%peer, %reason, "metric exchange connection refused");
+            if let Some(held) = counters.log.check("mep-refused", now) {
+                warn!(%peer, %reason, similar_lines_held_back = held, "metric exchange connection refused");
+            }
             None
         }
         MepEvent::ParentChanged { new_parent } => {

@@ -1208,7 +1208,7 @@ async fn state_task(
             Some(ev) = inputs.mep.recv() => {
                 announce_mep(&daemon, &ev);
                 daemon.config_sync.on_mep(&ev);
-                match crate::mep_glue::translate(ev, &daemon.mep_counters) {
+                match crate::mep_glue::translate(ev, &daemon.mep_counters, daemon.clock.now()) {
                     Some(e) => e,
                     None => continue,
                 }

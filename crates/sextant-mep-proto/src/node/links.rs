@@ -17,6 +17,12 @@ use crate::state::{self, StateFile};
 use crate::sync::StreamReceiver;
 use crate::topology::{Accept, LinkKind, PeerState, Role, SiteRef, Topology};
 
+/// Inbound connections from one address that may be waiting to
+/// authenticate at once.
+pub const MAX_PENDING_PER_ADDRESS: usize = 4;
+/// Inbound connections that may be waiting to authenticate at once, in all.
+pub const MAX_PENDING: usize = 64;
+
 impl Node {
     fn site_by_ip(&self, ip: std::net::IpAddr) -> Option<SiteRef> {
         let me = key(&self.cfg.local.name);
@@ -40,6 +46,28 @@ impl Node {
             });
             return;
         };
+        // Connections that have not authenticated yet cost memory and a
+        // descriptor each and prove nothing: a few per address, and a few
+        // dozen in all, are enough for every honest peer (one link each,
+        // plus a reconnect racing the old one).
+        let pending_from = |ip| {
+            self.conns
+                .values()
+                .filter(|c| !c.outbound && !c.up && c.addr.ip() == ip)
+                .count()
+        };
+        let pending = self.conns.values().filter(|c| !c.outbound && !c.up).count();
+        if pending_from(addr.ip()) >= MAX_PENDING_PER_ADDRESS || pending >= MAX_PENDING {
+            self.emit(MepEvent::Refused {
+                peer: addr,
+                reason: format!(
+                    "too many connections not yet authenticated ({} from this address, {pending} \
+                     in all; at most {MAX_PENDING_PER_ADDRESS} and {MAX_PENDING})",
+                    pending_from(addr.ip())
+                ),
+            });
+            return;
+        }
         if !secure && self.cfg.local_requires_tls() {
             tracing::debug!(peer = %addr, site = %site.name, "plain MEP connection refused: this site requires the secure port");
             self.emit(MepEvent::Refused {
@@ -121,6 +149,7 @@ impl Node {
             nonce: keys.nonce,
             acting_for: acting_for.clone(),
             keepalive_timeout: self.cfg.timeout,
+            initiator: outbound,
         };
         self.conns.insert(
             id,

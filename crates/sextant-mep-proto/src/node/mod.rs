@@ -42,6 +42,7 @@ use crate::sync::{StreamReceiver, StreamSender};
 use crate::topology::{Link, LinkKind, Role, SiteRef, Topology, TopologyError};
 
 pub use config::is_config_sync;
+pub use links::{MAX_PENDING, MAX_PENDING_PER_ADDRESS};
 pub use types::{LocalReport, MepEvent, MepState, PeerStatus};
 
 /// A connection, as the driver numbers them (never reused).

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sextant_core::{Model, RpcNode};
-use sextant_mep::frame::{self, DEFAULT_MAX_FRAME, FrameReader};
+use sextant_mep::frame::{DEFAULT_MAX_FRAME, FrameReader};
 use sextant_mep::message::{LoadMetrics, Message, Role, ServiceEntry, ServiceState, SiteMetrics};
 use sextant_mep::session::{Action, Session, SessionConfig};
 use sextant_mep::sync::View;
@@ -413,6 +413,9 @@ impl Fake {
             nonce: [0x5a; 32],
             acting_for: None,
             keepalive_timeout: keepalive,
+            // The fake dialled unless the connection came in on its own
+            // listening address.
+            initiator: stream.local_addr().ok() != Some(me.addr()),
         };
         let origin = Instant::now();
         Fake {
@@ -429,11 +432,22 @@ impl Fake {
 
     async fn run(&mut self, actions: Vec<Action>) {
         for a in actions {
-            if let Action::Send(m) = a {
-                let bytes = frame::encode_to_vec(&m, DEFAULT_MAX_FRAME).unwrap();
+            let mut bytes = Vec::new();
+            self.session
+                .encode(&a, DEFAULT_MAX_FRAME, &mut bytes)
+                .unwrap();
+            if !bytes.is_empty() {
                 self.stream.write_all(&bytes).await.unwrap();
             }
         }
+    }
+
+    /// The next whole message received, its seal checked as the session
+    /// does (`None`: more bytes are needed).
+    pub fn next_message(&mut self) -> Option<Message> {
+        let limit = self.session.frame_limit(DEFAULT_MAX_FRAME);
+        let f = self.reader.next_frame(limit).unwrap()?.to_vec();
+        Some(self.session.open(&f).unwrap())
     }
 
     /// Completes the handshake; panics if the session closes.
@@ -449,7 +463,7 @@ impl Fake {
                 .unwrap();
             assert!(n > 0, "peer closed during the handshake");
             self.reader.push(&buf[..n]);
-            while let Some(m) = self.reader.next_message().unwrap() {
+            while let Some(m) = self.next_message() {
                 let now = self.now();
                 let a = self.session.on_frame(m, now);
                 assert!(
@@ -476,7 +490,7 @@ impl Fake {
                     let n = r.unwrap();
                     assert!(n > 0, "the node closed the connection");
                     self.reader.push(&buf[..n]);
-                    while let Some(m) = self.reader.next_message().unwrap() {
+                    while let Some(m) = self.next_message() {
                         let now = self.now();
                         let a = self.session.on_frame(m, now);
                         self.run(a).await;
