@@ -193,3 +193,14 @@ pub fn free_port(ip: IpAddr) -> u16 {
     }
     panic!("no port free for UDP and TCP on {ip}");
 }
+
+/// A TCP connection to `to` from `from` (any port, or `port` when given):
+/// how a test speaks as a site, which its peers know by its address.
+pub fn tcp_from(from: IpAddr, port: u16, to: SocketAddr) -> std::io::Result<std::net::TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(to), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&SocketAddr::new(from, port).into())?;
+    socket.connect_timeout(&to.into(), std::time::Duration::from_secs(5))?;
+    Ok(socket.into())
+}
