@@ -403,6 +403,61 @@ fn mep() {
     s.add("stream_all", stream);
 }
 
+/// Scripts for `mep_handshake` (see its doc: the low nibble is the step,
+/// the high bit the direction: 0x00 passes P1's next frame to P2, 0x80
+/// P2's to P1).
+fn mep_handshake() {
+    let s = Seeds::new("mep_handshake");
+    // Hellos both ways, P1's proof, P2's proof, keepalives, data.
+    let genuine: Vec<u8> = vec![0x00, 0x80, 0x00, 0x80, 0x80, 0x00, 0x0a, 0x8a, 0x00, 0x80];
+    s.add("genuine", genuine.clone());
+    let mut tampered = genuine.clone();
+    tampered.extend_from_slice(&[0x0a, 0x06, 0x09, 0x01]);
+    s.add("tampered_data", tampered);
+    let mut replayed = genuine.clone();
+    replayed.extend_from_slice(&[0x0a, 0x00, 0x07, 0x00, 0x05]);
+    s.add("replayed_frame", replayed);
+    let mut injected = genuine.clone();
+    injected.extend_from_slice(&[0x08, 0x02, 0x07, 0x00]);
+    s.add("injected_keepalive", injected);
+    // The acceptor is handed a forged proof before anything else.
+    s.add("forged_proof", vec![0x00, 0x08, 0x01, 0x11, 0x80]);
+    s.add(
+        "dropped_proof",
+        vec![0x00, 0x80, 0x05, 0x0c, 0xff, 0x0c, 0xff],
+    );
+    s.add("raw_bytes", vec![0x09, 0x06, 0, 0, 0, 2, 2, 1]);
+}
+
+/// Scripts for `config_sync_transfer`: each step is a site byte, an
+/// operation byte and its fields (see the target).
+fn config_sync() {
+    let s = Seeds::new("config_sync_transfer");
+    // An offer of a newer version, then its whole text in one part.
+    s.add(
+        "offer_then_update",
+        vec![
+            1, 0, 1, 5, 0, 1, 1, 0, 1, 1, 6, 0, 1, 1, 200, 1, 0, 0, 0, 1, 1,
+        ],
+    );
+    // A forced update that names this node (P2) as its origin.
+    s.add(
+        "own_origin",
+        vec![1, 1, 1, 5, 1, 1, 1, 200, 1, 1, 0, 0, 0, 1, 0],
+    );
+    // A delta against a base, in two parts.
+    s.add(
+        "delta_parts",
+        vec![
+            1, 2, 1, 5, 0, 1, 1, 0, 0, 0, 1, 1, 2, 0, 3, 0, 1, 2, 1, 1, 1, 0, 1, 1,
+        ],
+    );
+    s.add(
+        "results_and_links",
+        vec![1, 4, 0, 1, 0, 1, 0, 1, 1, 5, 0, 1, 6, 40, 1, 7],
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Health
 
@@ -674,6 +729,8 @@ fn main() {
     configs();
     policy_exprs();
     mep();
+    mep_handshake();
+    config_sync();
     prometheus();
     monitor_dns();
     monitor_http();

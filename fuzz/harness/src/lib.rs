@@ -29,6 +29,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("config_native", config_native),
     ("policy_expr", policy_expr),
     ("mep_frames", mep_frames),
+    ("mep_handshake", mep_handshake),
+    ("config_sync_transfer", config_sync_transfer),
     ("prometheus", prometheus),
     ("monitor_dns", monitor_dns),
     ("monitor_http", monitor_http),
@@ -370,6 +372,24 @@ pub fn mep_frames(data: &[u8]) {
     assert_eq!(pieces, whole);
     assert_eq!(pieces_failed, whole_failed);
 
+    // The undecoded frames the driver reads (`next_frame`) are the same
+    // frames: each one's header and body decode to the same message.
+    let mut raw = FrameReader::new(MAX);
+    raw.push(rest);
+    for msg in &whole {
+        let f = raw
+            .next_frame(MAX)
+            .expect("a frame decode read")
+            .expect("whole")
+            .to_vec();
+        let (version, kind) = sextant_mep::frame::parse_header(&f).expect("its header");
+        assert_eq!(version, sextant_mep::message::PROTOCOL_VERSION);
+        let kind = kind.expect("a known kind");
+        let again = sextant_mep::frame::parse_body(kind, &f[sextant_mep::frame::HEADER_LEN..])
+            .expect("its body");
+        assert_eq!(&again, msg);
+    }
+
     for msg in &whole {
         if let Ok(frame) = encode_to_vec(msg, MAX) {
             match decode(&frame, MAX) {
@@ -380,6 +400,441 @@ pub fn mep_frames(data: &[u8]) {
                 other => panic!("re-encoded {msg:?} does not decode: {other:?}"),
             }
         }
+    }
+}
+
+/// Bytes read off the front of a fuzz input, zero once it is used up.
+struct Script<'a>(&'a [u8]);
+
+impl Script<'_> {
+    fn byte(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((&b, rest)) => {
+                self.0 = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let n = n.min(self.0.len());
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        head.to_vec()
+    }
+
+    fn done(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The MEP handshake and sealed frames (`sextant_mep::session`), with an
+/// attacker on the path: two honest sessions with one password (P1 dials,
+/// P2 accepts); the input decides, step by step, whether the path passes
+/// the next frame on, drops it, tampers with it, replays an old one, or
+/// hands either end a frame or raw bytes of its own; the honest ends send
+/// data and time passes. Whatever the input: no panic; each end delivers
+/// only data the other really sent, in order, each once; an acceptor
+/// proves itself only to an initiator that proved itself first; nothing is
+/// accepted before authentication beyond the handshake frame limit; and a
+/// closed session stays closed.
+pub fn mep_handshake(data: &[u8]) {
+    use std::time::Duration;
+
+    use sextant_mep::frame::{FrameReader, HANDSHAKE_MAX_FRAME};
+    use sextant_mep::message::{AuthProof, Hello, Keepalive, Message, Reject, Role};
+    use sextant_mep::session::{Action, SessionConfig, SessionEvent};
+    use sextant_mep::{Session, State};
+
+    const MAX: usize = 64 * 1024;
+
+    struct End {
+        session: Session,
+        reader: FrameReader,
+        /// Frames it sent, in order, as bytes.
+        sent: Vec<Vec<u8>>,
+        /// How many of them the path has dealt with.
+        next: usize,
+        data_sent: Vec<Message>,
+        received: Vec<Message>,
+        proved: bool,
+        closed: bool,
+    }
+
+    impl End {
+        fn carry(&mut self, acts: Vec<Action>) {
+            for (i, a) in acts.iter().enumerate() {
+                assert!(!self.closed, "a closed session acted: {a:?}");
+                if let Some(Message::AuthProof(_)) = a.sent() {
+                    self.proved = true;
+                }
+                let mut bytes = Vec::new();
+                self.session
+                    .encode(a, MAX, &mut bytes)
+                    .expect("the session's frames fit");
+                assert!(bytes.len() <= MAX + 4);
+                if !bytes.is_empty() {
+                    self.sent.push(bytes);
+                }
+                match a {
+                    Action::Event(SessionEvent::Received(m)) => self.received.push(m.clone()),
+                    Action::Close(_) => {
+                        assert_eq!(i + 1, acts.len(), "Close is the last action");
+                        self.closed = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+
+        /// Bytes off the wire, through the reader as the driver does.
+        fn feed(&mut self, bytes: &[u8], now: Duration) {
+            if self.closed {
+                return;
+            }
+            self.reader.push(bytes);
+            loop {
+                let limit = self.session.frame_limit(MAX);
+                let acts = match self.reader.next_frame(limit) {
+                    Ok(Some(f)) => {
+                        assert!(f.len() <= limit + 4);
+                        let f = f.to_vec();
+                        if self.session.state() != State::Up {
+                            assert!(f.len() <= HANDSHAKE_MAX_FRAME + 4);
+                        }
+                        self.session.on_frame_bytes(&f, now)
+                    }
+                    Ok(None) => return,
+                    Err(e) => self.session.on_decode_error(e, now),
+                };
+                let stop = acts.iter().any(|a| matches!(a, Action::Close(_)));
+                self.carry(acts);
+                if stop || self.closed {
+                    return;
+                }
+            }
+        }
+    }
+
+    let ip = |last: u8| -> IpAddr { IpAddr::from([127, 0, 0, last]) };
+    let cfg = |me: &str, peer: &str, initiator: bool, nonce: u8| SessionConfig {
+        local_name: me.into(),
+        local_ip: ip(if me == "P1" { 1 } else { 2 }),
+        role: Role::Parent,
+        generation: 1,
+        peer_name: peer.into(),
+        peer_ip: ip(if peer == "P1" { 1 } else { 2 }),
+        secret: Some(b"one password".to_vec()),
+        nonce: [nonce; 32],
+        acting_for: None,
+        keepalive_timeout: Duration::from_secs(3),
+        initiator,
+    };
+    let start = |c: SessionConfig| {
+        let mut e = End {
+            session: Session::new(c, Duration::ZERO),
+            reader: FrameReader::new(MAX),
+            sent: Vec::new(),
+            next: 0,
+            data_sent: Vec::new(),
+            received: Vec::new(),
+            proved: false,
+            closed: false,
+        };
+        let acts = e.session.connected(Duration::ZERO, None);
+        e.carry(acts);
+        e
+    };
+    let mut ends = [
+        start(cfg("P1", "P2", true, 1)),
+        start(cfg("P2", "P1", false, 2)),
+    ];
+    let mut now = Duration::ZERO;
+    let mut script = Script(data);
+    let mut steps = 0;
+    while !script.done() && steps < 512 {
+        steps += 1;
+        let op = script.byte();
+        let (from, to) = if op & 0x80 == 0 { (0, 1) } else { (1, 0) };
+        match op & 0x0f {
+            // Pass the next frame on, as a faithful path does.
+            0..=4 => {
+                let e = &mut ends[from];
+                if let Some(f) = e.sent.get(e.next).cloned() {
+                    e.next += 1;
+                    ends[to].feed(&f, now);
+                }
+            }
+            // Drop it.
+            5 => ends[from].next += 1,
+            // Flip one bit of it.
+            6 => {
+                let e = &mut ends[from];
+                if let Some(mut f) = e.sent.get(e.next).cloned() {
+                    e.next += 1;
+                    let at = script.byte() as usize % f.len();
+                    f[at] ^= 1 << (script.byte() % 8);
+                    ends[to].feed(&f, now);
+                }
+            }
+            // Replay a frame either end sent before.
+            7 => {
+                let e = &ends[script.byte() as usize % 2];
+                if !e.sent.is_empty() {
+                    let f = e.sent[script.byte() as usize % e.sent.len()].clone();
+                    ends[to].feed(&f, now);
+                }
+            }
+            // A message of the attacker's own, framed plainly (perhaps
+            // with a made-up tag).
+            8 => {
+                let m = match script.byte() % 5 {
+                    0 => Message::Hello(Hello {
+                        site: if script.byte() % 2 == 0 { "P1" } else { "P2" }.into(),
+                        ip: ip(script.byte() % 3),
+                        role: Role::Parent,
+                        generation: 1,
+                        nonce: sextant_mep::session::hex(&[script.byte(); 32]),
+                        acting_for: None,
+                        protocol: sextant_mep::message::PROTOCOL_VERSION,
+                    }),
+                    1 => Message::AuthProof(AuthProof {
+                        hmac: sextant_mep::session::hex(&script.bytes(32)),
+                    }),
+                    2 => Message::Keepalive(Keepalive {
+                        sent_at_ms: u64::from(script.byte()),
+                    }),
+                    3 => Message::Reject(Reject { reason: "x".into() }),
+                    _ => Message::ResyncRequest(Default::default()),
+                };
+                let mut f =
+                    sextant_mep::frame::encode_to_vec(&m, MAX).expect("a small message fits");
+                if script.byte() % 2 == 0 {
+                    let tag = script.bytes(16);
+                    let len = u32::from_be_bytes([f[0], f[1], f[2], f[3]]) + tag.len() as u32;
+                    f[..4].copy_from_slice(&len.to_be_bytes());
+                    f.extend_from_slice(&tag);
+                }
+                ends[to].feed(&f, now);
+            }
+            // Raw bytes.
+            9 => {
+                let n = script.byte() as usize;
+                let raw = script.bytes(n);
+                ends[to].feed(&raw, now);
+            }
+            // The honest end sends data.
+            10 | 11 => {
+                let e = &mut ends[from];
+                if !e.closed {
+                    let m = Message::ResyncRequest(sextant_mep::message::ResyncRequest {
+                        child: Some(format!("{from}#{steps}")),
+                        have: None,
+                    });
+                    let acts = e.session.send(m.clone());
+                    if !acts.is_empty() {
+                        e.data_sent.push(m);
+                    }
+                    e.carry(acts);
+                }
+            }
+            // Time passes.
+            _ => {
+                now += Duration::from_millis(u64::from(script.byte()) * 20);
+                for e in &mut ends {
+                    if !e.closed {
+                        let acts = e.session.tick(now);
+                        e.carry(acts);
+                    }
+                }
+            }
+        }
+        for (me, other) in [(0, 1), (1, 0)] {
+            let got = &ends[me].received;
+            let sent = &ends[other].data_sent;
+            // Keepalives and acks are the session's own; data is what the
+            // node sent.
+            let got: Vec<&Message> = got.iter().collect();
+            assert!(
+                got.len() <= sent.len() && got.iter().zip(sent).all(|(a, b)| *a == b),
+                "end {me} accepted data the other end did not send: {got:?} vs {sent:?}"
+            );
+        }
+        // The acceptor proves itself only once the initiator has proven.
+        if ends[1].proved {
+            assert!(ends[0].proved, "the acceptor proved itself first");
+        }
+    }
+}
+
+/// The config-sync transfer (`sextant_config_sync::Syncer`): a parent
+/// running a configuration receives, from a peer parent, a sequence of
+/// ConfigOffer, ConfigUpdate (whole texts and deltas, in parts, in any
+/// order) and ConfigResult messages made from the input, with time passing
+/// and links going down and up. Whatever the input: no panic; a text is
+/// applied only with the digest its version announces; never a version
+/// that names this node as its origin; at most one apply per whole
+/// transfer received.
+pub fn config_sync_transfer(data: &[u8]) {
+    use std::time::Duration;
+
+    use sextant_config_sync::{Cause, Input, Output, Settings, Syncer};
+    use sextant_mep::message::{
+        ConfigOffer, ConfigOutcome, ConfigResult, ConfigUpdate, ConfigVersion, LineOp, Message,
+    };
+
+    let settings = Settings {
+        local_site: "P2".into(),
+        software: "0.1.0".into(),
+        syntax: "appliance".into(),
+        automatic: true,
+        peers: vec!["P1".into(), "P3".into()],
+    };
+    let texts = [
+        "add gslb site P1 10.0.0.1\nadd gslb site P2 10.0.0.2\n",
+        "add gslb site P1 10.0.0.1\nadd gslb site P2 10.0.0.2\nadd gslb vserver v HTTP\n",
+        "",
+        "add gslb site P2 10.0.0.2\n",
+    ];
+    let mut syncer = Syncer::new(settings.clone());
+    let mut now = Duration::ZERO;
+    let check = |outs: Vec<Output>| {
+        for o in outs {
+            if let Output::Apply {
+                version, shared, ..
+            } = o
+            {
+                assert_eq!(
+                    sextant_config_sync::digest(&shared),
+                    version.digest,
+                    "applied a text whose digest is not its version's"
+                );
+                assert!(
+                    !version.origin.eq_ignore_ascii_case("P2"),
+                    "applied a version that names this node as its origin: {version:?}"
+                );
+            }
+        }
+    };
+    check(syncer.on(
+        Input::Loaded {
+            settings,
+            shared: texts[0].into(),
+            files: Vec::new(),
+            file_incarnation: None,
+            cause: Cause::Start {
+                saved: None,
+                header: None,
+            },
+        },
+        now,
+    ));
+    check(syncer.on(Input::PeerUp { site: "P1".into() }, now));
+    let mut script = Script(data);
+    let mut steps = 0;
+    while !script.done() && steps < 256 {
+        steps += 1;
+        let site = if script.byte() % 4 == 0 { "P3" } else { "P1" }.to_string();
+        let version = |s: &mut Script| {
+            let text = texts[s.byte() as usize % texts.len()];
+            ConfigVersion {
+                incarnation: u64::from(s.byte() % 8),
+                origin: ["P1", "P2", "P3", "p2"][s.byte() as usize % 4].into(),
+                digest: if s.byte() % 8 == 0 {
+                    "sha256:00".into()
+                } else {
+                    sextant_config_sync::digest(text)
+                },
+            }
+        };
+        let op = script.byte() % 8;
+        let input = match op {
+            0 => Input::Received {
+                site,
+                msg: Message::ConfigOffer(ConfigOffer {
+                    version: version(&mut script),
+                    software: if script.byte() % 8 == 0 {
+                        "9.9"
+                    } else {
+                        "0.1.0"
+                    }
+                    .into(),
+                    sync_protocol: 1,
+                    syntax: "appliance".into(),
+                    automatic: script.byte() % 4 != 0,
+                }),
+            },
+            1..=3 => {
+                let v = version(&mut script);
+                let text = texts[script.byte() as usize % texts.len()];
+                let cut = (script.byte() as usize).min(text.len());
+                let delta = script.byte() % 3 == 0;
+                let base = delta.then(|| version(&mut script));
+                let ops = if delta {
+                    (0..script.byte() % 4)
+                        .map(|_| match script.byte() % 3 {
+                            0 => LineOp::Keep(u32::from(script.byte())),
+                            1 => LineOp::Delete(u32::from(script.byte())),
+                            _ => LineOp::Insert(vec!["add gslb vserver w HTTP".into()]),
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Input::Received {
+                    site,
+                    msg: Message::ConfigUpdate(ConfigUpdate {
+                        transfer: u64::from(script.byte() % 4),
+                        version: v,
+                        base,
+                        part: u32::from(script.byte() % 3),
+                        last: script.byte() % 2 == 0,
+                        text: if delta {
+                            String::new()
+                        } else if script.byte() % 2 == 0 {
+                            text[..cut].to_string()
+                        } else {
+                            text.to_string()
+                        },
+                        ops,
+                        forced: script.byte() % 4 == 0,
+                        files: Vec::new(),
+                        lineage: Vec::new(),
+                    }),
+                }
+            }
+            4 => Input::Received {
+                site,
+                msg: Message::ConfigResult(ConfigResult {
+                    transfer: u64::from(script.byte() % 4),
+                    version: version(&mut script),
+                    outcome: [
+                        ConfigOutcome::Applied,
+                        ConfigOutcome::Rejected,
+                        ConfigOutcome::Refused,
+                        ConfigOutcome::NeedFull,
+                        ConfigOutcome::Superseded,
+                    ][script.byte() as usize % 5],
+                    errors: Vec::new(),
+                    warnings: Vec::new(),
+                    running: version(&mut script),
+                }),
+            },
+            5 => {
+                if script.byte() % 2 == 0 {
+                    Input::PeerDown { site }
+                } else {
+                    Input::PeerUp { site }
+                }
+            }
+            6 => {
+                now += Duration::from_millis(u64::from(script.byte()) * 250);
+                Input::Tick
+            }
+            _ => Input::Manual { force_site: None },
+        };
+        check(syncer.on(input, now));
     }
 }
 
