@@ -12,6 +12,7 @@ mod dnssec;
 mod events;
 mod explain;
 mod generate;
+mod listen_check;
 mod logging;
 mod mep_glue;
 mod query_log;
