@@ -121,3 +121,24 @@ impl utoipa::Modify for UnknownParameters {
 pub(super) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_documents_the_unknown_parameter_refusal() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let r = &op["responses"]["400"];
+                assert!(
+                    r["description"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("unknown query parameter")),
+                    "{method} {path}: {op}"
+                );
+            }
+        }
+    }
+}
