@@ -55,7 +55,7 @@ pub(super) async fn sync(
             "{\"preview\": true} (fields: preview, force_site, debug; each optional)",
         ) {
             Ok(r) => r,
-            Err(r) => return r,
+            Err(e) => return error(StatusCode::BAD_REQUEST, e),
         }
     };
     let status = d.config_sync.status();

@@ -75,7 +75,7 @@ impl Accepted {
         let parts: Vec<&str> = path.split('/').collect();
         self.routes
             .iter()
-            .filter(|r| &r.method == method && r.segments.len() == parts.len())
+            .filter(|r| r.method == *method && r.segments.len() == parts.len())
             .filter(|r| {
                 r.segments
                     .iter()
