@@ -170,7 +170,10 @@ pub(super) async fn put_config(
         crate::listen_check::check(&held, &wanted, crate::listen_check::try_bind)
     })
     .await
-    .unwrap_or_default();
+    .unwrap_or_else(|e| crate::listen_check::Checked {
+        refused: vec![format!("the listeners could not be checked: {e}")],
+        warnings: Vec::new(),
+    });
     refused.extend(listeners.refused);
     if !refused.is_empty() {
         return (
