@@ -38,9 +38,8 @@ fn rejected(r: &Reply, status: u16) -> ConfigRejected {
 }
 
 /// The error of an `ApiError` answer.
-fn api_error(status: u16, body: &str) -> String {
+fn api_error(body: &str) -> String {
     let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
-    let _ = status;
     v["error"].as_str().unwrap_or_default().to_string()
 }
 
@@ -123,7 +122,7 @@ fn a_misspelt_parameter_is_refused_and_never_applies() {
     // `dryrun` for `dry_run`: today the change was applied for real.
     let r = s.put(&format!("{CONFIG}?dryrun=1"), &[], &new);
     assert_eq!(r.status, 400, "{r:?}");
-    let e = api_error(r.status, &r.body);
+    let e = api_error(&r.body);
     assert!(
         e.contains("\"dryrun\"") && e.contains("accepted: allow_empty, dry_run"),
         "{e}"
@@ -271,12 +270,12 @@ fn figures_out_of_range_are_refused_naming_the_field() {
     for (body, want) in cases {
         let (status, answer) = s.post(path, body);
         assert_eq!(status, 400, "{body}: {answer}");
-        let e = api_error(status, &answer);
+        let e = api_error(&answer);
         assert!(e.contains(want), "{body}: {e}");
     }
     let (status, answer) = s.post("/v1/site/figures", r#"{"cpu_percent": -3.5}"#);
     assert_eq!(status, 400, "{answer}");
-    assert!(api_error(status, &answer).contains("cpu_percent: -3.5 is out of range (0 to 100)"));
+    assert!(api_error(&answer).contains("cpu_percent: -3.5 is out of range (0 to 100)"));
     // Nothing was taken: no response time, no CPU figure.
     let load = s.service("web1").expect("web1").load;
     assert_eq!(load.response_time_ms, None, "{load:?}");
