@@ -544,6 +544,10 @@ pub struct ConfigApply {
     /// dry run).
     pub applied: bool,
     pub diff: ConfigDiff,
+    /// What could not be checked (a listener on a port this node holds
+    /// itself); empty when all is well.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The objects a configuration adds, removes and changes, each as `"KIND
@@ -663,8 +667,10 @@ pub struct SiteConfigSync {
     pub fulls_sent: u64,
 }
 
-/// `POST /v1/config/sync`: the appliance's `sync gslb config`.
+/// `POST /v1/config/sync`: the appliance's `sync gslb config`. An unknown
+/// field is refused: a misspelt `preview` must not send for real.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ConfigSyncRequest {
     /// Show what each peer parent would get; send nothing.
     #[serde(default)]

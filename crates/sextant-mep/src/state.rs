@@ -19,8 +19,10 @@
 //! `site` is the local site the lists were received by: a file written
 //! under another site name (a copied configuration) is ignored.
 
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 pub use sextant_mep_proto::state::{STATE_VERSION, StateFile};
@@ -89,8 +91,21 @@ pub fn save(path: &Path, state: &StateFile) -> Result<(), StateError> {
 
 /// Writes `bytes` to `path` through a temporary file in the same
 /// directory, fsync and rename, so that a crash leaves the old file or the
-/// new one, never part of one.
+/// new one, never part of one. The file keeps the mode of the one it
+/// replaces (a configuration may hold secrets), else gets 0600.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mode = fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o600);
+    write_atomically_with_mode(path, bytes, mode)
+}
+
+/// [`write_atomically`] with the new file's mode given. The temporary file
+/// ([`temp_name`]) is created new (`O_EXCL`, so never through a link left
+/// in its place) with mode 0600, so that until the rename nobody else can
+/// read what it holds; it takes `mode` just before the rename, and is
+/// removed on every error.
+pub fn write_atomically_with_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
@@ -98,27 +113,79 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::other("the path has no file name"))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
+    let tmp = dir.join(temp_name(name, std::process::id()));
+    // One of ours left by a crashed process that had this PID.
+    match fs::remove_file(&tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
     let written = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
         f.write_all(bytes)?;
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
         f.sync_all()?;
-        drop(f);
         fs::rename(&tmp, path)?;
         // The rename is durable only once the directory is.
         File::open(&dir)?.sync_all()
     })();
+    drop(f);
     if written.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     written
+}
+
+/// The temporary file [`write_atomically`] writes `name` through:
+/// `.NAME.tmpPID`, hidden, beside it.
+pub fn temp_name(name: &OsStr, pid: u32) -> OsString {
+    let mut tmp = OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".tmp{pid}"));
+    tmp
+}
+
+/// Whether `candidate` is a temporary file [`write_atomically`] made for
+/// `name` (by any process).
+pub fn is_temp_of(candidate: &OsStr, name: &OsStr) -> bool {
+    let (Some(c), Some(n)) = (candidate.to_str(), name.to_str()) else {
+        return false;
+    };
+    c.strip_prefix('.')
+        .and_then(|c| c.strip_prefix(n))
+        .and_then(|c| c.strip_prefix(".tmp"))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Removes the temporary files [`write_atomically`] left in `dir` for the
+/// files `names` (a crash between create and rename leaves one, which may
+/// hold a copy of a configuration's secrets). Call it at start, before
+/// this process writes any of them. Answers each file found and whether
+/// it could be removed.
+pub fn remove_stale_temps(dir: &Path, names: &[&OsStr]) -> Vec<(PathBuf, io::Result<()>)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        if !names.iter().any(|n| is_temp_of(&file, n)) {
+            continue;
+        }
+        // Only files: never follow or remove anything else of that name.
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if !is_file {
+            continue;
+        }
+        let path = entry.path();
+        let result = fs::remove_file(&path);
+        removed.push((path, result));
+    }
+    removed.sort_by(|a, b| a.0.cmp(&b.0));
+    removed
 }
 
 #[cfg(test)]
@@ -161,6 +228,56 @@ mod tests {
         save(&p, &s2).unwrap();
         assert_eq!(load(&p).unwrap(), Some(s2));
         assert_eq!(fs::read_dir(&d).unwrap().count(), 1);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn temporary_files_are_private_named_and_found() {
+        let d = dir("tmp");
+        let f = d.join("site.conf");
+        fs::write(&f, "old\n").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+        // A stale one of this very PID (a crashed process had it) is replaced.
+        let own = d.join(temp_name(OsStr::new("site.conf"), std::process::id()));
+        fs::write(&own, "stale").unwrap();
+        write_atomically(&f, b"new\n").unwrap();
+        assert_eq!(fs::read_to_string(&f).unwrap(), "new\n");
+        assert_eq!(
+            fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
+            0o640
+        );
+        assert_eq!(
+            fs::read_dir(&d).unwrap().count(),
+            1,
+            "a temporary file is left"
+        );
+        let fresh = d.join("new.json");
+        write_atomically(&fresh, b"{}").unwrap();
+        assert_eq!(
+            fs::metadata(&fresh).unwrap().permissions().mode() & 0o7777,
+            0o600
+        );
+
+        let name = OsStr::new("site.conf");
+        assert!(is_temp_of(OsStr::new(".site.conf.tmp4242"), name));
+        for not in [
+            ".site.conf.tmp",
+            ".site.conf.tmp12x",
+            "site.conf.tmp1",
+            ".site.conf",
+            ".other.conf.tmp1",
+        ] {
+            assert!(!is_temp_of(OsStr::new(not), name), "{not}");
+        }
+        fs::write(d.join(".site.conf.tmp4242"), "secret").unwrap();
+        fs::write(d.join(".site.conf.tmpx"), "not ours").unwrap();
+        fs::create_dir(d.join(".site.conf.tmp7")).unwrap();
+        let removed = remove_stale_temps(&d, &[name]);
+        assert_eq!(removed.len(), 1, "{removed:?}");
+        assert_eq!(removed[0].0, d.join(".site.conf.tmp4242"));
+        assert!(removed[0].1.is_ok());
+        assert!(!d.join(".site.conf.tmp4242").exists());
+        assert!(d.join(".site.conf.tmpx").exists() && d.join(".site.conf.tmp7").is_dir());
         let _ = fs::remove_dir_all(&d);
     }
 

@@ -329,7 +329,7 @@ fn carry_out(d: &Arc<Daemon>, output: Output) {
             let path = d.state_files.config_sync();
             let written = serde_json::to_vec_pretty(&version)
                 .map_err(std::io::Error::other)
-                .and_then(|b| crate::api::write_atomically(&path, &b));
+                .and_then(|b| sextant_mep::state::write_atomically(&path, &b));
             if let Err(e) = written {
                 error!(file = %path.display(), "config sync: cannot save the version in force: {e}");
             }
@@ -379,6 +379,7 @@ async fn apply(
     let _writer = d.config_writer.lock().await;
     let started = Instant::now();
     let path = d.config_file.clone();
+    let files_of_state = d.state_files.clone();
     let overrides = d.overrides.clone();
     let header = SyncHeader {
         origin: version.origin.clone(),
@@ -408,8 +409,10 @@ async fn apply(
             sync_text::merge(&path, &current, &shared, &header).map_err(|e| vec![e.to_string()])?;
         let model = crate::serve::load_text(&overrides, &merged)?;
         let warnings = compare_files(&files, &model);
-        crate::api::write_atomically(&path, merged.as_bytes())
-            .map_err(|e| vec![format!("cannot write {}: {e}", path.display())])?;
+        // The file it replaces is kept as NAME.conf.prev.
+        files_of_state
+            .replace_config(merged.as_bytes())
+            .map_err(|e| vec![format!("{e:#}")])?;
         Ok::<_, ApplyFailed>((model, merged, warnings))
     })
     .await

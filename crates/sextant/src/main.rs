@@ -12,6 +12,7 @@ mod dnssec;
 mod events;
 mod explain;
 mod generate;
+mod listen_check;
 mod log_limit;
 mod logging;
 mod mep_glue;

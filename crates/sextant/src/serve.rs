@@ -417,6 +417,7 @@ pub async fn serve(
     }
     let state_files =
         crate::state_files::StateFiles::new(&overrides.config, overrides.state_dir.as_deref());
+    state_files.remove_stale_temps();
     let admin_file = state_files.admin();
     let saved_marks = crate::admin_state::load(&admin_file)?;
     let (mut engine, mut first) = Engine::new(Arc::clone(&model), generation, clock.now());

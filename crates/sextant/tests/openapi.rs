@@ -175,6 +175,33 @@ fn every_documented_endpoint_answers_as_documented() {
     }
     assert!(asked >= paths.len(), "asked {asked}");
 
+    // Every operation refuses a parameter it does not document, with a
+    // documented 400 naming it, before it does anything.
+    for (path, item) in paths {
+        for (method, op) in item.as_object().expect("path item") {
+            let (uri, _) = request_for(path, method);
+            let sep = if uri.contains('?') { '&' } else { '?' };
+            let uri = format!("{uri}{sep}no_such_parameter=1");
+            let what = format!("{} {uri}", method.to_uppercase());
+            let auth = bearer(s.token.as_deref()).unwrap_or_default();
+            let r = http_request(
+                net.api_addr(),
+                &method.to_uppercase(),
+                &uri,
+                &[("Authorization", &auth)],
+                "",
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(r.status, 400, "{what}: {r:?}");
+            assert!(r.body.contains("no_such_parameter"), "{what}: {r:?}");
+            let documented = &op["responses"]["400"];
+            assert!(documented.is_object(), "{what}: 400 is not documented");
+            let schema = &documented["content"]["application/json"]["schema"];
+            let value: Value = serde_json::from_str(&r.body).expect("JSON");
+            check(&doc, schema, &value, &what);
+        }
+    }
+
     // A wrong answer must fail the check: the test can fail.
     let status_schema = json!({"$ref": "#/components/schemas/Status"});
     let bad = json!({"version": 1});

@@ -3,10 +3,13 @@
 //! and checks a SIGHUP uses, shows what it changes, and (without
 //! `?dry_run=1`) writes it to the configuration file atomically and swaps
 //! it in exactly as a SIGHUP reload does (health carried over).
+//!
+//! Control-plane mistakes lose nothing: a text that would leave the node
+//! answering nothing (no local site, or no zone, service and vserver left;
+//! what an empty body is) is refused unless `?allow_empty=1` says it is
+//! meant; a text whose new listeners this host cannot open is refused; and
+//! the file replaced is kept as `NAME.conf.prev`.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,20 +59,24 @@ pub(super) async fn get_config(State(d): State<Arc<Daemon>>) -> Response {
 #[derive(Debug, Deserialize)]
 pub(super) struct PutQuery {
     dry_run: Option<String>,
+    allow_empty: Option<String>,
 }
 
-/// `PUT /v1/config[?dry_run=1]`: validates a whole configuration file,
-/// answers its difference against the running one and, without
-/// `dry_run`, writes it atomically and swaps it in as a reload does.
+/// `PUT /v1/config[?dry_run=1][&allow_empty=1]`: validates a whole
+/// configuration file, answers its difference against the running one
+/// and, without `dry_run`, keeps the file as `NAME.conf.prev`, writes the
+/// new one atomically and swaps it in as a reload does.
 #[utoipa::path(put, path = "/v1/config", tag = "write",
-    params(("dry_run" = Option<String>, Query, description = "1: validate and diff only"),
+    params(("dry_run" = Option<String>, Query, description = "1: validate and diff only; nothing is written"),
+        ("allow_empty" = Option<String>, Query, description = "1: accept a text that leaves no local site, or no zone, service or vserver (refused otherwise: an empty body is a mistake far more often than a wish)"),
         ("If-Match" = Option<String>, Header, description = "the generation the change is made against")),
     request_body(content = String, content_type = "text/plain", description = "the whole configuration file"),
-    responses((status = 200, description = "validated (and applied unless dry_run)", body = sextant_api::ConfigApply),
+    responses((status = 200, description = "validated (and applied unless dry_run); warnings name what could not be checked", body = sextant_api::ConfigApply),
         (status = 401, description = "no token, or a wrong one (nothing changes)", body = sextant_api::ApiError),
         (status = 403, description = "writes are disabled: the server has no token file", body = sextant_api::ApiError),
         (status = 400, description = "not a valid configuration: every error as FILE:LINE: reason", body = sextant_api::ConfigRejected),
-        (status = 409, description = "If-Match names another generation", body = sextant_api::ApiError)))]
+        (status = 409, description = "If-Match names another generation", body = sextant_api::ApiError),
+        (status = 422, description = "a valid configuration refused: it would leave the node answering nothing (without allow_empty), or this host cannot open a listener it names; every reason listed, nothing changes", body = sextant_api::ConfigRejected)))]
 pub(super) async fn put_config(
     State(d): State<Arc<Daemon>>,
     Query(q): Query<PutQuery>,
@@ -77,10 +84,13 @@ pub(super) async fn put_config(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    let dry_run = q
-        .dry_run
-        .as_deref()
-        .is_some_and(|v| !matches!(v, "0" | "false" | "no"));
+    let (dry_run, allow_empty) = match (
+        flag("dry_run", q.dry_run.as_deref()),
+        flag("allow_empty", q.allow_empty.as_deref()),
+    ) {
+        (Ok(dry), Ok(allow)) => (dry, allow),
+        (Err(e), _) | (_, Err(e)) => return error(StatusCode::BAD_REQUEST, e),
+    };
     let Ok(text) = String::from_utf8(body.to_vec()) else {
         return error(
             StatusCode::BAD_REQUEST,
@@ -146,23 +156,53 @@ pub(super) async fn put_config(
         removed: diff.removed,
         changed: diff.changed,
     };
+    let mut refused = if allow_empty {
+        Vec::new()
+    } else {
+        leaves_nothing(running.model(), &model)
+    };
+    let default_api = crate::serve::DEFAULT_API_LISTEN
+        .parse()
+        .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 8053)));
+    let held = crate::listen_check::listeners(running.model(), default_api);
+    let wanted = crate::listen_check::listeners(&model, default_api);
+    let listeners = tokio::task::spawn_blocking(move || {
+        crate::listen_check::check(&held, &wanted, crate::listen_check::try_bind)
+    })
+    .await
+    .unwrap_or_else(|e| crate::listen_check::Checked {
+        refused: vec![format!("the listeners could not be checked: {e}")],
+        warnings: Vec::new(),
+    });
+    refused.extend(listeners.refused);
+    if !refused.is_empty() {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(ConfigRejected {
+                error: format!(
+                    "the configuration is valid but refused ({} reason(s)); nothing was changed",
+                    refused.len()
+                ),
+                errors: refused,
+            }),
+        )
+            .into_response();
+    }
+    let warnings = listeners.warnings;
     if dry_run {
-        return answer(generation, false, diff);
+        return answer(generation, false, diff, warnings);
     }
 
-    let file = d.config_file.clone();
+    // The file it replaces is kept as NAME.conf.prev, for a way back.
+    let files = d.state_files.clone();
     let bytes = text.clone();
-    let written =
-        tokio::task::spawn_blocking(move || write_atomically(&file, bytes.as_bytes())).await;
+    let written = tokio::task::spawn_blocking(move || files.replace_config(bytes.as_bytes())).await;
     match written {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                format!(
-                    "cannot write {}: {e}; nothing was changed",
-                    d.config_file.display()
-                ),
+                format!("{e:#}; nothing was changed"),
             );
         }
         Err(e) => {
@@ -203,14 +243,58 @@ pub(super) async fn put_config(
         changed = diff.changed.len(),
         "configuration applied over the API"
     );
-    answer(new_generation, true, diff)
+    answer(new_generation, true, diff, warnings)
 }
 
-fn answer(generation: u64, applied: bool, diff: ConfigDiff) -> Response {
+/// A yes/no query parameter: `1`, `true`, `yes` or nothing after `=`
+/// for yes; `0`, `false`, `no` for no; anything else is refused rather
+/// than guessed.
+fn flag(name: &str, value: Option<&str>) -> Result<bool, String> {
+    match value {
+        None => Ok(false),
+        Some("" | "1" | "true" | "yes") => Ok(true),
+        Some("0" | "false" | "no") => Ok(false),
+        Some(other) => Err(format!(
+            "{name}={}: expected 1 (or true, yes) or 0 (or false, no)",
+            other.chars().take(32).collect::<String>()
+        )),
+    }
+}
+
+/// Why `new` would leave this node answering nothing that `running`
+/// answers: no local site any more, or no zone, GSLB service or vserver
+/// left. What an empty body (`curl --data-binary @missing-file`) or a
+/// truncated file gives; `?allow_empty=1` says it is meant.
+fn leaves_nothing(running: &sextant_core::Model, new: &sextant_core::Model) -> Vec<String> {
+    let mut why = Vec::new();
+    let hint = "send allow_empty=1 if this is meant";
+    if running.local_site.is_some() && new.local_site.is_none() {
+        why.push(format!(
+            "the text names no local site (add gslb site NAME IP -siteType LOCAL): this node \
+             would answer nothing; {hint}"
+        ));
+    }
+    let serves = |m: &sextant_core::Model| {
+        !(m.zones.is_empty() && m.services.is_empty() && m.vservers.is_empty())
+    };
+    if serves(running) && !serves(new) {
+        why.push(format!(
+            "the text removes every zone, GSLB service and vserver ({} zone(s), {} service(s), \
+             {} vserver(s) now): this node would answer nothing; {hint}",
+            running.zones.len(),
+            running.services.len(),
+            running.vservers.len()
+        ));
+    }
+    why
+}
+
+fn answer(generation: u64, applied: bool, diff: ConfigDiff, warnings: Vec<String>) -> Response {
     let mut r = Json(ConfigApply {
         generation,
         applied,
         diff,
+        warnings,
     })
     .into_response();
     if let Ok(v) = HeaderValue::from_str(&etag(generation)) {
@@ -238,48 +322,10 @@ fn if_match(v: &HeaderValue) -> Result<Option<u64>, ()> {
     v.parse().map(Some).map_err(|_| ())
 }
 
-/// Replaces `path` with `bytes` so that a crash leaves either the old file
-/// or the new one: a temporary file in the same directory (with the old
-/// file's permissions, since a configuration may hold secrets), fsync,
-/// rename, fsync of the directory.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("the path has no file name"))?;
-    let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o600);
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode)
-            .open(&tmp)?;
-        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(&dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn if_match_forms() {
@@ -292,21 +338,36 @@ mod tests {
     }
 
     #[test]
-    fn the_file_is_replaced_with_its_mode_kept() {
-        let dir = std::env::temp_dir().join(format!("sextant-config-put-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("site.conf");
-        std::fs::write(&f, "old\n").unwrap();
-        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
-        write_atomically(&f, b"new\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new\n");
-        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o7777;
-        assert_eq!(mode, 0o640);
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            1,
-            "a temporary file is left"
-        );
-        let _ = std::fs::remove_dir_all(&dir);
+    fn flags_are_read_strictly() {
+        assert_eq!(flag("dry_run", None), Ok(false));
+        for yes in ["", "1", "true", "yes"] {
+            assert_eq!(flag("dry_run", Some(yes)), Ok(true));
+        }
+        for no in ["0", "false", "no"] {
+            assert_eq!(flag("dry_run", Some(no)), Ok(false));
+        }
+        let e = flag("dry_run", Some("ture")).unwrap_err();
+        assert!(e.starts_with("dry_run=ture: expected 1"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_text_leaves_nothing_and_says_so() {
+        let running = sextant_config::parse_as(
+            Path::new("site.conf"),
+            "add gslb site site1 10.0.0.1 -siteType LOCAL\n\
+             add gslb service web1 10.0.0.10 HTTP 80 -siteName site1\n\
+             add gslb vserver vs1 HTTP\n\
+             bind gslb vserver vs1 -serviceName web1\n\
+             bind gslb vserver vs1 -domainName www.example.com\n",
+        )
+        .unwrap();
+        let empty = sextant_config::parse_as(Path::new("site.conf"), "").unwrap();
+        let why = leaves_nothing(&running, &empty);
+        assert_eq!(why.len(), 2, "{why:?}");
+        assert!(why[0].contains("no local site"), "{why:?}");
+        assert!(why[1].contains("1 service(s)"), "{why:?}");
+        assert!(leaves_nothing(&running, &running).is_empty());
+        // Nothing to lose: an empty node may stay empty.
+        assert!(leaves_nothing(&empty, &empty).is_empty());
     }
 }

@@ -35,7 +35,7 @@ fn version(v: &ConfigVersion) -> SyncVersion {
 #[utoipa::path(post, path = "/v1/config/sync", tag = "write",
     request_body(content = sextant_api::ConfigSyncRequest, description = "preview, force_site, debug: each optional"),
     responses((status = 200, description = "the preview, or where each peer parent stands after the sync", body = sextant_api::ConfigSyncAnswer),
-        (status = 400, description = "force_site is not a peer parent of this node", body = sextant_api::ApiError),
+        (status = 400, description = "force_site is not a peer parent of this node, or the body is not the JSON expected (an unknown field is refused)", body = sextant_api::ApiError),
         (status = 401, description = "no token, or a wrong one (nothing changes)", body = sextant_api::ApiError),
         (status = 403, description = "writes are disabled: the server has no token file", body = sextant_api::ApiError),
         (status = 409, description = "this node syncs with no parent (a child, or a single site), or force_site's link is down", body = sextant_api::ApiError),
@@ -43,9 +43,21 @@ fn version(v: &ConfigVersion) -> SyncVersion {
 pub(super) async fn sync(
     State(d): State<Arc<Daemon>>,
     caller: Option<Extension<Caller>>,
-    body: Option<Json<ConfigSyncRequest>>,
+    body: axum::body::Bytes,
 ) -> Response {
-    let req = body.map(|Json(r)| r).unwrap_or_default();
+    // Read whatever the Content-Type: a body sent as a form (`curl -d`)
+    // must not become an empty request, that is a real sync.
+    let req: ConfigSyncRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        ConfigSyncRequest::default()
+    } else {
+        match super::push::json_body(
+            &body,
+            "{\"preview\": true} (fields: preview, force_site, debug; each optional)",
+        ) {
+            Ok(r) => r,
+            Err(e) => return error(StatusCode::BAD_REQUEST, e),
+        }
+    };
     let status = d.config_sync.status();
     let Some(status) = status.as_ref().as_ref() else {
         return error(

@@ -10,6 +10,7 @@ mod maintenance;
 pub mod metrics;
 mod objects;
 mod openapi;
+mod params;
 mod probes;
 mod push;
 mod stats;
@@ -17,7 +18,6 @@ pub mod tls;
 mod ui;
 mod views;
 
-pub(crate) use config::write_atomically;
 pub use maintenance::admin_entry;
 
 use std::sync::Arc;
@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use sextant_api::ApiError;
+use utoipa::OpenApi as _;
 
 use crate::serve::Daemon;
 
@@ -89,6 +90,11 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         // probes are always served.
         .merge(ui::routes())
         .merge(probes::routes())
+        // Outermost: a misspelt parameter is refused before anything runs.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(params::Accepted::from_openapi(&openapi::ApiDoc::openapi())),
+            params::refuse_unknown,
+        ))
         .with_state(daemon)
 }
 

@@ -50,13 +50,95 @@ use super::{
     tags(
         (name = "read", description = "the published state"),
         (name = "write", description = "changes; need an API token"),
-    )
+    ),
+    modifiers(&UnknownParameters)
 )]
 pub struct ApiDoc;
+
+/// Every operation refuses a query parameter it does not document
+/// ([`super::params`]): its 400 says so.
+struct UnknownParameters;
+
+const UNKNOWN_PARAMETER: &str =
+    "an unknown query parameter (the error names it and lists the accepted ones; nothing is done)";
+
+impl utoipa::Modify for UnknownParameters {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::{OneOfBuilder, Schema};
+        use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+        let api_error = || RefOr::Ref(Ref::from_schema_name("ApiError"));
+        for item in doc.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                match op.responses.responses.get_mut("400") {
+                    Some(RefOr::T(r)) => {
+                        r.description = format!("{}; or {UNKNOWN_PARAMETER}", r.description);
+                        // The refusal is an ApiError whatever else a 400 is.
+                        for c in r.content.values_mut() {
+                            let other = match c.schema.take() {
+                                Some(RefOr::Ref(r)) if r.ref_location.ends_with("/ApiError") => {
+                                    c.schema = Some(RefOr::Ref(r));
+                                    continue;
+                                }
+                                other => other,
+                            };
+                            let mut one_of = OneOfBuilder::new();
+                            if let Some(other) = other {
+                                one_of = one_of.item(other);
+                            }
+                            c.schema =
+                                Some(RefOr::T(Schema::OneOf(one_of.item(api_error()).build())));
+                        }
+                    }
+                    Some(RefOr::Ref(_)) => {}
+                    None => {
+                        let r = ResponseBuilder::new()
+                            .description(UNKNOWN_PARAMETER)
+                            .content(
+                                "application/json",
+                                ContentBuilder::new().schema(Some(api_error())).build(),
+                            )
+                            .build();
+                        op.responses.responses.insert("400".into(), RefOr::T(r));
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// This description.
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "read",
     responses((status = 200, description = "the OpenAPI description of this API")))]
 pub(super) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_documents_the_unknown_parameter_refusal() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let r = &op["responses"]["400"];
+                assert!(
+                    r["description"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("unknown query parameter")),
+                    "{method} {path}: {op}"
+                );
+            }
+        }
+    }
 }
