@@ -242,8 +242,10 @@ mod tests {
 
     #[test]
     fn local_errors_are_logged_once_per_period_with_the_count() {
-        let mut log = LocalErrorLog::default();
-        log.since = 1;
+        let mut log = LocalErrorLog {
+            last: None,
+            since: 1,
+        };
         assert_eq!(log.due(Duration::from_secs(1)), Some(1));
         log.since += 5;
         assert_eq!(log.due(Duration::from_secs(5)), None);
