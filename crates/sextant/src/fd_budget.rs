@@ -16,7 +16,7 @@
 //!
 //! Connections over their share are closed as soon as they are accepted.
 //! The probes get what is left, at least 5/16 of the limit: 320 at the
-//! usual soft limit of 1024, 163,840 at a hard limit of 524,288.
+//! usual soft limit of 1024, 27,648 at the packaged unit's 65,536.
 
 use std::time::Duration;
 
