@@ -91,6 +91,21 @@ pub enum ProbeError {
 }
 
 impl ProbeError {
+    /// Whether the probe failed for a reason of this host rather than of
+    /// the target: the process or the system is out of descriptors
+    /// (`EMFILE`, `ENFILE`) or of buffer memory (`ENOBUFS`, `ENOMEM`) when
+    /// the socket was made or used. Such a failure says nothing about the
+    /// target, so it must never count towards DOWN.
+    pub fn is_local(&self) -> bool {
+        match self {
+            ProbeError::Io { source, .. }
+            | ProbeError::Tls { source, .. }
+            | ProbeError::Ping { source, .. }
+            | ProbeError::PingPermission(source) => is_local_io(source),
+            _ => false,
+        }
+    }
+
     /// Classifies a failed connect: refusals get their own, shorter text.
     pub(crate) fn connect(addr: SocketAddr, e: io::Error) -> Self {
         if e.kind() == io::ErrorKind::ConnectionRefused {
@@ -105,9 +120,58 @@ impl ProbeError {
     }
 }
 
+/// `e` (or an I/O error it wraps) is one of the local resource errors of
+/// [`ProbeError::is_local`].
+pub(crate) fn is_local_io(e: &io::Error) -> bool {
+    const LOCAL: [i32; 4] = [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM];
+    if e.raw_os_error().is_some_and(|n| LOCAL.contains(&n)) {
+        return true;
+    }
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<io::Error>())
+        .is_some_and(is_local_io)
+}
+
 /// A failed bind to a configured source address, as an I/O error that says
 /// which address (the usual cause: it is not one of this host's addresses).
 /// Its kind is kept, so callers classify it like any other I/O error.
 pub(crate) fn bind_error(local: IpAddr, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("cannot send from {local}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io_failure(errno: i32) -> ProbeError {
+        ProbeError::Io {
+            what: "TCP connect to",
+            addr: SocketAddr::from(([127, 0, 0, 1], 80)),
+            source: io::Error::from_raw_os_error(errno),
+        }
+    }
+
+    #[test]
+    fn running_out_of_descriptors_or_buffers_is_local() {
+        for errno in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM] {
+            assert!(io_failure(errno).is_local(), "errno {errno}");
+        }
+        // Wrapped once more (as TLS and HTTP errors are), still local.
+        let wrapped = io::Error::other(io::Error::from_raw_os_error(libc::EMFILE));
+        assert!(is_local_io(&wrapped));
+    }
+
+    #[test]
+    fn what_the_target_does_is_not_local() {
+        for errno in [
+            libc::ECONNREFUSED,
+            libc::ECONNRESET,
+            libc::EHOSTUNREACH,
+            libc::ETIMEDOUT,
+        ] {
+            assert!(!io_failure(errno).is_local(), "errno {errno}");
+        }
+        assert!(!ProbeError::Timeout(Duration::from_secs(1)).is_local());
+        assert!(!ProbeError::Refused(SocketAddr::from(([127, 0, 0, 1], 80))).is_local());
+    }
 }

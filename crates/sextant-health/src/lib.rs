@@ -88,6 +88,10 @@ pub struct Observation {
     pub detail: String,
     /// Time the probe took, for successful probes that got a response.
     pub response_time: Option<Duration>,
+    /// The probe could not be made for a reason of this host, not of the
+    /// target (see [`ProbeResult::local_error`]); `success` is false and
+    /// means nothing.
+    pub local_error: bool,
     /// The configuration generation the probe belongs to, so the binary can
     /// drop results that arrive after a reload.
     pub generation: u64,
@@ -102,6 +106,12 @@ pub struct ProbeResult {
     /// Time from the start of the probe to the response that decided it;
     /// `None` for failures and for a UDP probe that succeeded by silence.
     pub response_time: Option<Duration>,
+    /// The probe failed for a reason of this host (out of descriptors or
+    /// buffers: `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`), so it says
+    /// nothing about the target: the state engine keeps the service's
+    /// state instead of counting a failure (whoever exhausts this host's
+    /// descriptors must not be able to turn its backends DOWN).
+    pub local_error: bool,
 }
 
 /// What a successful probe tells: a short description and whether a
@@ -137,6 +147,10 @@ pub async fn probe(monitor: &Monitor, target: SocketAddr) -> ProbeResult {
 /// side carries a response time: a reversed success timed nothing useful
 /// for LEASTRESPONSETIME.
 fn reversed(raw: ProbeResult) -> ProbeResult {
+    if raw.local_error {
+        // Nothing was probed: nothing to reverse.
+        return raw;
+    }
     ProbeResult {
         success: !raw.success,
         detail: if raw.success {
@@ -148,6 +162,7 @@ fn reversed(raw: ProbeResult) -> ProbeResult {
             format!("reverse monitor: {} (a failed probe means UP)", raw.detail)
         },
         response_time: None,
+        local_error: false,
     }
 }
 
@@ -169,14 +184,17 @@ async fn probe_raw(monitor: &Monitor, target: SocketAddr) -> ProbeResult {
             success: true,
             detail: format!("{} in {}", ok.what, fmt_duration(elapsed)),
             response_time: Some(elapsed),
+            local_error: false,
         },
         Ok(ok) => ProbeResult {
             success: true,
             detail: ok.what,
             response_time: None,
+            local_error: false,
         },
         Err(e) => ProbeResult {
             success: false,
+            local_error: e.is_local(),
             detail: e.to_string(),
             response_time: None,
         },

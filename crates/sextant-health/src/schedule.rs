@@ -383,6 +383,7 @@ impl Job {
                 success: result.success,
                 detail: result.detail,
                 response_time: result.response_time,
+                local_error: result.local_error,
                 generation: self.slot.generation.load(Ordering::Relaxed),
             };
             if tx.send(observation).await.is_err() {

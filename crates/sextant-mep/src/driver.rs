@@ -33,6 +33,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -110,6 +111,12 @@ pub struct Options {
     /// caller keeps it to read the status without the driver's lock, and
     /// it reads "not running" once the driver stops.
     pub status: Arc<ArcSwap<MepStatus>>,
+    /// Most accepted connections open at once (authenticated or not);
+    /// one more is closed as soon as it is accepted, so peers and
+    /// strangers together can never take the descriptors the health
+    /// monitors and DNS need (the binary sizes it from the descriptor
+    /// limit, `docs/operations.md`).
+    pub max_inbound: usize,
 }
 
 /// What metric exchange shows of itself: every site the node knows, with
@@ -130,9 +137,13 @@ impl Default for Options {
             state_file: None,
             origin: std::time::Instant::now(),
             status: Arc::default(),
+            max_inbound: DEFAULT_MAX_INBOUND,
         }
     }
 }
+
+/// [`Options::max_inbound`] when the caller does not size it.
+pub const DEFAULT_MAX_INBOUND: usize = 512;
 
 /// The running MEP driver. Dropping it stops it, like [`MepHandle::stop`].
 pub struct MepHandle {
@@ -188,6 +199,9 @@ pub fn start_with(
             tasks: Vec::new(),
             listeners: Vec::new(),
             listen_on: Vec::new(),
+            inbound: Arc::new(AtomicUsize::new(0)),
+            max_inbound: options.max_inbound.max(1),
+            over_cap: RateLimited::default(),
             tls_server: None,
             rng: SystemRandom::new(),
             published: Arc::default(),
@@ -279,10 +293,8 @@ impl MepHandle {
     pub async fn close(self) {
         let listeners = {
             let mut inner = self.shared.lock();
-            let listeners: Vec<JoinHandle<()>> = inner.listeners.drain(..).collect();
-            for h in &listeners {
-                h.abort();
-            }
+            let listeners: Vec<JoinHandle<()>> =
+                inner.listeners.drain(..).map(Listener::close).collect();
             inner.shutdown();
             listeners
         };
@@ -543,10 +555,18 @@ struct Inner {
     /// Child: where received backup lists are kept.
     state_file: Option<PathBuf>,
     tasks: Vec<AbortHandle>,
-    /// Accept loops; joined by [`MepHandle::close`] so the ports are free
-    /// when it returns.
-    listeners: Vec<JoinHandle<()>>,
+    /// The listening sockets and their accept loops; joined by
+    /// [`MepHandle::close`] so the ports are free when it returns.
+    listeners: Vec<Listener>,
+    /// What the listeners are (address, secure), in the node's order.
     listen_on: Vec<(SocketAddr, bool)>,
+    /// Accepted connections open now (decremented by their task's end,
+    /// an abort included).
+    inbound: Arc<AtomicUsize>,
+    /// [`Options::max_inbound`].
+    max_inbound: usize,
+    /// Connections closed over the cap, logged at most once a second.
+    over_cap: RateLimited,
     tls_server: Option<Arc<ServerConfig>>,
     rng: SystemRandom,
     /// The status last published (see [`Options::status`]).
@@ -611,7 +631,11 @@ impl Inner {
                 Output::SaveState(st) => self.save_state(&st),
                 Output::Listen(want) => {
                     if let Err(e) = self.listen(want) {
-                        tracing::error!(error = %e, "MEP listener");
+                        tracing::error!(
+                            error = %e,
+                            listening = ?self.listen_on,
+                            "MEP listeners not changed by the new configuration: the old ones keep running"
+                        );
                     }
                 }
                 // Only for the connection being registered (see `register`).
@@ -663,25 +687,72 @@ impl Inner {
 
     // --- listeners ---
 
+    /// Makes the listeners `want`. A reload must never leave the node
+    /// without a port, so nothing running is touched until everything new
+    /// is ready: the TLS configuration is made and every new address bound
+    /// first; if any of that fails the old listeners stay as they were and
+    /// the error is returned (the node keeps running as before). Then an
+    /// address that stays keeps its socket (only its mode changes, so
+    /// turning secure MEP on or off never re-binds a port), and the
+    /// addresses no longer wanted are closed at once (see
+    /// [`Listener::close`]).
     fn listen(&mut self, want: Vec<(SocketAddr, bool)>) -> Result<(), MepError> {
         if want == self.listen_on {
             return Ok(());
         }
-        for h in self.listeners.drain(..) {
-            h.abort();
+        let tls_server = match &self.tls_server {
+            None if want.iter().any(|(_, s)| *s) => {
+                Some(tls::server_config().map_err(MepError::Tls)?)
+            }
+            _ => None,
+        };
+        let mut fresh = Vec::new();
+        for &(addr, secure) in &want {
+            if self.listeners.iter().any(|l| l.addr == addr) {
+                continue;
+            }
+            // On error `fresh` is dropped: the sockets bound so far close
+            // with it (no task holds them yet).
+            let socket = bind_listener(addr).map_err(|source| MepError::Listen { addr, source })?;
+            fresh.push((addr, secure, socket));
         }
-        self.listen_on.clear();
-        if want.iter().any(|(_, s)| *s) && self.tls_server.is_none() {
-            self.tls_server = Some(tls::server_config().map_err(MepError::Tls)?);
+        // Everything is ready: from here on nothing fails.
+        if tls_server.is_some() {
+            self.tls_server = tls_server;
         }
         let shared = self.shared().expect("called through the handle");
-        for &(addr, secure) in &want {
-            let listener =
-                bind_listener(addr).map_err(|source| MepError::Listen { addr, source })?;
-            let h = self.rt.spawn(accept_loop(shared.clone(), listener, secure));
-            self.listeners.push(h);
-            tracing::info!(%addr, secure, "MEP listening");
+        let mut kept = Vec::new();
+        for l in self.listeners.drain(..) {
+            match want.iter().find(|(a, _)| *a == l.addr) {
+                Some(&(_, secure)) => {
+                    if l.secure.swap(secure, Ordering::Relaxed) != secure {
+                        tracing::info!(addr = %l.addr, secure, "MEP listener changes mode");
+                    }
+                    kept.push(l);
+                }
+                None => {
+                    tracing::info!(addr = %l.addr, "MEP listener closed");
+                    drop(l.close());
+                }
+            }
         }
+        for (addr, secure, socket) in fresh {
+            let secure_flag = Arc::new(AtomicBool::new(secure));
+            let socket = Arc::new(socket);
+            let task = self.rt.spawn(accept_loop(
+                shared.clone(),
+                Arc::clone(&socket),
+                Arc::clone(&secure_flag),
+            ));
+            tracing::info!(%addr, secure, "MEP listening");
+            kept.push(Listener {
+                addr,
+                secure: secure_flag,
+                socket,
+                task,
+            });
+        }
+        self.listeners = kept;
         self.listen_on = want;
         Ok(())
     }
@@ -691,6 +762,22 @@ impl Inner {
         if self.stopped {
             return;
         }
+        let open = self.inbound.load(Ordering::Relaxed);
+        if open >= self.max_inbound {
+            // Closed at once (dropped here): its descriptor belongs to the
+            // monitors and DNS.
+            if let Some(suppressed) = self.over_cap.ready(now) {
+                tracing::warn!(
+                    peer = %addr,
+                    open,
+                    cap = self.max_inbound,
+                    suppressed,
+                    "MEP connection closed: too many open MEP connections"
+                );
+            }
+            return;
+        }
+        let slot = InboundSlot::take(&self.inbound);
         let id = self.next_id;
         self.next_id += 1;
         let keys = self.keys();
@@ -711,6 +798,8 @@ impl Inner {
         };
         let timeout = self.node.keepalive_timeout();
         let h = self.rt.spawn(async move {
+            // Held to the end of the task, an abort included.
+            let _slot = slot;
             let Some(cfg) = tls else {
                 run_conn(shared, tcp, reg, None).await;
                 return;
@@ -849,8 +938,8 @@ impl Inner {
             return;
         }
         self.stopped = true;
-        for h in self.listeners.drain(..) {
-            h.abort();
+        for l in self.listeners.drain(..) {
+            drop(l.close());
         }
         for h in self.tasks.drain(..) {
             h.abort();
@@ -897,14 +986,86 @@ async fn connect(local: IpAddr, peer: SocketAddr) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
-async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, secure: bool) {
+/// One listening socket and its accept loop.
+struct Listener {
+    addr: SocketAddr,
+    /// Read at every accept, so a reload that turns secure MEP on or off
+    /// changes the mode of the same socket.
+    secure: Arc<AtomicBool>,
+    /// Shared with the accept loop; kept here so it can be shut down at
+    /// once (see [`Listener::close`]).
+    socket: Arc<TcpListener>,
+    task: JoinHandle<()>,
+}
+
+impl Listener {
+    /// Stops listening now and asks the accept loop to end. Aborting the
+    /// task alone only asks the runtime to drop it some time later, and
+    /// until then the socket holds the address ("Address already in use"
+    /// for whoever binds it next); `shutdown(2)` on a listening socket
+    /// takes it out of LISTEN at once, which frees the address for a new
+    /// `SO_REUSEADDR` bind, and refuses what was still in its backlog.
+    fn close(self) -> JoinHandle<()> {
+        if let Err(e) = socket2::SockRef::from(&*self.socket).shutdown(std::net::Shutdown::Both) {
+            tracing::debug!(addr = %self.addr, error = %e, "MEP listener shutdown");
+        }
+        self.task.abort();
+        self.task
+    }
+}
+
+/// One accepted connection counted against [`Options::max_inbound`] while
+/// its task lives.
+struct InboundSlot(Arc<AtomicUsize>);
+
+impl InboundSlot {
+    fn take(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        InboundSlot(Arc::clone(count))
+    }
+}
+
+impl Drop for InboundSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A warning repeated at most once a second, with how many were left out.
+#[derive(Default)]
+struct RateLimited {
+    last: Option<Duration>,
+    suppressed: u64,
+}
+
+impl RateLimited {
+    /// `Some(suppressed since the last one)` when the warning may be
+    /// logged at `now`.
+    fn ready(&mut self, now: Duration) -> Option<u64> {
+        if self
+            .last
+            .is_some_and(|t| now.saturating_sub(t) < Duration::from_secs(1))
+        {
+            self.suppressed += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.suppressed))
+    }
+}
+
+async fn accept_loop(shared: Arc<Shared>, listener: Arc<TcpListener>, secure: Arc<AtomicBool>) {
     loop {
         match listener.accept().await {
             Ok((tcp, addr)) => {
                 let _ = tcp.set_nodelay(true);
                 let now = shared.now();
+                let secure = secure.load(Ordering::Relaxed);
                 shared.lock().accept(tcp, addr, secure, now);
             }
+            // The listener was shut down (`Listener::close`): its task is
+            // being aborted.
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => return,
             Err(e) => {
                 tracing::warn!(error = %e, "MEP accept failed");
                 tokio::time::sleep(Duration::from_millis(100)).await;

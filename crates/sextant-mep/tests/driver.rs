@@ -859,3 +859,48 @@ async fn parents_exchange_config_offers_over_authenticated_links() {
     );
     assert_eq!(sent.messages_sent, sent_before.messages_sent + 1);
 }
+
+/// Accepted connections are capped (`Options::max_inbound`, the share of
+/// the descriptor limit the binary gives metric exchange): one over the cap
+/// is closed as soon as it is accepted, the ones under it are untouched,
+/// and a slot is free again when its connection ends. Connections that
+/// never say Hello are the cheapest way to hold descriptors.
+#[tokio::test(start_paused = true)]
+async fn connections_over_the_cap_are_closed_at_once() {
+    let specs = [site("A", "127.77.42.1"), site("B", "127.77.42.2")];
+    let _b = Node::start_with(
+        model(&specs, "B", KA),
+        "B",
+        Options {
+            max_inbound: 3,
+            ..Default::default()
+        },
+    );
+    let from = specs[0].ip;
+    let to = specs[1].addr();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect_from(from, to).await);
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut over = connect_from(from, to).await;
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_millis(100), over.read(&mut buf))
+        .await
+        .expect("the connection over the cap is closed at once")
+        .unwrap_or(0);
+    assert_eq!(n, 0, "closed without a word");
+    // The ones under the cap are still open (waiting for the handshake).
+    let open = |r: &Result<std::io::Result<usize>, _>| !matches!(r, Ok(Ok(0)) | Ok(Err(_)));
+    let r = tokio::time::timeout(Duration::from_millis(100), held[0].read(&mut buf)).await;
+    assert!(open(&r), "a connection under the cap was closed: {r:?}");
+    // Their slots come back when they end.
+    held.clear();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut again = connect_from(from, to).await;
+    let r = tokio::time::timeout(Duration::from_millis(100), again.read(&mut buf)).await;
+    assert!(
+        open(&r),
+        "a connection under the cap again was closed: {r:?}"
+    );
+}

@@ -438,6 +438,11 @@ impl Engine {
     fn handle(&mut self, event: Event, now: Duration, effects: &mut Vec<Effect>) {
         match event {
             Event::Probe(p) => self.probe(p, now, effects),
+            Event::ProbeLocalError {
+                service,
+                monitor,
+                detail,
+            } => self.probe_local_error(service, monitor, &detail),
             Event::LocalFigures { service, metrics } => {
                 if let Some(svc) = self.services.get_mut(service) {
                     svc.local_metrics = metrics;
@@ -658,6 +663,31 @@ impl Engine {
             }
         };
         self.set_state(i, up, reason, now, effects);
+    }
+
+    /// A probe that could not be made here ([`Event::ProbeLocalError`]):
+    /// shown as the monitor's last result, counted nowhere. The tally, the
+    /// state and the readiness count are untouched, as if the probe had
+    /// not been due.
+    fn probe_local_error(&mut self, service: ServiceId, monitor: MonitorId, detail: &str) {
+        let Some(slot) = self
+            .model
+            .services
+            .get(service)
+            .and_then(|s| s.monitors.iter().position(|m| *m == monitor))
+        else {
+            return;
+        };
+        if let Some(m) = self
+            .status
+            .get_mut(service)
+            .and_then(|s| s.monitors.get_mut(slot))
+        {
+            m.last_detail = Some(Arc::from(format!(
+                "local error, not counted (the state is kept): {detail}"
+            )));
+            self.figures_dirty = true;
+        }
     }
 
     // ---- metric exchange ----------------------------------------------

@@ -15,6 +15,18 @@ use sextant_core::{LdnsProbe, MonitorId, PathFigures, ServiceId, ServiceMetrics,
 pub enum Event {
     /// A monitor's raw probe result for one service.
     Probe(Probe),
+    /// A monitor could not probe a service for a reason of this host (out
+    /// of descriptors or buffers: `EMFILE`, `ENFILE`, `ENOBUFS`,
+    /// `ENOMEM`). It says nothing about the service: its state and its
+    /// monitor's count of failures stay as they are, and `detail` is shown
+    /// as the monitor's last result. Whoever exhausts this host's
+    /// descriptors (idle connections to the API, say) must not be able to
+    /// turn its healthy backends DOWN.
+    ProbeLocalError {
+        service: ServiceId,
+        monitor: MonitorId,
+        detail: String,
+    },
     /// Load figures measured here for a local service (a load source's
     /// scrape or a REST push).
     LocalFigures {

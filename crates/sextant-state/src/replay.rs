@@ -11,7 +11,8 @@
 //! config                      # the site's configuration (appliance syntax) until `end`
 //! add gslb site p1 127.0.0.1 -siteType LOCAL
 //! end
-//! at 0 probe SERVICE MONITOR ok|fail [DETAIL...]
+//! at 0 probe SERVICE MONITOR ok|fail|local [DETAIL...]
+//!                             # local: failed for a reason of this host (EMFILE...)
 //! at 0.5 figures SERVICE conn=N rt=MS load=N
 //! at 1 peer-up SITE [via PARENT]
 //! at 1 peer-down SITE [REASON...]
@@ -487,7 +488,18 @@ impl Runner<'_> {
                 let success = match w[3] {
                     "ok" => true,
                     "fail" => false,
-                    _ => return Err(syntax("probe result is ok or fail".into())),
+                    "local" => {
+                        return Ok(Event::ProbeLocalError {
+                            service: s,
+                            monitor,
+                            detail: if w.len() > 4 {
+                                w[4..].join(" ")
+                            } else {
+                                "Too many open files (os error 24)".to_string()
+                            },
+                        });
+                    }
+                    _ => return Err(syntax("probe result is ok, fail or local".into())),
                 };
                 let detail = if w.len() > 4 {
                     w[4..].join(" ")

@@ -200,3 +200,58 @@ fn a_publication_shares_what_did_not_change() {
     );
     assert!(std::ptr::eq(sa, sb));
 }
+
+/// Probes that fail for a reason of this host (`Event::ProbeLocalError`)
+/// are shown as the monitor's last result and counted nowhere: however
+/// many come, the service stays UP.
+#[test]
+fn local_probe_errors_are_shown_and_never_counted() {
+    let (mut e, _) = Engine::new(model(1), 1, T0);
+    let s0 = ServiceId::new(0);
+    let mut t = T0 + Duration::from_secs(1);
+    let mut all = e.apply(
+        Event::Probe(Probe {
+            service: s0,
+            monitor: MonitorId::new(0),
+            success: true,
+            detail: "TCP connect in 0.2ms".into(),
+            response_time: Some(Duration::from_micros(200)),
+        }),
+        t,
+    );
+    for _ in 0..50 {
+        t += Duration::from_secs(1);
+        let effects = e.apply(
+            Event::ProbeLocalError {
+                service: s0,
+                monitor: MonitorId::new(0),
+                detail: "TCP connect to 10.0.0.0:80 failed: Too many open files (os error 24)"
+                    .into(),
+            },
+            t,
+        );
+        assert!(
+            !effects
+                .iter()
+                .any(|e| matches!(e, Effect::Transition { .. })),
+            "{effects:?}"
+        );
+        all.extend(effects);
+    }
+    all.extend(e.apply(Event::Tick, t + Duration::from_secs(60)));
+    let published = all
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Effect::Publish(s) => Some(s.clone()),
+            _ => None,
+        })
+        .expect("a publication");
+    assert!(published.is_up(s0));
+    let status = published.status().get(s0).expect("status");
+    let detail = status.monitors[0].last_detail.as_deref().unwrap_or("");
+    assert!(
+        detail.starts_with("local error, not counted") && detail.contains("Too many open files"),
+        "{detail}"
+    );
+}

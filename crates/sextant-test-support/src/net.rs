@@ -18,6 +18,8 @@ pub const DNS_PORT: u16 = 5300;
 pub const API_PORT: u16 = 8080;
 /// The default metric exchange port (`-mepPort`).
 pub const MEP_PORT: u16 = 3011;
+/// The default secure (TLS) metric exchange port (`-mepSecurePort`).
+pub const MEP_SECURE_PORT: u16 = 3009;
 
 /// The loopback addresses one test owns: 127.77.X.Y for the server, and
 /// 127.(100+i).X.Y for backend / service i, 127.(200+k).X.Y for client k.
@@ -170,6 +172,7 @@ impl Net {
             && TcpListener::bind((ip, DNS_PORT)).is_ok()
             && TcpListener::bind((ip, API_PORT)).is_ok()
             && TcpListener::bind((ip, MEP_PORT)).is_ok()
+            && TcpListener::bind((ip, MEP_SECURE_PORT)).is_ok()
     }
 
     /// The site IP of site `k` (0..20): its MEP, DNS and API address.

@@ -193,6 +193,33 @@ fn signal(pid: i32, sig: i32, what: &str) {
     assert_eq!(rc, 0, "kill({pid}, {sig}) of {what} failed");
 }
 
+/// Sets the open files limit (soft and hard) of the running process
+/// `pid` to `n`, as `prlimit --pid PID --nofile=N:N` does: for a test that
+/// leaves a server few descriptors after it started (the server raises its
+/// soft limit to the hard one at start). Panics if it cannot.
+pub fn set_open_files_limit(pid: i32, n: u64) {
+    let limit = libc::rlimit {
+        rlim_cur: n,
+        rlim_max: n,
+    };
+    // SAFETY: prlimit(2) on a child we spawned, with a pointer to a local
+    // struct and no old value asked for.
+    let rc = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &limit, std::ptr::null_mut()) };
+    assert_eq!(
+        rc,
+        0,
+        "prlimit({pid}, RLIMIT_NOFILE, {n}): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// How many file descriptors process `pid` has open now (/proc/PID/fd).
+pub fn open_files(pid: i32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/fd: {e}"))
+        .count()
+}
+
 /// The API token every server started here accepts (its name in the token
 /// file is [`TEST_TOKEN_NAME`]), and that [`Server`] and [`SiteServer`] send
 /// with every request, as an operator's scripts would.

@@ -11,6 +11,7 @@ mod dns_probe;
 mod dnssec;
 mod events;
 mod explain;
+mod fd_budget;
 mod generate;
 mod listen_check;
 mod log_limit;

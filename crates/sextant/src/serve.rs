@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{error, info, warn};
 
 use crate::ServeArgs;
+use crate::api::metrics::ProbeCount;
 use crate::clock::Clock;
 use crate::mep_glue::MepCounters;
 
@@ -268,7 +269,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Serves a loaded configuration with `workers` UDP threads until SIGTERM.
 pub fn run_model(overrides: Overrides, mut model: Model, workers: usize) -> anyhow::Result<()> {
-    raise_file_limit();
+    let budget = crate::fd_budget::raise_limit();
+    let bindings = model.services.iter().map(|s| s.monitors.len()).sum();
+    if let Some(w) = budget.warning(bindings) {
+        warn!("{w}");
+    }
     for w in &model.warnings {
         warn!("{w}");
     }
@@ -315,29 +320,6 @@ pub fn run_model(overrides: Overrides, mut model: Model, workers: usize) -> anyh
         info!("stopped");
     }
     result
-}
-
-/// Raises the soft limit on open files to the hard one (a daemon that holds
-/// many TCP DNS clients, probes and peers should not stop at the usual
-/// soft 1024); logs the limit in force.
-fn raise_file_limit() {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut limit = getrlimit(Resource::Nofile);
-    if let Some(max) = limit.maximum
-        && limit.current.is_some_and(|cur| cur < max)
-    {
-        let raised = rustix::process::Rlimit {
-            current: Some(max),
-            maximum: Some(max),
-        };
-        if setrlimit(Resource::Nofile, raised).is_ok() {
-            limit = raised;
-        }
-    }
-    info!(
-        open_files = limit.current.unwrap_or(u64::MAX),
-        "file descriptor limit (half of it at most for TCP DNS clients)"
-    );
 }
 
 /// How long in-flight work may take to finish after SIGTERM.
@@ -1018,6 +1000,8 @@ fn start_mep(
         state_file: is_child(model).then(|| state_files.mep()),
         origin: clock.origin(),
         status: Arc::clone(status),
+        // The share of the descriptor limit in force (docs/operations.md).
+        max_inbound: crate::fd_budget::current().mep,
         ..Default::default()
     };
     sextant_mep::start_with(Arc::clone(model), generation, tx, options).with_context(|| {
@@ -1203,6 +1187,7 @@ async fn state_task(
     let mut sampler = crate::site_metrics::Sampler::default();
     let has_mep = sextant_state::metric_exchange_configured(engine.model());
     let has_dc = !engine.model().dc_records.is_empty();
+    let mut local_errors = crate::fd_budget::LocalErrorLog::default();
     loop {
         let wake = engine.next_wake().map(|at| daemon.clock.deadline(at));
         let event = tokio::select! {
@@ -1321,6 +1306,14 @@ async fn state_task(
                     .chain(std::iter::from_fn(|| obs_rx.try_recv().ok()).take(PROBE_BATCH - 1))
                     .filter(|o| o.generation == generation)
                     .map(|o| {
+                        if o.local_error {
+                            local_errors.note(&o.detail, daemon.clock.now());
+                            return Event::ProbeLocalError {
+                                service: o.service,
+                                monitor: o.monitor,
+                                detail: o.detail,
+                            };
+                        }
                         Event::Probe(Probe {
                             service: o.service,
                             monitor: o.monitor,
@@ -1336,7 +1329,13 @@ async fn state_task(
                 daemon.counters.probes(
                     engine.model(),
                     batch.iter().filter_map(|ev| match ev {
-                        Event::Probe(p) => Some((p.monitor, p.success)),
+                        Event::Probe(p) => Some((
+                            p.monitor,
+                            if p.success { ProbeCount::Success } else { ProbeCount::Failure },
+                        )),
+                        Event::ProbeLocalError { monitor, .. } => {
+                            Some((*monitor, ProbeCount::LocalError))
+                        }
                         _ => None,
                     }),
                 );

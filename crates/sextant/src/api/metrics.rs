@@ -34,8 +34,19 @@ pub struct ProcessCounters {
     pub reloads_failed: AtomicU64,
     /// By service name: transitions to UP, to DOWN.
     transitions: Mutex<HashMap<String, [u64; 2]>>,
-    /// By monitor name: probes that succeeded, that failed.
-    probes: Mutex<HashMap<String, [u64; 2]>>,
+    /// By monitor name: probes that succeeded, that failed, that could
+    /// not be made (a local error, [`ProbeCount::LocalError`]).
+    probes: Mutex<HashMap<String, [u64; 3]>>,
+}
+
+/// How a probe ended, for [`ProcessCounters::probes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeCount {
+    Success = 0,
+    Failure = 1,
+    /// Failed for a reason of this host (out of descriptors...): not
+    /// counted towards the service's state.
+    LocalError = 2,
 }
 
 impl ProcessCounters {
@@ -48,13 +59,17 @@ impl ProcessCounters {
         entry[usize::from(!up)] += 1;
     }
 
-    /// Counts a batch of probe results (`(monitor, success)`).
-    pub fn probes(&self, model: &Model, results: impl IntoIterator<Item = (MonitorId, bool)>) {
+    /// Counts a batch of probe results.
+    pub fn probes(
+        &self,
+        model: &Model,
+        results: impl IntoIterator<Item = (MonitorId, ProbeCount)>,
+    ) {
         let mut map = self
             .probes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (monitor, success) in results {
+        for (monitor, outcome) in results {
             let Some(m) = model.monitors.get(monitor) else {
                 continue;
             };
@@ -62,7 +77,7 @@ impl ProcessCounters {
                 Some(e) => e,
                 None => map.entry(m.name.clone()).or_default(),
             };
-            entry[usize::from(!success)] += 1;
+            entry[outcome as usize] += 1;
         }
     }
 }
@@ -535,6 +550,13 @@ impl Collector for HealthCollector {
                         (
                             vec![("monitor", m.name.clone()), ("result", "failure".into())],
                             n[1],
+                        ),
+                        (
+                            vec![
+                                ("monitor", m.name.clone()),
+                                ("result", "local_error".into()),
+                            ],
+                            n[2],
                         ),
                     ]
                 })
