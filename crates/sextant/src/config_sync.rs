@@ -395,7 +395,7 @@ async fn apply(
         .unwrap_or_else(|_| Arc::from(""));
     // A received configuration reads files only where this node's
     // operator allows (docs/config-sync.md).
-    let files = crate::serve::received_files(&overrides, d.dns.snapshot.load().model());
+    let access = crate::serve::received_files(&overrides, d.dns.snapshot.load().model());
     let checked = tokio::task::spawn_blocking(move || {
         let current = sextant_config::read_config_file(&path).map_err(|e| {
             e.errors
@@ -415,7 +415,7 @@ async fn apply(
         }
         let merged =
             sync_text::merge(&path, &current, &shared, &header).map_err(|e| vec![e.to_string()])?;
-        let model = crate::serve::load_text_with(&overrides, &merged, &files)?;
+        let model = crate::serve::load_text_with(&overrides, &merged, &access)?;
         let warnings = compare_files(&files, &model);
         crate::api::write_atomically(&path, merged.as_bytes())
             .map_err(|e| vec![format!("cannot write {}: {e}", path.display())])?;

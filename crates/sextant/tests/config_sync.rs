@@ -894,6 +894,11 @@ impl Lab {
     /// version, file and answers, answers a reload at once (no apply is
     /// stuck on a file), and nothing anywhere holds P2's token.
     fn expect_p2_refused(&self, file: &str, p2_file: &str) {
+        self.expect_p2_refused_keeping(file, p2_file, &[P2_TOKEN]);
+    }
+
+    /// [`Lab::expect_p2_refused`], and none of `secrets` shows anywhere.
+    fn expect_p2_refused_keeping(&self, file: &str, p2_file: &str, secrets: &[&str]) {
         eventually_ok(EVENTUALLY, "P1 sees P2 refuse the push", || {
             let s = sync_of(self.p(0), "P2")?;
             let err = s["last_error"].as_str().unwrap_or("");
@@ -912,8 +917,10 @@ impl Lab {
         assert_eq!(dry.status, 200, "P2 takes its own text at once: {}", dry.body);
         for p in &self.parents {
             let (_, sites) = p.get("/v1/sites").expect("/v1/sites");
-            assert!(!sites.contains(P2_TOKEN), "{}'s /v1/sites: {sites}", p.name);
-            assert!(!p.log().contains(P2_TOKEN), "{}'s log holds P2's token", p.name);
+            for secret in secrets {
+                assert!(!sites.contains(secret), "{}'s /v1/sites: {sites}", p.name);
+                assert!(!p.log().contains(secret), "{}'s log holds a secret of P2's", p.name);
+            }
         }
     }
 }
@@ -931,13 +938,28 @@ fn a_pushed_configuration_cannot_read_the_receivers_token_file() {
     let out = SEXTANT.run(&["dnssec", "keygen", "-K", &d, "example.com"]);
     assert!(out.status.success(), "{}", output_text(&out));
     let base = dir.join(String::from_utf8_lossy(&out.stdout).trim());
-    std::fs::rename(base.with_extension("key"), dir.join("P2.api-tokens")).expect("key");
-    std::fs::rename(base.with_extension("private"), dir.join("P2.conf")).expect("private");
+    let base = base.display();
+    std::fs::rename(format!("{base}.key"), dir.join("P2.api-tokens")).expect("key");
+    std::fs::rename(format!("{base}.private"), dir.join("P2.conf")).expect("private");
     lab.push_from_p1(
         "add dns key k1 P2.api-tokens P2.conf\n\
          sign dns zone example.com -keyName k1\n",
     );
     lab.expect_p2_refused("P2.api-tokens", &p2_file);
+    // Another secret in P2's directory, which P2 may read (it is under
+    // its configuration's directory): the error says what is wrong with it,
+    // never what it holds.
+    const OTHER: &str = "backup-password-71f3a9c04e2d";
+    let other = lab.dir("P2").join("backup.credentials");
+    std::fs::write(&other, format!("backup {OTHER}\n")).expect("write");
+    std::fs::copy(dir.join("P2.api-tokens"), dir.join("backup.credentials")).expect("key");
+    std::fs::copy(dir.join("P2.conf"), dir.join("backup.private")).expect("private");
+    std::fs::copy(dir.join("P2.conf"), lab.dir("P2").join("backup.private")).expect("private");
+    lab.push_from_p1(
+        "add dns key k1 backup.credentials backup.private\n\
+         sign dns zone example.com -keyName k1\n",
+    );
+    lab.expect_p2_refused_keeping("backup.credentials", &p2_file, &[P2_TOKEN, OTHER]);
 }
 
 #[test]
