@@ -723,7 +723,13 @@ impl Syncer {
     /// Refuses a transfer of a version that claims to come from this node
     /// but was never made here: its sender (or whoever it got it from)
     /// forged the label, e.g. to make its text win by this node's name.
-    fn refuse_forged_origin(&mut self, site: &str, transfer: u64, v: &ConfigVersion, out: &mut Vec<Output>) {
+    fn refuse_forged_origin(
+        &mut self,
+        site: &str,
+        transfer: u64,
+        v: &ConfigVersion,
+        out: &mut Vec<Output>,
+    ) {
         let why = format!(
             "{} names {} as its origin, but {} never made it: refused (a version made at a site is only ever announced by that site first)",
             describe(v),

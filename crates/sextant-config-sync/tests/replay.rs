@@ -664,7 +664,11 @@ fn a_version_naming_the_receiver_as_origin_that_it_never_made_is_refused() {
     assert_eq!(net.running("P2"), base);
     assert_eq!(net.version("P2").incarnation, 0);
     assert!(
-        net.logged("P2", Level::Error, "names P2 as its origin, but P2 never made it"),
+        net.logged(
+            "P2",
+            Level::Error,
+            "names P2 as its origin, but P2 never made it"
+        ),
         "{:?}",
         net.nodes["P2"].logs
     );

@@ -133,9 +133,9 @@ pub(crate) fn build(draft: &DraftDnssec, files: &FileAccess, diag: &mut Diag, mo
             };
             let read = |file: &str| {
                 let path = base.join(file);
-                files
-                    .read_text(&path, FileKind::DnssecKey)
-                    .map_err(|why| format!("cannot read {} as a DNSSEC key file: {why}", path.display()))
+                files.read_text(&path, FileKind::DnssecKey).map_err(|why| {
+                    format!("cannot read {} as a DNSSEC key file: {why}", path.display())
+                })
             };
             let loaded = read(&k.public).and_then(|public| {
                 let private = read(&k.private)?;

@@ -335,7 +335,11 @@ mod tests {
             op.read(&fifo, FileKind::Location),
             Err(FileError::NotRegular("a FIFO (named pipe)"))
         );
-        std::fs::write(inside.join("big.key"), vec![b'x'; MAX_KEY_FILE as usize + 1]).unwrap();
+        std::fs::write(
+            inside.join("big.key"),
+            vec![b'x'; MAX_KEY_FILE as usize + 1],
+        )
+        .unwrap();
         assert!(matches!(
             op.read(&inside.join("big.key"), FileKind::DnssecKey),
             Err(FileError::TooLarge { .. })

@@ -46,8 +46,8 @@ pub use local_site::{LocalSiteError, settle_local_site};
 pub use secrets::REENTER_PREFIX;
 
 use draft::Syntax;
-use files::{FileAccess, FileKind};
 use error::Diag;
+use files::{FileAccess, FileKind};
 
 /// Reads and validates a configuration file. The extension picks the
 /// syntax: `.conf` is the appliance's command syntax, `.toml` the native one.

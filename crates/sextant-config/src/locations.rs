@@ -374,14 +374,17 @@ fn netscaler_entry(fields: &[String]) -> Result<(IpAddr, IpAddr, Place), String>
         }
     };
     let (longitude, latitude) = (number(0)?, number(1)?);
-    let coordinates = coordinates(longitude, latitude, ("longitude", "latitude")).map_err(
-        |(c, e)| match (c, longitude.is_some() && latitude.is_some()) {
-            // Out of range: said without the value (a file's content).
-            (Coord::Longitude, true) => "longitude is out of range; expected -180 to 180".into(),
-            (Coord::Latitude, true) => "latitude is out of range; expected -90 to 90".into(),
-            _ => e,
-        },
-    )?;
+    let coordinates =
+        coordinates(longitude, latitude, ("longitude", "latitude")).map_err(|(c, e)| {
+            match (c, longitude.is_some() && latitude.is_some()) {
+                // Out of range: said without the value (a file's content).
+                (Coord::Longitude, true) => {
+                    "longitude is out of range; expected -180 to 180".into()
+                }
+                (Coord::Latitude, true) => "latitude is out of range; expected -90 to 90".into(),
+                _ => e,
+            }
+        })?;
     let place = Place {
         location: Location::from_qualifiers(qualifiers.iter().map(String::as_str)),
         coordinates,
@@ -402,9 +405,8 @@ fn file_ip(text: &str) -> Result<IpAddr, String> {
             ),
         };
     }
-    text.parse::<IpAddr>().map_err(|_| {
-        "not an IPv4 or IPv6 address, nor an IPv4 address as a number".to_string()
-    })
+    text.parse::<IpAddr>()
+        .map_err(|_| "not an IPv4 or IPv6 address, nor an IPv4 address as a number".to_string())
 }
 
 /// A qualifier as written in a file: empty or `*` is a wildcard, otherwise

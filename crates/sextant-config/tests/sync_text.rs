@@ -948,5 +948,9 @@ fn sign_dns_zone_is_shared() {
                 add dns key k1 k.key k.private\n\
                 sign dns zone example.com -keyName k1\n";
     let s = split(Path::new("p.conf"), text).expect("split");
-    assert!(s.shared.contains("sign dns zone example.com -keyName k1"), "{}", s.shared);
+    assert!(
+        s.shared.contains("sign dns zone example.com -keyName k1"),
+        "{}",
+        s.shared
+    );
 }

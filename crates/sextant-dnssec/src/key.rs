@@ -161,8 +161,7 @@ pub fn parse_public(text: &str) -> Result<PublicKeyFile, Error> {
         }
     };
     let (flags, line) = number("flags")?;
-    let flags =
-        u16::try_from(flags).map_err(|_| bad(line, "the DNSKEY's flags are over 65535"))?;
+    let flags = u16::try_from(flags).map_err(|_| bad(line, "the DNSKEY's flags are over 65535"))?;
     let (protocol, line) = number("protocol")?;
     if protocol != 3 {
         return Err(bad(line, "the DNSKEY's protocol must be 3"));
@@ -172,9 +171,9 @@ pub fn parse_public(text: &str) -> Result<PublicKeyFile, Error> {
         u8::try_from(algorithm).map_err(|_| bad(line, "the DNSKEY's algorithm is over 255"))?;
     let alg = Algorithm::from_number(algorithm)?;
     let b64: String = fields.map(|(w, _)| w).collect();
-    let public_key = BASE64
-        .decode(b64.as_bytes())
-        .map_err(|_| Error::KeyFile("the .key file: the DNSKEY's public key is not base64".into()))?;
+    let public_key = BASE64.decode(b64.as_bytes()).map_err(|_| {
+        Error::KeyFile("the .key file: the DNSKEY's public key is not base64".into())
+    })?;
     if public_key.len() != alg.public_len() {
         return Err(Error::KeyFile(format!(
             "a {} public key has {} bytes, this one {}",
@@ -218,9 +217,7 @@ pub fn parse_private(text: &str) -> Result<PrivateKeyFile, Error> {
             continue;
         };
         let value = value.trim();
-        let bad = |why: &str| {
-            Error::KeyFile(format!("the .private file, line {}: {why}", i + 1))
-        };
+        let bad = |why: &str| Error::KeyFile(format!("the .private file, line {}: {why}", i + 1));
         let field = field.trim();
         let when = || {
             time::parse(value)

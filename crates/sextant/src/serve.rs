@@ -224,13 +224,14 @@ pub fn load_text_with(
     text: &str,
     files: &FileAccess,
 ) -> Result<Model, Vec<String>> {
-    let mut model = sextant_config::parse_as_with(&overrides.config, text, files).map_err(|errors| {
-        errors
-            .errors
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-    })?;
+    let mut model =
+        sextant_config::parse_as_with(&overrides.config, text, files).map_err(|errors| {
+            errors
+                .errors
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+        })?;
     settle(overrides, &mut model).map_err(|e| vec![format!("{e:#}")])?;
     Ok(model)
 }

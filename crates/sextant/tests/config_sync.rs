@@ -878,7 +878,11 @@ impl Lab {
     /// `../` as many times as P2's directory has names: the root, at P2.
     fn to_root_from_p2(&self) -> String {
         let dir = self.parents[1].config.parent().expect("P2's directory");
-        let names = std::fs::canonicalize(dir).expect("P2 dir").components().count() - 1;
+        let names = std::fs::canonicalize(dir)
+            .expect("P2 dir")
+            .components()
+            .count()
+            - 1;
         "../".repeat(names)
     }
 
@@ -890,19 +894,20 @@ impl Lab {
         assert_eq!(r.status, 200, "P1 takes the attacker's text: {}", r.body);
     }
 
-    /// P2 refused the push (P1 sees it rejected, naming `file`), keeps its
-    /// version, file and answers, answers a reload at once (no apply is
-    /// stuck on a file), and nothing anywhere holds P2's token.
-    fn expect_p2_refused(&self, file: &str, p2_file: &str) {
-        self.expect_p2_refused_keeping(file, p2_file, &[P2_TOKEN]);
+    /// P2 refused the push (P1 sees it rejected, naming `file` and
+    /// `reason`), keeps its version, file and answers, answers a reload at
+    /// once (no apply is stuck on a file), and nothing anywhere holds P2's
+    /// token.
+    fn expect_p2_refused(&self, file: &str, reason: &str, p2_file: &str) {
+        self.expect_p2_refused_keeping(file, reason, p2_file, &[P2_TOKEN]);
     }
 
     /// [`Lab::expect_p2_refused`], and none of `secrets` shows anywhere.
-    fn expect_p2_refused_keeping(&self, file: &str, p2_file: &str, secrets: &[&str]) {
+    fn expect_p2_refused_keeping(&self, file: &str, reason: &str, p2_file: &str, secrets: &[&str]) {
         eventually_ok(EVENTUALLY, "P1 sees P2 refuse the push", || {
             let s = sync_of(self.p(0), "P2")?;
             let err = s["last_error"].as_str().unwrap_or("");
-            if s["state"] == "rejected" && err.contains(file) {
+            if s["state"] == "rejected" && err.contains(file) && err.contains(reason) {
                 Ok(())
             } else {
                 Err(format!("{s}"))
@@ -914,12 +919,20 @@ impl Lab {
             expect_weights(self.p(1), [1, 1, 1])
         });
         let dry = self.p(1).put("/v1/config?dry_run=1", &[], p2_file);
-        assert_eq!(dry.status, 200, "P2 takes its own text at once: {}", dry.body);
+        assert_eq!(
+            dry.status, 200,
+            "P2 takes its own text at once: {}",
+            dry.body
+        );
         for p in &self.parents {
             let (_, sites) = p.get("/v1/sites").expect("/v1/sites");
             for secret in secrets {
                 assert!(!sites.contains(secret), "{}'s /v1/sites: {sites}", p.name);
-                assert!(!p.log().contains(secret), "{}'s log holds a secret of P2's", p.name);
+                assert!(
+                    !p.log().contains(secret),
+                    "{}'s log holds a secret of P2's",
+                    p.name
+                );
             }
         }
     }
@@ -945,7 +958,7 @@ fn a_pushed_configuration_cannot_read_the_receivers_token_file() {
         "add dns key k1 P2.api-tokens P2.conf\n\
          sign dns zone example.com -keyName k1\n",
     );
-    lab.expect_p2_refused("P2.api-tokens", &p2_file);
+    lab.expect_p2_refused("P2.api-tokens", "never read as another file", &p2_file);
     // Another secret in P2's directory, which P2 may read (it is under
     // its configuration's directory): the error says what is wrong with it,
     // never what it holds.
@@ -959,7 +972,12 @@ fn a_pushed_configuration_cannot_read_the_receivers_token_file() {
         "add dns key k1 backup.credentials backup.private\n\
          sign dns zone example.com -keyName k1\n",
     );
-    lab.expect_p2_refused_keeping("backup.credentials", &p2_file, &[P2_TOKEN, OTHER]);
+    lab.expect_p2_refused_keeping(
+        "backup.credentials",
+        "the .key file, line 1: expected `OWNER [TTL] [IN] DNSKEY ...`",
+        &p2_file,
+        &[P2_TOKEN, OTHER],
+    );
 }
 
 #[test]
@@ -977,13 +995,17 @@ fn a_pushed_location_file_of_dev_zero_fails_at_once() {
     std::fs::create_dir_all(at_p1.join("dev")).expect("dir");
     std::fs::write(at_p1.join("dev/zero"), "192.0.2.0,192.0.2.255,Europe,DE\n").expect("csv");
     lab.push_from_p1(&format!("add locationFile {path}\n"));
-    lab.expect_p2_refused("dev/zero", &p2_file);
+    lab.expect_p2_refused("dev/zero", "outside the directories", &p2_file);
     // P2's own operator mistyping a location file as /dev/zero: refused at
     // once, saying why.
     let typo = format!("{p2_file}add locationFile /dev/zero\n");
     let r = lab.p(1).put("/v1/config?dry_run=1", &[], &typo);
     assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.body.contains("a character device, not a regular file"), "{}", r.body);
+    assert!(
+        r.body.contains("a character device, not a regular file"),
+        "{}",
+        r.body
+    );
 }
 
 #[test]
@@ -1003,11 +1025,12 @@ fn a_pushed_location_file_that_is_a_fifo_fails_at_once() {
     )
     .expect("csv");
     lab.push_from_p1("add locationFile geo-feed.csv\n");
-    lab.expect_p2_refused("geo-feed.csv", &p2_file);
-    assert!(
-        lab.p(1).log().contains("not a regular file"),
-        "P2 logs why"
+    lab.expect_p2_refused(
+        "geo-feed.csv",
+        "a FIFO (named pipe), not a regular file",
+        &p2_file,
     );
+    assert!(lab.p(1).log().contains("not a regular file"), "P2 logs why");
 }
 
 #[test]
@@ -1030,8 +1053,11 @@ fn a_version_claiming_the_receiver_as_origin_is_refused() {
         "origin": "P2",
         "digest": sextant_config_sync::digest(&split.shared),
     });
-    std::fs::write(config.with_file_name("P1.config-sync.json"), forged.to_string())
-        .expect("state file");
+    std::fs::write(
+        config.with_file_name("P1.config-sync.json"),
+        forged.to_string(),
+    )
+    .expect("state file");
     lab.parents[0].restart();
     eventually_ok(EVENTUALLY, "P1 sees P2 refuse the forged version", || {
         let s = sync_of(lab.p(0), "P2")?;
