@@ -293,6 +293,15 @@ pub fn apply_local_site(model: &mut Model, name: Option<&str>) -> anyhow::Result
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let overrides = Overrides::from(&args);
+    // A mistyped directory would silently allow nothing.
+    for dir in &overrides.sync_file_dirs {
+        if !dir.is_dir() {
+            bail!(
+                "--sync-file-dir {}: not a directory (a directory a configuration received over config sync may read files from)",
+                dir.display()
+            );
+        }
+    }
     let model = load(&overrides)?;
     let workers = args.udp_workers.unwrap_or_else(|| {
         std::thread::available_parallelism()

@@ -1080,3 +1080,58 @@ fn a_version_claiming_the_receiver_as_origin_is_refused() {
         expect_weights(lab.p(1), [1, 1, 1])
     });
 }
+
+#[test]
+fn a_directory_allowed_with_sync_file_dir_is_read_from_a_received_configuration() {
+    // A GeoIP directory beside the sites' directories: P2's operator
+    // allows it (`--sync-file-dir`), P3's does not.
+    let geo = |scratch: &Path| scratch.join("GeoIP");
+    let Some(lab) = Lab::start_laid_out(
+        "gdir",
+        true,
+        false,
+        |scratch, i| {
+            std::fs::create_dir_all(geo(scratch)).expect("GeoIP dir");
+            scratch.join(PARENTS[i])
+        },
+        |i, dir| {
+            let geo = geo(dir.parent().expect("scratch"));
+            if i == 1 {
+                vec!["--sync-file-dir".into(), geo.display().to_string()]
+            } else {
+                Vec::new()
+            }
+        },
+    ) else {
+        return;
+    };
+    let csv = lab.scratch.0.join("GeoIP").join("geo.csv");
+    std::fs::write(&csv, "192.0.2.0,192.0.2.255,Europe,DE\n").expect("csv");
+    let p3_file = lab.file(2);
+    let text = parent_file(
+        0,
+        true,
+        &format!(
+            "{}add locationFile {}\n",
+            shared([1, 1, 1], 5),
+            csv.display()
+        ),
+    );
+    let r = lab.p(0).put("/v1/config", &[], &text);
+    assert_eq!(r.status, 200, "{}", r.body);
+    eventually_ok(EVENTUALLY, "P2 takes it", || match version_of(lab.p(1))? {
+        (1, o) if o == "P1" => Ok(()),
+        v => Err(format!("{v:?}")),
+    });
+    assert!(lab.file(1).contains("add locationFile"));
+    eventually_ok(EVENTUALLY, "P3 refuses it", || {
+        let s = sync_of(lab.p(0), "P3")?;
+        let err = s["last_error"].as_str().unwrap_or("");
+        if s["state"] == "rejected" && err.contains("outside the directories") {
+            Ok(())
+        } else {
+            Err(format!("{s}"))
+        }
+    });
+    assert_eq!(lab.file(2), p3_file);
+}
