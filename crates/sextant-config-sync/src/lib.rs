@@ -64,6 +64,9 @@ pub const MAX_TRANSFER_BYTES: usize = 256 << 20;
 const EXCHANGE_LOG: usize = 256;
 /// Changes a version's lineage remembers.
 const LINEAGE: usize = 64;
+/// Versions made here that are remembered: a received version that names
+/// this node as its origin must be one of them.
+const MADE_HERE: usize = 64;
 
 /// What this node is, from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,6 +373,11 @@ pub struct Syncer {
     applying_lineage: Vec<ConfigLabel>,
     queued_lineage: Vec<ConfigLabel>,
     lost_changes: u64,
+    /// The versions this node made (a reload or API write, a manual sync,
+    /// its file at start), newest last. A version that names this node as
+    /// origin and is not here was never made here: a peer that sends one
+    /// is lying about where it came from, and it is refused.
+    made_here: VecDeque<ConfigVersion>,
     peers: BTreeMap<String, Peer>,
     inbound: HashMap<String, Inbound>,
     /// An apply is under way (one at a time).
@@ -407,6 +415,7 @@ impl Syncer {
             applying_lineage: Vec::new(),
             queued_lineage: Vec::new(),
             lost_changes: 0,
+            made_here: VecDeque::new(),
             peers: BTreeMap::new(),
             inbound: HashMap::new(),
             applying: false,
@@ -586,6 +595,7 @@ impl Syncer {
                     digest: d,
                 };
                 self.extend_lineage();
+                self.made(&v);
                 out.push(Output::Log {
                     level: Level::Info,
                     text: format!(
@@ -662,6 +672,10 @@ impl Syncer {
             }
         };
         self.highest = self.highest.max(new_version.incarnation);
+        // At start: the file and state this node keeps are its own word.
+        if self.is_local(&new_version.origin) {
+            self.made(&new_version);
+        }
         let changed = new_version != self.version || self.text.as_ref() != shared.as_ref();
         self.set_version(new_version, shared, out);
         if changed {
@@ -684,6 +698,60 @@ impl Syncer {
             p.rejected = None;
             p.retry_at = Duration::ZERO;
         }
+    }
+
+    /// Whether `origin` names this node's site.
+    fn is_local(&self, origin: &str) -> bool {
+        key(origin) == key(&self.settings.local_site)
+    }
+
+    /// Remembers a version made here.
+    fn made(&mut self, v: &ConfigVersion) {
+        if !self.made_here.contains(v) {
+            self.made_here.push_back(v.clone());
+        }
+        while self.made_here.len() > MADE_HERE {
+            self.made_here.pop_front();
+        }
+    }
+
+    /// `v` names this node as its origin but was never made here.
+    fn never_made_here(&self, v: &ConfigVersion) -> bool {
+        self.is_local(&v.origin) && !self.made_here.contains(v)
+    }
+
+    /// Refuses a transfer of a version that claims to come from this node
+    /// but was never made here: its sender (or whoever it got it from)
+    /// forged the label, e.g. to make its text win by this node's name.
+    fn refuse_forged_origin(
+        &mut self,
+        site: &str,
+        transfer: u64,
+        v: &ConfigVersion,
+        out: &mut Vec<Output>,
+    ) {
+        let why = format!(
+            "{} names {} as its origin, but {} never made it: refused (a version made at a site is only ever announced by that site first)",
+            describe(v),
+            self.settings.local_site,
+            self.settings.local_site
+        );
+        self.note(site, "..", format!("refused: {why}"));
+        out.push(Output::Log {
+            level: Level::Error,
+            text: format!(
+                "config sync: the configuration sent by {site} is refused and the running configuration stays in force: {why}"
+            ),
+        });
+        self.answer(
+            site,
+            transfer,
+            v,
+            ConfigOutcome::Rejected,
+            vec![why],
+            Vec::new(),
+            out,
+        );
     }
 
     /// The current version becomes the newest step of the lineage (before
@@ -1085,8 +1153,14 @@ impl Syncer {
         let v = inb.version.clone();
         if v.digest == self.version.digest {
             // The same text: in sync; take the newer label so that every
-            // parent shows the same one.
-            if compare(&v, &self.version) == std::cmp::Ordering::Greater {
+            // parent shows the same one (never a label of this node's that
+            // it did not make).
+            let newer = compare(&v, &self.version) == std::cmp::Ordering::Greater;
+            if newer && self.never_made_here(&v) {
+                self.refuse_forged_origin(site, inb.transfer, &v, out);
+                return;
+            }
+            if newer {
                 let text = Arc::clone(&self.text);
                 self.set_version(v.clone(), text, out);
                 self.lineage = inb.lineage.clone();
@@ -1125,6 +1199,10 @@ impl Syncer {
             );
             // It runs something older than ours: it gets ours.
             self.push_if_behind(site, false, out);
+            return;
+        }
+        if self.never_made_here(&v) {
+            self.refuse_forged_origin(site, inb.transfer, &v, out);
             return;
         }
         let text = match &inb.base {
@@ -1361,6 +1439,7 @@ impl Syncer {
         };
         let text = Arc::clone(&self.text);
         self.extend_lineage();
+        self.made(&v);
         self.set_version(v.clone(), text, out);
         out.push(Output::Log {
             level: Level::Info,

@@ -632,3 +632,120 @@ fn a_change_built_on_ours_is_no_loss() {
         net.nodes["P3"].logs
     );
 }
+
+/// Starts P1 and P2 (P2 first, with `base`), P1 with `text` under a label
+/// forged in its saved state: incarnation 9 "from P2".
+fn forged_label(base: &str, text: &str) -> (Net, ConfigVersion) {
+    let sites = ["P1", "P2"];
+    let mut net = Net::new(&[], base);
+    net.start("P2", settings("P2", &sites, "0.1.0", true), base, None);
+    let forged = ConfigVersion {
+        incarnation: 9,
+        origin: "P2".into(),
+        digest: digest(text),
+    };
+    net.start(
+        "P1",
+        settings("P1", &sites, "0.1.0", true),
+        text,
+        Some(forged.clone()),
+    );
+    net.mesh();
+    net.settle();
+    (net, forged)
+}
+
+#[test]
+fn a_version_naming_the_receiver_as_origin_that_it_never_made_is_refused() {
+    let base = config(20, 1);
+    let text = config(20, 5);
+    let (mut net, forged) = forged_label(&base, &text);
+    // P2 keeps what it runs, says why, and tells P1.
+    assert_eq!(net.running("P2"), base);
+    assert_eq!(net.version("P2").incarnation, 0);
+    assert!(
+        net.logged(
+            "P2",
+            Level::Error,
+            "names P2 as its origin, but P2 never made it"
+        ),
+        "{:?}",
+        net.nodes["P2"].logs
+    );
+    assert!(net.logged("P1", Level::Error, "P2 rejected incarnation 9 from P2"));
+    assert_eq!(net.state("P1", "P2"), PeerState::Rejected);
+    // Not sent again while P1 runs it.
+    let updates = |net: &Net| {
+        net.sent
+            .iter()
+            .filter(|(_, _, m)| matches!(m, Message::ConfigUpdate(_)))
+            .count()
+    };
+    let before = updates(&net);
+    net.tick(40);
+    net.tick(40);
+    assert_eq!(updates(&net), before);
+    assert_eq!(net.running("P2"), base);
+    // A change genuinely made at P1 (above the forged incarnation) is taken.
+    let changed = config(20, 7);
+    net.edit("P1", &changed);
+    net.settle();
+    assert_eq!(net.running("P2"), changed);
+    assert_eq!(net.version("P2").origin, "P1");
+    assert!(net.version("P2").incarnation > forged.incarnation);
+}
+
+#[test]
+fn a_label_naming_the_receiver_is_not_taken_even_for_the_same_text() {
+    // A hostile peer sends P2's own text under a label "from P2" that P2
+    // never made (the same text is otherwise taken with the newer label).
+    let base = config(20, 1);
+    let mut net = Net::new(&["P1", "P2"], &base);
+    net.mesh();
+    net.settle();
+    let forged = ConfigVersion {
+        incarnation: 9,
+        origin: "p2".into(),
+        digest: digest(&base),
+    };
+    let update = sextant_mep_proto::message::ConfigUpdate {
+        transfer: 7,
+        version: forged.clone(),
+        base: None,
+        part: 0,
+        last: true,
+        text: base.clone(),
+        ops: Vec::new(),
+        forced: true,
+        files: Vec::new(),
+        lineage: Vec::new(),
+    };
+    net.input(
+        "P2",
+        Input::Received {
+            site: "P1".into(),
+            msg: Message::ConfigUpdate(update),
+        },
+    );
+    net.settle();
+    assert_ne!(net.version("P2"), forged);
+    assert_eq!(net.version("P2").incarnation, 0);
+    assert!(net.logged("P2", Level::Error, "never made it"));
+    assert!(net.logged("P1", Level::Error, "P2 rejected incarnation 9 from p2"));
+}
+
+#[test]
+fn a_version_made_here_that_comes_back_is_in_sync() {
+    // P2 makes a change, P1 takes it and offers it back: no refusal.
+    let base = config(20, 1);
+    let mut net = Net::new(&["P1", "P2"], &base);
+    net.mesh();
+    net.settle();
+    let changed = config(20, 3);
+    net.edit("P2", &changed);
+    net.settle();
+    net.tick(40);
+    assert_eq!(net.running("P1"), changed);
+    assert_eq!(net.version("P1"), net.version("P2"));
+    assert!(!net.logged("P2", Level::Error, "never made it"));
+}

@@ -16,6 +16,7 @@ use sextant_core::Model;
 use sextant_core::dnssec::{KeyTiming, SignedZone};
 
 use crate::error::Diag;
+use crate::files::{FileAccess, FileKind};
 
 /// Keys and signed zones as written.
 #[derive(Debug, Default)]
@@ -63,8 +64,10 @@ pub(crate) fn time(text: &str) -> Result<u64, String> {
 }
 
 /// Reads every key file, checks each signed zone's keys, and fills
-/// `model.dnssec`. Runs after the zones are built.
-pub(crate) fn build(draft: &DraftDnssec, diag: &mut Diag, model: &mut Model) {
+/// `model.dnssec`. Runs after the zones are built. Key files are read as
+/// `files` allows; a problem in one is told by the file's name and what is
+/// wrong, never by its content.
+pub(crate) fn build(draft: &DraftDnssec, files: &FileAccess, diag: &mut Diag, model: &mut Model) {
     let base: PathBuf = Path::new(diag.file())
         .parent()
         .map(Path::to_path_buf)
@@ -130,8 +133,9 @@ pub(crate) fn build(draft: &DraftDnssec, diag: &mut Diag, model: &mut Model) {
             };
             let read = |file: &str| {
                 let path = base.join(file);
-                std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))
+                files.read_text(&path, FileKind::DnssecKey).map_err(|why| {
+                    format!("cannot read {} as a DNSSEC key file: {why}", path.display())
+                })
             };
             let loaded = read(&k.public).and_then(|public| {
                 let private = read(&k.private)?;

@@ -21,6 +21,7 @@ mod dnssec;
 mod draft;
 mod duration;
 mod error;
+pub mod files;
 pub mod import;
 mod lexer;
 mod local_site;
@@ -46,23 +47,37 @@ pub use secrets::REENTER_PREFIX;
 
 use draft::Syntax;
 use error::Diag;
+use files::{FileAccess, FileKind};
 
 /// Reads and validates a configuration file. The extension picks the
 /// syntax: `.conf` is the appliance's command syntax, `.toml` the native one.
-/// The model's `warnings` list each use of a setting without effect.
+/// The model's `warnings` list each use of a setting without effect. The
+/// file and those it names are read as the operator's own
+/// ([`FileAccess::operator`]).
 pub fn load_file(path: &Path) -> Result<Model, ConfigErrors> {
-    let file = path.display().to_string();
+    load_file_with(path, &FileAccess::operator())
+}
+
+/// [`load_file`], reading the files the configuration names as `files`
+/// allows.
+pub fn load_file_with(path: &Path, files: &FileAccess) -> Result<Model, ConfigErrors> {
     syntax_of(path)?;
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
-            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-            std::io::ErrorKind::InvalidData => "the file is not valid UTF-8 text".to_string(),
-            _ => e.to_string(),
-        };
-        ConfigErrors::whole_file(&file, format!("cannot read the configuration file: {why}"))
-    })?;
-    parse_as(path, &text)
+    let text = read_config_file(path)?;
+    parse_as_with(path, &text, files)
+}
+
+/// Reads a configuration file's text: a regular file of at most
+/// [`files::MAX_CONFIGURATION_FILE`] bytes (a typo naming a device fails
+/// at once).
+pub fn read_config_file(path: &Path) -> Result<String, ConfigErrors> {
+    FileAccess::operator()
+        .read_text(path, FileKind::Configuration)
+        .map_err(|why| {
+            ConfigErrors::whole_file(
+                &path.display().to_string(),
+                format!("cannot read the configuration file: {why}"),
+            )
+        })
 }
 
 /// Reads and validates `text` as the content of the configuration file
@@ -71,11 +86,17 @@ pub fn load_file(path: &Path) -> Result<Model, ConfigErrors> {
 /// [`load_file`] does with the text it reads, for a text that is not on
 /// disk yet (`PUT /v1/config`).
 pub fn parse_as(path: &Path, text: &str) -> Result<Model, ConfigErrors> {
-    let parse = syntax_of(path)?;
-    parse(text, &path.display().to_string())
+    parse_as_with(path, text, &FileAccess::operator())
 }
 
-type Parser = fn(&str, &str) -> Result<Model, ConfigErrors>;
+/// [`parse_as`], reading the files the text names as `files` allows (a
+/// configuration received over config sync: [`FileAccess::received`]).
+pub fn parse_as_with(path: &Path, text: &str, files: &FileAccess) -> Result<Model, ConfigErrors> {
+    let parse = syntax_of(path)?;
+    parse(text, &path.display().to_string(), files)
+}
+
+type Parser = fn(&str, &str, &FileAccess) -> Result<Model, ConfigErrors>;
 
 /// The parser for `path`'s extension.
 fn syntax_of(path: &Path) -> Result<Parser, ConfigErrors> {
@@ -84,8 +105,8 @@ fn syntax_of(path: &Path) -> Result<Parser, ConfigErrors> {
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
     match ext.as_deref() {
-        Some("conf") => Ok(parse_appliance),
-        Some("toml") => Ok(parse_toml),
+        Some("conf") => Ok(parse_appliance_with),
+        Some("toml") => Ok(parse_toml_with),
         _ => Err(ConfigErrors::whole_file(
             &path.display().to_string(),
             "unknown configuration file type; name the file *.conf for the appliance command syntax or *.toml for the native TOML syntax",
@@ -97,10 +118,19 @@ fn syntax_of(path: &Path) -> Result<Parser, ConfigErrors> {
 /// text in error messages, and its directory is where relative location
 /// file paths (`add locationFile`) are read from.
 pub fn parse_appliance(text: &str, file: &str) -> Result<Model, ConfigErrors> {
+    parse_appliance_with(text, file, &FileAccess::operator())
+}
+
+/// [`parse_appliance`], reading the files the text names as `files` allows.
+pub fn parse_appliance_with(
+    text: &str,
+    file: &str,
+    files: &FileAccess,
+) -> Result<Model, ConfigErrors> {
     let text = strip_bom(text);
     let mut diag = Diag::new(file);
     let draft = appliance::read(text, &mut diag);
-    let model = validate::build(draft, Syntax::Appliance, &mut diag);
+    let model = validate::build(draft, Syntax::Appliance, files, &mut diag);
     diag.finish(model)
 }
 
@@ -108,12 +138,17 @@ pub fn parse_appliance(text: &str, file: &str) -> Result<Model, ConfigErrors> {
 /// text in error messages, and its directory is where relative location
 /// file paths (`[[location_file]]`) are read from.
 pub fn parse_toml(text: &str, file: &str) -> Result<Model, ConfigErrors> {
+    parse_toml_with(text, file, &FileAccess::operator())
+}
+
+/// [`parse_toml`], reading the files the text names as `files` allows.
+pub fn parse_toml_with(text: &str, file: &str, files: &FileAccess) -> Result<Model, ConfigErrors> {
     let text = strip_bom(text);
     let mut diag = Diag::new(file);
     let Some(draft) = native::read(text, &mut diag) else {
         return diag.finish(Model::default());
     };
-    let model = validate::build(draft, Syntax::Toml, &mut diag);
+    let model = validate::build(draft, Syntax::Toml, files, &mut diag);
     diag.finish(model)
 }
 

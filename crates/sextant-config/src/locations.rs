@@ -21,6 +21,7 @@ use std::sync::Arc;
 use sextant_core::{Coordinates, Location, LocationDb, LocationDbBuilder, Model, Place, Source};
 
 use crate::error::Diag;
+use crate::files::{FileAccess, FileError, FileKind};
 
 /// At most this many errors are reported per location file.
 const MAX_FILE_ERRORS: usize = 20;
@@ -144,8 +145,14 @@ pub(crate) fn degrees(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Builds `model.locations` from the draft, reading every location file.
-pub(crate) fn build(draft: &DraftLocations, diag: &mut Diag, model: &mut Model) {
+/// Builds `model.locations` from the draft, reading every location file as
+/// `files` allows.
+pub(crate) fn build(
+    draft: &DraftLocations,
+    files: &FileAccess,
+    diag: &mut Diag,
+    model: &mut Model,
+) {
     let mut b = LocationDb::builder();
     for c in &draft.custom {
         if let Err(e) = b.add(c.from, c.to, c.place.clone(), Source::Custom) {
@@ -170,8 +177,8 @@ pub(crate) fn build(draft: &DraftLocations, diag: &mut Diag, model: &mut Model) 
             count: 0,
         };
         match f.format {
-            Format::Netscaler => netscaler_file(&path, &mut b, &mut errs),
-            Format::Mmdb => mmdb_file(&path, &mut b, &mut errs),
+            Format::Netscaler => netscaler_file(&path, files, &mut b, &mut errs),
+            Format::Mmdb => mmdb_file(&path, files, &mut b, &mut errs),
         }
         if errs.count > MAX_FILE_ERRORS {
             let more = errs.count - MAX_FILE_ERRORS;
@@ -210,22 +217,23 @@ impl FileErrors<'_> {
     }
 }
 
-fn read_error(e: &std::io::Error) -> String {
-    let why = match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".to_string(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-        std::io::ErrorKind::InvalidData => "the file is not valid UTF-8 text".to_string(),
-        _ => e.to_string(),
-    };
+fn read_error(why: &FileError) -> String {
     format!("cannot read the location file: {why}")
 }
 
 // ---------------------------------------------------------------------------
 // The appliance's default format
 
-/// Reads a location file in the appliance's default format.
-fn netscaler_file(path: &Path, b: &mut LocationDbBuilder, errs: &mut FileErrors<'_>) {
-    let text = match std::fs::read_to_string(path) {
+/// Reads a location file in the appliance's default format. A problem in
+/// a line is told by its line and field, never by the text: a configuration
+/// received from a peer may name any file, and the errors go back to it.
+fn netscaler_file(
+    path: &Path,
+    files: &FileAccess,
+    b: &mut LocationDbBuilder,
+    errs: &mut FileErrors<'_>,
+) {
+    let text = match files.read_text(path, FileKind::Location) {
         Ok(t) => t,
         Err(e) => return errs.error(0, read_error(&e)),
     };
@@ -241,10 +249,23 @@ fn netscaler_file(path: &Path, b: &mut LocationDbBuilder, errs: &mut FileErrors<
         match entry {
             Ok((from, to, place)) => {
                 if let Err(e) = b.add(from, to, place, Source::File) {
-                    errs.error(line, e.to_string());
+                    errs.error(line, range_error(&e));
                 }
             }
             Err(e) => errs.error(line, e),
+        }
+    }
+}
+
+/// A range of a location file that cannot be added, said without its
+/// addresses (a file's content).
+fn range_error(e: &sextant_core::RangeError) -> String {
+    match e {
+        sextant_core::RangeError::StartAfterEnd { .. } => {
+            "the range's start (from-IP) is after its end (to-IP)".to_string()
+        }
+        sextant_core::RangeError::MixedFamilies { .. } => {
+            "the range mixes an IPv4 and an IPv6 address".to_string()
         }
     }
 }
@@ -286,9 +307,9 @@ fn split_fields(line: &str, fields: &mut Vec<String>) -> Result<(), String> {
                     return Ok(());
                 }
                 Some(',') => fields.push(field),
-                Some(c) => {
+                Some(_) => {
                     return Err(format!(
-                        "field {}: unexpected '{c}' after the closing quote",
+                        "field {}: a character after the closing quote (a quoted field ends at a comma)",
                         fields.len() + 1
                     ));
                 }
@@ -342,18 +363,28 @@ fn netscaler_entry(fields: &[String]) -> Result<(IpAddr, IpAddr, Place), String>
     let rest = &fields[2..];
     let (qualifiers, coords) = rest.split_at(rest.len().min(6));
     for (i, q) in qualifiers.iter().enumerate() {
-        check_qualifier(q).map_err(|e| format!("{} \"{q}\": {e}", FIELD_NAMES[i]))?;
+        check_qualifier(q).map_err(|e| format!("{}: {e}", FIELD_NAMES[i]))?;
     }
     let number = |i: usize| -> Result<Option<f64>, String> {
         match coords.get(i).map(|s| s.trim()) {
             None | Some("") => Ok(None),
             Some(text) => degrees(text)
                 .map(Some)
-                .map_err(|e| format!("{}: {e}", FIELD_NAMES[6 + i])),
+                .map_err(|_| format!("{}: not a number of degrees", FIELD_NAMES[6 + i])),
         }
     };
+    let (longitude, latitude) = (number(0)?, number(1)?);
     let coordinates =
-        coordinates(number(0)?, number(1)?, ("longitude", "latitude")).map_err(|(_, e)| e)?;
+        coordinates(longitude, latitude, ("longitude", "latitude")).map_err(|(c, e)| {
+            match (c, longitude.is_some() && latitude.is_some()) {
+                // Out of range: said without the value (a file's content).
+                (Coord::Longitude, true) => {
+                    "longitude is out of range; expected -180 to 180".into()
+                }
+                (Coord::Latitude, true) => "latitude is out of range; expected -90 to 90".into(),
+                _ => e,
+            }
+        })?;
     let place = Place {
         location: Location::from_qualifiers(qualifiers.iter().map(String::as_str)),
         coordinates,
@@ -368,14 +399,14 @@ fn file_ip(text: &str) -> Result<IpAddr, String> {
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return match text.parse::<u32>() {
             Ok(n) => Ok(IpAddr::V4(Ipv4Addr::from(n))),
-            Err(_) => Err(format!(
-                "{text} is too large for an IPv4 address as a number (at most 4294967295)"
-            )),
+            Err(_) => Err(
+                "the number is too large for an IPv4 address as a number (at most 4294967295)"
+                    .to_string(),
+            ),
         };
     }
-    text.parse::<IpAddr>().map_err(|_| {
-        format!("expected an IPv4 or IPv6 address or an IPv4 address as a number, found \"{text}\"")
-    })
+    text.parse::<IpAddr>()
+        .map_err(|_| "not an IPv4 or IPv6 address, nor an IPv4 address as a number".to_string())
 }
 
 /// A qualifier as written in a file: empty or `*` is a wildcard, otherwise
@@ -398,11 +429,18 @@ fn check_qualifier(q: &str) -> Result<(), String> {
 // MaxMind databases
 
 /// Reads every network of a MaxMind database (any schema [`mmdb`] knows).
-fn mmdb_file(path: &Path, b: &mut LocationDbBuilder, errs: &mut FileErrors<'_>) {
-    match mmdb::read(path, b) {
-        Ok(_) => {}
-        Err(mmdb::MmdbError::Io(e)) => errs.error(0, read_error(&e)),
-        Err(e) => errs.error(0, e.to_string()),
+fn mmdb_file(
+    path: &Path,
+    files: &FileAccess,
+    b: &mut LocationDbBuilder,
+    errs: &mut FileErrors<'_>,
+) {
+    let bytes = match files.read(path, FileKind::Location) {
+        Ok(bytes) => bytes,
+        Err(e) => return errs.error(0, read_error(&e)),
+    };
+    if let Err(e) = mmdb::read(bytes, b) {
+        errs.error(0, e.to_string());
     }
 }
 
@@ -459,7 +497,7 @@ mod tests {
         assert!(
             e("1,2,a,b,c,d,e,f,1,99")
                 .unwrap_err()
-                .contains("latitude 99")
+                .contains("latitude is out of range")
         );
         assert!(
             e("1,2,a,b,c,d,e,f,x,1")

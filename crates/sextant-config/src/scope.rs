@@ -74,6 +74,8 @@ const VERBS: &[&str] = &[
     "unlink",
     "apply",
     "rename",
+    "sign",
+    "unsign",
     "update",
     "clear",
     "show",

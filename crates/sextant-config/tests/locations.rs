@@ -250,14 +250,16 @@ fn broken_file_line_is_reported_at_the_file_and_line() {
     assert_eq!(e.errors[0].file, csv);
     assert_eq!(e.errors[0].line, 3);
     assert!(e.errors[0].message.starts_with("to-IP: "), "{e}");
-    assert!(e.errors[0].message.contains("10.0.1.x"), "{e}");
+    // The file's content is never quoted (a received configuration may
+    // name any file, and the errors go back to the sender).
+    assert!(!e.errors[0].message.contains("10.0.1.x"), "{e}");
     let conf_line = format!("location file loaded by {}:3", conf.display());
     assert!(e.errors[0].message.contains(&conf_line), "{e}");
     assert_eq!(e.errors[1].line, 4);
     assert!(
         e.errors[1]
             .message
-            .starts_with("range 10.0.2.9 - 10.0.2.1: start after end"),
+            .starts_with("the range's start (from-IP) is after its end (to-IP)"),
         "{e}"
     );
     assert!(e.to_string().starts_with(&format!("{csv}:3: to-IP")), "{e}");

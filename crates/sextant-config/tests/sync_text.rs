@@ -938,3 +938,19 @@ proptest! {
         }
     }
 }
+
+/// `sign dns zone` (the appliance's verb for signing a zone) is a shared
+/// line like `add dns key`, not an unknown command.
+#[test]
+fn sign_dns_zone_is_shared() {
+    let text = "add service adns 10.0.0.1 ADNS 53\n\
+                add dns soaRec example.com -originServer ns1.example.com -contact h.example.com\n\
+                add dns key k1 k.key k.private\n\
+                sign dns zone example.com -keyName k1\n";
+    let s = split(Path::new("p.conf"), text).expect("split");
+    assert!(
+        s.shared.contains("sign dns zone example.com -keyName k1"),
+        "{}",
+        s.shared
+    );
+}

@@ -106,22 +106,28 @@ pub struct PublicKeyFile {
 
 /// Reads a `.key` file: comments (`;`) and one DNSKEY record, `OWNER [TTL]
 /// [IN] DNSKEY FLAGS 3 ALG BASE64...` (on one line, or over several in
-/// parentheses).
+/// parentheses). Errors name the line and what is wrong, never the text:
+/// a configuration received from a peer may name any file as a key file,
+/// and the error goes back to that peer.
 pub fn parse_public(text: &str) -> Result<PublicKeyFile, Error> {
-    let record: String = text
-        .lines()
-        .map(|l| l.split(';').next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace(['(', ')'], " ");
-    if record.trim().is_empty() {
-        return Err(Error::KeyFile("no DNSKEY record in the .key file".into()));
+    let mut words: Vec<(&str, usize)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let record = line.split(';').next().unwrap_or("");
+        words.extend(
+            record
+                .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+                .filter(|w| !w.is_empty())
+                .map(|w| (w, i + 1)),
+        );
     }
-    let mut fields = record.split_whitespace();
-    let owner = fields.next().unwrap_or_default();
+    let bad = |line: usize, why: &str| Error::KeyFile(format!("the .key file, line {line}: {why}"));
+    let mut fields = words.into_iter();
+    let Some((owner, _)) = fields.next() else {
+        return Err(Error::KeyFile("no DNSKEY record in the .key file".into()));
+    };
     let mut ttl = None;
     let mut word = fields.next();
-    while let Some(w) = word {
+    while let Some((w, line)) = word {
         if w.eq_ignore_ascii_case("DNSKEY") {
             break;
         }
@@ -129,32 +135,45 @@ pub fn parse_public(text: &str) -> Result<PublicKeyFile, Error> {
         } else if let Ok(t) = w.parse::<u32>() {
             ttl = Some(t);
         } else {
-            return Err(Error::KeyFile(format!(
-                "expected `OWNER [TTL] [IN] DNSKEY ...`, found {w:?}"
-            )));
+            return Err(bad(
+                line,
+                "expected `OWNER [TTL] [IN] DNSKEY ...`; a word before DNSKEY is neither a TTL nor IN",
+            ));
         }
         word = fields.next();
     }
-    if word.is_none() {
-        return Err(Error::KeyFile("the record is not a DNSKEY".into()));
-    }
-    let number = |f: Option<&str>, what: &str| -> Result<u32, Error> {
-        f.and_then(|v| v.parse().ok()).ok_or_else(|| {
-            Error::KeyFile(format!("the DNSKEY's {what} is missing or not a number"))
-        })
+    let Some((_, dnskey_line)) = word else {
+        return Err(Error::KeyFile(
+            "the .key file holds no DNSKEY record (`OWNER [TTL] [IN] DNSKEY FLAGS 3 ALGORITHM KEY`)"
+                .into(),
+        ));
     };
-    let flags = u16::try_from(number(fields.next(), "flags")?)
-        .map_err(|_| Error::KeyFile("the DNSKEY's flags are over 65535".into()))?;
-    if number(fields.next(), "protocol")? != 3 {
-        return Err(Error::KeyFile("the DNSKEY's protocol must be 3".into()));
+    let mut last = dnskey_line;
+    let mut number = |what: &str| -> Result<(u32, usize), Error> {
+        match fields.next() {
+            Some((v, line)) => {
+                last = line;
+                v.parse()
+                    .map(|n| (n, line))
+                    .map_err(|_| bad(line, &format!("the DNSKEY's {what} is not a number")))
+            }
+            None => Err(bad(last, &format!("the DNSKEY's {what} is missing"))),
+        }
+    };
+    let (flags, line) = number("flags")?;
+    let flags = u16::try_from(flags).map_err(|_| bad(line, "the DNSKEY's flags are over 65535"))?;
+    let (protocol, line) = number("protocol")?;
+    if protocol != 3 {
+        return Err(bad(line, "the DNSKEY's protocol must be 3"));
     }
-    let algorithm = u8::try_from(number(fields.next(), "algorithm")?)
-        .map_err(|_| Error::KeyFile("the DNSKEY's algorithm is over 255".into()))?;
+    let (algorithm, line) = number("algorithm")?;
+    let algorithm =
+        u8::try_from(algorithm).map_err(|_| bad(line, "the DNSKEY's algorithm is over 255"))?;
     let alg = Algorithm::from_number(algorithm)?;
-    let b64: String = fields.collect();
-    let public_key = BASE64
-        .decode(b64.as_bytes())
-        .map_err(|e| Error::KeyFile(format!("the DNSKEY's public key is not base64: {e}")))?;
+    let b64: String = fields.map(|(w, _)| w).collect();
+    let public_key = BASE64.decode(b64.as_bytes()).map_err(|_| {
+        Error::KeyFile("the .key file: the DNSKEY's public key is not base64".into())
+    })?;
     if public_key.len() != alg.public_len() {
         return Err(Error::KeyFile(format!(
             "a {} public key has {} bytes, this one {}",
@@ -186,36 +205,37 @@ pub struct PrivateKeyFile {
     pub timing: KeyTiming,
 }
 
-/// Reads a `.private` file (`Private-key-format: v1.2` or `v1.3`).
+/// Reads a `.private` file (`Private-key-format: v1.2` or `v1.3`). Errors
+/// name the line and the field, never a value (see [`parse_public`]).
 pub fn parse_private(text: &str) -> Result<PrivateKeyFile, Error> {
     let mut algorithm = None;
     let mut private_key = None;
     let mut created = None;
     let mut timing = KeyTiming::default();
-    for line in text.lines() {
+    for (i, line) in text.lines().enumerate() {
         let Some((field, value)) = line.split_once(':') else {
             continue;
         };
         let value = value.trim();
+        let bad = |why: &str| Error::KeyFile(format!("the .private file, line {}: {why}", i + 1));
+        let field = field.trim();
         let when = || {
-            time::parse(value).ok_or_else(|| {
-                Error::KeyFile(format!(
-                    "{field}: {value:?} is not a time YYYYMMDDHHMMSS (UTC)"
-                ))
-            })
+            time::parse(value)
+                .ok_or_else(|| bad(&format!("{field} is not a time YYYYMMDDHHMMSS (UTC)")))
         };
-        match field.trim() {
+        match field {
             "Algorithm" => {
                 let n = value.split_whitespace().next().unwrap_or("");
-                algorithm = Some(n.parse::<u8>().map_err(|_| {
-                    Error::KeyFile(format!("Algorithm: {value:?} is not a number"))
-                })?);
+                algorithm = Some(
+                    n.parse::<u8>()
+                        .map_err(|_| bad("Algorithm is not a number from 0 to 255"))?,
+                );
             }
             "PrivateKey" => {
                 private_key = Some(
                     BASE64
                         .decode(value.as_bytes())
-                        .map_err(|e| Error::KeyFile(format!("PrivateKey is not base64: {e}")))?,
+                        .map_err(|_| bad("PrivateKey is not base64"))?,
                 );
             }
             "Created" => created = Some(when()?),
@@ -473,5 +493,34 @@ mod tests {
         .unwrap();
         let e = from_files("x", &a.key_file, &b.private_file).unwrap_err();
         assert!(e.to_string().contains("does not match"), "{e}");
+    }
+
+    /// Any file may be named as a key file (by a configuration received
+    /// from a peer): what is wrong with it is told by line, never by text.
+    #[test]
+    fn errors_never_quote_the_file() {
+        let secret = "sextant-test-token-5f0c1e9a7b3d";
+        for text in [
+            format!("admin {secret}\n"),
+            format!("{secret}\n"),
+            format!("# tokens\nadmin {secret} more\n"),
+            format!("example.com. IN DNSKEY 257 3 13 {secret}!\n"),
+            format!("example.com. IN DNSKEY {secret} 3 13 AAAA\n"),
+            format!("example.com. IN DNSKEY 257 {secret} 13 AAAA\n"),
+        ] {
+            let e = parse_public(&text).unwrap_err().to_string();
+            assert!(!e.contains(secret) && !e.contains("token"), "{e}");
+        }
+        for text in [
+            format!("Algorithm: {secret}\n"),
+            format!("Algorithm: 13\nPrivateKey: {secret}!\n"),
+            format!("Algorithm: 13\nPublish: {secret}\n"),
+        ] {
+            let e = parse_private(&text).unwrap_err().to_string();
+            assert!(!e.contains(secret) && !e.contains("token"), "{e}");
+            assert!(e.contains("line "), "{e}");
+        }
+        let e = parse_public("x IN\nfoo DNSKEY").unwrap_err().to_string();
+        assert!(e.contains("line 2"), "{e}");
     }
 }

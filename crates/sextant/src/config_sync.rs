@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
+use sextant_config::files::{FileAccess, FileKind};
 use sextant_config::sync_text::{self, SyncHeader, SyncSyntax};
 use sextant_config_sync::{
     Cause, Exchange, Input, Level, Output, Preview, Settings, Status, Syncer,
@@ -172,7 +173,8 @@ fn file_digests(model: &Model) -> Vec<FileDigest> {
         .iter()
         .map(|(written, opened)| FileDigest {
             path: written.clone(),
-            digest: std::fs::read(opened)
+            digest: FileAccess::operator()
+                .read(opened, FileKind::Location)
                 .ok()
                 .map(|b| sextant_config_sync::digest_bytes(&b)),
         })
@@ -392,9 +394,16 @@ async fn apply(
         .read()
         .map(|t| Arc::clone(&t))
         .unwrap_or_else(|_| Arc::from(""));
+    // A received configuration reads files only where this node's
+    // operator allows (docs/config-sync.md).
+    let access = crate::serve::received_files(&overrides, d.dns.snapshot.load().model());
     let checked = tokio::task::spawn_blocking(move || {
-        let current = std::fs::read_to_string(&path)
-            .map_err(|e| vec![format!("cannot read {}: {e}", path.display())])?;
+        let current = sextant_config::read_config_file(&path).map_err(|e| {
+            e.errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        })?;
         let shared_of = |text: &str| sync_text::split(&path, text).map(|s| s.shared).ok();
         if shared_of(&current) != shared_of(&running) {
             return Err(ApplyFailed {
@@ -407,7 +416,7 @@ async fn apply(
         }
         let merged =
             sync_text::merge(&path, &current, &shared, &header).map_err(|e| vec![e.to_string()])?;
-        let model = crate::serve::load_text(&overrides, &merged)?;
+        let model = crate::serve::load_text_with(&overrides, &merged, &access)?;
         let warnings = compare_files(&files, &model);
         // The file it replaces is kept as NAME.conf.prev.
         files_of_state

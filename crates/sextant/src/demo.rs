@@ -43,6 +43,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
         api_tls: None,
         query_log: None,
         state_dir: None,
+        sync_file_dirs: Vec::new(),
     };
     let model = serve::load(&overrides)?;
     let backends = Backends::start(&model)?;

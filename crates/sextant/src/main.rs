@@ -250,6 +250,13 @@ pub struct ServeArgs {
     /// Debian package's unit passes /var/lib/sextant.
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    /// A directory a configuration received over config sync may read
+    /// DNSSEC key files and location files from, besides the configuration
+    /// file's own directory (e.g. a GeoIP directory); repeat for more. A
+    /// received configuration that names a file anywhere else is refused
+    /// (docs/config-sync.md). The node's own configuration is not limited.
+    #[arg(long, value_name = "DIR")]
+    sync_file_dir: Vec<PathBuf>,
     /// Also answer UDP queries that arrive on this network interface
     /// through AF_XDP, before the kernel's IP and UDP layers (Linux; needs
     /// root). Only queries to the DNS listen addresses and port are taken;

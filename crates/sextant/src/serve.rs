@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use sextant_config::files::FileAccess;
 use sextant_core::{Model, Snapshot};
 use sextant_dns::DnsShared;
 use sextant_health::Gates;
@@ -117,6 +118,9 @@ pub struct Overrides {
     pub query_log: Option<(crate::query_log::Target, u64)>,
     /// `--state-dir`: where the state files go (else beside the file).
     pub state_dir: Option<PathBuf>,
+    /// `--sync-file-dir`: where a configuration received over config sync
+    /// may read files, besides the configuration file's directory.
+    pub sync_file_dirs: Vec<PathBuf>,
 }
 
 /// `--xdp-attach`.
@@ -169,6 +173,7 @@ impl From<&ServeArgs> for Overrides {
                 .as_deref()
                 .map(|t| (crate::query_log::Target::parse(t), a.query_log_sample)),
             state_dir: a.state_dir.clone(),
+            sync_file_dirs: a.sync_file_dir.clone(),
         }
     }
 }
@@ -188,7 +193,7 @@ pub fn load(overrides: &Overrides) -> anyhow::Result<Model> {
 /// Like [`load`], also returning the text the model was read from (the
 /// running configuration `GET /v1/config` shows).
 pub fn load_with_text(overrides: &Overrides) -> anyhow::Result<(Model, Arc<str>)> {
-    match std::fs::read_to_string(&overrides.config) {
+    match sextant_config::read_config_file(&overrides.config) {
         Ok(text) => {
             let model = load_text(overrides, &text).map_err(|errors| {
                 anyhow::anyhow!(
@@ -199,10 +204,10 @@ pub fn load_with_text(overrides: &Overrides) -> anyhow::Result<(Model, Arc<str>)
             })?;
             Ok((model, Arc::from(text)))
         }
-        // load() says why the file cannot be read, as `sextant check` does.
-        Err(e) => Err(load(overrides)
-            .err()
-            .unwrap_or_else(|| anyhow::anyhow!("{}: {e}", overrides.config.display()))),
+        Err(errors) => Err(anyhow::anyhow!(
+            "{} error(s) in the configuration:\n{errors}",
+            errors.errors.len()
+        )),
     }
 }
 
@@ -210,15 +215,46 @@ pub fn load_with_text(overrides: &Overrides) -> anyhow::Result<(Model, Arc<str>)
 /// parser and checks as a start or SIGHUP) and applies the command line;
 /// the errors as `FILE:LINE: reason`, FILE being the configuration file.
 pub fn load_text(overrides: &Overrides, text: &str) -> Result<Model, Vec<String>> {
-    let mut model = sextant_config::parse_as(&overrides.config, text).map_err(|errors| {
-        errors
-            .errors
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-    })?;
+    load_text_with(overrides, text, &FileAccess::operator())
+}
+
+/// [`load_text`], reading the files the text names as `files` allows (a
+/// configuration received over config sync: [`received_files`]).
+pub fn load_text_with(
+    overrides: &Overrides,
+    text: &str,
+    files: &FileAccess,
+) -> Result<Model, Vec<String>> {
+    let mut model =
+        sextant_config::parse_as_with(&overrides.config, text, files).map_err(|errors| {
+            errors
+                .errors
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+        })?;
     settle(overrides, &mut model).map_err(|e| vec![format!("{e:#}")])?;
     Ok(model)
+}
+
+/// Which files a configuration received over config sync may make this
+/// node read: those under the configuration file's directory and each
+/// `--sync-file-dir`, never the node's own configuration file (its site
+/// passwords), API token file or TLS key (`running`: the model in force,
+/// for its `[api] token_file`).
+pub fn received_files(overrides: &Overrides, running: &Model) -> FileAccess {
+    let own_dir = overrides
+        .config
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let dirs = std::iter::once(own_dir).chain(overrides.sync_file_dirs.iter().cloned());
+    let secrets = token_file(overrides, running)
+        .into_iter()
+        .chain(std::iter::once(overrides.config.clone()))
+        .chain(overrides.api_tls.as_ref().map(|(_, key)| key.clone()));
+    FileAccess::received(dirs).never_read(secrets)
 }
 
 /// Applies the command line to a validated model.
@@ -258,6 +294,15 @@ pub fn apply_local_site(model: &mut Model, name: Option<&str>) -> anyhow::Result
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let overrides = Overrides::from(&args);
+    // A mistyped directory would silently allow nothing.
+    for dir in &overrides.sync_file_dirs {
+        if !dir.is_dir() {
+            bail!(
+                "--sync-file-dir {}: not a directory (a directory a configuration received over config sync may read files from)",
+                dir.display()
+            );
+        }
+    }
     let model = load(&overrides)?;
     let workers = args.udp_workers.unwrap_or_else(|| {
         std::thread::available_parallelism()

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sextant_test_support::prelude::*;
@@ -112,14 +112,35 @@ impl Lab {
     /// Starts the parents (each with `automatic`) and, with `children`,
     /// the two children; waits until every parent link is UP.
     fn start(tag: &str, automatic: bool, children: bool) -> Option<Lab> {
+        Lab::start_laid_out(
+            tag,
+            automatic,
+            children,
+            |scratch, i| scratch.join(PARENTS[i]),
+            |_, _| Vec::new(),
+        )
+    }
+
+    /// Like [`Lab::start`], with parent `i`'s directory `dir_of(scratch,
+    /// i)` (made here) and more arguments to its `serve`, `extra_of(i,
+    /// dir)` (written into its directory before it starts, if files).
+    fn start_laid_out(
+        tag: &str,
+        automatic: bool,
+        children: bool,
+        dir_of: impl Fn(&Path, usize) -> PathBuf,
+        extra_of: impl Fn(usize, &Path) -> Vec<String>,
+    ) -> Option<Lab> {
         let ns = Netns::create(tag)?;
         let scratch = Scratch::new(&format!("config_sync_{tag}"));
         let base = shared([1, 1, 1], 5);
         let parents: Vec<SiteServer> = (0..3)
             .map(|i| {
-                let dir = scratch.0.join(PARENTS[i]);
+                let dir = dir_of(&scratch.0, i);
                 std::fs::create_dir_all(&dir).expect("site dir");
-                SiteServer::start_as_written(
+                let extra = extra_of(i, &dir);
+                let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+                SiteServer::start_as_written_with(
                     SEXTANT,
                     &dir,
                     PARENTS[i],
@@ -127,6 +148,7 @@ impl Lab {
                     SocketAddr::from((p_ip(i), 5300)),
                     &parent_file(i, automatic, &base),
                     Some(ns.clone()),
+                    &extra,
                 )
             })
             .collect();
@@ -787,4 +809,329 @@ fn over_the_secure_variant_the_sync_travels_inside_tls() {
         "{f2}"
     );
     assert_eq!(f2.matches("-secure YES").count(), 3, "{f2}");
+}
+
+// ---------------------------------------------------------------------------
+// A peer parent in an attacker's hands (issue 38): it holds P1's API token
+// and P1's host, and pushes, through the real sync path (`PUT /v1/config`
+// at P1, which P1 validates with its own files and sends on), a
+// configuration that names files on the receiver. P2 must refuse it, keep
+// its configuration and its file, never give any file's content back, and
+// answer at once.
+
+/// P2's own API token, in a file beside its configuration (as an operator
+/// keeps /etc/sextant/api-tokens beside /etc/sextant/sextant.conf): the
+/// secret the attacker is after.
+const P2_TOKEN: &str = "p2-own-secret-9d41c7e2a05b3f68";
+
+/// The three parents; P2 with its own token file `P2.api-tokens`; P1's
+/// directory `depth` levels below DIR/P1, where `depth` is the number of
+/// names in P2's directory's path, so that `../` that many times is the
+/// root at P2 and DIR/P1 at P1 (the attacker's trick to make P1 accept a
+/// path that is `/dev/zero` at P2: at P1 it is a file the attacker wrote).
+fn attack_lab(tag: &str) -> Option<Lab> {
+    let p2_depth = |scratch: &Path| {
+        std::fs::canonicalize(scratch)
+            .expect("scratch")
+            .components()
+            .count()
+    };
+    let mut lab = Lab::start_laid_out(
+        tag,
+        true,
+        false,
+        |scratch, i| {
+            if i == 0 {
+                let mut d = scratch.join("P1");
+                for _ in 0..p2_depth(scratch) {
+                    d.push("x");
+                }
+                d
+            } else {
+                scratch.join(PARENTS[i])
+            }
+        },
+        |i, dir| {
+            if i != 1 {
+                return Vec::new();
+            }
+            let file = dir.join("P2.api-tokens");
+            std::fs::write(&file, format!("operator {P2_TOKEN}\n")).expect("token file");
+            let mode = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+            std::fs::set_permissions(&file, mode).expect("chmod");
+            vec!["--api-token-file".into(), file.display().to_string()]
+        },
+    )?;
+    lab.parents[1].token = Some(P2_TOKEN.to_string());
+    Some(lab)
+}
+
+impl Lab {
+    fn p1_dir(&self) -> PathBuf {
+        self.parents[0]
+            .config
+            .parent()
+            .expect("P1's directory")
+            .to_path_buf()
+    }
+
+    /// `../` as many times as P2's directory has names: the root, at P2.
+    fn to_root_from_p2(&self) -> String {
+        let dir = self.parents[1].config.parent().expect("P2's directory");
+        let names = std::fs::canonicalize(dir)
+            .expect("P2 dir")
+            .components()
+            .count()
+            - 1;
+        "../".repeat(names)
+    }
+
+    /// The attacker's push: P1's file with `lines` added to the shared
+    /// part, through P1's API (P1 validates it and sends it on).
+    fn push_from_p1(&self, lines: &str) {
+        let text = parent_file(0, true, &format!("{}{lines}", shared([1, 1, 1], 5)));
+        let r = self.p(0).put("/v1/config", &[], &text);
+        assert_eq!(r.status, 200, "P1 takes the attacker's text: {}", r.body);
+    }
+
+    /// P2 refused the push (P1 sees it rejected, naming `file` and
+    /// `reason`), keeps its version, file and answers, answers a reload at
+    /// once (no apply is stuck on a file), and nothing anywhere holds P2's
+    /// token.
+    fn expect_p2_refused(&self, file: &str, reason: &str, p2_file: &str) {
+        self.expect_p2_refused_keeping(file, reason, p2_file, &[P2_TOKEN]);
+    }
+
+    /// [`Lab::expect_p2_refused`], and none of `secrets` shows anywhere.
+    fn expect_p2_refused_keeping(&self, file: &str, reason: &str, p2_file: &str, secrets: &[&str]) {
+        eventually_ok(EVENTUALLY, "P1 sees P2 refuse the push", || {
+            let s = sync_of(self.p(0), "P2")?;
+            let err = s["last_error"].as_str().unwrap_or("");
+            if s["state"] == "rejected" && err.contains(file) && err.contains(reason) {
+                Ok(())
+            } else {
+                Err(format!("{s}"))
+            }
+        });
+        assert_eq!(version_of(self.p(1)).expect("version"), (0, "P2".into()));
+        assert_eq!(self.file(1), p2_file, "P2's file is untouched");
+        eventually_ok(EVENTUALLY, "P2 still answers as before", || {
+            expect_weights(self.p(1), [1, 1, 1])
+        });
+        let dry = self.p(1).put("/v1/config?dry_run=1", &[], p2_file);
+        assert_eq!(
+            dry.status, 200,
+            "P2 takes its own text at once: {}",
+            dry.body
+        );
+        for p in &self.parents {
+            let (_, sites) = p.get("/v1/sites").expect("/v1/sites");
+            for secret in secrets {
+                assert!(!sites.contains(secret), "{}'s /v1/sites: {sites}", p.name);
+                assert!(
+                    !p.log().contains(secret),
+                    "{}'s log holds a secret of P2's",
+                    p.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pushed_configuration_cannot_read_the_receivers_token_file() {
+    let Some(lab) = attack_lab("tok") else {
+        return;
+    };
+    let p2_file = lab.file(1);
+    // On P1's host the attacker puts a real key pair under the names of
+    // P2's token file and P2's configuration file, so that P1 accepts.
+    let dir = lab.p1_dir();
+    let d = dir.display().to_string();
+    let out = SEXTANT.run(&["dnssec", "keygen", "-K", &d, "example.com"]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let base = dir.join(String::from_utf8_lossy(&out.stdout).trim());
+    let base = base.display();
+    std::fs::rename(format!("{base}.key"), dir.join("P2.api-tokens")).expect("key");
+    std::fs::rename(format!("{base}.private"), dir.join("P2.conf")).expect("private");
+    lab.push_from_p1(
+        "add dns key k1 P2.api-tokens P2.conf\n\
+         sign dns zone example.com -keyName k1\n",
+    );
+    lab.expect_p2_refused("P2.api-tokens", "never read as another file", &p2_file);
+    // Another secret in P2's directory, which P2 may read (it is under
+    // its configuration's directory): the error says what is wrong with it,
+    // never what it holds.
+    const OTHER: &str = "backup-password-71f3a9c04e2d";
+    let other = lab.dir("P2").join("backup.credentials");
+    std::fs::write(&other, format!("backup {OTHER}\n")).expect("write");
+    std::fs::copy(dir.join("P2.api-tokens"), dir.join("backup.credentials")).expect("key");
+    std::fs::copy(dir.join("P2.conf"), dir.join("backup.private")).expect("private");
+    std::fs::copy(dir.join("P2.conf"), lab.dir("P2").join("backup.private")).expect("private");
+    lab.push_from_p1(
+        "add dns key k1 backup.credentials backup.private\n\
+         sign dns zone example.com -keyName k1\n",
+    );
+    lab.expect_p2_refused_keeping(
+        "backup.credentials",
+        "the .key file, line 1: expected `OWNER [TTL] [IN] DNSKEY ...`",
+        &p2_file,
+        &[P2_TOKEN, OTHER],
+    );
+}
+
+#[test]
+fn a_pushed_location_file_of_dev_zero_fails_at_once() {
+    let Some(lab) = attack_lab("zero") else {
+        return;
+    };
+    let p2_file = lab.file(1);
+    let path = format!("{}dev/zero", lab.to_root_from_p2());
+    // At P1 the same path is a location file the attacker wrote.
+    let mut at_p1 = lab.p1_dir();
+    for _ in 0..path.matches("../").count() {
+        at_p1.pop();
+    }
+    std::fs::create_dir_all(at_p1.join("dev")).expect("dir");
+    std::fs::write(at_p1.join("dev/zero"), "192.0.2.0,192.0.2.255,Europe,DE\n").expect("csv");
+    lab.push_from_p1(&format!("add locationFile {path}\n"));
+    lab.expect_p2_refused("dev/zero", "outside the directories", &p2_file);
+    // P2's own operator mistyping a location file as /dev/zero: refused at
+    // once, saying why.
+    let typo = format!("{p2_file}add locationFile /dev/zero\n");
+    let r = lab.p(1).put("/v1/config?dry_run=1", &[], &typo);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.body.contains("a character device, not a regular file"),
+        "{}",
+        r.body
+    );
+}
+
+#[test]
+fn a_pushed_location_file_that_is_a_fifo_fails_at_once() {
+    let Some(lab) = attack_lab("fifo") else {
+        return;
+    };
+    let p2_file = lab.file(1);
+    // A named pipe in P2's directory (where a log shipper might read), and a
+    // regular location file of the same name at P1.
+    let fifo = lab.dir("P2").join("geo-feed.csv");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    std::fs::write(
+        lab.p1_dir().join("geo-feed.csv"),
+        "192.0.2.0,192.0.2.255,Europe,DE\n",
+    )
+    .expect("csv");
+    lab.push_from_p1("add locationFile geo-feed.csv\n");
+    lab.expect_p2_refused(
+        "geo-feed.csv",
+        "a FIFO (named pipe), not a regular file",
+        &p2_file,
+    );
+    assert!(lab.p(1).log().contains("not a regular file"), "P2 logs why");
+}
+
+#[test]
+fn a_version_claiming_the_receiver_as_origin_is_refused() {
+    let Some(mut lab) = Lab::start("forge", true, false) else {
+        return;
+    };
+    let p2_file = lab.file(1);
+    // The attacker, in control of P1's host, stops it, changes the weights
+    // in its file, and forges its saved version so that the text carries
+    // the label "incarnation 9 from P2": a change P2 never made, which
+    // would beat anything P2 runs by P2's own name.
+    lab.parents[0].stop();
+    let text = parent_file(0, true, &shared([5, 1, 1], 5));
+    let config = lab.parents[0].config.clone();
+    std::fs::write(&config, &text).expect("write P1's file");
+    let split = sextant_config::sync_text::split(&config, &text).expect("split");
+    let forged = serde_json::json!({
+        "incarnation": 9,
+        "origin": "P2",
+        "digest": sextant_config_sync::digest(&split.shared),
+    });
+    std::fs::write(
+        config.with_file_name("P1.config-sync.json"),
+        forged.to_string(),
+    )
+    .expect("state file");
+    lab.parents[0].restart();
+    eventually_ok(EVENTUALLY, "P1 sees P2 refuse the forged version", || {
+        let s = sync_of(lab.p(0), "P2")?;
+        let err = s["last_error"].as_str().unwrap_or("");
+        if s["state"] == "rejected" && err.contains("P2 never made it") {
+            Ok(())
+        } else {
+            Err(format!("{s}"))
+        }
+    });
+    assert!(
+        lab.p(1)
+            .log()
+            .contains("names P2 as its origin, but P2 never made it"),
+        "P2 logs why"
+    );
+    assert_eq!(version_of(lab.p(1)).expect("version"), (0, "P2".into()));
+    assert_eq!(lab.file(1), p2_file);
+    eventually_ok(EVENTUALLY, "P2 answers as before", || {
+        expect_weights(lab.p(1), [1, 1, 1])
+    });
+}
+
+#[test]
+fn a_directory_allowed_with_sync_file_dir_is_read_from_a_received_configuration() {
+    // A GeoIP directory beside the sites' directories: P2's operator
+    // allows it (`--sync-file-dir`), P3's does not.
+    let geo = |scratch: &Path| scratch.join("GeoIP");
+    let Some(lab) = Lab::start_laid_out(
+        "gdir",
+        true,
+        false,
+        |scratch, i| {
+            std::fs::create_dir_all(geo(scratch)).expect("GeoIP dir");
+            scratch.join(PARENTS[i])
+        },
+        |i, dir| {
+            let geo = geo(dir.parent().expect("scratch"));
+            if i == 1 {
+                vec!["--sync-file-dir".into(), geo.display().to_string()]
+            } else {
+                Vec::new()
+            }
+        },
+    ) else {
+        return;
+    };
+    let csv = lab.scratch.0.join("GeoIP").join("geo.csv");
+    std::fs::write(&csv, "192.0.2.0,192.0.2.255,Europe,DE\n").expect("csv");
+    let p3_file = lab.file(2);
+    let text = parent_file(
+        0,
+        true,
+        &format!(
+            "{}add locationFile {}\n",
+            shared([1, 1, 1], 5),
+            csv.display()
+        ),
+    );
+    let r = lab.p(0).put("/v1/config", &[], &text);
+    assert_eq!(r.status, 200, "{}", r.body);
+    eventually_ok(EVENTUALLY, "P2 takes it", || match version_of(lab.p(1))? {
+        (1, o) if o == "P1" => Ok(()),
+        v => Err(format!("{v:?}")),
+    });
+    assert!(lab.file(1).contains("add locationFile"));
+    eventually_ok(EVENTUALLY, "P3 refuses it", || {
+        let s = sync_of(lab.p(0), "P3")?;
+        let err = s["last_error"].as_str().unwrap_or("");
+        if s["state"] == "rejected" && err.contains("outside the directories") {
+            Ok(())
+        } else {
+            Err(format!("{s}"))
+        }
+    });
+    assert_eq!(lab.file(2), p3_file);
 }

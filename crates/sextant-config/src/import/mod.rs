@@ -806,7 +806,12 @@ fn render(file: &str, out: &[(usize, String)]) -> (String, Vec<usize>) {
 fn validate(config: &str, file: &str, line_map: &[usize]) -> Result<Model, ConfigErrors> {
     let mut diag = Diag::new(file);
     let draft = crate::appliance::read(config, &mut diag);
-    let model = crate::validate::build(draft, crate::draft::Syntax::Appliance, &mut diag);
+    let model = crate::validate::build(
+        draft,
+        crate::draft::Syntax::Appliance,
+        &crate::files::FileAccess::operator(),
+        &mut diag,
+    );
     diag.remap_lines(|l| line_map.get(l.wrapping_sub(1)).copied().unwrap_or(l));
     diag.finish(model)
 }

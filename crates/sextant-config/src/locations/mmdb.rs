@@ -26,7 +26,6 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::Path;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use sextant_core::{Coordinates, Location, LocationDbBuilder, Place, PlaceId, Source};
@@ -117,8 +116,6 @@ const KNOWN_SCHEMAS: &str = "GeoIP2 (MaxMind GeoIP2/GeoLite2 City and Country, D
 /// Why a MaxMind database could not be read.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum MmdbError {
-    #[error("{0}")]
-    Io(#[source] std::io::Error),
     #[error("not a readable MaxMind database (.mmdb): {0}")]
     NotMmdb(String),
     #[error("corrupt MaxMind database: {0}")]
@@ -138,11 +135,11 @@ pub(crate) struct Summary {
     pub records: usize,
 }
 
-/// Reads every network of the MaxMind database at `path` into `b`.
-pub(crate) fn read(path: &Path, b: &mut LocationDbBuilder) -> Result<Summary, MmdbError> {
-    let reader = match maxminddb::Reader::open_readfile(path) {
+/// Reads every network of the MaxMind database `bytes` (a file's content,
+/// read by [`crate::files`]) into `b`.
+pub(crate) fn read(bytes: Vec<u8>, b: &mut LocationDbBuilder) -> Result<Summary, MmdbError> {
+    let reader = match maxminddb::Reader::from_source(bytes) {
         Ok(r) => r,
-        Err(maxminddb::MaxMindDbError::Io(e)) => return Err(MmdbError::Io(e)),
         Err(e) => return Err(MmdbError::NotMmdb(e.to_string())),
     };
     let database_type = reader.metadata().database_type.clone();

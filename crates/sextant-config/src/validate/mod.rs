@@ -23,12 +23,19 @@ use crate::draft::{
 };
 use crate::duration;
 use crate::error::Diag;
+use crate::files::FileAccess;
 use crate::scalar::{check_domain, check_name, normalize_name};
 
 mod datacenter;
 
-/// Builds the model from `draft`, recording every problem in `diag`.
-pub(crate) fn build(mut draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model {
+/// Builds the model from `draft`, recording every problem in `diag`; the
+/// files it names are read as `files` allows.
+pub(crate) fn build(
+    mut draft: Draft,
+    syntax: Syntax,
+    files: &FileAccess,
+    diag: &mut Diag,
+) -> Model {
     let mut v = Validator {
         syntax,
         diag,
@@ -45,12 +52,12 @@ pub(crate) fn build(mut draft: Draft, syntax: Syntax, diag: &mut Diag) -> Model 
     v.service_bindings(&draft, &vservers, &services);
     v.domains(&draft, &vservers);
     let delegations = v.zones(&draft);
-    crate::dnssec::build(&draft.dnssec, v.diag, &mut v.model);
+    crate::dnssec::build(&draft.dnssec, files, v.diag, &mut v.model);
     v.local_site(&draft, &sites);
     v.dc_records(&draft, &sites, &services);
     v.rpc_nodes(&draft);
     crate::dns_policy::build(&draft.dns, syntax, v.diag, &mut v.model);
-    crate::locations::build(&draft.locations, v.diag, &mut v.model);
+    crate::locations::build(&draft.locations, files, v.diag, &mut v.model);
     crate::vrrp::build(&draft.vrrp, syntax, v.diag, &mut v.model);
     crate::dns_settings::build(&draft.dns_server, v.diag, &mut v.model);
     crate::static_records::build(&draft, delegations, syntax, v.diag, &mut v.model);
