@@ -572,7 +572,7 @@ impl Syncer {
                         // file never synced here is at its own incarnation
                         // (a saved appliance file's `-incarnation`, or 0).
                         incarnation: if had_version {
-                            self.highest + 1
+                            self.highest.saturating_add(1)
                         } else {
                             self.highest
                         },
@@ -588,7 +588,7 @@ impl Syncer {
                     }
                     return;
                 }
-                self.highest = self.highest.max(self.version.incarnation) + 1;
+                self.highest = self.highest.max(self.version.incarnation).saturating_add(1);
                 let v = ConfigVersion {
                     incarnation: self.highest,
                     origin: self.settings.local_site.clone(),
@@ -1431,7 +1431,7 @@ impl Syncer {
 
     fn on_manual(&mut self, force_site: Option<String>, out: &mut Vec<Output>) {
         // The operator's sync makes this node's configuration the newest.
-        self.highest = self.highest.max(self.version.incarnation) + 1;
+        self.highest = self.highest.max(self.version.incarnation).saturating_add(1);
         let v = ConfigVersion {
             incarnation: self.highest,
             origin: self.settings.local_site.clone(),

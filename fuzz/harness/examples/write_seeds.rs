@@ -456,6 +456,8 @@ fn config_sync() {
         "results_and_links",
         vec![1, 4, 0, 1, 0, 1, 0, 1, 1, 5, 0, 1, 6, 40, 1, 7],
     );
+    // An offer at the largest incarnation, then a change made here.
+    s.add("largest_incarnation", vec![1, 0, 0, 255, 0, 1, 1, 1, 1, 7]);
 }
 
 // ---------------------------------------------------------------------------
