@@ -136,8 +136,9 @@ pub(crate) fn die_with_parent(cmd: &mut Command) -> &mut Command {
     cmd
 }
 
-/// The child starts with RLIMIT_NOFILE `n` soft and hard.
-fn limit_open_files(cmd: &mut Command, n: u64) {
+/// The child starts with RLIMIT_NOFILE `n` soft and hard (so it cannot
+/// raise the soft one): for tests of what exhausts descriptors.
+pub fn limit_open_files(cmd: &mut Command, n: u64) {
     // SAFETY: setrlimit(2) only, between fork and exec, on a local struct.
     unsafe {
         cmd.pre_exec(move || {
