@@ -545,6 +545,20 @@ fn with_reads_behind_the_token_the_page_shows_nothing_until_it_has_one() {
     browser.screenshot("reads-with-token");
     let blocked = browser.csp_violations();
     assert!(blocked.is_empty(), "CSP violations: {blocked:#?}");
+    // A script slipped into the page (as a hostile name would try) does
+    // not run, and the recorder sees it refused.
+    browser.eval(
+        "(() => { const s = document.createElement('script'); s.textContent = 'window.__injected = true'; document.body.append(s); })()",
+    );
+    assert_eq!(
+        browser.eval("window.__injected === true"),
+        Value::Bool(false)
+    );
+    let blocked = browser.csp_violations();
+    assert!(
+        blocked.iter().any(|v| v.starts_with("script-src")),
+        "the injected script was not refused: {blocked:#?}"
+    );
 }
 
 /// A partition between two other sites shows in fra's topology at once:
