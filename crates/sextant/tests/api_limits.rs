@@ -428,6 +428,8 @@ fn request_bodies_are_bounded() {
         &big,
     );
     assert_eq!(r.status, 413, "{}", r.body);
+    let e: ApiError = serde_json::from_str(&r.body).expect("a JSON error");
+    assert!(e.error.contains("64 KiB"), "{}", e.error);
     let small = s.request(
         "POST",
         SITE_FIGURES,

@@ -117,7 +117,24 @@ pub fn router(daemon: Arc<Daemon>, limits: &listen::Limits) -> Router {
 /// Every answer, the dashboard's and the API's, errors included: no frame
 /// may hold it (clickjacking), no type is guessed from its content, and
 /// the page runs only this node's own code.
-async fn security_headers(mut r: Response) -> Response {
+async fn security_headers(r: Response) -> Response {
+    // axum's own refusal of a body over its bound is plain text; every
+    // error of the API is JSON.
+    let mut r = if r.status() == StatusCode::PAYLOAD_TOO_LARGE
+        && r.headers().get(header::CONTENT_TYPE)
+            != Some(&HeaderValue::from_static("application/json"))
+    {
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request body is larger than this endpoint takes ({} KiB; PUT /v1/config: {} MiB)",
+                MAX_BODY / 1024,
+                MAX_CONFIG_BODY >> 20
+            ),
+        )
+    } else {
+        r
+    };
     let h = r.headers_mut();
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
