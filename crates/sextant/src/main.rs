@@ -232,7 +232,8 @@ pub struct ServeArgs {
     api_max_connections: Option<u16>,
     /// Seconds a REST API client has to send a whole request head (and
     /// for its TLS handshake); also how long a kept-alive connection may
-    /// wait idle for its next request.
+    /// wait idle for its next request. A client that takes no bytes of an
+    /// answer for twice this long is closed.
     #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=300))]
     api_header_timeout: u64,
     /// At most this many `/v1/events` streams open at once; one more is

@@ -169,6 +169,7 @@ impl From<&ServeArgs> for Overrides {
                 max_connections: a.api_max_connections.map(usize::from),
                 header_timeout: Duration::from_secs(a.api_header_timeout),
                 handshake_timeout: Duration::from_secs(a.api_header_timeout),
+                write_timeout: 2 * Duration::from_secs(a.api_header_timeout),
                 max_event_streams: usize::from(a.api_max_event_streams),
             },
             query_log: a

@@ -9,19 +9,25 @@
 //! how long a kept-alive connection may sit idle between requests (hyper's
 //! header-read timer starts when it waits for a head). So idle and
 //! half-sent connections cannot pile up until the health monitors, DNS
-//! over TCP and metric exchange find no descriptor left.
+//! over TCP and metric exchange find no descriptor left. A client that
+//! stops reading cannot hold its connection either: a write that makes no
+//! progress for [`Limits::write_timeout`] closes it.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
+use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::ConnectInfo;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
@@ -43,6 +49,9 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// How long a client may take for its TLS handshake.
     pub handshake_timeout: Duration,
+    /// How long a write to a client may make no progress (a client that
+    /// stopped reading) before its connection is closed.
+    pub write_timeout: Duration,
     /// `/v1/events` streams open at once.
     pub max_event_streams: usize,
 }
@@ -54,6 +63,8 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// The default TLS handshake timeout.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The default write-stall timeout.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default cap on `/v1/events` subscribers.
 pub const DEFAULT_MAX_EVENT_STREAMS: usize = 32;
 
@@ -63,6 +74,7 @@ impl Default for Limits {
             max_connections: None,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
             max_event_streams: DEFAULT_MAX_EVENT_STREAMS,
         }
     }
@@ -199,6 +211,7 @@ pub async fn serve(
         let service = axum::Extension(ConnectInfo(Peer(peer))).layer(app.clone());
         let acceptor = acceptor.clone();
         let stop = stop.clone();
+        let stream = WriteDeadline::new(stream, limits.write_timeout);
         tokio::spawn(async move {
             let _held = (permit, slot);
             match acceptor {
@@ -229,11 +242,11 @@ fn refuse(stream: TcpStream, plain: bool) {
 /// The TLS handshake of a new connection, within its timeout.
 async fn handshake(
     acceptor: &TlsAcceptor,
-    stream: TcpStream,
+    stream: WriteDeadline<TcpStream>,
     peer: SocketAddr,
     limits: Limits,
     stop: &CancellationToken,
-) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+) -> Option<tokio_rustls::server::TlsStream<WriteDeadline<TcpStream>>> {
     let done = tokio::select! {
         _ = stop.cancelled() => return None,
         r = tokio::time::timeout(limits.handshake_timeout, acceptor.accept(stream)) => r,
@@ -284,6 +297,91 @@ where
     }
 }
 
+/// A connection whose writes may not stall: once a write (or flush)
+/// has waited `limit` for the client to take bytes, it fails with
+/// `TimedOut` and the connection closes. Reads are untouched (their
+/// limits are hyper's header timer and the handlers').
+struct WriteDeadline<T> {
+    inner: T,
+    limit: Duration,
+    /// Armed by the first write that waits, disarmed by progress.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteDeadline<T> {
+    fn new(inner: T, limit: Duration) -> Self {
+        WriteDeadline {
+            inner,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// After a write that made progress or failed: disarmed; after one
+    /// that waits: armed, and `TimedOut` once the limit has passed.
+    fn watch<R>(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+        if r.is_ready() {
+            self.stalled = None;
+            return r;
+        }
+        let limit = self.limit;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client took no bytes of the answer for the write timeout",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watch(cx, r)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watch(cx, r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let r = Pin::new(&mut self.inner).poll_flush(cx);
+        self.watch(cx, r)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let r = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.watch(cx, r)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +399,19 @@ mod tests {
         assert_eq!(per_address_cap(256), 64);
         assert_eq!(per_address_cap(32), 8);
         assert_eq!(per_address_cap(3), 1);
+    }
+
+    /// A peer that never reads: the writes fill the socket, wait, and
+    /// fail with `TimedOut` once the limit has passed.
+    #[tokio::test(start_paused = true)]
+    async fn a_write_that_waits_past_the_limit_fails() {
+        use tokio::io::AsyncWriteExt;
+        let (near, _far) = tokio::io::duplex(1024);
+        let mut w = WriteDeadline::new(near, Duration::from_secs(10));
+        let chunk = [0u8; 512];
+        w.write_all(&chunk).await.expect("room for the first bytes");
+        let e = w.write_all(&chunk).await.and(w.write_all(&chunk).await);
+        assert_eq!(e.expect_err("stalled").kind(), io::ErrorKind::TimedOut);
     }
 
     #[test]
