@@ -352,6 +352,30 @@ impl Browser {
         self.send(method, params, true)
     }
 
+    /// From the next page opened on: every Content-Security-Policy
+    /// violation of the page is recorded (for [`Browser::csp_violations`]),
+    /// by a listener installed before any of the page's own scripts run.
+    #[track_caller]
+    pub fn record_csp_violations(&mut self) {
+        self.command(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({"source": "window.__cspViolations = []; document.addEventListener('securitypolicyviolation', (e) => window.__cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} at ${e.sourceFile}:${e.lineNumber}`));"}),
+        );
+    }
+
+    /// The CSP violations recorded on the page so far (see
+    /// [`Browser::record_csp_violations`]).
+    #[track_caller]
+    pub fn csp_violations(&mut self) -> Vec<String> {
+        match self.eval("window.__cspViolations") {
+            Value::Array(list) => list
+                .into_iter()
+                .map(|v| v.as_str().unwrap_or_default().to_string())
+                .collect(),
+            other => panic!("the CSP violation recorder is not installed: {other}"),
+        }
+    }
+
     /// Opens `url` and waits until the page has loaded.
     #[track_caller]
     pub fn open(&mut self, url: &str) {

@@ -136,6 +136,24 @@ pub(crate) fn die_with_parent(cmd: &mut Command) -> &mut Command {
     cmd
 }
 
+/// The child starts with RLIMIT_NOFILE `n` soft and hard (so it cannot
+/// raise the soft one): for tests of what exhausts descriptors.
+pub fn limit_open_files(cmd: &mut Command, n: u64) {
+    // SAFETY: setrlimit(2) only, between fork and exec, on a local struct.
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Waits until `GET /v1/status` answers 200 at `api` (run by `get`), or
 /// the child exits, or [`READY`] passes. `what` and `log` are for messages.
 fn wait_ready(
@@ -317,7 +335,31 @@ impl Server {
         config: &str,
         extra: &[&str],
     ) -> Result<Server, String> {
-        Self::spawn(bin, net, syntax, config, net.dns_addr(), extra, true)
+        Self::spawn(bin, net, syntax, config, net.dns_addr(), extra, true, None)
+    }
+
+    /// Like [`Server::start_with`], the server started with both the soft
+    /// and the hard limit on open files at `nofile` (so that it cannot
+    /// raise the soft one): for tests of what exhausts descriptors.
+    pub fn start_with_nofile(
+        bin: Bin,
+        net: &Net,
+        syntax: Syntax,
+        config: &str,
+        extra: &[&str],
+        nofile: u64,
+    ) -> Server {
+        Self::spawn(
+            bin,
+            net,
+            syntax,
+            config,
+            net.dns_addr(),
+            extra,
+            true,
+            Some(nofile),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Like [`Server::try_start`] but without a token file: the API's
@@ -329,7 +371,7 @@ impl Server {
         config: &str,
         extra: &[&str],
     ) -> Result<Server, String> {
-        Self::spawn(bin, net, syntax, config, net.dns_addr(), extra, false)
+        Self::spawn(bin, net, syntax, config, net.dns_addr(), extra, false, None)
     }
 
     /// Like [`Server::start`], but the DNS listener is `dns` (for example
@@ -342,9 +384,11 @@ impl Server {
         config: &str,
         dns: SocketAddr,
     ) -> Server {
-        Self::spawn(bin, net, syntax, config, dns, &[], true).unwrap_or_else(|e| panic!("{e}"))
+        Self::spawn(bin, net, syntax, config, dns, &[], true, None)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    #[allow(clippy::too_many_arguments)] // private; each caller names what it changes
     fn spawn(
         bin: Bin,
         net: &Net,
@@ -353,6 +397,7 @@ impl Server {
         dns: SocketAddr,
         extra: &[&str],
         with_token: bool,
+        nofile: Option<u64>,
     ) -> Result<Server, String> {
         let dir = net.tempdir();
         let config_path = dir.join(format!("sextant.{}", syntax.ext()));
@@ -369,8 +414,11 @@ impl Server {
         let stdout_path = dir.join("stdout.log");
         let dns_arg = dns.to_string();
         let api = net.api_addr().to_string();
-        let child = bin
-            .command()
+        let mut command = bin.command();
+        if let Some(n) = nofile {
+            limit_open_files(&mut command, n);
+        }
+        let child = command
             .args([
                 "serve",
                 "--config",

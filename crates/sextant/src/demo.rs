@@ -41,6 +41,7 @@ pub fn run(dns_listen: SocketAddr, api_listen: SocketAddr) -> anyhow::Result<()>
         api_token_file: Some(token_file.clone()),
         api_reads: crate::api::auth::ReadAccess::Auto,
         api_tls: None,
+        api_limits: Default::default(),
         query_log: None,
         state_dir: None,
         sync_file_dirs: Vec::new(),

@@ -21,6 +21,7 @@ mod query_log;
 mod serve;
 mod site_metrics;
 mod state_files;
+mod suggest;
 mod systemd;
 mod vrrp_glue;
 
@@ -227,6 +228,21 @@ pub struct ServeArgs {
     /// The private key (PEM) of --api-tls-cert.
     #[arg(long, value_name = "FILE", requires = "api_tls_cert")]
     api_tls_key: Option<PathBuf>,
+    /// At most this many REST API connections open at once (TLS handshakes
+    /// included); one more is closed at once. Default: 256, but at most an
+    /// eighth of the limit on open files.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    api_max_connections: Option<u16>,
+    /// Seconds a REST API client has to send a whole request head (and
+    /// for its TLS handshake); also how long a kept-alive connection may
+    /// wait idle for its next request. A client that takes no bytes of an
+    /// answer for twice this long is closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=300))]
+    api_header_timeout: u64,
+    /// At most this many `/v1/events` streams open at once; one more is
+    /// answered 503.
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    api_max_event_streams: u16,
     /// UDP worker threads (default: one per core).
     #[arg(long)]
     udp_workers: Option<usize>,

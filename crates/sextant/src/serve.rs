@@ -114,6 +114,8 @@ pub struct Overrides {
     pub api_reads: crate::api::auth::ReadAccess,
     /// `--api-tls-cert` and `--api-tls-key`.
     pub api_tls: Option<(PathBuf, PathBuf)>,
+    /// `--api-max-connections`, `--api-header-timeout`...
+    pub api_limits: crate::api::listen::Limits,
     /// `--query-log` and `--query-log-sample`.
     pub query_log: Option<(crate::query_log::Target, u64)>,
     /// `--state-dir`: where the state files go (else beside the file).
@@ -168,6 +170,13 @@ impl From<&ServeArgs> for Overrides {
             api_token_file: a.api_token_file.clone(),
             api_reads: a.api_reads,
             api_tls: a.api_tls_cert.clone().zip(a.api_tls_key.clone()),
+            api_limits: crate::api::listen::Limits {
+                max_connections: a.api_max_connections.map(usize::from),
+                header_timeout: Duration::from_secs(a.api_header_timeout),
+                handshake_timeout: Duration::from_secs(a.api_header_timeout),
+                write_timeout: 2 * Duration::from_secs(a.api_header_timeout),
+                max_event_streams: usize::from(a.api_max_event_streams),
+            },
             query_log: a
                 .query_log
                 .as_deref()
@@ -588,38 +597,30 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(api_listen)
         .await
         .with_context(|| format!("cannot listen for the REST API on {api_listen}"))?;
-    let app = crate::api::router(Arc::clone(&daemon))
-        .into_make_service_with_connect_info::<crate::api::auth::Peer>();
-    // Graceful: at shutdown the API stops accepting and finishes the
-    // requests in flight (within the grace period).
-    let api_stop = tasks.token.clone().cancelled_owned();
-    match api_tls {
-        Some(config) => {
-            info!(addr = %api_listen, "REST API listening (HTTPS)");
-            let (listener, accept) = crate::api::tls::TlsListener::new(listener, config)
-                .context("cannot start the REST API's TLS listener")?;
-            tasks.spawn(accept);
-            tasks.set.spawn(async move {
-                if let Err(e) = axum::serve(listener, app)
-                    .with_graceful_shutdown(api_stop)
-                    .await
-                {
-                    error!(error = %e, "REST API stopped");
-                }
-            });
-        }
-        None => {
-            info!(addr = %api_listen, "REST API listening");
-            tasks.set.spawn(async move {
-                if let Err(e) = axum::serve(listener, app)
-                    .with_graceful_shutdown(api_stop)
-                    .await
-                {
-                    error!(error = %e, "REST API stopped");
-                }
-            });
-        }
-    }
+    let app = crate::api::router(Arc::clone(&daemon), &overrides.api_limits);
+    // Read after the descriptor limit was raised: the cap is a share of it.
+    let cap = crate::api::listen::connection_cap(
+        overrides.api_limits.max_connections,
+        crate::api::listen::nofile_limit(),
+    );
+    info!(
+        addr = %api_listen,
+        tls = api_tls.is_some(),
+        max_connections = cap,
+        header_timeout_s = overrides.api_limits.header_timeout.as_secs(),
+        max_event_streams = overrides.api_limits.max_event_streams,
+        "REST API listening"
+    );
+    // At shutdown the API stops accepting and finishes the requests in
+    // flight (within the grace period).
+    tasks.set.spawn(crate::api::listen::serve(
+        listener,
+        api_tls,
+        app,
+        overrides.api_limits,
+        cap,
+        tasks.token.clone(),
+    ));
 
     log_start(&model, &overrides.config);
     // Config sync hears of the starting configuration before the state

@@ -82,6 +82,7 @@ fn start(test: &str) -> Option<Setup> {
                 .map(|_| ())
         });
     }
+    browser.record_csp_violations();
     browser.open(&format!("http://{}/ui/", servers[0].api_addr));
     // The page has run its script and heard from its node.
     browser.wait_for_text("#node", PAGE, "the node's site", |t| t == "site fra");
@@ -474,6 +475,10 @@ fn the_keyboard_alone_reaches_every_view_the_token_and_the_actions() {
     assert_eq!(drained.admin_state, "draining");
     assert_eq!(drained.admin_reason.as_deref(), Some("rack 7 power work"));
     s.browser.screenshot("drained-from-the-keyboard");
+    // Every view was drawn, under the node's Content-Security-Policy (no
+    // inline script or style): nothing was blocked.
+    let blocked = s.browser.csp_violations();
+    assert!(blocked.is_empty(), "CSP violations: {blocked:#?}");
 }
 
 /// With `--api-reads token` the page itself loads (its files hold no data)
@@ -504,6 +509,7 @@ fn with_reads_behind_the_token_the_page_shows_nothing_until_it_has_one() {
         &conf,
         &["--api-reads", "token"],
     );
+    browser.record_csp_violations();
     browser.open(&format!("http://{}/ui/#services", net.api_addr()));
     browser.wait_for_text("#error", PAGE, "the API's 401 message", |t| {
         t.contains("this request needs `Authorization: Bearer TOKEN`")
@@ -537,6 +543,22 @@ fn with_reads_behind_the_token_the_page_shows_nothing_until_it_has_one() {
         t.contains("reload: configuration")
     });
     browser.screenshot("reads-with-token");
+    let blocked = browser.csp_violations();
+    assert!(blocked.is_empty(), "CSP violations: {blocked:#?}");
+    // A script slipped into the page (as a hostile name would try) does
+    // not run, and the recorder sees it refused.
+    browser.eval(
+        "(() => { const s = document.createElement('script'); s.textContent = 'window.__injected = true'; document.body.append(s); })()",
+    );
+    assert_eq!(
+        browser.eval("window.__injected === true"),
+        Value::Bool(false)
+    );
+    let blocked = browser.csp_violations();
+    assert!(
+        blocked.iter().any(|v| v.starts_with("script-src")),
+        "the injected script was not refused: {blocked:#?}"
+    );
 }
 
 /// A partition between two other sites shows in fra's topology at once:

@@ -6,6 +6,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use axum::extract::{Request, State};
@@ -15,6 +16,7 @@ use axum::response::Response;
 use tracing::{info, warn};
 
 use super::error;
+use super::throttle::LogThrottle;
 use crate::auth::{Tokens, bearer};
 
 /// The one read that always needs a token, whatever `--api-reads` says.
@@ -38,27 +40,10 @@ pub enum ReadAccess {
     Token,
 }
 
-/// The peer address of a request, from the listener (plain or TLS).
+/// The peer address of a request, from the listener (plain or TLS), in
+/// its extensions as `ConnectInfo<Peer>` ([`super::listen`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Peer(pub SocketAddr);
-
-impl
-    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tokio::net::TcpListener>>
-    for Peer
-{
-    fn connect_info(stream: axum::serve::IncomingStream<'_, tokio::net::TcpListener>) -> Self {
-        Peer(*stream.remote_addr())
-    }
-}
-
-impl
-    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, super::tls::TlsListener>>
-    for Peer
-{
-    fn connect_info(stream: axum::serve::IncomingStream<'_, super::tls::TlsListener>) -> Self {
-        Peer(*stream.remote_addr())
-    }
-}
 
 /// The API's tokens and read policy. The tokens are replaced when SIGHUP
 /// re-reads a good token file; a bad one leaves them in force.
@@ -69,6 +54,30 @@ pub struct Access {
     /// Why the last re-read of the token file was refused, until one
     /// succeeds (shown in `/v1/status`'s `last_reload_error`).
     reload_error: RwLock<Option<String>>,
+    /// One log line per kind of refusal per [`super::throttle::LOG_EVERY`].
+    refusals: [LogThrottle; Refusal::KINDS],
+}
+
+/// Why a request was refused, one log throttle each.
+#[derive(Debug, Clone, Copy)]
+enum Refusal {
+    NoTokenFile = 0,
+    NoHeader = 1,
+    NotBearer = 2,
+    WrongToken = 3,
+}
+
+impl Refusal {
+    const KINDS: usize = 4;
+
+    fn reason(self) -> &'static str {
+        match self {
+            Refusal::NoTokenFile => "no --api-token-file",
+            Refusal::NoHeader => "no Authorization header",
+            Refusal::NotBearer => "the Authorization header is not `Bearer TOKEN`",
+            Refusal::WrongToken => "the token is not one of the API tokens",
+        }
+    }
 }
 
 impl Access {
@@ -113,6 +122,7 @@ impl Access {
             tokens: ArcSwapOption::from(tokens.map(Arc::new)),
             reads_need_token,
             reload_error: RwLock::new(None),
+            refusals: Default::default(),
         })
     }
 
@@ -136,6 +146,21 @@ impl Access {
         };
         if let Ok(mut last) = self.reload_error.write() {
             *last = outcome;
+        }
+    }
+
+    /// Logs a refused request: at most one line per kind and period, which
+    /// says how many were not logged. Never the token presented.
+    fn refused(&self, why: Refusal, peer: &str, method: &Method, path: &str) {
+        if let Some(held_back) = self.refusals[why as usize].admit(Instant::now()) {
+            warn!(
+                %peer,
+                %method,
+                path = %truncated(path),
+                not_logged = held_back,
+                "API request refused: {}",
+                why.reason()
+            );
         }
     }
 
@@ -172,7 +197,7 @@ pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: 
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let Some(tokens) = access.tokens.load_full() else {
-        warn!(%peer, %method, %path, "API request refused: no --api-token-file");
+        access.refused(Refusal::NoTokenFile, &peer, &method, &path);
         let why = if write {
             "writes are disabled: start with --api-token-file"
         } else {
@@ -186,17 +211,17 @@ pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: 
         .map(|v| v.to_str().ok().and_then(bearer));
     let name = match presented {
         None => {
-            warn!(%peer, %method, %path, "API request refused: no Authorization header");
+            access.refused(Refusal::NoHeader, &peer, &method, &path);
             return unauthorized("this request needs `Authorization: Bearer TOKEN`");
         }
         Some(None) => {
-            warn!(%peer, %method, %path, "API request refused: the Authorization header is not `Bearer TOKEN`");
+            access.refused(Refusal::NotBearer, &peer, &method, &path);
             return unauthorized("the Authorization header must be `Bearer TOKEN`");
         }
         Some(Some(token)) => match tokens.check(token) {
             Some(name) => name.to_string(),
             None => {
-                warn!(%peer, %method, %path, "API request refused: the token is not one of the API tokens");
+                access.refused(Refusal::WrongToken, &peer, &method, &path);
                 return unauthorized("the token is not valid");
             }
         },
@@ -206,6 +231,14 @@ pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: 
     }
     req.extensions_mut().insert(Caller(name));
     next.run(req).await
+}
+
+/// A path as logged: at most 200 characters (a path is the client's).
+fn truncated(path: &str) -> &str {
+    match path.char_indices().nth(200) {
+        Some((at, _)) => &path[..at],
+        None => path,
+    }
 }
 
 /// 401 with `WWW-Authenticate: Bearer` (RFC 6750).

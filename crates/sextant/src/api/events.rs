@@ -5,12 +5,12 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::Stream;
+use axum::{Extension, Json};
+use tokio::sync::Semaphore;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::error;
@@ -32,31 +32,67 @@ pub(super) async fn history(State(d): State<Arc<Daemon>>, Path(name): Path<Strin
     Json(d.history.get(&name)).into_response()
 }
 
+/// The `/v1/events` streams open at once: each holds a permit while its
+/// client is connected, so the subscribers are capped.
+#[derive(Clone)]
+pub(super) struct Streams {
+    permits: Arc<Semaphore>,
+    max: usize,
+}
+
+impl Streams {
+    pub(super) fn new(max: usize) -> Streams {
+        Streams {
+            permits: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
+}
+
 /// `GET /v1/events`: `text/event-stream`, one event per change, named
 /// `transition`, `maintenance`, `reload`, `mep` or `vrrp`, its data one
 /// JSON object. A client that falls behind gets a `lagged` event with the
-/// number it missed; it never holds anyone up.
+/// number it missed; it never holds anyone up. At most
+/// `--api-max-event-streams` are open at once; one more is answered 503.
 #[utoipa::path(get, path = "/v1/events", tag = "read",
     responses((status = 200, description = "server-sent events: transition, maintenance, reload, mep, vrrp, lagged",
-        content_type = "text/event-stream", body = String)))]
+        content_type = "text/event-stream", body = String),
+        (status = 503, description = "as many event streams are open as the server allows (--api-max-event-streams)", body = sextant_api::ApiError)))]
 pub(super) async fn stream(
     State(d): State<Arc<Daemon>>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    Extension(streams): Extension<Streams>,
+) -> Response {
+    let Ok(permit) = Arc::clone(&streams.permits).try_acquire_owned() else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "{} event streams are open, as many as this server allows (--api-max-event-streams); close one, or poll /v1/services/NAME/history",
+                streams.max
+            ),
+        );
+    };
     let rx = d.events.subscribe();
     // The first thing sent is a comment: once a client reads it, it is
-    // subscribed and sees every later event.
-    let stream = futures_util::stream::unfold((rx, true), |(mut rx, first)| async move {
-        if first {
-            return Some((Ok(Event::default().comment("subscribed")), (rx, false)));
-        }
-        let event = match rx.recv().await {
-            Ok(e) => Event::default().event(e.name).data(e.data.to_string()),
-            Err(RecvError::Lagged(missed)) => Event::default()
-                .event("lagged")
-                .data(serde_json::json!({ "missed": missed }).to_string()),
-            Err(RecvError::Closed) => return None,
-        };
-        Some((Ok(event), (rx, false)))
-    });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    // subscribed and sees every later event. The permit goes with the
+    // stream and is given back when the client goes.
+    let stream =
+        futures_util::stream::unfold((rx, true, permit), |(mut rx, first, permit)| async move {
+            if first {
+                return Some((
+                    Ok::<_, Infallible>(Event::default().comment("subscribed")),
+                    (rx, false, permit),
+                ));
+            }
+            let event = match rx.recv().await {
+                Ok(e) => Event::default().event(e.name).data(e.data.to_string()),
+                Err(RecvError::Lagged(missed)) => Event::default()
+                    .event("lagged")
+                    .data(serde_json::json!({ "missed": missed }).to_string()),
+                Err(RecvError::Closed) => return None,
+            };
+            Some((Ok(event), (rx, false, permit)))
+        });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }

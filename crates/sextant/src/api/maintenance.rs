@@ -210,38 +210,24 @@ fn unknown(snap: &Snapshot, kind: AdminKind, name: &str) -> Option<Response> {
         return None;
     }
     let what = kind.as_str();
-    let message = match nearest(name, &names) {
-        Some(near) => format!("no {what} named {name:?}; did you mean {near:?}?"),
-        None => format!("no {what} named {name:?}; none is configured"),
+    // The name is the client's: quoted at most in part, compared within
+    // bounds (crate::suggest).
+    let shown = shown_name(name);
+    let message = match crate::suggest::nearest(name, names.iter().copied()) {
+        Some(near) => format!("no {what} named {shown}; did you mean {near:?}?"),
+        None if names.is_empty() => format!("no {what} named {shown}; none is configured"),
+        None => format!("no {what} named {shown}"),
     };
     Some(error(StatusCode::NOT_FOUND, message))
 }
 
-/// The name closest to `name` by edit distance (case-insensitive).
-fn nearest<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
-    let lower = name.to_ascii_lowercase();
-    names
-        .iter()
-        .min_by_key(|n| edit_distance(&lower, &n.to_ascii_lowercase()))
-        .copied()
-}
-
-/// Levenshtein distance.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
+/// A name as an error quotes it: the first 100 characters of a longer
+/// one, with how long it was.
+fn shown_name(name: &str) -> String {
+    match name.char_indices().nth(100) {
+        Some((at, _)) => format!("{:?}... ({} bytes)", &name[..at], name.len()),
+        None => format!("{name:?}"),
     }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -249,10 +235,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_nearest_name_is_suggested() {
-        assert_eq!(edit_distance("web-1", "web-2"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(nearest("WEB-3", &["db-1", "web-1", "app"]), Some("web-1"));
-        assert_eq!(nearest("x", &[]), None);
+    fn a_long_name_is_quoted_in_part() {
+        assert_eq!(shown_name("web-1"), "\"web-1\"");
+        let long = "x".repeat(100_000);
+        let shown = shown_name(&long);
+        assert!(
+            shown.starts_with(&format!("\"{}\"...", "x".repeat(100))),
+            "{shown}"
+        );
+        assert!(shown.ends_with("(100000 bytes)"), "{shown}");
     }
 }

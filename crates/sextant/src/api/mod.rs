@@ -6,6 +6,7 @@ pub mod auth;
 mod config;
 mod config_sync;
 mod events;
+pub mod listen;
 mod maintenance;
 pub mod metrics;
 mod objects;
@@ -14,6 +15,7 @@ mod params;
 mod probes;
 mod push;
 mod stats;
+mod throttle;
 pub mod tls;
 mod ui;
 mod views;
@@ -23,7 +25,8 @@ pub use maintenance::admin_entry;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use axum::http::StatusCode;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -32,7 +35,20 @@ use utoipa::OpenApi as _;
 
 use crate::serve::Daemon;
 
-pub fn router(daemon: Arc<Daemon>) -> Router {
+/// The body of any request but `PUT /v1/config`: the JSON of a metric or
+/// figures push, a maintenance reason, a config sync request.
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// The body of `PUT /v1/config`: a whole configuration file (100,000
+/// services is some MB), as large as config sync transfers one.
+pub const MAX_CONFIG_BODY: usize = sextant_config_sync::MAX_TRANSFER_BYTES;
+
+/// The Content-Security-Policy of every answer: the dashboard's modules,
+/// style sheet and API calls come from this node alone; no inline script
+/// or style, no frame may hold it, no form posts elsewhere.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+pub fn router(daemon: Arc<Daemon>, limits: &listen::Limits) -> Router {
     Router::new()
         .route("/v1/status", get(views::status))
         .route("/v1/services", get(views::services))
@@ -50,8 +66,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
             "/v1/config",
             get(config::get_config)
                 .put(config::put_config)
-                // A whole configuration file (100,000 services is some MB).
-                .layer(axum::extract::DefaultBodyLimit::max(256 * 1024 * 1024)),
+                .layer(DefaultBodyLimit::max(MAX_CONFIG_BODY)),
         )
         .route("/v1/config/sync", post(config_sync::sync))
         .route("/v1/maintenance", get(maintenance::list))
@@ -78,7 +93,12 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .route("/v1/sites/{name}/disable", post(maintenance::disable_site))
         .route("/v1/sites/{name}/enable", post(maintenance::enable_site))
         .route("/v1/services/{name}/history", get(events::history))
-        .route("/v1/events", get(events::stream))
+        .route(
+            "/v1/events",
+            get(events::stream).layer(axum::Extension(events::Streams::new(
+                limits.max_event_streams,
+            ))),
+        )
         .route("/metrics", get(metrics::metrics))
         .route("/v1/stats", get(stats::stats))
         .fallback(not_found)
@@ -90,12 +110,54 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         // probes are always served.
         .merge(ui::routes())
         .merge(probes::routes())
-        // Outermost: a misspelt parameter is refused before anything runs.
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        // A misspelt parameter is refused before anything else runs.
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(params::Accepted::from_openapi(&openapi::ApiDoc::openapi())),
             params::refuse_unknown,
         ))
+        // Outermost: every answer carries the security headers, refusals
+        // included.
+        .layer(axum::middleware::map_response(security_headers))
         .with_state(daemon)
+}
+
+/// Every answer, the dashboard's and the API's, errors included: no frame
+/// may hold it (clickjacking), no type is guessed from its content, and
+/// the page runs only this node's own code.
+async fn security_headers(r: Response) -> Response {
+    // axum's own refusal of a body over its bound is plain text; every
+    // error of the API is JSON.
+    let mut r = if r.status() == StatusCode::PAYLOAD_TOO_LARGE
+        && r.headers().get(header::CONTENT_TYPE)
+            != Some(&HeaderValue::from_static("application/json"))
+    {
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request body is larger than this endpoint takes ({} KiB; PUT /v1/config: {} MiB)",
+                MAX_BODY / 1024,
+                MAX_CONFIG_BODY >> 20
+            ),
+        )
+    } else {
+        r
+    };
+    let h = r.headers_mut();
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    r
 }
 
 async fn not_found() -> Response {

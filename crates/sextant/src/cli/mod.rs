@@ -146,7 +146,7 @@ impl Session {
 
     /// "no vserver named X; did you mean Y?" when `name` is not in `names`.
     fn missing(&self, object: Object, name: &str, names: &[&str]) -> anyhow::Error {
-        match verbs::nearest_name(name, names.iter().copied()) {
+        match crate::suggest::nearest(name, names.iter().copied()) {
             Some(near) => anyhow::anyhow!(
                 "no {} named {name:?}; did you mean {near:?}?",
                 object.noun()

@@ -453,48 +453,35 @@ fn unknown(words: &[String], depth: usize, specs: &[&Spec]) -> VerbError {
 /// The command whose keywords are nearest (by edit distance, ignoring
 /// case) to the first words typed, if one is near enough to be a typo.
 fn nearest_command(words: &[String]) -> Option<String> {
-    SPECS
-        .iter()
-        .map(|s| {
-            let typed = words
-                .iter()
-                .take(s.words.len())
-                .map(|w| w.to_ascii_lowercase())
-                .collect::<Vec<_>>()
-                .join(" ");
-            let phrase = s.words.join(" ");
-            (distance(&typed, &phrase.to_ascii_lowercase()), phrase)
-        })
-        .filter(|(d, phrase)| *d <= (phrase.len() / 4).max(2))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, phrase)| phrase)
-}
-
-/// Levenshtein distance over characters.
-pub fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+    let mut best: Option<(usize, String)> = None;
+    for s in SPECS {
+        let typed = words.iter().take(s.words.len()).map(String::as_str);
+        let typed: Vec<char> = joined(typed)
+            .chars()
+            .take(crate::suggest::MAX_COMPARED + 1)
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        if typed.len() > crate::suggest::MAX_COMPARED {
+            return None;
         }
-        prev = cur;
+        let phrase = s.words.join(" ");
+        let mut max = (phrase.len() / 4).max(2);
+        if let Some((d, _)) = &best {
+            max = max.min(d.saturating_sub(1));
+        }
+        let target: Vec<char> = phrase.to_ascii_lowercase().chars().collect();
+        if let Some(d) = crate::suggest::distance_within(&typed, &target, max)
+            && best.as_ref().is_none_or(|(b, _)| d < *b)
+        {
+            best = Some((d, phrase));
+        }
     }
-    prev[b.len()]
+    best.map(|(_, phrase)| phrase)
 }
 
-/// The name among `names` nearest to `name`, if one is near enough to be
-/// a typo (for "no vserver named X; did you mean Y?").
-pub fn nearest_name<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let lower = name.to_ascii_lowercase();
-    names
-        .into_iter()
-        .map(|n| (distance(&lower, &n.to_ascii_lowercase()), n))
-        .filter(|(d, n)| *d <= (n.len() / 3).max(2))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, n)| n)
+/// Words joined by one space each.
+fn joined<'a>(words: impl Iterator<Item = &'a str>) -> String {
+    words.collect::<Vec<_>>().join(" ")
 }
 
 /// Parses one command line.
@@ -811,9 +798,22 @@ mod tests {
 
     #[test]
     fn nearest_names() {
+        use crate::suggest::nearest;
         let names = ["vs_app", "vs_backup", "web-fra-1"];
-        assert_eq!(nearest_name("vs_ap", names), Some("vs_app"));
-        assert_eq!(nearest_name("web-fra-2", names), Some("web-fra-1"));
-        assert_eq!(nearest_name("zzz", names), None);
+        assert_eq!(nearest("vs_ap", names), Some("vs_app"));
+        assert_eq!(nearest("web-fra-2", names), Some("web-fra-1"));
+        assert_eq!(nearest("zzz", names), None);
+    }
+
+    /// A 100 kB word is no typo of any command: no suggestion, at once.
+    #[test]
+    fn a_huge_word_gets_no_suggestion() {
+        let huge = "s".repeat(100_000);
+        let err = parse(&huge).expect_err("not a command");
+        assert!(
+            !err.0.contains("did you mean"),
+            "{}",
+            &err.0[err.0.len() - 200..]
+        );
     }
 }
