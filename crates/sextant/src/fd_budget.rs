@@ -153,43 +153,24 @@ pub fn raise_limit() -> Budget {
     b
 }
 
-/// How often a run of local probe errors is logged.
-const LOCAL_ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
-
-/// Logs probes that failed for a reason of this host at most once every
-/// [`LOCAL_ERROR_LOG_EVERY`], with how many there were since: under
+/// Logs probes that failed for a reason of this host at most once per
+/// [`crate::log_limit::LOG_EVERY`], with how many there were since: under
 /// descriptor exhaustion every probe fails so, and one line each would
 /// flood the log.
 #[derive(Debug, Default)]
-pub struct LocalErrorLog {
-    last: Option<Duration>,
-    since: u64,
-}
+pub struct LocalErrorLog(crate::log_limit::LogThrottle);
 
 impl LocalErrorLog {
     /// One local error at `now` (the daemon's clock); logs it if due.
     pub fn note(&mut self, detail: &str, now: Duration) {
-        self.since += 1;
-        if let Some(n) = self.due(now) {
+        if let Some(held_back) = self.0.admit(now) {
             tracing::warn!(
-                errors = n,
+                errors = held_back + 1,
                 last = detail,
                 "health probes failed for a reason of this host (out of descriptors or buffers); \
                  not counted: the services keep their state"
             );
         }
-    }
-
-    /// `Some(errors since the last line)` when a line is due at `now`.
-    fn due(&mut self, now: Duration) -> Option<u64> {
-        if self
-            .last
-            .is_some_and(|t| now.saturating_sub(t) < LOCAL_ERROR_LOG_EVERY)
-        {
-            return None;
-        }
-        self.last = Some(now);
-        Some(std::mem::take(&mut self.since))
     }
 }
 
@@ -238,17 +219,5 @@ mod tests {
         assert!(w.contains("(64)") && w.contains("raise it"), "{w}");
         // More bindings than the reserve: warned even at 1024.
         assert!(budget(Some(1024)).warning(1000).is_some());
-    }
-
-    #[test]
-    fn local_errors_are_logged_once_per_period_with_the_count() {
-        let mut log = LocalErrorLog {
-            last: None,
-            since: 1,
-        };
-        assert_eq!(log.due(Duration::from_secs(1)), Some(1));
-        log.since += 5;
-        assert_eq!(log.due(Duration::from_secs(5)), None);
-        assert_eq!(log.due(Duration::from_secs(11)), Some(5));
     }
 }

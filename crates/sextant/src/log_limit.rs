@@ -1,56 +1,52 @@
-//! Log lines that anyone on the network can cause (a refused connection, a
-//! failed handshake) at most once per kind per interval, so that a flood
-//! cannot fill the disk or drown the lines that matter. The lines held back
-//! are counted and the count goes with the next line of that kind; the
-//! counters of /v1/status and /metrics still count every one.
+//! Log lines that anyone on the network can cause (a refused connection or
+//! request, a failed handshake) or that come in floods (every probe failing
+//! for want of descriptors), at most once per kind per period, so that a
+//! flood cannot fill the disk or drown the lines that matter. The lines held
+//! back are counted and the count goes with the next line of that kind; the
+//! counters of /v1/status and /metrics still count every one. Time is the
+//! daemon's one monotonic clock (`crate::clock::Clock::now`).
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// How often one kind of line may be logged.
-pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// How often one kind of line is logged at most.
+pub const LOG_EVERY: Duration = Duration::from_secs(10);
 
+/// One kind of line: at most one per `every`, each saying how many of that
+/// kind were not logged since the last one.
 #[derive(Debug)]
-pub struct LogLimiter {
-    interval: Duration,
-    /// Per kind: when it was last logged, and how many were held back since.
-    kinds: Mutex<HashMap<&'static str, (Duration, u64)>>,
+pub struct LogThrottle {
+    every: Duration,
+    /// When the last line was logged, and how many were held back since.
+    state: Mutex<(Option<Duration>, u64)>,
 }
 
-impl Default for LogLimiter {
+impl Default for LogThrottle {
     fn default() -> Self {
-        LogLimiter::new(LOG_INTERVAL)
+        LogThrottle::new(LOG_EVERY)
     }
 }
 
-impl LogLimiter {
-    pub fn new(interval: Duration) -> Self {
-        LogLimiter {
-            interval,
-            kinds: Mutex::new(HashMap::new()),
+impl LogThrottle {
+    pub const fn new(every: Duration) -> LogThrottle {
+        LogThrottle {
+            every,
+            state: Mutex::new((None, 0)),
         }
     }
 
-    /// Whether a line of `kind` may be logged at `now` (monotonic): `Some`
-    /// with the number held back since the last one, or `None` (counted).
-    pub fn check(&self, kind: &'static str, now: Duration) -> Option<u64> {
-        let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
-        match kinds.get_mut(kind) {
-            Some((last, held)) if now < *last + self.interval => {
-                *held += 1;
-                None
-            }
-            Some((last, held)) => {
-                let n = std::mem::take(held);
-                *last = now;
-                Some(n)
-            }
-            None => {
-                kinds.insert(kind, (now, 0));
-                Some(0)
-            }
+    /// One occurrence at `now`: `Some(n)` when it is to be logged (`n` of the
+    /// same kind were not logged since the last line), `None` when it is
+    /// only counted.
+    pub fn admit(&self, now: Duration) -> Option<u64> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (last, held_back) = &mut *s;
+        if last.is_some_and(|t| now.saturating_sub(t) < self.every) {
+            *held_back = held_back.saturating_add(1);
+            return None;
         }
+        *last = Some(now);
+        Some(std::mem::take(held_back))
     }
 }
 
@@ -59,15 +55,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_line_per_kind_per_interval_with_the_count_held_back() {
-        let l = LogLimiter::new(Duration::from_secs(10));
+    fn one_line_per_period_with_the_count_held_back() {
+        let t = LogThrottle::new(Duration::from_secs(10));
         let s = Duration::from_secs;
-        assert_eq!(l.check("a", s(0)), Some(0));
-        assert_eq!(l.check("a", s(1)), None);
-        assert_eq!(l.check("a", s(9)), None);
-        assert_eq!(l.check("b", s(9)), Some(0), "kinds are apart");
-        assert_eq!(l.check("a", s(10)), Some(2));
-        assert_eq!(l.check("a", s(11)), None);
-        assert_eq!(l.check("a", s(30)), Some(1));
+        assert_eq!(t.admit(s(0)), Some(0));
+        for i in 1..=999 {
+            assert_eq!(t.admit(Duration::from_millis(i)), None);
+        }
+        assert_eq!(t.admit(s(10)), Some(999));
+        assert_eq!(t.admit(s(11)), None);
+        assert_eq!(t.admit(s(25)), Some(1));
+        // A clock that does not move forward logs nothing more.
+        assert_eq!(t.admit(s(0)), None);
+    }
+
+    #[test]
+    fn kinds_are_apart() {
+        let (a, b) = (LogThrottle::default(), LogThrottle::default());
+        assert_eq!(a.admit(Duration::ZERO), Some(0));
+        assert_eq!(a.admit(Duration::from_secs(1)), None);
+        assert_eq!(b.admit(Duration::from_secs(1)), Some(0));
     }
 }

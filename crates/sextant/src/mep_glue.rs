@@ -14,6 +14,8 @@ use sextant_mep::{LocalReport, MepEvent, Message};
 use sextant_state::{Event, PeerServices, ReportedService, SharedRtt, SharedSession};
 use tracing::{info, warn};
 
+use crate::log_limit::LogThrottle;
+
 /// Totals since start, for `/v1/status`.
 #[derive(Debug, Default)]
 pub struct MepCounters {
@@ -26,9 +28,11 @@ pub struct MepCounters {
     pub auth_failed: AtomicU64,
     pub bad_frames: AtomicU64,
     pub refused_connections: AtomicU64,
-    /// Refusals and failed handshakes are anyone's to cause: logged at
-    /// most once per kind per interval.
-    pub log: crate::log_limit::LogLimiter,
+    /// Refusals, failed handshakes and bad frames are anyone's to cause:
+    /// logged at most once per kind per period.
+    pub log_auth_failed: LogThrottle,
+    pub log_bad_frame: LogThrottle,
+    pub log_refused: LogThrottle,
 }
 
 impl MepCounters {
@@ -88,21 +92,21 @@ pub fn translate(event: MepEvent, counters: &MepCounters, now: Duration) -> Opti
         }),
         MepEvent::AuthFailed { peer, site, reason } => {
             bump(&counters.auth_failed);
-            if let Some(held) = counters.log.check("mep-auth-failed", now) {
+            if let Some(held) = counters.log_auth_failed.admit(now) {
                 warn!(%peer, %site, %reason, similar_lines_held_back = held, "metric exchange authentication failed");
             }
             None
         }
         MepEvent::BadFrame { peer, site, reason } => {
             bump(&counters.bad_frames);
-            if let Some(held) = counters.log.check("mep-bad-frame", now) {
+            if let Some(held) = counters.log_bad_frame.admit(now) {
                 warn!(%peer, %site, %reason, similar_lines_held_back = held, "metric exchange session closed: bad frame");
             }
             None
         }
         MepEvent::Refused { peer, reason } => {
             bump(&counters.refused_connections);
-            if let Some(held) = counters.log.check("mep-refused", now) {
+            if let Some(held) = counters.log_refused.admit(now) {
                 warn!(%peer, %reason, similar_lines_held_back = held, "metric exchange connection refused");
             }
             None

@@ -532,6 +532,7 @@ pub async fn serve(
         token_file(&overrides, &model),
         overrides.api_reads,
         api_listen,
+        clock,
     )?);
     let api_tls = overrides
         .api_tls
@@ -601,7 +602,7 @@ pub async fn serve(
     // Read after the descriptor limit was raised: the cap is a share of it.
     let cap = crate::api::listen::connection_cap(
         overrides.api_limits.max_connections,
-        crate::api::listen::nofile_limit(),
+        &crate::fd_budget::current(),
     );
     info!(
         addr = %api_listen,
@@ -620,6 +621,7 @@ pub async fn serve(
         overrides.api_limits,
         cap,
         tasks.token.clone(),
+        clock,
     ));
 
     log_start(&model, &overrides.config);

@@ -6,7 +6,6 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use axum::extract::{Request, State};
@@ -16,8 +15,8 @@ use axum::response::Response;
 use tracing::{info, warn};
 
 use super::error;
-use super::throttle::LogThrottle;
 use crate::auth::{Tokens, bearer};
+use crate::log_limit::LogThrottle;
 
 /// The one read that always needs a token, whatever `--api-reads` says.
 const SECRET_READ: &str = "/v1/config";
@@ -54,8 +53,10 @@ pub struct Access {
     /// Why the last re-read of the token file was refused, until one
     /// succeeds (shown in `/v1/status`'s `last_reload_error`).
     reload_error: RwLock<Option<String>>,
-    /// One log line per kind of refusal per [`super::throttle::LOG_EVERY`].
+    /// One log line per kind of refusal per [`crate::log_limit::LOG_EVERY`].
     refusals: [LogThrottle; Refusal::KINDS],
+    /// The daemon's clock, for the throttles.
+    clock: crate::clock::Clock,
 }
 
 /// Why a request was refused, one log throttle each.
@@ -88,6 +89,7 @@ impl Access {
         file: Option<PathBuf>,
         reads: ReadAccess,
         listen: SocketAddr,
+        clock: crate::clock::Clock,
     ) -> anyhow::Result<Access> {
         let tokens = file.as_deref().map(Tokens::load).transpose()?;
         let reads_need_token = match reads {
@@ -123,6 +125,7 @@ impl Access {
             reads_need_token,
             reload_error: RwLock::new(None),
             refusals: Default::default(),
+            clock,
         })
     }
 
@@ -152,7 +155,7 @@ impl Access {
     /// Logs a refused request: at most one line per kind and period, which
     /// says how many were not logged. Never the token presented.
     fn refused(&self, why: Refusal, peer: &str, method: &Method, path: &str) {
-        if let Some(held_back) = self.refusals[why as usize].admit(Instant::now()) {
+        if let Some(held_back) = self.refusals[why as usize].admit(self.clock.now()) {
             warn!(
                 %peer,
                 %method,

@@ -21,7 +21,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
@@ -36,7 +36,7 @@ use tower::Layer;
 use tracing::{debug, warn};
 
 use super::auth::Peer;
-use super::throttle::LogThrottle;
+use crate::log_limit::LogThrottle;
 
 /// The API's connection limits (`sextant serve --api-...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,14 +85,11 @@ impl Default for Limits {
 /// open files `nofile` (TCP DNS clients may take half; the monitors,
 /// metric exchange and the rest keep the other three eighths), and at
 /// least 4.
-pub fn connection_cap(configured: Option<usize>, nofile: Option<u64>) -> usize {
+pub fn connection_cap(configured: Option<usize>, budget: &crate::fd_budget::Budget) -> usize {
     if let Some(n) = configured {
         return n.max(1);
     }
-    let share = nofile
-        .map(|n| usize::try_from(n / 8).unwrap_or(usize::MAX))
-        .unwrap_or(usize::MAX);
-    DEFAULT_MAX_CONNECTIONS.min(share).max(4)
+    DEFAULT_MAX_CONNECTIONS.min(budget.api).max(4)
 }
 
 /// How many of the `cap` connections one client address may hold: a
@@ -142,11 +139,6 @@ impl Drop for AddressSlot {
     }
 }
 
-/// The soft limit on open files now (`None`: unlimited).
-pub fn nofile_limit() -> Option<u64> {
-    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
-}
-
 /// What a client over the cap reads before its connection closes (plain
 /// HTTP only: sent if the socket takes it at once, never waited for).
 const OVER_CAP: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 66\r\n\r\n{\"error\":\"too many connections to the API; try again in a moment\"}";
@@ -160,6 +152,7 @@ pub async fn serve(
     limits: Limits,
     cap: usize,
     stop: CancellationToken,
+    clock: crate::clock::Clock,
 ) {
     let permits = Arc::new(Semaphore::new(cap));
     let per_address = Arc::new(PerAddress::default());
@@ -177,7 +170,7 @@ pub async fn serve(
             Ok(c) => c,
             Err(e) => {
                 // Out of descriptors and the like: try again soon.
-                if let Some(held_back) = accept_failed.admit(Instant::now()) {
+                if let Some(held_back) = accept_failed.admit(clock.now()) {
                     warn!(error = %e, not_logged = held_back, "REST API: cannot accept a connection");
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -186,7 +179,7 @@ pub async fn serve(
         };
         let Some(slot) = PerAddress::take(&per_address, peer.ip(), address_cap) else {
             refuse(stream, acceptor.is_none());
-            if let Some(held_back) = over_address_cap.admit(Instant::now()) {
+            if let Some(held_back) = over_address_cap.admit(clock.now()) {
                 warn!(
                     %peer,
                     max_per_address = address_cap,
@@ -198,7 +191,7 @@ pub async fn serve(
         };
         let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
             refuse(stream, acceptor.is_none());
-            if let Some(held_back) = over_cap.admit(Instant::now()) {
+            if let Some(held_back) = over_cap.admit(clock.now()) {
                 warn!(
                     %peer,
                     max_connections = cap,
@@ -388,14 +381,16 @@ mod tests {
 
     #[test]
     fn the_cap_stays_well_below_the_descriptor_limit() {
-        assert_eq!(connection_cap(None, None), 256);
-        assert_eq!(connection_cap(None, Some(1_048_576)), 256);
-        assert_eq!(connection_cap(None, Some(1024)), 128);
-        assert_eq!(connection_cap(None, Some(256)), 32);
-        assert_eq!(connection_cap(None, Some(8)), 4);
+        use crate::fd_budget::budget;
+        assert_eq!(connection_cap(None, &budget(None)), 256);
+        assert_eq!(connection_cap(None, &budget(Some(1_048_576))), 256);
+        assert_eq!(connection_cap(None, &budget(Some(1024))), 128);
+        assert_eq!(connection_cap(None, &budget(Some(256))), 32);
+        // The budget's floor.
+        assert_eq!(connection_cap(None, &budget(Some(8))), 16);
         // What the operator says goes.
-        assert_eq!(connection_cap(Some(1000), Some(256)), 1000);
-        assert_eq!(connection_cap(Some(0), None), 1);
+        assert_eq!(connection_cap(Some(1000), &budget(Some(256))), 1000);
+        assert_eq!(connection_cap(Some(0), &budget(None)), 1);
         assert_eq!(per_address_cap(256), 64);
         assert_eq!(per_address_cap(32), 8);
         assert_eq!(per_address_cap(3), 1);

@@ -15,7 +15,6 @@ mod params;
 mod probes;
 mod push;
 mod stats;
-mod throttle;
 pub mod tls;
 mod ui;
 mod views;
