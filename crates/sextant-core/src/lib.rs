@@ -22,6 +22,7 @@ pub mod id;
 pub mod load;
 pub mod location;
 pub mod location_db;
+pub mod log_throttle;
 pub mod model;
 pub mod policy;
 pub mod records;

@@ -106,12 +106,17 @@ fn model_config(shared: &DnsShared) -> TcpConfig {
 
 async fn serve(listener: TcpListener, shared: Arc<DnsShared>, fixed: Option<TcpConfig>) {
     let open = Arc::new(AtomicUsize::new(0));
+    let accept_failed = sextant_core::log_throttle::LogThrottle::default();
+    let origin = std::time::Instant::now();
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(c) => c,
             Err(e) => {
-                // Typically EMFILE: back off instead of spinning.
-                tracing::warn!(error = %e, "dns tcp accept failed");
+                // Typically EMFILE: back off instead of spinning, and log
+                // one line per period.
+                if let Some(held_back) = accept_failed.admit(origin.elapsed()) {
+                    tracing::warn!(error = %e, not_logged = held_back, "dns tcp accept failed");
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }

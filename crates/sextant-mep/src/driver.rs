@@ -1055,6 +1055,7 @@ impl RateLimited {
 }
 
 async fn accept_loop(shared: Arc<Shared>, listener: Arc<TcpListener>, secure: Arc<AtomicBool>) {
+    let accept_failed = sextant_core::log_throttle::LogThrottle::default();
     loop {
         match listener.accept().await {
             Ok((tcp, addr)) => {
@@ -1067,7 +1068,10 @@ async fn accept_loop(shared: Arc<Shared>, listener: Arc<TcpListener>, secure: Ar
             // being aborted.
             Err(e) if e.kind() == io::ErrorKind::InvalidInput => return,
             Err(e) => {
-                tracing::warn!(error = %e, "MEP accept failed");
+                // Typically out of descriptors: one line per period.
+                if let Some(held_back) = accept_failed.admit(shared.now()) {
+                    tracing::warn!(error = %e, not_logged = held_back, "MEP accept failed");
+                }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }

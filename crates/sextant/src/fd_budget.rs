@@ -154,11 +154,11 @@ pub fn raise_limit() -> Budget {
 }
 
 /// Logs probes that failed for a reason of this host at most once per
-/// [`crate::log_limit::LOG_EVERY`], with how many there were since: under
+/// [`sextant_core::log_throttle::LOG_EVERY`], with how many there were since: under
 /// descriptor exhaustion every probe fails so, and one line each would
 /// flood the log.
 #[derive(Debug, Default)]
-pub struct LocalErrorLog(crate::log_limit::LogThrottle);
+pub struct LocalErrorLog(sextant_core::log_throttle::LogThrottle);
 
 impl LocalErrorLog {
     /// One local error at `now` (the daemon's clock); logs it if due.

@@ -14,7 +14,6 @@ mod explain;
 mod fd_budget;
 mod generate;
 mod listen_check;
-mod log_limit;
 mod logging;
 mod mep_glue;
 mod query_log;

@@ -14,7 +14,7 @@ use sextant_mep::{LocalReport, MepEvent, Message};
 use sextant_state::{Event, PeerServices, ReportedService, SharedRtt, SharedSession};
 use tracing::{info, warn};
 
-use crate::log_limit::LogThrottle;
+use sextant_core::log_throttle::LogThrottle;
 
 /// Totals since start, for `/v1/status`.
 #[derive(Debug, Default)]

@@ -591,7 +591,7 @@ pub fn mep_handshake(data: &[u8]) {
             8 => {
                 let m = match script.byte() % 5 {
                     0 => Message::Hello(Hello {
-                        site: if script.byte() % 2 == 0 { "P1" } else { "P2" }.into(),
+                        site: if script.byte().is_multiple_of(2) { "P1" } else { "P2" }.into(),
                         ip: ip(script.byte() % 3),
                         role: Role::Parent,
                         generation: 1,
@@ -610,7 +610,7 @@ pub fn mep_handshake(data: &[u8]) {
                 };
                 let mut f =
                     sextant_mep::frame::encode_to_vec(&m, MAX).expect("a small message fits");
-                if script.byte() % 2 == 0 {
+                if script.byte().is_multiple_of(2) {
                     let tag = script.bytes(16);
                     let len = u32::from_be_bytes([f[0], f[1], f[2], f[3]]) + tag.len() as u32;
                     f[..4].copy_from_slice(&len.to_be_bytes());
@@ -735,7 +735,7 @@ pub fn config_sync_transfer(data: &[u8]) {
     let mut steps = 0;
     while !script.done() && steps < 256 {
         steps += 1;
-        let site = if script.byte() % 4 == 0 { "P3" } else { "P1" }.to_string();
+        let site = if script.byte().is_multiple_of(4) { "P3" } else { "P1" }.to_string();
         let version = |s: &mut Script| {
             let text = texts[s.byte() as usize % texts.len()];
             ConfigVersion {
@@ -746,7 +746,7 @@ pub fn config_sync_transfer(data: &[u8]) {
                     b => u64::from(b % 8),
                 },
                 origin: ["P1", "P2", "P3", "p2"][s.byte() as usize % 4].into(),
-                digest: if s.byte() % 8 == 0 {
+                digest: if s.byte().is_multiple_of(8) {
                     "sha256:00".into()
                 } else {
                     sextant_config_sync::digest(text)
@@ -759,7 +759,7 @@ pub fn config_sync_transfer(data: &[u8]) {
                 site,
                 msg: Message::ConfigOffer(ConfigOffer {
                     version: version(&mut script),
-                    software: if script.byte() % 8 == 0 {
+                    software: if script.byte().is_multiple_of(8) {
                         "9.9"
                     } else {
                         "0.1.0"
@@ -774,7 +774,7 @@ pub fn config_sync_transfer(data: &[u8]) {
                 let v = version(&mut script);
                 let text = texts[script.byte() as usize % texts.len()];
                 let cut = (script.byte() as usize).min(text.len());
-                let delta = script.byte() % 3 == 0;
+                let delta = script.byte().is_multiple_of(3);
                 let base = delta.then(|| version(&mut script));
                 let ops = if delta {
                     (0..script.byte() % 4)
@@ -794,16 +794,16 @@ pub fn config_sync_transfer(data: &[u8]) {
                         version: v,
                         base,
                         part: u32::from(script.byte() % 3),
-                        last: script.byte() % 2 == 0,
+                        last: script.byte().is_multiple_of(2),
                         text: if delta {
                             String::new()
-                        } else if script.byte() % 2 == 0 {
+                        } else if script.byte().is_multiple_of(2) {
                             text[..cut].to_string()
                         } else {
                             text.to_string()
                         },
                         ops,
-                        forced: script.byte() % 4 == 0,
+                        forced: script.byte().is_multiple_of(4),
                         files: Vec::new(),
                         lineage: Vec::new(),
                     }),
@@ -827,7 +827,7 @@ pub fn config_sync_transfer(data: &[u8]) {
                 }),
             },
             5 => {
-                if script.byte() % 2 == 0 {
+                if script.byte().is_multiple_of(2) {
                     Input::PeerDown { site }
                 } else {
                     Input::PeerUp { site }

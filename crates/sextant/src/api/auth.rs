@@ -16,7 +16,7 @@ use tracing::{info, warn};
 
 use super::error;
 use crate::auth::{Tokens, bearer};
-use crate::log_limit::LogThrottle;
+use sextant_core::log_throttle::LogThrottle;
 
 /// The one read that always needs a token, whatever `--api-reads` says.
 const SECRET_READ: &str = "/v1/config";
@@ -53,7 +53,7 @@ pub struct Access {
     /// Why the last re-read of the token file was refused, until one
     /// succeeds (shown in `/v1/status`'s `last_reload_error`).
     reload_error: RwLock<Option<String>>,
-    /// One log line per kind of refusal per [`crate::log_limit::LOG_EVERY`].
+    /// One log line per kind of refusal per [`sextant_core::log_throttle::LOG_EVERY`].
     refusals: [LogThrottle; Refusal::KINDS],
     /// The daemon's clock, for the throttles.
     clock: crate::clock::Clock,

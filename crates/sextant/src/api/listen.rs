@@ -36,7 +36,7 @@ use tower::Layer;
 use tracing::{debug, warn};
 
 use super::auth::Peer;
-use crate::log_limit::LogThrottle;
+use sextant_core::log_throttle::LogThrottle;
 
 /// The API's connection limits (`sextant serve --api-...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

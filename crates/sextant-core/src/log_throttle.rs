@@ -3,8 +3,8 @@
 //! for want of descriptors), at most once per kind per period, so that a
 //! flood cannot fill the disk or drown the lines that matter. The lines held
 //! back are counted and the count goes with the next line of that kind; the
-//! counters of /v1/status and /metrics still count every one. Time is the
-//! daemon's one monotonic clock (`crate::clock::Clock::now`).
+//! counters of /v1/status and /metrics still count every one. Pure: `now`
+//! comes in (the daemon passes its one monotonic clock's).
 
 use std::sync::Mutex;
 use std::time::Duration;
