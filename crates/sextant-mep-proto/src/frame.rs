@@ -88,34 +88,24 @@ pub fn encode_to_vec(msg: &Message, max: usize) -> Result<Vec<u8>, FrameError> {
 /// `Ok(None)` means "need more bytes"; `Ok(Some((msg, n)))` means the first
 /// `n` bytes of `buf` were one frame carrying `msg`.
 pub fn decode(buf: &[u8], max: usize) -> Result<Option<(Message, usize)>, FrameError> {
-    if buf.len() < 4 {
+    let Some(total) = frame_len(buf, max)? else {
+        // Not whole yet: the version and kind are refused as soon as their
+        // bytes are in, before the payload arrives.
+        if buf.len() >= 5 && buf[4] != PROTOCOL_VERSION {
+            return Err(FrameError::UnknownVersion(buf[4]));
+        }
+        if let Some(&b) = buf.get(5) {
+            Kind::from_byte(b).ok_or(FrameError::UnknownKind(b))?;
+        }
         return Ok(None);
-    }
-    let len32 = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-    let len = len32 as usize;
-    if len > max {
-        return Err(FrameError::Oversized { len, max });
-    }
-    if len < 2 {
-        return Err(FrameError::TooShort(len32));
-    }
-    if buf.len() >= 5 && buf[4] != PROTOCOL_VERSION {
-        return Err(FrameError::UnknownVersion(buf[4]));
-    }
-    let kind = match buf.get(5) {
-        None => return Ok(None),
-        Some(&b) => Kind::from_byte(b).ok_or(FrameError::UnknownKind(b))?,
     };
-    let total = 4 + len;
-    if buf.len() < total {
-        return Ok(None);
+    let frame = &buf[..total];
+    match parse_header(frame)? {
+        (PROTOCOL_VERSION, Some(kind)) => {
+            parse_body(kind, &frame[HEADER_LEN..]).map(|m| Some((m, total)))
+        }
+        (version, _) => Err(FrameError::UnknownVersion(version)),
     }
-    let msg =
-        Message::from_json(kind, &buf[HEADER_LEN..total]).map_err(|e| FrameError::BadJson {
-            kind,
-            error: e.to_string(),
-        })?;
-    Ok(Some((msg, total)))
 }
 
 /// The length of the first frame of `buf` (header included), once its

@@ -154,6 +154,22 @@ pub fn limit_open_files(cmd: &mut Command, n: u64) {
     }
 }
 
+/// Raises this test process's own soft limit on open files to `want` (at
+/// most the hard limit), for the many connections an attack test opens.
+pub fn raise_own_open_files(want: u64) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < want {
+            r.rlim_cur = want.min(r.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
 /// Waits until `GET /v1/status` answers 200 at `api` (run by `get`), or
 /// the child exits, or [`READY`] passes. `what` and `log` are for messages.
 fn wait_ready(

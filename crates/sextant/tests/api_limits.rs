@@ -49,22 +49,6 @@ fn config(net: &Net, backend: &Backend) -> String {
     )
 }
 
-/// Raises this test process's own soft limit on open files to `want` (at
-/// most the hard limit), for the connections it opens.
-fn raise_own_nofile(want: u64) {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < want {
-            r.rlim_cur = want.min(r.rlim_max);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
-    }
-}
-
 /// Opens `n` TCP connections from `from` to `to`, each sending `send` at
 /// once (nothing if empty). Connections that cannot be made are counted,
 /// not retried; after 10 failures in a row (a server that no longer
@@ -163,7 +147,7 @@ fn healthy(s: &Server, backend: Ipv4Addr) -> Result<(), String> {
 fn idle_and_half_sent_api_connections_do_not_starve_the_node() {
     const IDLE: usize = 2 * NOFILE as usize;
     const HALF_SENT: usize = 64;
-    raise_own_nofile(4 * (IDLE + HALF_SENT) as u64);
+    raise_own_open_files(4 * (IDLE + HALF_SENT) as u64);
     let net = Net::new("api_limits_flood");
     let backend = Backend::http(net.svc_ip(0));
     let s = Server::start_with_nofile(
@@ -267,7 +251,7 @@ fn stalled_tls_handshakes_are_capped_and_closed() {
         return cannot_run("curl is not installed");
     }
     const STALLED: usize = 64;
-    raise_own_nofile(4 * STALLED as u64);
+    raise_own_open_files(4 * STALLED as u64);
     let net = Net::new("api_limits_tls");
     let scratch = net.scratch();
     let ip = net.server_ip();

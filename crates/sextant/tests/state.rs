@@ -1095,20 +1095,6 @@ fn open_tcp_dns_clients(
     (conns, failed)
 }
 
-fn raise_nofile(want: u64) {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < want {
-            r.rlim_cur = want.min(r.rlim_max);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
-    }
-}
-
 /// 1,000 idle TCP DNS connections and 50 that stall after one byte of a
 /// length prefix, all to one parent: for 5 s after they are open, metric
 /// exchange between it and its peer (keepalive timeout 1 s) stays UP in
@@ -1117,7 +1103,7 @@ fn raise_nofile(want: u64) {
 fn idle_tcp_dns_connections_do_not_disturb_metric_exchange() {
     const IDLE: usize = 1000;
     const STALLED: usize = 50;
-    raise_nofile(4 * (IDLE + STALLED) as u64);
+    raise_own_open_files(4 * (IDLE + STALLED) as u64);
     let net = Net::for_sites("state_idle_tcp", 2);
     let scratch = net.scratch();
     let (s1_ip, s2_ip) = (net.site_ip(0), net.site_ip(1));
@@ -1226,7 +1212,7 @@ fn idle_tcp_dns_connections_do_not_starve_a_server_with_the_default_fd_limit() {
             + &monitored_service("svc1", b1.addr, "S1", "")
             + &vserver("vs", "svc1", "www.example.com")
     };
-    raise_nofile(4 * (IDLE + STALLED) as u64);
+    raise_own_open_files(4 * (IDLE + STALLED) as u64);
     let s1 = SiteServer::start(SEXTANT, &scratch.0, "S1", s1_ip, &conf(s1_ip), None);
     let s2 = SiteServer::start(SEXTANT, &scratch.0, "S2", s2_ip, &conf(s2_ip), None);
     set_nofile_soft_of(s1.pid().expect("S1 running"), 1024);

@@ -591,7 +591,12 @@ pub fn mep_handshake(data: &[u8]) {
             8 => {
                 let m = match script.byte() % 5 {
                     0 => Message::Hello(Hello {
-                        site: if script.byte().is_multiple_of(2) { "P1" } else { "P2" }.into(),
+                        site: if script.byte().is_multiple_of(2) {
+                            "P1"
+                        } else {
+                            "P2"
+                        }
+                        .into(),
                         ip: ip(script.byte() % 3),
                         role: Role::Parent,
                         generation: 1,
@@ -735,7 +740,12 @@ pub fn config_sync_transfer(data: &[u8]) {
     let mut steps = 0;
     while !script.done() && steps < 256 {
         steps += 1;
-        let site = if script.byte().is_multiple_of(4) { "P3" } else { "P1" }.to_string();
+        let site = if script.byte().is_multiple_of(4) {
+            "P3"
+        } else {
+            "P1"
+        }
+        .to_string();
         let version = |s: &mut Script| {
             let text = texts[s.byte() as usize % texts.len()];
             ConfigVersion {
