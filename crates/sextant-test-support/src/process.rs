@@ -154,6 +154,23 @@ pub fn limit_open_files(cmd: &mut Command, n: u64) {
     }
 }
 
+/// A field of /proc/PID/status (`"VmRSS:"`, `"State:"`), trimmed.
+pub fn proc_status(pid: u32, field: &str) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .map(|v| v.trim().to_string())
+}
+
+/// A process's resident memory (VmRSS) in KiB.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    proc_status(pid, "VmRSS:")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Raises this test process's own soft limit on open files to `want` (at
 /// most the hard limit), for the many connections an attack test opens.
 pub fn raise_own_open_files(want: u64) {

@@ -436,3 +436,70 @@ fn a_frame_injected_on_the_path_is_refused_and_the_link_recovers() {
     });
     wait_mesh_up(&running);
 }
+
+/// X, from a site's address and without the password, opens 400 MEP
+/// connections at once and sends on each most of a 1 MiB frame. Protocol
+/// 1 buffered every one (a node went from 77 MB to 587 MB); now a frame
+/// before authentication is 4 KiB at most and only 4 connections per
+/// address may wait to authenticate, so the node holds little, and its
+/// genuine link stays UP.
+#[test]
+fn unauthenticated_connections_cannot_make_a_node_hold_their_frames() {
+    const CONNECTIONS: usize = 400;
+    const FRAME: usize = 1 << 20;
+    let net = Net::for_sites("mep_prealloc", 2);
+    let sites = Sites::host(&net, &["P1", "P2"]);
+    let scratch = net.scratch();
+    let running = sites.start(SEXTANT, &scratch, |k| {
+        site_file(&sites, k, |j| sites.svc[j])
+    });
+    wait_mesh_up(&running);
+    let p2 = &running[1];
+    let pid = p2.pid().expect("P2 runs") as u32;
+    let before = rss_kib(pid).expect("P2's VmRSS");
+    raise_own_open_files(4 * CONNECTIONS as u64);
+
+    // Most of a frame each: its length, then all but one byte of it, in
+    // 64 KiB writes (bounded: 400 × 1 MiB at most).
+    let target = SocketAddr::new(sites.ip("P2"), MEP_PORT);
+    let mut held = Vec::new();
+    let chunk = vec![b'x'; 64 * 1024];
+    for _ in 0..CONNECTIONS {
+        let Ok(mut s) = tcp_from(sites.ip("P1"), 0, target) else {
+            continue;
+        };
+        let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
+        let _ = s.write_all(&(FRAME as u32).to_be_bytes());
+        let _ = s.write_all(&[sextant_mep::message::PROTOCOL_VERSION, 3]);
+        let mut sent = 6;
+        while sent < FRAME - 1 {
+            let n = chunk.len().min(FRAME - 1 - sent);
+            if s.write_all(&chunk[..n]).is_err() {
+                break;
+            }
+            sent += n;
+        }
+        held.push(s);
+    }
+    thread::sleep(Duration::from_millis(500));
+    let during = rss_kib(pid).expect("P2's VmRSS");
+    eprintln!(
+        "P2 VmRSS: {before} KiB before, {during} KiB with {} connections held ({} MiB sent at most)",
+        held.len(),
+        held.len()
+    );
+    assert!(
+        during < before + 64 * 1024,
+        "P2 grew from {before} KiB to {during} KiB while {} unauthenticated connections held most of a 1 MiB frame each",
+        held.len()
+    );
+    assert!(
+        proc_status(pid, "State:").is_some_and(|s| !s.starts_with('Z')),
+        "P2 died"
+    );
+    for (at, other) in [(&running[0], "P2"), (p2, "P1")] {
+        at.expect_mep(other, "UP")
+            .unwrap_or_else(|e| panic!("{}: {e}", at.name));
+    }
+    drop(held);
+}

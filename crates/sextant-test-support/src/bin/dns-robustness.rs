@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use sextant_test_support::process::{proc_status, rss_kib};
+
 const TYPE_A: u16 = 1;
 const TYPE_NS: u16 = 2;
 const TYPE_SOA: u16 = 6;
@@ -572,22 +574,6 @@ fn answers_valid(server: SocketAddr, name: &str) -> Result<Msg, String> {
 
 // ---------------------------------------------------------------------------
 // The process under test
-
-fn proc_status(pid: u32, field: &str) -> Option<String> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .map(|v| v.trim().to_string())
-}
-
-/// VmRSS in KiB.
-fn rss_kib(pid: u32) -> Option<u64> {
-    proc_status(pid, "VmRSS:")?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
 
 /// Alive: /proc/PID exists and the process is not a zombie.
 fn alive(pid: u32) -> bool {
