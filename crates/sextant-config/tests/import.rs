@@ -381,3 +381,113 @@ fn model_incarnation(i: &sextant_config::import::Import) -> Option<u64> {
         .ok()
         .and_then(|m| m.params.config_incarnation)
 }
+
+/// The appliance's most common pattern: a local GSLB service at the VIP of
+/// an LB vserver, with no monitor of its own, takes the vserver's state.
+const LB_BEHIND: &str = "\
+#NS13.1 Build 52.19
+set ns config -IPAddress 10.1.0.10 -netmask 255.255.255.0
+add ns ip 10.1.0.11 255.255.255.0 -vServer DISABLED
+add server srv1 10.0.1.5
+add server srv2 10.0.1.6
+add server srv3 backend3.example.net
+add service svc1 srv1 HTTP 80 -gslb NONE -maxClient 0
+add service svc_plain 10.0.1.9 TCP 8443 -gslb NONE
+add serviceGroup sg_web HTTP -maxClient 0
+add lb vserver web_vs HTTP 10.20.0.50 80 -persistenceType NONE
+add lb vserver app_vs TCP 10.20.0.51 8443
+add lb vserver empty_vs HTTP 10.20.0.52 80
+add lb monitor mon_health HTTP -respCode 200 -httpRequest \"GET /health\" -LRTM DISABLED -interval 5
+add lb monitor mon_ldap LDAP -baseDN \"dc=example\" -LRTM DISABLED
+add gslb site dc1 10.1.0.11 -publicIP 10.1.0.11
+add gslb site dc2 10.2.0.11 -publicIP 10.2.0.11
+add gslb vserver gv HTTP
+add gslb service gs_web 10.20.0.50 HTTP 80 -siteName dc1
+add gslb service gs_app 10.20.0.51 TCP 8443 -siteName dc1
+add gslb service gs_empty 10.20.0.52 HTTP 80 -siteName dc1
+add gslb service gs_remote 10.20.0.50 HTTP 80 -siteName dc2
+add gslb service gs_direct 10.0.1.6 HTTP 80 -siteName dc1
+bind lb vserver web_vs svc1
+bind lb vserver web_vs sg_web
+bind lb vserver app_vs svc_plain
+bind gslb vserver gv -serviceName gs_web
+bind serviceGroup sg_web srv2 80
+bind serviceGroup sg_web srv3 80
+bind serviceGroup sg_web -monitorName mon_ldap
+bind service svc1 -monitorName mon_health
+";
+
+#[test]
+fn a_gslb_service_at_an_lb_vip_is_probed_at_the_vservers_backends() {
+    let i = import(LB_BEHIND);
+    let model = i
+        .result
+        .as_ref()
+        .unwrap_or_else(|e| panic!("{e}\n{}", i.config));
+    let svc = |name: &str| {
+        model
+            .services
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let monitors = |name: &str| -> Vec<String> {
+        let s = svc(name);
+        s.monitors
+            .iter()
+            .map(|m| {
+                let m = model.monitor(*m);
+                format!(
+                    "{} {} {:?}:{:?}",
+                    m.name,
+                    m.kind.type_name(),
+                    m.dest_ip,
+                    m.dest_port
+                )
+            })
+            .collect()
+    };
+    // svc1 by its own monitor, srv2 by sg_web's LDAP monitor, which Sextant
+    // cannot probe: TCP instead; srv3 (a domain name) is not carried over.
+    assert_eq!(
+        monitors("gs_web"),
+        [
+            "gs_web-1-mon_health HTTP Some(10.0.1.5):Some(80)",
+            "gs_web-2-mon_ldap TCP Some(10.0.1.6):Some(80)",
+        ],
+        "{}",
+        i.config
+    );
+    assert_eq!(svc("gs_web").mon_threshold, 1);
+    assert_eq!(svc("gs_web").monitor_weights, [1, 1]);
+    // A service with no monitor: the appliance's tcp-default; one backend,
+    // so every monitor must be UP (threshold 0).
+    assert_eq!(
+        monitors("gs_app"),
+        ["gs_app-1-tcp-default TCP Some(10.0.1.9):Some(8443)"]
+    );
+    assert_eq!(svc("gs_app").mon_threshold, 0);
+    // At the address of an LB service (a serviceGroup member) directly.
+    assert_eq!(
+        monitors("gs_direct"),
+        ["gs_direct-1-mon_ldap TCP Some(10.0.1.6):Some(80)"]
+    );
+    // A remote site's service and a vserver with nothing bound: as they are.
+    assert!(monitors("gs_remote").is_empty());
+    assert!(monitors("gs_empty").is_empty());
+    let report = i.report.to_string();
+    for expected in [
+        "line 18: gslb service gs_web: no monitor is bound to it and it is at the VIP of lb vserver web_vs (line 10), whose state it takes on the appliance; written with a monitor per backend (10.0.1.5:80 by mon_health, 10.0.1.6:80 by mon_ldap), each bound with -weight 1, and -monThreshold 1",
+        "line 18: gslb service gs_web: backend 10.0.1.6:80 is monitored by mon_ldap on the appliance (type LDAP: Sextant has no LDAP probe); written with Sextant's TCP probe instead",
+        "line 6: gslb service gs_web: its backend server srv3 (port 80) is defined by the domain name backend3.example.net, which Sextant does not resolve",
+        "line 20: gslb service gs_empty is at the VIP 10.20.0.52:80 of lb vserver empty_vs (line 12), whose state it takes on the appliance; the file binds no service to that vserver",
+        "add lb vserver        1  load balancing; read for the health of GSLB service gs_web: lines 10",
+        "bind lb vserver       2  load balancing; read for the health of GSLB service gs_web: lines 23, 24",
+    ] {
+        assert!(
+            report.contains(expected),
+            "report lacks {expected:?}:\n{report}"
+        );
+    }
+    assert!(!report.contains("gs_remote"), "{report}");
+}

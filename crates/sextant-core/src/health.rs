@@ -114,11 +114,23 @@ mod tests {
         assert!(!monitors_up(&[Some(Up), Some(Down)], &[1, 1], 0));
         assert!(monitors_up(&[Some(Up), None], &[1, 1], 0));
         // -monThreshold 1: one UP monitor of weight 1 is enough.
-        assert!(monitors_up(&[Some(Down), Some(Up), Some(Down)], &[1, 1, 1], 1));
+        assert!(monitors_up(
+            &[Some(Down), Some(Up), Some(Down)],
+            &[1, 1, 1],
+            1
+        ));
         assert!(!monitors_up(&[Some(Down), Some(Down)], &[1, 1], 1));
         // Weights add up.
-        assert!(!monitors_up(&[Some(Up), Some(Down), Some(Up)], &[1, 5, 1], 3));
-        assert!(monitors_up(&[Some(Down), Some(Up), Some(Up)], &[1, 5, 1], 3));
+        assert!(!monitors_up(
+            &[Some(Up), Some(Down), Some(Up)],
+            &[1, 5, 1],
+            3
+        ));
+        assert!(monitors_up(
+            &[Some(Down), Some(Up), Some(Up)],
+            &[1, 5, 1],
+            3
+        ));
         assert!(monitors_up(&[Some(Up), Some(Up), Some(Up)], &[1, 1, 1], 3));
         // A threshold above every weight together: never UP.
         assert!(!monitors_up(&[Some(Up)], &[2], 3));

@@ -12,6 +12,7 @@
 //! errors and warnings of that reading are reported at the saved file's
 //! lines.
 
+mod health;
 mod report;
 mod rewrite;
 
@@ -64,6 +65,8 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
         .collect();
     let uses = Uses::scan(&lines);
     let mut report = Report::new(file, text.lines().count());
+    let local = uses.local_site_name(options);
+    let health = health::plan(&lines, local.as_deref(), &mut report);
     let mut out = Vec::<(usize, String)>::new();
     let base_dir = Path::new(file).parent().unwrap_or(Path::new(""));
     // The area of the line before when it was left out: a line that does
@@ -98,7 +101,8 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
         match decide(&lower, tokens, &uses) {
             Decision::Keep => left_out_before = None,
             Decision::LeaveOut(area, why) => {
-                report.leave_out(&words, area, why, line);
+                let read = health.why(line);
+                report.leave_out(&words, area, read.as_deref().unwrap_or(why), line);
                 left_out_before = Some(area);
                 continue;
             }
@@ -142,6 +146,22 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
                 );
                 if lower == "add gslb site" {
                     local_site(&mut l, &mut report, line, &uses, options);
+                }
+            }
+            "add gslb service" => {
+                let name = l.positional(3).unwrap_or_default().to_ascii_lowercase();
+                if let Some(plan) = health.plans.get(&name) {
+                    if plan.threshold > 0 {
+                        let t = plan.threshold.to_string();
+                        if l.value("monThreshold").is_some() {
+                            l.set_value("monThreshold", &t);
+                        } else {
+                            l.push_option("monThreshold", &t);
+                        }
+                    }
+                    out.push((line, l.render()));
+                    out.extend(plan.lines.iter().map(|p| (line, p.clone())));
+                    continue;
                 }
             }
             "add vrid" => {
@@ -535,6 +555,30 @@ impl Uses {
             }
         }
         u
+    }
+
+    /// The local site's name: `--local-site`, else the site the file types
+    /// LOCAL, else the one site whose IP the appliance owns.
+    fn local_site_name(&self, options: &ImportOptions) -> Option<String> {
+        if let Some(n) = &options.local_site {
+            return Some(n.clone());
+        }
+        if let Some(s) = self.sites.iter().find(|s| {
+            s.typed
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("local"))
+        }) {
+            return Some(s.name.clone());
+        }
+        let owned: Vec<&SiteLine> = self
+            .sites
+            .iter()
+            .filter(|s| s.ip.is_some_and(|ip| self.owned.contains_key(&ip)))
+            .collect();
+        match owned.as_slice() {
+            [only] => Some(only.name.clone()),
+            _ => None,
+        }
     }
 
     /// The proxied zone `name` is in, if any.

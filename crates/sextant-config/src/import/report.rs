@@ -19,7 +19,7 @@ pub struct LeftOut {
     /// The part of the appliance they configure.
     pub area: &'static str,
     /// Why, when the command alone does not say (`bound to no GSLB service`).
-    pub why: &'static str,
+    pub why: String,
     pub lines: Vec<usize>,
 }
 
@@ -69,7 +69,7 @@ impl Report {
         }
     }
 
-    pub(super) fn leave_out(&mut self, command: &str, area: Area, why: &'static str, line: usize) {
+    pub(super) fn leave_out(&mut self, command: &str, area: Area, why: &str, line: usize) {
         match self
             .left_out
             .iter_mut()
@@ -79,7 +79,7 @@ impl Report {
             None => self.left_out.push(LeftOut {
                 command: command.to_string(),
                 area: area.describe(),
-                why,
+                why: why.to_string(),
                 lines: vec![line],
             }),
         }
@@ -115,6 +115,7 @@ impl Report {
     pub(super) fn finish(&mut self, result: &Result<Model, ConfigErrors>) {
         // Found line by line and after the whole file was read: in line order.
         self.actions.sort_by_key(|a| a.line);
+        self.changed.sort_by_key(|a| a.line);
         match result {
             Ok(model) => {
                 let prefix = format!("{}:", self.file);
