@@ -12,6 +12,7 @@ fn import(text: &str) -> sextant_config::import::Import {
 fn import_as(text: &str, local: &str) -> sextant_config::import::Import {
     let options = ImportOptions {
         local_site: Some(local.to_string()),
+        ..ImportOptions::default()
     };
     import_appliance(text, "ns.conf", &options)
 }

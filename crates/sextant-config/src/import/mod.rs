@@ -35,6 +35,9 @@ use rewrite::Line;
 pub struct ImportOptions {
     /// The site this node runs as, instead of the one the appliance owns.
     pub local_site: Option<String>,
+    /// All or nothing: a line the written configuration cannot take fails
+    /// the import, instead of being left out as the appliance would.
+    pub strict: bool,
 }
 
 /// The result of an import.
@@ -209,8 +212,8 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
         ));
     }
 
-    let (config, line_map) = render(file, &out);
-    let result = validate(&config, file, &line_map);
+    let (config, result) =
+        load_as_the_appliance(&mut out, file, &mut report, options.strict, &lines);
     report.finish(&result);
     Import {
         config,
@@ -843,6 +846,63 @@ fn render(file: &str, out: &[(usize, String)]) -> (String, Vec<usize>) {
         push(&mut text, command, *line);
     }
     (text, map)
+}
+
+/// Writes and reads the configuration; unless `strict`, leaves out each
+/// saved line the reader rejects, as the appliance does when it loads
+/// ns.conf line by line (a duplicate `add`, a reference to something the
+/// file does not define, a line a mail client wrapped, a malformed option),
+/// and reads again: a line that refers to a rejected one is rejected in
+/// turn, as on the appliance, where the object it names does not exist.
+/// Ends when the configuration reads clean, or an error is not at one line
+/// (a whole-configuration error): that fails the import as before. At most
+/// one round per written line.
+fn load_as_the_appliance(
+    out: &mut Vec<(usize, String)>,
+    file: &str,
+    report: &mut Report,
+    strict: bool,
+    lines: &[(usize, &str, Vec<Token<'_>>)],
+) -> (String, Result<Model, ConfigErrors>) {
+    let rounds = out.len() + 1;
+    let mut round = 0;
+    loop {
+        let (config, line_map) = render(file, out);
+        let result = validate(&config, file, &line_map);
+        let Err(errors) = &result else {
+            return (config, result);
+        };
+        round += 1;
+        if strict || round > rounds {
+            return (config, result);
+        }
+        // Every error at a written line (the first reason of each line);
+        // any other error keeps the import failing.
+        let mut at: Vec<(usize, String)> = Vec::new();
+        for e in &errors.errors {
+            if e.line == 0 || !out.iter().any(|(l, _)| *l == e.line) {
+                return (config, result);
+            }
+            if !at.iter().any(|(l, _)| *l == e.line) {
+                at.push((e.line, e.message.clone()));
+            }
+        }
+        for (line, why) in at {
+            out.retain(|(l, _)| *l != line);
+            let words = lines
+                .iter()
+                .find(|(l, _, _)| *l == line)
+                .map(|(_, raw, tokens)| {
+                    if tokens.is_empty() {
+                        raw.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+                    } else {
+                        scope::command_words(tokens)
+                    }
+                })
+                .unwrap_or_default();
+            report.reject(line, words, why);
+        }
+    }
 }
 
 /// Reads the written configuration as `sextant check` would, reporting at
