@@ -492,3 +492,64 @@ fn a_gslb_service_at_an_lb_vip_is_probed_at_the_vservers_backends() {
     }
     assert!(!report.contains("gs_remote"), "{report}");
 }
+
+/// The appliance loads a saved file line by line and rejects what it cannot
+/// take; so does the import, and the lines that name a rejected object are
+/// rejected in turn.
+#[test]
+fn lines_the_appliance_would_reject_are_left_out_and_the_rest_loads() {
+    let text = format!(
+        "{TWO_SITES}\
+add gslb vserver gv HTTP
+add gslb service s1 10.1.1.1 HTTP 80 -siteName dc1
+add gslb service s1 10.1.1.2 HTTP 80 -siteName dc1
+add gslb service s2 10.1.1.3 HTTP 80 -siteName
+bind gslb vserver gv -serviceName s1
+bind gslb vserver gv -serviceName s2
+bind gslb vserver gv -serviceName nosuch
+bind gslb vserver gv -domainName www.example.net
+"
+    );
+    let i = import(&text);
+    let model = i.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.services.len(), 1);
+    assert_eq!(model.services[ServiceId::new(0)].ip.to_string(), "10.1.1.1");
+    let rejected: Vec<usize> = i.report.rejected.iter().map(|f| f.line).collect();
+    // The duplicate, the option without a value, the bind of the service it
+    // did not define, the bind of a service the file never had.
+    assert_eq!(rejected, [8, 9, 11, 12], "{}", i.report);
+    assert!(i.report.ok() && i.report.has_rejected());
+    let report = i.report.to_string();
+    assert!(
+        report.contains("line 8: add gslb service: service \"s1\" is already defined on line 7"),
+        "{report}"
+    );
+    // --strict: all or nothing.
+    let strict = import_appliance(
+        &text,
+        "ns.conf",
+        &ImportOptions {
+            strict: true,
+            ..ImportOptions::default()
+        },
+    );
+    assert!(strict.result.is_err() && !strict.report.ok());
+    assert!(!strict.report.has_rejected());
+}
+
+/// A line the appliance takes but Sextant refuses (here an option Sextant's
+/// monitors do not have, on a monitor a GSLB service uses) is not one the
+/// appliance would reject: it stays an error, and the import fails.
+#[test]
+fn a_line_the_appliance_takes_but_sextant_refuses_still_fails_the_import() {
+    let text = format!(
+        "{TWO_SITES}\
+add lb monitor m1 TCP -failureRetries 2
+add gslb service s1 10.1.1.1 HTTP 80 -siteName dc1
+bind gslb service s1 -monitorName m1
+"
+    );
+    let i = import(&text);
+    assert!(i.result.is_err(), "{}", i.config);
+    assert!(!i.report.ok() && !i.report.has_rejected(), "{}", i.report);
+}

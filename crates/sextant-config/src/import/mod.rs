@@ -876,11 +876,27 @@ fn load_as_the_appliance(
         if strict || round > rounds {
             return (config, result);
         }
-        // Every error at a written line (the first reason of each line);
-        // any other error keeps the import failing.
+        // Every error at a written line (the first reason of each line)
+        // that the appliance itself would reject the line for; any other
+        // error (of the whole configuration, or a line the appliance takes
+        // but Sextant does not) keeps the import failing.
         let mut at: Vec<(usize, String)> = Vec::new();
         for e in &errors.errors {
             if e.line == 0 || !out.iter().any(|(l, _)| *l == e.line) {
+                return (config, result);
+            }
+            let starts_with_command =
+                lines
+                    .iter()
+                    .find(|(l, _, _)| *l == e.line)
+                    .is_some_and(|(_, raw, tokens)| {
+                        if tokens.is_empty() {
+                            command_of(raw).is_some()
+                        } else {
+                            scope::command_len(tokens) > 0
+                        }
+                    });
+            if !appliance_rejects(&e.message, starts_with_command) {
                 return (config, result);
             }
             if !at.iter().any(|(l, _)| *l == e.line) {
@@ -903,6 +919,37 @@ fn load_as_the_appliance(
             report.reject(line, words, why);
         }
     }
+}
+
+/// Whether the appliance, loading its saved file line by line, rejects a
+/// line for the reader's error `message` too: a reference to something
+/// undefined, a duplicate, an option without its value or with a value the
+/// appliance refuses as well, an unterminated quote, or a line that does
+/// not start with a command (the rest of a wrapped line). Not: what the
+/// appliance takes and Sextant refuses (an option it does not know, a
+/// feature it does not have), which stays an error.
+fn appliance_rejects(message: &str, starts_with_command: bool) -> bool {
+    if message.contains("unknown option") || message.contains("Sextant") {
+        return false;
+    }
+    if message.contains("unknown command") {
+        return !starts_with_command;
+    }
+    [
+        "is not defined",
+        "is already defined",
+        "is already bound",
+        "needs a value",
+        "unterminated quoted string",
+        "as on the appliance",
+        "expected a whole number",
+        "expected an IP",
+        "expected a port",
+        "expected ENABLED or DISABLED",
+        "expected YES or NO",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
 }
 
 /// Reads the written configuration as `sextant check` would, reporting at
