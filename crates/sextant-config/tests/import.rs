@@ -553,3 +553,24 @@ bind gslb service s1 -monitorName m1
     assert!(i.result.is_err(), "{}", i.config);
     assert!(!i.report.ok() && !i.report.has_rejected(), "{}", i.report);
 }
+
+/// A GSLB line a mail client wrapped mid-option: both halves are rejected,
+/// as the appliance rejects them, and so is the line that binds the half
+/// service; the rest loads.
+#[test]
+fn a_wrapped_gslb_line_is_rejected_with_what_depends_on_it() {
+    let text = format!(
+        "{TWO_SITES}\
+add gslb vserver gv HTTP
+add gslb service s1 10.1.1.1 HTTP 80 -maxClient 0 -siteName
+ dc1 -cltTimeout 180
+add gslb service s2 10.1.1.2 HTTP 80 -siteName dc1
+bind gslb vserver gv -serviceName s1
+bind gslb vserver gv -serviceName s2
+"
+    );
+    let i = import(&text);
+    assert!(i.result.is_ok(), "{}", i.report);
+    let rejected: Vec<usize> = i.report.rejected.iter().map(|f| f.line).collect();
+    assert_eq!(rejected, [7, 8, 10], "{}", i.report);
+}

@@ -929,11 +929,11 @@ fn load_as_the_appliance(
 /// appliance takes and Sextant refuses (an option it does not know, a
 /// feature it does not have), which stays an error.
 fn appliance_rejects(message: &str, starts_with_command: bool) -> bool {
-    if message.contains("unknown option") || message.contains("Sextant") {
-        return false;
-    }
     if message.contains("unknown command") {
         return !starts_with_command;
+    }
+    if message.contains("unknown option") || message.contains("Sextant") {
+        return false;
     }
     [
         "is not defined",
