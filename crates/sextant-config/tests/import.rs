@@ -574,3 +574,26 @@ bind gslb vserver gv -serviceName s2
     let rejected: Vec<usize> = i.report.rejected.iter().map(|f| f.line).collect();
     assert_eq!(rejected, [7, 8, 10], "{}", i.report);
 }
+
+/// An LB service with `-healthMonitor NO` is never probed by the appliance
+/// and always UP, and so is a GSLB service at its vserver's VIP: the import
+/// binds it nothing, and says why.
+#[test]
+fn a_gslb_service_in_front_of_an_unmonitored_lb_service_stays_unmonitored() {
+    let text = format!(
+        "{TWO_SITES}\
+add service svc1 10.0.1.5 HTTP 80 -healthMonitor NO
+add lb vserver web_vs HTTP 10.20.0.50 80
+add gslb service gs_web 10.20.0.50 HTTP 80 -siteName dc1
+bind lb vserver web_vs svc1
+"
+    );
+    let i = import(&text);
+    let model = i.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(model.services[ServiceId::new(0)].monitors.is_empty());
+    let report = i.report.to_string();
+    assert!(
+        report.contains("line 8: gslb service gs_web: no monitor is bound to it and it is at the VIP of lb vserver web_vs (line 7), whose state it takes on the appliance; service svc1 (line 6) has -healthMonitor NO"),
+        "{report}"
+    );
+}

@@ -71,6 +71,8 @@ struct LbService {
     ty: String,
     port: String,
     line: usize,
+    /// `-healthMonitor NO`: the appliance never probes it and shows it UP.
+    unmonitored: bool,
 }
 
 #[derive(Default)]
@@ -223,6 +225,17 @@ pub(super) fn plan(lines: &[Saved<'_>], local: Option<&str>, report: &mut Report
         } else {
             continue;
         };
+        // A service the appliance never probes (`-healthMonitor NO`) is
+        // always UP there, and so is what stands in front of it.
+        if let Some((name, s)) = lb
+            .services
+            .iter()
+            .find(|(_, s)| s.unmonitored && read.contains(&s.line))
+        {
+            report.changed(gs.line, format!("gslb service {}: no monitor is bound to it and it is at {what}, whose state it takes on the appliance; service {name} (line {}) has -healthMonitor NO, so the appliance never probes it and shows it UP, and the GSLB service with it: written with no monitor, as UP as on the appliance", gs.name, s.line));
+            health.note(&gs.name, &read);
+            continue;
+        }
         if backends.is_empty() {
             report.action(gs.line, format!("gslb service {} is at {what}, whose state it takes on the appliance, but no backend behind it could be carried over (above): it is written with no monitor (UP unless its site reports it DOWN over metric exchange); bind a monitor to it (`bind gslb service {} -monitorName MONITOR`)", gs.name, gs.name));
             health.note(&gs.name, &read);
@@ -326,6 +339,8 @@ impl<'a> Lb<'a> {
                             ty: arg(4).to_ascii_uppercase(),
                             port: arg(5),
                             line,
+                            unmonitored: option_value(tokens, "healthMonitor")
+                                .is_some_and(|v| v.eq_ignore_ascii_case("NO")),
                         },
                     );
                 }
