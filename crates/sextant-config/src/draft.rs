@@ -197,6 +197,8 @@ pub(crate) struct DraftService {
     pub vservice_name: Option<(String, usize)>,
     /// `-cnameEntry`: the name a CNAME-based service stands for.
     pub cname: Option<String>,
+    /// `-monThreshold`: 0 means every bound monitor must be UP.
+    pub mon_threshold: u32,
 }
 
 impl DraftService {
@@ -507,6 +509,9 @@ pub(crate) struct UnprobedMonitor {
 pub(crate) struct MonitorBinding {
     pub service: Ref,
     pub monitor: Ref,
+    /// `-weight` of the binding (1 to 100, default 1): what the monitor
+    /// adds towards the service's `-monThreshold` when UP.
+    pub weight: u32,
 }
 
 #[derive(Debug)]

@@ -127,9 +127,11 @@ impl Diag {
         let file = self.file.clone();
         for e in self.errors.iter_mut().filter(|e| e.file == file) {
             e.line = f(e.line);
+            e.message = remap_in_text(&e.message, &f);
         }
-        for (line, _) in &mut self.warnings {
+        for (line, text) in &mut self.warnings {
             *line = f(*line);
+            *text = remap_in_text(text, &f);
         }
     }
 
@@ -161,4 +163,24 @@ impl Diag {
             Err(ConfigErrors { errors })
         }
     }
+}
+
+/// `text` with each "line N" in it (another line a message refers to, as in
+/// "already defined on line 12") mapped by `f`.
+fn remap_in_text(text: &str, f: &impl Fn(usize) -> usize) -> String {
+    const WORD: &str = "line ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(WORD) {
+        let after = &rest[i + WORD.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..i + WORD.len()]);
+        match after[..digits].parse::<usize>() {
+            Ok(n) if digits > 0 => out.push_str(&f(n).to_string()),
+            _ => out.push_str(&after[..digits]),
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
 }

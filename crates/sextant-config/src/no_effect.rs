@@ -215,14 +215,6 @@ pub(crate) const NO_EFFECT: &[NoEffect] = &[
     ),
     row(
         Scope::Service,
-        "monThreshold",
-        "-monThreshold",
-        None,
-        Why::NotYet,
-        "monitor weights are not summed: a service is UP when all its bound monitors say UP",
-    ),
-    row(
-        Scope::Service,
         "maxAAAUsers",
         "-maxAAAUsers",
         None,
@@ -592,7 +584,6 @@ const INERT: &[(Scope, &str, &str)] = &[
     (Scope::Service, "cip", "DISABLED"),
     (Scope::Service, "sitePersistence", "NONE"),
     (Scope::Service, "maxBandwidth", "0"),
-    (Scope::Service, "monThreshold", "0"),
     (Scope::Service, "maxAAAUsers", "0"),
     (Scope::VServer, "appflowLog", "DISABLED"),
     // Not without effect at all: CNAME-based GSLB.
@@ -646,7 +637,7 @@ set gslb parameter -ldnsProbeOrder DNS -dropLdnsReq ENABLED -ldnsProbeInterval 1
 set gslb parameter -incarnation 7 -GSLBSyncMode IncrementalSync -GSLBSyncInterval 10 -GSLBSyncLocFiles ENABLED -GSLBConfigSyncMonitor ENABLED -GSLBSyncSaveConfigCommand ENABLED
 set lb monitor ldns-ping -interval 10
 add gslb service s1 10.1.0.1 HTTP 80 -siteName p1 -publicPort 8080 -maxClient 100 -cip ENABLED -cipHeader X
-set gslb service s1 -sitePersistence ConnectionProxy -cookieTimeout 5 -sitePrefix x -maxBandwidth 10 -monThreshold 1 -maxAAAUsers 5 -hashId 3
+set gslb service s1 -sitePersistence ConnectionProxy -cookieTimeout 5 -sitePrefix x -maxBandwidth 10 -maxAAAUsers 5 -hashId 3
 set gslb service s1 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED
 add gslb vserver vs HTTP -lbMethod RTT -backupLBMethod RTT -tolerance 10 -persistenceId 7 -dnsRecordType A -appflowLog ENABLED
 set gslb vserver vs -considerEffectiveState STATE_ONLY -disablePrimaryOnDown ENABLED -dynamicWeight SERVICECOUNT -ecsAddrValidation ENABLED -toggleorder ASCENDING -orderthreshold 50

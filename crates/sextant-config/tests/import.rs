@@ -12,6 +12,7 @@ fn import(text: &str) -> sextant_config::import::Import {
 fn import_as(text: &str, local: &str) -> sextant_config::import::Import {
     let options = ImportOptions {
         local_site: Some(local.to_string()),
+        ..ImportOptions::default()
     };
     import_appliance(text, "ns.conf", &options)
 }
@@ -380,4 +381,219 @@ fn model_incarnation(i: &sextant_config::import::Import) -> Option<u64> {
         .as_ref()
         .ok()
         .and_then(|m| m.params.config_incarnation)
+}
+
+/// The appliance's most common pattern: a local GSLB service at the VIP of
+/// an LB vserver, with no monitor of its own, takes the vserver's state.
+const LB_BEHIND: &str = "\
+#NS13.1 Build 52.19
+set ns config -IPAddress 10.1.0.10 -netmask 255.255.255.0
+add ns ip 10.1.0.11 255.255.255.0 -vServer DISABLED
+add server srv1 10.0.1.5
+add server srv2 10.0.1.6
+add server srv3 backend3.example.net
+add service svc1 srv1 HTTP 80 -gslb NONE -maxClient 0
+add service svc_plain 10.0.1.9 TCP 8443 -gslb NONE
+add serviceGroup sg_web HTTP -maxClient 0
+add lb vserver web_vs HTTP 10.20.0.50 80 -persistenceType NONE
+add lb vserver app_vs TCP 10.20.0.51 8443
+add lb vserver empty_vs HTTP 10.20.0.52 80
+add lb monitor mon_health HTTP -respCode 200 -httpRequest \"GET /health\" -LRTM DISABLED -interval 5
+add lb monitor mon_ldap LDAP -baseDN \"dc=example\" -LRTM DISABLED
+add gslb site dc1 10.1.0.11 -publicIP 10.1.0.11
+add gslb site dc2 10.2.0.11 -publicIP 10.2.0.11
+add gslb vserver gv HTTP
+add gslb service gs_web 10.20.0.50 HTTP 80 -siteName dc1
+add gslb service gs_app 10.20.0.51 TCP 8443 -siteName dc1
+add gslb service gs_empty 10.20.0.52 HTTP 80 -siteName dc1
+add gslb service gs_remote 10.20.0.50 HTTP 80 -siteName dc2
+add gslb service gs_direct 10.0.1.6 HTTP 80 -siteName dc1
+bind lb vserver web_vs svc1
+bind lb vserver web_vs sg_web
+bind lb vserver app_vs svc_plain
+bind gslb vserver gv -serviceName gs_web
+bind serviceGroup sg_web srv2 80
+bind serviceGroup sg_web srv3 80
+bind serviceGroup sg_web -monitorName mon_ldap
+bind service svc1 -monitorName mon_health
+";
+
+#[test]
+fn a_gslb_service_at_an_lb_vip_is_probed_at_the_vservers_backends() {
+    let i = import(LB_BEHIND);
+    let model = i
+        .result
+        .as_ref()
+        .unwrap_or_else(|e| panic!("{e}\n{}", i.config));
+    let svc = |name: &str| {
+        model
+            .services
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let monitors = |name: &str| -> Vec<String> {
+        let s = svc(name);
+        s.monitors
+            .iter()
+            .map(|m| {
+                let m = model.monitor(*m);
+                format!(
+                    "{} {} {:?}:{:?}",
+                    m.name,
+                    m.kind.type_name(),
+                    m.dest_ip,
+                    m.dest_port
+                )
+            })
+            .collect()
+    };
+    // svc1 by its own monitor, srv2 by sg_web's LDAP monitor, which Sextant
+    // cannot probe: TCP instead; srv3 (a domain name) is not carried over.
+    assert_eq!(
+        monitors("gs_web"),
+        [
+            "gs_web-1-mon_health HTTP Some(10.0.1.5):Some(80)",
+            "gs_web-2-mon_ldap TCP Some(10.0.1.6):Some(80)",
+        ],
+        "{}",
+        i.config
+    );
+    assert_eq!(svc("gs_web").mon_threshold, 1);
+    assert_eq!(svc("gs_web").monitor_weights, [1, 1]);
+    // A service with no monitor: the appliance's tcp-default; one backend,
+    // so every monitor must be UP (threshold 0).
+    assert_eq!(
+        monitors("gs_app"),
+        ["gs_app-1-tcp-default TCP Some(10.0.1.9):Some(8443)"]
+    );
+    assert_eq!(svc("gs_app").mon_threshold, 0);
+    // At the address of an LB service (a serviceGroup member) directly.
+    assert_eq!(
+        monitors("gs_direct"),
+        ["gs_direct-1-mon_ldap TCP Some(10.0.1.6):Some(80)"]
+    );
+    // A remote site's service and a vserver with nothing bound: as they are.
+    assert!(monitors("gs_remote").is_empty());
+    assert!(monitors("gs_empty").is_empty());
+    let report = i.report.to_string();
+    for expected in [
+        "line 18: gslb service gs_web: no monitor is bound to it and it is at the VIP of lb vserver web_vs (line 10), whose state it takes on the appliance; written with a monitor per backend (10.0.1.5:80 by mon_health, 10.0.1.6:80 by mon_ldap), each bound with -weight 1, and -monThreshold 1",
+        "line 18: gslb service gs_web: backend 10.0.1.6:80 is monitored by mon_ldap on the appliance (type LDAP: Sextant has no LDAP probe); written with Sextant's TCP probe instead",
+        "line 6: gslb service gs_web: its backend server srv3 (port 80) is defined by the domain name backend3.example.net, which Sextant does not resolve",
+        "line 20: gslb service gs_empty is at the VIP 10.20.0.52:80 of lb vserver empty_vs (line 12), whose state it takes on the appliance; the file binds no service to that vserver",
+        "add lb vserver        1  load balancing; read for the health of GSLB service gs_web: lines 10",
+        "bind lb vserver       2  load balancing; read for the health of GSLB service gs_web: lines 23, 24",
+    ] {
+        assert!(
+            report.contains(expected),
+            "report lacks {expected:?}:\n{report}"
+        );
+    }
+    assert!(!report.contains("gs_remote"), "{report}");
+}
+
+/// The appliance loads a saved file line by line and rejects what it cannot
+/// take; so does the import, and the lines that name a rejected object are
+/// rejected in turn.
+#[test]
+fn lines_the_appliance_would_reject_are_left_out_and_the_rest_loads() {
+    let text = format!(
+        "{TWO_SITES}\
+add gslb vserver gv HTTP
+add gslb service s1 10.1.1.1 HTTP 80 -siteName dc1
+add gslb service s1 10.1.1.2 HTTP 80 -siteName dc1
+add gslb service s2 10.1.1.3 HTTP 80 -siteName
+bind gslb vserver gv -serviceName s1
+bind gslb vserver gv -serviceName s2
+bind gslb vserver gv -serviceName nosuch
+bind gslb vserver gv -domainName www.example.net
+"
+    );
+    let i = import(&text);
+    let model = i.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.services.len(), 1);
+    assert_eq!(model.services[ServiceId::new(0)].ip.to_string(), "10.1.1.1");
+    let rejected: Vec<usize> = i.report.rejected.iter().map(|f| f.line).collect();
+    // The duplicate, the option without a value, the bind of the service it
+    // did not define, the bind of a service the file never had.
+    assert_eq!(rejected, [8, 9, 11, 12], "{}", i.report);
+    assert!(i.report.ok() && i.report.has_rejected());
+    let report = i.report.to_string();
+    assert!(
+        report.contains("line 8: add gslb service: service \"s1\" is already defined on line 7"),
+        "{report}"
+    );
+    // --strict: all or nothing.
+    let strict = import_appliance(
+        &text,
+        "ns.conf",
+        &ImportOptions {
+            strict: true,
+            ..ImportOptions::default()
+        },
+    );
+    assert!(strict.result.is_err() && !strict.report.ok());
+    assert!(!strict.report.has_rejected());
+}
+
+/// A line the appliance takes but Sextant refuses (here an option Sextant's
+/// monitors do not have, on a monitor a GSLB service uses) is not one the
+/// appliance would reject: it stays an error, and the import fails.
+#[test]
+fn a_line_the_appliance_takes_but_sextant_refuses_still_fails_the_import() {
+    let text = format!(
+        "{TWO_SITES}\
+add lb monitor m1 TCP -failureRetries 2
+add gslb service s1 10.1.1.1 HTTP 80 -siteName dc1
+bind gslb service s1 -monitorName m1
+"
+    );
+    let i = import(&text);
+    assert!(i.result.is_err(), "{}", i.config);
+    assert!(!i.report.ok() && !i.report.has_rejected(), "{}", i.report);
+}
+
+/// A GSLB line a mail client wrapped mid-option: both halves are rejected,
+/// as the appliance rejects them, and so is the line that binds the half
+/// service; the rest loads.
+#[test]
+fn a_wrapped_gslb_line_is_rejected_with_what_depends_on_it() {
+    let text = format!(
+        "{TWO_SITES}\
+add gslb vserver gv HTTP
+add gslb service s1 10.1.1.1 HTTP 80 -maxClient 0 -siteName
+ dc1 -cltTimeout 180
+add gslb service s2 10.1.1.2 HTTP 80 -siteName dc1
+bind gslb vserver gv -serviceName s1
+bind gslb vserver gv -serviceName s2
+"
+    );
+    let i = import(&text);
+    assert!(i.result.is_ok(), "{}", i.report);
+    let rejected: Vec<usize> = i.report.rejected.iter().map(|f| f.line).collect();
+    assert_eq!(rejected, [7, 8, 10], "{}", i.report);
+}
+
+/// An LB service with `-healthMonitor NO` is never probed by the appliance
+/// and always UP, and so is a GSLB service at its vserver's VIP: the import
+/// binds it nothing, and says why.
+#[test]
+fn a_gslb_service_in_front_of_an_unmonitored_lb_service_stays_unmonitored() {
+    let text = format!(
+        "{TWO_SITES}\
+add service svc1 10.0.1.5 HTTP 80 -healthMonitor NO
+add lb vserver web_vs HTTP 10.20.0.50 80
+add gslb service gs_web 10.20.0.50 HTTP 80 -siteName dc1
+bind lb vserver web_vs svc1
+"
+    );
+    let i = import(&text);
+    let model = i.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(model.services[ServiceId::new(0)].monitors.is_empty());
+    let report = i.report.to_string();
+    assert!(
+        report.contains("line 8: gslb service gs_web: no monitor is bound to it and it is at the VIP of lb vserver web_vs (line 7), whose state it takes on the appliance; service svc1 (line 6) has -healthMonitor NO"),
+        "{report}"
+    );
 }

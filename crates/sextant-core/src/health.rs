@@ -80,9 +80,63 @@ impl HealthTally {
     }
 }
 
+/// Whether a service is UP by its bound monitors, as the appliance combines
+/// them: each binding has a weight (`bind gslb service S -monitorName M
+/// -weight W`, default 1); with `-monThreshold 0` (the default) every bound
+/// monitor must be UP, with `-monThreshold T > 0` the weights of the UP
+/// monitors must add up to at least `T`. A monitor with no result yet
+/// counts as UP (it has not said DOWN): the state is kept until a probe
+/// says otherwise. `states` and `weights` are per binding, in the same
+/// order; a missing weight is 1.
+pub fn monitors_up(states: &[Option<Transition>], weights: &[u32], threshold: u32) -> bool {
+    let up = |s: &Option<Transition>| *s != Some(Transition::Down);
+    if threshold == 0 {
+        return states.iter().all(up);
+    }
+    let sum: u64 = states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| up(s))
+        .map(|(i, _)| u64::from(weights.get(i).copied().unwrap_or(1)))
+        .sum();
+    sum >= u64::from(threshold)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn monitors_combine_by_threshold_and_weight() {
+        use Transition::{Down, Up};
+        // -monThreshold 0: every monitor must be UP.
+        assert!(monitors_up(&[Some(Up), Some(Up)], &[1, 1], 0));
+        assert!(!monitors_up(&[Some(Up), Some(Down)], &[1, 1], 0));
+        assert!(monitors_up(&[Some(Up), None], &[1, 1], 0));
+        // -monThreshold 1: one UP monitor of weight 1 is enough.
+        assert!(monitors_up(
+            &[Some(Down), Some(Up), Some(Down)],
+            &[1, 1, 1],
+            1
+        ));
+        assert!(!monitors_up(&[Some(Down), Some(Down)], &[1, 1], 1));
+        // Weights add up.
+        assert!(!monitors_up(
+            &[Some(Up), Some(Down), Some(Up)],
+            &[1, 5, 1],
+            3
+        ));
+        assert!(monitors_up(
+            &[Some(Down), Some(Up), Some(Up)],
+            &[1, 5, 1],
+            3
+        ));
+        assert!(monitors_up(&[Some(Up), Some(Up), Some(Up)], &[1, 1, 1], 3));
+        // A threshold above every weight together: never UP.
+        assert!(!monitors_up(&[Some(Up)], &[2], 3));
+        // A missing weight is 1.
+        assert!(monitors_up(&[Some(Up), Some(Down)], &[], 1));
+    }
     use proptest::prelude::*;
 
     #[test]

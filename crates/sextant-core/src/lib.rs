@@ -43,7 +43,7 @@ pub use decide::{
     AnswerBuf, ChainEnd, ClientSubnet, Cursor, Decision, LdnsUse, NoSessions, Outcome, Query,
     QueryType, Reason, Sessions, Stick, decide,
 };
-pub use health::{HealthTally, Transition};
+pub use health::{HealthTally, Transition, monitors_up};
 pub use id::{IdVec, Idx};
 pub use load::{HttpUrl, LoadKind, MetricSelector, ServiceMetrics, SiteFigures};
 pub use location::{Coordinates, Location, LocationCode, LocationError};

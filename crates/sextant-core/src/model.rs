@@ -359,8 +359,15 @@ pub struct Service {
     pub public_port: Option<u16>,
     /// 0 means unlimited.
     pub max_clients: u32,
-    /// Monitors bound to this service; all must be UP for the service to be UP.
+    /// Monitors bound to this service. With `mon_threshold` 0 all must be
+    /// UP for the service to be UP; otherwise the weights of the UP ones
+    /// must reach it ([`crate::health::monitors_up`]).
     pub monitors: Vec<MonitorId>,
+    /// The weight of each binding in `monitors` (`-weight`, default 1); a
+    /// missing entry is 1.
+    pub monitor_weights: Vec<u32>,
+    /// `-monThreshold`: 0 (the default) means every monitor must be UP.
+    pub mon_threshold: u32,
     /// Where its load figures come from (local services only).
     pub load_source: LoadSource,
     /// CNAME-based GSLB (`-cnameEntry`): the name this service stands for,

@@ -924,11 +924,9 @@ impl Engine {
                 // from metric exchange): keep the state until the first result.
                 return (svc.up, Arc::from("waiting for the first probe result"));
             }
-            let up = svc
-                .tallies
-                .iter()
-                .all(|t| t.state() != Some(Transition::Down));
-            return (up, self.monitor_reason(service));
+            let states: Vec<Option<Transition>> = svc.tallies.iter().map(|t| t.state()).collect();
+            let up = sextant_core::monitors_up(&states, &conf.monitor_weights, conf.mon_threshold);
+            return (up, self.monitor_reason(service, up));
         }
         let site = self.model.site(conf.site);
         let timers = self.site_timers(conf.site);
@@ -1008,15 +1006,35 @@ impl Engine {
     }
 
     /// The monitors' reason: the first DOWN monitor's last verdict, else
-    /// the first one's.
-    fn monitor_reason(&self, service: ServiceId) -> Arc<str> {
+    /// the first one's; for a service UP by its `-monThreshold` while some
+    /// of its monitors are DOWN, the first UP one's, with the count.
+    fn monitor_reason(&self, service: ServiceId, up: bool) -> Arc<str> {
         let conf = &self.model.services[service];
         let svc = &self.services[service];
-        let pick = svc
-            .tallies
-            .iter()
-            .position(|t| t.state() == Some(Transition::Down))
-            .unwrap_or(0);
+        let is_down = |t: &sextant_core::HealthTally| t.state() == Some(Transition::Down);
+        let down = svc.tallies.iter().filter(|t| is_down(t)).count();
+        let pick = if up && conf.mon_threshold > 0 {
+            svc.tallies.iter().position(|t| !is_down(t))
+        } else {
+            svc.tallies.iter().position(is_down)
+        }
+        .unwrap_or(0);
+        if conf.mon_threshold > 0 && down > 0 {
+            let name = &self.model.monitor(conf.monitors[pick]).name;
+            let detail = self
+                .status
+                .get(service)
+                .and_then(|s| s.monitors.get(pick))
+                .and_then(|m| m.last_detail.clone())
+                .unwrap_or_else(|| Arc::from("no result yet"));
+            let n = svc.tallies.len();
+            return format!(
+                "{} of {n} monitors UP (-monThreshold {}): monitor {name}: {detail}",
+                n - down,
+                conf.mon_threshold
+            )
+            .into();
+        }
         let name = &self.model.monitor(conf.monitors[pick]).name;
         let detail = self
             .status

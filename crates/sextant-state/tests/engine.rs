@@ -255,3 +255,52 @@ fn local_probe_errors_are_shown_and_never_counted() {
         "{detail}"
     );
 }
+
+/// `-monThreshold 1` with three monitors of weight 1 (what `sextant
+/// import` writes for an LB vserver's backends): the service stays UP while
+/// one monitor is UP, and goes DOWN when the last one fails; with the
+/// default threshold 0 one DOWN monitor takes it DOWN.
+#[test]
+fn a_monitor_threshold_keeps_a_service_up_while_enough_monitors_are_up() {
+    for threshold in [0u32, 1] {
+        let mut b = ModelBuilder::new();
+        b.add_site("l", ip("127.0.0.1"));
+        b.set_local("l");
+        for n in 0..3 {
+            let mut m = Monitor::new(format!("m{n}"), MonitorKind::Tcp);
+            m.retries = 1;
+            b.model.monitors.push(m);
+        }
+        let mut s = service("s", ip("10.0.0.1"));
+        s.monitors = (0..3).map(MonitorId::new).collect();
+        s.monitor_weights = vec![1, 1, 1];
+        s.mon_threshold = threshold;
+        b.push_service(s);
+        let (mut e, _) = Engine::new(Arc::new(b.build()), 1, T0);
+        let mut up = None;
+        let mut probe = |e: &mut Engine, m: u32, success: bool, at: u64| {
+            let effects = e.apply(
+                Event::Probe(Probe {
+                    service: ServiceId::new(0),
+                    monitor: MonitorId::new(m),
+                    success,
+                    detail: if success { "ok" } else { "refused" }.into(),
+                    response_time: None,
+                }),
+                T0 + Duration::from_secs(at),
+            );
+            if let Some(s) = states(&effects) {
+                up = Some(s[0]);
+            }
+            up
+        };
+        probe(&mut e, 0, true, 1);
+        probe(&mut e, 1, true, 1);
+        probe(&mut e, 2, true, 1);
+        assert_eq!(probe(&mut e, 0, false, 2), Some(threshold > 0));
+        assert_eq!(probe(&mut e, 1, false, 3), Some(threshold > 0));
+        assert_eq!(probe(&mut e, 2, false, 4), Some(false));
+        // One monitor back: UP again with the threshold, not without.
+        assert_eq!(probe(&mut e, 1, true, 5), Some(threshold > 0));
+    }
+}

@@ -93,10 +93,16 @@ enum Command {
     /// OUT, or to stdout without -o, and prints a report: the commands left
     /// out (outside Sextant's scope) grouped with counts and lines, the
     /// lines changed, the secrets to enter again, what needs your action,
-    /// and the settings taken that behave differently. Exits 0 when the
-    /// result is a valid configuration (`sextant check` accepts it), 1
-    /// otherwise, with FILE:LINE: reason for each error. See
-    /// docs/migrating.md.
+    /// and the settings taken that behave differently. A line the appliance
+    /// itself would reject when loading the file (a duplicate `add`, a
+    /// reference to something undefined, a wrapped or malformed line) is
+    /// left out and listed with its number and reason, and the rest is
+    /// written, as the appliance loads it.
+    ///
+    /// Exits 0 when the result is a valid configuration (`sextant check`
+    /// accepts it) with every line taken, 3 when it is valid without the
+    /// rejected lines the report lists, 1 when nothing usable was written
+    /// (FILE:LINE: reason for each error). See docs/migrating.md.
     Import {
         /// The saved appliance configuration (ns.conf).
         ns_conf: PathBuf,
@@ -108,6 +114,10 @@ enum Command {
         /// appliance owns.
         #[arg(long)]
         local_site: Option<String>,
+        /// All or nothing: a line the appliance would reject fails the
+        /// import (exit 1) instead of being left out (exit 3).
+        #[arg(long)]
+        strict: bool,
     },
 
     /// Run a self-contained demo on loopback: three sites, real backends,
@@ -313,7 +323,8 @@ fn main() -> ExitCode {
             ns_conf,
             output,
             local_site,
-        } => return import(&ns_conf, output.as_deref(), local_site),
+            strict,
+        } => return import(&ns_conf, output.as_deref(), local_site, strict),
         Command::Demo {
             dns_listen,
             api_listen,
@@ -371,7 +382,16 @@ fn main() -> ExitCode {
     }
 }
 
-fn import(ns_conf: &Path, output: Option<&Path>, local_site: Option<String>) -> ExitCode {
+/// `sextant import`'s exit status when the written configuration is valid
+/// without lines the appliance would reject (listed in the report).
+const IMPORT_REJECTED_LINES: u8 = 3;
+
+fn import(
+    ns_conf: &Path,
+    output: Option<&Path>,
+    local_site: Option<String>,
+    strict: bool,
+) -> ExitCode {
     let text = match std::fs::read_to_string(ns_conf) {
         Ok(t) => t,
         Err(e) => {
@@ -397,7 +417,7 @@ fn import(ns_conf: &Path, output: Option<&Path>, local_site: Option<String>) -> 
         );
         return ExitCode::FAILURE;
     }
-    let options = sextant_config::import::ImportOptions { local_site };
+    let options = sextant_config::import::ImportOptions { local_site, strict };
     let imported =
         sextant_config::import::import_appliance(&text, &ns_conf.display().to_string(), &options);
     match output {
@@ -414,10 +434,12 @@ fn import(ns_conf: &Path, output: Option<&Path>, local_site: Option<String>) -> 
             eprint!("{}", imported.report);
         }
     }
-    if imported.report.ok() {
-        ExitCode::SUCCESS
-    } else {
+    if !imported.report.ok() {
         ExitCode::FAILURE
+    } else if imported.report.has_rejected() {
+        ExitCode::from(IMPORT_REJECTED_LINES)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

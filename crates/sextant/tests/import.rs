@@ -662,3 +662,193 @@ fn without_an_output_file_the_configuration_goes_to_stdout_and_the_report_to_std
         output_text(&help)
     );
 }
+
+/// Saved files as they reach a migrating operator, awkward: one mailed
+/// (CRLF line ends, a duplicate `add gslb service`, a line wrapped mid-option
+/// by the mail client), one an excerpt whose binds name services, sites and
+/// monitors defined elsewhere. The appliance loads such a file line by line
+/// and rejects the lines it cannot take; so does the import, listing each
+/// with its number and reason, writing the rest (which `sextant check`
+/// accepts) and exiting 3. `--strict` refuses the file (exit 1).
+#[test]
+fn awkward_saved_files_load_as_the_appliance_loads_them() {
+    let dir = tempdir("import-awkward");
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "awkward/dc6-mailed-ns.conf",
+            &[
+                "29 lines, 27 commands: 19 written, 3 left out, 5 rejected",
+                "Rejected, as the appliance would (5 lines; the rest is loaded, as the appliance loads it):",
+                "  line 17: add gslb service: service \"gs_www_dc6\" is already defined on line 15 (names are case-insensitive)",
+                "  line 18: add gslb service gs_api_dc6: option -siteName needs a value",
+                "  line 19: site_dc6: unknown command \"site_dc6\"",
+                "  line 23: bind gslb vserver gv_api: service \"gs_api_dc6\" is not defined",
+                "  line 26: bind gslb service gs_api_dc6: service \"gs_api_dc6\" is not defined",
+                "Result: a valid Sextant configuration (2 sites, 2 services, 2 vservers, 2 domains, 1 monitors), without the 5 rejected lines above",
+            ],
+            // The first of the duplicates is the one the appliance keeps.
+            "add gslb service gs_www_dc6 srv_gslb_www HTTP 80 -publicIP 10.60.1.20",
+        ),
+        (
+            "awkward/dc6-excerpt-ns.conf",
+            &[
+                "12 lines, 10 commands: 5 written, 0 left out, 5 rejected",
+                "  line 7: bind gslb vserver gv_www: service \"gs_www_dc7\" is not defined",
+                "  line 9: bind gslb service gs_www_dc6: monitor \"mon_www\" is not defined",
+                "  line 10: bind gslb service gs_www_dc7: service \"gs_www_dc7\" is not defined",
+                "  line 11: add gslb service gs_api_dc7: site \"site_dc7\" is not defined",
+                // Rejected in turn: its vserver's line was never in the excerpt.
+                "  line 12: bind gslb vserver gv_api: vserver \"gv_api\" is not defined",
+            ],
+            "bind gslb vserver gv_www -serviceName gs_www_dc6 -weight 60",
+        ),
+    ];
+    for (name, expected, kept) in cases {
+        let out = dir.join("awkward.conf");
+        let (code, report) = import(name, &out, &[]);
+        assert_eq!(code, 3, "{name}:\n{report}");
+        for line in *expected {
+            assert!(
+                report.contains(line),
+                "{name}: report lacks {line:?}:\n{report}"
+            );
+        }
+        let written = fs::read_to_string(&out).expect("written");
+        assert!(
+            written.contains(kept),
+            "{name}: {kept:?} not written:\n{written}"
+        );
+        let check = BIN.run(&["check", out.to_str().expect("utf-8 path")]);
+        assert!(
+            check.status.success(),
+            "{name}: sextant check rejects the imported file:\n{}",
+            output_text(&check)
+        );
+        // All or nothing: the same lines are errors, the import fails.
+        let (code, report) = import(name, &out, &["--strict"]);
+        assert_eq!(code, 1, "{name} --strict:\n{report}");
+        assert!(
+            !report.contains("Rejected, as the appliance would"),
+            "{report}"
+        );
+        assert!(report.contains("Result: not valid"), "{report}");
+        let first = expected
+            .iter()
+            .find_map(|l| l.trim().strip_prefix("line "))
+            .and_then(|l| l.split(':').next())
+            .expect("a rejected line");
+        assert!(
+            report.contains(&format!("{name}:{first}: ")),
+            "{name} --strict: no error at line {first}:\n{report}"
+        );
+    }
+    // A clean file still exits 0.
+    let (code, report) = import("child-eu-ns.conf", &dir.join("child.conf"), &[]);
+    assert_eq!(code, 0, "{report}");
+}
+
+/// lb-health/dc9-ns.conf: GSLB services at the VIPs of local LB vservers
+/// with no monitor of their own, as most appliances have them. The import
+/// carries over what the appliance checks — the vservers' backends, each
+/// by its own monitor (gs_web_dc9: serviceGroup sg_web's members by
+/// mon_web) or by the appliance's default (gs_api_dc9: svc_api1, no
+/// monitor bound, so tcp-default) — and the served result follows the
+/// backends: UP and answered while one is alive, DOWN and not answered when
+/// all are dead, although nothing listens at the VIPs themselves.
+#[test]
+fn a_gslb_service_at_an_lb_vip_follows_the_vservers_backends() {
+    let dir = tempdir("import-lb-health");
+    let out = dir.join("dc9.conf");
+    let (code, report) = import("lb-health/dc9-ns.conf", &out, &[]);
+    assert_eq!(code, 0, "{report}");
+    for expected in [
+        "line 26: gslb service gs_web_dc9: no monitor is bound to it and it is at the VIP of lb vserver vs_web (line 19), whose state it takes on the appliance; written with a monitor per backend (127.0.39.101:8080 by mon_web, 127.0.39.102:8080 by mon_web), each bound with -weight 1, and -monThreshold 1",
+        "line 27: gslb service gs_api_dc9: no monitor is bound to it and it is at the VIP of lb vserver vs_api (line 20), whose state it takes on the appliance; written with a monitor per backend (127.0.39.111:9000 by tcp-default)",
+        "add lb vserver           1  load balancing; read for the health of GSLB service gs_web_dc9: lines 19",
+        "bind serviceGroup        3  load balancing; read for the health of GSLB service gs_web_dc9: lines 36-38",
+    ] {
+        assert!(
+            report.contains(expected),
+            "report lacks {expected:?}:\n{report}"
+        );
+    }
+    let config = fs::read_to_string(&out).expect("written");
+    // The remote site's service stays as it is: metric exchange decides.
+    assert!(
+        config.contains("add gslb service gs_web_dc8 127.0.38.50 HTTP 80 -publicIP 127.0.38.50 -publicPort 80 -maxClient 0 -siteName site_dc8 -cltTimeout 180 -svrTimeout 360 -downStateFlush ENABLED\n"),
+        "{config}"
+    );
+    let config = config.replace(
+        "SEXTANT-REENTER-rpcNode-127.0.39.1",
+        "correct-horse-battery-staple",
+    );
+    let config = config.replace(
+        "SEXTANT-REENTER-rpcNode-127.0.38.1",
+        "correct-horse-battery-staple",
+    );
+    let Some(ns) = Netns::create("import-lbh") else {
+        return;
+    };
+    let at = |ip: &str, port: u16| SocketAddr::new(IpAddr::V4(v4(ip)), port);
+    // One of sg_web's two members alive; svc_api1 alive.
+    let (web1, api1) = ns.run(|| {
+        (
+            Backend::http_at(at("127.0.39.101", 8080)),
+            Backend::tcp_at(at("127.0.39.111", 9000)),
+        )
+    });
+    let site = SiteServer::start_as_written(
+        BIN,
+        &dir,
+        "site_dc9",
+        v4("127.0.39.1"),
+        at("127.0.39.1", 53),
+        &config,
+        Some(ns.clone()),
+    );
+    let state = |name: &str| site.try_service(name).ok().map(|s| s.state);
+    let answers = || {
+        site.in_ns(|| {
+            a_records(&site.dns.udp_from(
+                None,
+                &build_query("www.gslb.example.net", RecordType::A, None),
+            ))
+        })
+    };
+    eventually(Duration::from_secs(20), "gs_web_dc9 UP, answered", || {
+        state("gs_web_dc9") == Some(State::Up) && answers() == [v4("127.0.39.50")]
+    });
+    let reason = site.service("gs_web_dc9").reason;
+    assert!(
+        reason.contains("1 of 2 monitors UP (-monThreshold 1)"),
+        "{reason}"
+    );
+    eventually(Duration::from_secs(20), "gs_api_dc9 UP", || {
+        state("gs_api_dc9") == Some(State::Up)
+    });
+
+    // The last live member dies: DOWN within mon_web's time (every 1 s,
+    // DOWN after 2 failures), and the VIP is no longer answered.
+    web1.kill();
+    eventually(
+        Duration::from_secs(20),
+        "gs_web_dc9 DOWN, not answered",
+        || state("gs_web_dc9") == Some(State::Down) && !answers().contains(&v4("127.0.39.50")),
+    );
+    // The other member comes up: UP again at mon_web's -downTime 2.
+    let web2 = ns.run(|| Backend::http_at(at("127.0.39.102", 8080)));
+    eventually(Duration::from_secs(20), "gs_web_dc9 UP again", || {
+        state("gs_web_dc9") == Some(State::Up) && answers() == [v4("127.0.39.50")]
+    });
+    assert!(
+        !web2.requests().is_empty(),
+        "mon_web's probes reached the member"
+    );
+
+    // tcp-default, the appliance's default for a TCP service: DOWN when
+    // svc_api1's backend dies (every 5 s, DOWN after 3 failures).
+    api1.kill();
+    eventually(Duration::from_secs(40), "gs_api_dc9 DOWN", || {
+        state("gs_api_dc9") == Some(State::Down)
+    });
+}

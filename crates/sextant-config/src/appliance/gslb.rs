@@ -432,6 +432,7 @@ pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         load: None,
         vservice_name: None,
         cname: None,
+        mon_threshold: 0,
     });
     let idx = r.draft.services.len() - 1;
     apply_service_opts(r, line, &ctx, idx, &args);
@@ -502,6 +503,7 @@ fn add_cname_service(r: &mut Reader<'_>, line: usize, ctx: &str, tokens: &[Token
         load: None,
         vservice_name: None,
         cname,
+        mon_threshold: 0,
     });
     let idx = r.draft.services.len() - 1;
     apply_service_opts(r, line, ctx, idx, &args);
@@ -606,7 +608,12 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
                     );
                 }
             }
-            "cookieTimeout" | "maxBandwidth" | "monThreshold" | "maxAAAUsers" | "hashId" => {
+            "monThreshold" => {
+                if let Some(t) = r.value(line, ctx, o, |v| scalar::int_in(v, 0, 65_535)) {
+                    r.draft.services[idx].mon_threshold = u32::try_from(t).unwrap_or(u32::MAX);
+                }
+            }
+            "cookieTimeout" | "maxBandwidth" | "maxAAAUsers" | "hashId" => {
                 r.value(line, ctx, o, |v| scalar::int_in(v, 0, 4_294_967_294));
             }
             "cltTimeout" | "svrTimeout" => {

@@ -748,9 +748,9 @@ fn dns_opt(r: &mut Reader<'_>, line: usize, ctx: &str, m: &mut Monitor, o: &supe
     }
 }
 
-/// `bind gslb service SVC -monitorName MON`.
+/// `bind gslb service SVC -monitorName MON [-weight W]`.
 pub(super) fn bind_gslb_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
-    const OPTS: &[OptSpec] = &[opt("monitorName", Arity::One)];
+    const OPTS: &[OptSpec] = &[opt("monitorName", Arity::One), opt("weight", Arity::One)];
     let ctx = context("bind gslb service", tokens);
     let args = r.args(line, &ctx, tokens, OPTS);
     let Some(pos) = r.positional(line, &ctx, &args, &["SERVICE"]) else {
@@ -761,6 +761,14 @@ pub(super) fn bind_gslb_service(r: &mut Reader<'_>, line: usize, tokens: &[Token
             r.error(line, &ctx, "-monitorName is required (the monitor to bind)");
         }
         return;
+    };
+    // The appliance's range for a binding's weight: 1 to 100, default 1.
+    let weight = match args.get("weight") {
+        Some(o) => match r.value(line, &ctx, o, |v| scalar::int_in(v, 1, 100)) {
+            Some(w) => u32::try_from(w).unwrap_or(1),
+            None => return,
+        },
+        None => 1,
     };
     r.draft.monitor_bindings.push(MonitorBinding {
         service: Ref {
@@ -773,6 +781,7 @@ pub(super) fn bind_gslb_service(r: &mut Reader<'_>, line: usize, tokens: &[Token
             line,
             context: ctx.clone(),
         },
+        weight,
     });
 }
 
@@ -794,5 +803,6 @@ pub(super) fn bind_lb_monitor(r: &mut Reader<'_>, line: usize, tokens: &[Token])
             line,
             context: ctx.clone(),
         },
+        weight: 1,
     });
 }

@@ -12,6 +12,7 @@
 //! errors and warnings of that reading are reported at the saved file's
 //! lines.
 
+mod health;
 mod report;
 mod rewrite;
 
@@ -34,6 +35,9 @@ use rewrite::Line;
 pub struct ImportOptions {
     /// The site this node runs as, instead of the one the appliance owns.
     pub local_site: Option<String>,
+    /// All or nothing: a line the written configuration cannot take fails
+    /// the import, instead of being left out as the appliance would.
+    pub strict: bool,
 }
 
 /// The result of an import.
@@ -64,6 +68,8 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
         .collect();
     let uses = Uses::scan(&lines);
     let mut report = Report::new(file, text.lines().count());
+    let local = uses.local_site_name(options);
+    let health = health::plan(&lines, local.as_deref(), &mut report);
     let mut out = Vec::<(usize, String)>::new();
     let base_dir = Path::new(file).parent().unwrap_or(Path::new(""));
     // The area of the line before when it was left out: a line that does
@@ -98,7 +104,8 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
         match decide(&lower, tokens, &uses) {
             Decision::Keep => left_out_before = None,
             Decision::LeaveOut(area, why) => {
-                report.leave_out(&words, area, why, line);
+                let read = health.why(line);
+                report.leave_out(&words, area, read.as_deref().unwrap_or(why), line);
                 left_out_before = Some(area);
                 continue;
             }
@@ -142,6 +149,22 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
                 );
                 if lower == "add gslb site" {
                     local_site(&mut l, &mut report, line, &uses, options);
+                }
+            }
+            "add gslb service" => {
+                let name = l.positional(3).unwrap_or_default().to_ascii_lowercase();
+                if let Some(plan) = health.plans.get(&name) {
+                    if plan.threshold > 0 {
+                        let t = plan.threshold.to_string();
+                        if l.value("monThreshold").is_some() {
+                            l.set_value("monThreshold", &t);
+                        } else {
+                            l.push_option("monThreshold", &t);
+                        }
+                    }
+                    out.push((line, l.render()));
+                    out.extend(plan.lines.iter().map(|p| (line, p.clone())));
+                    continue;
                 }
             }
             "add vrid" => {
@@ -189,8 +212,8 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
         ));
     }
 
-    let (config, line_map) = render(file, &out);
-    let result = validate(&config, file, &line_map);
+    let (config, result) =
+        load_as_the_appliance(&mut out, file, &mut report, options.strict, &lines);
     report.finish(&result);
     Import {
         config,
@@ -537,6 +560,30 @@ impl Uses {
         u
     }
 
+    /// The local site's name: `--local-site`, else the site the file types
+    /// LOCAL, else the one site whose IP the appliance owns.
+    fn local_site_name(&self, options: &ImportOptions) -> Option<String> {
+        if let Some(n) = &options.local_site {
+            return Some(n.clone());
+        }
+        if let Some(s) = self.sites.iter().find(|s| {
+            s.typed
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("local"))
+        }) {
+            return Some(s.name.clone());
+        }
+        let owned: Vec<&SiteLine> = self
+            .sites
+            .iter()
+            .filter(|s| s.ip.is_some_and(|ip| self.owned.contains_key(&ip)))
+            .collect();
+        match owned.as_slice() {
+            [only] => Some(only.name.clone()),
+            _ => None,
+        }
+    }
+
     /// The proxied zone `name` is in, if any.
     fn proxy_zone_of(&self, name: &str) -> Option<&str> {
         let name = name.trim_end_matches('.');
@@ -799,6 +846,110 @@ fn render(file: &str, out: &[(usize, String)]) -> (String, Vec<usize>) {
         push(&mut text, command, *line);
     }
     (text, map)
+}
+
+/// Writes and reads the configuration; unless `strict`, leaves out each
+/// saved line the reader rejects, as the appliance does when it loads
+/// ns.conf line by line (a duplicate `add`, a reference to something the
+/// file does not define, a line a mail client wrapped, a malformed option),
+/// and reads again: a line that refers to a rejected one is rejected in
+/// turn, as on the appliance, where the object it names does not exist.
+/// Ends when the configuration reads clean, or an error is not at one line
+/// (a whole-configuration error): that fails the import as before. At most
+/// one round per written line.
+fn load_as_the_appliance(
+    out: &mut Vec<(usize, String)>,
+    file: &str,
+    report: &mut Report,
+    strict: bool,
+    lines: &[(usize, &str, Vec<Token<'_>>)],
+) -> (String, Result<Model, ConfigErrors>) {
+    let rounds = out.len() + 1;
+    let mut round = 0;
+    loop {
+        let (config, line_map) = render(file, out);
+        let result = validate(&config, file, &line_map);
+        let Err(errors) = &result else {
+            return (config, result);
+        };
+        round += 1;
+        if strict || round > rounds {
+            return (config, result);
+        }
+        // Every error at a written line (the first reason of each line)
+        // that the appliance itself would reject the line for; any other
+        // error (of the whole configuration, or a line the appliance takes
+        // but Sextant does not) keeps the import failing.
+        let mut at: Vec<(usize, String)> = Vec::new();
+        for e in &errors.errors {
+            if e.line == 0 || !out.iter().any(|(l, _)| *l == e.line) {
+                return (config, result);
+            }
+            let starts_with_command =
+                lines
+                    .iter()
+                    .find(|(l, _, _)| *l == e.line)
+                    .is_some_and(|(_, raw, tokens)| {
+                        if tokens.is_empty() {
+                            command_of(raw).is_some()
+                        } else {
+                            scope::command_len(tokens) > 0
+                        }
+                    });
+            if !appliance_rejects(&e.message, starts_with_command) {
+                return (config, result);
+            }
+            if !at.iter().any(|(l, _)| *l == e.line) {
+                at.push((e.line, e.message.clone()));
+            }
+        }
+        for (line, why) in at {
+            out.retain(|(l, _)| *l != line);
+            let words = lines
+                .iter()
+                .find(|(l, _, _)| *l == line)
+                .map(|(_, raw, tokens)| {
+                    if tokens.is_empty() {
+                        raw.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+                    } else {
+                        scope::command_words(tokens)
+                    }
+                })
+                .unwrap_or_default();
+            report.reject(line, words, why);
+        }
+    }
+}
+
+/// Whether the appliance, loading its saved file line by line, rejects a
+/// line for the reader's error `message` too: a reference to something
+/// undefined, a duplicate, an option without its value or with a value the
+/// appliance refuses as well, an unterminated quote, or a line that does
+/// not start with a command (the rest of a wrapped line). Not: what the
+/// appliance takes and Sextant refuses (an option it does not know, a
+/// feature it does not have), which stays an error.
+fn appliance_rejects(message: &str, starts_with_command: bool) -> bool {
+    if message.contains("unknown command") {
+        return !starts_with_command;
+    }
+    if message.contains("unknown option") || message.contains("Sextant") {
+        return false;
+    }
+    [
+        "is not defined",
+        "is already defined",
+        "is already bound",
+        "needs a value",
+        "unterminated quoted string",
+        "as on the appliance",
+        "expected a whole number",
+        "expected an IP",
+        "expected a port",
+        "expected ENABLED or DISABLED",
+        "expected YES or NO",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
 }
 
 /// Reads the written configuration as `sextant check` would, reporting at

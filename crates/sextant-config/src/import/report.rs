@@ -19,7 +19,7 @@ pub struct LeftOut {
     /// The part of the appliance they configure.
     pub area: &'static str,
     /// Why, when the command alone does not say (`bound to no GSLB service`).
-    pub why: &'static str,
+    pub why: String,
     pub lines: Vec<usize>,
 }
 
@@ -51,6 +51,10 @@ pub struct Report {
     /// Settings taken that have no meaning for a DNS-only GSLB (they belong
     /// to the appliance's data path), grouped likewise.
     pub not_applicable: Vec<(String, Vec<usize>)>,
+    /// Lines left out because the reader rejects them, as the appliance
+    /// rejects them when it loads the file: the line, its command words and
+    /// the reason.
+    pub rejected: Vec<Finding>,
     /// Other warnings of the written configuration (placeholders, ...).
     pub warnings: Vec<(String, Vec<usize>)>,
     /// `FILE:LINE: reason` for each error of the written configuration, and
@@ -69,7 +73,7 @@ impl Report {
         }
     }
 
-    pub(super) fn leave_out(&mut self, command: &str, area: Area, why: &'static str, line: usize) {
+    pub(super) fn leave_out(&mut self, command: &str, area: Area, why: &str, line: usize) {
         match self
             .left_out
             .iter_mut()
@@ -79,7 +83,7 @@ impl Report {
             None => self.left_out.push(LeftOut {
                 command: command.to_string(),
                 area: area.describe(),
-                why,
+                why: why.to_string(),
                 lines: vec![line],
             }),
         }
@@ -95,6 +99,25 @@ impl Report {
 
     pub(super) fn secret(&mut self, line: usize, text: String) {
         self.secrets.push(Finding { line, text });
+    }
+
+    pub(super) fn reject(&mut self, line: usize, command: String, why: String) {
+        let text = if command.is_empty()
+            || why
+                .to_ascii_lowercase()
+                .starts_with(&command.to_ascii_lowercase())
+        {
+            why
+        } else {
+            format!("{command}: {why}")
+        };
+        self.rejected.push(Finding { line, text });
+    }
+
+    /// Whether lines were left out as rejected (the import is still
+    /// usable when [`Report::ok`]).
+    pub fn has_rejected(&self) -> bool {
+        !self.rejected.is_empty()
     }
 
     pub(super) fn error(&mut self, text: String) {
@@ -115,6 +138,8 @@ impl Report {
     pub(super) fn finish(&mut self, result: &Result<Model, ConfigErrors>) {
         // Found line by line and after the whole file was read: in line order.
         self.actions.sort_by_key(|a| a.line);
+        self.changed.sort_by_key(|a| a.line);
+        self.rejected.sort_by_key(|a| a.line);
         match result {
             Ok(model) => {
                 let prefix = format!("{}:", self.file);
@@ -163,15 +188,20 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let left = self.left_out_lines();
-        writeln!(
+        let rejected = self.rejected.len();
+        write!(
             f,
             "{}: {} lines, {} commands: {} written, {} left out",
             self.file,
             self.lines,
             self.commands,
-            self.commands - left,
+            self.commands.saturating_sub(left + rejected),
             left
         )?;
+        if rejected > 0 {
+            write!(f, ", {rejected} rejected")?;
+        }
+        writeln!(f)?;
         if !self.left_out.is_empty() {
             writeln!(f, "\nLeft out, outside Sextant's scope ({left} lines):")?;
             let width = self
@@ -205,6 +235,17 @@ impl fmt::Display for Report {
             }
             Ok(())
         };
+        if !self.rejected.is_empty() {
+            writeln!(
+                f,
+                "\nRejected, as the appliance would ({} line{}; the rest is loaded, as the appliance loads it):",
+                self.rejected.len(),
+                if self.rejected.len() == 1 { "" } else { "s" }
+            )?;
+            for x in &self.rejected {
+                writeln!(f, "  line {}: {}", x.line, x.text)?;
+            }
+        }
         findings(f, "Written with a change", &self.changed)?;
         findings(f, "Secrets to enter again", &self.secrets)?;
         findings(f, "Needs your action", &self.actions)?;
@@ -235,7 +276,16 @@ impl fmt::Display for Report {
         grouped(f, "Warnings", &self.warnings)?;
         if self.errors.is_empty() {
             if let Some(s) = &self.summary {
-                writeln!(f, "\nResult: a valid Sextant configuration ({s}).")?;
+                if self.rejected.is_empty() {
+                    writeln!(f, "\nResult: a valid Sextant configuration ({s}).")?;
+                } else {
+                    writeln!(
+                        f,
+                        "\nResult: a valid Sextant configuration ({s}), without the {} rejected line{} above; import with --strict to refuse the file instead.",
+                        self.rejected.len(),
+                        if self.rejected.len() == 1 { "" } else { "s" }
+                    )?;
+                }
             }
         } else {
             writeln!(f, "\nErrors ({}):", self.errors.len())?;

@@ -718,6 +718,7 @@ impl Native<'_> {
             if let Some(name) = name {
                 self.draft.services.push(DraftService {
                     cname: None,
+                    mon_threshold: 0,
                     name,
                     line,
                     ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
@@ -775,10 +776,12 @@ impl Native<'_> {
                     ..service_ref.clone()
                 },
                 monitor,
+                weight: 1,
             });
         }
         self.draft.services.push(DraftService {
             cname: None,
+            mon_threshold: 0,
             name: s.name.get_ref().clone(),
             line,
             ip,

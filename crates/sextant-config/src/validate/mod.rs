@@ -565,6 +565,8 @@ impl Validator<'_> {
                 public_port: d.public_port,
                 max_clients: d.max_clients,
                 monitors: Vec::new(),
+                monitor_weights: Vec::new(),
+                mon_threshold: d.mon_threshold,
                 load_source,
                 cname: d.cname.take(),
             });
@@ -790,6 +792,7 @@ impl Validator<'_> {
                 continue;
             }
             self.model.services[svc].monitors.push(mon);
+            self.model.services[svc].monitor_weights.push(b.weight);
         }
     }
 

@@ -39,6 +39,8 @@ pub fn big_model(domains: usize, per_vserver: usize) -> Model {
                 public_port: None,
                 max_clients: 0,
                 monitors: vec![],
+                monitor_weights: vec![],
+                mon_threshold: 0,
                 load_source: LoadSource::Monitors,
                 cname: None,
             });

@@ -34,6 +34,8 @@ fn service(name: &str, ip: IpAddr) -> Service {
         public_port: None,
         max_clients: 0,
         monitors: Vec::new(),
+        monitor_weights: Vec::new(),
+        mon_threshold: 0,
         load_source: Default::default(),
         cname: None,
     }
