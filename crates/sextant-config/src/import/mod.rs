@@ -929,7 +929,7 @@ fn load_as_the_appliance(
 /// appliance takes and Sextant refuses (an option it does not know, a
 /// feature it does not have), which stays an error.
 fn appliance_rejects(message: &str, starts_with_command: bool) -> bool {
-    if message.contains("unknown command") {
+    if message.contains("unknown command") || message.contains("not a command") {
         return !starts_with_command;
     }
     if message.contains("unknown option") || message.contains("Sextant") {
