@@ -64,6 +64,9 @@ pub struct Model {
     /// The DNS server's identity and protections (`[dns]`, `set dns
     /// parameter`): NSID, TCP limits, response rate limiting, cookies.
     pub dns: DnsSettings,
+    /// The services and vservers the configuration disables (`-state
+    /// DISABLED`, `disable gslb service|vserver NAME`), in line order.
+    pub config_disabled: Vec<crate::admin::ConfigDisabled>,
     /// Settings the file gives that are accepted but have no effect, one
     /// `FILE:LINE: text` per use, in line order (`sextant check` prints them,
     /// the server logs them at start). Diagnostics about the file, not

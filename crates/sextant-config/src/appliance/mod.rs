@@ -105,6 +105,22 @@ const COMMANDS: &[Command] = &[
         &["bind", "gslb", "vserver"],
         Action::Read(gslb::bind_vserver),
     ),
+    cmd(
+        &["enable", "gslb", "service"],
+        Action::Read(gslb::enable_service),
+    ),
+    cmd(
+        &["disable", "gslb", "service"],
+        Action::Read(gslb::disable_service),
+    ),
+    cmd(
+        &["enable", "gslb", "vserver"],
+        Action::Read(gslb::enable_vserver),
+    ),
+    cmd(
+        &["disable", "gslb", "vserver"],
+        Action::Read(gslb::disable_vserver),
+    ),
     cmd(&["add", "gslb", "dcRecord"], Action::Read(dc::add_record)),
     cmd(&["set", "gslb", "dcRecord"], Action::Read(dc::set_record)),
     cmd(&["bind", "gslb", "dcRecord"], Action::Read(dc::bind_record)),

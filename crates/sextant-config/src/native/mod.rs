@@ -729,6 +729,7 @@ impl Native<'_> {
                     max_clients: 0,
                     load: None,
                     vservice_name: None,
+                    health_monitor: None,
                 });
             }
             return;
@@ -779,6 +780,7 @@ impl Native<'_> {
         }
         self.draft.services.push(DraftService {
             cname: None,
+            health_monitor: None,
             name: s.name.get_ref().clone(),
             line,
             ip,

@@ -12,9 +12,9 @@ use std::collections::hash_map::Entry;
 use sextant_core::snapshot::FnvMap;
 
 use sextant_core::{
-    Binding, Domain, HttpUrl, IdVec, Idx, LoadKind, LoadSource, MetricSelector, Model, MonitorId,
-    MonitorKind, PrometheusSource, RpcNode, Service, ServiceId, Site, SiteId, VServer, VServerId,
-    Zone,
+    AdminKind, Binding, Domain, HttpUrl, IdVec, Idx, LoadKind, LoadSource, MetricSelector, Model,
+    MonitorId, MonitorKind, PrometheusSource, RpcNode, Service, ServiceId, Site, SiteId, VServer,
+    VServerId, Zone,
 };
 
 use crate::draft::{
@@ -50,6 +50,7 @@ pub(crate) fn build(
     v.monitor_bindings(&draft, &services, &monitors);
     let vservers = v.vservers(&draft);
     v.service_bindings(&draft, &vservers, &services);
+    v.config_disabled(&draft, &services, &vservers);
     v.domains(&draft, &vservers);
     let delegations = v.zones(&draft);
     crate::dnssec::build(&draft.dnssec, files, v.diag, &mut v.model);
@@ -912,6 +913,47 @@ impl Validator<'_> {
                 weight: b.weight,
             });
         }
+    }
+
+    /// The services and vservers the file leaves disabled: per object, the
+    /// last of its `-state` options and `enable|disable` lines says.
+    fn config_disabled(
+        &mut self,
+        draft: &Draft,
+        services: &Index<ServiceId>,
+        vservers: &Index<VServerId>,
+    ) {
+        let mut last: FnvMap<(AdminKind, usize), (bool, usize)> = FnvMap::default();
+        let mut order = Vec::new();
+        for a in &draft.admin {
+            let key = match a.kind {
+                Kind::Service => self
+                    .resolve(&a.name, Kind::Service, services)
+                    .map(|id| (AdminKind::Service, id.index())),
+                Kind::VServer => self
+                    .resolve(&a.name, Kind::VServer, vservers)
+                    .map(|id| (AdminKind::VServer, id.index())),
+                _ => None,
+            };
+            let Some(key) = key else { continue };
+            if last.insert(key, (a.disabled, a.name.line)).is_none() {
+                order.push(key);
+            }
+        }
+        for key in order {
+            let Some(&(true, line)) = last.get(&key) else {
+                continue;
+            };
+            let (kind, i) = key;
+            let name = match kind {
+                AdminKind::Service => self.model.services[ServiceId::from_index(i)].name.clone(),
+                _ => self.model.vservers[VServerId::from_index(i)].name.clone(),
+            };
+            self.model
+                .config_disabled
+                .push(sextant_core::ConfigDisabled { kind, name, line });
+        }
+        self.model.config_disabled.sort_by_key(|d| d.line);
     }
 
     fn domains(&mut self, draft: &Draft, vservers: &Index<VServerId>) {
