@@ -35,6 +35,7 @@ pub fn service(name: &str, ip: IpAddr) -> Service {
         monitors: Vec::new(),
         load_source: LoadSource::Monitors,
         cname: None,
+        health_monitor: true,
     }
 }
 

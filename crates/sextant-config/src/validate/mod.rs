@@ -62,6 +62,7 @@ pub(crate) fn build(
     crate::vrrp::build(&draft.vrrp, syntax, v.diag, &mut v.model);
     crate::dns_settings::build(&draft.dns_server, v.diag, &mut v.model);
     crate::static_records::build(&draft, delegations, syntax, v.diag, &mut v.model);
+    v.health_sources(&draft);
     v.model
 }
 
@@ -568,6 +569,7 @@ impl Validator<'_> {
                 monitors: Vec::new(),
                 load_source,
                 cname: d.cname.take(),
+                health_monitor: d.health_monitor.is_none_or(|(yes, _)| yes),
             });
         }
         index
@@ -912,6 +914,45 @@ impl Validator<'_> {
                 service: svc,
                 weight: b.weight,
             });
+        }
+    }
+
+    /// Warns about every service that nothing checks (no monitor, no
+    /// metric exchange with its site): it would be UP whatever happens to
+    /// it. `-healthMonitor NO` says so on purpose and silences it; with
+    /// monitors bound it changes nothing, which is said too. Without a
+    /// local site in the file (`--local-site` names it) whether metric
+    /// exchange checks a service is not known here: nothing is said.
+    fn health_sources(&mut self, draft: &Draft) {
+        if self.model.local_site.is_none() {
+            return;
+        }
+        let fix = self.key(
+            "bind a monitor (bind gslb service NAME -monitorName MONITOR), or give the service -healthMonitor NO to say that nothing is to check it",
+            "bind a monitor (monitors = [\"MONITOR\"] in its [[service]])",
+        );
+        for (id, d) in with_ids::<ServiceId, _>(&draft.services) {
+            let s = self.model.service(id);
+            match (self.model.health_source(id), d.health_monitor) {
+                (sextant_core::HealthSource::None, _) => {
+                    let name = &s.name;
+                    self.diag.warn(
+                        d.line,
+                        format!(
+                            "service {name}: nothing checks it (no monitor bound, and its site does not report it over metric exchange), so it is UP whatever happens to it; {}",
+                            fix.replace("NAME", name)
+                        ),
+                    );
+                }
+                (sextant_core::HealthSource::Monitors, Some((false, line))) => {
+                    let name = &s.name;
+                    self.diag.warn(
+                        line,
+                        format!("service {name}: -healthMonitor NO is accepted, but Sextant still runs the monitors bound to the service; unbind them to judge the service by metric exchange alone"),
+                    );
+                }
+                _ => {}
+            }
         }
     }
 

@@ -41,6 +41,7 @@ pub fn big_model(domains: usize, per_vserver: usize) -> Model {
                 monitors: vec![],
                 load_source: LoadSource::Monitors,
                 cname: None,
+                health_monitor: true,
             });
             vs.bindings.push(Binding {
                 service: id,

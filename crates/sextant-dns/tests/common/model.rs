@@ -36,6 +36,7 @@ fn service(name: &str, ip: IpAddr) -> Service {
         monitors: Vec::new(),
         load_source: Default::default(),
         cname: None,
+        health_monitor: true,
     }
 }
 
