@@ -381,3 +381,52 @@ fn model_incarnation(i: &sextant_config::import::Import) -> Option<u64> {
         .ok()
         .and_then(|m| m.params.config_incarnation)
 }
+
+/// The administrative state a saved file writes (`-state DISABLED`,
+/// `disable|enable gslb service|vserver NAME`) is GSLB scope: kept, and
+/// the model disables what the file disables. A `disable` line of a
+/// service that is left out (it names no server) is left out with it.
+#[test]
+fn administrative_state_lines_are_kept_and_those_of_dropped_services_left_out() {
+    let text = format!(
+        "{TWO_SITES}\
+add server srv_web 10.1.0.21
+add gslb service web-1 srv_web HTTP 80 -siteName dc1 -state DISABLED
+add gslb service web-lb lbv HTTP 80 -siteName dc1
+add gslb vserver gv-web HTTP -lbMethod ROUNDROBIN
+bind gslb vserver gv-web -serviceName web-1
+disable gslb vserver gv-web
+disable gslb service web-lb
+enable gslb service web-lb
+"
+    );
+    let i = import(&text);
+    assert_eq!(
+        written(&i.config, 7),
+        "add gslb service web-1 srv_web HTTP 80 -siteName dc1 -state DISABLED"
+    );
+    assert_eq!(written(&i.config, 11), "disable gslb vserver gv-web");
+    for line in [8, 12, 13] {
+        assert!(
+            !i.config.contains(&format!("# ns.conf:{line}\n")),
+            "line {line} is written:\n{}",
+            i.config
+        );
+    }
+    let m = i
+        .result
+        .as_ref()
+        .unwrap_or_else(|e| panic!("{e}\n{}", i.config));
+    let disabled: Vec<(&str, sextant_core::AdminKind)> = m
+        .config_disabled
+        .iter()
+        .map(|d| (d.name.as_str(), d.kind))
+        .collect();
+    assert_eq!(
+        disabled,
+        vec![
+            ("web-1", sextant_core::AdminKind::Service),
+            ("gv-web", sextant_core::AdminKind::VServer)
+        ]
+    );
+}
