@@ -124,3 +124,49 @@ fn a_site_has_no_enable_or_disable_line() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].0, 10);
 }
+
+/// The native TOML syntax says the same with `disabled = true` in a
+/// `[[service]]` or `[[vserver]]`, and `health_monitor = false`: the same
+/// model as the appliance lines (but for the lines and the warnings).
+#[test]
+fn toml_says_the_same_with_disabled_and_health_monitor() {
+    let m = support::toml(
+        r#"version = 1
+[server]
+local_site = "s1"
+[[site]]
+name = "s1"
+ip = "10.0.0.1"
+[[service]]
+name = "web-1"
+ip = "10.1.0.1"
+port = 80
+protocol = "HTTP"
+site = "s1"
+disabled = true
+health_monitor = false
+[[vserver]]
+name = "gv-web"
+protocol = "HTTP"
+disabled = true
+services = [{ name = "web-1" }]
+"#,
+    );
+    let a = conf(
+        "add gslb site s1 10.0.0.1 -siteType LOCAL\n\
+         add gslb service web-1 10.1.0.1 HTTP 80 -siteName s1 -state DISABLED -healthMonitor NO\n\
+         add gslb vserver gv-web HTTP -state DISABLED\n\
+         bind gslb vserver gv-web -serviceName web-1\n",
+    );
+    let names = |m: &sextant_core::Model| -> Vec<(AdminKind, String)> {
+        m.config_disabled
+            .iter()
+            .map(|d| (d.kind, d.name.clone()))
+            .collect()
+    };
+    assert_eq!(names(&m), names(&a));
+    assert_eq!(names(&m).len(), 2);
+    assert!(!m.services[sextant_core::ServiceId::new(0)].health_monitor);
+    assert!(!a.services[sextant_core::ServiceId::new(0)].health_monitor);
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+}

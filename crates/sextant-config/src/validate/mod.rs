@@ -929,7 +929,7 @@ impl Validator<'_> {
         }
         let fix = self.key(
             "bind a monitor (bind gslb service NAME -monitorName MONITOR), or give the service -healthMonitor NO to say that nothing is to check it",
-            "bind a monitor (monitors = [\"MONITOR\"] in its [[service]])",
+            "bind a monitor (monitors = [\"MONITOR\"] in its [[service]]), or give it health_monitor = false to say that nothing is to check it",
         );
         for (id, d) in with_ids::<ServiceId, _>(&draft.services) {
             let s = self.model.service(id);
