@@ -22,9 +22,9 @@ use toml::de::{DeTable, ValueDeserializer};
 use crate::draft::Syntax;
 use crate::draft::{
     BackupParent, DEFAULT_DOMAIN_TTL, DEFAULT_NS_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding,
-    Draft, DraftAdmin, DraftLoad, DraftMonitor, DraftRpcNode, DraftService, DraftSite, DraftVServer, DraftZone,
-    Kind, LoadSourceKind, MAX_MONITOR_TIME, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, MonitorBinding, Ref,
-    ServiceBinding, default_soa,
+    Draft, DraftAdmin, DraftLoad, DraftMonitor, DraftRpcNode, DraftService, DraftSite,
+    DraftVServer, DraftZone, Kind, LoadSourceKind, MAX_MONITOR_TIME, MAX_PERSISTENCE_TIMEOUT,
+    MAX_TTL, MonitorBinding, Ref, ServiceBinding, default_soa,
 };
 use crate::duration;
 use crate::error::Diag;
@@ -790,7 +790,10 @@ impl Native<'_> {
         }
         self.draft.services.push(DraftService {
             cname: None,
-            health_monitor: s.health_monitor.as_ref().map(|h| (*h.get_ref(), self.at(h))),
+            health_monitor: s
+                .health_monitor
+                .as_ref()
+                .map(|h| (*h.get_ref(), self.at(h))),
             name: s.name.get_ref().clone(),
             line,
             ip,
