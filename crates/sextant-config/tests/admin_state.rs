@@ -123,6 +123,13 @@ fn a_site_has_no_enable_or_disable_line() {
     let errors = conf_errors(&format!("{BASE}disable gslb site s1\n"));
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].0, 10);
+    assert!(
+        errors[0]
+            .1
+            .starts_with("disable gslb site: a site is not disabled in the configuration")
+            && errors[0].1.contains("sextant cli disable gslb site NAME"),
+        "{errors:?}"
+    );
 }
 
 /// The native TOML syntax says the same with `disabled = true` in a
