@@ -159,10 +159,29 @@ pub struct Service {
     /// reported by the service's site (null: not measured).
     #[serde(default)]
     pub load: PushMetrics,
+    /// What decides whether the service is UP: "monitors" (bound to it),
+    /// "metric_exchange" (what its site reports), "none" (nothing: it is
+    /// UP whatever happens to it; bind a monitor) or "none_by_choice"
+    /// (nothing, as the configuration says with `-healthMonitor NO`).
+    #[serde(default = "monitors")]
+    #[schema(example = "monitors")]
+    pub health_source: String,
+    /// false when nothing checks the service (`health_source` "none" or
+    /// "none_by_choice").
+    #[serde(default = "yes")]
+    pub checked: bool,
 }
 
 fn enabled() -> String {
     "enabled".to_string()
+}
+
+fn monitors() -> String {
+    "monitors".to_string()
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The state of one monitor bound to a service.

@@ -125,6 +125,19 @@ pub(crate) struct Draft {
     /// NSID, TCP limits, rate limiting, cookies (`set dns parameter`,
     /// `[dns]`).
     pub dns_server: crate::dns_settings::DraftDnsServer,
+    /// `-state ENABLED|DISABLED` on `add gslb service|vserver`, and
+    /// `enable|disable gslb service|vserver NAME`, in line order: the last
+    /// one of an object says whether the configuration disables it.
+    pub admin: Vec<DraftAdmin>,
+}
+
+/// One line that enables or disables a service or a vserver.
+#[derive(Debug)]
+pub(crate) struct DraftAdmin {
+    /// [`Kind::Service`] or [`Kind::VServer`].
+    pub kind: Kind,
+    pub name: Ref,
+    pub disabled: bool,
 }
 
 /// `set ns rpcNode IP ...` / `[[rpc_node]]`.
@@ -199,6 +212,9 @@ pub(crate) struct DraftService {
     pub cname: Option<String>,
     /// `-monThreshold`: 0 means every bound monitor must be UP.
     pub mon_threshold: u32,
+    /// `-healthMonitor YES|NO` and its line: NO says nothing is to check
+    /// the service (the appliance then treats it as UP).
+    pub health_monitor: Option<(bool, usize)>,
 }
 
 impl DraftService {

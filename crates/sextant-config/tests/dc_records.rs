@@ -7,7 +7,7 @@
 mod support;
 
 use std::time::Duration;
-use support::{conf, conf_errors, ip, one, toml, toml_errors};
+use support::{conf, conf_errors, ip, one, toml, toml_errors, without_unchecked};
 
 use sextant_core::{
     Balance, ClientCriterion, DcAddress, DcCriterion, DcGroup, DcHealth, DcRecord, DcRecordId,
@@ -268,20 +268,20 @@ fn check_full(m: &Model) {
 
 #[test]
 fn full_configuration_in_the_appliance_syntax() {
-    check_full(&conf(FULL_CONF));
+    check_full(&without_unchecked(conf(FULL_CONF)));
 }
 
 #[test]
 fn full_configuration_in_toml() {
-    check_full(&toml(FULL_TOML));
+    check_full(&without_unchecked(toml(FULL_TOML)));
 }
 
 /// The same configuration builds the same model in both syntaxes (as
 /// `examples.rs` compares the shipped examples: equal but for warnings).
 #[test]
 fn both_syntaxes_build_the_same_model() {
-    let mut a = conf(FULL_CONF);
-    let mut b = toml(FULL_TOML);
+    let mut a = without_unchecked(conf(FULL_CONF));
+    let mut b = without_unchecked(toml(FULL_TOML));
     let (wa, wb) = (
         std::mem::take(&mut a.warnings),
         std::mem::take(&mut b.warnings),
@@ -509,7 +509,7 @@ add gslb dcRecord www.example.com -dcSelection SERVICE_BASED -criterion HEALTHY_
 set gslb dcRecord www.example.com -vServiceName web
 bind gslb dcRecord www.example.com -siteName ams -serviceName web-ams
 ";
-    let m = conf(text);
+    let m = without_unchecked(conf(text));
     // vService names match case-sensitively: fra's "Web" is not "web".
     assert_eq!(
         m.dc_records[DcRecordId::new(0)].groups,

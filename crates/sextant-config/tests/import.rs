@@ -338,18 +338,35 @@ fn a_wrapped_line_is_left_out_only_after_a_line_outside_scope() {
     let text = i.report.to_string();
     assert!(text.contains("the line cannot be read"), "{text}");
     assert!(text.contains("(the rest of a wrapped line)"), "{text}");
-    // A GSLB line that a copy wrapped is an error at its lines: half a
-    // vserver is never imported silently.
-    let i = import(
-        "add gslb site dc1 10.1.0.11 -siteType LOCAL\nadd gslb vserver v HTTP\n-lbMethod ROUNDROBIN\n",
-    );
-    assert!(!i.report.ok(), "{}", i.report);
+    // A GSLB line that a copy wrapped: its rest is rejected, as the
+    // appliance rejects it, and listed with its line, never silently; with
+    // --strict the whole file is refused.
+    let wrapped = "add gslb site dc1 10.1.0.11 -siteType LOCAL\nadd gslb vserver v HTTP\n-lbMethod ROUNDROBIN\n";
+    let i = import(wrapped);
+    assert!(i.report.has_rejected(), "{}", i.report);
     assert!(
         i.report
             .to_string()
-            .contains("ns.conf:3: this line starts with the option \"-lbMethod\""),
+            .contains("line 3: -lbMethod: this line starts with the option \"-lbMethod\""),
         "{}",
         i.report
+    );
+    let strict = import_appliance(
+        wrapped,
+        "ns.conf",
+        &ImportOptions {
+            strict: true,
+            ..ImportOptions::default()
+        },
+    );
+    assert!(!strict.report.ok(), "{}", strict.report);
+    assert!(
+        strict
+            .report
+            .to_string()
+            .contains("ns.conf:3: this line starts with the option \"-lbMethod\""),
+        "{}",
+        strict.report
     );
 }
 
@@ -595,5 +612,54 @@ bind lb vserver web_vs svc1
     assert!(
         report.contains("line 8: gslb service gs_web: no monitor is bound to it and it is at the VIP of lb vserver web_vs (line 7), whose state it takes on the appliance; service svc1 (line 6) has -healthMonitor NO"),
         "{report}"
+    );
+}
+
+/// The administrative state a saved file writes (`-state DISABLED`,
+/// `disable|enable gslb service|vserver NAME`) is GSLB scope: kept, and
+/// the model disables what the file disables. A `disable` line of a
+/// service that is left out (it names no server) is left out with it.
+#[test]
+fn administrative_state_lines_are_kept_and_those_of_dropped_services_left_out() {
+    let text = format!(
+        "{TWO_SITES}\
+add server srv_web 10.1.0.21
+add gslb service web-1 srv_web HTTP 80 -siteName dc1 -state DISABLED
+add gslb service web-lb lbv HTTP 80 -siteName dc1
+add gslb vserver gv-web HTTP -lbMethod ROUNDROBIN
+bind gslb vserver gv-web -serviceName web-1
+disable gslb vserver gv-web
+disable gslb service web-lb
+enable gslb service web-lb
+"
+    );
+    let i = import(&text);
+    assert_eq!(
+        written(&i.config, 7),
+        "add gslb service web-1 srv_web HTTP 80 -siteName dc1 -state DISABLED"
+    );
+    assert_eq!(written(&i.config, 11), "disable gslb vserver gv-web");
+    for line in [8, 12, 13] {
+        assert!(
+            !i.config.contains(&format!("# ns.conf:{line}\n")),
+            "line {line} is written:\n{}",
+            i.config
+        );
+    }
+    let m = i
+        .result
+        .as_ref()
+        .unwrap_or_else(|e| panic!("{e}\n{}", i.config));
+    let disabled: Vec<(&str, sextant_core::AdminKind)> = m
+        .config_disabled
+        .iter()
+        .map(|d| (d.name.as_str(), d.kind))
+        .collect();
+    assert_eq!(
+        disabled,
+        vec![
+            ("web-1", sextant_core::AdminKind::Service),
+            ("gv-web", sextant_core::AdminKind::VServer)
+        ]
     );
 }

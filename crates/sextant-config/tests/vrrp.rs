@@ -7,7 +7,7 @@
 mod support;
 
 use std::time::Duration;
-use support::{conf, conf_errors, ip, one, toml, toml_errors};
+use support::{conf, conf_errors, ip, one, toml, toml_errors, without_unchecked};
 
 use sextant_core::vrrp::{Tracking, VipAddress, Vrid, VrrpChecksum, VrrpParams, VrrpSettings};
 
@@ -165,7 +165,7 @@ fn full_want() -> VrrpSettings {
 
 #[test]
 fn full_configuration_in_the_appliance_syntax() {
-    let m = conf(FULL_CONF);
+    let m = without_unchecked(conf(FULL_CONF));
     assert_eq!(m.vrrp, full_want());
     // Only the -arp of line 10 (the dead interval is three hello
     // intervals once line 8 has set it).
@@ -179,7 +179,7 @@ fn full_configuration_in_the_appliance_syntax() {
 
 #[test]
 fn full_configuration_in_toml() {
-    let m = toml(FULL_TOML);
+    let m = without_unchecked(toml(FULL_TOML));
     assert_eq!(m.vrrp, full_want());
     assert!(m.warnings.is_empty(), "{:#?}", m.warnings);
 }

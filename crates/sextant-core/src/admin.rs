@@ -72,6 +72,28 @@ impl AdminKind {
     }
 }
 
+/// An object the configuration itself disables (`add gslb service ...
+/// -state DISABLED`, `disable gslb vserver NAME`, as a saved appliance
+/// configuration writes them). Not a state of its own: the server turns it
+/// into an operator's mark ([`AdminMark`]) when it first sees the line (at
+/// a start with no maintenance state file yet, or on the reload that adds
+/// it), and from then on the operator's `enable` wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigDisabled {
+    pub kind: AdminKind,
+    /// The name as the object is configured.
+    pub name: String,
+    /// The line that disables it (the last one, when several do).
+    pub line: usize,
+}
+
+impl ConfigDisabled {
+    /// The reason its mark carries.
+    pub fn reason(&self) -> String {
+        format!("disabled in the configuration (line {})", self.line)
+    }
+}
+
 /// One mark: the state the operator set, when and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminMark {

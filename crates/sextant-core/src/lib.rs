@@ -34,7 +34,9 @@ pub mod status;
 pub mod trace;
 pub mod vrrp;
 
-pub use admin::{AdminCause, AdminKind, AdminMark, AdminState, AdminTable, AdminTarget};
+pub use admin::{
+    AdminCause, AdminKind, AdminMark, AdminState, AdminTable, AdminTarget, ConfigDisabled,
+};
 pub use dc::{
     Balance, ClientCriterion, DcAddress, DcCriterion, DcGroup, DcHealth, DcOrder, DcOrders,
     DcRecord, DcRecordId, DcSelection, Direction, RecordStatus, ServiceCriterion,

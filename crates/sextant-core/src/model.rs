@@ -64,6 +64,9 @@ pub struct Model {
     /// The DNS server's identity and protections (`[dns]`, `set dns
     /// parameter`): NSID, TCP limits, response rate limiting, cookies.
     pub dns: DnsSettings,
+    /// The services and vservers the configuration disables (`-state
+    /// DISABLED`, `disable gslb service|vserver NAME`), in line order.
+    pub config_disabled: Vec<crate::admin::ConfigDisabled>,
     /// Settings the file gives that are accepted but have no effect, one
     /// `FILE:LINE: text` per use, in line order (`sextant check` prints them,
     /// the server logs them at start). Diagnostics about the file, not
@@ -73,6 +76,24 @@ pub struct Model {
 }
 
 impl Model {
+    /// What decides whether service `id` is UP, as the state engine does
+    /// it: its monitors, else metric exchange with its site (a remote site,
+    /// both sites with metric exchange on), else nothing.
+    pub fn health_source(&self, id: ServiceId) -> HealthSource {
+        let s = self.service(id);
+        if !s.monitors.is_empty() {
+            return HealthSource::Monitors;
+        }
+        let exchanged = self.local_site.is_some_and(|local| {
+            s.site != local && self.site(local).metric_exchange && self.site(s.site).metric_exchange
+        });
+        match (exchanged, s.health_monitor) {
+            (true, _) => HealthSource::MetricExchange,
+            (false, true) => HealthSource::None,
+            (false, false) => HealthSource::NoneByChoice,
+        }
+    }
+
     pub fn site_by_name(&self, name: &str) -> Option<SiteId> {
         self.sites.position(|s| s.name.eq_ignore_ascii_case(name))
     }
@@ -374,6 +395,41 @@ pub struct Service {
     /// lower case, no trailing dot; its vserver answers with a CNAME to it.
     /// Such a service has no address (`ip` is unspecified).
     pub cname: Option<String>,
+    /// `-healthMonitor NO`: the operator says deliberately that nothing is
+    /// to check this service (it is UP unless a bound monitor or its site
+    /// says otherwise). Default `true`.
+    pub health_monitor: bool,
+}
+
+/// What decides whether a service is UP ([`Model::health_source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthSource {
+    /// The monitors bound to it (at a remote site with metric exchange,
+    /// as `-triggerMonitor` says, besides what its site reports).
+    Monitors,
+    /// What its site reports over metric exchange.
+    MetricExchange,
+    /// Nothing: it is UP until something says otherwise.
+    None,
+    /// Nothing, and the configuration says so (`-healthMonitor NO`).
+    NoneByChoice,
+}
+
+impl HealthSource {
+    /// As the API and the CLI write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HealthSource::Monitors => "monitors",
+            HealthSource::MetricExchange => "metric_exchange",
+            HealthSource::None => "none",
+            HealthSource::NoneByChoice => "none_by_choice",
+        }
+    }
+
+    /// Whether anything checks the service.
+    pub fn checked(self) -> bool {
+        matches!(self, HealthSource::Monitors | HealthSource::MetricExchange)
+    }
 }
 
 impl Service {

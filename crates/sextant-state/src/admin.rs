@@ -169,4 +169,43 @@ impl AdminBook {
     pub fn is_empty(&self) -> bool {
         self.marks.is_empty()
     }
+
+    /// Whether `kind`/`name` has a mark.
+    pub fn has(&self, kind: AdminKind, name: &str) -> bool {
+        self.marks.contains_key(&(kind, name.to_ascii_lowercase()))
+    }
+}
+
+/// The marks the configuration's own `-state DISABLED` and `disable gslb
+/// service|vserver` lines make ([`Model::config_disabled`]), set at
+/// `at_unix_ms`: what a start without a maintenance state file begins
+/// with.
+pub fn config_records(model: &Model, at_unix_ms: u64) -> Vec<AdminRecord> {
+    model
+        .config_disabled
+        .iter()
+        .map(|d| AdminRecord {
+            kind: d.kind,
+            name: d.name.clone(),
+            mark: AdminMark {
+                state: AdminState::Disabled,
+                since_unix_ms: at_unix_ms,
+                reason: Some(Arc::from(d.reason())),
+            },
+        })
+        .collect()
+}
+
+/// The configuration's disable lines that `new` has and `old` (the
+/// configuration running before a reload) did not, as marks: a reload
+/// applies them, the others stay as the operator left them.
+pub fn new_config_records(old: &Model, new: &Model, at_unix_ms: u64) -> Vec<AdminRecord> {
+    config_records(new, at_unix_ms)
+        .into_iter()
+        .filter(|r| {
+            !old.config_disabled
+                .iter()
+                .any(|o| o.kind == r.kind && o.name.eq_ignore_ascii_case(&r.name))
+        })
+        .collect()
 }

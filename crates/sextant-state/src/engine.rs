@@ -158,6 +158,9 @@ impl Index {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     engine: Box<Engine>,
+    /// When it was read (wall clock, milliseconds since the UNIX epoch,
+    /// from the edge): the time of the marks its new `disable` lines make.
+    at_unix_ms: u64,
 }
 
 /// Two prepared configurations are equal when their configurations are.
@@ -175,7 +178,16 @@ impl Prepared {
         let index = Index::new(&model);
         Prepared {
             engine: Box::new(Engine::fresh(model, base, index, 0)),
+            at_unix_ms: 0,
         }
+    }
+
+    /// The wall-clock time (milliseconds since the UNIX epoch) the
+    /// configuration was read at, for the marks its new `disable` lines
+    /// make on reload.
+    pub fn at(mut self, unix_ms: u64) -> Prepared {
+        self.at_unix_ms = unix_ms;
+        self
     }
 }
 
@@ -1193,6 +1205,7 @@ impl Engine {
     fn reload(&mut self, prepared: Prepared, now: Duration, effects: &mut Vec<Effect>) {
         self.site_figures = None;
         let ran = self.runs_metric_exchange();
+        let at_unix_ms = prepared.at_unix_ms;
         let mut fresh = *prepared.engine;
         fresh.site_ip_master = self.site_ip_master;
         fresh.listeners = Listeners::new(&fresh.model, Some(&self.listeners));
@@ -1225,9 +1238,20 @@ impl Engine {
         // The operator's marks stay by name; those whose object is gone go.
         self.admin = old.admin;
         let dropped = self.admin.retain_configured(&model, &self.base);
+        // A `disable` line the running configuration did not have takes
+        // its object out, unless the operator already marked it.
+        let added: Vec<_> = crate::admin::new_config_records(&old.model, &model, at_unix_ms)
+            .into_iter()
+            .filter(|r| !self.admin.has(r.kind, &r.name))
+            .collect();
+        let marked = !added.is_empty();
+        self.admin.restore(&model, &self.base, added);
         self.admin_table = Arc::new(self.admin.table(&model, &self.base));
+        let save = marked || !dropped.is_empty();
         if !dropped.is_empty() {
             effects.push(Effect::AdminDropped(dropped));
+        }
+        if save {
             effects.push(Effect::SaveAdmin(self.admin.records()));
         }
         self.refresh_peers_up();

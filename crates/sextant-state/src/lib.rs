@@ -22,7 +22,7 @@ mod ldns;
 pub mod listeners;
 pub mod replay;
 
-pub use admin::{AdminBook, AdminChange, AdminError, AdminRecord};
+pub use admin::{AdminBook, AdminChange, AdminError, AdminRecord, config_records};
 pub use dc::LossTargets;
 pub use effect::{Effect, InstallSession, LocalReport, Renumbering};
 pub use engine::{

@@ -304,3 +304,79 @@ fn a_monitor_threshold_keeps_a_service_up_while_enough_monitors_are_up() {
         assert_eq!(probe(&mut e, 1, true, 5), Some(threshold > 0));
     }
 }
+
+/// A `disable` line the running configuration did not have marks its
+/// object on reload (reason: the line); one it already had does not come
+/// back after the operator enabled the object; a mark the operator set is
+/// not replaced.
+#[test]
+fn a_reload_applies_only_the_disable_lines_that_are_new() {
+    use sextant_core::{AdminKind, AdminState, ConfigDisabled};
+    use sextant_state::AdminChange;
+    let plain = model(2);
+    let mut with_line = (*plain).clone();
+    with_line.config_disabled = vec![ConfigDisabled {
+        kind: AdminKind::Service,
+        name: "s0-1".into(),
+        line: 7,
+    }];
+    let with_line = Arc::new(with_line);
+    let (mut e, _) = Engine::new(Arc::clone(&plain), 1, T0);
+    let reload = |e: &mut Engine, m: &Arc<Model>, at: Duration| {
+        e.apply(
+            Event::Reload(Box::new(Prepared::new(Arc::clone(m)).at(1_000))),
+            at,
+        )
+    };
+    let effects = reload(&mut e, &with_line, T0 + Duration::from_secs(1));
+    let marks = e.admin_records();
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    assert_eq!(
+        (marks[0].kind, marks[0].name.as_str(), marks[0].mark.state),
+        (AdminKind::Service, "s0-1", AdminState::Disabled)
+    );
+    assert_eq!(
+        marks[0].mark.reason.as_deref(),
+        Some("disabled in the configuration (line 7)")
+    );
+    assert_eq!(marks[0].mark.since_unix_ms, 1_000);
+    assert!(
+        effects
+            .iter()
+            .any(|f| matches!(f, Effect::SaveAdmin(r) if r == &marks)),
+        "the new mark is saved"
+    );
+    // The operator enables it: the same configuration reloaded keeps it
+    // enabled.
+    e.apply(
+        Event::Admin(AdminChange {
+            kind: AdminKind::Service,
+            name: "s0-1".into(),
+            state: AdminState::Enabled,
+            reason: None,
+            at_unix_ms: 2_000,
+        }),
+        T0 + Duration::from_secs(2),
+    );
+    assert!(e.admin_records().is_empty());
+    reload(&mut e, &with_line, T0 + Duration::from_secs(3));
+    assert!(e.admin_records().is_empty(), "{:?}", e.admin_records());
+    // Removed and added back: new again, so it applies; but a drain the
+    // operator set stays as it is.
+    reload(&mut e, &plain, T0 + Duration::from_secs(4));
+    e.apply(
+        Event::Admin(AdminChange {
+            kind: AdminKind::Service,
+            name: "s0-1".into(),
+            state: AdminState::Draining,
+            reason: Some("moving".into()),
+            at_unix_ms: 3_000,
+        }),
+        T0 + Duration::from_secs(5),
+    );
+    reload(&mut e, &with_line, T0 + Duration::from_secs(6));
+    let marks = e.admin_records();
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    assert_eq!(marks[0].mark.state, AdminState::Draining);
+    assert_eq!(marks[0].mark.reason.as_deref(), Some("moving"));
+}

@@ -37,6 +37,7 @@ pub fn service(name: &str, ip: IpAddr) -> Service {
         mon_threshold: 0,
         load_source: LoadSource::Monitors,
         cname: None,
+        health_monitor: true,
     }
 }
 

@@ -42,18 +42,19 @@ struct Mark {
     since_unix_ms: u64,
 }
 
-/// The marks saved in `path`; none when there is no file.
-pub fn load(path: &Path) -> anyhow::Result<Vec<AdminRecord>> {
+/// The marks saved in `path`; `None` when there is no file (a first start:
+/// the configuration's own `disable` lines then apply).
+pub fn load(path: &Path) -> anyhow::Result<Option<Vec<AdminRecord>>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             return Err(e).with_context(|| {
                 format!("cannot read the maintenance state file {}", path.display())
             });
         }
     };
-    parse(&text).with_context(|| {
+    parse(&text).map(Some).with_context(|| {
         format!(
             "the maintenance state file {} is not valid; fix it, or remove it to start with \
              every service, vserver and site enabled",
@@ -153,7 +154,7 @@ mod tests {
             },
         }];
         save(&path, &records).unwrap();
-        assert_eq!(load(&path).unwrap(), records);
+        assert_eq!(load(&path).unwrap(), Some(records));
         std::fs::write(&path, "{\"version\":1,\"marks\":[{").unwrap();
         let e = format!("{:#}", load(&path).unwrap_err());
         assert!(
@@ -167,7 +168,7 @@ mod tests {
         .unwrap();
         let e = format!("{:#}", load(&path).unwrap_err());
         assert!(e.contains("kind \"pool\""), "{e}");
-        assert!(load(&dir.join("missing.json")).unwrap().is_empty());
+        assert!(load(&dir.join("missing.json")).unwrap().is_none());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -457,9 +457,24 @@ pub async fn serve(
     let admin_file = state_files.admin();
     let saved_marks = crate::admin_state::load(&admin_file)?;
     let (mut engine, mut first) = Engine::new(Arc::clone(&model), generation, clock.now());
-    if !saved_marks.is_empty() {
-        info!(file = %admin_file.display(), marks = saved_marks.len(), "maintenance state read");
-        first.extend(engine.apply(Event::AdminRestore(saved_marks), clock.now()));
+    match saved_marks {
+        Some(marks) if !marks.is_empty() => {
+            info!(file = %admin_file.display(), marks = marks.len(), "maintenance state read");
+            first.extend(engine.apply(Event::AdminRestore(marks), clock.now()));
+        }
+        Some(_) => {}
+        // No state file yet: the objects the configuration disables
+        // (`-state DISABLED`, `disable gslb ...`) start disabled, and the
+        // file written now keeps what the operator does from here on.
+        None if !model.config_disabled.is_empty() => {
+            let marks = sextant_state::config_records(
+                &model,
+                crate::admin_state::unix_ms(clock.wall_now()),
+            );
+            info!(file = %admin_file.display(), marks = marks.len(), "no maintenance state yet: the configuration's disable lines apply");
+            first.extend(engine.apply(Event::AdminRestore(marks), clock.now()));
+        }
+        None => {}
     }
     let dns = Arc::new(DnsShared::new(Snapshot::new(
         Arc::clone(&model),
@@ -966,7 +981,8 @@ pub fn prepared_input(
     for w in &model.warnings {
         warn!("{w}");
     }
-    let prepared = Prepared::new(Arc::new(model));
+    let prepared =
+        Prepared::new(Arc::new(model)).at(crate::admin_state::unix_ms(daemon.clock.wall_now()));
     Input::Reloaded {
         result: Ok(Box::new(prepared)),
         parse,

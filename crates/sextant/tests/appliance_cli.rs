@@ -388,3 +388,60 @@ fn enable_and_disable_need_the_token_and_change_the_answers() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "site site1: disabled\n");
 }
+
+/// A service nothing checks says so: `/v1/services` gives its
+/// `health_source` and `checked`, `show gslb service NAME` a "Checked by"
+/// line, the log the configuration's warning at start; `-healthMonitor
+/// NO` says it on purpose (no warning, still shown as not checked).
+#[test]
+fn a_service_nothing_checks_says_so_in_the_api_the_cli_and_the_log() {
+    let net = Net::new("appliance_cli_unchecked");
+    let text = config(&net) + "set gslb service web-2 -healthMonitor NO\n";
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &text);
+    s.wait_state("web-dead", State::Down);
+    let (code, all) = s.api("/v1/services");
+    assert_eq!(code, 200, "{all}");
+    let field = |name: &str| -> (String, bool) {
+        let svc = all
+            .as_array()
+            .and_then(|a| a.iter().find(|v| v["name"] == name))
+            .unwrap_or_else(|| panic!("no {name} in {all}"));
+        (
+            svc["health_source"].as_str().unwrap_or("?").to_string(),
+            svc["checked"].as_bool().unwrap_or(true),
+        )
+    };
+    assert_eq!(field("web-1"), ("none".to_string(), false));
+    assert_eq!(field("web-2"), ("none_by_choice".to_string(), false));
+    assert_eq!(field("web-dead"), ("monitors".to_string(), true));
+
+    let shown = |name: &str| stdout(&cli(&net, &["show", "gslb", "service", name]));
+    let t = shown("web-1");
+    assert!(
+        t.contains(
+            "Checked by: nothing - no monitor bound: UP whatever happens to it (bind a monitor)\n"
+        ),
+        "{t}"
+    );
+    let t = shown("web-2");
+    assert!(
+        t.contains("Checked by: nothing, by choice (-healthMonitor NO): UP unless disabled\n"),
+        "{t}"
+    );
+    let t = shown("web-dead");
+    assert!(t.contains("Checked by: its monitors\n"), "{t}");
+
+    // The warning at start names web-1 (and not web-2, said on purpose).
+    let log = s.log();
+    let warned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("nothing checks it"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{log}");
+    assert!(
+        warned[0].contains("service web-1: nothing checks it")
+            && warned[0].contains("bind gslb service web-1 -monitorName MONITOR"),
+        "{}",
+        warned[0]
+    );
+}

@@ -645,3 +645,58 @@ fn a_partition_between_two_other_sites_shows_in_the_topology() {
         "healed: every link up again",
     );
 }
+
+/// A service nothing checks is marked in the services view ("NOT
+/// CHECKED"); one the configuration leaves unchecked on purpose
+/// (`-healthMonitor NO`) is marked as such; a monitored one is not marked.
+#[test]
+fn a_service_nothing_checks_is_marked_in_the_services_view() {
+    let net = Net::new("dashboard_unchecked");
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join("dashboard")
+        .join("dashboard_unchecked");
+    let Some(mut browser) = Browser::launch(&folder) else {
+        return;
+    };
+    let conf = format!(
+        "{}{MONITOR}add gslb service web1 {ip1} HTTP 80 -siteName site1\n\
+         add gslb service web2 {ip2} HTTP 80 -siteName site1 -healthMonitor NO\n\
+         add gslb service web3 {ip3} HTTP 80 -siteName site1\n\
+         bind lb monitor tcp-dash web3\n\
+         add gslb vserver vs1 HTTP -lbMethod ROUNDROBIN\n\
+         bind gslb vserver vs1 -serviceName web1\n\
+         bind gslb vserver vs1 -domainName {NAME} -TTL 5\n",
+        net.conf_preamble(),
+        ip1 = net.svc_ip(1),
+        ip2 = net.svc_ip(2),
+        ip3 = net.svc_ip(3),
+    );
+    let _server = Server::start(SEXTANT, &net, Syntax::Conf, &conf);
+    browser.record_csp_violations();
+    browser.open(&format!("http://{}/ui/#services", net.api_addr()));
+    let mark = |s: &str| format!("tr[data-service=\"{s}\"] [data-field=\"unchecked\"]");
+    browser.wait_for_text(&mark("web1"), PAGE, "web1 marked", |t| t == "NOT CHECKED");
+    assert!(browser.shown(&mark("web1")), "the mark is visible");
+    assert_eq!(
+        browser.attr(&mark("web1"), "class").as_deref(),
+        Some("unchecked")
+    );
+    browser.wait_for_text(&mark("web2"), PAGE, "web2 marked as chosen", |t| {
+        t == "not checked (by choice)"
+    });
+    assert!(browser.shown(&mark("web2")));
+    browser.wait_for_text(
+        "tr[data-service=\"web3\"] [data-field=\"state\"]",
+        PAGE,
+        "web3's state",
+        |t| t == "UP" || t == "DOWN",
+    );
+    assert!(
+        !browser.shown(&mark("web3")),
+        "a monitored service is not marked"
+    );
+    browser.screenshot("unchecked-services");
+    let blocked = browser.csp_violations();
+    assert!(blocked.is_empty(), "CSP violations: {blocked:#?}");
+}

@@ -391,3 +391,123 @@ fn events_stream_metric_exchange_links_going_down() {
     s2.restart();
     events.wait_for(&[r#""state":"UP""#]);
 }
+
+/// A saved appliance file's own administrative state: `-state DISABLED`
+/// on `add gslb service web-1` and a `disable gslb vserver vsp` line.
+/// They are maintenance marks at the first start (no state file yet),
+/// listed with where they came from; `sextant cli enable gslb service`
+/// lifts web-1's, and a restart keeps it lifted (the state file wins).
+#[test]
+fn the_configurations_disable_lines_are_marks_at_first_start_and_the_operator_lifts_them() {
+    let net = Net::for_sites("maint_config", 2);
+    let scratch = net.scratch();
+    let backends: Vec<Backend> = (0..3).map(|i| Backend::tcp(net.svc_ip(i))).collect();
+    let ips: Vec<Ipv4Addr> = backends.iter().map(|b| b.ip()).collect();
+    let text: String = config(&net, &backends, "disable gslb vserver vsp\n")
+        .lines()
+        .map(|l| {
+            if l.starts_with("add gslb service web-1 ") {
+                format!("{l} -state DISABLED\n")
+            } else if l.starts_with("add gslb vserver vs ") {
+                format!("{l} -state ENABLED\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let line_of = |start: &str| {
+        text.lines()
+            .position(|l| l.starts_with(start))
+            .expect("line")
+            + 1
+    };
+    let (web1_line, vsp_line) = (
+        line_of("add gslb service web-1 "),
+        line_of("disable gslb vserver vsp"),
+    );
+    let state_file = scratch.0.join("site1.admin-state.json");
+    assert!(!state_file.exists());
+    let mut site = SiteServer::start(SEXTANT, &scratch.0, "site1", net.site_ip(0), &text, None);
+    eventually_ok(EVENTUALLY, "every service UP", || {
+        for i in 1..=3 {
+            site.expect_service(&format!("web-{i}"), State::Up)?;
+        }
+        Ok(())
+    });
+    // Out of the answers from the start: web-1 of vs, and every answer of
+    // vsp (disabled, no backup: NODATA).
+    assert_eq!(answers(&site, 9), ips[1..].to_vec());
+    assert!(sticky_from(&site, net.client_ip(0)).is_empty());
+    let listed: Vec<AdminEntry> = site.api("/v1/maintenance");
+    let shown: Vec<(&str, &str, &str, Option<&str>)> = listed
+        .iter()
+        .map(|e| {
+            (
+                e.kind.as_str(),
+                e.name.as_str(),
+                e.state.as_str(),
+                e.reason.as_deref(),
+            )
+        })
+        .collect();
+    let (r1, r2) = (
+        format!("disabled in the configuration (line {web1_line})"),
+        format!("disabled in the configuration (line {vsp_line})"),
+    );
+    assert_eq!(
+        shown,
+        vec![
+            ("vserver", "vsp", "disabled", Some(r2.as_str())),
+            ("service", "web-1", "disabled", Some(r1.as_str())),
+        ]
+    );
+    assert!(state_file.exists(), "the marks are saved at once");
+
+    // The operator enables web-1 with the CLI: back in the answers.
+    let token = site.config.with_extension("api-tokens");
+    let o = SEXTANT
+        .command_in(site.ns.as_deref())
+        .args(["cli", "--server", &format!("http://{}", site.api_addr)])
+        .args(["--token-file", token.to_str().expect("utf-8 path")])
+        .args(["enable", "gslb", "service", "web-1"])
+        .output()
+        .expect("run sextant cli");
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(answers(&site, 9), ips);
+
+    // Restart with the same file: the state file wins, web-1 stays
+    // enabled, vsp stays disabled.
+    site.stop();
+    site.restart();
+    eventually_ok(EVENTUALLY, "UP after restart", || {
+        for i in 1..=3 {
+            site.expect_service(&format!("web-{i}"), State::Up)?;
+        }
+        Ok(())
+    });
+    assert_eq!(answers(&site, 9), ips);
+    let listed: Vec<AdminEntry> = site.api("/v1/maintenance");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].name, "vsp");
+
+    // A reload that adds a disable line for web-3 applies it; the lines
+    // already there (web-1's) do not come back.
+    let reloaded = format!("{text}disable gslb service web-3\n");
+    site.reload(&reloaded);
+    eventually(EVENTUALLY, "generation 2", || {
+        site.try_status().is_ok_and(|s| s.generation == 2)
+    });
+    assert_eq!(answers(&site, 9), ips[..2].to_vec());
+    let web3 = site.service("web-3");
+    assert_eq!(web3.admin_state, "disabled");
+    let line = reloaded.lines().count();
+    assert_eq!(
+        web3.admin_reason,
+        Some(format!("disabled in the configuration (line {line})"))
+    );
+}

@@ -1,5 +1,5 @@
 //! `add/set/unset gslb site`, `add/set gslb service`, `add/set gslb
-//! vserver` and `bind gslb vserver`.
+//! vserver`, `bind gslb vserver` and `enable|disable gslb service|vserver`.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -8,8 +8,9 @@ use sextant_core::{LoadKind, Persistence, ServiceProtocol, TriggerMonitor, VServ
 use super::args::Args;
 use super::{Arity, OptSpec, Reader, context, opt};
 use crate::draft::{
-    BackupParent, DEFAULT_DOMAIN_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, DraftService,
-    DraftSite, DraftVServer, LoadSourceKind, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, Ref, ServiceBinding,
+    BackupParent, DEFAULT_DOMAIN_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding, DraftAdmin,
+    DraftService, DraftSite, DraftVServer, Kind, LoadSourceKind, MAX_PERSISTENCE_TIMEOUT, MAX_TTL,
+    Ref, ServiceBinding,
 };
 use crate::duration::{self, Unit};
 use crate::lexer::Token;
@@ -362,6 +363,7 @@ const SERVICE_OPTS: &[OptSpec] = &[
     opt("maxAAAUsers", Arity::One),
     opt("hashId", Arity::One),
     opt("vServiceName", Arity::One),
+    opt("state", Arity::One),
 ];
 
 /// `set gslb service` takes every option of `add` but the site (the first).
@@ -433,6 +435,7 @@ pub(super) fn add_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
         vservice_name: None,
         cname: None,
         mon_threshold: 0,
+        health_monitor: None,
     });
     let idx = r.draft.services.len() - 1;
     apply_service_opts(r, line, &ctx, idx, &args);
@@ -504,6 +507,7 @@ fn add_cname_service(r: &mut Reader<'_>, line: usize, ctx: &str, tokens: &[Token
         vservice_name: None,
         cname,
         mon_threshold: 0,
+        health_monitor: None,
     });
     let idx = r.draft.services.len() - 1;
     apply_service_opts(r, line, ctx, idx, &args);
@@ -600,18 +604,21 @@ fn apply_service_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
                         })
                 });
             }
+            // Whether monitors are bound is known once the whole file is
+            // read: validate says what NO means for this service.
             "healthMonitor" => {
-                if r.value(line, ctx, o, scalar::yes_no) == Some(false) {
-                    r.diag.warn(
-                        line,
-                        format!("{ctx}: -healthMonitor NO is accepted, but Sextant still runs the monitors bound to the service; unbind them to judge the service by metric exchange alone"),
-                    );
+                if let Some(yes) = r.value(line, ctx, o, scalar::yes_no) {
+                    r.draft.services[idx].health_monitor = Some((yes, line));
                 }
             }
             "monThreshold" => {
                 if let Some(t) = r.value(line, ctx, o, |v| scalar::int_in(v, 0, 65_535)) {
                     r.draft.services[idx].mon_threshold = u32::try_from(t).unwrap_or(u32::MAX);
                 }
+            }
+            "state" => {
+                let name = r.draft.services[idx].name.clone();
+                admin_state(r, line, ctx, o, Kind::Service, name);
             }
             "cookieTimeout" | "maxBandwidth" | "maxAAAUsers" | "hashId" => {
                 r.value(line, ctx, o, |v| scalar::int_in(v, 0, 4_294_967_294));
@@ -667,6 +674,7 @@ const VSERVER_OPTS: &[OptSpec] = &[
     opt("ecsAddrValidation", Arity::One),
     opt("toggleorder", Arity::One),
     opt("orderthreshold", Arity::One),
+    opt("state", Arity::One),
 ];
 
 /// `add gslb vserver NAME PROTOCOL [options]`.
@@ -839,9 +847,83 @@ fn apply_vserver_opts(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, ar
             "appflowLog" => {
                 r.value(line, ctx, o, scalar::enabled);
             }
+            "state" => {
+                let name = r.draft.vservers[idx].vserver.name.clone();
+                admin_state(r, line, ctx, o, Kind::VServer, name);
+            }
             _ => {}
         }
     }
+}
+
+/// `-state ENABLED|DISABLED` of a service or vserver: DISABLED is the
+/// maintenance mark the object starts with (docs/operations.md).
+fn admin_state(
+    r: &mut Reader<'_>,
+    line: usize,
+    ctx: &str,
+    o: &super::args::Opt,
+    kind: Kind,
+    name: String,
+) {
+    if let Some(enabled) = r.value(line, ctx, o, scalar::enabled) {
+        r.draft.admin.push(DraftAdmin {
+            kind,
+            name: Ref {
+                name,
+                line,
+                context: ctx.into(),
+            },
+            disabled: !enabled,
+        });
+    }
+}
+
+/// `enable gslb service NAME`.
+pub(super) fn enable_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    enable_or_disable(r, line, tokens, "enable gslb service", Kind::Service, false);
+}
+
+/// `disable gslb service NAME`.
+pub(super) fn disable_service(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    enable_or_disable(r, line, tokens, "disable gslb service", Kind::Service, true);
+}
+
+/// `enable gslb vserver NAME`.
+pub(super) fn enable_vserver(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    enable_or_disable(r, line, tokens, "enable gslb vserver", Kind::VServer, false);
+}
+
+/// `disable gslb vserver NAME`.
+pub(super) fn disable_vserver(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    enable_or_disable(r, line, tokens, "disable gslb vserver", Kind::VServer, true);
+}
+
+/// `enable|disable gslb service|vserver NAME`, as a saved appliance
+/// configuration writes a disabled object: the name is resolved once the
+/// whole file is read, so the line may come before or after the `add`.
+fn enable_or_disable(
+    r: &mut Reader<'_>,
+    line: usize,
+    tokens: &[Token],
+    command: &str,
+    kind: Kind,
+    disabled: bool,
+) {
+    let ctx = context(command, tokens);
+    let args = r.args(line, &ctx, tokens, &[]);
+    let Some([name]) = r.positional(line, &ctx, &args, &["NAME"]) else {
+        return;
+    };
+    r.draft.admin.push(DraftAdmin {
+        kind,
+        name: Ref {
+            name: name.to_string(),
+            line,
+            context: ctx.clone(),
+        },
+        disabled,
+    });
 }
 
 fn persistence_opt(r: &mut Reader<'_>, line: usize, ctx: &str, idx: usize, o: &super::args::Opt) {

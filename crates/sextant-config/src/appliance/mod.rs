@@ -78,8 +78,7 @@ type Handler = fn(&mut Reader<'_>, usize, &[Token]);
 /// What to do with a command.
 enum Action {
     Read(Handler),
-    /// Recognised, but not implemented yet: the message says why.
-    #[allow(dead_code)] // no command is in this state today
+    /// Recognised, but not read: the message says why and what to do.
     NotYet(&'static str),
 }
 
@@ -104,6 +103,34 @@ const COMMANDS: &[Command] = &[
     cmd(
         &["bind", "gslb", "vserver"],
         Action::Read(gslb::bind_vserver),
+    ),
+    cmd(
+        &["enable", "gslb", "service"],
+        Action::Read(gslb::enable_service),
+    ),
+    cmd(
+        &["disable", "gslb", "service"],
+        Action::Read(gslb::disable_service),
+    ),
+    cmd(
+        &["enable", "gslb", "vserver"],
+        Action::Read(gslb::enable_vserver),
+    ),
+    cmd(
+        &["disable", "gslb", "vserver"],
+        Action::Read(gslb::disable_vserver),
+    ),
+    cmd(
+        &["disable", "gslb", "site"],
+        Action::NotYet(
+            "a site is not disabled in the configuration (the appliance has no such command); disable it at run time with `sextant cli disable gslb site NAME`, which is kept across restarts (docs/operations.md)",
+        ),
+    ),
+    cmd(
+        &["enable", "gslb", "site"],
+        Action::NotYet(
+            "a site is not enabled or disabled in the configuration (the appliance has no such command); at run time, `sextant cli enable gslb site NAME` (docs/operations.md)",
+        ),
     ),
     cmd(&["add", "gslb", "dcRecord"], Action::Read(dc::add_record)),
     cmd(&["set", "gslb", "dcRecord"], Action::Read(dc::set_record)),

@@ -243,7 +243,11 @@ fn decide(words: &str, tokens: &[Token], uses: &Uses) -> Decision {
         return Decision::LeaveOut(Area::LoadBalancing, BINDS_DROPPED);
     }
     match words {
-        "add gslb service" | "set gslb service" | "bind gslb service"
+        "add gslb service"
+        | "set gslb service"
+        | "bind gslb service"
+        | "enable gslb service"
+        | "disable gslb service"
             if arg(3).is_some_and(|s| uses.dropped_services.contains_key(&s)) =>
         {
             return Decision::LeaveOut(Area::LoadBalancing, NAMES_NO_SERVER);

@@ -22,9 +22,9 @@ use toml::de::{DeTable, ValueDeserializer};
 use crate::draft::Syntax;
 use crate::draft::{
     BackupParent, DEFAULT_DOMAIN_TTL, DEFAULT_NS_TTL, DEFAULT_PERSISTENCE_TIMEOUT, DomainBinding,
-    Draft, DraftLoad, DraftMonitor, DraftRpcNode, DraftService, DraftSite, DraftVServer, DraftZone,
-    LoadSourceKind, MAX_MONITOR_TIME, MAX_PERSISTENCE_TIMEOUT, MAX_TTL, MonitorBinding, Ref,
-    ServiceBinding, default_soa,
+    Draft, DraftAdmin, DraftLoad, DraftMonitor, DraftRpcNode, DraftService, DraftSite,
+    DraftVServer, DraftZone, Kind, LoadSourceKind, MAX_MONITOR_TIME, MAX_PERSISTENCE_TIMEOUT,
+    MAX_TTL, MonitorBinding, Ref, ServiceBinding, default_soa,
 };
 use crate::duration;
 use crate::error::Diag;
@@ -730,6 +730,7 @@ impl Native<'_> {
                     max_clients: 0,
                     load: None,
                     vservice_name: None,
+                    health_monitor: None,
                 });
             }
             return;
@@ -779,9 +780,23 @@ impl Native<'_> {
                 weight: 1,
             });
         }
+        if let Some(d) = &s.disabled {
+            self.draft.admin.push(DraftAdmin {
+                kind: Kind::Service,
+                name: Ref {
+                    line: self.at(d),
+                    ..service_ref.clone()
+                },
+                disabled: *d.get_ref(),
+            });
+        }
         self.draft.services.push(DraftService {
             cname: None,
             mon_threshold: 0,
+            health_monitor: s
+                .health_monitor
+                .as_ref()
+                .map(|h| (*h.get_ref(), self.at(h))),
             name: s.name.get_ref().clone(),
             line,
             ip,
@@ -937,6 +952,16 @@ impl Native<'_> {
         }
         let backup_vserver = v.backup_vserver.as_ref().map(|b| self.reference(&ctx, b));
         let vserver_ref = self.reference(&ctx, &v.name);
+        if let Some(d) = &v.disabled {
+            self.draft.admin.push(DraftAdmin {
+                kind: Kind::VServer,
+                name: Ref {
+                    line: self.at(d),
+                    ..vserver_ref.clone()
+                },
+                disabled: *d.get_ref(),
+            });
+        }
         for b in &v.services {
             let b = b.get_ref();
             let weight = b

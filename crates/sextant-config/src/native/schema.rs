@@ -128,6 +128,10 @@ pub(super) struct ServiceT {
     pub(super) load: Option<Spanned<LoadT>>,
     /// What a Service Based `[[dc_record]]` measures (`-vServiceName`).
     pub(super) vservice_name: Option<Spanned<String>>,
+    /// `false`: nothing is to check the service (`-healthMonitor NO`).
+    pub(super) health_monitor: Option<Spanned<bool>>,
+    /// `true`: it starts disabled for maintenance (`-state DISABLED`).
+    pub(super) disabled: Option<Spanned<bool>>,
 }
 
 /// `load = { source = "prometheus", url = ..., ... }` of a `[[service]]`.
@@ -179,6 +183,8 @@ pub(super) struct VServerT {
     pub(super) services: Vec<Spanned<BindingT>>,
     #[serde(default)]
     pub(super) domains: Vec<Spanned<DomainT>>,
+    /// `true`: it starts disabled for maintenance (`-state DISABLED`).
+    pub(super) disabled: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]

@@ -12,9 +12,9 @@ use std::collections::hash_map::Entry;
 use sextant_core::snapshot::FnvMap;
 
 use sextant_core::{
-    Binding, Domain, HttpUrl, IdVec, Idx, LoadKind, LoadSource, MetricSelector, Model, MonitorId,
-    MonitorKind, PrometheusSource, RpcNode, Service, ServiceId, Site, SiteId, VServer, VServerId,
-    Zone,
+    AdminKind, Binding, Domain, HttpUrl, IdVec, Idx, LoadKind, LoadSource, MetricSelector, Model,
+    MonitorId, MonitorKind, PrometheusSource, RpcNode, Service, ServiceId, Site, SiteId, VServer,
+    VServerId, Zone,
 };
 
 use crate::draft::{
@@ -50,6 +50,7 @@ pub(crate) fn build(
     v.monitor_bindings(&draft, &services, &monitors);
     let vservers = v.vservers(&draft);
     v.service_bindings(&draft, &vservers, &services);
+    v.config_disabled(&draft, &services, &vservers);
     v.domains(&draft, &vservers);
     let delegations = v.zones(&draft);
     crate::dnssec::build(&draft.dnssec, files, v.diag, &mut v.model);
@@ -61,6 +62,7 @@ pub(crate) fn build(
     crate::vrrp::build(&draft.vrrp, syntax, v.diag, &mut v.model);
     crate::dns_settings::build(&draft.dns_server, v.diag, &mut v.model);
     crate::static_records::build(&draft, delegations, syntax, v.diag, &mut v.model);
+    v.health_sources(&draft);
     v.model
 }
 
@@ -569,6 +571,7 @@ impl Validator<'_> {
                 mon_threshold: d.mon_threshold,
                 load_source,
                 cname: d.cname.take(),
+                health_monitor: d.health_monitor.is_none_or(|(yes, _)| yes),
             });
         }
         index
@@ -915,6 +918,86 @@ impl Validator<'_> {
                 weight: b.weight,
             });
         }
+    }
+
+    /// Warns about every service that nothing checks (no monitor, no
+    /// metric exchange with its site): it would be UP whatever happens to
+    /// it. `-healthMonitor NO` says so on purpose and silences it; with
+    /// monitors bound it changes nothing, which is said too. Without a
+    /// local site in the file (`--local-site` names it) whether metric
+    /// exchange checks a service is not known here: nothing is said.
+    fn health_sources(&mut self, draft: &Draft) {
+        if self.model.local_site.is_none() {
+            return;
+        }
+        let fix = self.key(
+            "bind a monitor (bind gslb service NAME -monitorName MONITOR), or give the service -healthMonitor NO to say that nothing is to check it",
+            "bind a monitor (monitors = [\"MONITOR\"] in its [[service]]), or give it health_monitor = false to say that nothing is to check it",
+        );
+        for (id, d) in with_ids::<ServiceId, _>(&draft.services) {
+            let s = self.model.service(id);
+            match (self.model.health_source(id), d.health_monitor) {
+                (sextant_core::HealthSource::None, _) => {
+                    let name = &s.name;
+                    self.diag.warn(
+                        d.line,
+                        format!(
+                            "service {name}: nothing checks it (no monitor bound, and its site does not report it over metric exchange), so it is UP whatever happens to it; {}",
+                            fix.replace("NAME", name)
+                        ),
+                    );
+                }
+                (sextant_core::HealthSource::Monitors, Some((false, line))) => {
+                    let name = &s.name;
+                    self.diag.warn(
+                        line,
+                        format!("service {name}: -healthMonitor NO is accepted, but Sextant still runs the monitors bound to the service; unbind them to judge the service by metric exchange alone"),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The services and vservers the file leaves disabled: per object, the
+    /// last of its `-state` options and `enable|disable` lines says.
+    fn config_disabled(
+        &mut self,
+        draft: &Draft,
+        services: &Index<ServiceId>,
+        vservers: &Index<VServerId>,
+    ) {
+        let mut last: FnvMap<(AdminKind, usize), (bool, usize)> = FnvMap::default();
+        let mut order = Vec::new();
+        for a in &draft.admin {
+            let key = match a.kind {
+                Kind::Service => self
+                    .resolve(&a.name, Kind::Service, services)
+                    .map(|id| (AdminKind::Service, id.index())),
+                Kind::VServer => self
+                    .resolve(&a.name, Kind::VServer, vservers)
+                    .map(|id| (AdminKind::VServer, id.index())),
+                _ => None,
+            };
+            let Some(key) = key else { continue };
+            if last.insert(key, (a.disabled, a.name.line)).is_none() {
+                order.push(key);
+            }
+        }
+        for key in order {
+            let Some(&(true, line)) = last.get(&key) else {
+                continue;
+            };
+            let (kind, i) = key;
+            let name = match kind {
+                AdminKind::Service => self.model.services[ServiceId::from_index(i)].name.clone(),
+                _ => self.model.vservers[VServerId::from_index(i)].name.clone(),
+            };
+            self.model
+                .config_disabled
+                .push(sextant_core::ConfigDisabled { kind, name, line });
+        }
+        self.model.config_disabled.sort_by_key(|d| d.line);
     }
 
     fn domains(&mut self, draft: &Draft, vservers: &Index<VServerId>) {

@@ -65,3 +65,11 @@ pub fn one(errs: Vec<(usize, String)>, line: usize, parts: &[&str]) {
         assert!(errs[0].1.contains(p), "message {:?} lacks {p:?}", errs[0].1);
     }
 }
+
+/// `m` without the warnings about services that nothing checks (no
+/// monitor, no metric exchange): tests about other things leave their
+/// services unmonitored; `unchecked.rs` is about those warnings.
+pub fn without_unchecked(mut m: Model) -> Model {
+    m.warnings.retain(|w| !w.contains(": nothing checks it ("));
+    m
+}

@@ -43,6 +43,7 @@ pub fn big_model(domains: usize, per_vserver: usize) -> Model {
                 mon_threshold: 0,
                 load_source: LoadSource::Monitors,
                 cname: None,
+                health_monitor: true,
             });
             vs.bindings.push(Binding {
                 service: id,

@@ -38,6 +38,7 @@ fn service(name: &str, ip: IpAddr) -> Service {
         mon_threshold: 0,
         load_source: Default::default(),
         cname: None,
+        health_monitor: true,
     }
 }
 

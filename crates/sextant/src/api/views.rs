@@ -125,6 +125,8 @@ fn service_views(snap: &Snapshot, clock: &Clock) -> Vec<sextant_api::Service> {
                     .service_cause(model, id)
                     .map(|c| rfc3339(crate::admin_state::wall(c.mark.since_unix_ms))),
                 load: super::push::to_push(snap.metrics(id)),
+                health_source: model.health_source(id).as_str().to_string(),
+                checked: model.health_source(id).checked(),
             }
         })
         .collect()

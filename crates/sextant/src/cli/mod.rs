@@ -295,6 +295,7 @@ impl Session {
             out += &format!(" since {t}");
         }
         out += &format!("\nReason: {}\n", s.reason);
+        out += &format!("Checked by: {}\n", checked_by(&s.health_source));
         if admin(&s.admin_state) != "ENABLED" {
             out += &format!("Admin: {}", admin(&s.admin_state));
             if let Some(t) = &s.admin_since {
@@ -635,6 +636,21 @@ impl Session {
 
 /// The operator's mark as the appliance shows it; an older server that
 /// sends none is enabled.
+/// `show gslb service NAME`'s "Checked by" line, from `health_source`.
+fn checked_by(source: &str) -> String {
+    match source {
+        "monitors" => "its monitors".to_string(),
+        "metric_exchange" => "metric exchange (what its site reports)".to_string(),
+        "none" => {
+            "nothing - no monitor bound: UP whatever happens to it (bind a monitor)".to_string()
+        }
+        "none_by_choice" => {
+            "nothing, by choice (-healthMonitor NO): UP unless disabled".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
 fn admin(state: &str) -> String {
     if state.is_empty() {
         "ENABLED".to_string()

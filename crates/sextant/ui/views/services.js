@@ -76,7 +76,7 @@ function makeRow(svc) {
     h("td", { "data-field": "site", "data-label": "Site" }),
     h("td", { "data-field": "state", "data-label": "State" }),
     h("td", { "data-field": "admin", "data-label": "Operator" }),
-    h("td", { "data-label": "Reason" }, h("div", {}, h("span", { "data-field": "reason" }), h("ul", { class: "monitors" }))),
+    h("td", { "data-label": "Reason" }, h("div", {}, h("span", { "data-field": "unchecked", class: "unchecked", hidden: "" }), h("span", { "data-field": "reason" }), h("ul", { class: "monitors" }))),
     h("td", { "data-field": "since", "data-label": "In state for" }),
     h("td", { "data-field": "load", "data-label": "Load" }),
     h("td", { "data-label": "Timeline" }, s("svg", { "data-timeline": svc.name, width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img" })),
@@ -91,6 +91,7 @@ function updateRow(row, svc) {
   admin.className = svc.admin_state === "enabled" ? "" : "admin-out";
   admin.title = svc.admin_state === "enabled" ? "" : `since ${svc.admin_since}${svc.admin_reason ? `: ${svc.admin_reason}` : ""}`;
   field(row, "reason", svc.admin_reason ? `${svc.reason} · operator: ${svc.admin_reason}` : svc.reason);
+  unchecked(row, svc);
   keyed(row.querySelector("ul.monitors"), svc.monitors, (m) => m.name, () => h("li"), (li, m) => {
     const ms = m.last_response_ms === null ? "" : ` ${num(m.last_response_ms, 1)} ms`;
     const text = `${m.name} (${m.type}) ${m.state}${ms}`;
@@ -101,6 +102,22 @@ function updateRow(row, svc) {
   since.title = svc.last_change || "no change since this node started";
   field(row, "load", load(svc.load));
   drawTimeline(row.querySelector("svg[data-timeline]"), svc);
+}
+
+/**
+ * A service nothing checks (no monitor, no metric exchange) is marked: it
+ * is UP whatever happens to it. `-healthMonitor NO` says so on purpose.
+ */
+function unchecked(row, svc) {
+  const source = svc.health_source || "monitors";
+  const byChoice = source === "none_by_choice";
+  const mark = field(row, "unchecked", source === "none" ? "NOT CHECKED" : byChoice ? "not checked (by choice)" : "");
+  if (!mark) return;
+  mark.hidden = svc.checked !== false;
+  mark.className = byChoice ? "unchecked by-choice" : "unchecked";
+  mark.title = byChoice
+    ? "-healthMonitor NO: nothing is to check this service; it is UP unless disabled"
+    : "nothing checks this service (no monitor bound, no metric exchange): it is UP whatever happens to it; bind a monitor";
 }
 
 /** The figures the load-based methods use, those that are measured. */
