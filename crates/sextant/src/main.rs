@@ -22,6 +22,7 @@ mod site_metrics;
 mod state_files;
 mod suggest;
 mod systemd;
+mod unsaved;
 mod vrrp_glue;
 
 use std::net::{IpAddr, SocketAddr};
