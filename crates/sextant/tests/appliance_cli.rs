@@ -465,6 +465,15 @@ fn configuration_commands_run_at_once_and_are_saved_by_save_ns_config() {
     assert!(e.contains("\"nosuch\" is not defined"), "{e}");
     let o = with_token(&["set gslb vserver nope -lbMethod RTT"]);
     assert_eq!(stderr(&o), "ERROR: No such resource [gslb vserver nope]\n");
+    // A monitor bound to a service is not removed: the binding would
+    // name nothing.
+    let o = with_token(&["rm lb monitor mon_tcp"]);
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("ERROR: `rm lb monitor mon_tcp` would leave: "),
+        "{e}"
+    );
+    assert!(e.contains("\"mon_tcp\" is not defined"), "{e}");
     assert_eq!(s.generation(), before);
 
     // Unsaved: what runs says so, the file is as it was, the running text

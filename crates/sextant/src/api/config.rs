@@ -390,7 +390,11 @@ pub(super) async fn post_command(
                 })
                 .collect();
             if refused.status == StatusCode::BAD_REQUEST {
-                refused.error = reasons.join("; ");
+                refused.error = match edited.line {
+                    Some(_) => reasons.join("; "),
+                    // `rm`, `unbind`: what the removal would leave behind.
+                    None => format!("`{command}` would leave: {}", reasons.join("; ")),
+                };
             }
             refused.errors = reasons;
             return refused.into_response();
