@@ -260,13 +260,13 @@ pub fn split(line: &str) -> Result<Vec<Word>, EditError> {
 /// and `\t` escaped. `keep_value` quotes a word that would otherwise read
 /// as an option (`-x` meant as a value).
 pub fn quote(word: &str, keep_value: bool) -> String {
-    let plain = !word.is_empty()
-        && !word.starts_with('#')
-        && !word
-            .bytes()
-            .any(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'"' | b'\'' | b'\\') || b < 0x20)
-        && !(keep_value && word.starts_with('-'));
-    if plain {
+    let special =
+        |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'"' | b'\'' | b'\\') || b < 0x20;
+    let needs_quotes = word.is_empty()
+        || word.starts_with('#')
+        || word.bytes().any(special)
+        || (keep_value && word.starts_with('-'));
+    if !needs_quotes {
         return word.to_string();
     }
     let mut out = String::with_capacity(word.len() + 2);
