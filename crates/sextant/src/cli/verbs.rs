@@ -379,7 +379,7 @@ const BASE_SPECS: &[Spec] = &[
         name: NameArg::None,
         options: &[],
         verb: Verb::ShowRunningConfig,
-        help: "the configuration in force, as its file says it",
+        help: "the configuration that runs (a first comment line tells of unsaved changes)",
     },
     Spec {
         words: &["stat", "gslb", "vserver"],
