@@ -1135,3 +1135,47 @@ fn a_directory_allowed_with_sync_file_dir_is_read_from_a_received_configuration(
     });
     assert_eq!(lab.file(2), p3_file);
 }
+
+/// A configuration command at P1 (`sextant cli bind ...`, `POST
+/// /v1/config/commands`) runs at once and is sent as a reload's change is:
+/// P2 and P3 answer it and write it to their files, while P1's own file
+/// waits for `save ns config`.
+#[test]
+fn a_configuration_command_travels_before_it_is_saved() {
+    let Some(lab) = Lab::start("k", true, false) else {
+        return;
+    };
+    let before = lab.file(0);
+    for cmd in [
+        "unbind gslb vserver vs_app -serviceName svc1",
+        "bind gslb vserver vs_app -serviceName svc1 -weight 3",
+    ] {
+        let body = serde_json::json!({ "command": cmd }).to_string();
+        let (code, answer) = lab.p(0).post("/v1/config/commands", &body);
+        assert_eq!(code, 200, "{cmd}: {answer}");
+    }
+    for (i, name) in PARENTS.iter().enumerate() {
+        eventually_ok(EVENTUALLY, &format!("{name} answers 3:1:1"), || {
+            expect_weights(lab.p(i), [3, 1, 1])
+        });
+    }
+    for i in 1..3 {
+        eventually_ok(EVENTUALLY, &format!("{} saved it", PARENTS[i]), || {
+            let f = lab.file(i);
+            if f.contains("bind gslb vserver vs_app -serviceName svc1 -weight 3\n") {
+                Ok(())
+            } else {
+                Err(f)
+            }
+        });
+    }
+    assert_eq!(lab.file(0), before, "P1's file waits for save ns config");
+    let status: Value = lab.p(0).api("/v1/status");
+    assert_eq!(status["config_unsaved_commands"], 2, "{status}");
+    let (code, answer) = lab.p(0).post("/v1/config/save", "{}");
+    assert_eq!(code, 200, "{answer}");
+    assert!(
+        lab.file(0)
+            .contains("bind gslb vserver vs_app -serviceName svc1 -weight 3\n")
+    );
+}
