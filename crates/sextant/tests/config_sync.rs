@@ -1159,8 +1159,8 @@ fn a_configuration_command_travels_before_it_is_saved() {
             expect_weights(lab.p(i), [3, 1, 1])
         });
     }
-    for i in 1..3 {
-        eventually_ok(EVENTUALLY, &format!("{} saved it", PARENTS[i]), || {
+    for (i, name) in PARENTS.iter().enumerate().skip(1) {
+        eventually_ok(EVENTUALLY, &format!("{name} saved it"), || {
             let f = lab.file(i);
             if f.contains("bind gslb vserver vs_app -serviceName svc1 -weight 3\n") {
                 Ok(())
