@@ -822,6 +822,31 @@ bind gslb service web1 -monitorName mon1
         assert_eq!(apply(BASE, "   "), Err(EditError::Empty));
     }
 
+    /// A command is one line whatever its values hold: a newline in a
+    /// value is written escaped, never as a second command.
+    #[test]
+    fn a_command_cannot_write_two_lines() {
+        let e = apply(BASE, "add gslb service x 10.0.1.9 HTTP 80 -siteName fra -comment \"a\nadd gslb site evil 10.9.9.9\"").unwrap();
+        assert_eq!(e.text.lines().count(), BASE.lines().count() + 1);
+        assert!(
+            e.command
+                .ends_with(r#"-comment "a\nadd gslb site evil 10.9.9.9""#),
+            "{}",
+            e.command
+        );
+        let e = apply(
+            BASE,
+            "add gslb service y 10.0.1.8 HTTP 80 -siteName fra\nadd gslb site evil 10.9.9.9",
+        )
+        .unwrap();
+        assert_eq!(
+            e.text.lines().count(),
+            BASE.lines().count() + 1,
+            "{}",
+            e.text
+        );
+    }
+
     #[test]
     fn lines_the_command_does_not_touch_stay_as_written() {
         let base = format!(

@@ -932,6 +932,27 @@ mod tests {
         );
     }
 
+    #[test]
+    fn completion_knows_the_configuration_commands() {
+        let names = |o: Object| match o {
+            Object::VServer => vec!["vs_app".to_string()],
+            _ => Vec::new(),
+        };
+        assert_eq!(complete(&[], "ad", &names), ["add"]);
+        assert_eq!(complete(&["add"], "", &names), ["dns", "gslb", "lb"]);
+        assert_eq!(complete(&["set", "gslb"], "vs", &names), ["vserver"]);
+        assert_eq!(
+            complete(&["set", "gslb", "vserver"], "vs", &names),
+            ["vs_app"]
+        );
+        assert_eq!(
+            complete(&["set", "gslb", "vserver", "vs_app"], "-lb", &names),
+            ["-lbMethod"]
+        );
+        assert_eq!(complete(&["save", "ns"], "", &names), ["config"]);
+        assert!(help().contains("save ns config"));
+    }
+
     /// The text that failed is never what is suggested.
     #[test]
     fn a_suggestion_never_repeats_the_input() {
