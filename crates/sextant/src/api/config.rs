@@ -358,8 +358,15 @@ fn running_text(d: &Daemon) -> Arc<str> {
 pub(super) async fn post_command(
     State(d): State<Arc<Daemon>>,
     caller: Option<Extension<Caller>>,
-    Json(req): Json<sextant_api::ConfigCommand>,
+    body: axum::body::Bytes,
 ) -> Response {
+    let req: sextant_api::ConfigCommand = match super::push::json_body(
+        &body,
+        "{\"command\": \"add gslb service web-3 10.0.0.3 HTTP 80 -siteName fra\"}",
+    ) {
+        Ok(r) => r,
+        Err(e) => return Refused::one(StatusCode::BAD_REQUEST, e).into_response(),
+    };
     let _writer = d.config_writer.lock().await;
     let running = d.dns.snapshot.load_full();
     let before = running_text(&d);
