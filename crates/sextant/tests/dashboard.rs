@@ -426,6 +426,7 @@ fn actions_need_the_token_and_disable_from_the_page_stops_dns_answering_it() {
         .wait_for_text("#config-unsaved", PAGE, "the unsaved badge", |t| {
             t == "unsaved configuration: 1 command(s)"
         });
+    assert_eq!(s.browser.eval(hidden), serde_json::Value::Bool(false));
     s.browser.screenshot("unsaved-configuration");
     let (code, answer) = s.fra().post("/v1/config/save", "{}");
     assert_eq!(code, 200, "{answer}");
