@@ -40,6 +40,17 @@ pub struct Status {
     pub dns: DnsCounters,
     /// Metric exchange events since start; null when it is not running.
     pub mep: Option<MepCounters>,
+    /// The running configuration holds changes (`sextant cli` commands,
+    /// `POST /v1/config/commands`) not written to the file yet: `save ns
+    /// config` (`POST /v1/config/save`) writes them; a restart drops them.
+    #[serde(default)]
+    pub config_unsaved: bool,
+    /// How many commands were applied since the file was last written.
+    #[serde(default)]
+    pub config_unsaved_commands: usize,
+    /// When the first of them was applied (RFC 3339), if any.
+    #[serde(default)]
+    pub config_unsaved_since: Option<String>,
 }
 
 /// Metric exchange events since start.
@@ -749,4 +760,49 @@ pub struct SyncPeerOutcome {
     pub state: String,
     pub incarnation: Option<u64>,
     pub last_error: Option<String>,
+}
+
+/// `POST /v1/config/commands`: one appliance configuration command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigCommand {
+    /// The command as typed at the appliance's CLI, e.g. `add gslb service
+    /// web3 10.0.0.3 HTTP 80 -siteName fra` (add, set, unset, rm, bind,
+    /// unbind; docs/cli.md lists the objects).
+    pub command: String,
+}
+
+/// A configuration command applied to the running configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConfigCommandDone {
+    /// The configuration generation now in force.
+    pub generation: u64,
+    /// The command as the running configuration now writes it.
+    pub command: String,
+    /// What the change did to the objects.
+    pub diff: ConfigDiff,
+    /// What runs and is not in the file yet (this command included).
+    pub unsaved: UnsavedConfig,
+    /// What could not be checked (listeners), as for `PUT /v1/config`.
+    pub warnings: Vec<String>,
+}
+
+/// The running configuration's changes not written to the file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct UnsavedConfig {
+    /// The commands applied since the file was last written, oldest first.
+    pub commands: Vec<String>,
+    /// When the first was applied (RFC 3339).
+    pub since: Option<String>,
+}
+
+/// `POST /v1/config/save`: the running configuration written to the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConfigSaved {
+    /// The configuration file written.
+    pub file: String,
+    /// The generation saved.
+    pub generation: u64,
+    /// The commands the file did not hold before (now saved).
+    pub saved_commands: Vec<String>,
 }

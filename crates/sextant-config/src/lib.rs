@@ -20,6 +20,7 @@ mod dns_settings;
 mod dnssec;
 mod draft;
 mod duration;
+pub mod edit;
 mod error;
 pub mod files;
 pub mod import;

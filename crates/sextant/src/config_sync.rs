@@ -394,6 +394,7 @@ async fn apply(
         .read()
         .map(|t| Arc::clone(&t))
         .unwrap_or_else(|_| Arc::from(""));
+    let saved = d.unsaved.lock().ok().and_then(|u| u.saved.clone());
     // A received configuration reads files only where this node's
     // operator allows (docs/config-sync.md).
     let access = crate::serve::received_files(&overrides, d.dns.snapshot.load().model());
@@ -405,7 +406,14 @@ async fn apply(
                 .collect::<Vec<_>>()
         })?;
         let shared_of = |text: &str| sync_text::split(&path, text).map(|s| s.shared).ok();
-        if shared_of(&current) != shared_of(&running) {
+        // With unsaved configuration commands the file is what was last
+        // saved, and the received part is merged into what runs: the
+        // write saves this node's unsaved changes with it.
+        let (loaded, base) = match &saved {
+            Some(saved) => (Arc::clone(saved), running.to_string()),
+            None => (Arc::clone(&running), current.clone()),
+        };
+        if shared_of(&current) != shared_of(&loaded) {
             return Err(ApplyFailed {
                 errors: vec![format!(
                     "{} holds a change that is not loaded yet (reload it: SIGHUP or PUT /v1/config); a sync does not overwrite it",
@@ -415,7 +423,7 @@ async fn apply(
             });
         }
         let merged =
-            sync_text::merge(&path, &current, &shared, &header).map_err(|e| vec![e.to_string()])?;
+            sync_text::merge(&path, &base, &shared, &header).map_err(|e| vec![e.to_string()])?;
         let model = crate::serve::load_text_with(&overrides, &merged, &access)?;
         let warnings = compare_files(&files, &model);
         // The file it replaces is kept as NAME.conf.prev.
@@ -451,6 +459,15 @@ async fn apply(
     }
     match done_rx.await {
         Ok(Ok(generation)) => {
+            // The file holds what runs now.
+            let saved = d.unsaved.lock().map(|mut u| u.clear()).unwrap_or_default();
+            if !saved.is_empty() {
+                info!(
+                    commands = saved.len(),
+                    "config sync: this node's unsaved configuration commands were saved with the received configuration"
+                );
+            }
+            crate::unsaved::forget(&d.config_file);
             info!(
                 %from,
                 incarnation = version.incarnation,

@@ -22,6 +22,7 @@ mod site_metrics;
 mod state_files;
 mod suggest;
 mod systemd;
+mod unsaved;
 mod vrrp_glue;
 
 use std::net::{IpAddr, SocketAddr};
@@ -135,8 +136,12 @@ enum Command {
     ///
     /// `sextant cli show gslb vserver`, `sextant cli disable gslb service
     /// web-1 -reason "kernel update"`, `sextant cli stat gslb vserver vs_app`;
-    /// without a command, a prompt with history and Tab completion (`help`
-    /// lists every command). Keywords may be shortened (`sh gslb vs`).
+    /// the configuration commands (`add`, `set`, `unset`, `rm`, `bind`,
+    /// `unbind`) change the running configuration at once, `save ns config`
+    /// writes it to the file. A command may be one quoted argument
+    /// (`sextant cli "show gslb service"`). Without a command, a prompt with
+    /// history and Tab completion (`help` lists every command). Keywords may
+    /// be shortened (`sh gslb vs`).
     /// Exits 0 on success, 1 when the server refuses or fails, 2 for a line
     /// that is not a command. See docs/cli.md.
     Cli {

@@ -72,6 +72,9 @@ pub struct Daemon {
     pub config_writer: tokio::sync::Mutex<()>,
     /// Where the state files are (`--state-dir`, else beside the file).
     pub state_files: crate::state_files::StateFiles,
+    /// The running configuration's changes not in the file yet
+    /// (configuration commands before `save ns config`).
+    pub unsaved: Mutex<crate::unsaved::Unsaved>,
     /// What `/v1/events` streams.
     pub events: crate::events::Events,
     /// Each service's recent transitions.
@@ -454,6 +457,9 @@ pub async fn serve(
     let state_files =
         crate::state_files::StateFiles::new(&overrides.config, overrides.state_dir.as_deref());
     state_files.remove_stale_temps();
+    let file_text = std::fs::read_to_string(&overrides.config).unwrap_or_default();
+    // An earlier run's changes that were never saved: said, and kept aside.
+    crate::unsaved::recover(&overrides.config, &file_text);
     let admin_file = state_files.admin();
     let saved_marks = crate::admin_state::load(&admin_file)?;
     let (mut engine, mut first) = Engine::new(Arc::clone(&model), generation, clock.now());
@@ -570,9 +576,8 @@ pub async fn serve(
         dns_serving: Default::default(),
         last_report: Mutex::new(None),
         api_access,
-        running_config: RwLock::new(Arc::from(
-            std::fs::read_to_string(&overrides.config).unwrap_or_default(),
-        )),
+        running_config: RwLock::new(Arc::from(file_text)),
+        unsaved: Mutex::new(Default::default()),
         overrides: overrides.clone(),
         config_writer: tokio::sync::Mutex::new(()),
         state_files: state_files.clone(),
@@ -903,8 +908,15 @@ async fn wait_for_signals(
                     }
                     // The state task has put the outcome in STATUS= when
                     // it answers; the reload is over for systemd.
-                    if outcome.blocking_recv().is_err() {
-                        return;
+                    match outcome.blocking_recv() {
+                        Err(_) => return,
+                        // The file runs now: unsaved commands are gone.
+                        Ok(Ok(_)) => {
+                            let dropped = daemon.unsaved.lock().map(|mut u| u.clear()).unwrap_or_default();
+                            crate::unsaved::log_dropped(&dropped, "SIGHUP re-read the file");
+                            crate::unsaved::forget(&daemon.config_file);
+                        }
+                        Ok(Err(_)) => {}
                     }
                     daemon.systemd.reloaded();
                     // Again if a SIGHUP came meanwhile, else idle.

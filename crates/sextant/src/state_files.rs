@@ -114,10 +114,15 @@ impl StateFiles {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        let beside_config: Vec<_> = [self.config.clone(), self.previous_config()]
-            .into_iter()
-            .filter_map(name)
-            .collect();
+        let beside_config: Vec<_> = [
+            self.config.clone(),
+            self.previous_config(),
+            crate::unsaved::running_file(&self.config),
+            crate::unsaved::dropped_file(&self.config),
+        ]
+        .into_iter()
+        .filter_map(name)
+        .collect();
         let state: Vec<_> = [self.admin(), self.mep(), self.config_sync()]
             .into_iter()
             .filter_map(name)

@@ -2,6 +2,7 @@
 //! operator types them (one command from the shell, or lines at the
 //! prompt), with tables, `--json`, typos and unknown names.
 
+use std::fs;
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 
@@ -444,4 +445,179 @@ fn a_service_nothing_checks_says_so_in_the_api_the_cli_and_the_log() {
         "{}",
         warned[0]
     );
+}
+
+/// The A records a name gets from the server over 8 queries.
+fn answers(net: &Net, name: &str) -> std::collections::BTreeSet<std::net::Ipv4Addr> {
+    let dns = sextant_test_support::dns::Dns::new(net.dns_addr());
+    (0..8u8)
+        .flat_map(|i| {
+            let q = sextant_test_support::dns::build_query(name, RecordType::A, None);
+            let m = dns.udp_from_ip(net.client_ip(i % 4 + 1).into(), &q);
+            sextant_test_support::dns::a_records(&m)
+        })
+        .collect()
+}
+
+/// The configuration verbs (`add`, `bind`, `set`, `unbind`, `rm`) change
+/// what runs at once, through the path `PUT /v1/config` takes; the file
+/// only on `save ns config`; a restart without a save says what it dropped.
+#[test]
+fn configuration_commands_run_at_once_and_are_saved_by_save_ns_config() {
+    use std::os::unix::fs::PermissionsExt;
+    let net = Net::new("appliance_cli_edit");
+    let conf = config(&net);
+    let mut s = Server::start(SEXTANT, &net, Syntax::Conf, &conf);
+    let dir = net.scratch();
+    let token_file = dir.0.join("cli-token");
+    sextant_test_support::process::write_token_file(&token_file);
+    let token_arg = token_file.display().to_string();
+    let with_token = |args: &[&str]| {
+        let mut all = vec!["--token-file", token_arg.as_str()];
+        all.extend_from_slice(args);
+        cli(&net, &all)
+    };
+    let generation = s.generation();
+    let add = format!(
+        "add gslb service web-3 {} HTTP 80 -siteName site1",
+        net.svc_ip(3)
+    );
+
+    // Without the token: refused as the appliance refuses, nothing changes.
+    let o = cli(&net, &[add.as_str()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).starts_with("ERROR: "), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--token-file"), "{}", stderr(&o));
+    assert_eq!(s.generation(), generation);
+
+    // The command as one argument (as over ssh), then as words.
+    let o = with_token(&[add.as_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Done\n");
+    for cmd in [
+        "bind gslb vserver vs_backup -serviceName web-3",
+        "bind gslb vserver vs_backup -domainName backup.example.com -TTL 5",
+    ] {
+        let words: Vec<&str> = cmd.split(' ').collect();
+        let o = with_token(&words);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "Done\n", "{cmd}");
+    }
+    assert!(
+        answers(&net, "backup.example.com").contains(&net.svc_ip(3)),
+        "{:?}",
+        answers(&net, "backup.example.com")
+    );
+    let o = with_token(&["set gslb vserver vs_backup -lbMethod SOURCEIPHASH"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&cli(&net, &["show gslb vserver"]));
+    assert_eq!(row(&t, "vs_backup")[3], "SOURCEIPHASH", "{t}");
+
+    // A bad command: the reader's reason after ERROR:, nothing changes.
+    let before = s.generation();
+    let o = with_token(&["bind gslb vserver vs_backup -serviceName nosuch"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(e.starts_with("ERROR: "), "{e}");
+    assert!(e.contains("\"nosuch\" is not defined"), "{e}");
+    let o = with_token(&["set gslb vserver nope -lbMethod RTT"]);
+    assert_eq!(stderr(&o), "ERROR: No such resource [gslb vserver nope]\n");
+    // A monitor bound to a service is not removed: the binding would
+    // name nothing.
+    let o = with_token(&["rm lb monitor mon_tcp"]);
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("ERROR: `rm lb monitor mon_tcp` would leave: "),
+        "{e}"
+    );
+    assert!(e.contains("\"mon_tcp\" is not defined"), "{e}");
+    assert_eq!(s.generation(), before);
+
+    // Unsaved: what runs says so, the file is as it was, the running text
+    // is kept beside it (0600).
+    let status = s.status();
+    assert!(status.config_unsaved);
+    assert_eq!(status.config_unsaved_commands, 4);
+    assert!(status.config_unsaved_since.is_some());
+    let o = with_token(&["show ns runningConfig"]);
+    let t = stdout(&o);
+    assert!(
+        t.starts_with("# unsaved changes: 4 command(s) since "),
+        "{t}"
+    );
+    assert!(t.contains(&format!("{add}\n")), "{t}");
+    assert_eq!(fs::read_to_string(&s.config).unwrap(), conf);
+    let running = s.dir.join("sextant.conf.running");
+    let mode = fs::metadata(&running).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    // unbind, rm: no longer answered.
+    let o = with_token(&["unbind gslb vserver vs_backup -serviceName web-3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        answers(&net, "backup.example.com"),
+        [net.svc_ip(1)].into_iter().collect()
+    );
+    let o = with_token(&["rm gslb service web-3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&cli(&net, &["show gslb service"])).contains("web-3"));
+
+    // save ns config: the file holds what runs (the one atomic writer, the
+    // old file kept as .prev), nothing is unsaved.
+    let o = with_token(&["save", "ns", "config"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Done\n");
+    let saved = fs::read_to_string(&s.config).unwrap();
+    assert!(
+        saved.contains("add gslb vserver vs_backup HTTP -lbMethod SOURCEIPHASH\n"),
+        "{saved}"
+    );
+    assert!(
+        saved.ends_with("bind gslb vserver vs_backup -domainName backup.example.com -TTL 5\n"),
+        "{saved}"
+    );
+    assert!(!saved.contains("web-3"), "{saved}");
+    assert_eq!(
+        fs::read_to_string(s.dir.join("sextant.conf.prev")).unwrap(),
+        conf
+    );
+    assert!(!running.exists());
+    assert!(!s.status().config_unsaved);
+
+    // One more command, then a restart without a save: the start says what
+    // it dropped and keeps it aside; the file runs.
+    let add5 = format!(
+        "add gslb service web-5 {} HTTP 80 -siteName site1",
+        net.svc_ip(5)
+    );
+    assert!(with_token(&[add5.as_str()]).status.success());
+    s.stop();
+    let stderr_path = s.dir.join("restart.log");
+    let mut again = SEXTANT
+        .command()
+        .args([
+            "serve",
+            "--config",
+            &s.config.display().to_string(),
+            "--dns-listen",
+            &net.dns_addr().to_string(),
+            "--api-listen",
+            &net.api_addr().to_string(),
+        ])
+        .stderr(fs::File::create(&stderr_path).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("restart sextant");
+    let up = sextant_test_support::wait::wait_until(std::time::Duration::from_secs(20), || {
+        cli(&net, &["show gslb service"]).status.success()
+    });
+    let log = fs::read_to_string(&stderr_path).unwrap_or_default();
+    again.kill().expect("stop the restarted server");
+    let _ = again.wait();
+    assert!(up, "{log}");
+    assert!(log.contains("never saved"), "{log}");
+    assert!(log.contains(&format!("+ {add5}")), "{log}");
+    let kept = fs::read_to_string(s.dir.join("sextant.conf.unsaved")).unwrap();
+    assert!(kept.contains(&add5), "{kept}");
+    assert_eq!(fs::read_to_string(&s.config).unwrap(), saved);
 }

@@ -1135,3 +1135,86 @@ fn a_directory_allowed_with_sync_file_dir_is_read_from_a_received_configuration(
     });
     assert_eq!(lab.file(2), p3_file);
 }
+
+/// A configuration command at P1 (`sextant cli bind ...`, `POST
+/// /v1/config/commands`) runs at once and is sent as a reload's change is:
+/// P2 and P3 answer it and write it to their files, while P1's own file
+/// waits for `save ns config`.
+#[test]
+fn a_configuration_command_travels_before_it_is_saved() {
+    let Some(lab) = Lab::start("k", true, false) else {
+        return;
+    };
+    let before = lab.file(0);
+    for cmd in [
+        "unbind gslb vserver vs_app -serviceName svc1",
+        "bind gslb vserver vs_app -serviceName svc1 -weight 3",
+    ] {
+        let body = serde_json::json!({ "command": cmd }).to_string();
+        let (code, answer) = lab.p(0).post("/v1/config/commands", &body);
+        assert_eq!(code, 200, "{cmd}: {answer}");
+    }
+    for (i, name) in PARENTS.iter().enumerate() {
+        eventually_ok(EVENTUALLY, &format!("{name} answers 3:1:1"), || {
+            expect_weights(lab.p(i), [3, 1, 1])
+        });
+    }
+    for (i, name) in PARENTS.iter().enumerate().skip(1) {
+        eventually_ok(EVENTUALLY, &format!("{name} saved it"), || {
+            let f = lab.file(i);
+            if f.contains("bind gslb vserver vs_app -serviceName svc1 -weight 3\n") {
+                Ok(())
+            } else {
+                Err(f)
+            }
+        });
+    }
+    assert_eq!(lab.file(0), before, "P1's file waits for save ns config");
+    let status: Value = lab.p(0).api("/v1/status");
+    assert_eq!(status["config_unsaved_commands"], 2, "{status}");
+    let (code, answer) = lab.p(0).post("/v1/config/save", "{}");
+    assert_eq!(code, 200, "{answer}");
+    assert!(
+        lab.file(0)
+            .contains("bind gslb vserver vs_app -serviceName svc1 -weight 3\n")
+    );
+}
+
+/// A parent with unsaved configuration commands (its file older than what
+/// runs) still takes a newer configuration: the received part is merged
+/// into what runs and written, saving its commands with it.
+#[test]
+fn a_parent_with_unsaved_commands_takes_a_newer_configuration_and_saves_it() {
+    let Some(lab) = Lab::start("u", true, false) else {
+        return;
+    };
+    for cmd in [
+        "unbind gslb vserver vs_app -serviceName svc2",
+        "bind gslb vserver vs_app -serviceName svc2 -weight 5",
+    ] {
+        let body = serde_json::json!({ "command": cmd }).to_string();
+        let (code, answer) = lab.p(1).post("/v1/config/commands", &body);
+        assert_eq!(code, 200, "{cmd}: {answer}");
+    }
+    for (i, name) in PARENTS.iter().enumerate() {
+        eventually_ok(EVENTUALLY, &format!("{name} answers 1:5:1"), || {
+            expect_weights(lab.p(i), [1, 5, 1])
+        });
+    }
+    let status: Value = lab.p(1).api("/v1/status");
+    assert_eq!(status["config_unsaved_commands"], 2, "{status}");
+    // P1 (which saved P2's change when it received it) changes the TTL.
+    lab.edit(0, &parent_file(0, true, &shared([1, 5, 1], 60)));
+    eventually_ok(EVENTUALLY, "P2 takes P1's TTL and saves", || {
+        let f = lab.file(1);
+        if f.contains(&format!("-domainName {NAME} -TTL 60"))
+            && f.contains("-serviceName svc2 -weight 5")
+        {
+            Ok(())
+        } else {
+            Err(f)
+        }
+    });
+    let status: Value = lab.p(1).api("/v1/status");
+    assert_eq!(status["config_unsaved"], false, "{status}");
+}

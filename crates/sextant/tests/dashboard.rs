@@ -412,6 +412,30 @@ fn actions_need_the_token_and_disable_from_the_page_stops_dns_answering_it() {
         Some("maintenance window 42")
     );
     s.browser.screenshot("disabled-with-token");
+
+    // A configuration command not saved yet: the bar says so until
+    // `save ns config`.
+    let hidden = "document.getElementById('config-unsaved').hidden";
+    assert_eq!(s.browser.eval(hidden), serde_json::Value::Bool(true));
+    let body = serde_json::json!({
+        "command": "bind gslb vserver web -domainName other.example.com"
+    });
+    let (code, answer) = s.fra().post("/v1/config/commands", &body.to_string());
+    assert_eq!(code, 200, "{answer}");
+    s.browser
+        .wait_for_text("#config-unsaved", PAGE, "the unsaved badge", |t| {
+            t == "unsaved configuration: 1 command(s)"
+        });
+    assert_eq!(s.browser.eval(hidden), serde_json::Value::Bool(false));
+    s.browser.screenshot("unsaved-configuration");
+    let (code, answer) = s.fra().post("/v1/config/save", "{}");
+    assert_eq!(code, 200, "{answer}");
+    eventually_ok(PAGE, "the badge goes once saved", || {
+        match s.browser.eval(hidden) {
+            serde_json::Value::Bool(true) => Ok(()),
+            other => Err(format!("hidden: {other}")),
+        }
+    });
 }
 
 impl Setup {

@@ -44,6 +44,12 @@ fn request_for(path: &str, method: &str) -> (String, Option<Value>) {
         ("put", "/v1/config") => ("/v1/config?dry_run=1".to_string(), Some(Value::Null)),
         // A single site syncs with nobody: the answer is the documented 409.
         ("post", "/v1/config/sync") => (path.to_string(), Some(json!({"preview": true}))),
+        // A configuration command that changes nothing, then its save.
+        ("post", "/v1/config/commands") => (
+            path.to_string(),
+            Some(json!({"command": "set gslb vserver vs_app -lbMethod ROUNDROBIN"})),
+        ),
+        ("post", "/v1/config/save") => (path.to_string(), Some(json!({}))),
         ("get", "/v1/services/{name}/history") => ("/v1/services/web-1/history".to_string(), None),
         ("post", p)
             if p.ends_with("/disable") || p.ends_with("/enable") || p.ends_with("/drain") =>

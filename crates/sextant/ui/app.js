@@ -20,14 +20,18 @@ function current() {
 }
 
 let refreshing = false;
-let nodeKnown = false;
 
-/** The node's own site in the title bar, once it can be read (reads may need the token). */
+/** The node's own site in the title bar, once it can be read (reads may need the token), and the unsaved-configuration badge. */
 function showNode() {
   api("/v1/status").then((st) => {
-    nodeKnown = true;
     document.getElementById("node").textContent = `site ${st.local_site}`;
     document.title = `Sextant · ${st.local_site}`;
+    // While configuration commands run that are not saved to the file.
+    const unsaved = document.getElementById("config-unsaved");
+    unsaved.hidden = !st.config_unsaved;
+    unsaved.textContent = st.config_unsaved
+      ? `unsaved configuration: ${st.config_unsaved_commands} command(s)`
+      : "";
   }, () => {});
 }
 let again = false;
@@ -40,7 +44,7 @@ async function refresh() {
   }
   refreshing = true;
   const name = current();
-  if (!nodeKnown) showNode();
+  showNode();
   try {
     await Promise.all([
       domains.sample().then(() => report("stats", null), (e) => report("stats", e)),

@@ -121,6 +121,96 @@ pub(super) async fn put_config(
             ),
         );
     }
+    let checked = match check(&d, running.model(), text, allow_empty).await {
+        Ok(c) => c,
+        Err(refused) => return refused.into_response(),
+    };
+    if dry_run {
+        return answer(generation, false, checked.diff, checked.warnings);
+    }
+
+    // The file it replaces is kept as NAME.conf.prev, for a way back.
+    if let Err(e) = save_text(&d, &checked.text).await {
+        return e.into_response();
+    }
+    let Checked {
+        model,
+        text,
+        diff,
+        warnings,
+        parse,
+        started,
+    } = checked;
+    let new_generation = match swap(&d, model, text, parse, started).await {
+        Ok(g) => g,
+        Err(e) => return e.into_response(),
+    };
+    // The whole file replaces what runs, unsaved commands included.
+    let dropped = d.unsaved.lock().map(|mut u| u.clear()).unwrap_or_default();
+    crate::unsaved::log_dropped(&dropped, "PUT /v1/config replaced the configuration");
+    crate::unsaved::forget(&d.config_file);
+    info!(
+        token = caller.as_ref().map(|c| c.0.0.as_str()).unwrap_or("-"),
+        generation = new_generation,
+        added = diff.added.len(),
+        removed = diff.removed.len(),
+        changed = diff.changed.len(),
+        "configuration applied over the API"
+    );
+    answer(new_generation, true, diff, warnings)
+}
+
+/// A configuration text that passed every check, ready to swap in.
+pub(crate) struct Checked {
+    model: sextant_core::Model,
+    text: String,
+    diff: ConfigDiff,
+    warnings: Vec<String>,
+    parse: Duration,
+    started: Instant,
+}
+
+/// Why a text was not applied: the status and the reasons.
+pub(crate) struct Refused {
+    status: StatusCode,
+    error: String,
+    errors: Vec<String>,
+}
+
+impl Refused {
+    fn one(status: StatusCode, why: impl Into<String>) -> Refused {
+        let why = why.into();
+        Refused {
+            status,
+            error: why.clone(),
+            errors: vec![why],
+        }
+    }
+
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            return error(self.status, self.error);
+        }
+        (
+            self.status,
+            Json(ConfigRejected {
+                error: self.error,
+                errors: self.errors,
+            }),
+        )
+            .into_response()
+    }
+}
+
+/// Validates `text` with the reader and the checks of a reload, and the
+/// refusals of an API write: a text that leaves nothing (unless
+/// `allow_empty`), listeners this host cannot open.
+async fn check(
+    d: &Arc<Daemon>,
+    running: &sextant_core::Model,
+    text: String,
+    allow_empty: bool,
+) -> Result<Checked, Refused> {
     let overrides = d.overrides.clone();
     let started = Instant::now();
     let checked = tokio::task::spawn_blocking(move || {
@@ -130,27 +220,24 @@ pub(super) async fn put_config(
     let (model, text) = match checked {
         Ok(Ok(checked)) => checked,
         Ok(Err(errors)) => {
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(ConfigRejected {
-                    error: format!(
-                        "{} error(s) in the configuration; nothing was changed",
-                        errors.len()
-                    ),
-                    errors,
-                }),
-            )
-                .into_response();
+            return Err(Refused {
+                status: StatusCode::BAD_REQUEST,
+                error: format!(
+                    "{} error(s) in the configuration; nothing was changed",
+                    errors.len()
+                ),
+                errors,
+            });
         }
         Err(e) => {
-            return error(
+            return Err(Refused::one(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("validation failed: {e}"),
-            );
+            ));
         }
     };
     let parse = started.elapsed();
-    let diff = sextant_config::diff(running.model(), &model);
+    let diff = sextant_config::diff(running, &model);
     let diff = ConfigDiff {
         added: diff.added,
         removed: diff.removed,
@@ -159,12 +246,12 @@ pub(super) async fn put_config(
     let mut refused = if allow_empty {
         Vec::new()
     } else {
-        leaves_nothing(running.model(), &model)
+        leaves_nothing(running, &model)
     };
     let default_api = crate::serve::DEFAULT_API_LISTEN
         .parse()
         .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 8053)));
-    let held = crate::listen_check::listeners(running.model(), default_api);
+    let held = crate::listen_check::listeners(running, default_api);
     let wanted = crate::listen_check::listeners(&model, default_api);
     let listeners = tokio::task::spawn_blocking(move || {
         crate::listen_check::check(&held, &wanted, crate::listen_check::try_bind)
@@ -176,45 +263,56 @@ pub(super) async fn put_config(
     });
     refused.extend(listeners.refused);
     if !refused.is_empty() {
-        return (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Json(ConfigRejected {
-                error: format!(
-                    "the configuration is valid but refused ({} reason(s)); nothing was changed",
-                    refused.len()
-                ),
-                errors: refused,
-            }),
-        )
-            .into_response();
+        return Err(Refused {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            error: format!(
+                "the configuration is valid but refused ({} reason(s)); nothing was changed",
+                refused.len()
+            ),
+            errors: refused,
+        });
     }
-    let warnings = listeners.warnings;
-    if dry_run {
-        return answer(generation, false, diff, warnings);
-    }
+    Ok(Checked {
+        model,
+        text,
+        diff,
+        warnings: listeners.warnings,
+        parse,
+        started,
+    })
+}
 
-    // The file it replaces is kept as NAME.conf.prev, for a way back.
+/// Writes `text` to the configuration file with the one atomic writer,
+/// keeping the file it replaces as `NAME.conf.prev`.
+async fn save_text(d: &Arc<Daemon>, text: &str) -> Result<(), Refused> {
     let files = d.state_files.clone();
-    let bytes = text.clone();
+    let bytes = text.to_string();
     let written = tokio::task::spawn_blocking(move || files.replace_config(bytes.as_bytes())).await;
     match written {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("{e:#}; nothing was changed"),
-            );
-        }
-        Err(e) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("write failed: {e}"),
-            );
-        }
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Refused::one(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{e:#}; nothing was changed"),
+        )),
+        Err(e) => Err(Refused::one(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("write failed: {e}"),
+        )),
     }
+}
+
+/// Swaps a checked configuration in as a SIGHUP reload does (health
+/// carried over, config sync told); the generation it got.
+async fn swap(
+    d: &Arc<Daemon>,
+    model: sextant_core::Model,
+    text: String,
+    parse: Duration,
+    started: Instant,
+) -> Result<u64, Refused> {
     let (done_tx, done_rx) = oneshot::channel();
     let input = prepared_input(
-        &d,
+        d,
         model,
         Arc::from(text),
         parse,
@@ -223,27 +321,174 @@ pub(super) async fn put_config(
         sextant_config_sync::Cause::Reload,
     );
     if d.inputs.send(input).await.is_err() {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+        return Err(Refused::one(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is stopping",
+        ));
     }
-    let new_generation = match tokio::time::timeout(SWAP_TIMEOUT, done_rx).await {
-        Ok(Ok(Ok(g))) => g,
-        Ok(Ok(Err(e))) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
-        _ => {
-            return error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the file is written but the swap did not finish in time; see /v1/status",
-            );
+    match tokio::time::timeout(SWAP_TIMEOUT, done_rx).await {
+        Ok(Ok(Ok(g))) => Ok(g),
+        Ok(Ok(Err(e))) => Err(Refused::one(StatusCode::INTERNAL_SERVER_ERROR, e)),
+        _ => Err(Refused::one(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the change is made but the swap did not finish in time; see /v1/status",
+        )),
+    }
+}
+
+fn running_text(d: &Daemon) -> Arc<str> {
+    d.running_config
+        .read()
+        .map(|t| Arc::clone(&t))
+        .unwrap_or_else(|_| Arc::from(""))
+}
+
+/// `POST /v1/config/commands`: one appliance configuration command (`add`,
+/// `set`, `unset`, `rm`, `bind`, `unbind`) applied to the running
+/// configuration's text, checked as a whole new file is and swapped in as
+/// `PUT /v1/config` does, without writing the file: `POST
+/// /v1/config/save` does (`save ns config`).
+#[utoipa::path(post, path = "/v1/config/commands", tag = "write",
+    request_body(content = sextant_api::ConfigCommand, description = "the command as typed at the appliance"),
+    responses((status = 200, description = "applied: the running configuration holds it (not saved yet)", body = sextant_api::ConfigCommandDone),
+        (status = 401, description = "no token, or a wrong one (nothing changes)", body = sextant_api::ApiError),
+        (status = 403, description = "writes are disabled: the server has no token file", body = sextant_api::ApiError),
+        (status = 400, description = "not applied: `error` is the reason as the appliance says it after ERROR:, `errors` every reason; nothing changes", body = sextant_api::ConfigRejected),
+        (status = 422, description = "a valid result refused: this host cannot open a listener it names; nothing changes", body = sextant_api::ConfigRejected)))]
+pub(super) async fn post_command(
+    State(d): State<Arc<Daemon>>,
+    caller: Option<Extension<Caller>>,
+    body: axum::body::Bytes,
+) -> Response {
+    let req: sextant_api::ConfigCommand = match super::push::json_body(
+        &body,
+        "{\"command\": \"add gslb service web-3 10.0.0.3 HTTP 80 -siteName fra\"}",
+    ) {
+        Ok(r) => r,
+        Err(e) => return Refused::one(StatusCode::BAD_REQUEST, e).into_response(),
+    };
+    let _writer = d.config_writer.lock().await;
+    let running = d.dns.snapshot.load_full();
+    let before = running_text(&d);
+    let edited = match sextant_config::edit::apply(&before, &req.command) {
+        Ok(e) => e,
+        Err(e) => return Refused::one(StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    };
+    let command = edited.command.clone();
+    // Deliberate, one at a time: a command may remove the last service.
+    let checked = match check(&d, running.model(), edited.text, true).await {
+        Ok(c) => c,
+        Err(mut refused) => {
+            // The reader's reasons about the command's own line are the
+            // command's; others keep their FILE:LINE.
+            let own = edited
+                .line
+                .map(|l| format!("{}:{l}:", d.config_file.display()));
+            let reasons: Vec<String> = refused
+                .errors
+                .iter()
+                .map(|e| match own.as_deref().and_then(|p| e.strip_prefix(p)) {
+                    Some(rest) => rest
+                        .split_once(": ")
+                        .filter(|(col, _)| col.chars().all(|c| c.is_ascii_digit()))
+                        .map_or(rest.trim_start(), |(_, r)| r)
+                        .to_string(),
+                    None => e.clone(),
+                })
+                .collect();
+            if refused.status == StatusCode::BAD_REQUEST {
+                refused.error = match edited.line {
+                    Some(_) => reasons.join("; "),
+                    // `rm`, `unbind`: what the removal would leave behind.
+                    None => format!("`{command}` would leave: {}", reasons.join("; ")),
+                };
+            }
+            refused.errors = reasons;
+            return refused.into_response();
         }
     };
+    let Checked {
+        model,
+        text,
+        diff,
+        warnings,
+        parse,
+        started,
+    } = checked;
+    let running_now = text.clone();
+    let generation = match swap(&d, model, text, parse, started).await {
+        Ok(g) => g,
+        Err(e) => return e.into_response(),
+    };
+    let unsaved = match d.unsaved.lock() {
+        Ok(mut u) => {
+            u.record(command.clone(), &before, d.clock.wall_now());
+            unsaved_view(&u)
+        }
+        Err(_) => sextant_api::UnsavedConfig::default(),
+    };
+    if let Err(e) = crate::unsaved::keep(&d.config_file, &running_now) {
+        tracing::warn!(
+            "cannot keep the unsaved running configuration beside {}: {e}",
+            d.config_file.display()
+        );
+    }
     info!(
         token = caller.as_ref().map(|c| c.0.0.as_str()).unwrap_or("-"),
-        generation = new_generation,
-        added = diff.added.len(),
-        removed = diff.removed.len(),
-        changed = diff.changed.len(),
-        "configuration applied over the API"
+        generation,
+        command = %command,
+        "configuration command applied (not saved)"
     );
-    answer(new_generation, true, diff, warnings)
+    Json(sextant_api::ConfigCommandDone {
+        generation,
+        command,
+        diff,
+        unsaved,
+        warnings,
+    })
+    .into_response()
+}
+
+/// The unsaved state as the API shows it.
+pub(crate) fn unsaved_view(u: &crate::unsaved::Unsaved) -> sextant_api::UnsavedConfig {
+    sextant_api::UnsavedConfig {
+        commands: u.commands.clone(),
+        since: u.since.map(super::rfc3339),
+    }
+}
+
+/// `POST /v1/config/save`: writes the running configuration to the file
+/// (`save ns config`), with the same atomic writer as `PUT /v1/config`,
+/// keeping the file it replaces as `NAME.conf.prev`.
+#[utoipa::path(post, path = "/v1/config/save", tag = "write",
+    responses((status = 200, description = "the file holds the running configuration", body = sextant_api::ConfigSaved),
+        (status = 401, description = "no token, or a wrong one (nothing changes)", body = sextant_api::ApiError),
+        (status = 403, description = "writes are disabled: the server has no token file", body = sextant_api::ApiError),
+        (status = 500, description = "the file could not be written; it is as it was", body = sextant_api::ApiError)))]
+pub(super) async fn save_config(
+    State(d): State<Arc<Daemon>>,
+    caller: Option<Extension<Caller>>,
+) -> Response {
+    let _writer = d.config_writer.lock().await;
+    let text = running_text(&d);
+    let generation = d.dns.snapshot.load().generation();
+    if let Err(e) = save_text(&d, &text).await {
+        return e.into_response();
+    }
+    let saved = d.unsaved.lock().map(|mut u| u.clear()).unwrap_or_default();
+    crate::unsaved::forget(&d.config_file);
+    info!(
+        token = caller.as_ref().map(|c| c.0.0.as_str()).unwrap_or("-"),
+        generation,
+        commands = saved.len(),
+        "configuration saved over the API"
+    );
+    Json(sextant_api::ConfigSaved {
+        file: d.config_file.display().to_string(),
+        generation,
+        saved_commands: saved,
+    })
+    .into_response()
 }
 
 /// A yes/no query parameter: `1`, `true`, `yes` or nothing after `=`

@@ -68,6 +68,8 @@ pub fn router(daemon: Arc<Daemon>, limits: &listen::Limits) -> Router {
                 .layer(DefaultBodyLimit::max(MAX_CONFIG_BODY)),
         )
         .route("/v1/config/sync", post(config_sync::sync))
+        .route("/v1/config/commands", post(config::post_command))
+        .route("/v1/config/save", post(config::save_config))
         .route("/v1/maintenance", get(maintenance::list))
         .route(
             "/v1/services/{name}/disable",

@@ -32,6 +32,8 @@ use super::{
         push::push_site_figures,
         config::get_config,
         config::put_config,
+        config::post_command,
+        config::save_config,
         config_sync::sync,
         maintenance::list,
         maintenance::disable_service,

@@ -27,6 +27,11 @@ pub(super) async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
     let snap = d.dns.snapshot.load();
     let model = snap.model();
     let c = d.dns.stats.snapshot();
+    let unsaved = d
+        .unsaved
+        .lock()
+        .map(|u| super::config::unsaved_view(&u))
+        .unwrap_or_default();
     Json(Status {
         version: env!("CARGO_PKG_VERSION").to_string(),
         commit: env!("SEXTANT_COMMIT").to_string(),
@@ -57,6 +62,9 @@ pub(super) async fn status(State(d): State<Arc<Daemon>>) -> Json<Status> {
             queries_xdp: c.queries_xdp,
         },
         mep: d.mep_status.load().running.then(|| d.mep_counters.view()),
+        config_unsaved: !unsaved.commands.is_empty(),
+        config_unsaved_commands: unsaved.commands.len(),
+        config_unsaved_since: unsaved.since,
     })
 }
 

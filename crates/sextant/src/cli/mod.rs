@@ -48,20 +48,19 @@ pub fn run(o: Options) -> anyhow::Result<std::process::ExitCode> {
         session.prompt()?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    // The shell has already split the words; quote them back so that the
-    // one parser sees what was meant (`-reason "two words"`).
-    let line = o
-        .command
-        .iter()
-        .map(|w| {
-            if w.is_empty() || w.contains(char::is_whitespace) || w.contains('"') {
-                format!("\"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""))
-            } else {
-                w.clone()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
+    // One argument is a whole command line, as given over ssh to the
+    // appliance (`sextant cli "show gslb service"`): split as typed.
+    // Otherwise the shell has already split the words; quote them back so
+    // that the one parser sees what was meant (`-reason "two words"`).
+    let line = if let [one] = o.command.as_slice() {
+        one.clone()
+    } else {
+        o.command
+            .iter()
+            .map(|w| sextant_config::edit::quote(w, false))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     let cmd = match verbs::parse(&line) {
         Ok(c) => c,
         Err(e) => {
@@ -75,16 +74,24 @@ pub fn run(o: Options) -> anyhow::Result<std::process::ExitCode> {
             Ok(std::process::ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("error: {}: {e:#}", command_words(&cmd));
+            eprintln!("{}", failure(&cmd, &e));
             Ok(std::process::ExitCode::from(1))
         }
     }
 }
 
+/// A failed command's message: a configuration command's as the appliance
+/// answers (`ERROR: reason`), others naming the verb and object.
+fn failure(cmd: &Command, e: &anyhow::Error) -> String {
+    match cmd.verb {
+        Verb::Edit(_) | Verb::SaveConfig => format!("ERROR: {e:#}"),
+        _ => format!("error: {}: {e:#}", command_words(cmd)),
+    }
+}
+
 /// The verb and object of a command, for its error messages.
 fn command_words(cmd: &Command) -> String {
-    let spec = verbs::SPECS.iter().find(|s| s.verb == cmd.verb);
-    let mut w = spec.map(|s| s.words.join(" ")).unwrap_or_default();
+    let mut w = cmd.keywords.join(" ");
     if let Some(n) = &cmd.name {
         w.push(' ');
         w.push_str(n);
@@ -120,12 +127,54 @@ impl Session {
             Verb::ShowDomain => self.show_domains(name),
             Verb::ShowLdns => self.show_ldns(),
             Verb::ShowVrid => self.show_vrids(name),
-            Verb::ShowRunningConfig => self.client.get("/v1/config"),
+            Verb::ShowRunningConfig => self.running_config(),
+            Verb::Edit(_) => self.edit(cmd),
+            Verb::SaveConfig => {
+                let reply = self.client.post("/v1/config/save", "{}")?;
+                Ok(if self.json {
+                    reply + "\n"
+                } else {
+                    "Done\n".to_string()
+                })
+            }
             Verb::StatVServer | Verb::StatService => self.stat(cmd.verb, name.unwrap_or("")),
             Verb::Admin(action, kind) => self.admin(action, kind, name.unwrap_or(""), cmd),
             Verb::SyncConfig => self.sync_config(cmd),
             Verb::Explain => self.explain(cmd),
         }
+    }
+
+    /// A configuration command: the server applies it to the running
+    /// configuration (`POST /v1/config/commands`); `Done`, as the
+    /// appliance answers.
+    fn edit(&self, cmd: &Command) -> anyhow::Result<String> {
+        let mut command = cmd.keywords.join(" ");
+        for w in &cmd.args {
+            command.push(' ');
+            command.push_str(&sextant_config::edit::quote(&w.text, w.quoted));
+        }
+        let body = serde_json::to_string(&sextant_api::ConfigCommand { command })?;
+        let reply = self.client.post("/v1/config/commands", &body)?;
+        if self.json {
+            return Ok(reply + "\n");
+        }
+        Ok("Done\n".to_string())
+    }
+
+    /// `show ns runningConfig`: the text that runs, and a first comment
+    /// line when it holds changes not saved to the file.
+    fn running_config(&self) -> anyhow::Result<String> {
+        let text = self.client.get("/v1/config")?;
+        let (status, _): (sextant_api::Status, _) = self.get("/v1/status")?;
+        if !status.config_unsaved {
+            return Ok(text);
+        }
+        Ok(format!(
+            "# unsaved changes: {} command(s) since {} run but are not in {} (`save ns config` writes them)\n{text}",
+            status.config_unsaved_commands,
+            status.config_unsaved_since.as_deref().unwrap_or("-"),
+            status.config_file,
+        ))
     }
 
     /// `sync gslb config [-preview] [-forceSync SITE] [-debug]`.
@@ -586,6 +635,7 @@ impl Session {
             Object::Vrid => self
                 .get::<sextant_api::Vrrp>("/v1/vrrp")
                 .map(|(v, _)| v.vrids.into_iter().map(|x| x.vrid.to_string()).collect()),
+            Object::Other => Ok(Vec::new()),
         }
         .unwrap_or_default();
         self.names.borrow_mut().insert(key, fetched.clone());
@@ -615,7 +665,7 @@ impl Session {
                         Ok(cmd) if cmd.verb == Verb::Quit => break,
                         Ok(cmd) => match session.execute(&cmd) {
                             Ok(out) => print!("{out}"),
-                            Err(e) => println!("error: {}: {e:#}", command_words(&cmd)),
+                            Err(e) => println!("{}", failure(&cmd, &e)),
                         },
                         Err(e) => println!("error: {e}"),
                     }

@@ -5,6 +5,9 @@
 //! (`sh gslb vs` is `show gslb vserver`), as on the appliance.
 
 use std::net::IpAddr;
+use std::sync::LazyLock;
+
+use sextant_config::edit::{EditVerb, Word};
 
 /// Whether a command takes an object name after its keywords.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +27,9 @@ pub enum Object {
     Vrid,
     /// A DNS name to explain (completed from the GSLB domains).
     QueryName,
+    /// The name of another object a configuration command names (a
+    /// monitor, a record, a policy): not completed.
+    Other,
 }
 
 impl Object {
@@ -43,6 +49,7 @@ impl Object {
             Object::Domain => "domain",
             Object::Vrid => "VRID",
             Object::QueryName => "DNS name",
+            Object::Other => "object",
         }
     }
 }
@@ -61,6 +68,11 @@ pub enum Verb {
     StatService,
     Admin(AdminAction, AdminKind),
     SyncConfig,
+    /// A configuration command (`add gslb service ...`), applied by the
+    /// server to the running configuration.
+    Edit(EditVerb),
+    /// `save ns config`.
+    SaveConfig,
     Explain,
     Help,
     Quit,
@@ -117,6 +129,16 @@ impl Spec {
     /// The command as a user types it, e.g. `stat gslb vserver NAME`.
     pub fn usage(&self) -> String {
         let mut u = self.words.join(" ");
+        if let Verb::Edit(verb) = self.verb {
+            u.push_str(match verb {
+                EditVerb::Add => " NAME ARGS... [-option VALUE...]",
+                EditVerb::Set => " NAME -option VALUE...",
+                EditVerb::Unset => " NAME -option...",
+                EditVerb::Rm => " NAME [VALUE...]",
+                EditVerb::Bind | EditVerb::Unbind => " NAME [VALUE...] [-option VALUE...]",
+            });
+            return u;
+        }
         match self.name {
             NameArg::None => {}
             NameArg::Optional(o) => u.push_str(&format!(" [{}]", o.placeholder())),
@@ -148,8 +170,168 @@ const FLAGS: &[&str] = &["-preview", "-debug"];
 use AdminAction::{Disable, Drain, Enable};
 use AdminKind as K;
 
-/// Every command `sextant cli` knows.
-pub const SPECS: &[Spec] = &[
+/// Every command `sextant cli` knows: [`BASE_SPECS`], then the
+/// configuration commands (one per verb and kind of
+/// `sextant_config::edit::KINDS`) and `save ns config`.
+pub fn specs() -> &'static [Spec] {
+    static ALL: LazyLock<Vec<Spec>> = LazyLock::new(|| {
+        let mut all: Vec<Spec> = Vec::new();
+        let (before, after) = BASE_SPECS.split_at(
+            BASE_SPECS
+                .iter()
+                .position(|s| s.verb == Verb::Explain)
+                .unwrap_or(BASE_SPECS.len()),
+        );
+        all.extend(before.iter().map(Spec::copy));
+        for verb in [
+            EditVerb::Add,
+            EditVerb::Set,
+            EditVerb::Unset,
+            EditVerb::Rm,
+            EditVerb::Bind,
+            EditVerb::Unbind,
+        ] {
+            for kind in sextant_config::edit::KINDS {
+                if !kind.verbs.contains(&verb) {
+                    continue;
+                }
+                let words: Vec<&'static str> = std::iter::once(verb.word())
+                    .chain(kind.words.iter().copied())
+                    .collect();
+                let object = match kind.words {
+                    ["gslb", "service"] => Object::Service,
+                    ["gslb", "vserver"] => Object::VServer,
+                    ["gslb", "site"] => Object::Site,
+                    _ => Object::Other,
+                };
+                all.push(Spec {
+                    words: Box::leak(words.into_boxed_slice()),
+                    name: NameArg::Required(object),
+                    options: edit_options(verb, kind.words),
+                    verb: Verb::Edit(verb),
+                    help: Box::leak(edit_help(verb, kind.words).into_boxed_str()),
+                });
+            }
+        }
+        all.push(Spec {
+            words: &["save", "ns", "config"],
+            name: NameArg::None,
+            options: &[],
+            verb: Verb::SaveConfig,
+            help: "write the running configuration to the file (configuration commands run at once, and are saved by this)",
+        });
+        all.extend(after.iter().map(Spec::copy));
+        all
+    });
+    &ALL
+}
+
+impl Spec {
+    fn copy(&self) -> Spec {
+        Spec {
+            words: self.words,
+            name: self.name,
+            options: self.options,
+            verb: self.verb,
+            help: self.help,
+        }
+    }
+}
+
+/// What a configuration command does, for `help`.
+fn edit_help(verb: EditVerb, kind: &[&str]) -> String {
+    let what = match kind {
+        ["gslb", k] => format!("a GSLB {k}"),
+        ["lb", "monitor"] => "a monitor".to_string(),
+        ["dns", "global"] => "a DNS policy, globally".to_string(),
+        ["dns", "zone"] => "a DNS zone".to_string(),
+        ["dns", "policy"] => "a DNS policy".to_string(),
+        ["dns", "action"] => "a DNS policy action".to_string(),
+        ["dns", r] => format!("a DNS record ({r})"),
+        _ => kind.join(" "),
+    };
+    match verb {
+        EditVerb::Add => format!("add {what} (running at once; save ns config saves)"),
+        EditVerb::Set => format!("change options of {what}"),
+        EditVerb::Unset => format!("put options of {what} back to their defaults"),
+        EditVerb::Rm => format!("remove {what}"),
+        EditVerb::Bind => match kind {
+            ["gslb", "vserver"] => {
+                "bind a service (-serviceName) or a domain (-domainName) to a vserver".to_string()
+            }
+            ["gslb", "service"] => "bind a monitor to a service (-monitorName)".to_string(),
+            _ => format!("bind {what}"),
+        },
+        EditVerb::Unbind => match kind {
+            ["gslb", "vserver"] => "unbind a service or a domain from a vserver".to_string(),
+            _ => format!("unbind {what}"),
+        },
+    }
+}
+
+/// The options a configuration command's completion offers (any other
+/// option is passed on: the server's reader decides).
+fn edit_options(verb: EditVerb, kind: &[&str]) -> &'static [&'static str] {
+    match (verb, kind) {
+        (EditVerb::Bind | EditVerb::Unbind, ["gslb", "vserver"]) => &[
+            "-serviceName",
+            "-domainName",
+            "-weight",
+            "-TTL",
+            "-backupIP",
+        ],
+        (EditVerb::Bind | EditVerb::Unbind, ["gslb", "service"]) => &["-monitorName", "-weight"],
+        (EditVerb::Bind | EditVerb::Unbind, ["dns", "global"]) => {
+            &["-gotoPriorityExpression", "-type"]
+        }
+        (_, ["gslb", "service"]) => &[
+            "-siteName",
+            "-publicIP",
+            "-publicPort",
+            "-maxClients",
+            "-cnameEntry",
+            "-comment",
+        ],
+        (_, ["gslb", "vserver"]) => &[
+            "-lbMethod",
+            "-backupLBMethod",
+            "-persistenceType",
+            "-timeout",
+            "-tolerance",
+            "-backupVServer",
+            "-EDR",
+            "-MIR",
+            "-ECS",
+            "-comment",
+        ],
+        (_, ["gslb", "site"]) => &[
+            "-siteType",
+            "-publicIP",
+            "-metricExchange",
+            "-parentSite",
+            "-comment",
+        ],
+        (_, ["lb", "monitor"]) => &[
+            "-respCode",
+            "-httpRequest",
+            "-send",
+            "-recv",
+            "-interval",
+            "-resptimeout",
+            "-retries",
+            "-downTime",
+            "-destPort",
+            "-query",
+            "-queryType",
+        ],
+        (_, ["dns", _]) => &["-TTL"],
+        _ => &[],
+    }
+}
+
+/// The commands of the table written out (the configuration commands are
+/// added from `sextant_config::edit::KINDS` by [`specs`]).
+const BASE_SPECS: &[Spec] = &[
     Spec {
         words: &["show", "gslb", "vserver"],
         name: NameArg::Optional(Object::VServer),
@@ -197,7 +379,7 @@ pub const SPECS: &[Spec] = &[
         name: NameArg::None,
         options: &[],
         verb: Verb::ShowRunningConfig,
-        help: "the configuration in force, as its file says it",
+        help: "the configuration that runs (a first comment line tells of unsaved changes)",
     },
     Spec {
         words: &["stat", "gslb", "vserver"],
@@ -311,6 +493,11 @@ pub struct Command {
     pub force_site: Option<String>,
     pub preview: bool,
     pub debug: bool,
+    /// A configuration command's words after its keywords (name, values,
+    /// options), as typed: the server reads them.
+    pub args: Vec<Word>,
+    /// The command's keywords as the table spells them.
+    pub keywords: &'static [&'static str],
 }
 
 /// Why a line is not a command, said so that the user can fix it.
@@ -318,46 +505,12 @@ pub struct Command {
 #[error("{0}")]
 pub struct VerbError(pub String);
 
-/// Splits a line into words: blanks separate, double quotes group
-/// (`-reason "patching the kernel"`), a backslash in quotes escapes the
-/// next character.
-pub fn words(line: &str) -> Result<Vec<String>, VerbError> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(e) => cur.push(e),
-                            None => return Err(VerbError("unfinished quote".into())),
-                        },
-                        Some(ch) => cur.push(ch),
-                        None => return Err(VerbError("unfinished quote".into())),
-                    }
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
-    Ok(out)
+/// Splits a line into words with the configuration file's quoting rules
+/// (the lexer of sextant-config): blanks separate, `"..."` groups with
+/// `\"` and `\\` escapes (`-reason "patching the kernel"`), `'...'`
+/// groups as written, `#` at the start of a word begins a comment.
+pub fn words(line: &str) -> Result<Vec<Word>, VerbError> {
+    sextant_config::edit::split(line).map_err(|e| VerbError(e.to_string()))
 }
 
 /// The keyword at place `depth` that `word` stands for among `specs` (all
@@ -385,7 +538,7 @@ fn keyword<'a>(specs: &[&'a Spec], depth: usize, word: &str) -> Option<&'a str> 
 
 /// The keywords that may come at place `depth` after `given`.
 pub fn next_keywords(given: &[&str]) -> Vec<&'static str> {
-    let mut specs: Vec<&Spec> = SPECS.iter().collect();
+    let mut specs: Vec<&Spec> = specs().iter().collect();
     for (depth, w) in given.iter().enumerate() {
         let Some(k) = keyword(&specs, depth, w) else {
             return Vec::new();
@@ -403,7 +556,7 @@ pub fn next_keywords(given: &[&str]) -> Vec<&'static str> {
 
 /// The command `words` spell, and the words left after its keywords.
 pub fn spec_of(words: &[String]) -> Result<(&'static Spec, &[String]), VerbError> {
-    let mut specs: Vec<&'static Spec> = SPECS.iter().collect();
+    let mut specs: Vec<&'static Spec> = specs().iter().collect();
     let mut depth = 0;
     loop {
         if let Some(done) = specs.iter().find(|s| s.words.len() == depth) {
@@ -454,7 +607,7 @@ fn unknown(words: &[String], depth: usize, specs: &[&Spec]) -> VerbError {
 /// case) to the first words typed, if one is near enough to be a typo.
 fn nearest_command(words: &[String]) -> Option<String> {
     let mut best: Option<(usize, String)> = None;
-    for s in SPECS {
+    for s in specs() {
         let typed = words.iter().take(s.words.len()).map(String::as_str);
         let typed: Vec<char> = joined(typed)
             .chars()
@@ -470,6 +623,10 @@ fn nearest_command(words: &[String]) -> Option<String> {
             max = max.min(d.saturating_sub(1));
         }
         let target: Vec<char> = phrase.to_ascii_lowercase().chars().collect();
+        // What was typed is what failed: never suggest it back.
+        if typed == target {
+            continue;
+        }
         if let Some(d) = crate::suggest::distance_within(&typed, &target, max)
             && best.as_ref().is_none_or(|(b, _)| d < *b)
         {
@@ -486,7 +643,8 @@ fn joined<'a>(words: impl Iterator<Item = &'a str>) -> String {
 
 /// Parses one command line.
 pub fn parse(line: &str) -> Result<Command, VerbError> {
-    let words = words(line)?;
+    let typed = words(line)?;
+    let words: Vec<String> = typed.iter().map(|w| w.text.clone()).collect();
     if words.is_empty() {
         return Err(VerbError(
             "empty command (`help` lists every command)".into(),
@@ -503,7 +661,23 @@ pub fn parse(line: &str) -> Result<Command, VerbError> {
         force_site: None,
         preview: false,
         debug: false,
+        args: Vec::new(),
+        keywords: spec.words,
     };
+    if let Verb::Edit(_) = spec.verb {
+        // The server's reader checks the rest; the name must be there.
+        cmd.args = typed[spec.words.len()..].to_vec();
+        match cmd.args.first() {
+            Some(w) if !w.text.starts_with('-') || w.quoted => cmd.name = Some(w.text.clone()),
+            _ => {
+                return Err(VerbError(format!(
+                    "`{}` needs a name: {usage}",
+                    spec.words.join(" ")
+                )));
+            }
+        }
+        return Ok(cmd);
+    }
     let mut rest = rest.iter();
     let mut pending = rest.next();
     if let NameArg::Optional(_) | NameArg::Required(_) = spec.name
@@ -562,9 +736,9 @@ pub fn parse(line: &str) -> Result<Command, VerbError> {
 
 /// The `help` text: every command and what it does.
 pub fn help() -> String {
-    let width = SPECS.iter().map(|s| s.usage().len()).max().unwrap_or(0);
+    let width = specs().iter().map(|s| s.usage().len()).max().unwrap_or(0);
     let mut out = String::new();
-    for s in SPECS {
+    for s in specs() {
         out.push_str(&format!("  {:width$}  {}\n", s.usage(), s.help));
     }
     out.push_str(
@@ -721,9 +895,72 @@ mod tests {
         );
         assert_eq!(
             error("frobnicate"),
-            "unknown command `frobnicate`; here comes one of: disable, drain, enable, exit, explain, help, quit, show, stat, sync (`help` lists every command)"
+            "unknown command `frobnicate`; here comes one of: add, bind, disable, drain, enable, exit, explain, help, quit, rm, save, set, show, stat, sync, unbind, unset (`help` lists every command)"
         );
-        assert!(error(r#"disable gslb service "web"#).contains("unfinished quote"));
+        assert!(
+            error(r#"disable gslb service "web"#).contains("unterminated quoted string"),
+            "{}",
+            error(r#"disable gslb service "web"#)
+        );
+    }
+
+    #[test]
+    fn configuration_commands_parse_and_keep_their_words() {
+        let c = parsed(r#"add gslb service s1 10.0.0.1 HTTP 80 -siteName x -comment "a b""#);
+        assert_eq!(c.verb, Verb::Edit(EditVerb::Add));
+        assert_eq!(c.name.as_deref(), Some("s1"));
+        assert_eq!(
+            sextant_config::edit::join(&c.args),
+            r#"s1 10.0.0.1 HTTP 80 -siteName x -comment "a b""#
+        );
+        assert_eq!(
+            parsed("se gslb vs v1 -lbMethod RTT").verb,
+            Verb::Edit(EditVerb::Set)
+        );
+        assert_eq!(
+            parsed("rm dns addRec a.example.com").verb,
+            Verb::Edit(EditVerb::Rm)
+        );
+        assert_eq!(
+            parsed("bind dns global p1 100").verb,
+            Verb::Edit(EditVerb::Bind)
+        );
+        assert_eq!(parsed("save ns config").verb, Verb::SaveConfig);
+        assert_eq!(
+            error("set gslb vserver -lbMethod RTT"),
+            "`set gslb vserver` needs a name: set gslb vserver NAME -option VALUE..."
+        );
+    }
+
+    #[test]
+    fn completion_knows_the_configuration_commands() {
+        let names = |o: Object| match o {
+            Object::VServer => vec!["vs_app".to_string()],
+            _ => Vec::new(),
+        };
+        assert_eq!(complete(&[], "ad", &names), ["add"]);
+        assert_eq!(complete(&["add"], "", &names), ["dns", "gslb", "lb"]);
+        assert_eq!(complete(&["set", "gslb"], "vs", &names), ["vserver"]);
+        assert_eq!(
+            complete(&["set", "gslb", "vserver"], "vs", &names),
+            ["vs_app"]
+        );
+        assert_eq!(
+            complete(&["set", "gslb", "vserver", "vs_app"], "-lb", &names),
+            ["-lbMethod"]
+        );
+        assert_eq!(complete(&["save", "ns"], "", &names), ["config"]);
+        assert!(help().contains("save ns config"));
+    }
+
+    /// The text that failed is never what is suggested.
+    #[test]
+    fn a_suggestion_never_repeats_the_input() {
+        // One word holding a whole command (as a shell passes "show gslb
+        // service"): not a keyword, and its nearest command is itself.
+        let e = spec_of(&["show gslb service".to_string()]).unwrap_err().0;
+        assert!(!e.contains("did you mean `show gslb service`"), "{e}");
+        assert!(e.starts_with("unknown command `show gslb service`"), "{e}");
     }
 
     #[test]
@@ -786,7 +1023,7 @@ mod tests {
     #[test]
     fn every_command_is_in_the_help_and_parses_from_its_usage() {
         let help = help();
-        for s in SPECS {
+        for s in specs() {
             assert!(help.contains(&s.usage()), "{}", s.usage());
             let mut line = s.words.join(" ");
             if !matches!(s.name, NameArg::None) {
