@@ -663,3 +663,33 @@ enable gslb service web-lb
         ]
     );
 }
+
+/// A name bound to two vservers, as the appliance binds one for A and one
+/// for AAAA (`-dnsRecordType AAAA`): not a line the appliance rejects, so
+/// the import fails and says how Sextant does it, rather than leaving the
+/// IPv6 vserver's binding out as "rejected".
+#[test]
+fn a_domain_on_an_a_and_an_aaaa_vserver_is_not_rejected_as_the_appliance_would() {
+    let text = format!(
+        "{TWO_SITES}\
+add gslb vserver gv4 HTTP
+add gslb vserver gv6 HTTP -dnsRecordType AAAA
+add gslb service s4 192.0.2.80 HTTP 80 -siteName dc2
+add gslb service s6 2001:db8::80 HTTP 80 -siteName dc2
+bind gslb vserver gv4 -serviceName s4
+bind gslb vserver gv6 -serviceName s6
+bind gslb vserver gv4 -domainName www.example.net
+bind gslb vserver gv6 -domainName www.example.net
+"
+    );
+    let i = import(&text);
+    assert!(!i.report.has_rejected(), "{}", i.report);
+    assert!(i.result.is_err(), "{}", i.report);
+    assert!(
+        i.report
+            .to_string()
+            .contains("bind both vservers' services to \"gv4\" and remove this line"),
+        "{}",
+        i.report
+    );
+}

@@ -363,10 +363,18 @@ fn tcp_idle_half_open_cap_pipelining_and_garbage() {
         g.read_exact(&mut msg).unwrap();
         assert_eq!(msg[3] & 0x0f, 1, "FORMERR");
     }
-    let r = s
-        .dns
-        .tcp(&build_query("app.example.com", RecordType::A, None));
-    assert_eq!(r.answers.len(), 1);
+    drop(g);
+    // The server counts a connection until it has seen it close: the four
+    // held ones and the garbage one may still fill the cap for a moment,
+    // and a connection over the cap is reset, as checked above.
+    let q = build_query("app.example.com", RecordType::A, None);
+    eventually_ok(EVENTUALLY, "a valid query over TCP answered", || {
+        let r = s.dns.try_tcp(&q)?;
+        match r.answers.len() {
+            1 => Ok(()),
+            n => Err(format!("{n} answers")),
+        }
+    });
 }
 
 /// The native syntax: `[dns]` with `[dns.rrl]` (slip 1: every limited

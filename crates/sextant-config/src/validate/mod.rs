@@ -1019,13 +1019,21 @@ impl Validator<'_> {
             }
             if let Err(first) = first_time(&mut seen, name.clone(), i) {
                 let first = &draft.domain_bindings[first];
-                self.diag.error(
-                    b.line,
+                let message = if first.vserver.name.eq_ignore_ascii_case(&b.vserver.name) {
                     format!(
-                        "{}: domain \"{name}\" is already bound to vserver \"{}\" (line {}); a domain belongs to exactly one vserver",
+                        "{}: domain \"{name}\" is already bound to vserver \"{}\" (line {})",
                         b.vserver.context, first.vserver.name, first.line
-                    ),
-                );
+                    )
+                } else {
+                    // The appliance takes a name on two vservers when one
+                    // answers A and the other AAAA (-dnsRecordType);
+                    // Sextant answers both from one vserver's services.
+                    format!(
+                        "{}: domain \"{name}\" is already bound to vserver \"{}\" (line {}); in Sextant a domain belongs to exactly one vserver, which answers A and AAAA queries from its services' IPv4 and IPv6 addresses: if one vserver answered A and the other AAAA on the appliance, bind both vservers' services to \"{}\" and remove this line",
+                        b.vserver.context, first.vserver.name, first.line, first.vserver.name
+                    )
+                };
+                self.diag.error(b.line, message);
                 continue;
             }
             let Some(vs) = vs else { continue };
