@@ -45,6 +45,16 @@ pub enum EditVerb {
 }
 
 impl EditVerb {
+    /// Every verb, in the order help lists them.
+    pub const ALL: [EditVerb; 6] = [
+        EditVerb::Add,
+        EditVerb::Set,
+        EditVerb::Unset,
+        EditVerb::Rm,
+        EditVerb::Bind,
+        EditVerb::Unbind,
+    ];
+
     pub fn word(self) -> &'static str {
         match self {
             EditVerb::Add => "add",
@@ -57,16 +67,9 @@ impl EditVerb {
     }
 
     fn of(word: &str) -> Option<EditVerb> {
-        [
-            EditVerb::Add,
-            EditVerb::Set,
-            EditVerb::Unset,
-            EditVerb::Rm,
-            EditVerb::Bind,
-            EditVerb::Unbind,
-        ]
-        .into_iter()
-        .find(|v| v.word().eq_ignore_ascii_case(word))
+        EditVerb::ALL
+            .into_iter()
+            .find(|v| v.word().eq_ignore_ascii_case(word))
     }
 }
 

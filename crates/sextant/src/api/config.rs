@@ -133,16 +133,8 @@ pub(super) async fn put_config(
     if let Err(e) = save_text(&d, &checked.text).await {
         return e.into_response();
     }
-    let Checked {
-        model,
-        text,
-        diff,
-        warnings,
-        parse,
-        started,
-    } = checked;
-    let new_generation = match swap(&d, model, text, parse, started).await {
-        Ok(g) => g,
+    let (new_generation, diff, warnings) = match swap(&d, checked).await {
+        Ok(done) => done,
         Err(e) => return e.into_response(),
     };
     // The whole file replaces what runs, unsaved commands included.
@@ -302,14 +294,20 @@ async fn save_text(d: &Arc<Daemon>, text: &str) -> Result<(), Refused> {
 }
 
 /// Swaps a checked configuration in as a SIGHUP reload does (health
-/// carried over, config sync told); the generation it got.
+/// carried over, config sync told): the generation it got, with what
+/// changed and the warnings, for the answer.
 async fn swap(
     d: &Arc<Daemon>,
-    model: sextant_core::Model,
-    text: String,
-    parse: Duration,
-    started: Instant,
-) -> Result<u64, Refused> {
+    checked: Checked,
+) -> Result<(u64, ConfigDiff, Vec<String>), Refused> {
+    let Checked {
+        model,
+        text,
+        diff,
+        warnings,
+        parse,
+        started,
+    } = checked;
     let (done_tx, done_rx) = oneshot::channel();
     let input = prepared_input(
         d,
@@ -327,7 +325,7 @@ async fn swap(
         ));
     }
     match tokio::time::timeout(SWAP_TIMEOUT, done_rx).await {
-        Ok(Ok(Ok(g))) => Ok(g),
+        Ok(Ok(Ok(g))) => Ok((g, diff, warnings)),
         Ok(Ok(Err(e))) => Err(Refused::one(StatusCode::INTERNAL_SERVER_ERROR, e)),
         _ => Err(Refused::one(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -407,17 +405,9 @@ pub(super) async fn post_command(
             return refused.into_response();
         }
     };
-    let Checked {
-        model,
-        text,
-        diff,
-        warnings,
-        parse,
-        started,
-    } = checked;
-    let running_now = text.clone();
-    let generation = match swap(&d, model, text, parse, started).await {
-        Ok(g) => g,
+    let running_now = checked.text.clone();
+    let (generation, diff, warnings) = match swap(&d, checked).await {
+        Ok(done) => done,
         Err(e) => return e.into_response(),
     };
     let unsaved = match d.unsaved.lock() {

@@ -183,14 +183,7 @@ pub fn specs() -> &'static [Spec] {
                 .unwrap_or(BASE_SPECS.len()),
         );
         all.extend(before.iter().map(Spec::copy));
-        for verb in [
-            EditVerb::Add,
-            EditVerb::Set,
-            EditVerb::Unset,
-            EditVerb::Rm,
-            EditVerb::Bind,
-            EditVerb::Unbind,
-        ] {
+        for verb in EditVerb::ALL {
             for kind in sextant_config::edit::KINDS {
                 if !kind.verbs.contains(&verb) {
                     continue;
