@@ -693,3 +693,65 @@ bind gslb vserver gv6 -domainName www.example.net
         i.report
     );
 }
+
+/// Every saved file of the project's corpora (`tests/appliance-configs`,
+/// its subdirectories included): whatever imports leaves no service that
+/// nothing checks unless a "Needs your action" line names it; a file that
+/// does not import says why in errors, never by leaving services out
+/// silently.
+#[test]
+fn no_imported_service_is_unchecked_without_an_action_line() {
+    fn saved_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                saved_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "conf") {
+                out.push(p);
+            }
+        }
+    }
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/appliance-configs");
+    let mut files = Vec::new();
+    saved_files(&root, &mut files);
+    assert!(files.len() >= 20, "the corpus: {files:?}");
+    let (mut imported, mut failed) = (0, 0);
+    for path in &files {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text = String::from_utf8_lossy(&bytes);
+        let file = path.to_string_lossy();
+        let i = import_appliance(&text, &file, &ImportOptions::default());
+        let Ok(model) = &i.result else {
+            assert!(
+                !i.report.ok(),
+                "{file}: failed without saying so:\n{}",
+                i.report
+            );
+            failed += 1;
+            continue;
+        };
+        imported += 1;
+        for (id, s) in model.services.iter_enumerated() {
+            if model.health_source(id) != sextant_core::HealthSource::None {
+                continue;
+            }
+            let named = format!("service {} ", s.name);
+            assert!(
+                i.report.actions.iter().any(|a| a.text.contains(&named)),
+                "{file}: service {} is checked by nothing and no action line names it:\n{}",
+                s.name,
+                i.report
+            );
+        }
+    }
+    eprintln!(
+        "{} saved files: {imported} imported, {failed} refused",
+        files.len()
+    );
+}

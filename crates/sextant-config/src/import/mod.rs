@@ -214,11 +214,48 @@ pub fn import_appliance(text: &str, file: &str, options: &ImportOptions) -> Impo
 
     let (config, result) =
         load_as_the_appliance(&mut out, file, &mut report, options.strict, &lines);
+    if let Ok(model) = &result {
+        report_unchecked(&mut report, model, &lines);
+    }
     report.finish(&result);
     Import {
         config,
         report,
         result,
+    }
+}
+
+/// Every imported service that nothing checks (no monitor, not reported
+/// over metric exchange, no `-healthMonitor NO`) and that no other action
+/// line names: the appliance judged it by something the file does not say
+/// (a vserver elsewhere, its own default), so the operator must choose.
+fn report_unchecked(report: &mut Report, model: &Model, lines: &[(usize, &str, Vec<Token<'_>>)]) {
+    for (id, service) in model.services.iter_enumerated() {
+        if model.health_source(id) != sextant_core::HealthSource::None {
+            continue;
+        }
+        let name = &service.name;
+        let named = format!("service {name} ");
+        if report.actions.iter().any(|a| a.text.contains(&named)) {
+            continue;
+        }
+        let line = lines
+            .iter()
+            .find(|(_, _, tokens)| {
+                tokens.len() > 3
+                    && scope::command_words(tokens).eq_ignore_ascii_case("add gslb service")
+                    && tokens[3].text.eq_ignore_ascii_case(name)
+            })
+            .map_or(0, |(l, _, _)| *l);
+        let why = match &service.cname {
+            Some(target) => format!(
+                "gslb service {name} answers with a CNAME to {target} (-cnameEntry) and has no monitor bound"
+            ),
+            None => format!(
+                "gslb service {name} has no monitor bound, and no LB vserver, service or service group of this file stands at its address"
+            ),
+        };
+        report.action(line, format!("{why}: nothing checks it, so Sextant answers it whatever happens to it; bind a monitor (`bind gslb service {name} -monitorName MONITOR`{}), or add -healthMonitor NO to its line if nothing is to check it", if service.cname.is_some() { ", the monitor with -destIP and -destPort of what the name stands for" } else { "" }));
     }
 }
 
