@@ -431,6 +431,23 @@ fn a_service_nothing_checks_says_so_in_the_api_the_cli_and_the_log() {
     );
     let t = shown("web-dead");
     assert!(t.contains("Checked by: its monitors\n"), "{t}");
+    // The list: a CHECKED column, NOTHING where nothing checks.
+    let list = stdout(&cli(&net, &["show", "gslb", "service"]));
+    let row = |name: &str| -> Vec<String> {
+        list.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in\n{list}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    assert!(
+        list.lines().next().is_some_and(|h| h.contains(" CHECKED ")),
+        "{list}"
+    );
+    assert_eq!(row("web-1")[5], "NOTHING", "{list}");
+    assert_eq!(row("web-2")[5..7], ["no", "(chosen)"], "{list}");
+    assert_eq!(row("web-dead")[5], "monitors", "{list}");
 
     // The warning at start names web-1 (and not web-2, said on purpose).
     let log = s.log();

@@ -318,12 +318,15 @@ impl Session {
                         format!("{}:{}", s.ip, s.port),
                         state(s.state).into(),
                         admin(&s.admin_state),
+                        checked_column(&s.health_source).into(),
                         s.reason.clone(),
                     ]
                 })
                 .collect();
             return Ok(table(
-                &["NAME", "SITE", "ADDRESS", "STATE", "ADMIN", "REASON"],
+                &[
+                    "NAME", "SITE", "ADDRESS", "STATE", "ADMIN", "CHECKED", "REASON",
+                ],
                 &rows,
             ));
         };
@@ -698,6 +701,17 @@ fn checked_by(source: &str) -> String {
             "nothing, by choice (-healthMonitor NO): UP unless disabled".to_string()
         }
         other => other.to_string(),
+    }
+}
+
+/// What checks a service, in a word for the list: `NOTHING` stands out.
+fn checked_column(source: &str) -> &str {
+    match source {
+        "monitors" => "monitors",
+        "metric_exchange" => "its site",
+        "none" => "NOTHING",
+        "none_by_choice" => "no (chosen)",
+        other => other,
     }
 }
 

@@ -337,7 +337,7 @@ const BASE_SPECS: &[Spec] = &[
         name: NameArg::Optional(Object::Service),
         options: &[],
         verb: Verb::ShowService,
-        help: "GSLB services: address, site, state and why, monitors",
+        help: "GSLB services: address, site, state, what checks them and why",
     },
     Spec {
         words: &["show", "gslb", "site"],
