@@ -301,6 +301,12 @@ fn the_migration_guide_walks_a_realistic_saved_file() {
     let shown = "sextant import ns.conf -o ams.conf";
     t.step(shown, &ok(&desk.sextant(shown)));
     t.golden("report.txt");
+    // What the written file says of one GSLB service at an LB VIP.
+    let mut t = Transcript::new(&dir);
+    let mut grep = Command::new("grep");
+    grep.current_dir(&dir).args(["gs_www_ams", "ams.conf"]);
+    t.step("grep gs_www_ams ams.conf", &ok(&run(grep)));
+    t.golden("written.txt");
     let imported = fs::read_to_string(dir.join("ams.conf")).expect("the written file");
     for written in [
         "add gslb site site_ams 10.70.0.11 -publicIP 10.70.0.11 -siteType LOCAL",
