@@ -391,6 +391,8 @@ fn the_migration_guide_walks_a_realistic_saved_file() {
     assert_eq!(started.lines().count(), 4, "{log}");
 
     let mut t = Transcript::new(&dir);
+    // SiteServer also passes `--api-listen 127.0.0.1:8053` (serve's
+    // default) and `--udp-workers 1` (the test's share of the cores).
     t.step(
         "sextant serve --config ams.conf --api-token-file ams.api-tokens",
         &started,
