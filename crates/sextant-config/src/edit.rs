@@ -452,6 +452,25 @@ impl Line<'_> {
         }
         Some(&w[1 + kind.words.len()..])
     }
+
+    /// The words after `enable KIND` / `disable KIND` (the administrative
+    /// state a saved file gives an object: `disable gslb vserver NAME`).
+    fn state_of(&self, kind: &Kind) -> Option<&[Word]> {
+        let w = self.words.as_deref()?;
+        let first = w.first()?;
+        if first.quoted
+            || !["enable", "disable"]
+                .iter()
+                .any(|v| v.eq_ignore_ascii_case(&first.text))
+        {
+            return None;
+        }
+        let k = kind_of(&w[1..])?;
+        if !std::ptr::eq(k, kind) {
+            return None;
+        }
+        Some(&w[1 + kind.words.len()..])
+    }
 }
 
 /// Applies one configuration command (its text, as typed) to `text`.
@@ -556,6 +575,12 @@ pub fn apply(text: &str, command: &str) -> Result<Edited, EditError> {
                         _ => rest.first().is_some_and(|n| same(&n.text, &name)),
                     }
                 });
+                // `disable gslb vserver NAME`: the object's state goes
+                // with it, as on the appliance.
+                let state = cmd.kind.identity == Identity::Name
+                    && l.state_of(cmd.kind)
+                        .and_then(|rest| rest.first())
+                        .is_some_and(|n| same(&n.text, &name));
                 let binding = service
                     && vservers.and_then(|v| l.of(Bind, v)).is_some_and(|rest| {
                         group(rest).1.iter().any(|(o, v)| {
@@ -563,7 +588,7 @@ pub fn apply(text: &str, command: &str) -> Result<Edited, EditError> {
                                 && v.first().is_some_and(|s| same(&s.text, &name))
                         })
                     });
-                if own || binding {
+                if own || state || binding {
                     l.new = Some(None);
                     removed += 1;
                 }
@@ -738,6 +763,16 @@ bind gslb service web1 -monitorName mon1
         // The vserver's own lines (its domains) go with it.
         let t = edit(BASE, "rm gslb vserver vs1");
         assert!(!t.contains("vs1"), "{t}");
+        valid(&t);
+        // So does the state a saved file gives it: `disable gslb vserver`
+        // (and a service's) would name nothing.
+        let disabled = format!("{BASE}disable gslb vserver VS1\ndisable gslb service web1\n");
+        valid(&disabled);
+        let t = edit(&disabled, "rm gslb vserver vs1");
+        assert!(!t.contains("vs1") && !t.contains("VS1"), "{t}");
+        assert!(t.contains("disable gslb service web1\n"), "{t}");
+        let t = edit(&t, "rm gslb service web1");
+        assert!(!t.contains("web1"), "{t}");
         valid(&t);
     }
 

@@ -792,6 +792,28 @@ impl SiteServer {
         site.launched(true)
     }
 
+    /// Like [`SiteServer::start_as_written`], with the API at `api` instead
+    /// of SITE_IP:API_PORT: `127.0.0.1:8053` in a namespace of the test's
+    /// own is `serve`'s default, where `sextant cli` and `curl` find it
+    /// without `--server`, as in the guides' transcripts.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_as_written_at(
+        bin: Bin,
+        dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        dns: SocketAddr,
+        api: SocketAddr,
+        config: &str,
+        ns: Option<Arc<Netns>>,
+    ) -> SiteServer {
+        let mut site = Self::new(bin, dir, name, ip, config, ns, false);
+        site.dns = Dns::new(dns);
+        site.api_addr = api;
+        site.local_site_arg = false;
+        site.launched(true)
+    }
+
     /// Like [`SiteServer::start_as_written`], for a file in the native TOML
     /// syntax (written to DIR/NAME.toml).
     pub fn start_toml_as_written(
