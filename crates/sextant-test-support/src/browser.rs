@@ -470,16 +470,33 @@ impl Browser {
     /// (scrolled into view first), as a person would.
     #[track_caller]
     pub fn click(&mut self, selector: &str) {
+        // The point must hit the element itself: a page that is still
+        // laying out (a banner appearing, a row growing after a poll) would
+        // send the click to whatever moved under it.
         let js = format!(
             "(() => {{ const e = document.querySelector({}); if (!e) return null; \
              e.scrollIntoView({{block: 'center'}}); const r = e.getBoundingClientRect(); \
-             return {{x: r.left + r.width / 2, y: r.top + r.height / 2}}; }})()",
+             const x = r.left + r.width / 2, y = r.top + r.height / 2; \
+             const hit = document.elementFromPoint(x, y); \
+             return {{x, y, hit: !!hit && (hit === e || e.contains(hit))}}; }})()",
             Value::String(selector.to_string())
         );
-        let at = self.eval(&js);
+        let mut at = self.eval(&js);
+        for _ in 0..50 {
+            if at["hit"].as_bool() != Some(false) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            at = self.eval(&js);
+        }
         let (Some(x), Some(y)) = (at["x"].as_f64(), at["y"].as_f64()) else {
             self.fail(&format!("cannot find {selector} to click"));
         };
+        if at["hit"].as_bool() == Some(false) {
+            self.fail(&format!(
+                "{selector} stays covered by another element: cannot click it"
+            ));
+        }
         for kind in ["mouseMoved", "mousePressed", "mouseReleased"] {
             self.command(
                 "Input.dispatchMouseEvent",
