@@ -23,7 +23,16 @@ gzip -9n "$assets"/man/*.1
 
 # --no-build: the binary above is the one packaged (cargo deb would build
 # it again with its own flags otherwise).
-out="$(cargo deb -p sextant --no-build --locked 2>&1 | tee /dev/stderr | tail -n 1)"
+# Its output goes to stderr as it is, then its last line is the path (not
+# `tee /dev/stderr`: reopening /dev/stderr truncates a log file that the
+# caller redirected stderr to, losing everything written before).
+if ! log="$(cargo deb -p sextant --no-build --locked 2>&1)"; then
+    printf '%s\n' "$log" >&2
+    echo "package.sh: cargo deb failed" >&2
+    exit 1
+fi
+printf '%s\n' "$log" >&2
+out="$(printf '%s\n' "$log" | tail -n 1)"
 if [ ! -f "$out" ]; then
     echo "package.sh: cargo deb did not print a package path (got: $out)" >&2
     exit 1
