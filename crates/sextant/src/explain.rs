@@ -312,14 +312,14 @@ pub fn offline(
 /// its live health, figures and RTTs. `token` is sent where the server
 /// asks one for reads (`--api-reads token`).
 pub fn live(
-    server: std::net::SocketAddr,
+    server: &str,
     token: Option<String>,
     client: IpAddr,
     ecs: Option<&str>,
     name: &str,
     qtype: &str,
 ) -> anyhow::Result<()> {
-    let api = crate::cli::client::Client::new(&server.to_string(), token)?;
+    let api = crate::cli::client::Client::new(server, token)?;
     let mut path = format!(
         "/v1/explain?name={}&client={client}&type={}",
         crate::cli::encode(name),
@@ -334,7 +334,7 @@ pub fn live(
     let e: sextant_api::Explain = serde_json::from_str(&body).map_err(|e| {
         anyhow::anyhow!("the server at {server} sent an explanation this sextant cannot read: {e}")
     })?;
-    print(&e, &live_health(&server.to_string()));
+    print(&e, &live_health(server));
     Ok(())
 }
 

@@ -170,9 +170,10 @@ enum Command {
         /// The configuration file (offline).
         #[arg(long, required_unless_present = "server", conflicts_with = "server")]
         config: Option<PathBuf>,
-        /// A running server's REST API address, e.g. 127.0.0.1:8053 (live).
+        /// A running server's REST API, as `sextant cli --server` takes it:
+        /// http://127.0.0.1:8053 or 127.0.0.1:8053 (live).
         #[arg(long)]
-        server: Option<SocketAddr>,
+        server: Option<String>,
         /// With --server: a file with the API token, for a server whose
         /// reads need one (`--api-reads token`); else $SEXTANT_API_TOKEN.
         #[arg(long, requires = "server")]
@@ -363,7 +364,7 @@ fn main() -> ExitCode {
             qtype,
         } => match (server, config) {
             (Some(server), _) => cli::client::token(token_file.as_deref()).and_then(|token| {
-                explain::live(server, token, client, ecs.as_deref(), &name, &qtype)
+                explain::live(&server, token, client, ecs.as_deref(), &name, &qtype)
             }),
             (None, Some(config)) => explain::offline(
                 &config,

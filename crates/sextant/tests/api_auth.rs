@@ -201,6 +201,17 @@ fn api_reads_token_makes_reads_need_the_token() {
         "{}",
         output_text(&out)
     );
+    // The server written as `sextant cli --server` takes it: http://HOST:PORT.
+    let url = format!("http://{api}");
+    let mut as_url = with_token.clone();
+    as_url[2] = url.as_str();
+    let out = SEXTANT.run(&as_url);
+    assert!(out.status.success(), "{}", output_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!("live, from the server at {url}")),
+        "{}",
+        output_text(&out)
+    );
 }
 
 /// `sextant serve` with `token_file` as its token file: it must stop at
