@@ -45,6 +45,37 @@ fn error_text(r: &Reply) -> String {
         .error
 }
 
+/// A browser pointed at the node finds the dashboard: `/` leads to
+/// `/ui/`, and the page has an icon (`/favicon.ico` too), with no token.
+#[test]
+fn the_root_leads_to_the_dashboard_and_it_has_an_icon() {
+    let net = Net::new("api_auth_root");
+    let s = Server::start(SEXTANT, &net, Syntax::Conf, &config(&net));
+    let location = |r: &Reply| {
+        r.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("location"))
+            .map(|(_, v)| v.clone())
+    };
+    let r = s.request_raw("GET", "/", &[], "");
+    assert_eq!(
+        (r.status, location(&r).as_deref()),
+        (307, Some("/ui/")),
+        "{r:?}"
+    );
+    let r = s.request_raw("GET", "/favicon.ico", &[], "");
+    assert_eq!(
+        (r.status, location(&r).as_deref()),
+        (307, Some("/ui/favicon.svg")),
+        "{r:?}"
+    );
+    let r = s.request_raw("GET", "/ui/favicon.svg", &[], "");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.starts_with("<svg"), "{r:?}");
+    let page = s.request_raw("GET", "/ui/", &[], "");
+    assert!(page.body.contains("href=\"favicon.svg\""), "{}", page.body);
+}
+
 #[test]
 fn an_unauthenticated_write_is_refused_and_changes_nothing() {
     let net = Net::new("api_auth_refused");

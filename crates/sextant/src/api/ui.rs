@@ -66,10 +66,22 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("../../ui/views/explain.js"),
     ),
+    (
+        "favicon.svg",
+        "image/svg+xml",
+        include_str!("../../ui/favicon.svg"),
+    ),
 ];
 
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
+        // The node's address typed into a browser opens the dashboard; a
+        // temporary redirect, so that `/` stays free for later use.
+        .route("/", get(|| async { Redirect::temporary("/ui/") }))
+        .route(
+            "/favicon.ico",
+            get(|| async { Redirect::temporary("/ui/favicon.svg") }),
+        )
         .route("/ui", get(|| async { Redirect::permanent("/ui/") }))
         .route("/ui/", get(|| async { asset("index.html") }))
         .route(
@@ -103,6 +115,7 @@ mod tests {
                 Some("html") => "text/html",
                 Some("js") => "text/javascript",
                 Some("css") => "text/css",
+                Some("svg") => "image/svg+xml",
                 other => panic!("{path}: unexpected extension {other:?}"),
             };
             assert!(content_type.starts_with(expected), "{path}: {content_type}");
