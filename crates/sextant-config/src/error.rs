@@ -36,6 +36,10 @@ impl fmt::Display for ConfigError {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub struct ConfigErrors {
     pub errors: Vec<ConfigError>,
+    /// The warnings of the same reading, `FILE:LINE: text` in line order:
+    /// shown beside the errors (as a compiler shows both), never part of
+    /// the errors' text.
+    pub warnings: Vec<String>,
 }
 
 impl fmt::Display for ConfigErrors {
@@ -60,6 +64,7 @@ impl ConfigErrors {
                 column: None,
                 message: message.into(),
             }],
+            warnings: Vec::new(),
         }
     }
 }
@@ -146,13 +151,14 @@ impl Diag {
     /// line keep the order they were found in); errors in other files
     /// (location files) follow, in the order found.
     pub(crate) fn finish(self, mut model: Model) -> Result<Model, ConfigErrors> {
+        let mut warnings = self.warnings;
+        warnings.sort_by_key(|(line, _)| *line);
+        let warnings: Vec<String> = warnings
+            .into_iter()
+            .map(|(line, text)| format!("{}:{line}: {text}", self.file))
+            .collect();
         if self.errors.is_empty() {
-            let mut warnings = self.warnings;
-            warnings.sort_by_key(|(line, _)| *line);
-            model.warnings = warnings
-                .into_iter()
-                .map(|(line, text)| format!("{}:{line}: {text}", self.file))
-                .collect();
+            model.warnings = warnings;
             Ok(model)
         } else {
             let file = self.file;
@@ -160,7 +166,7 @@ impl Diag {
                 self.errors.into_iter().partition(|e| e.file == file);
             errors.sort_by_key(|e| e.line);
             errors.extend(others);
-            Err(ConfigErrors { errors })
+            Err(ConfigErrors { errors, warnings })
         }
     }
 }

@@ -479,6 +479,11 @@ fn check(file: &std::path::Path) -> ExitCode {
             for e in &errors.errors {
                 println!("{e}");
             }
+            // As a compiler does: what else the reading found, beside the
+            // errors, so that one pass fixes both.
+            for w in &errors.warnings {
+                eprintln!("warning: {w}");
+            }
             eprintln!(
                 "sextant: {} error(s) in {}",
                 errors.errors.len(),

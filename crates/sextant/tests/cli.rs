@@ -133,6 +133,39 @@ fn check_reports_undefined_references_with_line() {
     }
 }
 
+/// Errors and warnings of one reading are both shown, as a compiler shows
+/// them: the operator fixes the file in one pass.
+#[test]
+fn check_shows_the_warnings_beside_the_errors() {
+    let net = Net::new("cli_check_both");
+    let text = format!(
+        "{}add gslb service s1 {} HTTP 80 -siteName nosuchsite\n\
+         add gslb service s2 {} HTTP 80 -siteName site1 -cltTimeout 180\n",
+        net.conf_preamble(),
+        net.svc_ip(0),
+        net.svc_ip(1),
+    );
+    let dir = net.scratch();
+    let path = dir.write("both.conf", &text);
+    let out = SEXTANT.run(&["check", &path]);
+    let all = output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let pre = net.conf_preamble().lines().count();
+    assert!(
+        all.contains(&format!("{path}:{}:", pre + 1)),
+        "the error:\n{all}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with(&format!("warning: {path}:{}: ", pre + 2))
+                && l.contains("-cltTimeout")),
+        "no warning for the -cltTimeout of line {}:\n{all}",
+        pre + 2
+    );
+}
+
 #[test]
 fn check_of_missing_file_fails() {
     let out = SEXTANT.run(&["check", "/nonexistent/sextant-e2e/none.conf"]);
