@@ -578,6 +578,15 @@ fn a_parent_on_another_version_is_refused_at_both_ends_and_manual_sync_previews_
     });
     // P3 (refused) keeps its own.
     expect_weights(lab.p(2), [1, 1, 1]).expect("P3 unchanged");
+    // A sync of every parent leaves P3 behind: the command says so and
+    // fails, so that a script notices.
+    let (ok, out) = cli(&["sync", "gslb", "config"]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("P2: in sync"), "{out}");
+    assert!(
+        out.contains("1 parent(s) did not take this node's configuration: P3 (refused)"),
+        "{out}"
+    );
     // A wrong token changes nothing and says why.
     let before = version_of(lab.p(0)).expect("version");
     let server = format!("http://{}", lab.p(0).api_addr);

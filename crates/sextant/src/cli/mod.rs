@@ -185,12 +185,35 @@ impl Session {
             debug: cmd.debug,
         })?;
         let reply = self.client.post("/v1/config/sync", &body)?;
-        if self.json {
-            return Ok(reply + "\n");
-        }
         let a: sextant_api::ConfigSyncAnswer = serde_json::from_str(&reply)
             .context("the server's answer to /v1/config/sync is not what this sextant reads")?;
-        Ok(render_sync(&a))
+        let shown = if self.json {
+            reply + "\n"
+        } else {
+            render_sync(&a)
+        };
+        // A sync that left a parent behind fails (exit 1), so that a
+        // script notices: the parents it asked for, every one by default.
+        let missed: Vec<String> = a
+            .peers
+            .iter()
+            .filter(|p| {
+                cmd.force_site
+                    .as_deref()
+                    .is_none_or(|f| f.eq_ignore_ascii_case(&p.site))
+            })
+            .filter(|p| a.preview.is_none() && p.state != "in_sync")
+            .map(|p| format!("{} ({})", p.site, p.state.replace('_', " ")))
+            .collect();
+        if missed.is_empty() {
+            return Ok(shown);
+        }
+        print!("{shown}");
+        anyhow::bail!(
+            "{} parent(s) did not take this node's configuration: {}",
+            missed.len(),
+            missed.join(", ")
+        )
     }
 
     /// "no vserver named X; did you mean Y?" when `name` is not in `names`.
