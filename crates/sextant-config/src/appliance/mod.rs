@@ -431,3 +431,27 @@ pub(crate) fn context(command: &str, tokens: &[Token]) -> std::sync::Arc<str> {
         None => format!("{command} {}", name.text).into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::COMMANDS;
+
+    /// Every command the reader accepts must also be one the config-sync
+    /// splitter can place, or a file using it stops automatic sync (as
+    /// `sign dns zone` once did); walking the whole table keeps a new
+    /// command from repeating that.
+    #[test]
+    fn the_sync_splitter_knows_every_command_the_reader_accepts() {
+        let path = std::path::Path::new("node.conf");
+        for command in COMMANDS {
+            let line = format!("{} NAME\n", command.words.join(" "));
+            let split = crate::sync_text::split(path, &line);
+            assert!(
+                split.is_ok(),
+                "the reader accepts `{}` but the sync splitter refuses it: {:?}",
+                command.words.join(" "),
+                split.err()
+            );
+        }
+    }
+}
