@@ -2,7 +2,10 @@
 //!
 //! A token file holds one token per line, optionally after a name
 //! (`NAME TOKEN`), so that logs and events can say which token wrote
-//! without ever showing the secret; `#` starts a comment. Tokens are kept
+//! without ever showing the secret; `#` starts a comment. A named token may
+//! end with its scope (`NAME TOKEN read`): a read-only token, for
+//! Prometheus and dashboards off loopback, reads everything but the
+//! configuration's text (which holds secrets) and writes nothing. Tokens are kept
 //! only as SHA-256 digests, and a presented token is hashed and compared
 //! with every digest in constant time, so neither the comparison's time
 //! nor the token's length tells an attacker anything.
@@ -38,10 +41,20 @@ pub enum TokenFileError {
     Empty { file: String },
 }
 
-/// One accepted token: its name and its digest.
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Reads, except the configuration's text (`NAME TOKEN read`).
+    Read,
+    /// Everything: reads and writes (`TOKEN`, `NAME TOKEN`, `NAME TOKEN write`).
+    Write,
+}
+
+/// One accepted token: its name, scope and digest.
 #[derive(Clone)]
 struct Entry {
     name: String,
+    scope: Scope,
     digest: [u8; 32],
 }
 
@@ -100,14 +113,30 @@ impl Tokens {
                 continue;
             }
             let fields: Vec<&str> = content.split_whitespace().collect();
-            let (name, token) = match fields.as_slice() {
-                [token] => (format!("token-{line}"), *token),
-                [name, token] => ((*name).to_string(), *token),
+            let (name, token, scope) = match fields.as_slice() {
+                [token] => (format!("token-{line}"), *token, Scope::Write),
+                [name, token] => ((*name).to_string(), *token, Scope::Write),
+                [name, token, scope] => {
+                    let scope = match *scope {
+                        "read" => Scope::Read,
+                        "write" => Scope::Write,
+                        other => {
+                            return Err(TokenFileError::Line {
+                                file: shown,
+                                line,
+                                reason: format!(
+                                    "the scope of `{name}` is `{other}`; it is `read` (reads only) or `write` (everything, the default)"
+                                ),
+                            });
+                        }
+                    };
+                    ((*name).to_string(), *token, scope)
+                }
                 _ => {
                     return Err(TokenFileError::Line {
                         file: shown,
                         line,
-                        reason: "expected `TOKEN` or `NAME TOKEN` (a token holds no spaces)"
+                        reason: "expected `TOKEN`, `NAME TOKEN` or `NAME TOKEN read` (a token holds no spaces)"
                             .to_string(),
                     });
                 }
@@ -132,6 +161,7 @@ impl Tokens {
             }
             entries.push(Entry {
                 name,
+                scope,
                 digest: sha256(token),
             });
         }
@@ -144,22 +174,28 @@ impl Tokens {
         })
     }
 
-    /// The name of the token `presented` is, if it is one of these. Every
-    /// digest is compared, whatever matched, in constant time.
-    pub fn check(&self, presented: &str) -> Option<&str> {
+    /// The name and scope of the token `presented` is, if it is one of
+    /// these. Every digest is compared, whatever matched, in constant time.
+    pub fn check(&self, presented: &str) -> Option<(&str, Scope)> {
         let d = sha256(presented);
         let mut found = None;
         for e in &self.entries {
             if bool::from(e.digest.ct_eq(&d)) && found.is_none() {
-                found = Some(e.name.as_str());
+                found = Some((e.name.as_str(), e.scope));
             }
         }
         found
     }
 
-    /// The tokens' names, for logs.
-    pub fn names(&self) -> Vec<&str> {
-        self.entries.iter().map(|e| e.name.as_str()).collect()
+    /// The tokens' names, for logs; a read-only token's with `(read)`.
+    pub fn names(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|e| match e.scope {
+                Scope::Write => e.name.clone(),
+                Scope::Read => format!("{} (read)", e.name),
+            })
+            .collect()
     }
 
     /// The file they came from.
@@ -190,12 +226,44 @@ mod tests {
         let t =
             parse("# operators\nalice 0123456789abcdef0123\n\n  fedcba9876543210fedcba # the CI\n")
                 .unwrap();
-        assert_eq!(t.check("0123456789abcdef0123"), Some("alice"));
-        assert_eq!(t.check("fedcba9876543210fedcba"), Some("token-4"));
+        assert_eq!(
+            t.check("0123456789abcdef0123"),
+            Some(("alice", Scope::Write))
+        );
+        assert_eq!(
+            t.check("fedcba9876543210fedcba"),
+            Some(("token-4", Scope::Write))
+        );
         assert_eq!(t.check("0123456789abcdef012"), None);
         assert_eq!(t.check(""), None);
         assert_eq!(t.check("alice"), None);
         assert_eq!(t.names(), ["alice", "token-4"]);
+    }
+
+    #[test]
+    fn a_named_token_may_be_read_only() {
+        let t = parse(
+            "prometheus 0123456789abcdef0123 read\nops fedcba9876543210fedcba write\nci 0123456789abcdefffff\n",
+        )
+        .unwrap();
+        assert_eq!(
+            t.check("0123456789abcdef0123"),
+            Some(("prometheus", Scope::Read))
+        );
+        assert_eq!(
+            t.check("fedcba9876543210fedcba"),
+            Some(("ops", Scope::Write))
+        );
+        assert_eq!(t.check("0123456789abcdefffff"), Some(("ci", Scope::Write)));
+        assert_eq!(t.names(), ["prometheus (read)", "ops", "ci"]);
+        let e = parse("prom 0123456789abcdef0123 readonly\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "/etc/sextant/api-tokens:1: the scope of `prom` is `readonly`; it is `read` (reads only) or `write` (everything, the default)"
+        );
+        assert!(!e.contains("0123456789abcdef"), "{e}");
     }
 
     #[test]
@@ -207,7 +275,7 @@ mod tests {
              needed (for example `openssl rand -hex 16`)"
         );
         assert!(!e.contains("short"));
-        let e = parse("a 0123456789abcdef\nb c d\n")
+        let e = parse("a 0123456789abcdef\nb c d e\n")
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("/etc/sextant/api-tokens:2: expected"), "{e}");
@@ -232,7 +300,7 @@ mod tests {
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(
             Tokens::load(&f).unwrap().check("0123456789abcdef0123"),
-            Some("ops")
+            Some(("ops", Scope::Write))
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

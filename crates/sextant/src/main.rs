@@ -225,9 +225,9 @@ pub struct ServeArgs {
     #[arg(long)]
     api_listen: Option<SocketAddr>,
     /// The REST API's tokens: one per line, `NAME TOKEN` (or a bare
-    /// `TOKEN`), `#` starts a comment, mode 0600. Every write (POST, PUT...)
-    /// needs `Authorization: Bearer TOKEN`; without this file writes are
-    /// refused (403). Overrides `[api] token_file` in a TOML file. Re-read
+    /// `TOKEN`; `NAME TOKEN read` for a read-only one), `#` starts a
+    /// comment, mode 0600. Every write (POST, PUT...) needs `Authorization:
+    /// Bearer TOKEN`; without this file writes are refused (403). Overrides `[api] token_file` in a TOML file. Re-read
     /// on SIGHUP. Make a token with `openssl rand -hex 16`.
     #[arg(long, value_name = "PATH")]
     api_token_file: Option<PathBuf>,

@@ -361,3 +361,92 @@ fn query_log_samples_one_query_in_n() {
     });
     assert!(ok && n <= 20, "{n} lines for 80 queries sampled 1 in 4");
 }
+
+/// A read-only token (`NAME TOKEN read` in the token file) is what
+/// Prometheus carries when reads need a token, as they do by default off
+/// loopback: the scrape works with it, while the same token cannot write,
+/// nor read the configuration's text, and a refused write changes nothing.
+#[test]
+fn a_read_only_token_lets_prometheus_scrape_and_nothing_more() {
+    use std::os::unix::fs::PermissionsExt;
+    let net = Net::new("metrics_read_token");
+    let a = Backend::tcp(net.svc_ip(0));
+    let dir = net.scratch();
+    let tokens = dir.0.join("api-tokens");
+    let (ops, prom) = (TEST_TOKEN, "prom-fedcba9876543210fedc");
+    std::fs::write(&tokens, format!("ops {ops}\nprometheus {prom} read\n")).unwrap();
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Prometheus reads its credentials file as the scrape's bearer token.
+    let credentials = dir.0.join("prometheus-token");
+    std::fs::write(&credentials, prom).unwrap();
+    let mut s = Server::start_with(
+        SEXTANT,
+        &net,
+        Syntax::Conf,
+        &config(&net, &[("sA", &a)]),
+        &[
+            "--api-token-file",
+            tokens.to_str().unwrap(),
+            "--api-reads",
+            "token",
+        ],
+    );
+    s.token = Some(ops.to_string());
+    s.wait_state("sA", State::Up);
+    let api = net.api_addr();
+    let get = |path: &str, token: Option<&str>| {
+        http_get_as(api, path, token, Duration::from_secs(5)).unwrap()
+    };
+    assert_eq!(get("/metrics", None).0, 401, "reads need a token here");
+    assert_eq!(get("/metrics", Some(prom)).0, 200);
+    assert_eq!(get("/v1/services", Some(prom)).0, 200);
+    let (code, body) = get("/v1/config", Some(prom));
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("`prometheus` is read-only") && !body.contains(prom),
+        "{body}"
+    );
+    assert_eq!(get("/v1/config", Some(ops)).0, 200);
+
+    // A write with the read-only token is refused and changes nothing.
+    let (code, body) =
+        http_send_json(api, "POST", "/v1/services/sA/disable", "{}", Some(prom)).unwrap();
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("this request writes"), "{body}");
+    let services: Vec<sextant_api::Service> =
+        serde_json::from_str(&get("/v1/services", Some(prom)).1).unwrap();
+    let sa = services.iter().find(|x| x.name == "sA").unwrap();
+    assert_eq!(sa.admin_state, "enabled", "a refused write changed nothing");
+    // The CLI says why, from the server's answer.
+    let out = SEXTANT.run(&[
+        "cli",
+        "--server",
+        &api.to_string(),
+        "--token-file",
+        credentials.to_str().unwrap(),
+        "disable gslb service sA",
+    ]);
+    assert!(!out.status.success(), "{}", output_text(&out));
+    assert!(
+        output_text(&out).contains("read-only"),
+        "{}",
+        output_text(&out)
+    );
+
+    // Prometheus, configured with `authorization.credentials_file`, scrapes.
+    let Some(p) = Prometheus::start(
+        "metrics_read_token",
+        api,
+        Duration::from_millis(300),
+        Some(credentials.to_str().unwrap()),
+    ) else {
+        return;
+    };
+    prometheus_says(&p, r#"sextant_service_up{service="sA",site="site1"}"#, 1.0);
+    let (health, error) = p.target_health().unwrap();
+    assert_eq!(health, "up", "scrape error: {error}");
+    // The log names the refusal, never the token.
+    let log = s.log();
+    assert!(log.contains("read-only token"), "{log}");
+    assert!(!log.contains(prom), "the token is never logged");
+}

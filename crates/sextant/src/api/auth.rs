@@ -1,7 +1,9 @@
 //! Who may use the API: every write (any method but GET and HEAD) needs a
 //! token of the token file (`--api-token-file`, [`crate::auth`]); reads need
-//! one too unless they are open (`--api-reads`). A refused request never
-//! reaches its handler, so it changes nothing.
+//! one too unless they are open (`--api-reads`). A read-only token
+//! (`NAME TOKEN read`) reads everything but the configuration's text and
+//! writes nothing. A refused request never reaches its handler, so it
+//! changes nothing.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -15,7 +17,7 @@ use axum::response::Response;
 use tracing::{info, warn};
 
 use super::error;
-use crate::auth::{Tokens, bearer};
+use crate::auth::{Scope, Tokens, bearer};
 use sextant_core::log_throttle::LogThrottle;
 
 /// The one read that always needs a token, whatever `--api-reads` says.
@@ -66,10 +68,11 @@ enum Refusal {
     NoHeader = 1,
     NotBearer = 2,
     WrongToken = 3,
+    ReadOnlyToken = 4,
 }
 
 impl Refusal {
-    const KINDS: usize = 4;
+    const KINDS: usize = 5;
 
     fn reason(self) -> &'static str {
         match self {
@@ -77,6 +80,7 @@ impl Refusal {
             Refusal::NoHeader => "no Authorization header",
             Refusal::NotBearer => "the Authorization header is not `Bearer TOKEN`",
             Refusal::WrongToken => "the token is not one of the API tokens",
+            Refusal::ReadOnlyToken => "a read-only token was presented for a write or a secret",
         }
     }
 }
@@ -222,7 +226,21 @@ pub async fn require(State(access): State<Arc<Access>>, mut req: Request, next: 
             return unauthorized("the Authorization header must be `Bearer TOKEN`");
         }
         Some(Some(token)) => match tokens.check(token) {
-            Some(name) => name.to_string(),
+            Some((name, Scope::Write)) => name.to_string(),
+            Some((name, Scope::Read)) if !write && !secret => name.to_string(),
+            Some((name, Scope::Read)) => {
+                access.refused(Refusal::ReadOnlyToken, &peer, &method, &path);
+                let why = if write {
+                    format!(
+                        "the token `{name}` is read-only (`read` in the token file): this request writes and needs a token without `read`"
+                    )
+                } else {
+                    format!(
+                        "the token `{name}` is read-only (`read` in the token file): the configuration's text holds secrets and needs a token without `read`"
+                    )
+                };
+                return error(StatusCode::FORBIDDEN, &why);
+            }
             None => {
                 access.refused(Refusal::WrongToken, &peer, &method, &path);
                 return unauthorized("the token is not valid");

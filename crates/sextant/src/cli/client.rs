@@ -124,11 +124,40 @@ pub fn token(file: Option<&Path>) -> anyhow::Result<Option<String>> {
             .lines()
             .map(|l| l.split('#').next().unwrap_or("").trim())
             .find(|l| !l.is_empty())
-            .and_then(|l| l.split_whitespace().last())
+            // `TOKEN`, `NAME TOKEN` or `NAME TOKEN read`: the server's
+            // token file works.
+            .and_then(|l| {
+                let fields: Vec<&str> = l.split_whitespace().collect();
+                fields.get(usize::from(fields.len() > 1)).copied()
+            })
             .with_context(|| format!("--token-file {}: holds no token", file.display()))?;
         return Ok(Some(token.to_string()));
     }
     Ok(std::env::var("SEXTANT_API_TOKEN")
         .ok()
         .filter(|t| !t.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::token;
+
+    #[test]
+    fn a_token_file_line_gives_its_token_whatever_its_form() {
+        let dir = std::env::temp_dir().join(format!("sextant-cli-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("token");
+        for (text, want) in [
+            ("0123456789abcdef0123\n", "0123456789abcdef0123"),
+            ("# ops\nops 0123456789abcdef0123\n", "0123456789abcdef0123"),
+            (
+                "prom 0123456789abcdef0123 read # scrapes\n",
+                "0123456789abcdef0123",
+            ),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            assert_eq!(token(Some(&f)).unwrap().as_deref(), Some(want), "{text:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
