@@ -625,6 +625,36 @@ fn mismatched_passwords_never_bring_mep_up() {
         "b's log does not say authentication failed:\n{}",
         b.log()
     );
+    // Both ends say why where the site is shown, not only in the log:
+    // `/v1/sites` and `show gslb site` (the dashboard draws the same field).
+    for (at, other) in [(&a, "b"), (&b, "a")] {
+        eventually_ok(EVENTUALLY, "the site says why its link is down", || {
+            let reason = at.site(other).last_down_reason.unwrap_or_default();
+            if reason.starts_with("authentication failed: ") && reason.contains("password") {
+                Ok(())
+            } else {
+                Err(format!("{}: /v1/sites {other}: {reason:?}", at.name))
+            }
+        });
+        let server = format!("http://{}", at.api_addr);
+        let tokens = at.config.with_extension("api-tokens");
+        let out = SEXTANT.run(&[
+            "cli",
+            "--server",
+            &server,
+            "--token-file",
+            tokens.to_str().unwrap(),
+            "show gslb site",
+        ]);
+        let text = output_text(&out);
+        assert!(
+            text.contains(&format!(
+                "Why MEP with {other} is DOWN: authentication failed: "
+            )),
+            "{}: show gslb site:\n{text}",
+            at.name
+        );
+    }
     eprintln!(
         "auth_failed: a = {}, b = {}; 'authentication failed' in a's log: {}",
         a.mep().auth_failed,

@@ -672,9 +672,15 @@ impl Node {
                         %reason,
                         "MEP authentication failed"
                     );
+                    let (k, name, peer) = (c.key.clone(), c.site.name.clone(), c.addr);
+                    // Shown where the site is (`/v1/sites`, `show gslb
+                    // site`, the dashboard), not only in the log: a link
+                    // that never comes up has no other reason to show.
+                    self.site_info(&k, &name).down_reason =
+                        Some(format!("{}: {reason}", crate::session::AUTH_FAILED));
                     let e = MepEvent::AuthFailed {
-                        peer: c.addr,
-                        site: c.site.name.clone(),
+                        peer,
+                        site: name,
                         reason,
                     };
                     self.emit(e);

@@ -434,12 +434,20 @@ impl Session {
                 ]
             })
             .collect();
-        Ok(table(
+        let mut out = table(
             &[
                 "NAME", "IP", "ROLE", "TYPE", "PARENT", "MEP", "LINK", "RTT", "CPU", "CONFIG",
             ],
             &rows,
-        ))
+        );
+        // Why each link that is not UP went down (a password mismatch, a
+        // timeout...): otherwise only the log says it.
+        for s in all.iter().filter(|s| s.mep != "UP") {
+            if let Some(why) = &s.last_down_reason {
+                out.push_str(&format!("Why MEP with {} is {}: {why}\n", s.name, s.mep));
+            }
+        }
+        Ok(out)
     }
 
     fn show_domains(&self, name: Option<&str>) -> anyhow::Result<String> {
