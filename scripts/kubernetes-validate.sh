@@ -61,6 +61,31 @@ validate "$work/default.yaml"
     --set apiTokens.existingSecret=my-tokens --set apiReads=open \
     --set dnsService.type=NodePort --set 'extraArgs={--query-log,-}' >"$work/variant.yaml"
 validate "$work/variant.yaml"
+# Metric exchange: two sites on their nodes' networks, the MEP ports
+# declared on the node.
+"$helm" template sextant "$chart" --namespace sextant "${token[@]}" \
+    --set 'sites={site1,site2}' --set metricExchange.enabled=true \
+    --set metricExchange.nodes.site1=node-a --set metricExchange.nodes.site2=node-b >"$work/mep.yaml"
+validate "$work/mep.yaml"
+"$kv/bin/python" - "$work/mep.yaml" <<'PY'
+import sys, yaml
+deployments = [d for d in yaml.safe_load_all(open(sys.argv[1], encoding="utf-8")) if d and d["kind"] == "Deployment"]
+assert len(deployments) == 2, deployments
+for d, node in zip(deployments, ["node-a", "node-b"]):
+    pod = d["spec"]["template"]["spec"]
+    ports = {p["name"]: (p["containerPort"], p.get("hostPort")) for p in pod["containers"][0]["ports"]}
+    assert pod.get("hostNetwork") is True, pod
+    assert pod["nodeSelector"]["kubernetes.io/hostname"] == node, pod["nodeSelector"]
+    assert ports["mep"] == (3011, 3011) and ports["mep-secure"] == (3009, 3009), ports
+    assert "sysctls" not in pod["securityContext"], pod["securityContext"]
+    assert d["spec"]["strategy"]["type"] == "Recreate", d["spec"]["strategy"]
+PY
+# ... and a site with no node named: the chart refuses, naming it.
+if "$helm" template sextant "$chart" "${token[@]}" --set metricExchange.enabled=true >"$work/nonode.yaml" 2>"$work/nonode.err"; then
+    echo "kubernetes-validate.sh: the chart rendered metric exchange without a node for site1" >&2
+    exit 1
+fi
+grep -q "metricExchange.nodes.site1" "$work/nonode.err"
 # No token at all: the chart refuses to render.
 if "$helm" template sextant "$chart" >"$work/none.yaml" 2>"$work/none.err"; then
     echo "kubernetes-validate.sh: the chart rendered without a token file" >&2
