@@ -32,6 +32,10 @@
 //!   (`sextant check FILE`, `sextant dnssec keygen`).
 //! * `env: NAME=VALUE` — sets a variable for the page's commands from then
 //!   on (what the reader's shell would already hold).
+//! * `token: NAME` — sets the variable NAME to the API token of the page's
+//!   server, as the page tells the reader to: the token `sextant demo`
+//!   prints (`API token: ...`), else the first one of the file the `start`
+//!   line's `--api-token-file` names.
 //!
 //! A block with a command that talks to a server (`curl`, `dig`, `delv`,
 //! `sextant cli`, `sextant explain`, `sextant check`, `sextant dnssec`,
@@ -91,6 +95,7 @@ pub enum Directive {
     Ready(SocketAddr),
     Run,
     Env(String, String),
+    Token(String),
 }
 
 /// A command of a block, with the output the page shows for it (None
@@ -208,6 +213,7 @@ fn parse_directive(d: &str) -> Result<Directive, String> {
                 .map_err(|e| format!("`ready: {value}`: {e}"))?,
         ),
         "run" if value.is_empty() => Directive::Run,
+        "token" => Directive::Token(need("a variable name")?),
         "env" => {
             let v = need("NAME=VALUE")?;
             let (n, v) = v
@@ -217,7 +223,7 @@ fn parse_directive(d: &str) -> Result<Directive, String> {
         }
         _ => {
             return Err(format!(
-                "unknown docs-test directive `{d}` (skip: REASON, file: NAME, start: ARGS, ready: IP:PORT, run, env: NAME=VALUE)"
+                "unknown docs-test directive `{d}` (skip: REASON, file: NAME, start: ARGS, ready: IP:PORT, run, env: NAME=VALUE, token: NAME)"
             ));
         }
     })
@@ -456,6 +462,7 @@ impl Page {
             let mut ready: Option<SocketAddr> = None;
             let mut start: Option<&str> = None;
             let mut run = false;
+            let mut token: Option<&str> = None;
             for d in &block.directives {
                 match d {
                     Directive::File(f) => {
@@ -468,6 +475,7 @@ impl Page {
                     Directive::Env(k, v) => {
                         env.insert(k.clone(), v.clone());
                     }
+                    Directive::Token(n) => token = Some(n),
                     Directive::Skip(_) => {}
                 }
             }
@@ -483,7 +491,19 @@ impl Page {
                     s.stop();
                 }
                 match Started::start(ns, &path_dir, dir, args, ready) {
-                    Ok(s) => server = Some(s),
+                    Ok(s) => {
+                        if let Some(n) = token {
+                            match s.token(dir, args) {
+                                Some(t) => {
+                                    env.insert(n.to_string(), t);
+                                }
+                                None => report.problems.push(format!(
+                                    "{at}: `token: {n}`: the server printed no `API token:` and its --api-token-file has no token"
+                                )),
+                            }
+                        }
+                        server = Some(s);
+                    }
                     Err(e) => {
                         report.problems.push(format!("{at}: `sextant {args}`: {e}"));
                         continue;
@@ -722,6 +742,30 @@ impl Started {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// The token the server printed (`API token: T`), else the first of
+    /// its `--api-token-file` (lines `NAME TOKEN`).
+    fn token(&self, dir: &Path, args: &str) -> Option<String> {
+        let log = fs::read_to_string(&self.log).unwrap_or_default();
+        if let Some(t) = log
+            .lines()
+            .find_map(|l| l.strip_prefix("API token: "))
+            .and_then(|r| r.split_whitespace().next())
+        {
+            return Some(t.to_string());
+        }
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let file = words
+            .iter()
+            .position(|w| *w == "--api-token-file")
+            .and_then(|i| words.get(i + 1))?;
+        let text = fs::read_to_string(dir.join(file)).ok()?;
+        text.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .map(str::to_string)
     }
 
     fn stop(mut self) {

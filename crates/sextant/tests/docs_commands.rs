@@ -79,6 +79,13 @@ macro_rules! pages {
             for p in &pages {
                 assert!(listed.contains(&p.as_str()), "{p} has no test in tests/docs_commands.rs: add it to pages!");
             }
+            // And the README leads to every page.
+            let readme = fs::read_to_string(root().join("README.md")).expect("read README.md");
+            let unlinked: Vec<&String> = pages
+                .iter()
+                .filter(|p| p.starts_with("docs/") && !readme.contains(&format!("]({p}")))
+                .collect();
+            assert!(unlinked.is_empty(), "README.md does not link {unlinked:?}");
         }
     };
 }
