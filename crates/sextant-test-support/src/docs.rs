@@ -58,6 +58,8 @@
 //!   [`normalize`] on both sides; a line `...` in the page stands for any
 //!   number of lines. A command whose output the page does not show must
 //!   exit 0 and print no API error (`{"error":`).
+//! * `DOCS_UPDATE=1` rewrites each shown output that differs with what the
+//!   command printed (read the diff: a `...` of a rewritten output is gone).
 //! * Each block has 60 s; what it leaves running (`&`) is killed by process
 //!   group with the page's server when the page is done.
 
@@ -437,6 +439,9 @@ pub struct Report {
     pub commands: usize,
     pub skipped: Vec<(usize, String)>,
     pub problems: Vec<String>,
+    /// Shown outputs that differ: (first line of the shown output, its
+    /// number of lines, what the command printed), for [`Page::update`].
+    pub differing: Vec<(usize, usize, String)>,
 }
 
 impl Page {
@@ -466,7 +471,9 @@ impl Page {
             for d in &block.directives {
                 match d {
                     Directive::File(f) => {
-                        fs::write(dir.join(f), &block.text)
+                        // Mode 0600: a token file must be (the server
+                        // refuses one others can read).
+                        write_private(&dir.join(f), &block.text)
                             .unwrap_or_else(|e| panic!("{at}: write {f}: {e}"));
                     }
                     Directive::Start(a) => start = Some(a),
@@ -524,8 +531,20 @@ impl Page {
             report.commands += commands.len();
             match run_block(ns, &path_dir, dir, &env_file, &env, &commands) {
                 Ok(outputs) => {
-                    for (c, got) in commands.iter().zip(outputs) {
-                        check(&name, c, &got, &mut report.problems);
+                    let own = format!("{}/", dir.display());
+                    for (c, mut got) in commands.iter().zip(outputs) {
+                        // Paths in the working directory read as the
+                        // reader's own (`site.conf`).
+                        got.text = got.text.replace(&own, "");
+                        if check(&name, c, &got, &mut report.problems)
+                            && let Some(shown) = &c.output
+                        {
+                            report.differing.push((
+                                c.line + c.command.lines().count(),
+                                shown.lines().count(),
+                                got.text.clone(),
+                            ));
+                        }
                     }
                 }
                 Err(e) => report.problems.push(format!("{at}: {e}")),
@@ -545,7 +564,9 @@ struct Output {
     status: Option<i32>,
 }
 
-fn check(page: &str, c: &Shown, got: &Output, problems: &mut Vec<String>) {
+/// Adds a problem when `got` is not what the page shows for `c`; true
+/// when a shown output differs.
+fn check(page: &str, c: &Shown, got: &Output, problems: &mut Vec<String>) -> bool {
     let at = format!("{page}:{}", c.line);
     match &c.output {
         Some(shown) => {
@@ -554,6 +575,7 @@ fn check(page: &str, c: &Shown, got: &Output, problems: &mut Vec<String>) {
                     "{at}: `{}` printed what the page does not show\n--- page shows ---\n{}--- it printed (exit {:?}) ---\n{}",
                     c.command, shown, got.status, got.text
                 ));
+                return true;
             }
         }
         None => {
@@ -564,6 +586,51 @@ fn check(page: &str, c: &Shown, got: &Output, problems: &mut Vec<String>) {
                 ));
             }
         }
+    }
+    false
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let _ = fs::remove_file(path);
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(text.as_bytes())
+}
+
+impl Page {
+    /// Rewrites the page at `path` with what the commands printed where
+    /// it showed something else (`DOCS_UPDATE=1`): read the diff before
+    /// committing it (a `...` line of a changed output is gone).
+    pub fn update(&self, path: &Path, report: &Report) -> std::io::Result<()> {
+        let text = fs::read_to_string(path)?;
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut changes = report.differing.clone();
+        changes.sort_by(|a, b| b.0.cmp(&a.0));
+        for (first, count, new) in changes {
+            // `first` is 1-based; the shown output's blank tail stays.
+            let start = first - 1;
+            let end = (start + count).min(lines.len());
+            let kept_blank = lines[start..end]
+                .iter()
+                .rev()
+                .take_while(|l| l.trim().is_empty())
+                .count();
+            let mut new_lines: Vec<String> = new
+                .trim_end_matches('\n')
+                .lines()
+                .map(str::to_string)
+                .collect();
+            new_lines.extend(std::iter::repeat_n(String::new(), kept_blank));
+            lines.splice(start..end, new_lines);
+        }
+        let mut out = lines.join("\n");
+        out.push('\n');
+        fs::write(path, out)
     }
 }
 

@@ -44,6 +44,13 @@ fn run_page(tag: &str, page: &str) {
         report.commands,
         report.skipped.len()
     );
+    if std::env::var_os("DOCS_UPDATE").is_some() && !report.differing.is_empty() {
+        parsed.update(&path, &report).expect("rewrite the page");
+        eprintln!(
+            "{page}: {} shown output(s) rewritten",
+            report.differing.len()
+        );
+    }
     for (line, reason) in &report.skipped {
         eprintln!("  skipped {page}:{line}: {reason}");
     }
