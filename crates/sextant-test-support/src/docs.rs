@@ -48,12 +48,15 @@
 //!   shows for it (until the next `$ ` line); in a block without `$ `
 //!   lines, every line that is not blank or a `#` comment is a command and
 //!   no output is shown. A line ending in `\` goes on on the next.
-//! * Each block runs in one `bash` in the page's working directory, inside
+//! * Each block runs in one `bash` in the page's working directory (where
+//!   `examples/` is the repository's), inside
 //!   the page's network namespace, with the `sextant` under test first on
 //!   PATH. Variables a block sets stay set for the page's later blocks.
 //!   The addresses are the page's own: in the namespace, 127.0.0.0/8 is the
 //!   page's alone, so **no address or port is rewritten**; the command as
 //!   written is what runs.
+//! * `curl` runs as at a terminal: no progress meter (`.curlrc`: silent,
+//!   show-error), as curl draws one only when its output is not a terminal.
 //! * A command whose output the page shows must print that output, after
 //!   [`normalize`] on both sides; a line `...` in the page stands for any
 //!   number of lines. A command whose output the page does not show must
@@ -310,29 +313,46 @@ impl Block {
     }
 }
 
-/// Whether a command line uses a program that talks to a server.
+/// Whether a command line runs a program that talks to a server: the
+/// first word of one of its simple commands (after `|`, `;`, `&`, `(`,
+/// `do`, `then`, variable assignments and `sudo`), so that a block of
+/// text that merely names one is not taken for a command.
 fn talks(command: &str) -> bool {
-    let words: Vec<&str> = command
-        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '|' | '&' | '(' | ')' | '`'))
-        .filter(|w| !w.is_empty())
-        .collect();
-    words.iter().enumerate().any(|(i, w)| {
-        TALKERS.contains(w)
-            || (*w == "sextant"
-                && words
-                    .get(i + 1)
-                    .is_some_and(|s| SEXTANT_TALKERS.contains(s)))
-    })
+    let spaced = command.replace(['|', ';', '&', '(', ')'], " ; ");
+    let words: Vec<&str> = spaced.split_whitespace().collect();
+    let mut first = true;
+    for (i, w) in words.iter().enumerate() {
+        if matches!(*w, ";" | "do" | "then" | "else" | "sudo" | "$" | "#") {
+            first = true;
+            continue;
+        }
+        if first && w.contains('=') && !w.starts_with('-') {
+            continue; // NAME=VALUE before the command
+        }
+        if first
+            && (TALKERS.contains(w)
+                || (*w == "sextant"
+                    && words
+                        .get(i + 1)
+                        .is_some_and(|s| SEXTANT_TALKERS.contains(s))))
+        {
+            return true;
+        }
+        first = false;
+    }
+    false
 }
 
 /// What differs from run to run, made equal on both sides of a comparison:
 ///
 /// * each RFC 3339 time (`2026-12-07T21:09:22.662Z`) becomes `<time>`;
 /// * a duration in milliseconds (`3.2ms`, `2.0 ms`) becomes `<ms>`;
+/// * an HTTP `date:` header's value becomes `<date>`, and CRLF line
+///   ends (curl -i's headers) LF;
 /// * runs of blanks become one blank (a table's columns widen with what
 ///   they hold), and blanks at a line's end go.
 pub fn normalize(s: &str) -> String {
-    let s = normalize_times(s);
+    let s = normalize_times(&s.replace("\r\n", "\n"));
     let mut out = String::with_capacity(s.len());
     // Line by line, so that line ends stay where they are.
     for line in s.split_inclusive('\n') {
@@ -340,6 +360,11 @@ pub fn normalize(s: &str) -> String {
             Some(b) => (b, "\n"),
             None => (line, ""),
         };
+        if body.to_ascii_lowercase().starts_with("date: ") {
+            out += "date: <date>";
+            out += end;
+            continue;
+        }
         let words: Vec<&str> = body.split(' ').filter(|w| !w.is_empty()).collect();
         let mut kept: Vec<String> = Vec::new();
         let mut i = 0;
@@ -447,14 +472,18 @@ pub struct Report {
 impl Page {
     /// Every block that talks to a server (or is marked `run`), run in
     /// the namespace `ns` with `bin` as `sextant`, in the working
-    /// directory `dir`.
-    pub fn run(&self, ns: &Arc<Netns>, bin: &str, dir: &Path) -> Report {
+    /// directory `dir` (where `examples` is the repository `repo`'s).
+    pub fn run(&self, ns: &Arc<Netns>, bin: &str, dir: &Path, repo: &Path) -> Report {
         let name = self.name.clone();
         let mut report = Report::default();
         let path_dir = dir.join(".docs-bin");
         fs::create_dir_all(&path_dir).expect("create the PATH directory");
         let _ = fs::remove_file(path_dir.join("sextant"));
         std::os::unix::fs::symlink(bin, path_dir.join("sextant")).expect("link sextant");
+        fs::write(path_dir.join(".curlrc"), "silent\nshow-error\n").expect("write .curlrc");
+        // The repository's examples, as the pages name them
+        // (`sextant check examples/sextant.conf`).
+        let _ = std::os::unix::fs::symlink(repo.join("examples"), dir.join("examples"));
         let env_file = dir.join(".docs-env");
         let mut env: BTreeMap<String, String> = BTreeMap::new();
         let mut server: Option<Started> = None;
@@ -620,6 +649,7 @@ impl Page {
                 .rev()
                 .take_while(|l| l.trim().is_empty())
                 .count();
+            let new = new.replace("\r\n", "\n");
             let mut new_lines: Vec<String> = new
                 .trim_end_matches('\n')
                 .lines()
@@ -723,7 +753,10 @@ fn in_ns(ns: &Netns, path_dir: &Path, dir: &Path) -> Command {
                 std::env::var("PATH").unwrap_or_default()
             ),
         )
-        .env_remove("SEXTANT_TOKEN")
+        .env_remove("SEXTANT_API_TOKEN")
+        // curl as at a terminal: no progress meter (curl draws one on
+        // stderr only when its output is not a terminal).
+        .env("CURL_HOME", path_dir)
         .process_group(0);
     cmd
 }
@@ -885,6 +918,9 @@ mod tests {
         assert!(block("for i in 1 2; do dig +short x; done\n").talks_to_a_server());
         assert!(block("sextant cli show gslb site\n").talks_to_a_server());
         assert!(!block("add gslb site a 1.2.3.4\n").talks_to_a_server());
+        assert!(!block("crates/\n  sextant-cli/  `sextant check` and dig\n").talks_to_a_server());
+        assert!(block("TOKEN=x curl -s 127.0.0.1:8053/v1/status\n").talks_to_a_server());
+        assert!(block("$ echo x | sextant cli\n").talks_to_a_server());
     }
 
     #[test]

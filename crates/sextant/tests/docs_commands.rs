@@ -37,7 +37,7 @@ fn run_page(tag: &str, page: &str) {
         return;
     };
     let scratch = Scratch::new(&format!("docs_{tag}"));
-    let report = parsed.run(&ns, SEXTANT, &scratch.0);
+    let report = parsed.run(&ns, SEXTANT, &scratch.0, &root());
     eprintln!(
         "{page}: {} blocks run ({} commands), {} skipped",
         report.ran,
