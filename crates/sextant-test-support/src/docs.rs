@@ -609,9 +609,14 @@ fn check(page: &str, c: &Shown, got: &Output, problems: &mut Vec<String>) -> boo
         }
         None => {
             if got.status != Some(0) || got.text.contains("{\"error\":") {
+                let how = match got.status {
+                    Some(0) => "answered an API error".to_string(),
+                    Some(n) => format!("exited {n}"),
+                    None => "was killed".to_string(),
+                };
                 problems.push(format!(
-                    "{at}: `{}` failed (exit {:?}), and the page shows no output for it:\n{}",
-                    c.command, got.status, got.text
+                    "{at}: `{}` {how}, and the page shows no output for it:\n{}",
+                    c.command, got.text
                 ));
             }
         }
