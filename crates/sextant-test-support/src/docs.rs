@@ -17,6 +17,9 @@
 //! <!-- docs-test: DIRECTIVE; DIRECTIVE ... -->
 //! ```
 //!
+//! Directives are separated by `;` (so a reason holds none); an unknown
+//! one, or a marker no block follows, is an error naming its line.
+//!
 //! * `skip: REASON` — the block is not run, for the reason given (it needs
 //!   two hosts, systemd, a package install...). A reason is required.
 //! * `file: NAME` — the block is a file the page's commands use (a
@@ -644,7 +647,7 @@ impl Page {
         let text = fs::read_to_string(path)?;
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
         let mut changes = report.differing.clone();
-        changes.sort_by(|a, b| b.0.cmp(&a.0));
+        changes.sort_by_key(|c| std::cmp::Reverse(c.0));
         for (first, count, new) in changes {
             // `first` is 1-based; the shown output's blank tail stays.
             let start = first - 1;
