@@ -350,12 +350,15 @@ fn talks(command: &str) -> bool {
 ///
 /// * each RFC 3339 time (`2026-12-07T21:09:22.662Z`) becomes `<time>`;
 /// * a duration in milliseconds (`3.2ms`, `2.0 ms`) becomes `<ms>`;
+/// * a date (`2026-12-04`) becomes `<date>`, and a run of 12 or more hex
+///   digits with a letter and a digit among them (a commit, a token, a
+///   digest) `<hex>`;
 /// * an HTTP `date:` header's value becomes `<date>`, and CRLF line
 ///   ends (curl -i's headers) LF;
 /// * runs of blanks become one blank (a table's columns widen with what
 ///   they hold), and blanks at a line's end go.
 pub fn normalize(s: &str) -> String {
-    let s = normalize_times(&s.replace("\r\n", "\n"));
+    let s = normalize_hex_and_dates(&normalize_times(&s.replace("\r\n", "\n")));
     let mut out = String::with_capacity(s.len());
     // Line by line, so that line ends stay where they are.
     for line in s.split_inclusive('\n') {
@@ -389,6 +392,50 @@ pub fn normalize(s: &str) -> String {
         }
         out += &kept.join(" ");
         out += end;
+    }
+    out
+}
+
+fn normalize_hex_and_dates(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    let word = |c: char| c.is_ascii_alphanumeric();
+    while i < chars.len() {
+        let boundary = i == 0 || !word(chars[i - 1]);
+        if boundary {
+            let mut j = i;
+            while j < chars.len() && chars[j].is_ascii_hexdigit() && !chars[j].is_ascii_uppercase()
+            {
+                j += 1;
+            }
+            let run = &chars[i..j];
+            if run.len() >= 12
+                && (j == chars.len() || !word(chars[j]))
+                && run.iter().any(char::is_ascii_digit)
+                && run.iter().any(char::is_ascii_alphabetic)
+            {
+                out.push_str("<hex>");
+                i = j;
+                continue;
+            }
+            let date = chars.get(i..i + 10).is_some_and(|d| {
+                d.iter().enumerate().all(|(k, c)| {
+                    if k == 4 || k == 7 {
+                        *c == '-'
+                    } else {
+                        c.is_ascii_digit()
+                    }
+                })
+            }) && chars.get(i + 10).is_none_or(|c| !word(*c));
+            if date {
+                out.push_str("<date>");
+                i += 10;
+                continue;
+            }
+        }
+        out.push(chars[i]);
+        i += 1;
     }
     out
 }
@@ -940,6 +987,11 @@ mod tests {
             "x  at 2026-12-07T21:09:22.662Z took 3.2ms\n",
             "x at 2027-01-01T00:00:00Z took 12 ms\n"
         ));
+        assert!(shows(
+            "commit=\"5a7f76e72c21\",build_date=\"2026-12-04\" id 1796374652059\n",
+            "commit=\"8d26bad66726\",build_date=\"2026-12-08\" id 1796374652059\n"
+        ));
+        assert!(!shows("id 1796374652059\n", "id 1796374652058\n"));
     }
 
     #[test]
