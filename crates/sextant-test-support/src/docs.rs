@@ -35,6 +35,9 @@
 //!   (`sextant check FILE`, `sextant dnssec keygen`).
 //! * `env: NAME=VALUE` — sets a variable for the page's commands from then
 //!   on (what the reader's shell would already hold).
+//! * `copy: PATH` — copies the repository's file PATH (or the files of the
+//!   directory PATH) into the page's working directory under its last name
+//!   (`copy: tests/appliance-configs/lb-health` makes `lb-health/...`).
 //! * `token: NAME` — sets the variable NAME to the API token of the page's
 //!   server, as the page tells the reader to: the token `sextant demo`
 //!   prints (`API token: ...`), else the first one of the file the `start`
@@ -104,6 +107,7 @@ pub enum Directive {
     Run,
     Env(String, String),
     Token(String),
+    Copy(String),
 }
 
 /// A command of a block, with the output the page shows for it (None
@@ -222,6 +226,7 @@ fn parse_directive(d: &str) -> Result<Directive, String> {
         ),
         "run" if value.is_empty() => Directive::Run,
         "token" => Directive::Token(need("a variable name")?),
+        "copy" => Directive::Copy(need("a path in the repository")?),
         "env" => {
             let v = need("NAME=VALUE")?;
             let (n, v) = v
@@ -231,7 +236,7 @@ fn parse_directive(d: &str) -> Result<Directive, String> {
         }
         _ => {
             return Err(format!(
-                "unknown docs-test directive `{d}` (skip: REASON, file: NAME, start: ARGS, ready: IP:PORT, run, env: NAME=VALUE, token: NAME)"
+                "unknown docs-test directive `{d}` (skip: REASON, file: NAME, start: ARGS, ready: IP:PORT, run, env: NAME=VALUE, token: NAME, copy: PATH)"
             ));
         }
     })
@@ -562,6 +567,11 @@ impl Page {
                         env.insert(k.clone(), v.clone());
                     }
                     Directive::Token(n) => token = Some(n),
+                    Directive::Copy(from) => {
+                        if let Err(e) = copy_in(&repo.join(from), dir) {
+                            report.problems.push(format!("{at}: `copy: {from}`: {e}"));
+                        }
+                    }
                     Directive::Skip(_) => {}
                 }
             }
@@ -674,6 +684,27 @@ fn check(page: &str, c: &Shown, got: &Output, problems: &mut Vec<String>) -> boo
     false
 }
 
+/// Copies the file `from`, or the files of the directory `from`, into
+/// `dir` under `from`'s last name.
+fn copy_in(from: &Path, dir: &Path) -> std::io::Result<()> {
+    let name = from
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("a path with no last name"))?;
+    if from.is_dir() {
+        let to = dir.join(name);
+        fs::create_dir_all(&to)?;
+        for e in fs::read_dir(from)? {
+            let e = e?;
+            if e.file_type()?.is_file() {
+                fs::copy(e.path(), to.join(e.file_name()))?;
+            }
+        }
+        Ok(())
+    } else {
+        fs::copy(from, dir.join(name)).map(|_| ())
+    }
+}
+
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
@@ -737,7 +768,12 @@ fn run_block(
         let _ = writeln!(script, "{k}={}", shell_quote_str(v));
     }
     for c in commands {
-        let _ = writeln!(script, "{}\nprintf '\\n{SEP} %s\\n' \"$?\"", c.command);
+        // The separator keeps the command's status for the next one's `$?`.
+        let _ = writeln!(
+            script,
+            "{}\n__docs_status=$?\nprintf '\\n{SEP} %s\\n' \"$__docs_status\"\n(exit $__docs_status)",
+            c.command
+        );
     }
     let _ = writeln!(script, "export -p > {}", shell_quote(env_file));
     let log = dir.join(".docs-output");
