@@ -63,6 +63,9 @@
 //!   written is what runs.
 //! * `curl` runs as at a terminal: no progress meter (`.curlrc`: silent,
 //!   show-error), as curl draws one only when its output is not a terminal.
+//! * The working directory's path is taken out of what the commands print
+//!   (`/tmp/sextant-e2e-.../site.conf` reads `site.conf`), as the reader's
+//!   own directory would read.
 //! * A command whose output the page shows must print that output, after
 //!   [`normalize`] on both sides; a line `...` in the page stands for any
 //!   number of lines. A command whose output the page does not show must
