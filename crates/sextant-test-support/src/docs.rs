@@ -962,7 +962,13 @@ impl Started {
             .map(str::to_string)
     }
 
-    fn stop(mut self) {
+    /// Ends the server (by its process group; see the Drop below).
+    fn stop(self) {}
+}
+
+impl Drop for Started {
+    /// A page that panics half-way leaves no server behind.
+    fn drop(&mut self) {
         kill_group(self.child.id());
         let _ = self.child.wait();
     }

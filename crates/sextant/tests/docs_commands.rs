@@ -33,6 +33,15 @@ fn run_page(tag: &str, page: &str) {
     if !runs {
         return;
     }
+    // What the pages' commands use (scripts/setup.sh installs dig and curl).
+    for program in ["bash", "curl", "dig", "python3"] {
+        if !have_program(program) {
+            cannot_run(&format!(
+                "{page}'s commands need `{program}` (scripts/setup.sh installs it)"
+            ));
+            return;
+        }
+    }
     let Some(ns) = Netns::create(tag) else {
         return;
     };
