@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Sextant's tests and benchmarks need on a fresh Debian machine:
 # dig (bind9-dnsutils), dnsperf, ip (iproute2), iptables, taskset (util-linux),
-# curl (bench/dns.sh METHOD=RTT reads the API), keepalived (the VRRPv3
+# curl (bench/dns.sh METHOD=RTT reads the API; the docs' commands in
+# tests/docs_commands.rs), keepalived (the VRRPv3
 # baseline of the VRRP lab and bench/vrrp-failover.sh; Debian bookworm has
 # 1:2.2.7), prometheus (the metrics tests scrape the server with a real
 # Prometheus the test starts itself; Debian bookworm has 2.42), chromium

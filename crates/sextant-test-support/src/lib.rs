@@ -12,6 +12,8 @@
 //! * [`http`] and [`api`]: the REST API's HTTP/1.0 client (Sextant's one
 //!   HTTP/1 client, `sextant-http1`) and typed reads of the REST API;
 //! * [`dns`]: a DNS client over real sockets (hickory-proto);
+//! * [`docs`]: the documentation's code blocks, run against a real server
+//!   (docs that cannot lie);
 //! * [`dns_proxy`]: a UDP relay that breaks the RRSIGs it carries, on demand;
 //! * [`ldns`]: an LDNS emulator, a DNS responder over UDP and TCP whose
 //!   answers are delayed per source address (the per-site RTT);
@@ -65,6 +67,8 @@ pub mod ci;
 #[allow(unsafe_code)] // system calls; each block says why it is sound
 pub mod dns;
 pub mod dns_proxy;
+#[allow(unsafe_code)] // kill(2) of a process group; the block says why it is sound
+pub mod docs;
 pub mod http;
 pub mod ldns;
 pub mod location_data;

@@ -489,6 +489,22 @@ fn demo_serves_what_it_prints() {
         .trim_end_matches("/ui/")
         .parse()
         .unwrap_or_else(|e| panic!("dashboard address {dashboard}: {e}"));
+    // One node plays all three sites: no site is shown with a metric
+    // exchange that is DOWN (the dashboard's topology would open red).
+    let (code, body) = http_get(api, "/v1/sites").expect("GET /v1/sites");
+    assert_eq!(code, 200, "{body}");
+    let sites: Value = serde_json::from_str(&body).expect("JSON sites");
+    let down: Vec<&str> = sites
+        .as_array()
+        .expect("a list of sites")
+        .iter()
+        .filter(|s| s["mep"] == "DOWN")
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert!(
+        down.is_empty(),
+        "the demo starts with sites whose metric exchange is DOWN: {down:?}\n{body}"
+    );
     let (code, _) = http_post(api, "/v1/services/web-lon-1/disable", "{}").expect("POST");
     assert_eq!(code, 401, "a write without the demo's token is refused");
     let (code, body) = http_send_json(

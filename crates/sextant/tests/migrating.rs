@@ -9,7 +9,9 @@
 //! Each step's command and real output is a transcript, compared with the
 //! golden files of that directory (`*.txt`), and docs/migrating.md must
 //! hold every golden file verbatim in a code block: the guide shows what
-//! the binary does. Timestamps are the only thing compared loosely.
+//! the binary does. Timestamps and response times are the only things
+//! compared loosely (`sextant_test_support::docs::normalize`, which
+//! tests/docs_commands.rs uses for every other page).
 //!
 //! `UPDATE_GOLDEN=1 cargo nextest run -p sextant --test migrating`
 //! rewrites the golden files after a deliberate change; then paste them
@@ -21,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use sextant_test_support::docs::normalize;
 use sextant_test_support::prelude::*;
 use sextant_test_support::scratch::tempdir;
 
@@ -54,87 +57,6 @@ fn v4(s: &str) -> Ipv4Addr {
 
 fn at(ip: &str, port: u16) -> SocketAddr {
     SocketAddr::new(IpAddr::V4(v4(ip)), port)
-}
-
-/// What differs from run to run in a transcript, made equal: each RFC 3339
-/// time (`2026-12-07T21:09:22.662Z`) becomes `<time>`, each probe's
-/// response time (`3.2ms`, `2.0 ms`) `<ms>`, and runs of blanks one blank
-/// (a table's columns widen with the response times).
-fn normalize(s: &str) -> String {
-    let s = normalize_times(s);
-    let mut out = String::with_capacity(s.len());
-    // Line by line, so that line ends stay where they are.
-    for line in s.split_inclusive('\n') {
-        let (body, end) = match line.strip_suffix('\n') {
-            Some(b) => (b, "\n"),
-            None => (line, ""),
-        };
-        let words: Vec<&str> = body.split(' ').filter(|w| !w.is_empty()).collect();
-        let mut kept: Vec<String> = Vec::new();
-        let mut i = 0;
-        while i < words.len() {
-            let w = words[i];
-            let number =
-                |x: &str| !x.is_empty() && x.chars().all(|c| c.is_ascii_digit() || c == '.');
-            if let Some(n) = w.strip_suffix("ms")
-                && number(n)
-            {
-                kept.push("<ms>".to_string());
-            } else if number(w) && words.get(i + 1) == Some(&"ms") {
-                kept.push("<ms>".to_string());
-                i += 1;
-            } else {
-                kept.push(w.to_string());
-            }
-            i += 1;
-        }
-        out += &kept.join(" ");
-        out += end;
-    }
-    out
-}
-
-fn normalize_times(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    let shape = |j: usize| -> Option<usize> {
-        // YYYY-MM-DDTHH:MM:SS
-        let pat = b"dddd-dd-ddTdd:dd:dd";
-        if j + pat.len() > b.len() {
-            return None;
-        }
-        for (k, p) in pat.iter().enumerate() {
-            let c = b[j + k];
-            let ok = if *p == b'd' {
-                c.is_ascii_digit()
-            } else {
-                c == *p
-            };
-            if !ok {
-                return None;
-            }
-        }
-        let mut end = j + pat.len();
-        if b.get(end) == Some(&b'.') {
-            end += 1;
-            while b.get(end).is_some_and(u8::is_ascii_digit) {
-                end += 1;
-            }
-        }
-        (b.get(end) == Some(&b'Z')).then_some(end + 1)
-    };
-    while i < b.len() {
-        if let Some(end) = shape(i) {
-            out.push_str("<time>");
-            i = end;
-        } else {
-            let c = s[i..].chars().next().expect("a char");
-            out.push(c);
-            i += c.len_utf8();
-        }
-    }
-    out
 }
 
 /// A code block of the guide: commands as the operator types them, each
