@@ -68,8 +68,12 @@ export async function api(path, options = {}) {
   const type = resp.headers.get("content-type") || "";
   const value = type.includes("json") && body ? JSON.parse(body) : body;
   const etag = resp.headers.get("etag");
-  if (read && etag) cache.set(path, { etag, value });
-  else if (read) cache.delete(path);
+  if (read) cache.delete(path);
+  if (read && etag) {
+    cache.set(path, { etag, value });
+    // Bounded: the oldest read goes (Map keeps insertion order).
+    if (cache.size > 200) cache.delete(cache.keys().next().value);
+  }
   return value;
 }
 
