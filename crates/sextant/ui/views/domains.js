@@ -13,6 +13,7 @@ const WINDOW_MS = 10_000;
 let samples = [];
 
 let controls = null;
+let recordControls = null;
 let last = null;
 
 export function setup(context) {
@@ -24,6 +25,14 @@ export function setup(context) {
     text: (d) => `${d.name} ${d.vserver}`,
     order: (a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
     columns: {},
+    onChange: () => last && draw(last),
+  });
+  recordControls = listControls({
+    filter: "records-filter",
+    key: (r) => r.name,
+    text: (r) => `${r.name} ${r.status} ${r.datacenters.map((dc) => dc.site).join(" ")}`,
+    // Records that are not OK first.
+    order: (a, b) => (a.status === "OK") - (b.status === "OK") || (a.name < b.name ? -1 : 1),
     onChange: () => last && draw(last),
   });
   void context;
@@ -157,7 +166,7 @@ function renderRecords(records) {
     return;
   }
   if (list.querySelector("p.hint")) list.replaceChildren();
-  keyed(list, records, (r) => r.name, (r) => h("article", { class: "record", "data-record": r.name },
+  keyed(list, recordControls.arrange(records), (r) => r.name, (r) => h("article", { class: "record", "data-record": r.name },
     h("h4", {}, r.name, " ", h("span", { "data-field": "status" })),
     h("p", { class: "hint", "data-field": "how" }),
     h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Rank"), h("th", {}, "Site"), h("th", {}, "Figure"), h("th", {}, "Reachable"), h("th", {}, "Addresses"))), h("tbody"))),
