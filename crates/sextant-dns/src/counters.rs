@@ -160,6 +160,10 @@ struct ModelCounters {
     domain_services: IdVec<DomainId, Vec<(ServiceId, AtomicU64)>>,
 }
 
+/// Per-domain service counters a worker keeps for one model at most (16
+/// bytes each: 16 MB).
+pub const DOMAIN_SERVICE_BUDGET: usize = 1_000_000;
+
 /// The services `domain`'s answers may carry: its vserver's and those of
 /// the backup vservers after it (a loop stops the walk), by id.
 fn chain_services(model: &Model, vserver: VServerId) -> Vec<ServiceId> {
@@ -181,6 +185,11 @@ fn chain_services(model: &Model, vserver: VServerId) -> Vec<ServiceId> {
 
 impl ModelCounters {
     fn new(model: &Arc<Model>) -> Self {
+        Self::within(model, DOMAIN_SERVICE_BUDGET)
+    }
+
+    /// Counters for `model`, with at most `budget` per-domain service ones.
+    fn within(model: &Arc<Model>, budget: usize) -> Self {
         fn zeros<I: sextant_core::Idx>(n: usize) -> IdVec<I, AtomicU64> {
             (0..n).map(|_| AtomicU64::new(0)).collect()
         }
@@ -190,16 +199,24 @@ impl ModelCounters {
             domains: zeros(model.domains.len()),
             vserver_hits: zeros(model.vservers.len()),
             services: zeros(model.services.len()),
-            domain_services: model
-                .domains
-                .iter()
-                .map(|d| {
-                    chain_services(model, d.vserver)
-                        .into_iter()
-                        .map(|s| (s, AtomicU64::new(0)))
-                        .collect()
-                })
-                .collect(),
+            domain_services: {
+                // Bounded: many domains on vservers of many services could
+                // otherwise make this domains × services; the domains past
+                // the budget have no per-service counts.
+                let mut left = budget;
+                model
+                    .domains
+                    .iter()
+                    .map(|d| {
+                        let list = chain_services(model, d.vserver);
+                        if list.len() > left {
+                            return Vec::new();
+                        }
+                        left -= list.len();
+                        list.into_iter().map(|s| (s, AtomicU64::new(0))).collect()
+                    })
+                    .collect()
+            },
         }
     }
 }
@@ -565,6 +582,16 @@ mod tests {
         let www = &t.domain_services["www.example.com"];
         assert_eq!((www["a"], www["b"]), (2, 1));
         assert_eq!(t.services["b"], 2);
+    }
+
+    #[test]
+    fn per_domain_service_counters_stay_within_their_budget() {
+        let m = model(&["a", "b"]);
+        let full = ModelCounters::within(&m, 10);
+        assert_eq!(full.domain_services.iter().map(Vec::len).sum::<usize>(), 2);
+        // A domain whose services do not all fit gets none (not some).
+        let tight = ModelCounters::within(&m, 1);
+        assert_eq!(tight.domain_services.iter().map(Vec::len).sum::<usize>(), 0);
     }
 
     #[test]
