@@ -47,18 +47,40 @@ pub struct ApiEvent {
 pub struct Events {
     tx: broadcast::Sender<Arc<ApiEvent>>,
     recent: Arc<Mutex<(u64, VecDeque<Arc<ApiEvent>>)>>,
+    /// When this process started (ms since the epoch): the SSE ids are
+    /// `EPOCH-N`, so a client that reconnects to a restarted server (whose
+    /// numbers start again) is sent all its recent events.
+    epoch: u64,
 }
 
 impl Default for Events {
     fn default() -> Self {
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         Events {
             tx: broadcast::channel(BROADCAST_CAPACITY).0,
             recent: Arc::default(),
+            epoch,
         }
     }
 }
 
 impl Events {
+    /// The SSE id of `event`: `EPOCH-N` (hexadecimal epoch).
+    pub fn sse_id(&self, event: &ApiEvent) -> String {
+        format!("{:x}-{}", self.epoch, event.id)
+    }
+
+    /// The event number a client's `Last-Event-ID` names, if it names one
+    /// of this process; `None` (replay all) otherwise.
+    pub fn parse_id(&self, last: &str) -> Option<u64> {
+        let (epoch, n) = last.trim().split_once('-')?;
+        (u64::from_str_radix(epoch, 16).ok()? == self.epoch)
+            .then(|| n.parse().ok())
+            .flatten()
+    }
+
     /// Sends `data` to every client connected now and keeps it for those
     /// that connect within [`REPLAY_AGE`].
     pub fn send(&self, name: &'static str, mut data: serde_json::Value) {
@@ -194,6 +216,11 @@ mod tests {
         assert!(replay[0].data["time"].is_string());
         let (_, after) = events.subscribe_replaying(Some(REPLAYED as u64));
         assert_eq!(after.len(), 2, "only those after Last-Event-ID");
+        let last = events.sse_id(&replay[REPLAYED - 1]);
+        assert_eq!(events.parse_id(&last), Some(REPLAYED as u64 + 2));
+        // Another process's id (a restarted server): everything again.
+        assert_eq!(events.parse_id(&format!("1-{REPLAYED}")), None);
+        assert_eq!(events.parse_id("garbage"), None);
         events.send("reload", serde_json::json!({ "n": "new" }));
         assert_eq!(
             rx.try_recv().map(|e| e.data["n"].clone()).ok(),

@@ -215,6 +215,41 @@ fn the_api_gzips_tags_its_reads_and_replays_recent_events_without_compressing_th
         "an event before Last-Event-ID was sent again:\n{}",
         again.seen
     );
+    drop(events);
+    drop(again);
+
+    // The server restarts (its event numbers begin again): a page that
+    // reconnects with the old process's last id is sent the new one's
+    // events all the same.
+    let last = id_of(&again_seen(&server, &id), "svc-00008");
+    let mut server = server;
+    server.stop();
+    let server = Server::start(SEXTANT, &net, Syntax::Conf, &many(&net, 300, 0, false));
+    let (code, answer) = server.post("/v1/services/svc-00009/disable", "{}");
+    assert_eq!(code, 200, "{answer}");
+    let mut reconnected = EventReader::connect(&server, &format!("Last-Event-ID: {last}\r\n"));
+    reconnected.wait_for(&["\"svc-00009\""]);
+}
+
+/// The events a client reconnecting after `id` is sent (read for 300 ms).
+fn again_seen(server: &Server, id: &str) -> String {
+    let mut r = EventReader::connect(server, &format!("Last-Event-ID: {id}\r\n"));
+    r.drain(Duration::from_millis(300));
+    r.seen
+}
+
+/// The SSE id of the event whose data holds `"name"`.
+fn id_of(stream: &str, name: &str) -> String {
+    let mut id = None;
+    for line in stream.lines() {
+        if let Some(v) = line.strip_prefix("id:") {
+            id = Some(v.trim().to_string());
+        }
+        if line.starts_with("data:") && line.contains(&format!("\"{name}\"")) {
+            return id.unwrap_or_else(|| panic!("no id before {line}"));
+        }
+    }
+    panic!("no event of {name} in:\n{stream}");
 }
 
 /// A domain's shares are what that domain was answered with: its vserver

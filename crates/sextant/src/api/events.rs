@@ -51,7 +51,7 @@ impl Streams {
 
 /// `GET /v1/events`: `text/event-stream`, one event per change, named
 /// `transition`, `maintenance`, `reload`, `mep` or `vrrp`, its data one
-/// JSON object, its `id` its number. A client is first sent the recent
+/// JSON object, its `id` `EPOCH-N` (this process, its number). A client is first sent the recent
 /// events (the last 100 of the last 10 minutes; after `Last-Event-ID` when
 /// it reconnects with one). A client that falls behind gets a `lagged` event with the
 /// number it missed; it never holds anyone up. At most
@@ -79,7 +79,7 @@ pub(super) async fn stream(
     let after = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+        .and_then(|v| d.events.parse_id(v));
     let (rx, replay) = d.events.subscribe_replaying(after);
     let replay: std::collections::VecDeque<_> = replay.into();
     // The first thing sent is a comment: once a client reads it, it is
@@ -87,32 +87,36 @@ pub(super) async fn stream(
     // missed (the last 100, of the last 10 minutes), then each new one.
     // The permit goes with the stream and is given back when the client
     // goes.
-    let sse = |e: &crate::events::ApiEvent| {
-        Event::default()
-            .id(e.id.to_string())
-            .event(e.name)
-            .data(e.data.to_string())
-    };
+    let ids = Arc::new(d.events.clone());
     let stream = futures_util::stream::unfold(
         (rx, true, replay, permit),
-        move |(mut rx, first, mut replay, permit)| async move {
-            if first {
-                return Some((
-                    Ok::<_, Infallible>(Event::default().comment("subscribed")),
-                    (rx, false, replay, permit),
-                ));
-            }
-            if let Some(e) = replay.pop_front() {
-                return Some((Ok(sse(&e)), (rx, false, replay, permit)));
-            }
-            let event = match rx.recv().await {
-                Ok(e) => sse(&e),
-                Err(RecvError::Lagged(missed)) => Event::default()
-                    .event("lagged")
-                    .data(serde_json::json!({ "missed": missed }).to_string()),
-                Err(RecvError::Closed) => return None,
+        move |(mut rx, first, mut replay, permit)| {
+            let ids = Arc::clone(&ids);
+            let sse = move |e: &crate::events::ApiEvent| {
+                Event::default()
+                    .id(ids.sse_id(e))
+                    .event(e.name)
+                    .data(e.data.to_string())
             };
-            Some((Ok(event), (rx, false, replay, permit)))
+            async move {
+                if first {
+                    return Some((
+                        Ok::<_, Infallible>(Event::default().comment("subscribed")),
+                        (rx, false, replay, permit),
+                    ));
+                }
+                if let Some(e) = replay.pop_front() {
+                    return Some((Ok(sse(&e)), (rx, false, replay, permit)));
+                }
+                let event = match rx.recv().await {
+                    Ok(e) => sse(&e),
+                    Err(RecvError::Lagged(missed)) => Event::default()
+                        .event("lagged")
+                        .data(serde_json::json!({ "missed": missed }).to_string()),
+                    Err(RecvError::Closed) => return None,
+                };
+                Some((Ok(event), (rx, false, replay, permit)))
+            }
         },
     );
     Sse::new(stream)
