@@ -401,11 +401,11 @@ fn services_at_scale(test: &str, n: usize) -> Option<(Net, Server, Browser, usiz
         .unwrap_or(0) as usize;
     assert_eq!(rows, PAGE_ROWS, "one page of rows");
     b.screenshot(&format!("services-{n}"));
-    let w = weigh(&mut b, Duration::from_secs(20));
+    let w = weigh(&mut b, Duration::from_secs(12));
     // Polled every 2 s, the page would download `full` 30 times a minute.
     let naive = full as u64 * 30;
     println!(
-        "MEASURED services view at {n} services: {} bytes/minute over the wire ({} requests in 20 s), \
+        "MEASURED services view at {n} services: {} bytes/minute over the wire ({} requests in 12 s), \
          {} DOM nodes; one uncompressed /v1/services is {full} bytes ({naive} bytes/minute re-downloaded every 2 s)",
         w.per_minute, w.requests, w.dom_nodes
     );
@@ -467,7 +467,7 @@ fn at_1000_services_the_page_summarises_sorts_filters_pages_and_stays_light() {
         |t| t == "1,000 of 1,000 DOWN",
     );
     // A few polls more, for any late request.
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(3));
     let histories = b
         .eval(
             "performance.getEntriesByType('resource').filter((r) => r.startTime >= window.__outage && r.name.includes('/history')).length",
