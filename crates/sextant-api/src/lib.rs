@@ -662,6 +662,11 @@ pub struct ServiceStats {
 pub struct DomainStats {
     pub name: String,
     pub answers: u64,
+    /// By service name: answers for this domain that carried it (its
+    /// vserver's services and its backup vservers'; a service never
+    /// answered for this domain is left out).
+    #[serde(default)]
+    pub services: std::collections::BTreeMap<String, u64>,
 }
 
 /// Config sync of one site, in `GET /v1/sites`.

@@ -153,10 +153,43 @@ struct ModelCounters {
     domains: IdVec<DomainId, AtomicU64>,
     vserver_hits: IdVec<VServerId, AtomicU64>,
     services: IdVec<ServiceId, AtomicU64>,
+    /// Per domain: each service its vserver or a backup vserver of its
+    /// chain binds, sorted by id, with the answers of that domain that
+    /// carried it. A vserver's services are counted for the domain asked,
+    /// so a backup vserver's own domains never add to another's share.
+    domain_services: IdVec<DomainId, Vec<(ServiceId, AtomicU64)>>,
+}
+
+/// Per-domain service counters a worker keeps for one model at most (16
+/// bytes each: 16 MB).
+pub const DOMAIN_SERVICE_BUDGET: usize = 1_000_000;
+
+/// The services `domain`'s answers may carry: its vserver's and those of
+/// the backup vservers after it (a loop stops the walk), by id.
+fn chain_services(model: &Model, vserver: VServerId) -> Vec<ServiceId> {
+    let mut seen: Vec<VServerId> = Vec::new();
+    let mut out: Vec<ServiceId> = Vec::new();
+    let mut at = Some(vserver);
+    while let Some(v) = at {
+        let Some(vs) = model.vservers.get(v).filter(|_| !seen.contains(&v)) else {
+            break;
+        };
+        seen.push(v);
+        out.extend(vs.bindings.iter().map(|b| b.service));
+        at = vs.backup_vserver;
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 impl ModelCounters {
     fn new(model: &Arc<Model>) -> Self {
+        Self::within(model, DOMAIN_SERVICE_BUDGET)
+    }
+
+    /// Counters for `model`, with at most `budget` per-domain service ones.
+    fn within(model: &Arc<Model>, budget: usize) -> Self {
         fn zeros<I: sextant_core::Idx>(n: usize) -> IdVec<I, AtomicU64> {
             (0..n).map(|_| AtomicU64::new(0)).collect()
         }
@@ -166,6 +199,24 @@ impl ModelCounters {
             domains: zeros(model.domains.len()),
             vserver_hits: zeros(model.vservers.len()),
             services: zeros(model.services.len()),
+            domain_services: {
+                // Bounded: many domains on vservers of many services could
+                // otherwise make this domains × services; the domains past
+                // the budget have no per-service counts.
+                let mut left = budget;
+                model
+                    .domains
+                    .iter()
+                    .map(|d| {
+                        let list = chain_services(model, d.vserver);
+                        if list.len() > left {
+                            return Vec::new();
+                        }
+                        left -= list.len();
+                        list.into_iter().map(|s| (s, AtomicU64::new(0))).collect()
+                    })
+                    .collect()
+            },
         }
     }
 }
@@ -191,6 +242,9 @@ pub struct AnswerTotals {
     pub vserver_hits: HashMap<String, u64>,
     /// Times each service (by name) was in an answer.
     pub services: HashMap<String, u64>,
+    /// By GSLB domain name: times each service (by name) was in an answer
+    /// for that domain (services never answered for it are left out).
+    pub domain_services: HashMap<String, HashMap<String, u64>>,
 }
 
 impl AnswerTotals {
@@ -217,6 +271,20 @@ impl AnswerTotals {
                 .services
                 .entry(model.service(id).name.clone())
                 .or_default() += load(c);
+        }
+        for (id, list) in m.domain_services.iter_enumerated() {
+            for (service, c) in list {
+                let n = load(c);
+                if n == 0 {
+                    continue;
+                }
+                *self
+                    .domain_services
+                    .entry(model.domain(id).name.clone())
+                    .or_default()
+                    .entry(model.service(*service).name.clone())
+                    .or_default() += n;
+            }
         }
     }
 
@@ -397,8 +465,19 @@ impl WorkerCounters {
         if let Some(c) = answers.zone.and_then(|z| m.zones.get(z)) {
             bump(c);
         }
-        if let Some(c) = answers.domain.and_then(|d| m.domains.get(d)) {
-            bump(c);
+        if let Some(d) = answers.domain {
+            if let Some(c) = m.domains.get(d) {
+                bump(c);
+            }
+            if let Some(list) = m.domain_services.get(d) {
+                for s in &answers.services {
+                    if let Ok(i) = list.binary_search_by_key(s, |(id, _)| *id)
+                        && let Some((_, c)) = list.get(i)
+                    {
+                        bump(c);
+                    }
+                }
+            }
         }
         if let Some(c) = answers.vserver.and_then(|v| m.vserver_hits.get(v)) {
             bump(c);
@@ -483,6 +562,36 @@ mod tests {
         assert_eq!(t.vserver_hits["vs"], 6);
         // Totals taken twice in a row agree (folding is not counting twice).
         assert_eq!(registry.totals(), t);
+    }
+
+    #[test]
+    fn a_domain_counts_only_the_answers_given_for_it() {
+        let registry = AnswerCounters::default();
+        let snap = Snapshot::new(model(&["a", "b"]), 1);
+        let m = snap.model();
+        let method = Reason::Method(LbMethod::RoundRobin);
+        let mut w = WorkerCounters::default();
+        w.decision(&registry, &snap, &method, &answer(m, "a"));
+        w.decision(&registry, &snap, &method, &answer(m, "a"));
+        w.decision(&registry, &snap, &method, &answer(m, "b"));
+        // The same service answered without a domain is not the domain's.
+        let mut bare = answer(m, "b");
+        bare.domain = None;
+        w.decision(&registry, &snap, &method, &bare);
+        let t = registry.totals();
+        let www = &t.domain_services["www.example.com"];
+        assert_eq!((www["a"], www["b"]), (2, 1));
+        assert_eq!(t.services["b"], 2);
+    }
+
+    #[test]
+    fn per_domain_service_counters_stay_within_their_budget() {
+        let m = model(&["a", "b"]);
+        let full = ModelCounters::within(&m, 10);
+        assert_eq!(full.domain_services.iter().map(Vec::len).sum::<usize>(), 2);
+        // A domain whose services do not all fit gets none (not some).
+        let tight = ModelCounters::within(&m, 1);
+        assert_eq!(tight.domain_services.iter().map(Vec::len).sum::<usize>(), 0);
     }
 
     #[test]

@@ -21,38 +21,118 @@ pub const HISTORY_PER_SERVICE: usize = 100;
 /// Events a slow `/v1/events` client may fall behind before it misses some.
 const BROADCAST_CAPACITY: usize = 1024;
 
-/// One event: its name (`transition`, `maintenance`, `reload`, `mep`,
-/// `vrrp`) and its data, one JSON object.
+/// Events a new `/v1/events` client is sent first, the newest of them, so
+/// that a page opened after an incident shows what already happened.
+pub const REPLAYED: usize = 100;
+
+/// ... and none older than this.
+pub const REPLAY_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// One event: its number (from 1, the SSE `id`), its name (`transition`,
+/// `maintenance`, `reload`, `mep`, `vrrp`) and its data, one JSON object
+/// (with the RFC 3339 `time` it was sent, when it had none of its own).
 #[derive(Debug, Clone)]
 pub struct ApiEvent {
+    pub id: u64,
     pub name: &'static str,
     pub data: serde_json::Value,
+    at: std::time::Instant,
 }
 
-/// The broadcast every `/v1/events` client subscribes to. Sending never
-/// waits: a client that falls behind by more than the capacity misses the
-/// oldest events and is told how many.
+/// The broadcast every `/v1/events` client subscribes to, and the last
+/// [`REPLAYED`] events for those that connect later. Sending never waits:
+/// a client that falls behind by more than the capacity misses the oldest
+/// events and is told how many.
 #[derive(Debug, Clone)]
 pub struct Events {
     tx: broadcast::Sender<Arc<ApiEvent>>,
+    recent: Arc<Mutex<(u64, VecDeque<Arc<ApiEvent>>)>>,
+    /// When this process started (ms since the epoch): the SSE ids are
+    /// `EPOCH-N`, so a client that reconnects to a restarted server (whose
+    /// numbers start again) is sent all its recent events.
+    epoch: u64,
 }
 
 impl Default for Events {
     fn default() -> Self {
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         Events {
             tx: broadcast::channel(BROADCAST_CAPACITY).0,
+            recent: Arc::default(),
+            epoch,
         }
     }
 }
 
 impl Events {
-    /// Sends `data` to every client connected now (none: dropped).
-    pub fn send(&self, name: &'static str, data: serde_json::Value) {
-        let _ = self.tx.send(Arc::new(ApiEvent { name, data }));
+    /// The SSE id of `event`: `EPOCH-N` (hexadecimal epoch).
+    pub fn sse_id(&self, event: &ApiEvent) -> String {
+        format!("{:x}-{}", self.epoch, event.id)
     }
 
+    /// The event number a client's `Last-Event-ID` names, if it names one
+    /// of this process; `None` (replay all) otherwise.
+    pub fn parse_id(&self, last: &str) -> Option<u64> {
+        let (epoch, n) = last.trim().split_once('-')?;
+        (u64::from_str_radix(epoch, 16).ok()? == self.epoch)
+            .then(|| n.parse().ok())
+            .flatten()
+    }
+
+    /// Sends `data` to every client connected now and keeps it for those
+    /// that connect within [`REPLAY_AGE`].
+    pub fn send(&self, name: &'static str, mut data: serde_json::Value) {
+        if let Some(o) = data.as_object_mut()
+            && !o.contains_key("time")
+        {
+            o.insert(
+                "time".to_string(),
+                crate::api::rfc3339(std::time::SystemTime::now()).into(),
+            );
+        }
+        // A poisoned lock holds only events: go on with them.
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.0 += 1;
+        let event = Arc::new(ApiEvent {
+            id: recent.0,
+            name,
+            data,
+            at: std::time::Instant::now(),
+        });
+        if recent.1.len() == REPLAYED {
+            recent.1.pop_front();
+        }
+        recent.1.push_back(Arc::clone(&event));
+        // Under the lock: a subscriber sees each event once, replayed or
+        // received.
+        let _ = self.tx.send(event);
+    }
+
+    #[cfg(test)]
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<ApiEvent>> {
         self.tx.subscribe()
+    }
+
+    /// Subscribes, with the kept events after `after` (the SSE
+    /// `Last-Event-ID` a client reconnects with; all kept events without
+    /// one) that are younger than [`REPLAY_AGE`], oldest first.
+    pub fn subscribe_replaying(
+        &self,
+        after: Option<u64>,
+    ) -> (broadcast::Receiver<Arc<ApiEvent>>, Vec<Arc<ApiEvent>>) {
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let rx = self.tx.subscribe();
+        let now = std::time::Instant::now();
+        let replay = recent
+            .1
+            .iter()
+            .filter(|e| after.is_none_or(|a| e.id > a))
+            .filter(|e| now.duration_since(e.at) < REPLAY_AGE)
+            .cloned()
+            .collect();
+        (rx, replay)
     }
 }
 
@@ -122,6 +202,30 @@ mod tests {
         );
         h.retain(["other"].into_iter());
         assert!(h.get("web-1").is_empty());
+    }
+
+    #[test]
+    fn a_late_subscriber_gets_the_recent_events_first_and_each_once() {
+        let events = Events::default();
+        for i in 0..REPLAYED + 2 {
+            events.send("reload", serde_json::json!({ "n": i }));
+        }
+        let (mut rx, replay) = events.subscribe_replaying(None);
+        assert_eq!(replay.len(), REPLAYED);
+        assert_eq!(replay[0].data["n"], 2);
+        assert!(replay[0].data["time"].is_string());
+        let (_, after) = events.subscribe_replaying(Some(REPLAYED as u64));
+        assert_eq!(after.len(), 2, "only those after Last-Event-ID");
+        let last = events.sse_id(&replay[REPLAYED - 1]);
+        assert_eq!(events.parse_id(&last), Some(REPLAYED as u64 + 2));
+        // Another process's id (a restarted server): everything again.
+        assert_eq!(events.parse_id(&format!("1-{REPLAYED}")), None);
+        assert_eq!(events.parse_id("garbage"), None);
+        events.send("reload", serde_json::json!({ "n": "new" }));
+        assert_eq!(
+            rx.try_recv().map(|e| e.data["n"].clone()).ok(),
+            Some("new".into())
+        );
     }
 
     #[test]

@@ -351,6 +351,8 @@ fn actions_need_the_token_and_disable_from_the_page_stops_dns_answering_it() {
         .wait_for_text(admin, PAGE, "ENABLED", |t| t == "ENABLED");
     assert_eq!(s.browser.text("#token-state").as_deref(), Some("no token"));
     let disable = "button[data-action=\"disable\"][data-service=\"web-ams\"]";
+    let yes = "[data-confirm-for=\"web-ams\"] button[data-confirm=\"yes\"]";
+    let no = "[data-confirm-for=\"web-ams\"] button[data-confirm=\"no\"]";
 
     // Without a token: the API refuses, the page says why, nothing changes.
     s.browser.type_into(
@@ -358,6 +360,7 @@ fn actions_need_the_token_and_disable_from_the_page_stops_dns_answering_it() {
         "maintenance window 42",
     );
     s.browser.click(disable);
+    s.browser.click(yes);
     s.browser.wait_for("#error", PAGE);
     s.browser
         .wait_for_text("#error", PAGE, "the API's 401 message", |t| {
@@ -371,6 +374,7 @@ fn actions_need_the_token_and_disable_from_the_page_stops_dns_answering_it() {
     s.browser
         .wait_for_text("#token-state", PAGE, "token set", |t| t == "token set");
     s.browser.click(disable);
+    s.browser.click(yes);
     s.browser
         .wait_for_text("#error", PAGE, "the API's 401 message", |t| {
             t.contains("the token is not valid")
@@ -386,14 +390,33 @@ fn actions_need_the_token_and_disable_from_the_page_stops_dns_answering_it() {
         "ams is still answered: {answered:?}"
     );
 
-    // With the token: disabled, shown, and DNS stops answering ams.
+    // With the token: the wrong token's refusal goes from the banner.
     s.browser.type_into("input#token", TEST_TOKEN);
     s.browser.click("button#token-save");
+    s.browser
+        .wait_for_text("#error", PAGE, "the banner clears", |t| t.is_empty());
+    assert!(!s.browser.shown("#error"), "the banner is hidden");
+    // Disable asks first; "no" changes nothing.
     s.browser.type_into(
         "input[data-reason-for=\"web-ams\"]",
         "maintenance window 42",
     );
     s.browser.click(disable);
+    s.browser.wait_for_text(
+        "[data-confirm-for=\"web-ams\"] [data-field=\"question\"]",
+        PAGE,
+        "the question",
+        |t| t == "Disable web-ams (no more answers)?",
+    );
+    s.browser.screenshot("disable-asks-first");
+    s.browser.click(no);
+    assert!(!s.browser.shown(yes), "the question goes");
+    std::thread::sleep(Duration::from_secs(1));
+    let kept = s.fra().try_service("web-ams").expect("web-ams");
+    assert_eq!(kept.admin_state, "enabled", "cancelled: nothing changed");
+    // "Yes": disabled, shown, and DNS stops answering ams.
+    s.browser.click(disable);
+    s.browser.click(yes);
     s.browser
         .wait_for_text(admin, PAGE, "DISABLED", |t| t == "DISABLED");
     eventually_ok(EVENTUALLY, "fra stops answering ams", || {
@@ -488,6 +511,18 @@ fn the_keyboard_alone_reaches_every_view_the_token_and_the_actions() {
     s.tab_to("input[data-reason-for=\"web-nyc\"]");
     s.type_text("rack 7 power work");
     s.tab_to("button[data-action=\"drain\"][data-service=\"web-nyc\"]");
+    s.browser.press("Enter");
+    // Drain asks first, its "yes" focused: Enter again.
+    s.browser.wait_for(
+        "[data-confirm-for=\"web-nyc\"] button[data-confirm=\"yes\"]",
+        PAGE,
+    );
+    let focused = s.browser.eval("document.activeElement.dataset.confirm");
+    assert_eq!(
+        focused,
+        Value::from("yes"),
+        "the confirmation has the focus"
+    );
     s.browser.press("Enter");
     s.browser.wait_for_text(
         "tr[data-service=\"web-nyc\"] [data-field=\"admin\"]",

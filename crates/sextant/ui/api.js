@@ -28,11 +28,37 @@ export class ApiError extends Error {
 }
 
 /**
+ * Whether the node answers: `lastOk`, when it last did (ms since the
+ * epoch); `down`, whether the last request found nobody (a network error
+ * or no answer within 8 s).
+ */
+export const link = { lastOk: null, down: false };
+
+/** Per path: the last JSON read and its ETag, sent back as If-None-Match. */
+const cache = new Map();
+
+/**
  * Calls the API; JSON answers are parsed, others returned as text. A
  * non-2xx answer throws an ApiError carrying the API's `error` message.
+ * A read the node says did not change (304) gives the same object as the
+ * last time, so a view can tell nothing changed.
  */
 export async function api(path, options = {}) {
-  const resp = await fetch(path, { ...options, headers: headers(options.headers) });
+  const read = !options.method || options.method === "GET";
+  const known = read ? cache.get(path) : null;
+  const extra = { ...(options.headers || {}) };
+  if (known) extra["If-None-Match"] = known.etag;
+  let resp;
+  try {
+    // Our own revalidation, not the browser's cache: a 304 reaches us.
+    resp = await fetch(path, { cache: "no-store", signal: AbortSignal.timeout(8000), ...options, headers: headers(extra) });
+  } catch (e) {
+    link.down = true;
+    throw new Error(`the node does not answer: ${e.message}`);
+  }
+  link.down = false;
+  link.lastOk = Date.now();
+  if (resp.status === 304 && known) return known.value;
   const body = await resp.text();
   if (!resp.ok) {
     let message = body || resp.statusText;
@@ -40,7 +66,15 @@ export async function api(path, options = {}) {
     throw new ApiError(resp.status, message);
   }
   const type = resp.headers.get("content-type") || "";
-  return type.includes("json") && body ? JSON.parse(body) : body;
+  const value = type.includes("json") && body ? JSON.parse(body) : body;
+  const etag = resp.headers.get("etag");
+  if (read) cache.delete(path);
+  if (read && etag) {
+    cache.set(path, { etag, value });
+    // Bounded: the oldest read goes (Map keeps insertion order).
+    if (cache.size > 200) cache.delete(cache.keys().next().value);
+  }
+  return value;
 }
 
 /** A write (POST) with a JSON body. */
@@ -63,6 +97,12 @@ function renderBanner() {
   el.hidden = !text;
 }
 
+/** Clears every message (a new token: what it refused is asked again). */
+export function clearReports() {
+  messages.clear();
+  renderBanner();
+}
+
 /** Shows `error` (an Error or text) for `source`; null clears it. */
 export function report(source, error) {
   if (error) messages.set(source, error.message || String(error));
@@ -73,17 +113,22 @@ export function report(source, error) {
 /**
  * Follows `GET /v1/events` (server-sent events) with the token, which
  * EventSource cannot send, and hands each event to `onEvent(kind, data)`.
- * Reconnects after 2 s when the stream ends; `restart()` reconnects at once
- * (after the token changed).
+ * The node first sends its recent events (what happened before the page
+ * was opened); a reconnection names the last one seen (`Last-Event-ID`)
+ * and gets only those after it. Reconnects after 2 s when the stream ends;
+ * `restart()` reconnects at once (after the token changed).
  */
 export function followEvents(onEvent, onState) {
   let controller = null;
   let timer = null;
+  let lastId = null;
+  const seen = (id) => { lastId = id; };
   async function run() {
     controller = new AbortController();
     const mine = controller;
     try {
-      const resp = await fetch("/v1/events", { headers: headers(), signal: mine.signal });
+      const extra = lastId ? { "Last-Event-ID": lastId } : {};
+      const resp = await fetch("/v1/events", { headers: headers(extra), signal: mine.signal });
       if (!resp.ok || !resp.body) throw new ApiError(resp.status, "the event stream was refused");
       onState("live");
       const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -94,7 +139,7 @@ export function followEvents(onEvent, onState) {
         buffer += value;
         let end;
         while ((end = buffer.indexOf("\n\n")) >= 0) {
-          dispatch(buffer.slice(0, end), onEvent);
+          dispatch(buffer.slice(0, end), onEvent, seen);
           buffer = buffer.slice(end + 2);
         }
       }
@@ -115,12 +160,13 @@ export function followEvents(onEvent, onState) {
   };
 }
 
-function dispatch(block, onEvent) {
+function dispatch(block, onEvent, seen) {
   let kind = "message";
   const data = [];
   for (const line of block.split("\n")) {
     if (line.startsWith(":")) continue;
-    if (line.startsWith("event:")) kind = line.slice(6).trim();
+    if (line.startsWith("id:")) seen(line.slice(3).trim());
+    else if (line.startsWith("event:")) kind = line.slice(6).trim();
     else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
   }
   if (!data.length) return;

@@ -2,7 +2,7 @@
 // this node's own API. The visible view refreshes every 2 s and at once on
 // an event of `/v1/events`.
 
-import { api, followEvents, report, setToken, token } from "./api.js";
+import { api, clearReports, followEvents, link, report, setToken, token } from "./api.js";
 import { h } from "./dom.js";
 import * as topology from "./views/topology.js";
 import * as services from "./views/services.js";
@@ -47,10 +47,12 @@ async function refresh() {
   showNode();
   try {
     await Promise.all([
-      domains.sample().then(() => report("stats", null), (e) => report("stats", e)),
+      // The answer counters are sampled while their view is shown.
+      name === "domains" ? domains.sample().then(() => report("stats", null), (e) => report("stats", e)) : null,
       VIEWS[name].refresh().then(() => report(name, null), (e) => report(name, e)),
     ]);
   } finally {
+    showStale();
     refreshing = false;
     if (again) {
       again = false;
@@ -58,6 +60,29 @@ async function refresh() {
     }
   }
 }
+
+/**
+ * A node that stops answering: the page says since when it shows nothing
+ * new ("stale — last update 12:03:07") and greys what it shows, rather
+ * than leaving the last figures green. Checked every second, so a request
+ * that hangs counts too.
+ */
+const STALE_MS = 3 * POLL_MS;
+function showStale() {
+  const el = document.getElementById("stale");
+  const stale = link.down || (link.lastOk !== null && Date.now() - link.lastOk > STALE_MS);
+  if (stale) {
+    const at = link.lastOk ? new Date(link.lastOk).toLocaleTimeString("en-GB", { hour12: false }) : "never";
+    const text = `stale — last update ${at}`;
+    if (el.textContent !== text) el.textContent = text;
+    document.body.dataset.stale = "true";
+  } else if (document.body.dataset.stale) {
+    delete document.body.dataset.stale;
+    el.textContent = "";
+  }
+  el.hidden = !stale;
+}
+setInterval(showStale, 1000);
 
 function selectView() {
   const name = current();
@@ -78,6 +103,7 @@ function selectView() {
 let soon = null;
 function onEvent(kind, data) {
   const log = document.getElementById("events");
+  // The node stamps each event; those sent again on connecting are older.
   const when = (data && data.time) || new Date().toISOString();
   const text = typeof data === "string" ? data : describe(kind, data);
   log.prepend(h("li", { "data-event": kind }, h("time", {}, when.replace("T", " ").replace("Z", "")), ` ${kind}: ${text}`));
@@ -107,6 +133,8 @@ function setupToken(events) {
     setToken(input.value);
     input.value = "";
     show();
+    // What the old token was refused is asked again with the new one.
+    clearReports();
     events.restart();
     refresh();
   });

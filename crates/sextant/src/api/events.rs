@@ -51,7 +51,9 @@ impl Streams {
 
 /// `GET /v1/events`: `text/event-stream`, one event per change, named
 /// `transition`, `maintenance`, `reload`, `mep` or `vrrp`, its data one
-/// JSON object. A client that falls behind gets a `lagged` event with the
+/// JSON object, its `id` `EPOCH-N` (this process, its number). A client is first sent the recent
+/// events (the last 100 of the last 10 minutes; after `Last-Event-ID` when
+/// it reconnects with one). A client that falls behind gets a `lagged` event with the
 /// number it missed; it never holds anyone up. At most
 /// `--api-max-event-streams` are open at once; one more is answered 503.
 #[utoipa::path(get, path = "/v1/events", tag = "read",
@@ -61,6 +63,7 @@ impl Streams {
 pub(super) async fn stream(
     State(d): State<Arc<Daemon>>,
     Extension(streams): Extension<Streams>,
+    headers: axum::http::HeaderMap,
 ) -> Response {
     let Ok(permit) = Arc::clone(&streams.permits).try_acquire_owned() else {
         return error(
@@ -71,27 +74,51 @@ pub(super) async fn stream(
             ),
         );
     };
-    let rx = d.events.subscribe();
+    // A client that reconnects names the last event it saw: it is sent
+    // only those after it. An unreadable one counts as none.
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| d.events.parse_id(v));
+    let (rx, replay) = d.events.subscribe_replaying(after);
+    let replay: std::collections::VecDeque<_> = replay.into();
     // The first thing sent is a comment: once a client reads it, it is
-    // subscribed and sees every later event. The permit goes with the
-    // stream and is given back when the client goes.
-    let stream =
-        futures_util::stream::unfold((rx, true, permit), |(mut rx, first, permit)| async move {
-            if first {
-                return Some((
-                    Ok::<_, Infallible>(Event::default().comment("subscribed")),
-                    (rx, false, permit),
-                ));
-            }
-            let event = match rx.recv().await {
-                Ok(e) => Event::default().event(e.name).data(e.data.to_string()),
-                Err(RecvError::Lagged(missed)) => Event::default()
-                    .event("lagged")
-                    .data(serde_json::json!({ "missed": missed }).to_string()),
-                Err(RecvError::Closed) => return None,
+    // subscribed and sees every later event. Then the recent events it
+    // missed (the last 100, of the last 10 minutes), then each new one.
+    // The permit goes with the stream and is given back when the client
+    // goes.
+    let ids = Arc::new(d.events.clone());
+    let stream = futures_util::stream::unfold(
+        (rx, true, replay, permit),
+        move |(mut rx, first, mut replay, permit)| {
+            let ids = Arc::clone(&ids);
+            let sse = move |e: &crate::events::ApiEvent| {
+                Event::default()
+                    .id(ids.sse_id(e))
+                    .event(e.name)
+                    .data(e.data.to_string())
             };
-            Some((Ok(event), (rx, false, permit)))
-        });
+            async move {
+                if first {
+                    return Some((
+                        Ok::<_, Infallible>(Event::default().comment("subscribed")),
+                        (rx, false, replay, permit),
+                    ));
+                }
+                if let Some(e) = replay.pop_front() {
+                    return Some((Ok(sse(&e)), (rx, false, replay, permit)));
+                }
+                let event = match rx.recv().await {
+                    Ok(e) => sse(&e),
+                    Err(RecvError::Lagged(missed)) => Event::default()
+                        .event("lagged")
+                        .data(serde_json::json!({ "missed": missed }).to_string()),
+                    Err(RecvError::Closed) => return None,
+                };
+                Some((Ok(event), (rx, false, replay, permit)))
+            }
+        },
+    );
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()

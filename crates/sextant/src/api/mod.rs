@@ -5,6 +5,7 @@
 pub mod auth;
 mod config;
 mod config_sync;
+mod etag;
 mod events;
 pub mod listen;
 mod maintenance;
@@ -103,6 +104,8 @@ pub fn router(daemon: Arc<Daemon>, limits: &listen::Limits) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route("/v1/stats", get(stats::stats))
         .fallback(not_found)
+        // Inside the auth layer: a refusal never carries a tag.
+        .layer(axum::middleware::from_fn(etag::tag))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&daemon.api_access),
             auth::require,
@@ -120,6 +123,10 @@ pub fn router(daemon: Arc<Daemon>, limits: &listen::Limits) -> Router {
         // Outermost: every answer carries the security headers, refusals
         // included.
         .layer(axum::middleware::map_response(security_headers))
+        // gzip for a client that asks for it (`Accept-Encoding`); never the
+        // event stream (`text/event-stream`), which tower-http's default
+        // predicate leaves alone, nor bodies under 32 bytes.
+        .layer(tower_http::compression::CompressionLayer::new())
         .with_state(daemon)
 }
 

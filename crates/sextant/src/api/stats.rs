@@ -53,6 +53,11 @@ pub(super) async fn stats(State(d): State<Arc<Daemon>>) -> Json<Stats> {
             .map(|dm| DomainStats {
                 name: dm.name.clone(),
                 answers: count(&totals.domains, &dm.name),
+                services: totals
+                    .domain_services
+                    .get(&dm.name)
+                    .map(|m| m.iter().map(|(k, v)| (k.clone(), *v)).collect())
+                    .unwrap_or_default(),
             })
             .collect(),
     })

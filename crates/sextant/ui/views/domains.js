@@ -1,55 +1,92 @@
-// Domains: for each GSLB name, the live share of this node's answers per
-// service and site (from the answer counters of `/v1/stats`, sampled every
-// refresh), the method, and datacenter mode's records with their ranking.
+// Domains: for each GSLB name, the live share of its answers per service
+// and site (from the per-domain answer counters of `/v1/stats`, sampled
+// every refresh while the view is shown), the method, and datacenter
+// mode's records with their ranking. Long lists are filtered and paged.
 
 import { api } from "../api.js";
-import { duration, field, h, keyed, num } from "../dom.js";
+import { count, duration, field, h, keyed, listControls, num } from "../dom.js";
 
 /** The share is of the answers counted over this last stretch. */
 const WINDOW_MS = 10_000;
 
-/** Samples of each vserver's per-service answer counters, oldest first. */
+/** Samples of each domain's answer counters (total and per service), oldest first. */
 let samples = [];
 
-/** Takes a sample of the answer counters (runs whatever view is shown). */
+let controls = null;
+let recordControls = null;
+let last = null;
+
+export function setup(context) {
+  controls = listControls({
+    filter: "domains-filter",
+    pager: "domains-pager",
+    pageSize: 20,
+    key: (d) => d.name,
+    text: (d) => `${d.name} ${d.vserver}`,
+    order: (a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    columns: {},
+    onChange: () => last && draw(last),
+  });
+  recordControls = listControls({
+    filter: "records-filter",
+    key: (r) => r.name,
+    text: (r) => `${r.name} ${r.status} ${r.datacenters.map((dc) => dc.site).join(" ")}`,
+    // Records that are not OK first.
+    order: (a, b) => (a.status === "OK") - (b.status === "OK") || (a.name < b.name ? -1 : 1),
+    onChange: () => last && draw(last),
+  });
+  void context;
+}
+
+/** Takes a sample of the per-domain answer counters. */
 export async function sample() {
   const stats = await api("/v1/stats");
   const now = Date.now();
-  const vservers = {};
-  for (const v of stats.vservers || []) vservers[v.name] = v.answers || {};
-  samples.push({ at: now, vservers });
+  const domains = {};
+  for (const d of stats.domains || []) domains[d.name] = { answers: d.answers || 0, services: d.services || {} };
+  samples.push({ at: now, domains });
   // Keep one sample older than the window, the baseline.
   while (samples.length > 2 && samples[1].at <= now - WINDOW_MS) samples.shift();
 }
 
-/** Answers of `vserver`'s services between the window's baseline and now. */
-function windowAnswers(vserver) {
-  if (samples.length < 2) return {};
-  const first = samples[0].vservers[vserver] || {};
-  const last = samples[samples.length - 1].vservers[vserver] || {};
-  const out = {};
-  for (const [service, count] of Object.entries(last)) {
-    // A counter that went down (a restart) counts from zero.
-    const before = first[service] ?? 0;
-    out[service] = count >= before ? count - before : count;
-  }
-  return out;
+/** A counter's growth between two samples; one that went down (a restart) counts from zero. */
+const grew = (after, before) => (after >= before ? after - before : after);
+
+/**
+ * What `domain` was answered with between the window's baseline and now:
+ * `{ total, services: { name: answers } }`, from the domain's own
+ * counters (a backup vserver's answers count only where they answered
+ * this domain).
+ */
+function windowAnswers(domain) {
+  if (samples.length < 2) return { total: 0, services: {} };
+  const first = samples[0].domains[domain] || { answers: 0, services: {} };
+  const now = samples[samples.length - 1].domains[domain] || { answers: 0, services: {} };
+  const services = {};
+  for (const [service, n] of Object.entries(now.services)) services[service] = grew(n, first.services[service] ?? 0);
+  return { total: grew(now.answers, first.answers), services };
 }
 
 export async function refresh() {
   const [domains, vservers, records] = await Promise.all([api("/v1/domains"), api("/v1/vservers"), api("/v1/records")]);
+  last = { domains, vservers, records };
+  draw(last);
+  keyed(document.getElementById("domain-names"), domains, (d) => d.name, (d) => h("option", { value: d.name }), () => {});
+}
+
+function draw({ domains, vservers, records }) {
   const byName = new Map(vservers.map((v) => [v.name, v]));
   const span = samples.length >= 2 ? (samples[samples.length - 1].at - samples[0].at) / 1000 : 0;
   document.getElementById("share-window").textContent = span ? `${Math.round(span)} s` : "10 s (counting…)";
   const list = document.getElementById("domains-list");
+  const shown = controls.arrange(domains);
   if (!domains.length) {
     list.replaceChildren(h("p", { class: "hint" }, "No GSLB domains in this configuration."));
   } else {
     if (list.querySelector("p.hint")) list.replaceChildren();
-    keyed(list, domains, (d) => d.name, makeDomain, (el, d) => updateDomain(el, d, byName));
+    keyed(list, shown, (d) => d.name, makeDomain, (el, d) => updateDomain(el, d, byName));
   }
   renderRecords(records.records || []);
-  keyed(document.getElementById("domain-names"), domains, (d) => d.name, (d) => h("option", { value: d.name }), () => {});
 }
 
 function makeDomain(d) {
@@ -80,15 +117,17 @@ function updateDomain(el, d, byName) {
   field(el, "method", main ? `${main.lb_method}${main.backup_lb_method ? ` (backup ${main.backup_lb_method})` : ""}` : "");
   field(el, "ttl", `${d.ttl}s`);
   const rows = [];
-  const answers = {};
+  const seen = new Set();
   for (const v of vservers) {
-    for (const [service, count] of Object.entries(windowAnswers(v.name))) answers[service] = (answers[service] || 0) + count;
     for (const b of v.services) {
-      if (!rows.some((r) => r.service === b.service)) rows.push({ ...b, vserver: v.name });
+      if (!seen.has(b.service)) rows.push({ ...b, vserver: v.name });
+      seen.add(b.service);
     }
   }
-  const total = rows.reduce((sum, r) => sum + (answers[r.service] || 0), 0);
-  field(el, "answers", total ? `${total} answers` : "no answers in the window");
+  // The domain's own answers: its count, and each service's among them.
+  const { total, services: answers } = windowAnswers(d.name);
+  el.dataset.answers = total;
+  field(el, "answers", total ? `${count(total)} answers` : "no answers in the window");
   keyed(el.querySelector(".shares"), rows, (r) => r.service, makeShare, (row, r) => updateShare(row, r, answers[r.service] || 0, total));
   const sites = {};
   for (const r of rows) sites[r.site] = (sites[r.site] || 0) + (answers[r.service] || 0);
@@ -127,7 +166,7 @@ function renderRecords(records) {
     return;
   }
   if (list.querySelector("p.hint")) list.replaceChildren();
-  keyed(list, records, (r) => r.name, (r) => h("article", { class: "record", "data-record": r.name },
+  keyed(list, recordControls.arrange(records), (r) => r.name, (r) => h("article", { class: "record", "data-record": r.name },
     h("h4", {}, r.name, " ", h("span", { "data-field": "status" })),
     h("p", { class: "hint", "data-field": "how" }),
     h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Rank"), h("th", {}, "Site"), h("th", {}, "Figure"), h("th", {}, "Reachable"), h("th", {}, "Addresses"))), h("tbody"))),

@@ -1,8 +1,15 @@
-// Services: state, reason, time in state, load, a health timeline from
-// `/v1/services/NAME/history`, and the operator's enable / disable / drain.
+// Services: a summary first (counts by state, the problems), then one
+// page of the table, sorted (problems first unless a header says
+// otherwise) and filtered: state, reason, time in state, load, a health
+// timeline from `/v1/services/NAME/history` (fetched for the rows shown
+// only), and the operator's enable / disable / drain (disable and drain
+// asked to be confirmed).
 
 import { api, post, report } from "../api.js";
-import { duration, field, h, keyed, num, s, secondsSince } from "../dom.js";
+import { count, duration, field, h, keyed, listControls, num, s, secondsSince } from "../dom.js";
+
+/** Rows a page: the table's DOM stays this small at 10,000 services. */
+const PAGE_SIZE = 50;
 
 /** The timeline's span. */
 const WINDOW_S = 15 * 60;
@@ -13,10 +20,43 @@ let ctx = null;
 /** Per service: the history fetched and the `last_change` it was fetched for. */
 const histories = new Map();
 let latest = [];
+let controls = null;
+
+/** Problems first: DOWN, then out of service by the operator, then unchecked; then by name. */
+function rank(svc) {
+  if (svc.state !== "UP") return 0;
+  if (svc.admin_state && svc.admin_state !== "enabled") return 1;
+  if (svc.checked === false && svc.health_source === "none") return 2;
+  return 3;
+}
 
 export function setup(context) {
   ctx = context;
-  document.getElementById("services-filter").addEventListener("input", () => render(latest));
+  controls = listControls({
+    head: "services-head",
+    filter: "services-filter",
+    pager: "services-pager",
+    pageSize: PAGE_SIZE,
+    key: (svc) => svc.name,
+    text: (svc) => `${svc.name} ${svc.site} ${svc.state} ${svc.admin_state} ${svc.ip} ${svc.reason}`,
+    order: (a, b) => rank(a) - rank(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    columns: {
+      name: (svc) => svc.name,
+      site: (svc) => svc.site,
+      state: (svc) => svc.state,
+      admin: (svc) => svc.admin_state,
+      reason: (svc) => svc.reason,
+      since: (svc) => (svc.last_change ? -Date.parse(svc.last_change) : null),
+    },
+    onChange: () => redraw(),
+  });
+}
+
+/** Redraws from what was read last, fetching the timelines the page now shows. */
+async function redraw() {
+  const rows = controls.arrange(latest);
+  await fetchHistories(rows, latest).catch((e) => report("services", e));
+  render(rows);
 }
 
 /** When this node started (ms since the epoch): timelines begin there at the earliest. */
@@ -26,13 +66,42 @@ export async function refresh() {
   const [list, status] = await Promise.all([api("/v1/services"), api("/v1/status")]);
   latest = list;
   startedAt = Date.now() - status.uptime_seconds * 1000;
-  await fetchHistories(latest);
-  render(latest);
+  summarise(list);
+  const rows = controls.arrange(list);
+  await fetchHistories(rows, list);
+  render(rows);
 }
 
-/** Fetches the history of each service whose state changed since the last fetch. */
-async function fetchHistories(list) {
-  const stale = list.filter((svc) => {
+/** "20 of 1,000 DOWN", then the count of each state, before any row. */
+function summarise(list) {
+  const by = { UP: 0, DOWN: 0, disabled: 0, draining: 0, unchecked: 0 };
+  for (const svc of list) {
+    by[svc.state === "UP" ? "UP" : "DOWN"] += 1;
+    if (svc.admin_state === "disabled") by.disabled += 1;
+    if (svc.admin_state === "draining") by.draining += 1;
+    if (svc.checked === false && svc.health_source === "none") by.unchecked += 1;
+  }
+  const el = document.getElementById("services-summary");
+  const headline = !list.length ? "no services"
+    : by.DOWN ? `${count(by.DOWN)} of ${count(list.length)} DOWN` : `all ${count(list.length)} UP`;
+  const parts = [
+    h("strong", { class: by.DOWN ? "DOWN" : list.length ? "UP" : "", "data-field": "headline" }, headline),
+    ` · ${count(by.UP)} UP · ${count(by.DOWN)} DOWN`,
+    by.disabled ? ` · ${count(by.disabled)} disabled` : "",
+    by.draining ? ` · ${count(by.draining)} draining` : "",
+    by.unchecked ? ` · ${count(by.unchecked)} not checked` : "",
+  ];
+  el.replaceChildren(...parts);
+  for (const [state, n] of Object.entries(by)) el.dataset[`count${state[0].toUpperCase()}${state.slice(1)}`] = n;
+  el.dataset.total = list.length;
+}
+
+/**
+ * Fetches the history of each shown service whose state changed since it
+ * was fetched: at most one page of requests, however many services changed.
+ */
+async function fetchHistories(rows, list) {
+  const stale = rows.filter((svc) => {
     const known = histories.get(svc.name);
     if (known && known.lastChange === svc.last_change) return false;
     // Never changed since the node started: an empty history, not worth a request.
@@ -51,26 +120,21 @@ async function fetchHistories(list) {
       if (e.status !== 404) throw e;
     }
   }));
-  for (const name of histories.keys()) {
-    if (!list.some((svc) => svc.name === name)) histories.delete(name);
+  if (histories.size > list.length) {
+    const names = new Set(list.map((svc) => svc.name));
+    for (const name of histories.keys()) if (!names.has(name)) histories.delete(name);
   }
 }
 
-function matches(svc, filter) {
-  if (!filter) return true;
-  const text = `${svc.name} ${svc.site} ${svc.state} ${svc.admin_state} ${svc.ip}`.toLowerCase();
-  return filter.toLowerCase().split(/\s+/).every((word) => text.includes(word));
-}
-
-function render(list) {
-  const filter = document.getElementById("services-filter").value.trim();
-  keyed(document.getElementById("services-body"), list.filter((svc) => matches(svc, filter)), (svc) => svc.name, makeRow, updateRow);
+function render(rows) {
+  keyed(document.getElementById("services-body"), rows, (svc) => svc.name, makeRow, updateRow);
 }
 
 function makeRow(svc) {
   const reason = h("input", { id: `reason-${svc.name}`, "data-reason-for": svc.name, placeholder: "reason", "aria-label": `reason for ${svc.name}` });
+  const confirm = h("span", { class: "confirm", "data-confirm-for": svc.name, hidden: "" });
   const buttons = ["disable", "drain", "enable"].map((action) =>
-    h("button", { type: "button", "data-action": action, "data-service": svc.name, onclick: () => act(svc.name, action, reason) }, action));
+    h("button", { type: "button", "data-action": action, "data-service": svc.name, onclick: () => ask(svc.name, action, reason, confirm) }, action));
   return h("tr", { "data-service": svc.name },
     h("th", { scope: "row", "data-field": "name" }, svc.name),
     h("td", { "data-field": "site", "data-label": "Site" }),
@@ -80,7 +144,7 @@ function makeRow(svc) {
     h("td", { "data-field": "since", "data-label": "In state for" }),
     h("td", { "data-field": "load", "data-label": "Load" }),
     h("td", { "data-label": "Timeline" }, s("svg", { "data-timeline": svc.name, width: WIDTH, height: HEIGHT, viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img" })),
-    h("td", { "data-label": "Actions" }, h("div", { class: "actions" }, reason, buttons)));
+    h("td", { "data-label": "Actions" }, h("div", { class: "actions" }, reason, buttons, confirm)));
 }
 
 function updateRow(row, svc) {
@@ -169,6 +233,25 @@ function drawTimeline(svg, svc) {
   const title = s("title", {}, `since ${since}\n${recent.length ? recent.join("\n") : `${svc.state} all along`}`);
   svg.replaceChildren(title, ...rects);
   svg.setAttribute("aria-label", `${svc.name}: ${events.length} transitions`);
+}
+
+/**
+ * Disable and drain take a service out of answers: the row asks first
+ * ("Disable web-1?" Yes / No, Yes focused); enable is done at once.
+ */
+function ask(name, action, reasonInput, box) {
+  if (action === "enable") {
+    act(name, action, reasonInput);
+    return;
+  }
+  const done = () => { box.hidden = true; box.replaceChildren(); };
+  const yes = h("button", { type: "button", "data-confirm": "yes", onclick: () => { done(); act(name, action, reasonInput); } }, `yes, ${action}`);
+  box.replaceChildren(
+    h("span", { "data-field": "question" }, `${action[0].toUpperCase()}${action.slice(1)} ${name}${action === "drain" ? " (no new clients)" : " (no more answers)"}?`),
+    " ", yes, " ",
+    h("button", { type: "button", "data-confirm": "no", onclick: done }, "no"));
+  box.hidden = false;
+  yes.focus();
 }
 
 async function act(name, action, reasonInput) {

@@ -5,7 +5,7 @@
 // grey ("not reported").
 
 import { api } from "../api.js";
-import { duration, field, h, keyed, num, s, secondsSince } from "../dom.js";
+import { duration, field, h, keyed, listControls, num, s, secondsSince } from "../dom.js";
 
 const W = 640;
 const H = 440;
@@ -13,10 +13,43 @@ const H = 440;
 /** `/v1/sites`'s link words to the graph's kinds. */
 const KIND = { peer: "peer", "to-child": "parent", "to-parent": "parent", adopted: "backup" };
 
+let linkControls = null;
+let siteControls = null;
+let last = null;
+
+export function setup() {
+  const redraw = () => last && (renderLinks(last.links), renderSites(last.sites));
+  linkControls = listControls({
+    head: "links-head",
+    filter: "links-filter",
+    key: (l) => l.key,
+    text: (l) => `${l.a} ${l.b} ${l.kind} ${l.state === "unknown" ? "not reported" : l.state} ${l.seenBy.join(" ")}`,
+    // Down links first.
+    order: (p, q) => (p.state === "down") * -1 - (q.state === "down") * -1 || (p.key < q.key ? -1 : 1),
+    columns: { link: (l) => l.key, kind: (l) => l.kind, state: (l) => l.state, seen: (l) => l.seenBy.join(", ") },
+    onChange: redraw,
+  });
+  siteControls = listControls({
+    head: "sites-head",
+    filter: "sites-filter",
+    key: (x) => x.name,
+    text: (x) => `${x.name} ${x.type} ${x.ip} ${x.mep} ${x.parent || ""} ${x.last_down_reason || ""}`,
+    // Sites whose metric exchange is down first.
+    order: (a, b) => (a.mep === "DOWN") * -1 - (b.mep === "DOWN") * -1 || (a.name < b.name ? -1 : 1),
+    columns: {
+      site: (x) => x.name, type: (x) => x.type, ip: (x) => x.ip, mep: (x) => x.mep, parent: (x) => x.current_parent || x.parent,
+      last: (x) => (x.last_message ? -Date.parse(x.last_message) : null), rtt: (x) => x.link_rtt_ms, lost: (x) => x.keepalives_lost,
+      down: (x) => x.last_down_reason,
+    },
+    onChange: redraw,
+  });
+}
+
 export async function refresh() {
   const sites = await api("/v1/sites");
   const local = sites.find((x) => x.role === "local");
   const links = buildLinks(sites, local);
+  last = { sites, links };
   draw(sites, links, local);
   renderLinks(links);
   renderSites(sites);
@@ -64,7 +97,11 @@ export function buildLinks(sites, local) {
       if (x.current_parent && x.current_parent !== x.parent) add(x.name, x.current_parent, "backup", x.via === x.current_parent ? relayed : "unknown", null, false);
     }
   }
-  const meshed = sites.filter((x) => x.type !== "child");
+  // The configured mesh of parents (or flat sites), where metric exchange
+  // runs at all: with it off (no site has a link state) there are no
+  // links to draw, only sites.
+  const exchanging = sites.some((x) => x.role !== "local" && (x.mep !== "n/a" || x.link || x.via));
+  const meshed = exchanging ? sites.filter((x) => x.type !== "child") : [];
   for (const a of meshed) for (const b of meshed) if (a.name < b.name) add(a.name, b.name, "peer", "unknown", null, false);
   return [...links.values()].sort((p, q) => (p.key < q.key ? -1 : 1));
 }
@@ -127,7 +164,13 @@ function siteTitle(x) {
 }
 
 function renderLinks(links) {
-  keyed(document.getElementById("links-body"), links, (l) => l.key, (l) => h("tr", { "data-link-row": l.key },
+  const body = document.getElementById("links-body");
+  if (!links.length) {
+    body.replaceChildren(h("tr", { "data-no-links": "" }, h("td", { colspan: 4 }, "No metric exchange links: metric exchange is off (no site exchanges metrics with this node).")));
+    return;
+  }
+  body.querySelector("tr[data-no-links]")?.remove();
+  keyed(body, linkControls.arrange(links), (l) => l.key, (l) => h("tr", { "data-link-row": l.key },
     h("th", { scope: "row" }, `${l.a} — ${l.b}`), h("td", { "data-field": "kind" }), h("td", { "data-field": "state" }), h("td", { "data-field": "seen" })),
   (row, l) => {
     field(row, "kind", l.kind);
@@ -138,7 +181,7 @@ function renderLinks(links) {
 }
 
 function renderSites(sites) {
-  keyed(document.getElementById("sites-body"), sites, (x) => x.name, (x) => h("tr", { "data-site-row": x.name },
+  keyed(document.getElementById("sites-body"), siteControls.arrange(sites), (x) => x.name, (x) => h("tr", { "data-site-row": x.name },
     h("th", { scope: "row" }, x.name), h("td", { "data-field": "type" }), h("td", { "data-field": "ip" }), h("td", { "data-field": "mep" }),
     h("td", { "data-field": "parent" }), h("td", { "data-field": "last" }), h("td", { "data-field": "rtt" }), h("td", { "data-field": "lost" }),
     h("td", { "data-field": "figures" }), h("td", { "data-field": "down" })),

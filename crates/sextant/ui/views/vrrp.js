@@ -2,13 +2,35 @@
 // priorities after tracking, and the recent transitions.
 
 import { api } from "../api.js";
-import { field, h, keyed, num } from "../dom.js";
+import { field, h, keyed, listControls, num } from "../dom.js";
+
+let controls = null;
+let last = null;
+
+export function setup() {
+  controls = listControls({
+    head: "vrrp-head",
+    filter: "vrrp-filter",
+    key: (v) => `${v.vrid}/${v.family}`,
+    text: (v) => `${v.vrid} ${v.family} ${v.interface} ${v.state} ${v.master ?? ""} ${v.addresses.join(" ")}`,
+    columns: {
+      vrid: (v) => v.vrid, interface: (v) => v.interface, state: (v) => v.state, master: (v) => v.master,
+      priority: (v) => v.effective_priority,
+    },
+    onChange: () => last && draw(last),
+  });
+}
 
 export async function refresh() {
-  const data = await api("/v1/vrrp");
+  last = await api("/v1/vrrp");
+  draw(last);
+}
+
+function draw(data) {
   const body = document.getElementById("vrrp-body");
-  const vrids = data.vrids || [];
-  if (!vrids.length) {
+  const all = data.vrids || [];
+  const vrids = controls.arrange(all);
+  if (!all.length) {
     body.replaceChildren(h("tr", {}, h("td", { colspan: 8 }, "This node runs no virtual router (its configuration has no `add vrid`).")));
   } else {
     if (!body.querySelector("tr[data-vrid]")) body.replaceChildren();
