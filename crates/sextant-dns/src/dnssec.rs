@@ -264,25 +264,58 @@ impl Signing<'_> {
         nxdomain: bool,
         ttl: u32,
     ) -> Result<(), BadName> {
-        self.types_at(zone, name, qtype, nxdomain);
-        let d = &mut *self.dnssec;
         let denied = (!nxdomain).then_some(qtype);
-        sextant_dnssec::denial::compact_nsec(name, &d.types, denied, &mut d.nsec).map_err(bad)?;
-        w.raw(Section::Authority, name, qname, TYPE_NSEC, ttl, &d.nsec)?;
-        let nsec = std::mem::take(&mut self.dnssec.nsec);
-        let signed = self.rrset(
+        self.nsec(
             w,
             Section::Authority,
+            zone,
             name,
             qname,
-            TYPE_NSEC,
+            denied,
+            nxdomain,
             ttl,
-            Some(zone),
-            |s| {
-                s.push_raw(&nsec);
-                Ok(())
-            },
-        );
+        )
+    }
+
+    /// A query for type NSEC at a name of a signed zone, with DO: the
+    /// name's NSEC (the one its compact denials are made of, listing every
+    /// type it has) is the answer, signed. A NODATA would hold an NSEC of
+    /// the very name and type it denies, which validators (BIND) reject.
+    #[allow(clippy::too_many_arguments)]
+    pub fn nsec_answer(
+        &mut self,
+        w: &mut ResponseWriter<'_>,
+        zone: ZoneId,
+        qname: &str,
+        nxdomain: bool,
+        ttl: u32,
+    ) -> Result<(), BadName> {
+        self.nsec(w, Section::Answer, zone, qname, qname, None, nxdomain, ttl)
+    }
+
+    /// The compact NSEC of `name` (less `denied`) with its signature, in
+    /// `section`.
+    #[allow(clippy::too_many_arguments)]
+    fn nsec(
+        &mut self,
+        w: &mut ResponseWriter<'_>,
+        section: Section,
+        zone: ZoneId,
+        name: &str,
+        qname: &str,
+        denied: Option<u16>,
+        nxdomain: bool,
+        ttl: u32,
+    ) -> Result<(), BadName> {
+        self.types_at(zone, name, denied.unwrap_or(0), nxdomain);
+        let d = &mut *self.dnssec;
+        sextant_dnssec::denial::compact_nsec(name, &d.types, denied, &mut d.nsec).map_err(bad)?;
+        w.raw(section, name, qname, TYPE_NSEC, ttl, &d.nsec)?;
+        let nsec = std::mem::take(&mut self.dnssec.nsec);
+        let signed = self.rrset(w, section, name, qname, TYPE_NSEC, ttl, Some(zone), |s| {
+            s.push_raw(&nsec);
+            Ok(())
+        });
         self.dnssec.nsec = nsec;
         signed
     }

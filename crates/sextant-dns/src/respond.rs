@@ -24,6 +24,7 @@ use crate::wire::parse::{
     ParsedQuery, parse_query,
 };
 use crate::{DnsShared, Transport, Worker};
+use sextant_dnssec::TYPE_NSEC;
 
 /// The largest DNS message (TCP's two-octet length prefix).
 pub const MAX_MESSAGE: usize = 65535;
@@ -425,6 +426,10 @@ impl Answering<'_> {
          -> Result<Rcode, BadName> {
             let z = zone(id)?;
             let ttl = z.soa.ttl.min(z.soa.minimum);
+            if qtype == TYPE_NSEC && name == qname && sig.on && sig.signed(id) {
+                sig.nsec_answer(w, id, qname, nxdomain, ttl)?;
+                return Ok(Rcode::NoError);
+            }
             w.soa(Section::Authority, &z.apex, qname, ttl, &z.soa)?;
             let proved = sig.soa(w, id, &z.apex, qname, ttl, &z.soa)?;
             if proved {

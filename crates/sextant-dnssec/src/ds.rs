@@ -44,7 +44,9 @@ pub fn digest_from_hex(text: &str) -> Result<Vec<u8>, Error> {
     }
     data_encoding::HEXLOWER_PERMISSIVE
         .decode(compact.as_bytes())
-        .map_err(|_| Error::BadRdata("DS digest: expected hexadecimal digits, an even number of them"))
+        .map_err(|_| {
+            Error::BadRdata("DS digest: expected hexadecimal digits, an even number of them")
+        })
 }
 
 /// Bytes in upper-case hexadecimal, as DS digests are written.

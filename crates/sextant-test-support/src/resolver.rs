@@ -234,6 +234,22 @@ impl Unbound {
         authority: SocketAddr,
         trust_anchor: &str,
     ) -> Unbound {
+        Unbound::start_with_stubs(dir, listen, zone, authority, trust_anchor, &[])
+    }
+
+    /// Like [`Unbound::start`], with more stub zones: each child zone of
+    /// `zone` in `stubs` is asked at its own address (a child served by
+    /// another server, on a port that glue cannot give), while its DS is
+    /// still asked of `zone`'s authority, so the chain of trust is the one
+    /// a resolver on the Internet follows.
+    pub fn start_with_stubs(
+        dir: &Path,
+        listen: SocketAddr,
+        zone: &str,
+        authority: SocketAddr,
+        trust_anchor: &str,
+        stubs: &[(&str, SocketAddr)],
+    ) -> Unbound {
         let unbound = program("unbound").expect("unbound is installed (see tools_present)");
         fs::create_dir_all(dir).expect("create the resolver's directory");
         // Unbound reads the file as zone-file lines; parsing first makes a
@@ -242,11 +258,15 @@ impl Unbound {
         let anchor_file = dir.join("trust-anchor");
         fs::write(&anchor_file, trust_anchor).expect("write the trust anchor");
         let conf = dir.join("unbound.conf");
-        fs::write(
-            &conf,
-            Unbound::config(dir, listen, zone, authority, &anchor_file),
-        )
-        .expect("write unbound.conf");
+        let mut text = Unbound::config(dir, listen, zone, authority, &anchor_file);
+        for (child, addr) in stubs {
+            text.push_str(&format!(
+                "stub-zone:\n    name: \"{}.\"\n    stub-addr: {}\n",
+                child.trim_end_matches('.'),
+                at_port(*addr)
+            ));
+        }
+        fs::write(&conf, text).expect("write unbound.conf");
         let out = fs::File::create(dir.join("unbound.out")).expect("create unbound.out");
         let child = die_with_parent(
             Command::new(unbound)

@@ -66,14 +66,15 @@ pub enum DsFormat {
 }
 
 /// What is wrong, at this moment, with the keys of the signed zones of
-/// `model` (zones whose RRsets no active key signs), for `check` and each
-/// (re)load's log.
+/// `model` (zones whose RRsets no active key signs), and where the chain
+/// of trust between its zones breaks (a signed zone below a signed zone
+/// without a matching DS there), for `check` and each (re)load's log.
 pub fn signing_gaps(model: &sextant_core::Model) -> Vec<String> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    model
+    let mut gaps: Vec<String> = model
         .dnssec
         .iter()
         .filter_map(|s| {
@@ -81,7 +82,9 @@ pub fn signing_gaps(model: &sextant_core::Model) -> Vec<String> {
             sextant_dnssec::ZoneSigner::new(s, apex).ok()
         })
         .flat_map(|z| sextant_dnssec::zone::signing_gaps(&z, now))
-        .collect()
+        .collect();
+    gaps.extend(sextant_dnssec::chain::chain_breaks(model));
+    gaps
 }
 
 pub fn run(command: DnssecCommand) -> anyhow::Result<()> {

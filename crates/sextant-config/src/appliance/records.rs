@@ -249,8 +249,16 @@ pub(super) fn add_ds(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
     let mut complete = true;
     for (i, (name, hint, hi)) in [
         ("keyTag", "the key tag, e.g. -keyTag 20841", 65535),
-        ("algorithm", "the key's algorithm number, e.g. -algorithm 13", 255),
-        ("digestType", "the digest type, e.g. -digestType 2 (SHA-256)", 255),
+        (
+            "algorithm",
+            "the key's algorithm number, e.g. -algorithm 13",
+            255,
+        ),
+        (
+            "digestType",
+            "the digest type, e.g. -digestType 2 (SHA-256)",
+            255,
+        ),
     ]
     .into_iter()
     .enumerate()
