@@ -494,6 +494,124 @@ pub fn delv(server: SocketAddr, zone: &str, trust_anchor: &str, name: &str, rtyp
     }
 }
 
+/// The DNSViz that `scripts/setup.sh` installs (a virtual environment
+/// under `$SEXTANT_TEST_DATA`, default /var/cache/sextant-test). When it
+/// is missing this says so through [`cannot_run`] (a failure under CI,
+/// `SKIPPED` elsewhere) and returns `None`.
+pub fn dnsviz() -> Option<PathBuf> {
+    let data = std::env::var("SEXTANT_TEST_DATA")
+        .unwrap_or_else(|_| "/var/cache/sextant-test".to_string());
+    let path = Path::new(&data).join("dnsviz-0.11.2/bin/dnsviz");
+    if path.exists() {
+        return Some(path);
+    }
+    cannot_run(&format!(
+        "the DNSViz tests need {} (scripts/setup.sh installs DNSViz from PyPI)",
+        path.display()
+    ));
+    None
+}
+
+/// What `dnsviz grok` found wrong: each error and warning, as `PATH CODE:
+/// DESCRIPTION`, and each name's status.
+#[derive(Clone, Debug, Default)]
+pub struct Grok {
+    pub problems: Vec<String>,
+    pub status: Vec<(String, String)>,
+    /// The JSON `grok` wrote, for failure messages.
+    pub text: String,
+}
+
+/// `dnsviz probe -A -x ZONE+:SERVER NAMES...` (the authoritative servers,
+/// starting at `zone` served by `server` on port 53 and following its
+/// delegations), then `dnsviz grok -P -t ANCHOR` with `dnskey` (DNSKEY
+/// records in zone file form) as the trust anchor. Each step bounded by
+/// `timeout 120`; panics with DNSViz's output when one fails.
+pub fn dnsviz_grok(
+    dnsviz: &Path,
+    dir: &Path,
+    zone: &str,
+    server: IpAddr,
+    dnskey: &str,
+    names: &[&str],
+) -> Grok {
+    fs::create_dir_all(dir).expect("create the DNSViz directory");
+    let probe = dir.join("probe.json");
+    let grok = dir.join("grok.json");
+    let anchor = dir.join("trusted-keys");
+    fs::write(&anchor, dnskey).expect("write the trusted keys");
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(dnsviz)
+        .args(["probe", "-A", "-x"])
+        .arg(format!("{zone}+:{server}"))
+        .args(names)
+        .arg("-o")
+        .arg(&probe)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run dnsviz probe");
+    assert!(
+        out.status.success(),
+        "dnsviz probe: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(dnsviz)
+        .args(["grok", "-P", "-t"])
+        .arg(&anchor)
+        .arg("-r")
+        .arg(&probe)
+        .arg("-o")
+        .arg(&grok)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run dnsviz grok");
+    assert!(
+        out.status.success(),
+        "dnsviz grok: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = fs::read_to_string(&grok).expect("read grok's output");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("grok writes JSON");
+    let mut g = Grok {
+        text,
+        ..Grok::default()
+    };
+    fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    if k == "errors" || k == "warnings" {
+                        for e in v.as_array().into_iter().flatten() {
+                            out.push(format!(
+                                "{path} {k}: {}: {}",
+                                e["code"].as_str().unwrap_or("?"),
+                                e["description"].as_str().unwrap_or("")
+                            ));
+                        }
+                    }
+                    walk(v, &format!("{path}/{k}"), out);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, path, out)),
+            _ => {}
+        }
+    }
+    walk(&json, "", &mut g.problems);
+    if let Some(map) = json.as_object() {
+        for (name, v) in map {
+            if let Some(status) = v.get("status").and_then(|s| s.as_str()) {
+                g.status.push((name.clone(), status.to_string()));
+            }
+        }
+    }
+    g
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
