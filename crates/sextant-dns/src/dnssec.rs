@@ -264,14 +264,15 @@ impl Signing<'_> {
         nxdomain: bool,
         ttl: u32,
     ) -> Result<(), BadName> {
-        let denied = (!nxdomain).then_some(qtype);
+        // Never the type asked, even in the NXNAME proof of a name that
+        // does not exist (a query for type RRSIG there).
         self.nsec(
             w,
             Section::Authority,
             zone,
             name,
             qname,
-            denied,
+            Some(qtype),
             nxdomain,
             ttl,
         )

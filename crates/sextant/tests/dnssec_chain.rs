@@ -232,6 +232,7 @@ fn delv_validates_children_signed_unsigned_and_delegated() {
         ),
         ("www.signed.example.com", "NSEC", "A RRSIG NSEC"),
         ("example.com", "NSEC", "NS SOA RRSIG NSEC DNSKEY"),
+        ("nosuch.example.com", "NSEC", "RRSIG NSEC TYPE128"),
     ] {
         let d = delv(&c, name, rtype);
         assert!(
@@ -247,6 +248,7 @@ fn delv_validates_children_signed_unsigned_and_delegated() {
         ("bare.example.com", "DS"),
         ("www.example.com", "RRSIG"),
         ("www.signed.example.com", "RRSIG"),
+        ("nosuch.signed.example.com", "RRSIG"),
     ] {
         let d = delv(&c, name, rtype);
         assert!(
