@@ -566,7 +566,7 @@ pub fn dnsviz_check(
     };
     let stop_at = format!("{zone}+:{server}");
     let mut args: Vec<&std::ffi::OsStr> = vec!["-A".as_ref(), "-x".as_ref(), stop_at.as_ref()];
-    args.extend(names.iter().map(|n| std::ffi::OsStr::new(n)));
+    args.extend(names.iter().map(std::ffi::OsStr::new));
     args.extend(["-o".as_ref(), probe.as_os_str()]);
     run("probe", &args);
     let trusted: [&std::ffi::OsStr; 5] = [
