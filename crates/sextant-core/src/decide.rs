@@ -637,11 +637,18 @@ fn answer_static<T: Tracer, S: Sessions>(
                 _ => return chained(ChainEnd::Cnames),
             }
         }
+        // ANY: the name's own records; a DS at the apex of a zone of ours
+        // is its parent's (asked for by type, above).
         let count = if qtype == TYPE_ANY {
-            records.len()
+            records.iter().filter(|r| r.data.rtype() != TYPE_DS).count()
         } else {
             records.iter().filter(|r| r.data.rtype() == qtype).count()
         };
+        if count == 0 && qtype == TYPE_ANY && name == apex && out.chain.is_empty() {
+            // RFC 8482: one RRset is a full answer to ANY.
+            trace.record(TraceEvent::ZoneApex { zone });
+            return plain(Outcome::ZoneSoa { zone }, Reason::Zone);
+        }
         if count == 0 {
             trace.record(TraceEvent::NoData);
             if out.chain.is_empty() {

@@ -310,7 +310,11 @@ fn any_returns_the_names_records() {
 fn ds_at_a_cut_is_answered_by_the_parent_side() {
     let mut m = model();
     let parent = m.zones[ZoneId::new(0)].clone();
-    for apex in ["signed.example.com", "plain.example.com"] {
+    for apex in [
+        "signed.example.com",
+        "plain.example.com",
+        "only.example.com",
+    ] {
         let mut z = parent.clone();
         z.apex = apex.into();
         m.zones.push(z);
@@ -324,6 +328,7 @@ fn ds_at_a_cut_is_answered_by_the_parent_side() {
     m.records.push(rec("child.example.com", ds(1)));
     m.records.push(rec("signed.example.com", ds(2)));
     m.records.push(rec("signed.example.com", a(2)));
+    m.records.push(rec("only.example.com", ds(3)));
     sort_records(&mut m.records);
     let s = Snapshot::new(Arc::new(m), 1);
     let ds_type = QueryType::Other(sextant_core::records::TYPE_DS);
@@ -344,6 +349,15 @@ fn ds_at_a_cut_is_answered_by_the_parent_side() {
     // the child's business.
     let d = ask(&s, "signed.example.com", QueryType::A, &mut out);
     assert_eq!(records_of(&s, &d), vec![rec("signed.example.com", a(2))]);
+    // ANY at a child's apex that has no records but the parent's DS: the
+    // SOA (RFC 8482), as at any apex without records.
+    let d = ask(&s, "only.example.com", QueryType::Any, &mut out);
+    assert_eq!(
+        d.outcome,
+        Outcome::ZoneSoa {
+            zone: ZoneId::new(3)
+        }
+    );
     let d = ask(&s, "www.plain.example.com", ds_type, &mut out);
     assert!(
         matches!(d.outcome, Outcome::NxDomain { zone } if zone == ZoneId::new(2)),

@@ -532,8 +532,11 @@ impl Answering<'_> {
                 match end {
                     ChainEnd::Records { node, rtype } => {
                         let records = snapshot.records().records(model, node);
-                        let wanted =
-                            |r: &&StaticRecord| rtype == TYPE_ANY || r.data.rtype() == rtype;
+                        // ANY leaves out a DS (at a zone apex, the parent's).
+                        let wanted = |r: &&StaticRecord| {
+                            let t = r.data.rtype();
+                            t == rtype || (rtype == TYPE_ANY && t != TYPE_DS)
+                        };
                         for rec in records.iter().filter(wanted) {
                             w.static_record(Section::Answer, qname, rec)?;
                         }
@@ -544,7 +547,7 @@ impl Answering<'_> {
                             let n = rest.iter().take_while(|r| r.data.rtype() == t).count();
                             let (same, after) = rest.split_at(n);
                             rest = after;
-                            if rtype != TYPE_ANY && t != rtype {
+                            if t != rtype && (rtype != TYPE_ANY || t == TYPE_DS) {
                                 continue;
                             }
                             sig.rrset(

@@ -301,6 +301,12 @@ fn ds_is_answered_by_the_parent_and_proofs_do_not_deny_themselves() {
             && out.contains(" example.com. "),
         "{out}"
     );
+    // ANY at the signed child's apex: the child's SOA, not the parent's DS.
+    let out = q(&["signed.example.com", "ANY"]);
+    assert!(
+        out.contains("IN\tSOA\tns1.example.com.") && !out.contains("IN\tDS\t"),
+        "{out}"
+    );
     // A referral to a signed child elsewhere: NS, then DS and its RRSIG.
     let out = q(&["www.away.example.com", "A"]);
     assert!(
