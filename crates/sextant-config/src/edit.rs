@@ -152,6 +152,11 @@ pub const KINDS: &[Kind] = &[
         identity: Identity::Values,
     },
     Kind {
+        words: &["dns", "dsRec"],
+        verbs: RECORD,
+        identity: Identity::Values,
+    },
+    Kind {
         words: &["dns", "nsRec"],
         verbs: RECORD,
         identity: Identity::Values,

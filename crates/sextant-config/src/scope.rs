@@ -226,7 +226,9 @@ pub(crate) fn area_of(object: &[&str]) -> Option<Area> {
         },
         "dns" => match second {
             "soarec" | "nsrec" | "addrec" | "aaaarec" | "cnamerec" | "mxrec" | "txtrec"
-            | "srvrec" | "zone" | "policy" | "action" | "global" | "key" => return None,
+            | "srvrec" | "dsrec" | "zone" | "policy" | "action" | "global" | "key" => {
+                return None;
+            }
             "ptrrec" | "naptrrec" | "nsecrec" | "keys" | "view" | "policylabel" | "action64"
             | "policy64" | "profile" => Area::DnsNotServed,
             _ => Area::DnsResolver,
@@ -334,6 +336,7 @@ mod tests {
             Some(Area::DnsResolver)
         );
         assert_eq!(area("add dns addRec www.example.com 10.0.0.1"), None);
+        assert_eq!(area("add dns dsRec sub.example.com -keyTag 1"), None);
         for op in [
             "sync gslb config -saveconfig",
             "save ns config",

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use sextant_core::records::{TYPE_A, TYPE_AAAA, TYPE_CNAME, TYPE_NS, sort_records};
+use sextant_core::records::{TYPE_A, TYPE_AAAA, TYPE_CNAME, TYPE_DS, TYPE_NS, sort_records};
 use sextant_core::{Model, RecordData, StaticRecord, ZoneId};
 
 use crate::draft::{Draft, DraftRecord, Syntax};
@@ -132,6 +132,41 @@ fn check_one(
                     format!("{ctx}: the TXT record has {total} bytes of data; a record holds at most 65,535"),
                 );
                 good = false;
+            }
+        }
+        RecordData::Ds {
+            digest_type,
+            digest,
+            ..
+        } => {
+            let want = match digest_type {
+                1 => Some(20),
+                2 | 3 => Some(32),
+                4 => Some(48),
+                _ => None,
+            };
+            match want {
+                None => {
+                    diag.error(
+                        rec.line,
+                        format!(
+                            "{ctx}: digest type {digest_type} is not one of 1 (SHA-1), 2 (SHA-256), 3 (GOST) or 4 (SHA-384); `sextant dnssec ds` prints type 2"
+                        ),
+                    );
+                    good = false;
+                }
+                Some(n) if digest.len() != n => {
+                    diag.error(
+                        rec.line,
+                        format!(
+                            "{ctx}: a digest of type {digest_type} is {n} bytes ({} hex digits); this one is {} bytes",
+                            n * 2,
+                            digest.len()
+                        ),
+                    );
+                    good = false;
+                }
+                Some(_) => {}
             }
         }
         RecordData::A(_) | RecordData::Aaaa(_) => {}
@@ -282,6 +317,38 @@ fn check_name(
             }
         }
     }
+    // A DS is the parent's record of a zone cut: at a delegation (NS
+    // records here) or at the apex of one of our zones below another.
+    let delegated = recs.iter().any(|r| r.data.rtype() == TYPE_NS);
+    let nested = apexes.contains_key(name)
+        && name
+            .find('.')
+            .is_some_and(|dot| zone_of(&name[dot + 1..], apexes).is_some());
+    for rec in recs.iter().filter(|r| r.data.rtype() == TYPE_DS) {
+        if !delegated && !nested {
+            let (delegate, zone) = match syntax {
+                Syntax::Appliance => ("add dns nsRec", "add dns zone"),
+                Syntax::Toml => ("a [[record]] of type NS", "a [[zone]]"),
+            };
+            let why = if apexes.contains_key(name) {
+                format!(
+                    "\"{name}\" is a zone of ours with no parent zone here, so its DS records are its parent's to serve (give them to the parent's operator or registrar)"
+                )
+            } else {
+                format!(
+                    "\"{name}\" is not a delegation: delegate it ({delegate} {name} ...) or serve it as {zone} below its parent"
+                )
+            };
+            diag.error(
+                rec.line,
+                format!(
+                    "{}: a DS record belongs to the parent side of a zone cut; {why}",
+                    what(rec)
+                ),
+            );
+            ok = false;
+        }
+    }
     for (i, rec) in recs.iter().enumerate() {
         if let Some(first) = recs[..i].iter().find(|r| r.data == rec.data) {
             diag.error(
@@ -345,6 +412,7 @@ fn check_delegations(
             let glue = matches!(kind, TYPE_A | TYPE_AAAA);
             if let Some((cut, line)) = cut_above(name, false)
                 && !(glue && *name != cut)
+                && !(kind == TYPE_DS && *name == cut)
             {
                 diag.error(
                     rec.line,

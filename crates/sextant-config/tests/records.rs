@@ -495,3 +495,106 @@ fn toml_value_errors_carry_their_line() {
         &["zone apex", "ns = [...]"],
     );
 }
+
+/// `add dns dsRec` and a `[[record]]` of type DS: the same record, at a
+/// delegation or at a zone of ours below another; a DS elsewhere, a digest
+/// of the wrong length or not hexadecimal, a missing option: errors with
+/// their line.
+#[test]
+fn ds_records_in_both_syntaxes_and_their_errors() {
+    let digest = "C910CF9C35870F4A5FD8ECBBEB274D1105A11BCAB4F6DFB9E070AC05601BC5AC";
+    let bytes: Vec<u8> = (0..32)
+        .map(|i| u8::from_str_radix(&digest[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let want = |name: &str, ttl: u32| {
+        rec(
+            name,
+            ttl,
+            RecordData::Ds {
+                key_tag: 21170,
+                algorithm: 13,
+                digest_type: 2,
+                digest: bytes.clone(),
+            },
+        )
+    };
+    let text = format!(
+        "{ZONE}add dns nsRec away.example.com ns.away.example.com\n\
+         add dns soaRec sub.example.com -originServer ns1.example.com -contact hostmaster.example.com\n\
+         add dns dsRec away.example.com -keyTag 21170 -algorithm 13 -digestType 2 -digest {digest}\n\
+         add dns dsRec sub.example.com -keyTag 21170 -algorithm 13 -digestType 2 -digest {} -TTL 60\n",
+        digest.to_lowercase()
+    );
+    let m = ok(&text);
+    let ds: Vec<&StaticRecord> = m
+        .records
+        .iter()
+        .filter(|r| matches!(r.data, RecordData::Ds { .. }))
+        .collect();
+    assert_eq!(
+        ds,
+        vec![
+            &want("away.example.com", 3600),
+            &want("sub.example.com", 60)
+        ]
+    );
+    let toml = format!(
+        "version = 1\n[[zone]]\napex = \"example.com\"\nns = [\"ns1.example.com\"]\n\
+         [[zone]]\napex = \"sub.example.com\"\nns = [\"ns1.example.com\"]\n\
+         [[record]]\nname = \"sub.example.com\"\ntype = \"DS\"\nttl = 60\nkey_tag = 21170\n\
+         algorithm = 13\ndigest_type = 2\ndigest = \"{digest}\"\n"
+    );
+    let m = ok_toml(&toml);
+    assert!(
+        m.records.contains(&want("sub.example.com", 60)),
+        "{:?}",
+        m.records
+    );
+
+    let line = ZONE.lines().count() + 1;
+    one_error(
+        &format!(
+            "{ZONE}add dns dsRec www.example.com -keyTag 1 -algorithm 13 -digestType 2 -digest {digest}\n"
+        ),
+        line,
+        &[
+            "add dns dsRec www.example.com",
+            "a DS record belongs to the parent side of a zone cut",
+            "is not a delegation",
+        ],
+    );
+    one_error(
+        &format!(
+            "{ZONE}add dns dsRec example.com -keyTag 1 -algorithm 13 -digestType 2 -digest {digest}\n"
+        ),
+        line,
+        &["\"example.com\" is a zone of ours with no parent zone here"],
+    );
+    one_error(
+        &format!(
+            "{ZONE}add dns nsRec a.example.com ns.a.example.com\nadd dns dsRec a.example.com -keyTag 1 -algorithm 13 -digestType 2 -digest ABCD\n"
+        ),
+        line + 1,
+        &["a digest of type 2 is 32 bytes (64 hex digits); this one is 2 bytes"],
+    );
+    one_error(
+        &format!(
+            "{ZONE}add dns nsRec a.example.com ns.a.example.com\nadd dns dsRec a.example.com -keyTag 1 -algorithm 13 -digestType 2 -digest XYZ1\n"
+        ),
+        line + 1,
+        &["-digest", "hexadecimal"],
+    );
+    one_error(
+        &format!(
+            "{ZONE}add dns nsRec a.example.com ns.a.example.com\nadd dns dsRec a.example.com -keyTag 1 -algorithm 13 -digestType 2\n"
+        ),
+        line + 1,
+        &["-digest is required"],
+    );
+    let bad_toml = toml.replace(&format!("digest = \"{digest}\""), "digest = \"AB\"");
+    check_one(
+        toml_errors(&bad_toml),
+        9,
+        &["[[record]] sub.example.com DS", "this one is 1 bytes"],
+    );
+}

@@ -7,7 +7,7 @@ use crate::choose::{Client, Eligible, Work, choose};
 use crate::location::Location;
 use crate::model::{DomainId, LbMethod, ServiceId, VServerId, ZoneId};
 use crate::policy::{DnsActionKind, Goto, RequestFacts};
-use crate::records::{MAX_CNAME_CHAIN, NodeId, RecordData, TYPE_ANY, TYPE_CNAME};
+use crate::records::{MAX_CNAME_CHAIN, NodeId, RecordData, TYPE_ANY, TYPE_CNAME, TYPE_DS};
 use crate::select::{mix, weighted_round_robin};
 use crate::snapshot::Snapshot;
 use crate::trace::{FallbackWhy, MatchPass, SkipWhy, TraceEvent, Tracer};
@@ -361,6 +361,15 @@ pub fn decide<T: Tracer, S: Sessions>(
         return plain(outcome, Reason::Zone);
     }
 
+    // DS is the parent's at a zone cut (RFC 4035 §3.1.4.1), whether the
+    // child is delegated or one of our zones.
+    if query.qtype == QueryType::Other(TYPE_DS)
+        && let Some(z) = zone
+        && let Some(decision) = ds_at_cut(snap, query.name, z, trace)
+    {
+        return decision;
+    }
+
     if domain.is_none()
         && let Some(r) = snap.find_dc_record(query.name)
     {
@@ -628,11 +637,18 @@ fn answer_static<T: Tracer, S: Sessions>(
                 _ => return chained(ChainEnd::Cnames),
             }
         }
+        // ANY: the name's own records; a DS at the apex of a zone of ours
+        // is its parent's (asked for by type, above).
         let count = if qtype == TYPE_ANY {
-            records.len()
+            records.iter().filter(|r| r.data.rtype() != TYPE_DS).count()
         } else {
             records.iter().filter(|r| r.data.rtype() == qtype).count()
         };
+        if count == 0 && qtype == TYPE_ANY && name == apex && out.chain.is_empty() {
+            // RFC 8482: one RRset is a full answer to ANY.
+            trace.record(TraceEvent::ZoneApex { zone });
+            return plain(Outcome::ZoneSoa { zone }, Reason::Zone);
+        }
         if count == 0 {
             trace.record(TraceEvent::NoData);
             if out.chain.is_empty() {
@@ -649,6 +665,56 @@ fn answer_static<T: Tracer, S: Sessions>(
             rtype: qtype,
         };
         return plain(Outcome::Static { end }, Reason::Static);
+    }
+}
+
+/// A DS query for a zone cut, answered from the parent side: the DS
+/// records there, or NODATA with the parent's SOA. `zone` is the closest
+/// zone of `name`: the child when it is one of ours (then the parent is
+/// the closest zone above it), else the zone that delegates `name`.
+/// `None` when `name` is no cut of a zone served here.
+fn ds_at_cut<T: Tracer>(
+    snap: &Snapshot,
+    name: &str,
+    zone: ZoneId,
+    trace: &mut T,
+) -> Option<Decision> {
+    let model = snap.model();
+    let table = snap.records();
+    let node = table.find(name);
+    let parent = if model.zone(zone).apex == name {
+        snap.find_zone(&name[name.find('.')? + 1..])?
+    } else if node.is_some_and(|n| table.node(n).cut) {
+        zone
+    } else {
+        return None;
+    };
+    let count = node.map_or(0, |n| {
+        table
+            .records(model, n)
+            .iter()
+            .filter(|r| r.data.rtype() == TYPE_DS)
+            .count()
+    });
+    match node {
+        Some(node) if count > 0 => {
+            trace.record(TraceEvent::StaticRecords {
+                rtype: TYPE_DS,
+                count: count as u32,
+            });
+            let end = ChainEnd::Records {
+                node,
+                rtype: TYPE_DS,
+            };
+            Some(plain(Outcome::Static { end }, Reason::Static))
+        }
+        _ => {
+            trace.record(TraceEvent::NoData);
+            Some(plain(
+                Outcome::NoData { zone: Some(parent) },
+                Reason::NoData,
+            ))
+        }
     }
 }
 

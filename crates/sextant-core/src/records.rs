@@ -25,6 +25,8 @@ pub const TYPE_MX: u16 = 15;
 pub const TYPE_TXT: u16 = 16;
 pub const TYPE_AAAA: u16 = 28;
 pub const TYPE_SRV: u16 = 33;
+/// DS (RFC 4034): a delegation signer, owned by the parent side of a cut.
+pub const TYPE_DS: u16 = 43;
 pub const TYPE_ANY: u16 = 255;
 
 /// How many CNAMEs one answer follows before it stops (a loop, or a chain
@@ -62,6 +64,15 @@ pub enum RecordData {
     /// apex, below one of our zones). The apex NS records of our own zones
     /// are in [`crate::Zone::ns`].
     Ns(String),
+    /// A delegation signer (RFC 4034 §5) of a child zone: the owner is a
+    /// delegation point (an NS delegation or a zone of ours below
+    /// another), and the record is the parent's, signed by the parent.
+    Ds {
+        key_tag: u16,
+        algorithm: u8,
+        digest_type: u8,
+        digest: Vec<u8>,
+    },
 }
 
 impl RecordData {
@@ -75,6 +86,7 @@ impl RecordData {
             RecordData::Txt(_) => TYPE_TXT,
             RecordData::Srv { .. } => TYPE_SRV,
             RecordData::Ns(_) => TYPE_NS,
+            RecordData::Ds { .. } => TYPE_DS,
         }
     }
 
@@ -105,6 +117,7 @@ pub fn type_name(rtype: u16) -> &'static str {
         TYPE_TXT => "TXT",
         TYPE_AAAA => "AAAA",
         TYPE_SRV => "SRV",
+        TYPE_DS => "DS",
         TYPE_ANY => "ANY",
         _ => "other",
     }

@@ -301,3 +301,68 @@ fn any_returns_the_names_records() {
     assert_eq!(records_of(&s, &d)[0].data.rtype(), 5);
     let _ = TYPE_A;
 }
+
+/// DS is the parent's at a zone cut (RFC 4035 §3.1.4.1): at a delegation
+/// and at the apex of a zone of ours below another, the parent side
+/// answers (its DS records, or NODATA in the parent); elsewhere DS is an
+/// ordinary type.
+#[test]
+fn ds_at_a_cut_is_answered_by_the_parent_side() {
+    let mut m = model();
+    let parent = m.zones[ZoneId::new(0)].clone();
+    for apex in [
+        "signed.example.com",
+        "plain.example.com",
+        "only.example.com",
+    ] {
+        let mut z = parent.clone();
+        z.apex = apex.into();
+        m.zones.push(z);
+    }
+    let ds = |tag: u16| RecordData::Ds {
+        key_tag: tag,
+        algorithm: 13,
+        digest_type: 2,
+        digest: vec![tag as u8; 32],
+    };
+    m.records.push(rec("child.example.com", ds(1)));
+    m.records.push(rec("signed.example.com", ds(2)));
+    m.records.push(rec("signed.example.com", a(2)));
+    m.records.push(rec("only.example.com", ds(3)));
+    sort_records(&mut m.records);
+    let s = Snapshot::new(Arc::new(m), 1);
+    let ds_type = QueryType::Other(sextant_core::records::TYPE_DS);
+    let mut out = AnswerBuf::default();
+    for (name, tag) in [("child.example.com", 1), ("signed.example.com", 2)] {
+        let d = ask(&s, name, ds_type, &mut out);
+        assert_eq!(records_of(&s, &d), vec![rec(name, ds(tag))], "{name}");
+    }
+    // No DS for the unsigned child of ours: NODATA from the parent zone.
+    let d = ask(&s, "plain.example.com", ds_type, &mut out);
+    assert_eq!(
+        d.outcome,
+        Outcome::NoData {
+            zone: Some(ZoneId::new(0))
+        }
+    );
+    // Other types at the child's apex are the child's; DS below a cut is
+    // the child's business.
+    let d = ask(&s, "signed.example.com", QueryType::A, &mut out);
+    assert_eq!(records_of(&s, &d), vec![rec("signed.example.com", a(2))]);
+    // ANY at a child's apex that has no records but the parent's DS: the
+    // SOA (RFC 8482), as at any apex without records.
+    let d = ask(&s, "only.example.com", QueryType::Any, &mut out);
+    assert_eq!(
+        d.outcome,
+        Outcome::ZoneSoa {
+            zone: ZoneId::new(3)
+        }
+    );
+    let d = ask(&s, "www.plain.example.com", ds_type, &mut out);
+    assert!(
+        matches!(d.outcome, Outcome::NxDomain { zone } if zone == ZoneId::new(2)),
+        "{d:?}"
+    );
+    let d = ask(&s, "host.child.example.com", ds_type, &mut out);
+    assert!(matches!(d.outcome, Outcome::Referral { .. }), "{d:?}");
+}

@@ -125,7 +125,7 @@ impl DnssecWorker {
 use std::net::IpAddr;
 
 use sextant_core::Soa;
-use sextant_core::records::{TYPE_A, TYPE_AAAA, TYPE_NS, TYPE_SOA};
+use sextant_core::records::{TYPE_A, TYPE_AAAA, TYPE_DS, TYPE_NS, TYPE_SOA};
 use sextant_dnssec::{
     Error as SignError, TYPE_CDNSKEY, TYPE_CDS, TYPE_DNSKEY, TYPE_NSEC, TYPE_NXNAME, TYPE_RRSIG,
 };
@@ -170,7 +170,14 @@ impl Signing<'_> {
         if !self.on {
             return Ok(());
         }
-        let Some(zone) = zone.or_else(|| self.snapshot.find_zone(owner)) else {
+        // A DS RRset is the parent's (RFC 4034 §5): signed by the zone
+        // above its owner, even when the owner is the apex of a zone here.
+        let Some(zone) = zone.or_else(|| match rtype {
+            TYPE_DS => owner
+                .find('.')
+                .and_then(|dot| self.snapshot.find_zone(&owner[dot + 1..])),
+            _ => self.snapshot.find_zone(owner),
+        }) else {
             return Ok(());
         };
         if !self.signed(zone) {
@@ -257,24 +264,59 @@ impl Signing<'_> {
         nxdomain: bool,
         ttl: u32,
     ) -> Result<(), BadName> {
-        self.types_at(zone, name, qtype, nxdomain);
-        let d = &mut *self.dnssec;
-        sextant_dnssec::denial::compact_nsec(name, &d.types, &mut d.nsec).map_err(bad)?;
-        w.raw(Section::Authority, name, qname, TYPE_NSEC, ttl, &d.nsec)?;
-        let nsec = std::mem::take(&mut self.dnssec.nsec);
-        let signed = self.rrset(
+        // Never the type asked, even in the NXNAME proof of a name that
+        // does not exist (a query for type RRSIG there).
+        self.nsec(
             w,
             Section::Authority,
+            zone,
             name,
             qname,
-            TYPE_NSEC,
+            Some(qtype),
+            nxdomain,
             ttl,
-            Some(zone),
-            |s| {
-                s.push_raw(&nsec);
-                Ok(())
-            },
-        );
+        )
+    }
+
+    /// A query for type NSEC at a name of a signed zone, with DO: the
+    /// name's NSEC (the one its compact denials are made of, listing every
+    /// type it has) is the answer, signed. A NODATA would hold an NSEC of
+    /// the very name and type it denies, which validators (BIND) reject.
+    #[allow(clippy::too_many_arguments)]
+    pub fn nsec_answer(
+        &mut self,
+        w: &mut ResponseWriter<'_>,
+        zone: ZoneId,
+        qname: &str,
+        nxdomain: bool,
+        ttl: u32,
+    ) -> Result<(), BadName> {
+        self.nsec(w, Section::Answer, zone, qname, qname, None, nxdomain, ttl)
+    }
+
+    /// The compact NSEC of `name` (less `denied`) with its signature, in
+    /// `section`.
+    #[allow(clippy::too_many_arguments)]
+    fn nsec(
+        &mut self,
+        w: &mut ResponseWriter<'_>,
+        section: Section,
+        zone: ZoneId,
+        name: &str,
+        qname: &str,
+        denied: Option<u16>,
+        nxdomain: bool,
+        ttl: u32,
+    ) -> Result<(), BadName> {
+        self.types_at(zone, name, denied.unwrap_or(0), nxdomain);
+        let d = &mut *self.dnssec;
+        sextant_dnssec::denial::compact_nsec(name, &d.types, denied, &mut d.nsec).map_err(bad)?;
+        w.raw(section, name, qname, TYPE_NSEC, ttl, &d.nsec)?;
+        let nsec = std::mem::take(&mut self.dnssec.nsec);
+        let signed = self.rrset(w, section, name, qname, TYPE_NSEC, ttl, Some(zone), |s| {
+            s.push_raw(&nsec);
+            Ok(())
+        });
         self.dnssec.nsec = nsec;
         signed
     }
@@ -293,18 +335,38 @@ impl Signing<'_> {
             return;
         }
         let model = self.snapshot.model();
-        if model.zones.get(zone).is_some_and(|z| z.apex == name) {
-            types.extend([TYPE_SOA, TYPE_NS, TYPE_DNSKEY]);
-            if has_cds {
-                types.extend([TYPE_CDS, TYPE_CDNSKEY]);
+        let records = self.snapshot.records().records_of(model, name);
+        let apex = model.zones.get(zone).is_some_and(|z| z.apex == name);
+        if !apex && self.snapshot.find_zone(name).is_some_and(|z| z != zone) {
+            // The parent side of a zone of ours below `zone`: a delegation
+            // (NS), with its DS records if it has any; the child's own
+            // types are the child's to list.
+            types.push(TYPE_NS);
+            types.extend(
+                records
+                    .iter()
+                    .map(|r| r.data.rtype())
+                    .filter(|t| *t == TYPE_DS),
+            );
+        } else {
+            if apex {
+                types.extend([TYPE_SOA, TYPE_NS, TYPE_DNSKEY]);
+                if has_cds {
+                    types.extend([TYPE_CDS, TYPE_CDNSKEY]);
+                }
             }
-        }
-        for r in self.snapshot.records().records_of(model, name) {
-            types.push(r.data.rtype());
-        }
-        if self.snapshot.find_domain(name).is_some() || self.snapshot.find_dc_record(name).is_some()
-        {
-            types.extend([TYPE_A, TYPE_AAAA]);
+            // A DS at an apex is the parent's, not in the child's list.
+            types.extend(
+                records
+                    .iter()
+                    .map(|r| r.data.rtype())
+                    .filter(|t| !(apex && *t == TYPE_DS)),
+            );
+            if self.snapshot.find_domain(name).is_some()
+                || self.snapshot.find_dc_record(name).is_some()
+            {
+                types.extend([TYPE_A, TYPE_AAAA]);
+            }
         }
         types.retain(|t| *t != qtype);
         types.sort_unstable();

@@ -7,7 +7,7 @@
 
 use std::net::IpAddr;
 
-use sextant_core::records::{RecordData, StaticRecord, TYPE_ANY, TYPE_CNAME, TYPE_NS};
+use sextant_core::records::{RecordData, StaticRecord, TYPE_ANY, TYPE_CNAME, TYPE_DS, TYPE_NS};
 use sextant_core::{ChainEnd, LdnsUse, NoTrace, Outcome, Query, Snapshot, ZoneId, decide};
 
 use std::sync::Arc;
@@ -24,6 +24,7 @@ use crate::wire::parse::{
     ParsedQuery, parse_query,
 };
 use crate::{DnsShared, Transport, Worker};
+use sextant_dnssec::TYPE_NSEC;
 
 /// The largest DNS message (TCP's two-octet length prefix).
 pub const MAX_MESSAGE: usize = 65535;
@@ -344,11 +345,10 @@ impl Answering<'_> {
             Outcome::Drop => return None,
             _ => {}
         }
-        let mut outcome = decision.outcome;
+        let outcome = decision.outcome;
         let signed_zones = !model.dnssec.is_empty();
         if signed_zones {
             self.worker_dnssec.sync(self.snapshot);
-            outcome = self.ds_at_cut(q.qname, q.qtype, outcome);
         }
         let signing = signed_zones && q.edns.is_some_and(|e| e.dnssec_ok);
 
@@ -426,6 +426,10 @@ impl Answering<'_> {
          -> Result<Rcode, BadName> {
             let z = zone(id)?;
             let ttl = z.soa.ttl.min(z.soa.minimum);
+            if qtype == TYPE_NSEC && name == qname && sig.on && sig.signed(id) {
+                sig.nsec_answer(w, id, qname, nxdomain, ttl)?;
+                return Ok(Rcode::NoError);
+            }
             w.soa(Section::Authority, &z.apex, qname, ttl, &z.soa)?;
             let proved = sig.soa(w, id, &z.apex, qname, ttl, &z.soa)?;
             if proved {
@@ -528,8 +532,11 @@ impl Answering<'_> {
                 match end {
                     ChainEnd::Records { node, rtype } => {
                         let records = snapshot.records().records(model, node);
-                        let wanted =
-                            |r: &&StaticRecord| rtype == TYPE_ANY || r.data.rtype() == rtype;
+                        // ANY leaves out a DS (at a zone apex, the parent's).
+                        let wanted = |r: &&StaticRecord| {
+                            let t = r.data.rtype();
+                            t == rtype || (rtype == TYPE_ANY && t != TYPE_DS)
+                        };
                         for rec in records.iter().filter(wanted) {
                             w.static_record(Section::Answer, qname, rec)?;
                         }
@@ -540,7 +547,7 @@ impl Answering<'_> {
                             let n = rest.iter().take_while(|r| r.data.rtype() == t).count();
                             let (same, after) = rest.split_at(n);
                             rest = after;
-                            if rtype != TYPE_ANY && t != rtype {
+                            if t != rtype && (rtype != TYPE_ANY || t == TYPE_DS) {
                                 continue;
                             }
                             sig.rrset(
@@ -581,12 +588,34 @@ impl Answering<'_> {
                 let table = snapshot.records();
                 let ns = table.records(model, cut);
                 let child = ns.first().map(|r| r.name.as_str()).unwrap_or("");
-                for rec in ns {
+                // The NS records (a DS at the cut goes with its signature,
+                // below, or not at all when unsigned).
+                for rec in ns.iter().filter(|r| r.data.rtype() == TYPE_NS) {
                     w.static_record(Section::Authority, qname, rec)?;
                 }
-                // Signed, the referral proves the child has no DS (an
-                // insecure delegation): the cut's NSEC lists NS only.
+                // Signed, the referral carries the child's DS records with
+                // their signature (a secure delegation), or proves it has
+                // none (insecure): the cut's NSEC lists NS only.
+                let ds = ns.iter().filter(|r| r.data.rtype() == TYPE_DS);
                 if let Some(z) = snapshot.find_zone(child)
+                    && sig.on
+                    && sig.signed(z)
+                    && let Some(first) = ds.clone().next()
+                {
+                    for rec in ds.clone() {
+                        w.static_record(Section::Authority, qname, rec)?;
+                    }
+                    sig.rrset(
+                        w,
+                        Section::Authority,
+                        child,
+                        qname,
+                        TYPE_DS,
+                        first.ttl,
+                        Some(z),
+                        |s| ds.clone().try_for_each(|r| s.push_record(&r.data)),
+                    )?;
+                } else if let Some(z) = snapshot.find_zone(child)
                     && sig.on
                     && sig.signed(z)
                 {
@@ -623,32 +652,6 @@ impl Answering<'_> {
             }
             // Both are answered before any record is written.
             Outcome::Refused | Outcome::Drop => Ok(Rcode::Refused),
-        }
-    }
-
-    /// A DS query for a delegation's apex is the parent's to answer (RFC
-    /// 4035 §3.1.4.1): in a signed zone, an authoritative NODATA proving
-    /// the child is unsigned, instead of the referral.
-    fn ds_at_cut(&self, qname: &str, qtype: u16, outcome: Outcome) -> Outcome {
-        let Outcome::Referral { cut } = outcome else {
-            return outcome;
-        };
-        let model = self.snapshot.model();
-        let at_cut = self
-            .snapshot
-            .records()
-            .records(model, cut)
-            .first()
-            .is_some_and(|r| r.name == qname);
-        match self.snapshot.find_zone(qname) {
-            Some(z)
-                if qtype == sextant_dnssec::TYPE_DS
-                    && at_cut
-                    && self.worker_dnssec.signer(z).is_some() =>
-            {
-                Outcome::NoData { zone: Some(z) }
-            }
-            _ => outcome,
         }
     }
 }

@@ -35,6 +35,25 @@ pub fn rdata(zone: &str, dnskey: &[u8], digest_type: u8) -> Result<Vec<u8>, Erro
     Ok(out)
 }
 
+/// A DS digest written in hexadecimal (either case; spaces and tabs
+/// between groups, as zone files split it, are ignored).
+pub fn digest_from_hex(text: &str) -> Result<Vec<u8>, Error> {
+    let compact: String = text.chars().filter(|c| !matches!(c, ' ' | '\t')).collect();
+    if compact.is_empty() {
+        return Err(Error::BadRdata("DS digest: empty"));
+    }
+    data_encoding::HEXLOWER_PERMISSIVE
+        .decode(compact.as_bytes())
+        .map_err(|_| {
+            Error::BadRdata("DS digest: expected hexadecimal digits, an even number of them")
+        })
+}
+
+/// Bytes in upper-case hexadecimal, as DS digests are written.
+pub fn hex(bytes: &[u8]) -> String {
+    HEXUPPER.encode(bytes)
+}
+
 /// The DS record as a zone file line: `zone. IN DS TAG ALG TYPE HEX`.
 pub fn text(zone: &str, ttl: Option<u32>, ds: &[u8]) -> String {
     let tag = u16::from_be_bytes([ds[0], ds[1]]);

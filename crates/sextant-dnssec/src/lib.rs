@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cache;
+pub mod chain;
 pub mod denial;
 pub mod ds;
 pub mod key;

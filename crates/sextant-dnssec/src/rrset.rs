@@ -116,6 +116,17 @@ impl RrsetBuf {
                 // lower-cased; ours already are.
                 name::write(target, &mut self.rdata)?;
             }
+            RecordData::Ds {
+                key_tag,
+                algorithm,
+                digest_type,
+                digest,
+            } => {
+                self.rdata.extend_from_slice(&key_tag.to_be_bytes());
+                self.rdata.push(*algorithm);
+                self.rdata.push(*digest_type);
+                self.rdata.extend_from_slice(digest);
+            }
         }
         self.spans.push((start, self.rdata.len()));
         Ok(())

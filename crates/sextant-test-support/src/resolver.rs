@@ -234,6 +234,22 @@ impl Unbound {
         authority: SocketAddr,
         trust_anchor: &str,
     ) -> Unbound {
+        Unbound::start_with_stubs(dir, listen, zone, authority, trust_anchor, &[])
+    }
+
+    /// Like [`Unbound::start`], with more stub zones: each child zone of
+    /// `zone` in `stubs` is asked at its own address (a child served by
+    /// another server, on a port that glue cannot give), while its DS is
+    /// still asked of `zone`'s authority, so the chain of trust is the one
+    /// a resolver on the Internet follows.
+    pub fn start_with_stubs(
+        dir: &Path,
+        listen: SocketAddr,
+        zone: &str,
+        authority: SocketAddr,
+        trust_anchor: &str,
+        stubs: &[(&str, SocketAddr)],
+    ) -> Unbound {
         let unbound = program("unbound").expect("unbound is installed (see tools_present)");
         fs::create_dir_all(dir).expect("create the resolver's directory");
         // Unbound reads the file as zone-file lines; parsing first makes a
@@ -242,11 +258,15 @@ impl Unbound {
         let anchor_file = dir.join("trust-anchor");
         fs::write(&anchor_file, trust_anchor).expect("write the trust anchor");
         let conf = dir.join("unbound.conf");
-        fs::write(
-            &conf,
-            Unbound::config(dir, listen, zone, authority, &anchor_file),
-        )
-        .expect("write unbound.conf");
+        let mut text = Unbound::config(dir, listen, zone, authority, &anchor_file);
+        for (child, addr) in stubs {
+            text.push_str(&format!(
+                "stub-zone:\n    name: \"{}.\"\n    stub-addr: {}\n",
+                child.trim_end_matches('.'),
+                at_port(*addr)
+            ));
+        }
+        fs::write(&conf, text).expect("write unbound.conf");
         let out = fs::File::create(dir.join("unbound.out")).expect("create unbound.out");
         let child = die_with_parent(
             Command::new(unbound)
@@ -471,6 +491,133 @@ pub fn delv(server: SocketAddr, zone: &str, trust_anchor: &str, name: &str, rtyp
     Delv {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The DNSViz that `scripts/setup.sh` installs (a virtual environment
+/// under `$SEXTANT_TEST_DATA`, default /var/cache/sextant-test). When it
+/// is missing this says so through [`cannot_run`] (a failure under CI,
+/// `SKIPPED` elsewhere) and returns `None`.
+pub fn dnsviz() -> Option<PathBuf> {
+    let data = std::env::var("SEXTANT_TEST_DATA")
+        .unwrap_or_else(|_| "/var/cache/sextant-test".to_string());
+    let path = Path::new(&data).join("dnsviz-0.11.2/bin/dnsviz");
+    if path.exists() {
+        return Some(path);
+    }
+    cannot_run(&format!(
+        "the DNSViz tests need {} (scripts/setup.sh installs DNSViz from PyPI)",
+        path.display()
+    ));
+    None
+}
+
+/// What DNSViz said of a probe.
+#[derive(Clone, Debug, Default)]
+pub struct DnsViz {
+    /// Each error and warning `dnsviz grok -l warning` reported, as `PATH
+    /// errors|warnings: CODE: DESCRIPTION`.
+    pub problems: Vec<String>,
+    /// What `dnsviz print` printed: each name, its RRsets and proofs,
+    /// marked `[.]` secure, `[-]` insecure, `[!]` bogus or in error.
+    pub print: String,
+    /// grok's JSON, for failure messages.
+    pub grok: String,
+}
+
+/// `dnsviz probe -A -x ZONE+:SERVER NAMES...` (the authoritative servers,
+/// starting at `zone` served by `server` on port 53 and following its
+/// delegations), then `dnsviz grok -l warning` and `dnsviz print`, both
+/// with `dnskey` (DNSKEY records in zone file form) as the trust anchor.
+/// grok at its default level (everything) stops with a Python KeyError
+/// on an insecure delegation in DNSViz 0.11.2, whoever serves it (Knot's
+/// parent and child alike); at `-l warning` it reports every error and
+/// warning. Each step bounded by `timeout 120`; panics with DNSViz's
+/// output when one fails.
+pub fn dnsviz_check(
+    dnsviz: &Path,
+    dir: &Path,
+    zone: &str,
+    server: IpAddr,
+    dnskey: &str,
+    names: &[&str],
+) -> DnsViz {
+    fs::create_dir_all(dir).expect("create the DNSViz directory");
+    let probe = dir.join("probe.json");
+    let grok = dir.join("grok.json");
+    let anchor = dir.join("trusted-keys");
+    fs::write(&anchor, dnskey).expect("write the trusted keys");
+    let run = |what: &str, args: &[&std::ffi::OsStr]| -> String {
+        let out = Command::new("timeout")
+            .arg("120")
+            .arg(dnsviz)
+            .arg(what)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run dnsviz");
+        assert!(
+            out.status.success(),
+            "dnsviz {what}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let stop_at = format!("{zone}+:{server}");
+    let mut args: Vec<&std::ffi::OsStr> = vec!["-A".as_ref(), "-x".as_ref(), stop_at.as_ref()];
+    args.extend(names.iter().map(std::ffi::OsStr::new));
+    args.extend(["-o".as_ref(), probe.as_os_str()]);
+    run("probe", &args);
+    let trusted: [&std::ffi::OsStr; 5] = [
+        "-P".as_ref(),
+        "-t".as_ref(),
+        anchor.as_os_str(),
+        "-r".as_ref(),
+        probe.as_os_str(),
+    ];
+    let mut args = trusted.to_vec();
+    args.extend([
+        "-l".as_ref(),
+        "warning".as_ref(),
+        "-o".as_ref(),
+        grok.as_os_str(),
+    ]);
+    run("grok", &args);
+    let print = run("print", &trusted);
+    let text = fs::read_to_string(&grok).expect("read grok's output");
+    let mut v = DnsViz {
+        print,
+        ..DnsViz::default()
+    };
+    // Nothing to report at this level: grok writes nothing at all.
+    if !text.trim().is_empty() {
+        let json: serde_json::Value = serde_json::from_str(&text).expect("grok writes JSON");
+        walk(&json, "", &mut v.problems);
+    }
+    v.grok = text;
+    v
+}
+
+/// Collects the `errors` and `warnings` of grok's JSON.
+fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                if k == "errors" || k == "warnings" {
+                    for e in v.as_array().into_iter().flatten() {
+                        out.push(format!(
+                            "{path} {k}: {}: {}",
+                            e["code"].as_str().unwrap_or("?"),
+                            e["description"].as_str().unwrap_or("")
+                        ));
+                    }
+                }
+                walk(v, &format!("{path}/{k}"), out);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, path, out)),
+        _ => {}
     }
 }
 

@@ -21,7 +21,7 @@ use super::parse::{
 };
 
 use sextant_core::records::{
-    TYPE_A, TYPE_AAAA, TYPE_CNAME, TYPE_MX, TYPE_NS, TYPE_SOA, TYPE_SRV, TYPE_TXT,
+    TYPE_A, TYPE_AAAA, TYPE_CNAME, TYPE_DS, TYPE_MX, TYPE_NS, TYPE_SOA, TYPE_SRV, TYPE_TXT,
 };
 const CLASS_IN: u16 = 1;
 
@@ -256,6 +256,20 @@ impl<'o> ResponseWriter<'o> {
                     out.extend_from_slice(&port.to_be_bytes());
                     // RFC 2782: the target is not compressed.
                     write_name(out, target, "")?;
+                    patch_rdlen(out, start);
+                }
+                RecordData::Ds {
+                    key_tag,
+                    algorithm,
+                    digest_type,
+                    digest,
+                } => {
+                    fixed(out, TYPE_DS, rec.ttl, 0);
+                    let start = out.len();
+                    out.extend_from_slice(&key_tag.to_be_bytes());
+                    out.push(*algorithm);
+                    out.push(*digest_type);
+                    out.extend_from_slice(digest);
                     patch_rdlen(out, start);
                 }
             }

@@ -45,18 +45,36 @@ pub enum DnssecCommand {
         /// .key files to read instead of a configuration.
         #[arg(long = "key-file", conflicts_with = "config")]
         key_file: Vec<PathBuf>,
+        /// How to print each DS: `zone` (a zone file line, for a
+        /// registrar), or ready to paste into the parent zone's
+        /// configuration when Sextant serves it: `conf` (an `add dns
+        /// dsRec` line) or `toml` (a `[[record]]` table).
+        #[arg(long, value_enum, default_value_t = DsFormat::Zone)]
+        format: DsFormat,
     },
 }
 
+/// The forms `sextant dnssec ds` prints a DS in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DsFormat {
+    /// `example.com. IN DS 20841 13 2 HEX`.
+    Zone,
+    /// `add dns dsRec example.com -keyTag 20841 ...` (the appliance syntax).
+    Conf,
+    /// A `[[record]]` table of type DS (the native syntax).
+    Toml,
+}
+
 /// What is wrong, at this moment, with the keys of the signed zones of
-/// `model` (zones whose RRsets no active key signs), for `check` and each
-/// (re)load's log.
+/// `model` (zones whose RRsets no active key signs), and where the chain
+/// of trust between its zones breaks (a signed zone below a signed zone
+/// without a matching DS there), for `check` and each (re)load's log.
 pub fn signing_gaps(model: &sextant_core::Model) -> Vec<String> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    model
+    let mut gaps: Vec<String> = model
         .dnssec
         .iter()
         .filter_map(|s| {
@@ -64,7 +82,9 @@ pub fn signing_gaps(model: &sextant_core::Model) -> Vec<String> {
             sextant_dnssec::ZoneSigner::new(s, apex).ok()
         })
         .flat_map(|z| sextant_dnssec::zone::signing_gaps(&z, now))
-        .collect()
+        .collect();
+    gaps.extend(sextant_dnssec::chain::chain_breaks(model));
+    gaps
 }
 
 pub fn run(command: DnssecCommand) -> anyhow::Result<()> {
@@ -80,7 +100,8 @@ pub fn run(command: DnssecCommand) -> anyhow::Result<()> {
             zone,
             config,
             key_file,
-        } => print_ds(&zone, config.as_deref(), &key_file),
+            format,
+        } => print_ds(&zone, config.as_deref(), &key_file, format),
     }
 }
 
@@ -116,7 +137,12 @@ fn write_new(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn print_ds(zone: &str, config: Option<&Path>, key_files: &[PathBuf]) -> anyhow::Result<()> {
+fn print_ds(
+    zone: &str,
+    config: Option<&Path>,
+    key_files: &[PathBuf],
+    format: DsFormat,
+) -> anyhow::Result<()> {
     let zone = zone.trim_end_matches('.').to_ascii_lowercase();
     let mut dnskeys: Vec<(Vec<u8>, Option<u32>)> = Vec::new();
     if let Some(config) = config {
@@ -147,7 +173,28 @@ fn print_ds(zone: &str, config: Option<&Path>, key_files: &[PathBuf]) -> anyhow:
     }
     for (dnskey, ttl) in dnskeys {
         let rdata = ds::rdata(&zone, &dnskey, ds::DIGEST_SHA256)?;
-        println!("{}", ds::text(&zone, ttl, &rdata));
+        println!("{}", ds_in(format, &zone, ttl, &rdata));
     }
     Ok(())
+}
+
+/// One DS (its RDATA: tag, algorithm, digest type, digest) as `format`
+/// writes it.
+fn ds_in(format: DsFormat, zone: &str, ttl: Option<u32>, rdata: &[u8]) -> String {
+    let (tag, algorithm, digest_type, digest) = match rdata {
+        [a, b, alg, dt, digest @ ..] => (u16::from_be_bytes([*a, *b]), *alg, *dt, digest),
+        _ => return ds::text(zone, ttl, rdata),
+    };
+    let digest = ds::hex(digest);
+    let ttl_conf = ttl.map(|t| format!(" -TTL {t}")).unwrap_or_default();
+    let ttl_toml = ttl.map(|t| format!("ttl = {t}\n")).unwrap_or_default();
+    match format {
+        DsFormat::Zone => ds::text(zone, ttl, rdata),
+        DsFormat::Conf => format!(
+            "add dns dsRec {zone} -keyTag {tag} -algorithm {algorithm} -digestType {digest_type} -digest {digest}{ttl_conf}"
+        ),
+        DsFormat::Toml => format!(
+            "[[record]]\nname = \"{zone}\"\ntype = \"DS\"\n{ttl_toml}key_tag = {tag}\nalgorithm = {algorithm}\ndigest_type = {digest_type}\ndigest = \"{digest}\"\n"
+        ),
+    }
 }

@@ -207,6 +207,18 @@ fn describe_record(r: &StaticRecord) -> String {
             port,
             target,
         } => format!("{priority} {weight} {port} {target}"),
+        RecordData::Ds {
+            key_tag,
+            algorithm,
+            digest_type,
+            digest,
+        } => format!(
+            "{key_tag} {algorithm} {digest_type} {}",
+            digest
+                .iter()
+                .map(|b| format!("{b:02X}"))
+                .collect::<String>()
+        ),
     };
     format!("{} {} {} {data}", r.name, r.ttl, r.data.type_name())
 }

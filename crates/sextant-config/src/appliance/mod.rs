@@ -202,6 +202,7 @@ const COMMANDS: &[Command] = &[
     cmd(&["add", "dns", "mxRec"], Action::Read(records::add_mx)),
     cmd(&["add", "dns", "txtRec"], Action::Read(records::add_txt)),
     cmd(&["add", "dns", "srvRec"], Action::Read(records::add_srv)),
+    cmd(&["add", "dns", "dsRec"], Action::Read(records::add_ds)),
     cmd(&["add", "dns", "zone"], Action::Read(records::add_zone)),
     cmd(&["add", "dns", "key"], Action::Read(dnssec::add_key)),
     cmd(&["sign", "dns", "zone"], Action::Read(dnssec::sign)),

@@ -1,5 +1,6 @@
 //! Static records of the zones Sextant serves, in the appliance's grammar:
 //! `add dns addRec`, `aaaaRec`, `cnameRec`, `mxRec`, `txtRec`, `srvRec`,
+//! `dsRec` (Sextant's: the appliance has no DS record command),
 //! and `add dns zone` (which makes a name one of our zones). `add dns
 //! nsRec` is read by `dns::add_ns`: below one of our zones it is a
 //! delegation, which `validate` works out once every zone is known.
@@ -220,6 +221,74 @@ pub(super) fn add_srv(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
             weight: numbers[1],
             port: numbers[2],
             target: scalar::normalize_name(pos[1]),
+        };
+        push(r, line, &ctx, pos[0], ttl, data);
+    }
+}
+
+/// `add dns dsRec CHILD -keyTag N -algorithm N -digestType N -digest HEX
+/// [-TTL N]`: a DS record of a child zone, served by its parent here (the
+/// appliance has no such command; `sextant dnssec ds --format appliance`
+/// prints these lines).
+pub(super) fn add_ds(r: &mut Reader<'_>, line: usize, tokens: &[Token]) {
+    const OPTS: &[OptSpec] = &[
+        opt("keyTag", Arity::One),
+        opt("algorithm", Arity::One),
+        opt("digestType", Arity::One),
+        opt("digest", Arity::One),
+        opt("TTL", Arity::One),
+        opt("ecssubnet", Arity::One),
+    ];
+    let ctx = context("add dns dsRec", tokens);
+    let args = r.args(line, &ctx, tokens, OPTS);
+    let Some(pos) = r.positional(line, &ctx, &args, &["CHILD"]) else {
+        return;
+    };
+    let ttl = ttl(r, line, &ctx, &args);
+    let mut numbers = [0u16; 3];
+    let mut complete = true;
+    for (i, (name, hint, hi)) in [
+        ("keyTag", "the key tag, e.g. -keyTag 20841", 65535),
+        (
+            "algorithm",
+            "the key's algorithm number, e.g. -algorithm 13",
+            255,
+        ),
+        (
+            "digestType",
+            "the digest type, e.g. -digestType 2 (SHA-256)",
+            255,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let value = required(r, line, &ctx, &args, name, hint)
+            .and_then(|o| r.value(line, &ctx, &o, |v| scalar::int_in(v, 0, hi)));
+        match value {
+            Some(v) => numbers[i] = v as u16,
+            None => complete = false,
+        }
+    }
+    let digest = required(
+        r,
+        line,
+        &ctx,
+        &args,
+        "digest",
+        "the digest in hexadecimal, as `sextant dnssec ds` prints it",
+    )
+    .and_then(|o| {
+        r.value(line, &ctx, &o, |v| {
+            sextant_dnssec::ds::digest_from_hex(v).map_err(|e| e.to_string())
+        })
+    });
+    if let (true, Some(digest)) = (complete, digest) {
+        let data = RecordData::Ds {
+            key_tag: numbers[0],
+            algorithm: numbers[1] as u8,
+            digest_type: numbers[2] as u8,
+            digest,
         };
         push(r, line, &ctx, pos[0], ttl, data);
     }

@@ -5,13 +5,14 @@
 //! ```toml
 //! [[record]]
 //! name = "ns1.example.com"
-//! type = "A"                 # A, AAAA, CNAME, MX, TXT, SRV, NS
+//! type = "A"                 # A, AAAA, CNAME, MX, TXT, SRV, NS, DS
 //! addresses = ["192.0.2.53"] # A, AAAA
 //! ttl = 3600                 # default 3600
 //! ```
 //!
 //! CNAME and NS take `target`; MX `exchange` and `preference`; TXT `text`
-//! (a list of strings); SRV `target`, `priority`, `weight` and `port`. An NS
+//! (a list of strings); SRV `target`, `priority`, `weight` and `port`; DS
+//! `key_tag`, `algorithm`, `digest_type` and `digest` (hexadecimal). An NS
 //! record delegates a child zone below one of our zones (the apex's own
 //! name servers are `ns` of its `[[zone]]`).
 
@@ -40,6 +41,10 @@ pub(super) struct RecordT {
     priority: Option<Spanned<i64>>,
     weight: Option<Spanned<i64>>,
     port: Option<Spanned<i64>>,
+    key_tag: Option<Spanned<i64>>,
+    algorithm: Option<Spanned<i64>>,
+    digest_type: Option<Spanned<i64>>,
+    digest: Option<Spanned<String>>,
 }
 
 /// The keys each type takes besides name, type and ttl.
@@ -51,6 +56,7 @@ const KEYS: &[(&str, &[&str])] = &[
     ("MX", &["exchange", "preference"]),
     ("TXT", &["text"]),
     ("SRV", &["target", "priority", "weight", "port"]),
+    ("DS", &["key_tag", "algorithm", "digest_type", "digest"]),
 ];
 
 impl Native<'_> {
@@ -67,13 +73,13 @@ impl Native<'_> {
                 self.at(&r.rtype),
                 &ctx,
                 format!(
-                    "type: expected one of A, AAAA, CNAME, MX, TXT, SRV, NS, found \"{}\"",
+                    "type: expected one of A, AAAA, CNAME, MX, TXT, SRV, NS, DS, found \"{}\"",
                     r.rtype.get_ref()
                 ),
             );
             return;
         };
-        let given: [(&str, Option<usize>); 8] = [
+        let given: [(&str, Option<usize>); 12] = [
             ("addresses", r.addresses.as_ref().map(|v| self.at(v))),
             ("target", r.target.as_ref().map(|v| self.at(v))),
             ("exchange", r.exchange.as_ref().map(|v| self.at(v))),
@@ -82,6 +88,10 @@ impl Native<'_> {
             ("priority", r.priority.as_ref().map(|v| self.at(v))),
             ("weight", r.weight.as_ref().map(|v| self.at(v))),
             ("port", r.port.as_ref().map(|v| self.at(v))),
+            ("key_tag", r.key_tag.as_ref().map(|v| self.at(v))),
+            ("algorithm", r.algorithm.as_ref().map(|v| self.at(v))),
+            ("digest_type", r.digest_type.as_ref().map(|v| self.at(v))),
+            ("digest", r.digest.as_ref().map(|v| self.at(v))),
         ];
         let mut complete = true;
         for (key, at) in given {
@@ -195,6 +205,38 @@ impl Native<'_> {
                             weight,
                             port,
                             target,
+                        },
+                    );
+                }
+            }
+            "DS" => {
+                let key_tag = u16_of(self, "key_tag", &r.key_tag);
+                let byte = |n: &mut Self, key: &str, v: &Option<Spanned<i64>>| {
+                    v.as_ref()
+                        .and_then(|v| n.int(&ctx, key, v, 0, 255))
+                        .map(|v| v as u8)
+                };
+                let algorithm = byte(self, "algorithm", &r.algorithm);
+                let digest_type = byte(self, "digest_type", &r.digest_type);
+                let digest = r.digest.as_ref().and_then(|d| {
+                    match sextant_dnssec::ds::digest_from_hex(d.get_ref()) {
+                        Ok(v) => Some(v),
+                        Err(e) => {
+                            self.error(self.at(d), &ctx, format!("digest: {e}"));
+                            None
+                        }
+                    }
+                });
+                if let (Some(key_tag), Some(algorithm), Some(digest_type), Some(digest)) =
+                    (key_tag, algorithm, digest_type, digest)
+                {
+                    push(
+                        self,
+                        RecordData::Ds {
+                            key_tag,
+                            algorithm,
+                            digest_type,
+                            digest,
                         },
                     );
                 }

@@ -20,7 +20,7 @@
 //! gslb vserver`, `add/set/bind gslb dcRecord`, the other `set gslb
 //! parameter` lines, `add/set/bind lb monitor`, `add server` (but the
 //! above), `add dns soaRec/nsRec/addRec/aaaaRec/cnameRec/mxRec/txtRec/
-//! srvRec/zone`, `add location`, `add locationFile`, `add locationFile6`,
+//! srvRec/dsRec/zone`, `add location`, `add locationFile`, `add locationFile6`,
 //! `add dns action/policy`, `bind dns global`, and commands this module
 //! does not know (the reader judges them). A line that does not start with
 //! a verb is an error.
