@@ -12,7 +12,8 @@
 # is in Rust), and for the DNSSEC tests (issue 30): unbound (a validating
 # resolver as the LDNS in front of the server under test; the tests start
 # their own with a configuration of their own on a loopback port, never the
-# package's /etc/unbound or port 53), delv (bind9-dnsutils, with dig) and
+# package's /etc/unbound or port 53), delv (bind9-dnsutils, with dig), drill
+# (ldnsutils: a third validator, NLnet Labs' own chase) and
 # knot (Knot DNS, a reference online signer the resolver harness is proven
 # against; bench/peers.sh uses it too).
 # Also fetches the location test data from the npm registry (see the end of
@@ -35,6 +36,7 @@ have ping     || need+=(iputils-ping)
 have delv     || need+=(bind9-dnsutils)
 have unbound  || [ -x /usr/sbin/unbound ] || need+=(unbound)
 have knotd    || [ -x /usr/sbin/knotd ] || need+=(knot)
+have drill    || need+=(ldnsutils) # drill -S chases a chain of trust (tests/dnssec_chain.rs)
 # DNSViz's `grok` needs pygraphviz (the DNSViz section below): Debian's,
 # built for Debian's python3, which the DNSViz environment sees.
 [ -d /usr/lib/python3/dist-packages/pygraphviz ] || need+=(python3-pygraphviz)

@@ -266,6 +266,63 @@ fn delv_validates_children_signed_unsigned_and_delegated() {
     );
 }
 
+/// drill (ldns), the third validator: `drill -S` chases each answer's
+/// signatures up to example.com's key-signing key, through the DS the
+/// parent serves for a signed child, and proves the unsigned and the
+/// delegated children's DS absent or signed by the parent.
+#[test]
+fn drill_chases_every_chain_to_the_trust_anchor() {
+    if !have_program("drill") {
+        cannot_run("drill is needed (ldnsutils; scripts/setup.sh installs it)");
+        return;
+    }
+    let c = start_chain("dnssec_chain_drill");
+    let anchor = c.dir.join("example.com.dnskey");
+    fs::write(&anchor, format!("{}\n", c.dnskey)).expect("write the trust anchor");
+    let server = c.parent_net.dns_addr();
+    let drill = |name: &str, rtype: &str| {
+        let out = std::process::Command::new("drill")
+            .args(["-S", "-k"])
+            .arg(&anchor)
+            .args(["-p", &server.port().to_string()])
+            .arg(format!("@{}", server.ip()))
+            .args([name, rtype])
+            .output()
+            .expect("run drill");
+        output_text(&out)
+    };
+    for (name, rtype, via) in [
+        (
+            "www.signed.example.com",
+            "A",
+            "signed.example.com. (DS keytag",
+        ),
+        ("signed.example.com", "DS", "example.com. (DNSKEY"),
+        ("away.example.com", "DS", "example.com. (DNSKEY"),
+        ("www.example.com", "A", "example.com. (DNSKEY"),
+    ] {
+        let text = drill(name, rtype);
+        assert!(
+            text.contains(";; Chase successful") && text.contains(via),
+            "drill -S {name} {rtype}:\n{text}"
+        );
+    }
+    // Denied by the parent, signed: the unsigned children's DS (the proof
+    // of an insecure delegation) and a name that does not exist.
+    for (name, rtype) in [
+        ("plain.example.com", "DS"),
+        ("bare.example.com", "DS"),
+        ("nosuch.example.com", "A"),
+    ] {
+        let text = drill(name, rtype);
+        assert!(
+            text.contains("Existence denied or verifiably insecure")
+                && text.contains(";; Chase successful"),
+            "drill -S {name} {rtype}:\n{text}"
+        );
+    }
+}
+
 /// The DS of a child comes from the parent side: the parent's SOA in a
 /// NODATA, or the DS signed by the parent's key; a referral carries the
 /// signed DS; a type NSEC or RRSIG query gets a bitmap without that type.
