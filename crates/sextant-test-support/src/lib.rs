@@ -69,6 +69,7 @@ pub mod dns;
 pub mod dns_proxy;
 #[allow(unsafe_code)] // kill(2) of a process group; the block says why it is sound
 pub mod docs;
+pub mod events;
 pub mod http;
 pub mod ldns;
 pub mod location_data;

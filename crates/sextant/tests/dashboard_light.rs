@@ -8,12 +8,11 @@
 //! (`CI=true`) without it. The figures measured are printed (`MEASURED`)
 //! for docs/dashboard.md; the bounds asserted are sizes, never times.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sextant_test_support::browser::Browser;
+use sextant_test_support::events::EventReader;
 use sextant_test_support::prelude::*;
 
 const SEXTANT: Bin = Bin(env!("CARGO_BIN_EXE_sextant"));
@@ -69,68 +68,6 @@ fn many(net: &Net, n: usize, down: usize, all_monitored: bool) -> String {
         c += &format!("bind gslb vserver vs-{v:04} -domainName d{v:04}.example.com -TTL 5\n");
     }
     c
-}
-
-/// A plain HTTP/1.1 connection to `/v1/events` (with `extra` header
-/// lines), read with a short timeout.
-struct EventReader {
-    stream: TcpStream,
-    seen: String,
-}
-
-impl EventReader {
-    fn connect(server: &Server, extra: &str) -> EventReader {
-        let addr = server.net.api_addr();
-        let mut stream = TcpStream::connect(addr).expect("connect to the API");
-        write!(
-            stream,
-            "GET /v1/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nAuthorization: Bearer {TEST_TOKEN}\r\n{extra}\r\n"
-        )
-        .expect("send the request");
-        stream
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .expect("a read timeout");
-        let mut r = EventReader {
-            stream,
-            seen: String::new(),
-        };
-        r.wait_for(&[": subscribed"]);
-        r
-    }
-
-    /// Reads until every one of `wanted` was seen (at most [`EVENTUALLY`]).
-    fn wait_for(&mut self, wanted: &[&str]) {
-        let end = Instant::now() + EVENTUALLY;
-        let mut buf = [0u8; 4096];
-        while !wanted.iter().all(|w| self.seen.contains(w)) {
-            assert!(
-                Instant::now() < end,
-                "missing {wanted:?} in the event stream:\n{}",
-                self.seen
-            );
-            match self.stream.read(&mut buf) {
-                Ok(0) => panic!("the event stream ended:\n{}", self.seen),
-                Ok(n) => self.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
-                Err(_) => {}
-            }
-        }
-    }
-
-    /// Reads what comes within `for_` (a bounded number of reads).
-    fn drain(&mut self, for_: Duration) {
-        let end = Instant::now() + for_;
-        let mut buf = [0u8; 4096];
-        for _ in 0..1000 {
-            if Instant::now() >= end {
-                return;
-            }
-            match self.stream.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => self.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
-                Err(_) => {}
-            }
-        }
-    }
 }
 
 #[test]
@@ -190,7 +127,11 @@ fn the_api_gzips_tags_its_reads_and_replays_recent_events_without_compressing_th
 
     // The event stream: the disable above is sent again to a client that
     // connects later, with its id; it is never compressed, even when asked.
-    let mut events = EventReader::connect(&server, "Accept-Encoding: gzip\r\n");
+    let mut events = EventReader::connect(
+        server.net.api_addr(),
+        Some(TEST_TOKEN),
+        "Accept-Encoding: gzip\r\n",
+    );
     events.wait_for(&["event: maintenance", "\"svc-00007\"", "\"time\":"]);
     let head = events.seen.to_ascii_lowercase();
     assert!(
@@ -205,7 +146,11 @@ fn the_api_gzips_tags_its_reads_and_replays_recent_events_without_compressing_th
         .map(|v| v.trim().to_string())
         .expect("the replayed event has an id");
     // Reconnecting after that id: it is not sent again; a new one is.
-    let mut again = EventReader::connect(&server, &format!("Last-Event-ID: {id}\r\n"));
+    let mut again = EventReader::connect(
+        server.net.api_addr(),
+        Some(TEST_TOKEN),
+        &format!("Last-Event-ID: {id}\r\n"),
+    );
     let (code, answer) = server.post("/v1/services/svc-00008/drain", "{}");
     assert_eq!(code, 200, "{answer}");
     again.wait_for(&["\"svc-00008\""]);
@@ -227,13 +172,21 @@ fn the_api_gzips_tags_its_reads_and_replays_recent_events_without_compressing_th
     let server = Server::start(SEXTANT, &net, Syntax::Conf, &many(&net, 300, 0, false));
     let (code, answer) = server.post("/v1/services/svc-00009/disable", "{}");
     assert_eq!(code, 200, "{answer}");
-    let mut reconnected = EventReader::connect(&server, &format!("Last-Event-ID: {last}\r\n"));
+    let mut reconnected = EventReader::connect(
+        server.net.api_addr(),
+        Some(TEST_TOKEN),
+        &format!("Last-Event-ID: {last}\r\n"),
+    );
     reconnected.wait_for(&["\"svc-00009\""]);
 }
 
 /// The events a client reconnecting after `id` is sent (read for 300 ms).
 fn again_seen(server: &Server, id: &str) -> String {
-    let mut r = EventReader::connect(server, &format!("Last-Event-ID: {id}\r\n"));
+    let mut r = EventReader::connect(
+        server.net.api_addr(),
+        Some(TEST_TOKEN),
+        &format!("Last-Event-ID: {id}\r\n"),
+    );
     r.drain(Duration::from_millis(300));
     r.seen
 }

@@ -4,11 +4,11 @@
 //! `sextant serve`, real backends, real DNS and HTTP. Every write goes
 //! through `SiteServer::post`.
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpStream};
-use std::time::{Duration, Instant};
+use std::net::Ipv4Addr;
+use std::time::Duration;
 
 use sextant_api::{AdminEntry, HistoryEntry};
+use sextant_test_support::events::EventReader;
 use sextant_test_support::prelude::*;
 
 /// The binary under test.
@@ -276,64 +276,13 @@ fn a_corrupt_state_file_stops_the_start_and_names_the_file() {
     );
 }
 
-/// A `/v1/events` client: a plain TCP connection reading the stream.
-struct EventReader {
-    stream: TcpStream,
-    seen: String,
-}
-
-impl EventReader {
-    fn connect(site: &SiteServer) -> EventReader {
-        let mut stream = TcpStream::connect(site.api_addr).expect("connect to the API");
-        write!(
-            stream,
-            "GET /v1/events HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
-            site.api_addr
-        )
-        .unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let mut r = EventReader {
-            stream,
-            seen: String::new(),
-        };
-        r.wait_for(&[": subscribed"]);
-        assert!(
-            r.seen.starts_with("HTTP/1.1 200") && r.seen.contains("text/event-stream"),
-            "{}",
-            r.seen
-        );
-        r
-    }
-
-    /// Reads until every one of `wanted` has been seen (panics after
-    /// [`EVENTUALLY`] with what was read).
-    fn wait_for(&mut self, wanted: &[&str]) {
-        let end = Instant::now() + EVENTUALLY;
-        let mut buf = [0u8; 4096];
-        while !wanted.iter().all(|w| self.seen.contains(w)) {
-            assert!(
-                Instant::now() < end,
-                "missing {wanted:?} in the event stream:\n{}",
-                self.seen
-            );
-            match self.stream.read(&mut buf) {
-                Ok(0) => panic!("the event stream ended:\n{}", self.seen),
-                Ok(n) => self.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
-                Err(_) => {}
-            }
-        }
-    }
-}
-
 #[test]
 fn events_stream_transitions_maintenance_and_reloads_and_history_keeps_transitions() {
     let net = Net::for_sites("maint_events", 2);
     let scratch = net.scratch();
     let mut backends: Vec<Backend> = (0..3).map(|i| Backend::tcp(net.svc_ip(i))).collect();
     let site = start(&net, &scratch.0, &backends);
-    let mut events = EventReader::connect(&site);
+    let mut events = EventReader::connect(site.api_addr, None, "");
 
     // A backend dies: a transition.
     let dead = backends.remove(0);
@@ -385,7 +334,7 @@ fn events_stream_metric_exchange_links_going_down() {
     eventually_ok(EVENTUALLY, "metric exchange UP", || {
         s1.expect_mep("site2", "UP").map(|_| ())
     });
-    let mut events = EventReader::connect(&s1);
+    let mut events = EventReader::connect(s1.api_addr, None, "");
     s2.stop();
     events.wait_for(&["event: mep", r#""site":"site2""#, r#""state":"DOWN""#]);
     s2.restart();
