@@ -759,3 +759,39 @@ fn a_service_nothing_checks_is_marked_in_the_services_view() {
     let blocked = browser.csp_violations();
     assert!(blocked.is_empty(), "CSP violations: {blocked:#?}");
 }
+
+/// Two sites whose files give the accepting site (ams, the higher IP)
+/// different passwords: the link never comes up, and fra's page says why
+/// in the sites table, not only the log.
+#[test]
+fn a_site_password_mismatch_says_why_in_the_sites_table() {
+    let test = "dashboard_password";
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("screenshots")
+        .join("dashboard")
+        .join(test);
+    let Some(mut browser) = Browser::launch(&folder) else {
+        return;
+    };
+    let net = Net::for_sites(test, 2);
+    let scratch = net.scratch();
+    let sites = Sites::host(&net, &["fra", "ams"]);
+    let backends: Vec<Backend> = sites.svc.iter().map(|ip| Backend::tcp(*ip)).collect();
+    let ports: Vec<u16> = backends.iter().map(|b| b.port()).collect();
+    let servers = sites.start(SEXTANT, &scratch, |k| {
+        let password = ["alpha-secret-1", "bravo-secret-2"][k];
+        format!(
+            "{}set gslb site ams -sitePassword {password}\n",
+            conf(&sites, k, &ports)
+        )
+    });
+    browser.open(&format!("http://{}/ui/#topology", servers[0].api_addr));
+    let why = browser.wait_for_text(
+        "tr[data-site-row=\"ams\"] [data-field=\"down\"]",
+        PAGE,
+        "the reason ams's link is down",
+        |t| t.starts_with("authentication failed: "),
+    );
+    assert!(why.contains("password"), "{why}");
+    browser.screenshot("site-password-mismatch");
+}
